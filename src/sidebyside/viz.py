@@ -2,11 +2,38 @@
 
 Colours are fixed per framework across every post: PyTorch is always
 ``COLORS["torch"]``, JAX/Flax always ``COLORS["jax"]``.
+
+Weight grids (:func:`weight_mosaic`, :func:`weight_grid`, :func:`shared_vmax`):
+weights in PyTorch's layout ``(units, inputs)`` with ``inputs = H*W``; each
+row is drawn as one ``H x W`` image on a diverging colour scale centred at
+zero (:data:`DIVERGING_CMAP`, chosen not to clash with the framework colours).
+
+Computation graphs of JAX functions (:func:`jaxpr_graph`): ``fn`` is any
+function JAX can trace (``jax.make_jaxpr(fn)(*args)`` must work) whose
+arguments are pytrees of arrays; the result is a ``graphviz.Digraph`` with
+one node per equation (primitive), one edge per variable (labelled with its
+dtype and shape), the flattened inputs as source nodes (parameters, i.e. the
+arguments in ``param_argnums``, drawn apart from data) and the outputs as
+sink nodes. Equations that hold a nested jaxpr (``jit``/``pjit``,
+``custom_jvp_call``, ``custom_vjp_call``, ``closed_call``, ``remat``, and
+control flow such as ``cond``/``scan``/``while``) are drawn as ONE node
+labelled ``primitive: name`` (e.g. ``jit: log_softmax``); with
+``expand_depth=k`` the call-like ones (not control flow) are opened, up to
+``k`` levels deep, as a dashed cluster holding their own equations.
+Rendering (``.pipe``, SVG) needs graphviz's ``dot`` program.
 """
 
 from __future__ import annotations
 
-__all__ = ["COLORS", "LABELS", "color", "style"]
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "COLORS", "LABELS", "DIVERGING_CMAP", "color", "style",
+    "weight_mosaic", "shared_vmax", "weight_grid", "jaxpr_graph", "svg",
+]
 
 COLORS = {
     "torch": "#EE4C2C",  # PyTorch orange-red
@@ -17,6 +44,10 @@ COLORS = {
 }
 
 LABELS = {"torch": "PyTorch", "jax": "JAX", "flax": "Flax", "numpy": "NumPy", "scipy": "SciPy"}
+
+#: Colour map for signed weights: brown (negative) - white (zero) - teal
+#: (positive); neither end looks like PyTorch's red or JAX's blue.
+DIVERGING_CMAP = "BrBG"
 
 
 def color(name: str) -> str:

@@ -1,0 +1,116 @@
+# Side by Side: PyTorch and JAX. `make` does everything; `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+
+# Profile: auto picks gpu where PyTorch or JAX sees a CUDA device, else cpu.
+PROFILE ?= auto
+# ONLY=slug[,slug]: restrict to some notebooks. FORCE=1: run even if cached or frozen.
+ONLY ?=
+FORCE ?=
+# SETUP=0 with PYTHON=python3: use a machine's own Python and skip set-up (air-gapped GPU boxes).
+SETUP ?= 1
+VENV ?= .venv
+PYTHON ?= $(VENV)/bin/python
+# SITE: where posts, images and results are written (tests use a temporary one).
+SITE ?= .
+APT_PACKAGES := jekyll jekyll-theme-minima ruby-jekyll-feed ruby-jekyll-seo-tag bundler graphviz \
+                dataset-fashion-mnist chromium libjs-katex
+KATEX := /usr/share/javascript/katex
+
+ifeq ($(SETUP),1)
+SETUP_DEPS := setup
+else
+SETUP_DEPS :=
+endif
+
+PUBLISH := $(PYTHON) -m sidebyside.publish
+SELECT := $(if $(ONLY),--only $(ONLY)) --site $(SITE)
+
+.PHONY: all help setup apt venv bundle assets sync check-pairs execute render list site serve test test-fast offline clean
+
+## all: set up, run every notebook with the profile this machine supports, render, build the site
+all: $(SETUP_DEPS) execute site
+
+## help: list the targets
+help:
+	@grep -E '^## ' $(MAKEFILE_LIST) | sed 's/^## /  /'
+
+## setup: Debian packages, the Python venv, the gems, the site's local assets (idempotent)
+setup: apt venv bundle assets
+
+## apt: install the Debian packages that are missing (as root; otherwise print the command)
+apt:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages: $$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "missing Debian packages; run:  sudo apt-get install -y $$(echo $$missing)" >&2; exit 1; \
+	  fi; \
+	fi
+
+## venv: create .venv from the pinned requirements.txt and install the library (editable)
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q -r requirements.txt
+	$(VENV)/bin/python -m pip install -q --no-deps -e .
+	@touch $@
+
+## bundle: resolve the Gemfile offline against Debian's gems
+bundle:
+	@bundle check >/dev/null 2>&1 || bundle install --local --quiet
+
+## assets: copy KaTeX from Debian's libjs-katex so math renders without network
+assets: assets/vendor/katex/katex.min.js
+
+assets/vendor/katex/katex.min.js:
+	@test -f $(KATEX)/katex.min.js || { echo "KaTeX not found in $(KATEX); run: sudo apt-get install libjs-katex" >&2; exit 1; }
+	mkdir -p assets/vendor && rm -rf assets/vendor/katex && cp -rL $(KATEX) assets/vendor/katex
+
+## sync: update each notebooks/*.ipynb from its .py source (jupytext pairs, no outputs)
+sync: $(SETUP_DEPS)
+	$(VENV)/bin/jupytext --sync notebooks/*.py
+
+## check-pairs: fail if a .ipynb pair is missing, stale or holds outputs
+check-pairs: $(SETUP_DEPS)
+	$(PUBLISH) check-pairs
+
+## execute: run the notebooks that changed with PROFILE=auto|smoke|cpu|gpu [ONLY=slug] [FORCE=1], and publish them
+execute: $(SETUP_DEPS)
+	$(PUBLISH) execute --profile $(PROFILE) $(SELECT) $(if $(FORCE),--force)
+
+## render: render posts again from build/executed (after a template change), without executing
+render: $(SETUP_DEPS)
+	$(PUBLISH) render $(SELECT)
+
+## list: the notebooks, their slugs and what is published
+list: $(SETUP_DEPS)
+	$(PUBLISH) list $(SELECT)
+
+## site: build the blog into _site/ (strict front matter)
+site: $(SETUP_DEPS)
+	bundle exec jekyll build --strict_front_matter --quiet
+
+## serve: serve the blog at http://127.0.0.1:4000
+serve: $(SETUP_DEPS)
+	bundle exec jekyll serve --strict_front_matter
+
+## test: set up, then run every test (unit, parity, publisher, cache, smoke notebooks, site, browser)
+test: $(SETUP_DEPS)
+	$(PYTHON) -m pytest tests
+
+## test-fast: the tests that execute no notebook and start no browser
+test-fast: $(SETUP_DEPS)
+	$(PYTHON) -m pytest tests -m "not slow"
+
+## offline: prepare wheels and FashionMNIST for an air-gapped GPU box into .offline/ (PYVER=3.12)
+offline:
+	bash tools/prepare-offline.sh $(or $(PYVER),3.12)
+
+## clean: remove build outputs (never the published posts)
+clean:
+	rm -rf build _site .jekyll-cache

@@ -1,0 +1,186 @@
+"""What a network learned, in numbers: representational similarity and
+weight statistics. Pure NumPy, framework-free.
+
+Input contract:
+
+- Representations (for CKA) are 2-D arrays ``(n_examples, n_features)``:
+  row ``i`` of every representation must come from the same example ``i``.
+  Anything array-like (NumPy, JAX, CPU torch tensors via ``np.asarray``) works;
+  computations run in float64.
+- Weight matrices use PyTorch's layout ``(units, inputs)``: row ``u`` holds
+  the incoming weights of unit ``u`` (a Flax kernel ``(inputs, units)`` must
+  be transposed first, as ``models.first_layer_weights`` does).
+- Templates (for total variation) are ``(k, H*W)`` or ``(k, H, W)`` arrays, one
+  image-shaped template per row, e.g. the 784 first-layer weights of a unit of
+  an MLP on 28x28 images.
+
+Total variation, as used here (:func:`total_variation`): the mean absolute
+difference between horizontally and vertically adjacent pixels, divided by
+the template's root-mean-square value. The division makes it independent of
+the template's scale, so networks whose weights differ in size (different
+initialisations) are compared on shape alone; a constant template scores 0,
+white noise about ``2/sqrt(pi) ~ 1.13`` (Gaussian) or ``2/sqrt(3) ~ 1.15``
+(uniform), a +-1 checkerboard exactly 2 (about the largest possible).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Sequence
+
+import numpy as np
+
+__all__ = [
+    "WHITE_NOISE_TV",
+    "linear_cka",
+    "cka_between",
+    "cka_within",
+    "total_variation",
+    "relative_change",
+    "weight_stats",
+]
+
+#: Expected normalised total variation of i.i.d. Gaussian noise: E|a - b| / sigma
+#: for independent a, b ~ N(0, sigma^2) is 2 / sqrt(pi).
+WHITE_NOISE_TV = 2.0 / math.sqrt(math.pi)
+
+
+def _as_2d(name: str, X) -> np.ndarray:
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_examples, n_features), got shape {X.shape}")
+    return X
+
+
+def linear_cka(X, Y) -> float:
+    """Linear centred kernel alignment between two representations of the
+    same ``n`` examples (Kornblith et al., 2019).
+
+    ``X``: ``(n, p)``, ``Y``: ``(n, q)``. Returns a float in ``[0, 1]``:
+    1 when ``Y`` is a rotation and/or isotropic rescaling of ``X`` (after
+    centring), near 0 for unrelated representations (with ``n >> p, q``).
+    Invariant to orthogonal transforms, isotropic scaling and per-feature
+    offsets; not invariant to arbitrary invertible linear maps.
+    Returns NaN when either representation is constant over the examples.
+
+    Computed in feature space, ``||Yc^T Xc||_F^2 / (||Xc^T Xc||_F ||Yc^T Yc||_F)``,
+    which equals the HSIC form with ``n x n`` linear Gram matrices but costs
+    ``O(n p q)`` instead of ``O(n^2)`` memory.
+    """
+    X = _as_2d("X", X)
+    Y = _as_2d("Y", Y)
+    if X.shape[0] != Y.shape[0]:
+        raise ValueError(f"X and Y must hold the same examples: {X.shape[0]} vs {Y.shape[0]} rows")
+    if X.shape[0] < 2:
+        raise ValueError("CKA needs at least 2 examples")
+    X = X - X.mean(axis=0, keepdims=True)
+    Y = Y - Y.mean(axis=0, keepdims=True)
+    cross = np.linalg.norm(Y.T @ X, "fro") ** 2
+    denominator = np.linalg.norm(X.T @ X, "fro") * np.linalg.norm(Y.T @ Y, "fro")
+    if denominator == 0.0:
+        return float("nan")
+    # Rounding can push an identical pair a hair above 1.
+    return float(min(cross / denominator, 1.0))
+
+
+def cka_between(reps_a: Sequence, reps_b: Sequence) -> np.ndarray:
+    """Linear CKA of every pair (one from ``reps_a``, one from ``reps_b``):
+    a ``(len(reps_a), len(reps_b))`` array. Use it across groups, e.g. the
+    hidden layers of PyTorch networks against those of Flax networks."""
+    return np.array([[linear_cka(a, b) for b in reps_b] for a in reps_a], dtype=np.float64).reshape(
+        len(reps_a), len(reps_b)
+    )
+
+
+def cka_within(reps: Sequence) -> np.ndarray:
+    """Linear CKA of every unordered pair ``i < j`` of ``reps`` (e.g. networks
+    of one framework trained from different seeds): a 1-D array of
+    ``len(reps) * (len(reps) - 1) / 2`` values, in ``itertools.combinations`` order."""
+    if len(reps) < 2:
+        raise ValueError(f"need at least 2 representations for pairs, got {len(reps)}")
+    return np.array([linear_cka(a, b) for a, b in itertools.combinations(reps, 2)], dtype=np.float64)
+
+
+def _templates(templates, shape: tuple[int, int] | None) -> np.ndarray:
+    T = np.asarray(templates, dtype=np.float64)
+    if T.ndim == 3:
+        if shape is not None and tuple(T.shape[1:]) != tuple(shape):
+            raise ValueError(f"templates have shape {T.shape[1:]}, expected {tuple(shape)}")
+        return T
+    if T.ndim != 2:
+        raise ValueError(f"templates must be (k, H*W) or (k, H, W), got shape {T.shape}")
+    if shape is None:
+        side = math.isqrt(T.shape[1])
+        if side * side != T.shape[1]:
+            raise ValueError(f"{T.shape[1]} values per template is not a square image: pass shape=(H, W)")
+        shape = (side, side)
+    if shape[0] * shape[1] != T.shape[1]:
+        raise ValueError(f"shape {tuple(shape)} does not hold {T.shape[1]} values per template")
+    return T.reshape(T.shape[0], *shape)
+
+
+def total_variation(templates, shape: tuple[int, int] | None = None, *, normalise: bool = True) -> np.ndarray:
+    """Anisotropic total variation of each image-shaped template.
+
+    ``templates``: ``(k, H*W)`` (``shape`` gives ``(H, W)``; square by default)
+    or ``(k, H, W)``. Returns ``(k,)`` float64.
+
+    ``normalise=True`` (default): the mean absolute difference between
+    4-neighbours (``H(W-1) + (H-1)W`` differences) divided by the template's
+    root-mean-square value; scale-free (see the module docstring for reference
+    values). NaN for an all-zero template.
+    ``normalise=False``: the plain sum of absolute neighbour differences.
+    """
+    T = _templates(templates, shape)
+    dx = np.abs(np.diff(T, axis=2)).sum(axis=(1, 2))
+    dy = np.abs(np.diff(T, axis=1)).sum(axis=(1, 2))
+    tv = dx + dy
+    if not normalise:
+        return tv
+    _, H, W = T.shape
+    count = H * (W - 1) + (H - 1) * W
+    rms = np.sqrt(np.mean(T**2, axis=(1, 2)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(rms > 0, tv / count / np.where(rms > 0, rms, 1.0), np.nan)
+
+
+def relative_change(before, after) -> float:
+    """``||after - before||_F / ||before||_F``: how far a weight matrix moved,
+    relative to where it started (e.g. initialisation -> end of training)."""
+    before = np.asarray(before, dtype=np.float64)
+    after = np.asarray(after, dtype=np.float64)
+    if before.shape != after.shape:
+        raise ValueError(f"shapes differ: {before.shape} vs {after.shape}")
+    norm = np.linalg.norm(before)
+    if norm == 0:
+        return float("inf") if np.any(after != before) else 0.0
+    return float(np.linalg.norm(after - before) / norm)
+
+
+def weight_stats(W, shape: tuple[int, int] | None = None) -> dict[str, float]:
+    """Summary statistics of one weight matrix ``(units, inputs)``.
+
+    Returns a dict of floats: ``frobenius_norm``, ``unit_norm_mean`` and
+    ``unit_norm_std`` (L2 norms of the rows: each unit's incoming weights),
+    ``std``, ``mean_abs``, ``max_abs``; with ``shape=(H, W)`` (rows are
+    ``H*W`` image templates) also ``tv_mean`` and ``tv_std``: the normalised
+    :func:`total_variation` of the rows (NaN rows, all-zero units, skipped).
+    """
+    W = np.asarray(W, dtype=np.float64)
+    if W.ndim != 2:
+        raise ValueError(f"W must be 2-D (units, inputs), got shape {W.shape}")
+    unit_norms = np.linalg.norm(W, axis=1)
+    stats = {
+        "frobenius_norm": float(np.linalg.norm(W)),
+        "unit_norm_mean": float(unit_norms.mean()),
+        "unit_norm_std": float(unit_norms.std()),
+        "std": float(W.std()),
+        "mean_abs": float(np.abs(W).mean()),
+        "max_abs": float(np.abs(W).max()),
+    }
+    if shape is not None:
+        tv = total_variation(W, shape)
+        stats["tv_mean"] = float(np.nanmean(tv)) if np.any(np.isfinite(tv)) else float("nan")
+        stats["tv_std"] = float(np.nanstd(tv)) if np.any(np.isfinite(tv)) else float("nan")
+    return stats

@@ -1,0 +1,768 @@
+"""From notebook to post: execution, cache, rendering, atomic publication.
+
+Flow (DESIGN.md)::
+
+    notebooks/NN_topic.py --jupytext--> notebook --papermill(params/<profile>.yaml)-->
+        build/executed/<slug>.ipynb + build/results/<slug>.json
+    --render (nbconvert exporter, our preprocessors, our template)-->
+        _posts/DATE-slug.md + images/<slug>/* + _data/results/<slug>.json
+
+Cache with freeze semantics: a notebook runs again only when its key changes
+(its source, the library's source, its parameters for the profile, the
+pinned requirements). The key is stored as ``source_hash`` in the published
+results file, so a fresh clone knows what is up to date. A published result
+of a larger profile (gpu > cpu > smoke) is kept unless ``force``.
+
+Publication is atomic per notebook: everything is rendered before anything
+is written; files are swapped in with renames, the results file last (it is
+the cache marker), and an interrupted swap is recovered on the next run.
+
+CLI: ``python -m sidebyside.publish {execute,render,list,profile,check-pairs} ...``
+(``--help`` on each). The Makefile drives it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import base64
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import shutil
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "PROFILES",
+    "PublishError",
+    "NotebookInfo",
+    "discover",
+    "detect_profile",
+    "load_params",
+    "cache_key",
+    "plan",
+    "execute",
+    "render",
+    "publish",
+    "run",
+    "main",
+]
+
+PROFILES = ("smoke", "cpu", "gpu")  # ordered: a larger profile is never replaced by a smaller one
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+REQUIRED_METADATA = ("slug", "title", "date", "description")
+SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+
+
+class PublishError(Exception):
+    """A problem the user can fix; the message says what to do."""
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+@dataclass
+class NotebookInfo:
+    """A notebook source and the metadata the site needs."""
+
+    path: Path
+    slug: str
+    title: str
+    date: str
+    description: str
+    tags: list[str] = field(default_factory=list)
+    parameters: list[str] = field(default_factory=list)
+
+    def relpath(self, root: Path) -> str:
+        try:
+            return self.path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            return self.path.name
+
+
+def _parameter_names(source: str) -> list[str]:
+    names: list[str] = []
+    for node in ast.parse(source).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        for target in targets:
+            if isinstance(target, ast.Name):
+                names.append(target.id)
+    return names
+
+
+def read_notebook_info(path: Path):
+    """Read a jupytext ``.py`` (or ``.ipynb``) and check what publication needs.
+
+    Returns ``(NotebookInfo, notebook)``; raises :class:`PublishError` naming
+    the notebook and what to add.
+    """
+    import jupytext
+
+    try:
+        nb = jupytext.read(path)
+    except Exception as exc:
+        raise PublishError(f"{path}: jupytext cannot read it ({exc})") from exc
+    meta = nb.metadata.get("sidebyside") or {}
+    missing = [key for key in REQUIRED_METADATA if not meta.get(key)]
+    if missing:
+        raise PublishError(
+            f"{path}: its header lacks {', '.join(missing)}. Add them under 'sidebyside:' in the "
+            f"jupytext header, e.g.\n#   sidebyside:\n#     slug: my-topic\n#     title: \"My topic\"\n"
+            f"#     date: '{dt.date.today().isoformat()}'\n#     description: One sentence.\n#     tags: [pytorch, jax]"
+        )
+    slug = str(meta["slug"])
+    if not SLUG_RE.match(slug):
+        raise PublishError(f"{path}: slug {slug!r} must be lowercase words joined by hyphens, e.g. 'grid-sample-parity'")
+    try:
+        date = dt.date.fromisoformat(str(meta["date"])).isoformat()
+    except ValueError as exc:
+        raise PublishError(f"{path}: date {meta['date']!r} is not YYYY-MM-DD") from exc
+    if not nb.metadata.get("kernelspec", {}).get("name"):
+        raise PublishError(f"{path}: no kernelspec; papermill needs one. Run: jupytext --set-kernel python3 {path}")
+    cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    if len(cells) != 1:
+        raise PublishError(
+            f"{path}: needs exactly one cell tagged 'parameters' (found {len(cells)}). "
+            "Put every size knob in one code cell that starts with: # %% tags=[\"parameters\"]"
+        )
+    tags = meta.get("tags") or []
+    info = NotebookInfo(path, slug, str(meta["title"]), date, str(meta["description"]),
+                        [str(t) for t in tags], _parameter_names(cells[0].source))
+    return info, nb
+
+
+def discover(notebooks_dir: Path) -> list[NotebookInfo]:
+    """All ``NN_topic.py`` notebooks in ``notebooks_dir``, checked, in order."""
+    paths = sorted(p for p in Path(notebooks_dir).glob("*.py") if not p.name.startswith("_"))
+    infos = [read_notebook_info(p)[0] for p in paths]
+    seen: dict[str, Path] = {}
+    for info in infos:
+        if info.slug in seen:
+            raise PublishError(f"slug {info.slug!r} is used by both {seen[info.slug]} and {info.path}")
+        seen[info.slug] = info.path
+    return infos
+
+
+def select(infos: list[NotebookInfo], only: str | None) -> list[NotebookInfo]:
+    if not only:
+        return infos
+    wanted = [s.strip() for s in only.split(",") if s.strip()]
+    by_slug = {i.slug: i for i in infos}
+    unknown = [s for s in wanted if s not in by_slug]
+    if unknown:
+        raise PublishError(f"unknown slug {', '.join(unknown)}; valid slugs: {', '.join(by_slug) or '(none)'}")
+    return [by_slug[s] for s in wanted]
+
+
+# --------------------------------------------------------------------------- profiles and parameters
+
+
+def detect_profile() -> str:
+    """``gpu`` where PyTorch or JAX sees a CUDA device, else ``cpu``."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return "gpu"
+    except ImportError:
+        pass
+    try:
+        import jax
+
+        if any(d.platform == "gpu" for d in jax.devices()):
+            return "gpu"
+    except (ImportError, RuntimeError):
+        pass
+    return "cpu"
+
+
+def check_profile(profile: str) -> str:
+    if profile not in PROFILES:
+        raise PublishError(f"unknown profile {profile!r}; valid profiles: {', '.join(PROFILES)} (or 'auto')")
+    return profile
+
+
+def load_params(params_dir: Path, profile: str, infos: list[NotebookInfo]) -> dict[str, dict[str, Any]]:
+    """Parameters of ``profile`` per slug, checked against each notebook's parameters cell."""
+    check_profile(profile)
+    path = Path(params_dir) / f"{profile}.yaml"
+    if not path.is_file():
+        raise PublishError(f"{path} is missing; create it with one mapping per notebook slug")
+    try:
+        table = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise PublishError(f"{path} is not valid YAML: {exc}") from exc
+    if not isinstance(table, dict):
+        raise PublishError(f"{path} must map notebook slugs to parameter mappings")
+    by_slug = {i.slug: i for i in infos}
+    result: dict[str, dict[str, Any]] = {}
+    for slug, values in table.items():
+        if slug not in by_slug:
+            continue  # a notebook outside this selection (or a fixture directory)
+        values = values or {}
+        if not isinstance(values, dict):
+            raise PublishError(f"{path}: the entry for {slug!r} must be a mapping of parameter names to values")
+        unknown = sorted(set(values) - set(by_slug[slug].parameters))
+        if unknown:
+            raise PublishError(
+                f"{path}: {slug} sets {', '.join(unknown)}, which its parameters cell "
+                f"({by_slug[slug].path.name}) does not define; valid names: {', '.join(by_slug[slug].parameters)}"
+            )
+        result[slug] = values
+    for info in infos:
+        result.setdefault(info.slug, {})
+    return result
+
+
+# --------------------------------------------------------------------------- cache
+
+
+def _hash_files(digest, paths: list[Path], root: Path) -> None:
+    for path in paths:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+
+
+def library_files(root: Path = ROOT) -> list[Path]:
+    lib = root / "src" / "sidebyside"
+    return sorted(p for p in lib.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+
+
+def cache_key(info: NotebookInfo, profile: str, params: dict[str, Any], root: Path = ROOT) -> str:
+    """The key of a run: notebook source, library source, the profile's
+    parameters for it, and the pinned requirements."""
+    digest = hashlib.sha256()
+    digest.update(info.path.read_bytes() + b"\0")
+    _hash_files(digest, library_files(root), root)
+    digest.update(json.dumps({"profile": profile, "params": params}, sort_keys=True, default=str).encode())
+    requirements = root / "requirements.txt"
+    if requirements.is_file():
+        digest.update(requirements.read_bytes())
+    return digest.hexdigest()
+
+
+@dataclass
+class Decision:
+    info: NotebookInfo
+    action: str  # "run" | "up to date" | "kept"
+    reason: str
+    key: str
+
+
+def _published_record(site: Path, slug: str) -> dict[str, Any] | None:
+    path = site / "_data" / "results" / f"{slug}.json"
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return None
+
+
+def _post_path(site: Path, info: NotebookInfo) -> Path:
+    return site / "_posts" / f"{info.date}-{info.slug}.md"
+
+
+def plan(infos, profile, params_by_profile, site: Path, *, force: bool = False, root: Path = ROOT) -> list[Decision]:
+    """Decide, per notebook, whether to run it (see the module docstring)."""
+    decisions = []
+    for info in infos:
+        key = cache_key(info, profile, params_by_profile[profile][info.slug], root)
+        record = _published_record(site, info.slug)
+        post = _post_path(site, info)
+        if force:
+            decisions.append(Decision(info, "run", "forced", key))
+        elif record is None or not post.is_file():
+            decisions.append(Decision(info, "run", "not published yet", key))
+        elif record.get("profile") in PROFILES and PROFILES.index(record["profile"]) > PROFILES.index(profile):
+            published = record["profile"]
+            stale = ""
+            if published in params_by_profile and info.slug in params_by_profile[published]:
+                if cache_key(info, published, params_by_profile[published][info.slug], root) != record.get("source_hash"):
+                    stale = "; its sources changed since"
+            decisions.append(Decision(
+                info, "kept",
+                f"published {published} result kept{stale} (PROFILE={published} to refresh it, FORCE=1 to replace it)",
+                key))
+        elif record.get("profile") == profile and record.get("source_hash") == key:
+            decisions.append(Decision(info, "up to date", f"{profile} result is current", key))
+        else:
+            decisions.append(Decision(info, "run", "sources or parameters changed" if record.get("profile") == profile
+                                      else f"replacing a {record.get('profile')} result", key))
+    return decisions
+
+
+# --------------------------------------------------------------------------- execution
+
+
+def _format_failure(exc, info: NotebookInfo, nb_path: Path, executed: Path) -> str:
+    cell = getattr(exc, "cell_index", None)
+    source = (getattr(exc, "source", "") or "").strip().splitlines()
+    first = next((line for line in source if line.strip() and not line.startswith("#")), source[0] if source else "")
+    ename, evalue = getattr(exc, "ename", type(exc).__name__), getattr(exc, "evalue", str(exc))
+    return (
+        f"FAILED {info.slug} ({nb_path}): cell {cell} [{first[:80]}] raised {ename}: {ANSI_RE.sub('', str(evalue))}\n"
+        f"  the executed copy, with the traceback, is kept at {executed}\n"
+        f"  nothing published was changed"
+    )
+
+
+def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build: Path, *,
+            root: Path = ROOT, progress: bool = True, timeout: int | None = None) -> tuple[Path, dict[str, Any]]:
+    """Run one notebook with papermill into ``build/executed/<slug>.ipynb``.
+
+    Returns the executed path and the results record the notebook saved.
+    Raises :class:`PublishError` with the failing cell and error.
+    """
+    import jupytext
+    import papermill
+
+    executed_dir, results_dir, input_dir = build / "executed", build / "results", build / "input"
+    for d in (executed_dir, results_dir, input_dir):
+        d.mkdir(parents=True, exist_ok=True)
+    input_path = input_dir / f"{info.slug}.ipynb"
+    jupytext.write(nb, input_path)
+    executed = executed_dir / f"{info.slug}.ipynb"
+    results_path = results_dir / f"{info.slug}.json"
+    results_path.unlink(missing_ok=True)
+    env = {
+        "SIDEBYSIDE_HEADLESS": "1",
+        "SIDEBYSIDE_PROFILE": profile,
+        "SIDEBYSIDE_RESULTS_DIR": str(results_dir.resolve()),
+        "SIDEBYSIDE_ROOT": str(root.resolve()),
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        papermill.execute_notebook(
+            str(input_path), str(executed), parameters=params, kernel_name=nb.metadata["kernelspec"]["name"],
+            cwd=str(root), progress_bar=progress, log_output=False, execution_timeout=timeout,
+        )
+    except papermill.PapermillExecutionError as exc:
+        raise PublishError(_format_failure(exc, info, info.path, executed)) from None
+    except Exception as exc:
+        raise PublishError(f"FAILED {info.slug} ({info.path}): {type(exc).__name__}: {exc}\n"
+                           f"  executed copy (if any): {executed}; nothing published was changed") from exc
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    if not results_path.is_file():
+        raise PublishError(
+            f"FAILED {info.slug} ({info.path}): the run saved no results. End the notebook with "
+            f"sidebyside.provenance.save_results({info.slug!r}, metrics). Nothing published was changed."
+        )
+    record = json.loads(results_path.read_text())
+    if record.get("slug") != info.slug:
+        raise PublishError(f"{info.path}: save_results was called with slug {record.get('slug')!r}, expected {info.slug!r}")
+    return executed, record
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _scrub_rules(root: Path) -> list[tuple[re.Pattern, str]]:
+    """Absolute local paths and the host name never reach a post."""
+    places = {
+        str(root.resolve()): ".",
+        sys.prefix: "<venv>",
+        sys.base_prefix: "<python>",
+        str(Path.home()): "~",
+        os.environ.get("TMPDIR", "/tmp"): "<tmp>",
+    }
+    rules = [(re.compile(re.escape(p) + r"(?=[/\\\s'\":]|$)"), r) for p, r in
+             sorted(places.items(), key=lambda kv: -len(kv[0])) if p and p != "/"]
+    host = socket.gethostname()
+    for name in {host, host.split(".")[0]} - {"", "localhost"}:
+        # Whole words only: a host called "vm" must not turn "vmap" into "<host>ap".
+        rules.append((re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])"), "<host>"))
+    return rules
+
+
+def scrub(text: str, rules) -> str:
+    for pattern, replacement in rules:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def collapse_progress(text: str) -> str:
+    r"""Keep what a terminal would show: for each line, the text after its last
+    carriage return (tqdm redraws a bar with ``\r``)."""
+    lines = []
+    for line in text.split("\n"):
+        frames = [f for f in line.split("\r") if f.strip()]
+        lines.append(frames[-1] if frames else "")
+    return "\n".join(lines)
+
+
+_CODE_SPAN = re.compile(r"(```.*?```|~~~.*?~~~|`[^`\n]*`)", re.S)
+_INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)([^$\n]+?)(?<![\\$])\$(?!\$)")
+
+
+def kramdown_math(markdown: str) -> str:
+    """Jupyter writes inline math as ``$x$``; kramdown only protects ``$$x$$``
+    (it would read ``_`` inside as emphasis). Rewrite outside code."""
+    parts = _CODE_SPAN.split(markdown)
+    return "".join(part if i % 2 else _INLINE_MATH.sub(r"$$\1$$", part) for i, part in enumerate(parts))
+
+
+def _slugify(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "figure"
+
+
+_EXT = {"image/png": "png", "image/svg+xml": "svg", "image/jpeg": "jpg"}
+
+
+def _preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
+    """Our preprocessing, in place on a copy: hide tagged cells, drop the
+    parameter cells, clean streams, scrub paths, extract figures with stable
+    names. Returns the notebook and ``{filename: bytes}``."""
+    import copy
+
+    from nbconvert.preprocessors import TagRemovePreprocessor
+
+    nb = copy.deepcopy(nb)
+    nb.cells = [c for c in nb.cells if not {"parameters", "injected-parameters"} & set(c.metadata.get("tags", []))]
+    tag_remover = TagRemovePreprocessor(
+        remove_cell_tags={"remove_cell"}, remove_input_tags={"remove_input"},
+        remove_all_outputs_tags={"remove_output"}, enabled=True,
+    )
+    nb, _ = tag_remover.preprocess(nb, {})
+    rules = _scrub_rules(root)
+    images: dict[str, bytes] = {}
+    unnamed = 0
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = kramdown_math(cell.source)
+            continue
+        if cell.cell_type != "code":
+            continue
+        cell.source = scrub(cell.source, rules)
+        outputs = []
+        for output in cell.get("outputs", []):
+            kind = output.get("output_type")
+            if kind == "stream":
+                # Chunks of one stream are one text: a tqdm frame may start in one chunk
+                # and be redrawn ("\r") in the next. Join raw, clean once at the end.
+                if outputs and outputs[-1].get("output_type") == "stream" and outputs[-1].get("name") == output.get("name"):
+                    outputs[-1]["text"] += output.get("text", "")
+                    continue
+            elif kind == "error":
+                output["traceback"] = [scrub(ANSI_RE.sub("", line), rules) for line in output.get("traceback", [])]
+            elif kind in ("display_data", "execute_result"):
+                data = output.get("data", {})
+                data.pop("application/vnd.jupyter.widget-view+json", None)
+                for mime in ("text/plain", "text/html", "text/markdown", "text/latex"):
+                    if mime in data:
+                        text = data[mime] if isinstance(data[mime], str) else "".join(data[mime])
+                        text = scrub(ANSI_RE.sub("", text), rules)
+                        data[mime] = kramdown_math(text) if mime == "text/markdown" else text
+                mime = next((m for m in _EXT if m in data), None)
+                if mime:
+                    base = cell.metadata.get("figure")
+                    if not base:
+                        unnamed += 1
+                        base = f"figure-{unnamed}"
+                    base = _slugify(str(base))
+                    name, n = f"{base}.{_EXT[mime]}", 2
+                    while name in images:
+                        name, n = f"{base}-{n}.{_EXT[mime]}", n + 1
+                    payload = data[mime]
+                    if mime == "image/svg+xml":
+                        payload = (payload if isinstance(payload, str) else "".join(payload)).encode()
+                    else:
+                        payload = base64.b64decode(payload)
+                    images[name] = payload
+                    meta = output.setdefault("metadata", {})
+                    meta["filenames"] = {mime: f"../../images/{slug}/{name}"}
+                    meta["alt"] = str(cell.metadata.get("alt") or f"Figure: {base.replace('-', ' ')}")
+                    for other in [m for m in data if m != mime and m.startswith("image/")]:
+                        data.pop(other)
+            outputs.append(output)
+        for output in outputs:
+            if output.get("output_type") == "stream":
+                output["text"] = scrub(collapse_progress(ANSI_RE.sub("", output["text"])), rules).strip("\n")
+        cell.outputs = [o for o in outputs if o.get("output_type") != "stream" or o["text"].strip()]
+    return nb, images
+
+
+def _site_config(site: Path) -> dict[str, Any]:
+    path = site / "_config.yml"
+    return (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
+
+
+def front_matter(info: NotebookInfo, record: dict[str, Any], site_config: dict[str, Any], root: Path) -> dict[str, Any]:
+    repository = site_config.get("repository", "")
+    branch = site_config.get("branch", "main")
+    notebook = info.relpath(root)
+    ipynb = notebook[:-3] + ".ipynb" if notebook.endswith(".py") else notebook
+    prov = record["provenance"]
+    versions = {k: prov.get(k) for k in ("python", "torch", "jax", "jaxlib", "flax", "optax", "cuda") if prov.get(k)}
+    return {
+        "layout": "post",
+        "title": info.title,
+        "date": info.date,
+        "description": info.description,
+        "tags": info.tags,
+        "slug": info.slug,
+        "notebook": notebook,
+        "colab": f"https://colab.research.google.com/github/{repository}/blob/{branch}/{ipynb}",
+        "download": f"https://github.com/{repository}/raw/{branch}/{ipynb}",
+        "source": f"https://github.com/{repository}/blob/{branch}/{notebook}",
+        "profile": record["profile"],
+        "hardware": prov.get("device"),
+        "versions": versions,
+        "matmul_precision": prov.get("matmul_precision"),
+        "parameters": record.get("parameters", {}),
+        "executed_at": record["executed_at"],
+        "git_sha": prov.get("git_sha"),
+        "source_hash": record["source_hash"],
+        # Posts are code and outputs: never let Liquid read {{ }} or {% %} in them.
+        "render_with_liquid": False,
+    }
+
+
+def render(executed_nb, record: dict[str, Any], info: NotebookInfo, site_config: dict[str, Any], *,
+           root: Path = ROOT) -> tuple[str, dict[str, bytes]]:
+    """Render an executed notebook: returns (post Markdown with front matter, images)."""
+    from nbconvert import MarkdownExporter
+
+    nb, images = _preprocess(executed_nb, info.slug, root)
+    from traitlets.config import Config
+
+    # Figures are extracted (with stable names) by _preprocess, not by nbconvert.
+    config = Config({"ExtractOutputPreprocessor": {"enabled": False}})
+    exporter = MarkdownExporter(config=config, extra_template_basedirs=[str(TEMPLATES)], template_name="sidebyside")
+    body, _ = exporter.from_notebook_node(nb, resources={"slug": info.slug})
+    body = re.sub(r"\n{3,}", "\n\n", body).strip() + "\n"
+    rules = _scrub_rules(root)
+    header = yaml.safe_dump(front_matter(info, record, site_config, root), sort_keys=False, allow_unicode=True)
+    return f"---\n{scrub(header, rules)}---\n\n{body}", images
+
+
+# --------------------------------------------------------------------------- atomic publication
+
+
+def recover(site: Path) -> None:
+    """Finish or undo a swap that an interrupted run left behind."""
+    images = site / "images"
+    if images.is_dir():
+        for old in images.glob(".*.old"):
+            slug = old.name[1:-4]
+            if (images / slug).exists():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                old.rename(images / slug)
+        for new in images.glob(".*.new"):
+            shutil.rmtree(new, ignore_errors=True)
+    for directory in (site / "_posts", site / "_data" / "results"):
+        if directory.is_dir():
+            for tmp in directory.glob(".*.tmp"):
+                tmp.unlink(missing_ok=True)
+
+
+def publish(site: Path, info: NotebookInfo, post: str, images: dict[str, bytes], record: dict[str, Any]) -> Path:
+    """Swap a rendered post, its images and its results into ``site``.
+
+    Order: images, then the post, then the results file (the cache marker).
+    A run interrupted anywhere leaves either the old or the new version of
+    each file, and a stale marker that makes the next run redo the notebook.
+    """
+    recover(site)
+    posts, data, images_root = site / "_posts", site / "_data" / "results", site / "images"
+    for d in (posts, data, images_root):
+        d.mkdir(parents=True, exist_ok=True)
+    staged = images_root / f".{info.slug}.new"
+    shutil.rmtree(staged, ignore_errors=True)
+    staged.mkdir()
+    for name, payload in images.items():
+        (staged / name).write_bytes(payload)
+    post_tmp = posts / f".{info.slug}.md.tmp"
+    post_tmp.write_text(post)
+    data_tmp = data / f".{info.slug}.json.tmp"
+    data_tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+
+    current, old = images_root / info.slug, images_root / f".{info.slug}.old"
+    if current.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        current.rename(old)
+    staged.rename(current)
+    shutil.rmtree(old, ignore_errors=True)
+    target = _post_path(site, info)
+    os.replace(post_tmp, target)
+    for stale in posts.glob(f"*-{info.slug}.md"):
+        if stale != target and re.match(r"\d{4}-\d{2}-\d{2}-" + re.escape(info.slug) + r"\.md$", stale.name):
+            stale.unlink()
+    os.replace(data_tmp, data / f"{info.slug}.json")
+    return target
+
+
+# --------------------------------------------------------------------------- orchestration
+
+
+def complete_record(saved: dict[str, Any], info: NotebookInfo, profile: str, params: dict[str, Any], key: str, root: Path) -> dict[str, Any]:
+    """The published results file: what the notebook saved plus run facts."""
+    rules = _scrub_rules(root)
+    provenance = json.loads(scrub(json.dumps(saved["provenance"]), rules))
+    return {
+        "slug": info.slug,
+        "notebook": info.relpath(root),
+        "profile": profile,
+        "executed_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+        "source_hash": key,
+        "parameters": params,
+        "provenance": provenance,
+        "metrics": saved["metrics"],
+    }
+
+
+def _say(message: str) -> None:
+    print(message, flush=True)
+
+
+def run(*, profile: str = "auto", only: str | None = None, force: bool = False, site: Path = ROOT,
+        build: Path = ROOT / "build", notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params",
+        root: Path = ROOT, progress: bool = True, dry_run: bool = False) -> int:
+    """Execute (when needed) and publish notebooks. Returns a process exit code."""
+    started = time.perf_counter()
+    if profile == "auto":
+        profile = detect_profile()
+        _say(f"profile: {profile} (detected; PROFILE=smoke|cpu|gpu to choose)")
+    check_profile(profile)
+    infos = select(discover(notebooks), only)
+    if not infos:
+        raise PublishError(f"no notebooks found in {notebooks} (expected NN_topic.py files)")
+    params_by_profile = {p: load_params(params_dir, p, infos) for p in PROFILES if (params_dir / f"{p}.yaml").is_file()}
+    if profile not in params_by_profile:
+        raise PublishError(f"{params_dir / (profile + '.yaml')} is missing")
+    recover(site)
+    decisions = plan(infos, profile, params_by_profile, site, force=force, root=root)
+    site_config = _site_config(site)
+    for n, decision in enumerate(decisions, 1):
+        info = decision.info
+        label = f"[{n}/{len(decisions)}] {info.slug}"
+        if decision.action != "run":
+            _say(f"{label}: {decision.action} ({decision.reason})")
+            continue
+        if dry_run:
+            _say(f"{label}: would run ({decision.reason})")
+            continue
+        _say(f"{label}: running {info.relpath(root)} with the {profile} profile ({decision.reason}) ...")
+        t0 = time.perf_counter()
+        _, nb = read_notebook_info(info.path)
+        params = params_by_profile[profile][info.slug]
+        executed, saved = execute(info, nb, profile, params, build, root=root, progress=progress)
+        record = complete_record(saved, info, profile, params, decision.key, root)
+        import nbformat
+
+        post, images = render(nbformat.read(executed, as_version=4), record, info, site_config, root=root)
+        target = publish(site, info, post, images, record)
+        _say(f"{label}: done in {time.perf_counter() - t0:.1f} s -> {target.relative_to(site)} "
+             f"(+{len(images)} image{'s' if len(images) != 1 else ''})")
+    _say(f"all {len(decisions)} notebook(s) handled in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def rerender(*, only: str | None = None, site: Path = ROOT, build: Path = ROOT / "build",
+             notebooks: Path = ROOT / "notebooks", root: Path = ROOT) -> int:
+    """Render again from the executed notebooks in ``build/`` (after a template
+    change), keeping each published results record."""
+    import nbformat
+
+    site_config = _site_config(site)
+    for info in select(discover(notebooks), only):
+        executed = build / "executed" / f"{info.slug}.ipynb"
+        record = _published_record(site, info.slug)
+        if not executed.is_file() or record is None:
+            _say(f"{info.slug}: skipped (no executed notebook in {build}/executed or no published result)")
+            continue
+        post, images = render(nbformat.read(executed, as_version=4), record, info, site_config, root=root)
+        _say(f"{info.slug}: rendered -> {publish(site, info, post, images, record).relative_to(site)}")
+    return 0
+
+
+def check_pairs(notebooks: Path = ROOT / "notebooks") -> list[str]:
+    """Problems with the .py/.ipynb pairs: missing, out of date, or with outputs."""
+    import jupytext
+
+    problems = []
+    for py in sorted(Path(notebooks).glob("*.py")):
+        ipynb = py.with_suffix(".ipynb")
+        if not ipynb.is_file():
+            problems.append(f"{ipynb} is missing (run: make sync)")
+            continue
+        a, b = jupytext.read(py), jupytext.read(ipynb)
+        if [(c.cell_type, c.source) for c in a.cells] != [(c.cell_type, c.source) for c in b.cells]:
+            problems.append(f"{ipynb} differs from {py.name} (run: make sync)")
+        if a.metadata.get("sidebyside") != b.metadata.get("sidebyside"):
+            problems.append(f"{ipynb} metadata differs from {py.name} (run: make sync)")
+        if any(c.get("outputs") or c.get("execution_count") for c in b.cells if c.cell_type == "code"):
+            problems.append(f"{ipynb} holds outputs; pairs are kept clean for Colab (run: make sync)")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sidebyside.publish", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--only", help="comma-separated slugs (default: all)")
+    common.add_argument("--site", type=Path, default=ROOT, help="site root holding _posts/, images/, _data/ (default: the repo)")
+    common.add_argument("--build", type=Path, default=ROOT / "build", help="where executed notebooks go (default: build/)")
+    common.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
+    ex = sub.add_parser("execute", parents=[common], help="run notebooks that need it and publish them")
+    ex.add_argument("--profile", default="auto", help="smoke, cpu, gpu or auto (gpu where a CUDA device is seen)")
+    ex.add_argument("--force", action="store_true", help="run even if up to date or a larger profile is published")
+    ex.add_argument("--params", type=Path, default=ROOT / "params")
+    ex.add_argument("--dry-run", action="store_true", help="say what would run, run nothing")
+    ex.add_argument("--no-progress", action="store_true", help="no per-cell progress bar")
+    sub.add_parser("render", parents=[common], help="render published notebooks again from build/executed")
+    sub.add_parser("list", parents=[common], help="list notebooks, slugs and what is published")
+    sub.add_parser("profile", help="print the profile this machine supports")
+    pairs = sub.add_parser("check-pairs", help="fail if a .ipynb pair is missing, stale or holds outputs")
+    pairs.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "execute":
+            return run(profile=args.profile, only=args.only, force=args.force, site=args.site, build=args.build,
+                       notebooks=args.notebooks, params_dir=args.params, progress=not args.no_progress,
+                       dry_run=args.dry_run)
+        if args.command == "render":
+            return rerender(only=args.only, site=args.site, build=args.build, notebooks=args.notebooks)
+        if args.command == "profile":
+            print(detect_profile())
+            return 0
+        if args.command == "check-pairs":
+            problems = check_pairs(args.notebooks)
+            for problem in problems:
+                print(problem, file=sys.stderr)
+            return 1 if problems else 0
+        for info in select(discover(args.notebooks), args.only):
+            record = _published_record(args.site, info.slug)
+            state = f"{record['profile']} run of {record['executed_at']}" if record else "not published"
+            print(f"{info.slug:34} {info.relpath(ROOT):36} {state}")
+        return 0
+    except PublishError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: published files are intact (an interrupted swap is recovered on the next run)", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""Shared test helpers. Tests never write into the published _posts/, images/
+or _data/: the session ends in failure if any of them changed."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PUBLISHED = ("_posts", "images", "_data")
+SITE_SKELETON = ("_config.yml", "_layouts", "_includes", "assets", "index.html")
+
+
+def _fingerprint() -> str:
+    digest = hashlib.sha256()
+    for top in PUBLISHED:
+        for path in sorted((ROOT / top).rglob("*")):
+            if path.is_file():
+                digest.update(str(path.relative_to(ROOT)).encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def pytest_sessionstart(session):
+    session.config._published_fingerprint = _fingerprint()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    before = getattr(session.config, "_published_fingerprint", None)
+    if before is not None and _fingerprint() != before:
+        print("\nERROR: the test run changed _posts/, images/ or _data/ (tests must write only to build/ or tmp)")
+        session.exitstatus = 1
+
+
+def make_site(directory: Path, *, with_published: bool = False) -> Path:
+    """A scratch Jekyll site: the repo's layouts, config and assets, and
+    (optionally) a copy of the published posts, images and results."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in SITE_SKELETON + (PUBLISHED if with_published else ()):
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, directory / name, dirs_exist_ok=True)
+        elif src.is_file():
+            shutil.copy2(src, directory / name)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(autouse=True)
+def _no_results_leak(monkeypatch, tmp_path):
+    """save_results() in a test process writes to a temporary folder."""
+    monkeypatch.setenv("SIDEBYSIDE_RESULTS_DIR", str(tmp_path / "results"))
+    yield

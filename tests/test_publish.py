@@ -1,0 +1,359 @@
+"""The publisher: rendering, cache with freeze semantics, atomic writes, bad input.
+
+The fixture notebook (tests/fixtures/notebooks/00_fixture.py) exercises every
+kind of output: figures, tables, stderr, warnings, ANSI, tqdm, Liquid braces,
+hidden cells. It runs through papermill for real (about 10 s a run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT, make_site
+from sidebyside import publish
+
+FIXTURES = ROOT / "tests" / "fixtures"
+FIXTURE_NB = FIXTURES / "notebooks" / "00_fixture.py"
+SLUG = "publisher-fixture"
+
+
+# --------------------------------------------------------------------------- pure functions
+
+
+def test_collapse_progress_keeps_final_frame():
+    text = "epoch:   0%|   | 0/3\repoch:  33%|#  | 1/3\repoch: 100%|###| 3/3\nnext line\n"
+    assert publish.collapse_progress(text) == "epoch: 100%|###| 3/3\nnext line\n"
+
+
+def test_kramdown_math_rewrites_inline_math_outside_code():
+    md = "Loss $L_2$ and $$E=mc^2$$, but `cost $5 and $6` stays.\n```\n$x$\n```"
+    out = publish.kramdown_math(md)
+    assert "$$L_2$$" in out
+    assert "$$E=mc^2$$" in out and "$$$$" not in out
+    assert "`cost $5 and $6`" in out
+    assert "```\n$x$\n```" in out
+
+
+def test_scrub_removes_paths_and_host(tmp_path):
+    rules = publish._scrub_rules(tmp_path)
+    host = socket.gethostname()
+    text = f"{tmp_path}/notebooks/x.py on {host} via {sys.prefix}/bin/python; vmap stays"
+    out = publish.scrub(text, rules)
+    assert str(tmp_path) not in out and sys.prefix not in out
+    assert f" {host} " not in out and "<host>" in out
+    assert "vmap stays" in out
+
+
+# --------------------------------------------------------------------------- discovery and bad input
+
+
+def _write_nb(path: Path, header_extra: str = "", parameters: bool = True, meta: dict | None = None) -> Path:
+    meta = {"slug": "tiny", "title": "Tiny", "date": "2026-11-22", "description": "A tiny notebook."} if meta is None else meta
+    lines = ["# ---", "# jupyter:", "#   kernelspec:", "#     display_name: Python 3", "#     language: python",
+             "#     name: python3"]
+    if meta:
+        lines.append("#   sidebyside:")
+        lines += [f"#     {k}: {json.dumps(v)}" for k, v in meta.items()]
+    lines += ["# ---", ""]
+    if parameters:
+        lines += ['# %% tags=["parameters"]', "n = 3", ""]
+    lines += ["# %%", "from sidebyside import provenance", f"provenance.save_results({meta.get('slug', 'tiny')!r}, {{'n': n}})", ""]
+    path.write_text("\n".join(lines) + header_extra)
+    return path
+
+
+def test_missing_metadata_names_notebook_and_fields(tmp_path):
+    path = _write_nb(tmp_path / "01_x.py", meta={"slug": "x"})
+    with pytest.raises(publish.PublishError, match=r"01_x\.py.*title, date, description"):
+        publish.read_notebook_info(path)
+
+
+def test_missing_parameters_cell_says_what_to_add(tmp_path):
+    path = _write_nb(tmp_path / "01_x.py", parameters=False)
+    with pytest.raises(publish.PublishError, match=r"01_x\.py: needs exactly one cell tagged 'parameters'"):
+        publish.read_notebook_info(path)
+
+
+def test_bad_slug_and_date(tmp_path):
+    with pytest.raises(publish.PublishError, match="lowercase words"):
+        publish.read_notebook_info(_write_nb(tmp_path / "a.py", meta={"slug": "Bad Slug", "title": "t", "date": "2026-01-01", "description": "d"}))
+    with pytest.raises(publish.PublishError, match="YYYY-MM-DD"):
+        publish.read_notebook_info(_write_nb(tmp_path / "b.py", meta={"slug": "ok", "title": "t", "date": "22/11/2026", "description": "d"}))
+
+
+def test_duplicate_slugs_rejected(tmp_path):
+    _write_nb(tmp_path / "01_a.py")
+    _write_nb(tmp_path / "02_b.py")
+    with pytest.raises(publish.PublishError, match="slug 'tiny' is used by both"):
+        publish.discover(tmp_path)
+
+
+def test_unknown_profile_and_slug_list_valid_ones(tmp_path):
+    with pytest.raises(publish.PublishError, match="valid profiles: smoke, cpu, gpu"):
+        publish.check_profile("huge")
+    infos = publish.discover(FIXTURES / "notebooks")
+    with pytest.raises(publish.PublishError, match=f"unknown slug nope; valid slugs: {SLUG}"):
+        publish.select(infos, "nope")
+
+
+def test_params_must_name_parameters_cell_variables(tmp_path):
+    infos = publish.discover(FIXTURES / "notebooks")
+    (tmp_path / "smoke.yaml").write_text(f"{SLUG}: {{num_pointz: 3}}\n")
+    with pytest.raises(publish.PublishError, match="num_pointz.*valid names: num_points, label"):
+        publish.load_params(tmp_path, "smoke", infos)
+
+
+def test_cli_reports_errors_with_exit_code_2(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "sidebyside.publish", "execute", "--profile", "tiny",
+                           "--notebooks", str(FIXTURES / "notebooks"), "--site", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "unknown profile 'tiny'; valid profiles: smoke, cpu, gpu" in proc.stderr
+
+
+# --------------------------------------------------------------------------- cache key
+
+
+def test_cache_key_changes_with_each_input(tmp_path):
+    root = tmp_path / "repo"
+    (root / "src" / "sidebyside").mkdir(parents=True)
+    lib = root / "src" / "sidebyside" / "mod.py"
+    lib.write_text("x = 1\n")
+    (root / "requirements.txt").write_text("numpy==1\n")
+    nb = _write_nb(root / "01_tiny.py")
+    info, _ = publish.read_notebook_info(nb)
+    base = publish.cache_key(info, "cpu", {"n": 3}, root)
+    assert publish.cache_key(info, "cpu", {"n": 3}, root) == base
+    assert publish.cache_key(info, "cpu", {"n": 4}, root) != base
+    assert publish.cache_key(info, "gpu", {"n": 3}, root) != base
+    lib.write_text("x = 2\n")
+    changed_lib = publish.cache_key(info, "cpu", {"n": 3}, root)
+    assert changed_lib != base
+    (root / "requirements.txt").write_text("numpy==2\n")
+    changed_req = publish.cache_key(info, "cpu", {"n": 3}, root)
+    assert changed_req != changed_lib
+    nb.write_text(nb.read_text() + "\n# %%\n1\n")
+    assert publish.cache_key(info, "cpu", {"n": 3}, root) != changed_req
+
+
+# --------------------------------------------------------------------------- atomic writes
+
+
+def _info():
+    return publish.read_notebook_info(FIXTURE_NB)[0]
+
+
+def test_publish_swaps_everything_and_removes_stale_images(tmp_path):
+    info = _info()
+    publish.publish(tmp_path, info, "---\nv: 1\n---\n", {"a.png": b"1", "old.png": b"x"}, {"v": 1})
+    publish.publish(tmp_path, info, "---\nv: 2\n---\n", {"a.png": b"2"}, {"v": 2})
+    assert (tmp_path / "_posts" / f"{info.date}-{SLUG}.md").read_text() == "---\nv: 2\n---\n"
+    assert sorted(p.name for p in (tmp_path / "images" / SLUG).iterdir()) == ["a.png"]
+    assert json.loads((tmp_path / "_data" / "results" / f"{SLUG}.json").read_text()) == {"v": 2}
+    leftovers = [p for p in tmp_path.rglob(".*") if p.name not in (".", "..")]
+    assert leftovers == []
+
+
+def test_recover_after_interrupted_swap(tmp_path):
+    images = tmp_path / "images"
+    (images / f".{SLUG}.old").mkdir(parents=True)
+    (images / f".{SLUG}.old" / "keep.png").write_bytes(b"old")
+    (images / ".other.new").mkdir()
+    (tmp_path / "_posts").mkdir()
+    (tmp_path / "_posts" / f".{SLUG}.md.tmp").write_text("half")
+    publish.recover(tmp_path)
+    assert (images / SLUG / "keep.png").read_bytes() == b"old"
+    assert not (images / ".other.new").exists()
+    assert not (tmp_path / "_posts" / f".{SLUG}.md.tmp").exists()
+
+
+# --------------------------------------------------------------------------- the fixture, executed for real
+
+
+def _run(site: Path, build: Path, notebooks: Path = FIXTURES / "notebooks", **kw) -> int:
+    return publish.run(notebooks=notebooks, params_dir=FIXTURES / "params", site=site, build=build,
+                       progress=False, **{"profile": "smoke", **kw})
+
+
+@pytest.fixture(scope="module")
+def fixture_site(tmp_path_factory):
+    base = tmp_path_factory.mktemp("fixture")
+    site = make_site(base / "site")
+    assert _run(site, base / "build") == 0
+    return site, base / "build"
+
+
+@pytest.fixture(scope="module")
+def post(fixture_site):
+    site, _ = fixture_site
+    return (site / "_posts" / f"2026-11-22-{SLUG}.md").read_text()
+
+
+def _front_matter(text: str) -> dict:
+    assert text.startswith("---\n")
+    return yaml.safe_load(text.split("---\n")[1])
+
+
+def test_front_matter_contract(post):
+    fm = _front_matter(post)
+    for key in ("layout", "title", "date", "description", "tags", "slug", "notebook", "colab", "profile", "hardware", "versions"):
+        assert fm.get(key), key
+    assert fm["slug"] == SLUG and fm["date"] == "2026-11-22" and fm["profile"] == "smoke"
+    assert fm["notebook"] == "tests/fixtures/notebooks/00_fixture.py"
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert fm["colab"] == (f"https://colab.research.google.com/github/{config['repository']}/blob/"
+                           f"{config['branch']}/tests/fixtures/notebooks/00_fixture.ipynb")
+    assert {"python", "torch", "jax", "jaxlib", "flax", "optax"} <= set(fm["versions"])
+    assert fm["parameters"] == {"num_points": 40}
+    assert fm["render_with_liquid"] is False
+
+
+def test_results_json_contract(fixture_site):
+    site, _ = fixture_site
+    record = json.loads((site / "_data" / "results" / f"{SLUG}.json").read_text())
+    assert set(record) >= {"slug", "notebook", "profile", "executed_at", "source_hash", "provenance", "metrics"}
+    prov = record["provenance"]
+    assert set(prov) >= {"device", "device_kind", "python", "torch", "jax", "jaxlib", "flax", "optax", "cuda",
+                         "matmul_precision", "git_sha"}
+    assert prov["device_kind"] in ("cpu", "gpu")
+    assert record["metrics"] == {"total": sum(range(40)), "label": "smoke", "num_points": 40}
+    import datetime as dt
+    dt.datetime.fromisoformat(record["executed_at"])
+
+
+def test_post_body(post, fixture_site):
+    site, _ = fixture_site
+    body = post.split("---\n", 2)[2]
+    # hidden cells
+    assert "SECRET_MARKER" not in body
+    assert "HIDDEN_INPUT_OUTPUT_VISIBLE" in body and 'print("HIDDEN_INPUT_OUTPUT_VISIBLE")' not in body
+    # parameters shown once in the front matter, not as cells
+    assert "num_points = 50" not in body and "injected" not in body.lower()
+    # ANSI stripped, Liquid braces kept verbatim (render_with_liquid: false protects them)
+    assert "\x1b" not in body
+    assert "\nRED plain {{ not_liquid }} {% not_a_tag %}\n" in body  # the output line, codes gone
+    # tqdm: only the final frame
+    bars = [line for line in body.splitlines() if line.startswith("fixture loop:")]
+    assert len(bars) == 1 and "100%" in bars[0] and "40/40" in bars[0]
+    # stderr and warnings folded away
+    assert '<details class="stderr"><summary>stderr</summary>' in body
+    assert body.index("UserWarning: a warning on stderr") > body.index('<details class="stderr">')
+    # figure with stable name and alt text, written to images/
+    assert "![A sine wave drawn with the fixture's colours](../../images/publisher-fixture/sine-wave.png)" in body
+    png = site / "images" / SLUG / "sine-wave.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # tables as HTML tables
+    assert '<table border="1" class="dataframe">' in body
+    # no local paths or host names
+    for secret in (str(ROOT), sys.prefix, socket.gethostname(), str(Path.home()) + "/"):
+        assert secret not in post, secret
+
+
+def test_unchanged_run_is_up_to_date_and_fast(fixture_site, capsys):
+    site, build = fixture_site
+    post = site / "_posts" / f"2026-11-22-{SLUG}.md"
+    before = post.stat().st_mtime_ns
+    start = time.perf_counter()
+    assert _run(site, build) == 0
+    assert time.perf_counter() - start < 10
+    assert "up to date" in capsys.readouterr().out
+    assert post.stat().st_mtime_ns == before
+
+
+def test_smaller_profile_never_replaces_larger(fixture_site, capsys):
+    site, build = fixture_site
+    results = site / "_data" / "results" / f"{SLUG}.json"
+    record = json.loads(results.read_text())
+    original = results.read_text()
+    record["profile"] = "gpu"
+    results.write_text(json.dumps(record))
+    try:
+        assert _run(site, build) == 0
+        out = capsys.readouterr().out
+        assert "published gpu result kept" in out and "FORCE=1" in out
+        assert json.loads(results.read_text())["profile"] == "gpu"
+    finally:
+        results.write_text(original)
+
+
+def test_source_change_reruns(tmp_path, fixture_site, capsys):
+    site, build = fixture_site
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    changed = notebooks / FIXTURE_NB.name
+    changed.write_text(FIXTURE_NB.read_text().replace('label = "smoke"', 'label = "changed"'))
+    # The notebook path differs, so give the copy the published record's key check a fair start:
+    assert _run(site, build, notebooks=notebooks) == 0
+    out = capsys.readouterr().out
+    assert "running" in out and "sources or parameters changed" in out
+    record = json.loads((site / "_data" / "results" / f"{SLUG}.json").read_text())
+    assert record["metrics"]["label"] == "changed"
+    # and back, so other tests see the original
+    assert _run(site, build) == 0
+
+
+def test_failing_notebook_keeps_published_files(tmp_path, fixture_site):
+    site, build = fixture_site
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    broken = notebooks / FIXTURE_NB.name
+    broken.write_text(FIXTURE_NB.read_text().replace("total = 0\n", "total = 0\nraise ValueError('boom in the loop cell')\n"))
+    snapshot = {p: p.read_bytes() for p in site.rglob("*") if p.is_file() and "_site" not in p.parts}
+    with pytest.raises(publish.PublishError) as info:
+        _run(site, build, notebooks=notebooks)
+    message = str(info.value)
+    assert f"FAILED {SLUG}" in message and "00_fixture.py" in message
+    assert "ValueError: boom in the loop cell" in message and "cell" in message
+    assert (build / "executed" / f"{SLUG}.ipynb").is_file()
+    assert {p: p.read_bytes() for p in site.rglob("*") if p.is_file() and "_site" not in p.parts} == snapshot
+
+
+def test_cli_failure_exit_code(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    (notebooks / FIXTURE_NB.name).write_text(FIXTURE_NB.read_text().replace("total = 0\n", "total = 1 / 0\n"))
+    proc = subprocess.run([sys.executable, "-m", "sidebyside.publish", "execute", "--profile", "smoke", "--no-progress",
+                           "--notebooks", str(notebooks), "--params", str(FIXTURES / "params"),
+                           "--site", str(tmp_path / "site"), "--build", str(tmp_path / "build")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "ZeroDivisionError" in proc.stderr and f"FAILED {SLUG}" in proc.stderr
+    assert not (tmp_path / "site" / "_posts").exists() or not any((tmp_path / "site" / "_posts").iterdir())
+
+
+def test_notebook_without_save_results_is_refused(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    text = FIXTURE_NB.read_text().replace('provenance.save_results("publisher-fixture", metrics)["metrics"]', "metrics")
+    (notebooks / FIXTURE_NB.name).write_text(text)
+    with pytest.raises(publish.PublishError, match="saved no results.*save_results"):
+        _run(tmp_path / "site", tmp_path / "build", notebooks=notebooks)
+
+
+# --------------------------------------------------------------------------- pairs
+
+
+def test_notebook_pairs_are_in_sync():
+    assert publish.check_pairs(ROOT / "notebooks") == []
+
+
+def test_check_pairs_detects_stale_pair(tmp_path):
+    import jupytext
+
+    py = tmp_path / "01_x.py"
+    shutil.copy(FIXTURE_NB, py)
+    nb = jupytext.read(py)
+    jupytext.write(nb, tmp_path / "01_x.ipynb")
+    assert publish.check_pairs(tmp_path) == []
+    py.write_text(py.read_text() + "\n# %%\nprint('new cell')\n")
+    assert any("differs" in p for p in publish.check_pairs(tmp_path))
