@@ -50,7 +50,7 @@ def test_scrub_removes_paths_and_host(tmp_path):
     text = f"{tmp_path}/notebooks/x.py on {host} via {sys.prefix}/bin/python; vmap stays"
     out = publish.scrub(text, rules)
     assert str(tmp_path) not in out and sys.prefix not in out
-    assert f" {host} " not in out and "<host>" in out
+    assert f" {host} " not in out and "[host]" in out
     assert "vmap stays" in out
 
 
@@ -246,8 +246,8 @@ def test_post_body(post, fixture_site):
     bars = [line for line in body.splitlines() if line.startswith("fixture loop:")]
     assert len(bars) == 1 and "100%" in bars[0] and "40/40" in bars[0]
     # stderr and warnings folded away
-    assert '<details class="stderr"><summary>stderr</summary>' in body
-    assert body.index("UserWarning: a warning on stderr") > body.index('<details class="stderr">')
+    assert '<details class="stderr" markdown="1"><summary>stderr</summary>' in body
+    assert body.index("UserWarning: a warning on stderr") > body.index('<details class="stderr"')
     # figure with stable name and alt text, written to images/
     assert "![A sine wave drawn with the fixture's colours](../../images/publisher-fixture/sine-wave.png)" in body
     png = site / "images" / SLUG / "sine-wave.png"

@@ -184,7 +184,9 @@ def first_layer_weights(model: Any) -> np.ndarray:
     """``fc1``'s weights as ``(hidden, in_features)`` float32 NumPy, the same
     orientation in both frameworks: row i is hidden unit i's input template
     (a 28x28 image flattened row-major). PyTorch stores (out, in) already;
-    Flax stores (in, out), hence the transpose."""
+    Flax stores (in, out), hence the transpose. MLPs only."""
+    if hasattr(model, "conv1"):
+        raise ValueError("first_layer_weights() is for the MLPs; a CNN's fc1 sees feature maps, not pixels")
     if is_torch(model):
         return model.fc1.weight.detach().cpu().numpy().astype(np.float32)
     return np.asarray(model.fc1.kernel[...]).T.astype(np.float32)

@@ -377,20 +377,21 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
 
 
 def _scrub_rules(root: Path) -> list[tuple[re.Pattern, str]]:
-    """Absolute local paths and the host name never reach a post."""
+    """Absolute local paths and the host name never reach a post. Placeholders
+    use square brackets: angle brackets would read as HTML tags to kramdown."""
     places = {
         str(root.resolve()): ".",
-        sys.prefix: "<venv>",
-        sys.base_prefix: "<python>",
+        sys.prefix: "[venv]",
+        sys.base_prefix: "[python]",
         str(Path.home()): "~",
-        os.environ.get("TMPDIR", "/tmp"): "<tmp>",
+        os.environ.get("TMPDIR", "/tmp"): "[tmp]",
     }
     rules = [(re.compile(re.escape(p) + r"(?=[/\\\s'\":]|$)"), r) for p, r in
              sorted(places.items(), key=lambda kv: -len(kv[0])) if p and p != "/"]
     host = socket.gethostname()
     for name in {host, host.split(".")[0]} - {"", "localhost"}:
-        # Whole words only: a host called "vm" must not turn "vmap" into "<host>ap".
-        rules.append((re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])"), "<host>"))
+        # Whole words only: a host called "vm" must not turn "vmap" into "[host]ap".
+        rules.append((re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])"), "[host]"))
     return rules
 
 

@@ -1,0 +1,520 @@
+"""Training loops for PyTorch and Flax (NNX) that see exactly the same data.
+
+Input contract
+- ``data``: an :class:`Arrays` (float32 images ``(N, 28, 28)``, int64 labels),
+  or a :class:`sidebyside.data.FashionMNIST`, which :func:`prepare` normalises
+  with the training set's statistics (the same for both frameworks).
+  ``prepare`` can also normalise train and test differently, to reproduce a
+  mismatch on purpose.
+- ``config``: a :class:`TrainConfig`. Batches come from
+  :func:`sidebyside.data.epoch_permutation` ``(config.seed, epoch)``: both
+  frameworks see the same examples in the same order, batch for batch.
+  ``drop_last=True`` (default) drops the last, incomplete batch of an epoch,
+  so that every step has the same shape (a requirement of ``lax.scan``).
+- Learning rate: one formula (:func:`learning_rate`), evaluated per step by
+  both frameworks. Optimisers match update for update: "sgd" is
+  ``torch.optim.SGD`` / ``optax.sgd`` (heavy-ball momentum, coupled weight
+  decay), "adam" is ``torch.optim.Adam`` / ``optax.adam``, or with
+  ``weight_decay > 0`` ``AdamW`` / ``optax.adamw`` (decoupled).
+
+Loop styles (``loop=``)
+- PyTorch: ``"device"`` (default: data on the device, batches indexed there),
+  ``"dataloader"`` (a ``torch.utils.data.DataLoader`` over a ``TensorDataset``,
+  what most tutorials write), ``"compile"`` (``"device"`` with
+  ``torch.compile(model)``).
+- JAX: ``"scan"`` (default: data on the device, a whole epoch in one jitted
+  ``lax.scan``), ``"jit_step"`` (one jitted step per batch, NumPy batches fed
+  from the host, what most tutorials write).
+
+Outputs: ``train_torch`` / ``train_flax`` return ``(model, History)``; the
+Flax model is updated in place too. ``on_epoch_end(epoch, model)`` is called
+with ``epoch=0`` before training (the initial model) and after every epoch
+(1..num_epochs), with the model's current parameters, e.g. to snapshot weights.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from . import data as sbs_data
+from . import progress as sbs_progress
+
+__all__ = [
+    "Arrays",
+    "TrainConfig",
+    "History",
+    "prepare",
+    "learning_rate",
+    "index_batches",
+    "train_torch",
+    "train_flax",
+    "evaluate_torch",
+    "evaluate_flax",
+    "predict_torch",
+    "predict_flax",
+    "TorchTrainer",
+    "FlaxTrainer",
+    "TORCH_LOOPS",
+    "FLAX_LOOPS",
+]
+
+TORCH_LOOPS = ("dataloader", "device", "compile")
+FLAX_LOOPS = ("jit_step", "scan")
+
+
+# ---------------------------------------------------------------- data and configuration
+
+
+@dataclasses.dataclass(frozen=True)
+class Arrays:
+    """Normalised float32 images ``(N, 28, 28)`` and int64 labels ``(N,)``."""
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+
+    def __repr__(self) -> str:
+        return f"Arrays(train={len(self.X_train)}, test={len(self.X_test)})"
+
+
+def prepare(ds: Any, *, train_norm: tuple[float, float] | None = None,
+            test_norm: tuple[float, float] | None = None,
+            num_train: int | None = None, num_test: int | None = None) -> Arrays:
+    """FashionMNIST (uint8) -> :class:`Arrays`.
+
+    ``train_norm`` / ``test_norm``: ``(mean, std)`` applied after scaling to
+    [0, 1]; ``None`` means the training set's statistics (``data.MEAN``,
+    ``data.STD``). ``(0, 1)`` keeps [0, 1]; ``(0.5, 0.5)`` maps to [-1, 1].
+    ``num_train`` / ``num_test``: keep only the first examples (small runs).
+    """
+    def norm(X, spec):
+        mean, std = spec if spec is not None else (sbs_data.MEAN, sbs_data.STD)
+        return sbs_data.normalise(X, mean=mean, std=std)
+
+    Xtr, ytr = ds.X_train[:num_train], ds.y_train[:num_train]
+    Xte, yte = ds.X_test[:num_test], ds.y_test[:num_test]
+    return Arrays(norm(Xtr, train_norm), ytr.astype(np.int64), norm(Xte, test_norm), yte.astype(np.int64))
+
+
+def _as_arrays(data: Any) -> Arrays:
+    if isinstance(data, Arrays):
+        return data
+    if getattr(data, "X_train", None) is not None and data.X_train.dtype == np.uint8:
+        return prepare(data)
+    return Arrays(*(np.asarray(getattr(data, k)) for k in ("X_train", "y_train", "X_test", "y_test")))
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Everything that defines a training run, shared by both frameworks.
+
+    ``schedule``: "constant", or "cosine" (cosine decay to 0 over the run,
+    after ``warmup_epochs`` of linear warm-up from ~0; with a warm-up this is
+    the usual one-cycle shape).
+    """
+
+    num_epochs: int = 2
+    batch_size: int = 64
+    lr: float = 1e-3
+    optimizer: str = "sgd"  # "sgd" | "adam"
+    momentum: float = 0.9
+    schedule: str = "constant"  # "constant" | "cosine"
+    warmup_epochs: float = 0.0
+    weight_decay: float = 0.0
+    seed: int = 0
+    drop_last: bool = True
+
+    def __post_init__(self):
+        if self.optimizer not in ("sgd", "adam"):
+            raise ValueError(f"optimizer must be 'sgd' or 'adam', got {self.optimizer!r}")
+        if self.schedule not in ("constant", "cosine"):
+            raise ValueError(f"schedule must be 'constant' or 'cosine', got {self.schedule!r}")
+        if self.num_epochs < 0 or self.batch_size < 1:
+            raise ValueError("num_epochs must be >= 0 and batch_size >= 1")
+
+    def steps_per_epoch(self, n: int) -> int:
+        return sbs_data.num_batches(n, self.batch_size, drop_last=self.drop_last)
+
+
+@dataclasses.dataclass
+class History:
+    """Per-epoch record of a run (lists indexed by epoch - 1)."""
+
+    framework: str
+    loop: str
+    train_loss: list[float] = dataclasses.field(default_factory=list)
+    test_accuracy: list[float] = dataclasses.field(default_factory=list)
+    epoch_seconds: list[float] = dataclasses.field(default_factory=list)
+    compile_seconds: float = 0.0  # ahead-of-time compilation (JAX), not in epoch_seconds
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame({
+            "epoch": np.arange(1, len(self.train_loss) + 1),
+            "train_loss": self.train_loss,
+            "test_accuracy": self.test_accuracy,
+            "epoch_seconds": self.epoch_seconds,
+        }).set_index("epoch")
+
+
+def learning_rate(step, config: TrainConfig, steps_per_epoch: int, xp=np):
+    """The learning rate of optimiser step ``step`` (0-based), for both
+    frameworks; ``xp`` is ``numpy`` (PyTorch side) or ``jax.numpy`` (optax)."""
+    if config.schedule == "constant":
+        return config.lr * xp.ones_like(xp.asarray(step, dtype=xp.float32))
+    total = max(config.num_epochs * steps_per_epoch, 1)
+    warmup = int(round(config.warmup_epochs * steps_per_epoch))
+    step = xp.asarray(step, dtype=xp.float32)
+    warm = xp.minimum(1.0, (step + 1.0) / warmup) if warmup > 0 else 1.0
+    progress = xp.clip((step - warmup) / max(total - warmup, 1), 0.0, 1.0)
+    return config.lr * warm * 0.5 * (1.0 + xp.cos(math.pi * progress))
+
+
+def index_batches(n: int, config: TrainConfig, epoch: int) -> np.ndarray:
+    """Indices of the batches of ``epoch`` (0-based), ``(steps, batch_size)``
+    when ``drop_last``; a list of arrays otherwise."""
+    order = sbs_data.epoch_permutation(n, config.seed, epoch)
+    steps = config.steps_per_epoch(n)
+    if config.drop_last:
+        return order[: steps * config.batch_size].reshape(steps, config.batch_size)
+    return [order[i:i + config.batch_size] for i in range(0, n, config.batch_size)]
+
+
+def _bar(progress: bool | str, total: int, desc: str):
+    if progress is False:
+        return None
+    return sbs_progress.bar(total=total, desc=desc if progress is True else str(progress))
+
+
+# ---------------------------------------------------------------- PyTorch
+
+
+def _torch_device(model) -> "Any":
+    return next(model.parameters()).device
+
+
+def predict_torch(model, X: np.ndarray, *, batch_size: int = 2000) -> np.ndarray:
+    """Predicted classes ``(N,)`` of a PyTorch model for images ``X``."""
+    import torch
+
+    device = _torch_device(model)
+    was_training = model.training
+    model.eval()
+    out = []
+    with torch.no_grad():
+        for start in range(0, len(X), batch_size):
+            xb = torch.as_tensor(X[start:start + batch_size], device=device)
+            out.append(model(xb).argmax(1).cpu().numpy())
+    model.train(was_training)
+    return np.concatenate(out)
+
+
+def evaluate_torch(model, X: np.ndarray, y: np.ndarray, *, batch_size: int = 2000) -> float:
+    """Accuracy (0-1) of a PyTorch model on ``(X, y)``."""
+    return float(np.mean(predict_torch(model, X, batch_size=batch_size) == np.asarray(y)))
+
+
+class TorchTrainer:
+    """The PyTorch side: model, optimiser and data on the model's device."""
+
+    def __init__(self, model, data: Any, config: TrainConfig, *, loop: str = "device"):
+        import torch
+
+        if loop not in TORCH_LOOPS:
+            raise ValueError(f"PyTorch loop must be one of {TORCH_LOOPS}, got {loop!r}")
+        self.model, self.config, self.loop = model, config, loop
+        self.arrays = _as_arrays(data)
+        self.device = _torch_device(model)
+        self.n = len(self.arrays.X_train)
+        self.steps_per_epoch = config.steps_per_epoch(self.n)
+        params = [p for p in model.parameters() if p.requires_grad]
+        if config.optimizer == "sgd":
+            self.optimizer = torch.optim.SGD(params, lr=config.lr, momentum=config.momentum,
+                                             weight_decay=config.weight_decay)
+        elif config.weight_decay > 0:
+            self.optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+        else:
+            self.optimizer = torch.optim.Adam(params, lr=config.lr)
+        self.loss_fn = torch.nn.CrossEntropyLoss()
+        self.forward = torch.compile(model) if loop == "compile" else model
+        self.step_count = 0
+        if loop == "dataloader":
+            self.X_host = torch.from_numpy(self.arrays.X_train)
+            self.y_host = torch.from_numpy(self.arrays.y_train)
+        else:
+            self.X = torch.as_tensor(self.arrays.X_train, device=self.device)
+            self.y = torch.as_tensor(self.arrays.y_train, device=self.device)
+
+    def _step(self, xb, yb):
+        for group in self.optimizer.param_groups:
+            group["lr"] = float(learning_rate(self.step_count, self.config, self.steps_per_epoch))
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.loss_fn(self.forward(xb), yb)
+        loss.backward()
+        self.optimizer.step()
+        self.step_count += 1
+        return loss.detach()
+
+    def run(self, batches) -> "Any":
+        """Train on the given index batches; returns the summed loss (a tensor,
+        not synchronised) and the number of steps."""
+        import torch
+
+        self.model.train()
+        total = torch.zeros((), device=self.device)
+        steps = 0
+        if self.loop == "dataloader":
+            dataset = torch.utils.data.TensorDataset(self.X_host, self.y_host)
+            sampler = [int(i) for batch in batches for i in batch]
+            loader = torch.utils.data.DataLoader(dataset, batch_size=self.config.batch_size, sampler=sampler,
+                                                 drop_last=self.config.drop_last)
+            for xb, yb in loader:
+                total += self._step(xb.to(self.device, non_blocking=True), yb.to(self.device, non_blocking=True))
+                steps += 1
+        else:
+            for batch in batches:
+                index = torch.as_tensor(batch, device=self.device)
+                total += self._step(self.X[index], self.y[index])
+                steps += 1
+        return total, steps
+
+    def run_epoch(self, epoch: int) -> float:
+        """One epoch (0-based ``epoch`` picks the permutation); mean train loss."""
+        total, steps = self.run(index_batches(self.n, self.config, epoch))
+        return float(total) / max(steps, 1)
+
+    def runner(self, num_steps: int) -> Callable[[], Any]:
+        """A zero-argument callable training ``num_steps`` steps (the first
+        batches of epoch 0), returning the summed loss: for the timing harness."""
+        batches = index_batches(self.n, self.config, 0)[:num_steps]
+        return lambda: self.run(batches)[0]
+
+
+def train_torch(model, data: Any, config: TrainConfig, *, loop: str = "device",
+                on_epoch_end: Callable[[int, Any], None] | None = None,
+                progress: bool | str = True, evaluate: bool = True) -> tuple[Any, History]:
+    """Train a PyTorch model in place; returns ``(model, History)``."""
+    import torch
+
+    trainer = TorchTrainer(model, data, config, loop=loop)
+    arrays = trainer.arrays
+    torch.manual_seed(config.seed)  # nothing random in these models, but dropout-safe
+    history = History("torch", loop)
+    if on_epoch_end:
+        on_epoch_end(0, model)
+    bar = _bar(progress, config.num_epochs, f"PyTorch ({loop})")
+    for epoch in range(config.num_epochs):
+        start = time.perf_counter()
+        loss = trainer.run_epoch(epoch)  # float(): synchronises the device
+        history.epoch_seconds.append(time.perf_counter() - start)
+        history.train_loss.append(loss)
+        if evaluate:
+            history.test_accuracy.append(evaluate_torch(model, arrays.X_test, arrays.y_test))
+        if bar is not None:
+            bar.set_postfix(loss=f"{loss:.3f}", acc=f"{history.test_accuracy[-1]:.3f}" if evaluate else "-")
+            bar.update(1)
+        if on_epoch_end:
+            on_epoch_end(epoch + 1, model)
+    if bar is not None:
+        bar.close()
+    return model, history
+
+
+# ---------------------------------------------------------------- Flax (NNX) + optax
+
+
+def _optax(config: TrainConfig, steps_per_epoch: int):
+    import jax.numpy as jnp
+    import optax
+
+    def schedule(count):
+        return learning_rate(count, config, steps_per_epoch, xp=jnp)
+
+    if config.optimizer == "sgd":
+        sgd = optax.sgd(schedule, momentum=config.momentum or None)
+        if config.weight_decay > 0:
+            return optax.chain(optax.add_decayed_weights(config.weight_decay), sgd)
+        return sgd
+    if config.weight_decay > 0:
+        return optax.adamw(schedule, b1=0.9, b2=0.999, eps=1e-8, weight_decay=config.weight_decay)
+    return optax.adam(schedule, b1=0.9, b2=0.999, eps=1e-8)
+
+
+_FLAX_PREDICT_CACHE: dict = {}
+
+
+def predict_flax(model, X: np.ndarray, *, batch_size: int = 2000) -> np.ndarray:
+    """Predicted classes ``(N,)`` of a Flax NNX model for images ``X``."""
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx
+
+    graphdef, state = nnx.split(model)
+    fn = _FLAX_PREDICT_CACHE.get(graphdef)
+    if fn is None:
+        fn = jax.jit(lambda state, x: jnp.argmax(nnx.merge(graphdef, state)(x), axis=-1))
+        _FLAX_PREDICT_CACHE[graphdef] = fn
+    out = [np.asarray(fn(state, jnp.asarray(X[start:start + batch_size])))
+           for start in range(0, len(X), batch_size)]
+    return np.concatenate(out)
+
+
+def evaluate_flax(model, X: np.ndarray, y: np.ndarray, *, batch_size: int = 2000) -> float:
+    """Accuracy (0-1) of a Flax NNX model on ``(X, y)``."""
+    return float(np.mean(predict_flax(model, X, batch_size=batch_size) == np.asarray(y)))
+
+
+class FlaxTrainer:
+    """The JAX side: parameters and optimiser state as pytrees, pure jitted
+    steps; :meth:`sync` writes the parameters back into the NNX model."""
+
+    def __init__(self, model, data: Any, config: TrainConfig, *, loop: str = "scan"):
+        import jax
+        import jax.numpy as jnp
+        import optax
+        from flax import nnx
+
+        if loop not in FLAX_LOOPS:
+            raise ValueError(f"JAX loop must be one of {FLAX_LOOPS}, got {loop!r}")
+        if loop == "scan" and not config.drop_last:
+            raise ValueError("loop='scan' needs drop_last=True (every step the same shape)")
+        self.model, self.config, self.loop = model, config, loop
+        self.arrays = _as_arrays(data)
+        self.n = len(self.arrays.X_train)
+        self.steps_per_epoch = config.steps_per_epoch(self.n)
+        self.graphdef, self.params, self.rest = nnx.split(model, nnx.Param, ...)
+        self.tx = _optax(config, self.steps_per_epoch)
+        self.opt_state = self.tx.init(self.params)
+        graphdef, tx = self.graphdef, self.tx
+
+        def loss_fn(params, rest, xb, yb):
+            logits = nnx.merge(graphdef, params, rest)(xb)
+            return optax.softmax_cross_entropy_with_integer_labels(logits, yb).mean()
+
+        def step(params, opt_state, rest, xb, yb):
+            loss, grads = jax.value_and_grad(loss_fn)(params, rest, xb, yb)
+            updates, opt_state = tx.update(grads, opt_state, params)
+            return optax.apply_updates(params, updates), opt_state, loss
+
+        def scan_epoch(params, opt_state, rest, X, y, batches):
+            def body(carry, index):
+                params, opt_state = carry
+                params, opt_state, loss = step(params, opt_state, rest, X[index], y[index])
+                return (params, opt_state), loss
+
+            (params, opt_state), losses = jax.lax.scan(body, (params, opt_state), batches)
+            return params, opt_state, losses.sum()
+
+        # Donating the parameters and optimiser state lets XLA update them in place.
+        self._step = jax.jit(step, donate_argnums=(0, 1))
+        self._scan = jax.jit(scan_epoch, donate_argnums=(0, 1))
+        self.compile_seconds = 0.0
+        if loop == "scan":
+            self.X = jax.device_put(self.arrays.X_train)
+            self.y = jax.device_put(self.arrays.y_train.astype(np.int32))
+        self._compiled: dict = {}
+
+    def _compile(self, num_steps: int):
+        """Ahead-of-time compilation for a given number of steps, timed apart."""
+        import jax
+
+        key = num_steps if self.loop == "scan" else "step"
+        if key not in self._compiled:
+            start = time.perf_counter()
+            bs = self.config.batch_size
+            if self.loop == "scan":
+                batches = jax.ShapeDtypeStruct((num_steps, bs), np.int32)
+                compiled = self._scan.lower(self.params, self.opt_state, self.rest, self.X, self.y, batches).compile()
+            else:
+                xb = jax.ShapeDtypeStruct((bs,) + self.arrays.X_train.shape[1:], np.float32)
+                yb = jax.ShapeDtypeStruct((bs,), np.int32)
+                compiled = self._step.lower(self.params, self.opt_state, self.rest, xb, yb).compile()
+            self._compiled[key] = compiled
+            self.compile_seconds += time.perf_counter() - start
+        return self._compiled[key]
+
+    def run(self, batches) -> Any:
+        """Train on the given index batches; returns the summed loss (a JAX
+        scalar, not synchronised) and the number of steps."""
+        import jax.numpy as jnp
+
+        if self.loop == "scan":
+            batches = np.asarray(batches, dtype=np.int32)
+            fn = self._compile(len(batches))
+            self.params, self.opt_state, total = fn(self.params, self.opt_state, self.rest, self.X, self.y,
+                                                    jnp.asarray(batches))
+            return total, len(batches)
+        X, y = self.arrays.X_train, self.arrays.y_train
+        full = self._compile(0)
+        total = jnp.zeros(())
+        steps = 0
+        for index in batches:
+            xb, yb = X[index], y[index].astype(np.int32)
+            fn = full if len(index) == self.config.batch_size else self._step  # a last, smaller batch
+            self.params, self.opt_state, loss = fn(self.params, self.opt_state, self.rest, xb, yb)
+            total = total + loss
+            steps += 1
+        return total, steps
+
+    def run_epoch(self, epoch: int) -> float:
+        total, steps = self.run(index_batches(self.n, self.config, epoch))
+        return float(total) / max(steps, 1)
+
+    def sync(self):
+        """Write the current parameters into the NNX model; returns it."""
+        from flax import nnx
+
+        import jax
+
+        # Copies, so that the next (donating) step cannot invalidate the model's arrays.
+        nnx.update(self.model, jax.tree_util.tree_map(lambda a: a.copy(), self.params))
+        return self.model
+
+    def runner(self, num_steps: int) -> Callable[[], Any]:
+        """A zero-argument callable training ``num_steps`` steps (the first
+        batches of epoch 0), returning the summed loss: for the timing harness.
+        Its first call includes compilation (``time_fn`` times it apart)."""
+        batches = index_batches(self.n, self.config, 0)[:num_steps]
+        self._compiled.clear()  # so that the first call of the runner compiles
+
+        return lambda: self.run(batches)[0]
+
+
+def train_flax(model, data: Any, config: TrainConfig, *, loop: str = "scan",
+               on_epoch_end: Callable[[int, Any], None] | None = None,
+               progress: bool | str = True, evaluate: bool = True) -> tuple[Any, History]:
+    """Train a Flax NNX model (updated in place); returns ``(model, History)``.
+    ``History.compile_seconds`` holds the ahead-of-time compilation, which
+    ``epoch_seconds`` exclude."""
+    trainer = FlaxTrainer(model, data, config, loop=loop)
+    arrays = trainer.arrays
+    history = History("flax", loop)
+    if on_epoch_end:
+        on_epoch_end(0, model)
+    if config.num_epochs:
+        trainer._compile(trainer.steps_per_epoch if loop == "scan" else 0)
+    bar = _bar(progress, config.num_epochs, f"Flax ({loop})")
+    for epoch in range(config.num_epochs):
+        start = time.perf_counter()
+        loss = trainer.run_epoch(epoch)  # float(): waits for the device
+        history.epoch_seconds.append(time.perf_counter() - start)
+        history.train_loss.append(loss)
+        trainer.sync()
+        if evaluate:
+            history.test_accuracy.append(evaluate_flax(model, arrays.X_test, arrays.y_test))
+        if bar is not None:
+            bar.set_postfix(loss=f"{loss:.3f}", acc=f"{history.test_accuracy[-1]:.3f}" if evaluate else "-")
+            bar.update(1)
+        if on_epoch_end:
+            on_epoch_end(epoch + 1, model)
+    if bar is not None:
+        bar.close()
+    history.compile_seconds = trainer.compile_seconds
+    return model, history

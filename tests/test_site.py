@@ -1,0 +1,193 @@
+"""End to end: every notebook executed with the smoke profile (papermill, for
+real) into a scratch site, a strict Jekyll build of it, and headless Chromium
+opening each built post. The published site (the committed posts) is built
+and opened the same way. Nothing here writes into the repo's _posts/, images/
+or _data/ (conftest checks)."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT, make_site
+from sidebyside import publish
+
+pytestmark = pytest.mark.slow
+
+NOTEBOOKS = publish.discover(ROOT / "notebooks")
+SLUGS = [info.slug for info in NOTEBOOKS]
+CONTRACT_SLUGS = ["fashion-mnist-pytorch-vs-flax", "weight-visualisation", "grid-sample-parity",
+                  "jit-and-autograd-timing", "xla-and-scipy"]
+# Each notebook's issue names the metrics its results file must carry.
+REQUIRED_METRICS = {
+    "fashion-mnist-pytorch-vs-flax": {"original_setting", "accuracy", "epoch_seconds", "compile_seconds"},
+    "weight-visualisation": {"cka", "total_variation", "param_counts"},
+    "grid-sample-parity": {"parity", "speed"},
+    "jit-and-autograd-timing": {"jit", "compile_s", "autograd"},
+    "xla-and-scipy": {"matmul", "inverse", "optimise", "retrace"},
+    "publisher-fixture": {"total"},
+}
+SCREENSHOTS = ROOT / "build" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def smoke_site(tmp_path_factory):
+    base = tmp_path_factory.mktemp("smoke")
+    return make_site(base / "site"), base / "build"
+
+
+def test_params_files_name_only_known_notebooks_and_parameters():
+    for profile in publish.PROFILES:
+        table = yaml.safe_load((ROOT / "params" / f"{profile}.yaml").read_text()) or {}
+        assert set(table) <= set(SLUGS), f"params/{profile}.yaml names unknown slugs {set(table) - set(SLUGS)}"
+        publish.load_params(ROOT / "params", profile, NOTEBOOKS)  # raises on unknown parameter names
+
+
+def test_every_planned_post_has_a_notebook():
+    assert sorted(SLUGS) == sorted(CONTRACT_SLUGS)
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_notebook_executes_with_smoke_profile(slug, smoke_site):
+    site, build = smoke_site
+    assert publish.run(profile="smoke", only=slug, force=True, site=site, build=build, progress=False) == 0
+    record = json.loads((site / "_data" / "results" / f"{slug}.json").read_text())
+    assert record["profile"] == "smoke" and record["slug"] == slug
+    missing = REQUIRED_METRICS[slug] - set(record["metrics"])
+    assert not missing, f"{slug} metrics lack {missing}"
+    post = next((site / "_posts").glob(f"*-{slug}.md")).read_text()
+    assert "Traceback" not in post, f"{slug}: an error output reached the post"
+
+
+def test_fixture_executes_into_the_same_site(smoke_site):
+    site, build = smoke_site
+    fixtures = ROOT / "tests" / "fixtures"
+    assert publish.run(profile="smoke", site=site, build=build, notebooks=fixtures / "notebooks",
+                       params_dir=fixtures / "params", progress=False) == 0
+
+
+def _jekyll(site: Path) -> Path:
+    dest = site / "_site"
+    env = {**os.environ, "BUNDLE_GEMFILE": str(ROOT / "Gemfile"), "JEKYLL_ENV": "production"}
+    proc = subprocess.run(["bundle", "exec", "jekyll", "build", "--strict_front_matter", "-s", str(site), "-d", str(dest)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return dest
+
+
+def _posts_in(site: Path) -> list[str]:
+    return sorted(p.name[11:-3] for p in (site / "_posts").glob("*.md"))
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def _serve(directory: Path):
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def _browse(built: Path, slugs: list[str], prefix: str) -> dict[str, dict]:
+    """Open the index and each post in headless Chromium; return what each page reported."""
+    from playwright.sync_api import sync_playwright
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    server = _serve(built)
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    reports = {}
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
+                "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync"])
+            try:
+                for name, path in [("index", "/")] + [(s, f"/posts/{s}/") for s in slugs]:
+                    page = browser.new_page(viewport={"width": 1100, "height": 900})
+                    errors: list[str] = []
+                    page.on("console", lambda m, errors=errors: errors.append(m.text) if m.type == "error" else None)
+                    page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+                    page.on("requestfailed", lambda r, errors=errors: errors.append(f"failed: {r.url}"))
+                    response = page.goto(base + path, wait_until="load")
+                    page.wait_for_timeout(300)  # let KaTeX render
+                    images = page.evaluate("""() => Array.from(document.images).map(i => ({
+                        src: i.getAttribute('src'), ok: i.complete && i.naturalWidth > 0}))""")
+                    reports[name] = {
+                        "status": response.status if response else None,
+                        "errors": errors,
+                        "images": images,
+                        "katex": page.evaluate("() => document.querySelectorAll('.katex').length"),
+                        "provenance": page.evaluate("() => (document.querySelector('.provenance') || {}).innerText || ''"),
+                        "colab": page.evaluate("() => (document.querySelector('a.colab') || {}).href || ''"),
+                        "text": page.evaluate("() => document.body.innerText"),
+                    }
+                    page.screenshot(path=str(SCREENSHOTS / f"{prefix}-{name}.png"), full_page=name != "index")
+                    page.close()
+            finally:
+                browser.close()
+    finally:
+        server.shutdown()
+    return reports
+
+
+def _check(reports: dict[str, dict], slugs: list[str]) -> None:
+    assert reports["index"]["status"] == 200 and not reports["index"]["errors"], reports["index"]["errors"]
+    for slug in slugs:
+        report = reports[slug]
+        assert report["status"] == 200, slug
+        assert not report["errors"], f"{slug}: console errors {report['errors']}"
+        broken = [i["src"] for i in report["images"] if not i["ok"]]
+        assert not broken, f"{slug}: images that did not load: {broken}"
+        assert "Device" in report["provenance"] and "Profile" in report["provenance"], slug
+        assert report["colab"].startswith("https://colab.research.google.com/github/"), slug
+
+
+def test_smoke_site_builds_and_every_post_renders_in_a_browser(smoke_site):
+    site, _ = smoke_site
+    slugs = _posts_in(site)
+    assert set(SLUGS) <= set(slugs), "every notebook must have produced a post (run the whole module)"
+    built = _jekyll(site)
+    reports = _browse(built, slugs, "smoke")
+    _check(reports, slugs)
+    # every post reaches the index, with its description
+    for slug in slugs:
+        fm = yaml.safe_load((next((site / "_posts").glob(f"*-{slug}.md"))).read_text().split("---\n")[1])
+        assert fm["title"] in reports["index"]["text"]
+    fixture = reports["publisher-fixture"]
+    assert fixture["katex"] >= 1, "math was not rendered"
+    assert any(i["src"].endswith("sine-wave.png") and i["ok"] for i in fixture["images"]), fixture["images"]
+    assert "Traceback" not in fixture["text"] and "</details>" not in fixture["text"]
+    assert "RED plain {{ not_liquid }} {% not_a_tag %}" in fixture["text"]
+
+
+def test_published_site_builds_and_renders(tmp_path):
+    site = make_site(tmp_path / "published", with_published=True)
+    slugs = _posts_in(site)
+    if not slugs:
+        pytest.skip("nothing published yet")
+    built = _jekyll(site)
+    _check(_browse(built, slugs, "published"), slugs)
+
+
+def test_published_results_follow_the_contract():
+    for path in sorted((ROOT / "_data" / "results").glob("*.json")):
+        record = json.loads(path.read_text())
+        slug = path.stem
+        assert record["slug"] == slug and slug in SLUGS
+        assert record["profile"] in publish.PROFILES
+        assert REQUIRED_METRICS[slug] <= set(record["metrics"]), slug
+        prov = record["provenance"]
+        assert prov["device_kind"] in ("cpu", "gpu") and prov["device"]
+        assert (ROOT / record["notebook"]).is_file()
+        assert list((ROOT / "_posts").glob(f"*-{slug}.md")), f"{slug} has results but no post"
