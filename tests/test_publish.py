@@ -357,3 +357,42 @@ def test_check_pairs_detects_stale_pair(tmp_path):
     assert publish.check_pairs(tmp_path) == []
     py.write_text(py.read_text() + "\n# %%\nprint('new cell')\n")
     assert any("differs" in p for p in publish.check_pairs(tmp_path))
+
+
+def test_interrupted_run_leaves_published_files_intact_and_next_run_recovers(tmp_path, fixture_site):
+    import signal
+
+    site, _ = fixture_site
+    work_site = tmp_path / "site"
+    shutil.copytree(site, work_site)
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    slow = FIXTURE_NB.read_text().replace("total = 0\n", "import time\ntime.sleep(60)\ntotal = 0\n")
+    (notebooks / FIXTURE_NB.name).write_text(slow)
+    snapshot = {p: p.read_bytes() for p in work_site.rglob("*") if p.is_file()}
+    proc = subprocess.Popen([sys.executable, "-m", "sidebyside.publish", "execute", "--profile", "smoke", "--no-progress",
+                             "--notebooks", str(notebooks), "--params", str(FIXTURES / "params"),
+                             "--site", str(work_site), "--build", str(tmp_path / "build")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    executed = tmp_path / "build" / "executed" / f"{SLUG}.ipynb"
+    deadline = time.time() + 120
+    while not executed.exists() and time.time() < deadline:  # papermill writes it once the kernel runs
+        time.sleep(0.5)
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    assert {p: p.read_bytes() for p in work_site.rglob("*") if p.is_file()} == snapshot
+    # The next run (the original notebook) publishes normally.
+    assert _run(work_site, tmp_path / "build") == 0
+    assert not [p for p in work_site.rglob(".*") if p.is_file() or p.is_dir()]
+
+
+def test_colab_cells_install_from_the_configured_repository():
+    import re as _re
+
+    repository = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
+    for path in sorted((ROOT / "notebooks").glob("*.py")):
+        urls = _re.findall(r"git\+https://github\.com/([\w.-]+/[\w.-]+)", path.read_text())
+        assert urls, f"{path.name}: no Colab install cell (see README: Adding a notebook)"
+        assert set(urls) == {repository}, f"{path.name} installs from {urls}, _config.yml says {repository}"
