@@ -115,6 +115,23 @@ def test_cka_between_and_within(rng):
         analysis.cka_within(reps[:1])
 
 
+def test_cka_matrix_matches_pairwise(rng):
+    base = rng.normal(size=(40, 5))
+    reps = [base @ rng.normal(size=(5, q)) + 0.3 * rng.normal(size=(40, q)) for q in (3, 5, 8)]
+    reps.append(np.ones((40, 2)))  # constant: NaN row and column
+    matrix = analysis.cka_matrix(reps)
+    assert matrix.shape == (4, 4)
+    np.testing.assert_allclose(matrix, matrix.T)
+    for i in range(3):
+        assert matrix[i, i] == 1.0
+        for j in range(3):
+            if i != j:
+                assert matrix[i, j] == pytest.approx(analysis.linear_cka(reps[i], reps[j]), rel=1e-10)
+    assert np.isnan(matrix[3]).all() and np.isnan(matrix[:, 3]).all()
+    with pytest.raises(ValueError, match="same examples"):
+        analysis.cka_matrix([reps[0], reps[1][:30]])
+
+
 # ---------------------------------------------------------- total variation
 
 

@@ -396,3 +396,11 @@ def test_colab_cells_install_from_the_configured_repository():
         urls = _re.findall(r"git\+https://github\.com/([\w.-]+/[\w.-]+)", path.read_text())
         assert urls, f"{path.name}: no Colab install cell (see README: Adding a notebook)"
         assert set(urls) == {repository}, f"{path.name} installs from {urls}, _config.yml says {repository}"
+
+
+def test_site_config_falls_back_to_the_repository_and_requires_a_repository(tmp_path):
+    config = publish._site_config(tmp_path)  # no _config.yml here: the repo's
+    assert config["repository"] == yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
+    (tmp_path / "_config.yml").write_text("title: x\n")
+    with pytest.raises(publish.PublishError, match="set 'repository: owner/name'"):
+        publish._site_config(tmp_path)

@@ -36,6 +36,7 @@ __all__ = [
     "linear_cka",
     "cka_between",
     "cka_within",
+    "cka_matrix",
     "total_variation",
     "relative_change",
     "weight_stats",
@@ -82,6 +83,30 @@ def linear_cka(X, Y) -> float:
         return float("nan")
     # Rounding can push an identical pair a hair above 1.
     return float(min(cross / denominator, 1.0))
+
+
+def cka_matrix(reps: Sequence) -> np.ndarray:
+    """Linear CKA of every pair of ``reps`` (all of the same ``n`` examples):
+    a symmetric ``(k, k)`` array with ones on the diagonal (NaN for a constant
+    representation). Same values as :func:`linear_cka` pair by pair, but each
+    representation is centred, and its own Gram norm computed, only once:
+    ``k (k - 1) / 2`` cross products instead of ``3 k^2``."""
+    centred = [_as_2d(f"reps[{i}]", r) for i, r in enumerate(reps)]
+    if len({r.shape[0] for r in centred}) > 1:
+        raise ValueError(f"representations must hold the same examples, got rows {[r.shape[0] for r in centred]}")
+    centred = [r - r.mean(axis=0, keepdims=True) for r in centred]
+    self_norms = [np.linalg.norm(r.T @ r, "fro") for r in centred]
+    k = len(centred)
+    matrix = np.full((k, k), np.nan)
+    for i in range(k):
+        if self_norms[i] > 0:
+            matrix[i, i] = 1.0
+        for j in range(i + 1, k):
+            denominator = self_norms[i] * self_norms[j]
+            if denominator > 0:
+                value = min(np.linalg.norm(centred[j].T @ centred[i], "fro") ** 2 / denominator, 1.0)
+                matrix[i, j] = matrix[j, i] = value
+    return matrix
 
 
 def cka_between(reps_a: Sequence, reps_b: Sequence) -> np.ndarray:

@@ -502,9 +502,14 @@ def _preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
     return nb, images
 
 
-def _site_config(site: Path) -> dict[str, Any]:
-    path = site / "_config.yml"
-    return (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
+def _site_config(site: Path, root: Path = ROOT) -> dict[str, Any]:
+    """The site's _config.yml (the repository's when the site has none)."""
+    path = next((p for p in (site / "_config.yml", root / "_config.yml") if p.is_file()), None)
+    config = (yaml.safe_load(path.read_text()) or {}) if path else {}
+    if not re.match(r"^[\w.-]+/[\w.-]+$", str(config.get("repository", ""))):
+        raise PublishError(f"{path or site / '_config.yml'}: set 'repository: owner/name' (the GitHub repository "
+                           "that Colab, download and source links point to)")
+    return config
 
 
 def front_matter(info: NotebookInfo, record: dict[str, Any], site_config: dict[str, Any], root: Path) -> dict[str, Any]:
@@ -653,7 +658,7 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
         raise PublishError(f"{params_dir / (profile + '.yaml')} is missing")
     recover(site)
     decisions = plan(infos, profile, params_by_profile, site, force=force, root=root)
-    site_config = _site_config(site)
+    site_config = _site_config(site, root)
     for n, decision in enumerate(decisions, 1):
         info = decision.info
         label = f"[{n}/{len(decisions)}] {info.slug}"
