@@ -122,6 +122,18 @@ def test_time_fn_picks_number_to_fill_a_repeat():
     assert t.number > 100
 
 
+def test_unsynchronised_timing_picks_number_from_synchronised_calls():
+    """Dispatch-only calls look free; the repeat count must come from real cost."""
+
+    class Slow:
+        def block_until_ready(self):
+            time.sleep(0.005)  # the "real work", paid only when waited for
+            return self
+
+    t = timing.time_fn(lambda: Slow(), repeats=2, warmup=0, min_repeat_s=0.02, synchronize=False)
+    assert t.number <= 8  # ~0.02 s / 0.005 s per synchronised call, not thousands
+
+
 class _Lazy:
     """Stands in for an asynchronous array: records whether it was waited for."""
 
@@ -139,9 +151,9 @@ def test_block_waits_on_nested_results_and_synchronize_false_does_not():
     assert a.blocked == 1 and b.blocked == 1
     lazy = _Lazy()
     timing.time_fn(lambda: lazy, repeats=2, number=2, warmup=0, synchronize=False)
-    assert lazy.blocked == 0
+    assert lazy.blocked == 1  # only the final drain: no call inside the timed repeats waited
     timing.time_fn(lambda: lazy, repeats=2, number=2, warmup=0)
-    assert lazy.blocked == 1 + 2 * 2
+    assert lazy.blocked == 1 + (1 + 2 * 2)  # the drain above, then first call and every timed call
 
 
 def test_block_on_real_jax_array():

@@ -7,7 +7,10 @@ Rules it enforces, so that every published figure is comparable:
   first call minus the steady-state median, never mixed into the run time.
 - Every timed call waits for its result: JAX arrays are blocked on
   (``block_until_ready``), CUDA work is synchronised (``torch.cuda.synchronize``).
-  ``synchronize=False`` exists only to show what an unsynchronised timer reports.
+  ``synchronize=False`` exists only to show what an unsynchronised timer reports;
+  even then the number of calls per repeat is chosen from synchronised calls
+  (otherwise dispatch-only timings would queue thousands of asynchronous calls),
+  and the queue is drained after the repeats so the next measurement starts clean.
 - Each repeat runs the function ``number`` times (chosen automatically so one
   repeat lasts at least ``min_repeat_s``), and the result keeps every
   per-call time: median, quartiles and IQR come from those.
@@ -155,12 +158,14 @@ def _call(fn: Callable[[], Any], synchronize: bool) -> Any:
     return result
 
 
-def _choose_number(fn: Callable[[], Any], synchronize: bool, min_repeat_s: float, max_number: int) -> int:
+def _choose_number(fn: Callable[[], Any], min_repeat_s: float, max_number: int) -> int:
+    """Calls per repeat so that one repeat lasts at least ``min_repeat_s``,
+    judged from synchronised calls (the real cost, never dispatch alone)."""
     number = 1
     while number < max_number:
         start = time.perf_counter()
         for _ in range(number):
-            _call(fn, synchronize)
+            _call(fn, True)
         elapsed = time.perf_counter() - start
         if elapsed >= min_repeat_s:
             break
@@ -201,7 +206,7 @@ def time_fn(
     for _ in range(warmup):
         _call(fn, synchronize)
     if number is None:
-        number = _choose_number(fn, synchronize, min_repeat_s, max_number)
+        number = _choose_number(fn, min_repeat_s, max_number)
     times = []
     gc_was_enabled = gc.isenabled()
     gc.disable()
@@ -209,11 +214,13 @@ def time_fn(
         for _ in range(repeats):
             start = time.perf_counter()
             for _ in range(number):
-                _call(fn, synchronize)
+                result = _call(fn, synchronize)
             times.append((time.perf_counter() - start) / number)
     finally:
         if gc_was_enabled:
             gc.enable()
+    if not synchronize:
+        block(result)  # drain what the unsynchronised repeats left queued
     return Timing(name or getattr(fn, "__name__", "fn"), times, number, first_s, synchronize)
 
 
@@ -244,7 +251,7 @@ def compare(
         first[name] = time.perf_counter() - start
         for _ in range(warmup):
             _call(fn, synchronize)
-        numbers[name] = _choose_number(fn, synchronize, min_repeat_s, max_number)
+        numbers[name] = _choose_number(fn, min_repeat_s, max_number)
     times: dict[str, list[float]] = {name: [] for name in fns}
     gc_was_enabled = gc.isenabled()
     gc.disable()
@@ -254,8 +261,10 @@ def compare(
                 n = numbers[name]
                 start = time.perf_counter()
                 for _ in range(n):
-                    _call(fn, synchronize)
+                    result = _call(fn, synchronize)
                 times[name].append((time.perf_counter() - start) / n)
+                if not synchronize:
+                    block(result)  # drain before the next function's repeat
     finally:
         if gc_was_enabled:
             gc.enable()
