@@ -757,10 +757,16 @@ def main(argv: list[str] | None = None) -> int:
             for problem in problems:
                 print(problem, file=sys.stderr)
             return 1 if problems else 0
-        for info in select(discover(args.notebooks), args.only):
+        infos = select(discover(args.notebooks), args.only)
+        params_by_profile = {p: load_params(ROOT / "params", p, infos) for p in PROFILES}
+        for info in infos:
             record = _published_record(args.site, info.slug)
-            state = f"{record['profile']} run of {record['executed_at']}" if record else "not published"
-            print(f"{info.slug:34} {info.relpath(ROOT):36} {state}")
+            state = "not published"
+            if record:
+                current = cache_key(info, record["profile"], params_by_profile[record["profile"]][info.slug])
+                freshness = "current" if current == record.get("source_hash") else "stale: sources changed since"
+                state = f"{record['profile']} run of {record['executed_at']} ({freshness})"
+            print(f"{info.slug:31} {info.relpath(ROOT):38} {state}")
         return 0
     except PublishError as exc:
         print(f"error: {exc}", file=sys.stderr)
