@@ -1,0 +1,176 @@
+"""sidebyside.grid_sample against torch.nn.functional.grid_sample (CPU).
+
+Every mode x padding x align_corners x 2-D/3-D x dtype: outputs and both gradients,
+on grids that mix random points in [-2, 2] with pixel centres, pixel edges,
+half-pixels and points far outside (see sidebyside.sampling_parity). Tolerances
+are documented in sampling_parity.tolerance: nearest exact, float32 1e-5 and
+float64 1e-10 of the output's scale, half precision a few eps of the dtype.
+float64 runs inside `jax.enable_x64(True)` (in sampling_parity.measure), which is
+local to the call and does not leak into other tests.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from sidebyside import grid_sample
+from sidebyside import sampling_parity as parity
+
+ALL = parity.configs()
+
+
+@pytest.mark.parametrize("config", ALL, ids=[c.key for c in ALL])
+def test_matches_pytorch(config):
+    # Op by op (no jit): each primitive compiles once and is reused across the 120
+    # configurations, which keeps this file fast. jit and vmap follow below.
+    r = parity.measure(config, transform="none")
+    for q in ("", "grad_input_", "grad_grid_"):
+        assert r[f"{q}max_rel_err"] <= r[f"{q}tolerance"], (q or "output", r)
+
+
+# The same comparison under jit and under vmap (over the batch), with another seed,
+# on a cross-section: every mode x padding x 2-D/3-D, align_corners alternating, in
+# float32 and (jit only) float64.
+def _cross_section(dtype):
+    return [c for c in parity.configs((dtype,)) if c.align_corners == (c.padding_mode == "border")]
+
+
+TRANSFORMED = [(c, t) for c in _cross_section("float32") for t in ("jit", "vmap")]
+TRANSFORMED += [(c, "jit") for c in _cross_section("float64") if c.mode != "nearest"]
+
+
+@pytest.mark.parametrize("config, transform", TRANSFORMED, ids=[f"{c.key}-{t}" for c, t in TRANSFORMED])
+def test_matches_pytorch_transformed(config, transform):
+    r = parity.measure(config, transform=transform, seed=1)
+    for q in ("", "grad_input_", "grad_grid_"):
+        assert r[f"{q}max_rel_err"] <= r[f"{q}tolerance"], (q or "output", transform, r)
+
+
+def _torch_grads(x, g, **kw):
+    xt = torch.tensor(x, requires_grad=True)
+    gt = torch.tensor(g, requires_grad=True)
+    out = F.grid_sample(xt, gt, **kw)
+    gx, gg = torch.autograd.grad(out.sum(), (xt, gt))
+    return out.detach().numpy(), gx.numpy(), gg.numpy()
+
+
+def _jax_grads(x, g, **kw):
+    f = lambda a, b: grid_sample(a, b, **kw).sum()
+    out = grid_sample(jnp.asarray(x), jnp.asarray(g), **kw)
+    gx, gg = jax.grad(f, argnums=(0, 1))(jnp.asarray(x), jnp.asarray(g))
+    return np.asarray(out), np.asarray(gx), np.asarray(gg)
+
+
+@pytest.mark.parametrize("padding_mode", ["border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_no_grid_gradient_where_clipped(padding_mode, align_corners):
+    # Points exactly on the clip limits: torch passes no gradient there; jnp.clip
+    # (or maximum/minimum) would pass half of it.
+    x = np.arange(12, dtype=np.float32).reshape(1, 1, 3, 4) ** 1.5
+    edge = 1.0 if align_corners else 0.75  # x = 3 (size - 1) in pixels for W = 4
+    g = np.array([[[[-1.0, 0.1], [1.0, 0.1], [edge, -0.2], [-edge, 0.3], [0.2, 0.1]]]], np.float32)
+    kw = dict(mode="bilinear", padding_mode=padding_mode, align_corners=align_corners)
+    t_out, t_gx, t_gg = _torch_grads(x, g, **kw)
+    j_out, j_gx, j_gg = _jax_grads(x, g, **kw)
+    np.testing.assert_allclose(j_out, t_out, rtol=0, atol=1e-5 * np.abs(t_out).max())
+    np.testing.assert_allclose(j_gg, t_gg, rtol=0, atol=1e-5 * np.abs(t_gg).max())
+    assert t_gg[0, 0, :2, 0].tolist() == [0.0, 0.0]
+    assert j_gg[0, 0, :2, 0].tolist() == [0.0, 0.0]
+    assert j_gg[0, 0, 4, 0] != 0  # an interior point does get a gradient
+
+
+@pytest.mark.parametrize("dims", [2, 3])
+@pytest.mark.parametrize("mode", ["nearest", "bilinear", "bicubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_non_finite_grid(dims, mode, padding_mode):
+    if dims == 3 and mode == "bicubic":
+        pytest.skip("no 3-D bicubic")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 2) + (3, 4, 5)[3 - dims:]).astype(np.float32)
+    bad = np.array([np.nan, np.inf, -np.inf, 0.25], np.float32)
+    points = np.stack(np.meshgrid(*([bad] * dims), indexing="ij"), -1).reshape(-1, dims)
+    g = points.reshape((1,) + (1,) * (dims - 1) + points.shape)  # (1, [1,] 1, P, dims)
+    kw = dict(mode=mode, padding_mode=padding_mode, align_corners=False)
+    out = np.asarray(jax.jit(lambda a, b: grid_sample(a, b, **kw))(x, g))[..., :]
+    gx, gg = jax.grad(lambda a, b: grid_sample(a, b, **kw).sum(), argnums=(0, 1))(jnp.asarray(x), jnp.asarray(g))
+    finite = np.isfinite(points).all(-1)  # (P,)
+    if mode == "bicubic":
+        # Weights of a non-finite coordinate are NaN, as in both PyTorch backends.
+        assert np.isnan(out[..., ~finite]).all() and np.isfinite(out[..., finite]).all()
+        return
+    # The documented rule (PyTorch's CUDA kernels): always finite.
+    assert np.isfinite(out).all() and np.isfinite(np.asarray(gx)).all() and np.isfinite(np.asarray(gg)).all()
+    # Non-finite coordinates get no grid gradient.
+    assert (np.asarray(gg)[~np.isfinite(g)] == 0).all()
+    if padding_mode == "zeros":
+        # A point with any non-finite coordinate samples nothing.
+        assert (out[..., ~finite] == 0).all()
+    # Where PyTorch's CPU kernel agrees with the CUDA rule (2-D forward, border and
+    # reflection: NaN -> 0, +-inf -> the edge / 0), compare with it.
+    if dims == 2 and padding_mode != "zeros":
+        ref = F.grid_sample(torch.tensor(x), torch.tensor(g), **kw).numpy()
+        np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize(
+    "x_shape, g_shape, kw, match",
+    [
+        ((1, 1, 4), (1, 4, 2), {}, "4D or 5D"),
+        ((1, 1, 4, 4), (1, 2, 2, 3, 3), {}, "same number of dimensions"),
+        ((2, 1, 4, 4), (1, 2, 2, 2), {}, "same batch size"),
+        ((1, 1, 4, 4), (1, 2, 2, 3), {}, "size 2 in last dimension"),
+        ((1, 1, 2, 4, 4), (1, 2, 2, 2, 2), {}, "size 3 in last dimension"),
+        ((1, 1, 4, 4), (1, 2, 2, 2), {"mode": "linear"}, "mode"),
+        ((1, 1, 4, 4), (1, 2, 2, 2), {"padding_mode": "wrap"}, "padding_mode"),
+        ((1, 1, 2, 4, 4), (1, 2, 2, 2, 3), {"mode": "bicubic"}, "bicubic"),
+        ((1, 1, 0, 4), (1, 2, 2, 2), {}, "non-empty"),
+    ],
+)
+def test_bad_input_raises_value_error(x_shape, g_shape, kw, match):
+    with pytest.raises(ValueError, match=match):
+        grid_sample(jnp.zeros(x_shape), jnp.zeros(g_shape), **kw)
+    # PyTorch rejects the same input too (RuntimeError or ValueError).
+    with pytest.raises((RuntimeError, ValueError)):
+        F.grid_sample(torch.zeros(x_shape), torch.zeros(g_shape), align_corners=False, **kw)
+
+
+def test_dtype_mismatch_raises():
+    with pytest.raises(ValueError, match="same dtype"):
+        grid_sample(jnp.zeros((1, 1, 4, 4), jnp.float32), jnp.zeros((1, 2, 2, 2), jnp.bfloat16))
+
+
+def test_forward_mode_and_second_order():
+    # No custom derivative rule: jvp and grad-of-grad work too.
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.standard_normal((1, 2, 5, 6)), jnp.float32)
+    g = jnp.asarray(rng.uniform(-1, 1, (1, 3, 4, 2)), jnp.float32)
+    f = lambda b: grid_sample(x, b, mode="bicubic").sum()
+    _, tangent = jax.jvp(f, (g,), (jnp.ones_like(g),))
+    np.testing.assert_allclose(tangent, jax.grad(f)(g).sum(), rtol=1e-4)
+    hess_diag = jax.grad(lambda b: jax.grad(f)(b).sum())(g)
+    assert np.isfinite(np.asarray(hess_diag)).all()
+
+
+def test_bench_returns_ratios():
+    from sidebyside import bench
+
+    configs = bench.grid_sample_configs(("bilinear",), {"tiny": (2, 3, 16, 16)})
+    rows = bench.bench_grid_sample(configs, repeats=1, min_repeat_s=0.001, naive=True)
+    assert set(rows) == {"bilinear/tiny/forward", "bilinear/tiny/forward+backward"}
+    for row in rows.values():
+        assert row["jax_ms"] > 0 and row["torch_ms"] > 0
+        assert row["ratio"] == pytest.approx(row["jax_ms"] / row["torch_ms"])
+    assert rows["bilinear/tiny/forward"]["naive_ms"] > 0
+
+
+def test_bench_cli_help():
+    result = subprocess.run([sys.executable, "-m", "sidebyside.bench", "grid_sample", "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "--threads" in result.stdout
