@@ -145,6 +145,15 @@ class FlaxMLP(nnx.Module):
         return self.fc2(self.hidden(x))
 
 
+def _max_pool_2x2(x: jax.Array) -> jax.Array:
+    """2x2 max-pooling with stride 2 on NHWC (even H, W), written as a reshape
+    and a max: the same values as ``nnx.max_pool(x, (2, 2), (2, 2))``, but its
+    gradient is a plain reduction instead of ``select_and_scatter``, which
+    XLA:CPU runs several times slower (measured: ~2.3x on the CNN's step)."""
+    n, h, w, c = x.shape
+    return x.reshape(n, h // 2, 2, w // 2, 2, c).max(axis=(2, 4))
+
+
 class FlaxCNN(nnx.Module):
     """Two conv blocks and a dense head, as :class:`TorchCNN`; NHWC."""
 
@@ -160,8 +169,8 @@ class FlaxCNN(nnx.Module):
 
     def __call__(self, x: jax.Array) -> jax.Array:
         x = _flax_input(x, flat=False)
-        x = nnx.max_pool(nnx.relu(self.conv1(x)), window_shape=(2, 2), strides=(2, 2))
-        x = nnx.max_pool(nnx.relu(self.conv2(x)), window_shape=(2, 2), strides=(2, 2))
+        x = _max_pool_2x2(nnx.relu(self.conv1(x)))
+        x = _max_pool_2x2(nnx.relu(self.conv2(x)))
         x = nnx.relu(self.fc1(x.reshape(x.shape[0], -1)))
         return self.fc2(x)
 
