@@ -670,7 +670,7 @@ Measured with {num_seeds} seeds per variant, {len(arrays.X_train)} training imag
 epochs, on {provenance.collect()['device']}. Nothing here is timed, so this post has no GPU figures to add.
 """)
 
-# %%
+# %% tags=["remove_cell"]
 metrics = {
     "cka": {"torch_vs_flax": cka_tf, "torch_vs_torch": cka_tt, "flax_vs_flax": cka_ff},
     "cka_controls": {

@@ -136,7 +136,7 @@ shown = parity_table[["max_abs_err", "max_rel_err", "grad_input_max_abs_err", "g
 with pd.option_context("display.max_rows", 200, "display.float_format", "{:.2e}".format):
     display(shown)
 
-# %%
+# %% tags=["remove_input"]
 n_passed = int(parity_table["passed"].sum())
 worst = {dtype: parity_table[parity_table.index.str.endswith("/" + dtype)][["max_rel_err", "grad_input_max_rel_err", "grad_grid_max_rel_err"]].to_numpy().max()
          for dtype in PARITY_DTYPES}
@@ -262,7 +262,7 @@ right = timing.time_fn(lambda: jax_fwd(x_j, grid_j), name="right: block_until_re
 pitfall = timing.summarise({"wrong": wrong, "right": right})
 pitfall
 
-# %%
+# %% tags=["remove_input"]
 Markdown(
     f"Without waiting, the timer reports {wrong.median_s * 1e3:.3g} ms per call for {first_cfg['name']}; "
     f"the computation actually takes {right.median_s * 1e3:.3g} ms, {right.median_s / wrong.median_s:.0f}x longer. "
@@ -324,7 +324,7 @@ summary = pd.DataFrame({
 }).T.rename(columns={0: "value"})
 summary
 
-# %%
+# %% tags=["remove_input"]
 met = goals["met"].dropna()
 ratios = {k: v["ratio"] for k, v in speed.items()}
 fastest, slowest = min(ratios, key=ratios.get), max(ratios, key=ratios.get)
@@ -347,7 +347,7 @@ Markdown(
     + (f" (missed: {', '.join(missed)})." if missed else ".") + f" {gpu_note}\n\n" + nan_note
 )
 
-# %%
+# %% tags=["remove_cell"]
 metrics = {
     "parity": {k: {"max_abs_err": r["max_abs_err"], "grad_input_max_abs_err": r["grad_input_max_abs_err"],
                    "grad_grid_max_abs_err": r["grad_grid_max_abs_err"], "max_rel_err": r["max_rel_err"],

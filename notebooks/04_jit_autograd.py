@@ -575,7 +575,7 @@ gpu_text = ("" if on_gpu else
             "runs the same sweep on the GPU up to 10⁸ elements).")
 Markdown("## Conclusion\n\n" + "\n\n".join(lines) + "\n\n" + grad_text + "\n\n" + pit_text + gpu_text)
 
-# %%
+# %% tags=["remove_cell"]
 metrics = {
     "jit": {device: {str(n): {f"{m}_s": (jit_timings[device, n][m].median_s if m in jit_timings[device, n] else None)
                               for m in methods} for n in sizes} for device in devices},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import subprocess
 import time
 
 import numpy as np
@@ -196,6 +197,24 @@ def test_collect_has_the_contract_keys():
     assert "core" in provenance.cpu_name()
     assert "torch_float32_matmul_precision" in record["matmul_precision"]
     assert "jax_default_matmul_precision" in record["matmul_precision"]
+
+
+def test_git_sha_is_dirty_for_sources_not_for_generated_posts(tmp_path):
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "_posts").mkdir()
+    (tmp_path / "_posts" / "post.md").write_text("old")
+    (tmp_path / "notebook.py").write_text("x = 1")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    sha = provenance.git_sha(tmp_path)
+    assert sha and not sha.endswith("-dirty")
+    (tmp_path / "_posts" / "post.md").write_text("refreshed by an earlier notebook of the same run")
+    assert provenance.git_sha(tmp_path) == sha
+    (tmp_path / "notebook.py").write_text("x = 2")
+    assert provenance.git_sha(tmp_path) == f"{sha}-dirty"
 
 
 def test_save_results_writes_plain_json(tmp_path, monkeypatch):

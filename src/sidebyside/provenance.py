@@ -115,9 +115,15 @@ def matmul_precision() -> dict[str, Any]:
     return settings
 
 
+# What the publisher writes: a run that refreshes several posts changes these
+# as it goes, and that must not mark the later notebooks of the same run dirty.
+GENERATED = ("_posts", "images", "_data")
+
+
 def git_sha(root: str | os.PathLike | None = None) -> str | None:
-    """The commit of the project checkout, with ``-dirty`` when it has
-    uncommitted changes; None outside a git checkout (e.g. on Colab)."""
+    """The commit of the project checkout, with ``-dirty`` when its sources
+    have uncommitted changes (the generated posts, images and results do not
+    count); None outside a git checkout (e.g. on Colab)."""
     root = Path(root or os.environ.get("SIDEBYSIDE_ROOT") or Path(__file__).resolve().parents[2])
     try:
         sha = subprocess.run(
@@ -125,7 +131,8 @@ def git_sha(root: str | os.PathLike | None = None) -> str | None:
             capture_output=True, text=True, check=True, timeout=10,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", ".",
+             *(f":(exclude){path}" for path in GENERATED)],
             capture_output=True, text=True, check=True, timeout=10,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
