@@ -60,9 +60,9 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(VENV)/bin/python -m pip install -q --no-deps -e .
 	@touch $@
 
-## bundle: resolve the Gemfile offline against Debian's gems
+## bundle: resolve the Gemfile offline against Debian's gems (Gemfile.lock is local: Debian's gem versions move)
 bundle:
-	@bundle check >/dev/null 2>&1 || bundle install --local --quiet
+	@bundle check >/dev/null 2>&1 || { rm -f Gemfile.lock; bundle check; }
 
 ## assets: copy KaTeX from Debian's libjs-katex so math renders without network
 assets: assets/vendor/katex/katex.min.js

@@ -72,6 +72,24 @@ def _write_nb(path: Path, header_extra: str = "", parameters: bool = True, meta:
     return path
 
 
+def test_title_heading_dropped_only_when_it_repeats_the_title():
+    import nbformat
+
+    def notebook(first):
+        return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(first),
+                                               nbformat.v4.new_markdown_cell("# The title")])
+
+    nb = notebook("# The title\n\nOne-sentence summary.")
+    publish.drop_title_heading(nb, "The title")
+    assert [c.source for c in nb.cells] == ["One-sentence summary.", "# The title"]
+    nb = notebook("# The title")
+    publish.drop_title_heading(nb, "The title")
+    assert [c.source for c in nb.cells] == ["# The title"]  # the emptied cell is gone; later cells untouched
+    nb = notebook("# Another heading\n\ntext")
+    publish.drop_title_heading(nb, "The title")
+    assert nb.cells[0].source == "# Another heading\n\ntext"
+
+
 def test_missing_metadata_names_notebook_and_fields(tmp_path):
     path = _write_nb(tmp_path / "01_x.py", meta={"slug": "x"})
     with pytest.raises(publish.PublishError, match=r"01_x\.py.*title, date, description"):

@@ -177,7 +177,14 @@ def test_published_site_builds_and_renders(tmp_path):
     if not slugs:
         pytest.skip("nothing published yet")
     built = _jekyll(site)
-    _check(_browse(built, slugs, "published"), slugs)
+    reports = _browse(built, slugs, "published")
+    _check(reports, slugs)
+    for slug in slugs:
+        fm = yaml.safe_load((next((site / "_posts").glob(f"*-{slug}.md"))).read_text().split("---\n")[1])
+        assert fm["title"] not in reports[slug]["text"].split(fm["title"], 1)[1], f"{slug}: title shown twice"
+        for name, value in (fm.get("parameters") or {}).items():
+            shown = json.dumps(value, separators=(",", ":"))  # as Liquid's jsonify writes it
+            assert f"{name}={shown}" in reports[slug]["provenance"], (slug, name, reports[slug]["provenance"])
 
 
 def test_published_results_follow_the_contract():

@@ -543,12 +543,28 @@ def front_matter(info: NotebookInfo, record: dict[str, Any], site_config: dict[s
     }
 
 
+def drop_title_heading(nb, title: str) -> None:
+    """The layout prints the post's title; a notebook opens with the same
+    title as a ``# Title`` heading (it reads as an article on Colab too).
+    Remove that heading from the first Markdown cell, in place, so the post
+    does not show it twice; a different first heading is kept."""
+    first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
+    if first is None:
+        return
+    lines = first.source.lstrip("\n").split("\n")
+    if lines and lines[0].startswith("# ") and lines[0][2:].strip() == title.strip():
+        first.source = "\n".join(lines[1:]).lstrip("\n")
+        if not first.source.strip():
+            nb.cells.remove(first)
+
+
 def render(executed_nb, record: dict[str, Any], info: NotebookInfo, site_config: dict[str, Any], *,
            root: Path = ROOT) -> tuple[str, dict[str, bytes]]:
     """Render an executed notebook: returns (post Markdown with front matter, images)."""
     from nbconvert import MarkdownExporter
 
     nb, images = _preprocess(executed_nb, info.slug, root)
+    drop_title_heading(nb, info.title)
     from traitlets.config import Config
 
     # Figures are extracted (with stable names) by _preprocess, not by nbconvert.
