@@ -49,6 +49,14 @@ def make_site(directory: Path, *, with_published: bool = False) -> Path:
     return directory
 
 
+def front_matter(post: str) -> dict:
+    """The YAML front matter of a post's text."""
+    import yaml
+
+    assert post.startswith("---\n")
+    return yaml.safe_load(post.split("---\n")[1])
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, make_site
+from conftest import ROOT, front_matter, make_site
 from sidebyside import publish
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -217,13 +217,8 @@ def post(fixture_site):
     return (site / "_posts" / f"2026-11-22-{SLUG}.md").read_text()
 
 
-def _front_matter(text: str) -> dict:
-    assert text.startswith("---\n")
-    return yaml.safe_load(text.split("---\n")[1])
-
-
 def test_front_matter_contract(post):
-    fm = _front_matter(post)
+    fm = front_matter(post)
     for key in ("layout", "title", "date", "description", "tags", "slug", "notebook", "colab", "profile", "hardware", "versions"):
         assert fm.get(key), key
     assert fm["slug"] == SLUG and fm["date"] == "2026-11-22" and fm["profile"] == "smoke"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, make_site
+from conftest import ROOT, front_matter, make_site
 from sidebyside import publish
 
 pytestmark = pytest.mark.slow
@@ -162,7 +162,7 @@ def test_smoke_site_builds_and_every_post_renders_in_a_browser(smoke_site):
     _check(reports, slugs)
     # every post reaches the index, with its description
     for slug in slugs:
-        fm = yaml.safe_load((next((site / "_posts").glob(f"*-{slug}.md"))).read_text().split("---\n")[1])
+        fm = front_matter(next((site / "_posts").glob(f"*-{slug}.md")).read_text())
         assert fm["title"] in reports["index"]["text"]
     fixture = reports["publisher-fixture"]
     assert fixture["katex"] >= 1, "math was not rendered"
@@ -180,7 +180,7 @@ def test_published_site_builds_and_renders(tmp_path):
     reports = _browse(built, slugs, "published")
     _check(reports, slugs)
     for slug in slugs:
-        fm = yaml.safe_load((next((site / "_posts").glob(f"*-{slug}.md"))).read_text().split("---\n")[1])
+        fm = front_matter(next((site / "_posts").glob(f"*-{slug}.md")).read_text())
         assert fm["title"] not in reports[slug]["text"].split(fm["title"], 1)[1], f"{slug}: title shown twice"
         for name, value in (fm.get("parameters") or {}).items():
             shown = json.dumps(value, separators=(",", ":"))  # as Liquid's jsonify writes it
