@@ -21,6 +21,8 @@ ifeq ($(SETUP),1)
 SETUP_DEPS := setup
 else
 SETUP_DEPS :=
+# The machine's own Python has no editable install of the library: import it from src/.
+export PYTHONPATH := $(CURDIR)/src$(if $(PYTHONPATH),:$(PYTHONPATH))
 endif
 
 PUBLISH := $(PYTHON) -m sidebyside.publish
