@@ -195,6 +195,9 @@ def goals_table(results: dict[str, dict[str, Any]], device_kind: str):
 
 
 def _grid_sample_main(args) -> int:
+    # On a GPU, JAX would take 75% of its memory up front, and this process shares the
+    # device with PyTorch (and, from a notebook, with the notebook's own JAX).
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     threads = set_threads(args.threads)
     import pandas as pd
 

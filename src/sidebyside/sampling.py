@@ -60,7 +60,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["grid_sample", "grid_sample_naive", "MODES", "PADDING_MODES"]
+__all__ = ["grid_sample", "grid_sample_naive", "taps_2d", "MODES", "PADDING_MODES", "IMPLEMENTATIONS"]
 
 MODES = ("nearest", "bilinear", "bicubic")
 PADDING_MODES = ("zeros", "border", "reflection")
@@ -175,6 +175,16 @@ def _pad(x, size: int, padding_mode: str, align_corners: bool, vectorised: bool)
     return x
 
 
+def _round_half_even(x):
+    """Round to the nearest integer, ties to even (``nearbyint``), exactly, with
+    operations Pallas' Triton lowering has (it has no ``round``): ``x - floor(x)`` is
+    exact in floating point."""
+    r = jnp.floor(x)
+    d = x - r
+    odd = (r - 2 * jnp.floor(r / 2)) == 1
+    return jnp.where((d > 0.5) | ((d == 0.5) & odd), r + 1, r)
+
+
 def _finite_or_out(x):
     """A coordinate that is still non-finite after padding samples nothing."""
     return jnp.where(jnp.isfinite(x), x, jnp.full_like(x, _OUT_OF_BOUNDS))
@@ -199,26 +209,35 @@ def _gather(flat, index):
     return jax.vmap(lambda f, i: f.at[:, i].get(mode="promise_in_bounds"))(flat, index)
 
 
-def _combine(flat, corners):
-    """Sum over corners of ``where(inside, value, 0) * weight``, in the given order.
-    ``corners``: list of (flat index (N, P), inside mask (N, P), weight (N, P))."""
+def _combine_rows(rows, gather, expand=lambda a: a):
+    """Sum the taps of ``rows`` (see :func:`taps_2d`) in their order: within a row
+    ``where(inside, value, 0) * weight``, then the row times its weight.
+    ``gather(index)`` returns the values at ``index``; ``expand`` broadcasts a
+    per-point array against them (over channels)."""
     out = None
-    for index, inside, weight in corners:
-        value = jnp.where(inside[:, None, :], _gather(flat, index), 0)
-        term = value * weight[:, None, :]
-        out = term if out is None else out + term
+    for row_weight, cols in rows:
+        row = None
+        for index, inside, weight in cols:
+            term = jnp.where(expand(inside), gather(index), 0)
+            if weight is not None:
+                term = term * expand(weight)
+            row = term if row is None else row + term
+        if row_weight is not None:
+            row = row * expand(row_weight)
+        out = row if out is None else out + row
     return out
 
 
 # ------------------------------------------------------------------------- kernels
 
 
-def _sample_2d(input, grid, mode, padding_mode, align_corners):
-    n, c, h, w = input.shape
-    out_spatial = grid.shape[1:3]
-    flat = input.reshape(n, c, h * w)
-    gx = grid[..., 0].reshape(n, -1)
-    gy = grid[..., 1].reshape(n, -1)
+def taps_2d(gx, gy, h: int, w: int, mode: str, padding_mode: str, align_corners: bool):
+    """The taps of 2-D sampling at grid values ``gx``, ``gy`` (arrays of one shape),
+    as rows ``[(row_weight | None, [(index, inside, weight | None), ...]), ...]``:
+    ``index`` is the int32 flat pixel index ``y * w + x`` (0 where outside),
+    ``inside`` whether the tap lies in the image, and the sample is
+    ``sum(row_weight * sum(where(inside, input[index], 0) * weight))``.
+    The XLA path and the Pallas kernels both build on this one function."""
     x = _unnormalize(gx, w, align_corners, vectorised=True)
     y = _unnormalize(gy, h, align_corners, vectorised=True)
 
@@ -236,26 +255,17 @@ def _sample_2d(input, grid, mode, padding_mode, align_corners):
 
         xs = [tap(x0, k, w) for k in (-1, 0, 1, 2)]
         ys = [tap(y0, k, h) for k in (-1, 0, 1, 2)]
-        out = None
-        for j, (iy, my) in enumerate(ys):
-            row = None
-            for i, (ix, mx) in enumerate(xs):
-                value = jnp.where((mx & my)[:, None, :], _gather(flat, iy * w + ix), 0)
-                term = value * cx[i][:, None, :]
-                row = term if row is None else row + term
-            term = row * cy[j][:, None, :]
-            out = term if out is None else out + term
-        return out.reshape(n, c, *out_spatial)
+        return [(cy[j], [(iy * w + ix, mx & my, cx[i]) for i, (ix, mx) in enumerate(xs)])
+                for j, (iy, my) in enumerate(ys)]
 
     x = _finite_or_out(_pad(x, w, padding_mode, align_corners, vectorised=True))
     y = _finite_or_out(_pad(y, h, padding_mode, align_corners, vectorised=True))
     if mode == "nearest":
-        xn = jax.lax.stop_gradient(jnp.round(x))  # half to even, as nearbyint
-        yn = jax.lax.stop_gradient(jnp.round(y))
+        xn = jax.lax.stop_gradient(_round_half_even(x))  # half to even, as nearbyint
+        yn = jax.lax.stop_gradient(_round_half_even(y))
         (ix, mx), = _axis_taps(xn, (0,), w)
         (iy, my), = _axis_taps(yn, (0,), h)
-        value = jnp.where((mx & my)[:, None, :], _gather(flat, iy * w + ix), 0)
-        return value.reshape(n, c, *out_spatial)
+        return [(None, [(iy * w + ix, mx & my, None)])]
 
     x0 = jax.lax.stop_gradient(jnp.floor(x))
     y0 = jax.lax.stop_gradient(jnp.floor(y))
@@ -266,13 +276,20 @@ def _sample_2d(input, grid, mode, padding_mode, align_corners):
     sy = 1 - ny
     (ixw, mxw), (ixe, mxe) = _axis_taps(x0, (0, 1), w)
     (iyn, myn), (iys, mys) = _axis_taps(y0, (0, 1), h)
-    out = _combine(flat, [
+    return [(None, [
         (iyn * w + ixw, myn & mxw, sy * ex),
         (iyn * w + ixe, myn & mxe, sy * wx),
         (iys * w + ixw, mys & mxw, ny * ex),
         (iys * w + ixe, mys & mxe, ny * wx),
-    ])
-    return out.reshape(n, c, *out_spatial)
+    ])]
+
+
+def _sample_2d(input, grid, mode, padding_mode, align_corners):
+    n, c, h, w = input.shape
+    flat = input.reshape(n, c, h * w)
+    rows = taps_2d(grid[..., 0].reshape(n, -1), grid[..., 1].reshape(n, -1), h, w, mode, padding_mode, align_corners)
+    out = _combine_rows(rows, lambda index: _gather(flat, index), lambda a: a[:, None, :])
+    return out.reshape(n, c, *grid.shape[1:3])
 
 
 def _cubic_coefficients(t):
@@ -302,7 +319,7 @@ def _sample_3d(input, grid, mode, padding_mode, align_corners):
 
     if mode == "nearest":
         taps = [
-            _axis_taps(jax.lax.stop_gradient(jnp.round(v)), (0,), size)[0]
+            _axis_taps(jax.lax.stop_gradient(_round_half_even(v)), (0,), size)[0]
             for v, size in ((x, w), (y, h), (z, d))
         ]
         (ix, mx), (iy, my), (iz, mz) = taps
@@ -323,13 +340,18 @@ def _sample_3d(input, grid, mode, padding_mode, align_corners):
         for iy, my, wy in ((iyn, myn, dyn), (iys, mys, dys)):
             for ix, mx, wx in ((ixw, mxw, dxw), (ixe, mxe, dxe)):
                 corners.append(((iz * h + iy) * w + ix, mz & my & mx, wx * wy * wz))
-    return _combine(flat, corners).reshape(n, c, *out_spatial)
+    out = _combine_rows([(None, corners)], lambda index: _gather(flat, index), lambda a: a[:, None, :])
+    return out.reshape(n, c, *out_spatial)
 
 
 # -------------------------------------------------------------------------- public
 
 
-def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners: bool = False):
+IMPLEMENTATIONS = ("auto", "xla", "pallas")
+
+
+def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners: bool = False, *,
+                implementation: str = "auto"):
     """Sample ``input`` at the locations in ``grid``, exactly as
     ``torch.nn.functional.grid_sample`` does (see the module docstring).
 
@@ -337,10 +359,31 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
     (N, D_out, H_out, W_out, 3), same floating dtype. Returns (N, C, H_out, W_out) or
     (N, C, D_out, H_out, W_out) in that dtype. Raises ``ValueError`` on shapes, dtypes,
     modes or paddings PyTorch rejects.
+
+    ``implementation``: ``"xla"`` (gathers, any backend, every transformation),
+    ``"pallas"`` (the kernels of :mod:`sidebyside.sampling_pallas`: 4-D float32 only;
+    on a backend other than CUDA they run in Pallas' interpreter, slowly), or
+    ``"auto"`` (default): the Pallas kernels on a CUDA GPU where they apply, else XLA.
+    The Pallas path supports reverse-mode differentiation only; for ``jax.jvp`` or
+    ``jax.jacfwd`` of the sampler on a GPU, pass ``implementation="xla"``.
     """
     _check(input, grid, mode, padding_mode)
+    if implementation not in IMPLEMENTATIONS:
+        raise ValueError(f"grid_sample(): implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
     input = jnp.asarray(input)
     grid = jnp.asarray(grid)
+    if implementation != "xla":
+        from . import sampling_pallas
+
+        ok = sampling_pallas.supported(input.shape, grid.shape, input.dtype)
+        gpu = jax.default_backend() == "gpu"
+        if implementation == "pallas" and not ok:
+            raise ValueError(
+                "grid_sample(): the Pallas kernels take 4-D float32 input (and fewer than 2**31 elements); "
+                f"got input {list(input.shape)} of {input.dtype}. Use implementation='xla' (or 'auto')."
+            )
+        if ok and (implementation == "pallas" or gpu):
+            return sampling_pallas.grid_sample_pallas(input, grid, mode, padding_mode, bool(align_corners), not gpu)
     if input.ndim == 4:
         out = _sample_2d(input, grid, mode, padding_mode, bool(align_corners))
     else:
