@@ -172,6 +172,21 @@ def test_compare_interleaves_repeats():
     assert timed == ["a", "b", "a", "b", "a", "b"]
 
 
+def test_compare_pipelined_waits_once_per_repeat():
+    lazies = []
+
+    def fn():
+        lazies.append(_Lazy())
+        return lazies[-1]
+
+    ts = timing.compare({"f": fn}, repeats=3, warmup=0, min_repeat_s=1.0, max_number=4, pipelined=True)
+    assert ts["f"].number == 4
+    timed = lazies[-3 * ts["f"].number:]
+    waited = [lazy.blocked for lazy in timed]
+    per_repeat = [waited[i:i + ts["f"].number] for i in range(0, len(waited), ts["f"].number)]
+    assert all(r[:-1] == [0] * (len(r) - 1) and r[-1] == 1 for r in per_repeat)  # only each repeat's last call
+
+
 def test_compare_ratio_and_summary():
     ts = timing.compare({"slow": lambda: time.sleep(0.004), "fast": lambda: time.sleep(0.001)}, repeats=3, min_repeat_s=0.01)
     assert timing.ratio(ts["slow"], ts["fast"]) > 1.5

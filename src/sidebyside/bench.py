@@ -100,6 +100,10 @@ def bench_grid_sample(configs=None, *, repeats: int = 7, min_repeat_s: float = 0
     ``"naive_ms"``/``"naive_ratio"`` for bilinear 2-D forward when ``naive``.
     Forward+backward returns the output and the gradient of ``sum(output *
     cotangent)`` with respect to input and grid (jitted in JAX; autograd in PyTorch).
+
+    On a GPU the calls are timed pipelined (:func:`sidebyside.timing.compare`), and
+    where ``grid_sample`` takes its Pallas kernels the XLA path is timed beside them
+    (``"xla_ms"``, ``"xla_ratio"``); ``"implementation"`` says which one ``jax_ms`` is.
     """
     import jax
     import jax.numpy as jnp
@@ -107,10 +111,11 @@ def bench_grid_sample(configs=None, *, repeats: int = 7, min_repeat_s: float = 0
     import torch
     import torch.nn.functional as F
 
-    from . import timing
+    from . import sampling_pallas, timing
     from .sampling import grid_sample, grid_sample_naive
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    gpu = jax.default_backend() == "gpu"
     results: dict[str, dict[str, Any]] = {}
     for cfg in configs or grid_sample_configs():
         mode, shape = cfg["mode"], cfg["shape"]
@@ -120,23 +125,28 @@ def bench_grid_sample(configs=None, *, repeats: int = 7, min_repeat_s: float = 0
         xj, gj, cj = (jnp.asarray(a) for a in (x, grid, cot))
         kw = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
 
+        pallas = gpu and sampling_pallas.supported(x.shape, grid.shape, x.dtype)
         jax_fwd = jax.jit(lambda a, b: grid_sample(a, b, **kw))
         fns = {
             "jax": lambda: jax_fwd(xj, gj),
             "torch": lambda: F.grid_sample(xt, gt, **kw),
         }
+        if pallas:
+            xla_fwd = jax.jit(lambda a, b: grid_sample(a, b, **kw, implementation="xla"))
+            fns["xla"] = lambda: xla_fwd(xj, gj)
         if naive and mode == "bilinear" and len(shape) == 4 and padding_mode == "zeros":
             naive_fwd = jax.jit(lambda a, b: grid_sample_naive(a, b, align_corners=align_corners))
             fns["naive"] = lambda: naive_fwd(xj, gj)
         runs = {"forward": fns}
         if backward:
-            def jax_value_and_vjp(a, b, c):
+            def jax_value_and_vjp(a, b, c, implementation="auto"):
                 # Return the output too, as PyTorch's autograd computes it: otherwise XLA
                 # drops the forward wherever the gradients do not need it (nearest).
-                out, vjp = jax.vjp(lambda p, q: grid_sample(p, q, **kw), a, b)
+                out, vjp = jax.vjp(lambda p, q: grid_sample(p, q, **kw, implementation=implementation), a, b)
                 return out, vjp(c)
 
             jax_vjp = jax.jit(jax_value_and_vjp)
+            xla_vjp = jax.jit(lambda a, b, c: jax_value_and_vjp(a, b, c, "xla"))
             xr = xt.clone().requires_grad_(True)
             gr = gt.clone().requires_grad_(True)
 
@@ -145,8 +155,10 @@ def bench_grid_sample(configs=None, *, repeats: int = 7, min_repeat_s: float = 0
                 return out, torch.autograd.grad(out, (xr, gr), ct)
 
             runs["forward+backward"] = {"jax": lambda: jax_vjp(xj, gj, cj), "torch": torch_vjp}
+            if pallas:
+                runs["forward+backward"]["xla"] = lambda: xla_vjp(xj, gj, cj)
         for kind, run in runs.items():
-            t = timing.compare(run, repeats=repeats, min_repeat_s=min_repeat_s)
+            t = timing.compare(run, repeats=repeats, min_repeat_s=min_repeat_s, pipelined=gpu)
             row = {
                 "jax_ms": t["jax"].median_s * 1e3,
                 "torch_ms": t["torch"].median_s * 1e3,
@@ -155,7 +167,11 @@ def bench_grid_sample(configs=None, *, repeats: int = 7, min_repeat_s: float = 0
                 "torch_iqr_ms": t["torch"].iqr_s * 1e3,
                 "jax_compile_ms": t["jax"].compile_s * 1e3,
                 "shape": list(shape),
+                "implementation": "pallas" if pallas else "xla",
             }
+            if "xla" in t:
+                row["xla_ms"] = t["xla"].median_s * 1e3
+                row["xla_ratio"] = timing.ratio(t["xla"], t["torch"])
             if "naive" in t:
                 row["naive_ms"] = t["naive"].median_s * 1e3
                 row["naive_ratio"] = timing.ratio(t["naive"], t["torch"])
@@ -188,6 +204,7 @@ def goals_table(results: dict[str, dict[str, Any]], device_kind: str):
             "PyTorch (ms)": row["torch_ms"],
             "JAX / PyTorch": row["ratio"],
             "naive JAX / PyTorch": row.get("naive_ratio"),
+            "XLA path / PyTorch": row.get("xla_ratio"),
             "goal": goal,
             "met": None if goal is None else bool(row["ratio"] <= goal),
         })
@@ -227,7 +244,7 @@ def _grid_sample_main(args) -> int:
         with open(args.json, "w") as f:
             json.dump({"threads": threads, "device_kind": "gpu" if gpu else "cpu", "results": results}, f, indent=1)
     with pd.option_context("display.width", 160, "display.max_rows", 200, "display.float_format", "{:.3g}".format):
-        print(f"grid_sample, float32, {'GPU' if gpu else f'CPU, {threads} thread(s) for both'}; "
+        print(f"grid_sample, float32, {'GPU, calls pipelined' if gpu else f'CPU, {threads} thread(s) for both'}; "
               f"medians of {args.repeats} interleaved repeats")
         print(table.to_string())
     if not gpu:

@@ -232,6 +232,7 @@ def compare(
     min_repeat_s: float = 0.05,
     max_number: int = 10_000,
     synchronize: bool = True,
+    pipelined: bool = False,
 ) -> dict[str, Timing]:
     """Time several functions in one interleaved run.
 
@@ -239,6 +240,13 @@ def compare(
     own ``number``; then the repeats alternate between them (A B C A B C ...),
     so slow drifts of a shared, noisy machine hit all of them alike. Ratios
     between the returned timings are therefore measured in one run.
+
+    ``pipelined=True`` (GPU kernels): a repeat issues its ``number`` calls back to
+    back and waits once, at its end, for the last result (work on one device
+    stream finishes in order), so the per-call time is the device's throughput
+    rather than launch-and-wait latency, as in a training loop. Without it every
+    call is waited for, and a kernel of tens of microseconds is timed together
+    with the host's dispatch and the synchronisation.
     """
     _validate(repeats, warmup)
     if not fns:
@@ -261,7 +269,9 @@ def compare(
                 n = numbers[name]
                 start = time.perf_counter()
                 for _ in range(n):
-                    result = _call(fn, synchronize)
+                    result = _call(fn, synchronize and not pipelined)
+                if pipelined and synchronize:
+                    block(result)  # the repeat ends when its last call is done
                 times[name].append((time.perf_counter() - start) / n)
                 if not synchronize:
                     block(result)  # drain before the next function's repeat
