@@ -232,12 +232,14 @@ def test_git_sha_is_dirty_for_sources_not_for_generated_posts(tmp_path):
     assert provenance.git_sha(tmp_path) == f"{sha}-dirty"
 
 
-def test_git_sha_outside_a_checkout_comes_from_the_environment(tmp_path, monkeypatch):
+def test_git_sha_from_the_environment_wins(tmp_path, monkeypatch):
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
     monkeypatch.delenv("SIDEBYSIDE_GIT_SHA", raising=False)
     assert provenance.git_sha(tmp_path) is None
+    assert provenance.git_sha() is not None  # this checkout
     monkeypatch.setenv("SIDEBYSIDE_GIT_SHA", "0123456789ab")
     assert provenance.git_sha(tmp_path) == "0123456789ab"
+    assert provenance.git_sha() == "0123456789ab"  # a copy's stale .git does not override it
 
 
 def test_save_results_writes_plain_json(tmp_path, monkeypatch):

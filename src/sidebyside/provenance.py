@@ -123,9 +123,11 @@ GENERATED = ("_posts", "images", "_data")
 def git_sha(root: str | os.PathLike | None = None) -> str | None:
     """The commit of the project checkout, with ``-dirty`` when its sources
     have uncommitted changes (the generated posts, images and results do not
-    count). Outside a git checkout (a copy of the tree on an air-gapped GPU box,
-    Colab) it is ``$SIDEBYSIDE_GIT_SHA`` if set (the commit the copy was made
-    from), else None."""
+    count); None outside a git checkout (e.g. on Colab). ``$SIDEBYSIDE_GIT_SHA``,
+    when set, is taken instead: the commit a copy of the tree was made from (an
+    air-gapped GPU box, whose copy may carry a stale ``.git``)."""
+    if os.environ.get("SIDEBYSIDE_GIT_SHA"):
+        return os.environ["SIDEBYSIDE_GIT_SHA"]
     root = Path(root or os.environ.get("SIDEBYSIDE_ROOT") or Path(__file__).resolve().parents[2])
     try:
         sha = subprocess.run(
@@ -138,7 +140,7 @@ def git_sha(root: str | os.PathLike | None = None) -> str | None:
             capture_output=True, text=True, check=True, timeout=10,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return os.environ.get("SIDEBYSIDE_GIT_SHA") or None
+        return None
     return f"{sha}-dirty" if dirty else sha
 
 
