@@ -14,7 +14,7 @@ PYTHON ?= $(VENV)/bin/python
 # SITE: where posts, images and results are written (tests use a temporary one).
 SITE ?= .
 APT_PACKAGES := jekyll jekyll-theme-minima ruby-jekyll-feed ruby-jekyll-seo-tag bundler graphviz \
-                dataset-fashion-mnist chromium libjs-katex
+                dataset-fashion-mnist chromium libjs-katex g++
 KATEX := /usr/share/javascript/katex
 
 ifeq ($(SETUP),1)
@@ -60,6 +60,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q -r requirements.txt
 	$(VENV)/bin/python -m pip install -q --no-deps -e .
+	$(VENV)/bin/python -m sidebyside.sampling_native  # build grid_sample's CPU kernel (g++)
 	@touch $@
 
 ## bundle: resolve the Gemfile offline against Debian's gems (Gemfile.lock is local: Debian's gem versions move)

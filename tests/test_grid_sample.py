@@ -31,7 +31,7 @@ ALL = parity.configs()
 def test_matches_pytorch(config):
     # Op by op (no jit): each primitive compiles once and is reused across the 120
     # configurations, which keeps this file fast. jit and vmap follow below.
-    r = parity.measure(config, transform="none")
+    r = parity.measure(config, transform="none", implementation="xla")
     for q in ("", "grad_input_", "grad_grid_"):
         assert r[f"{q}max_rel_err"] <= r[f"{q}tolerance"], (q or "output", r)
 
@@ -49,7 +49,7 @@ TRANSFORMED += [(c, "jit") for c in _cross_section("float64") if c.mode != "near
 
 @pytest.mark.parametrize("config, transform", TRANSFORMED, ids=[f"{c.key}-{t}" for c, t in TRANSFORMED])
 def test_matches_pytorch_transformed(config, transform):
-    r = parity.measure(config, transform=transform, seed=1)
+    r = parity.measure(config, transform=transform, seed=1, implementation="xla")
     for q in ("", "grad_input_", "grad_grid_"):
         assert r[f"{q}max_rel_err"] <= r[f"{q}tolerance"], (q or "output", transform, r)
 
@@ -66,6 +66,28 @@ def test_pallas_kernels_match_pytorch(config, transform):
     r = parity.measure(config, transform=transform, implementation="pallas", seed=2)
     for q in ("", "grad_input_", "grad_grid_"):
         assert r[f"{q}max_rel_err"] <= r[f"{q}tolerance"], (q or "output", transform, r)
+
+
+# The native CPU kernel (what "auto" runs on a CPU for 4-D float32): every 2-D
+# float32 configuration op by op, under jit and under vmap, same tolerances.
+NATIVE = [(c, t) for c in parity.configs(("float32",)) if c.dims == 2 for t in ("none", "jit", "vmap")]
+
+
+@pytest.mark.parametrize("config, transform", NATIVE, ids=[f"{c.key}-{t}" for c, t in NATIVE])
+def test_native_kernel_matches_pytorch(config, transform):
+    r = parity.measure(config, transform=transform, implementation="native", seed=3)
+    for q in ("", "grad_input_", "grad_grid_"):
+        assert r[f"{q}max_rel_err"] <= r[f"{q}tolerance"], (q or "output", transform, r)
+
+
+def test_native_build_says_what_is_missing(tmp_path, monkeypatch):
+    from sidebyside import sampling_native
+
+    monkeypatch.setenv("SIDEBYSIDE_NATIVE_CACHE", str(tmp_path))
+    monkeypatch.setenv("CXX", "no-such-compiler")
+    with pytest.raises(sampling_native.NativeBuildError, match="apt-get install g\\+\\+"):
+        sampling_native.build()
+    assert not list(tmp_path.iterdir())  # nothing half-built left behind
 
 
 def test_pallas_kernels_lower_to_triton_for_cuda():
@@ -117,6 +139,8 @@ def test_implementation_choice_is_checked():
         grid_sample(x.astype(jnp.bfloat16), g.astype(jnp.bfloat16), implementation="pallas")
     with pytest.raises(ValueError, match="Pallas kernels take 4-D float32"):
         grid_sample(jnp.zeros((1, 1, 2, 4, 4)), jnp.zeros((1, 2, 2, 2, 3)), implementation="pallas")
+    with pytest.raises(ValueError, match="native kernel takes 4-D float32"):
+        grid_sample(x.astype(jnp.float16), g.astype(jnp.float16), implementation="native")
 
 
 def _torch_grads(x, g, **kw):
@@ -134,9 +158,10 @@ def _jax_grads(x, g, **kw):
     return np.asarray(out), np.asarray(gx), np.asarray(gg)
 
 
+@pytest.mark.parametrize("implementation", ["xla", "native"])
 @pytest.mark.parametrize("padding_mode", ["border", "reflection"])
 @pytest.mark.parametrize("align_corners", [False, True])
-def test_no_grid_gradient_where_clipped(padding_mode, align_corners):
+def test_no_grid_gradient_where_clipped(padding_mode, align_corners, implementation):
     # Points exactly on the clip limits: torch passes no gradient there; jnp.clip
     # (or maximum/minimum) would pass half of it.
     x = np.arange(12, dtype=np.float32).reshape(1, 1, 3, 4) ** 1.5
@@ -144,7 +169,7 @@ def test_no_grid_gradient_where_clipped(padding_mode, align_corners):
     g = np.array([[[[-1.0, 0.1], [1.0, 0.1], [edge, -0.2], [-edge, 0.3], [0.2, 0.1]]]], np.float32)
     kw = dict(mode="bilinear", padding_mode=padding_mode, align_corners=align_corners)
     t_out, t_gx, t_gg = _torch_grads(x, g, **kw)
-    j_out, j_gx, j_gg = _jax_grads(x, g, **kw)
+    j_out, j_gx, j_gg = _jax_grads(x, g, **kw, implementation=implementation)
     np.testing.assert_allclose(j_out, t_out, rtol=0, atol=1e-5 * np.abs(t_out).max())
     np.testing.assert_allclose(j_gg, t_gg, rtol=0, atol=1e-5 * np.abs(t_gg).max())
     assert t_gg[0, 0, :2, 0].tolist() == [0.0, 0.0]
@@ -152,10 +177,11 @@ def test_no_grid_gradient_where_clipped(padding_mode, align_corners):
     assert j_gg[0, 0, 4, 0] != 0  # an interior point does get a gradient
 
 
+@pytest.mark.parametrize("implementation", ["xla", "auto"])  # auto: the native kernel in 2-D
 @pytest.mark.parametrize("dims", [2, 3])
 @pytest.mark.parametrize("mode", ["nearest", "bilinear", "bicubic"])
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
-def test_non_finite_grid(dims, mode, padding_mode):
+def test_non_finite_grid(dims, mode, padding_mode, implementation):
     if dims == 3 and mode == "bicubic":
         pytest.skip("no 3-D bicubic")
     rng = np.random.default_rng(0)
@@ -163,7 +189,7 @@ def test_non_finite_grid(dims, mode, padding_mode):
     bad = np.array([np.nan, np.inf, -np.inf, 0.25], np.float32)
     points = np.stack(np.meshgrid(*([bad] * dims), indexing="ij"), -1).reshape(-1, dims)
     g = points.reshape((1,) + (1,) * (dims - 1) + points.shape)  # (1, [1,] 1, P, dims)
-    kw = dict(mode=mode, padding_mode=padding_mode, align_corners=False)
+    kw = dict(mode=mode, padding_mode=padding_mode, align_corners=False, implementation=implementation)
     out = np.asarray(jax.jit(lambda a, b: grid_sample(a, b, **kw))(x, g))[..., :]
     gx, gg = jax.grad(lambda a, b: grid_sample(a, b, **kw).sum(), argnums=(0, 1))(jnp.asarray(x), jnp.asarray(g))
     finite = np.isfinite(points).all(-1)  # (P,)
@@ -181,7 +207,7 @@ def test_non_finite_grid(dims, mode, padding_mode):
     # Where PyTorch's CPU kernel agrees with the CUDA rule (2-D forward, border and
     # reflection: NaN -> 0, +-inf -> the edge / 0), compare with it.
     if dims == 2 and padding_mode != "zeros":
-        ref = F.grid_sample(torch.tensor(x), torch.tensor(g), **kw).numpy()
+        ref = F.grid_sample(torch.tensor(x), torch.tensor(g), mode=mode, padding_mode=padding_mode, align_corners=False).numpy()
         np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
 
 
@@ -213,11 +239,11 @@ def test_dtype_mismatch_raises():
 
 
 def test_forward_mode_and_second_order():
-    # No custom derivative rule: jvp and grad-of-grad work too.
+    # The XLA path has no custom derivative rule: jvp and grad-of-grad work too.
     rng = np.random.default_rng(0)
     x = jnp.asarray(rng.standard_normal((1, 2, 5, 6)), jnp.float32)
     g = jnp.asarray(rng.uniform(-1, 1, (1, 3, 4, 2)), jnp.float32)
-    f = lambda b: grid_sample(x, b, mode="bicubic").sum()
+    f = lambda b: grid_sample(x, b, mode="bicubic", implementation="xla").sum()
     _, tangent = jax.jvp(f, (g,), (jnp.ones_like(g),))
     np.testing.assert_allclose(tangent, jax.grad(f)(g).sum(), rtol=1e-4)
     hess_diag = jax.grad(lambda b: jax.grad(f)(b).sum())(g)

@@ -101,9 +101,10 @@ def bench_grid_sample(configs=None, *, repeats: int = 7, min_repeat_s: float = 0
     Forward+backward returns the output and the gradient of ``sum(output *
     cotangent)`` with respect to input and grid (jitted in JAX; autograd in PyTorch).
 
-    On a GPU the calls are timed pipelined (:func:`sidebyside.timing.compare`), and
-    where ``grid_sample`` takes its Pallas kernels the XLA path is timed beside them
-    (``"xla_ms"``, ``"xla_ratio"``); ``"implementation"`` says which one ``jax_ms`` is.
+    On a GPU the calls are timed pipelined (:func:`sidebyside.timing.compare`). Where
+    ``grid_sample`` takes a kernel (Pallas on a GPU, native on the CPU) the XLA path is
+    timed beside it (``"xla_ms"``, ``"xla_ratio"``); ``"implementation"`` says which one
+    ``jax_ms`` is.
     """
     import jax
     import jax.numpy as jnp
@@ -111,7 +112,7 @@ def bench_grid_sample(configs=None, *, repeats: int = 7, min_repeat_s: float = 0
     import torch
     import torch.nn.functional as F
 
-    from . import sampling_pallas, timing
+    from . import sampling_native, sampling_pallas, timing
     from .sampling import grid_sample, grid_sample_naive
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -125,13 +126,17 @@ def bench_grid_sample(configs=None, *, repeats: int = 7, min_repeat_s: float = 0
         xj, gj, cj = (jnp.asarray(a) for a in (x, grid, cot))
         kw = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
 
-        pallas = gpu and sampling_pallas.supported(x.shape, grid.shape, x.dtype)
+        if gpu:
+            kernel = "pallas" if sampling_pallas.supported(x.shape, grid.shape, x.dtype) else None
+        else:
+            native = sampling_native.supported(x.shape, grid.shape, x.dtype) and sampling_native.available()
+            kernel = "native" if native else None
         jax_fwd = jax.jit(lambda a, b: grid_sample(a, b, **kw))
         fns = {
             "jax": lambda: jax_fwd(xj, gj),
             "torch": lambda: F.grid_sample(xt, gt, **kw),
         }
-        if pallas:
+        if kernel:
             xla_fwd = jax.jit(lambda a, b: grid_sample(a, b, **kw, implementation="xla"))
             fns["xla"] = lambda: xla_fwd(xj, gj)
         if naive and mode == "bilinear" and len(shape) == 4 and padding_mode == "zeros":
@@ -155,7 +160,7 @@ def bench_grid_sample(configs=None, *, repeats: int = 7, min_repeat_s: float = 0
                 return out, torch.autograd.grad(out, (xr, gr), ct)
 
             runs["forward+backward"] = {"jax": lambda: jax_vjp(xj, gj, cj), "torch": torch_vjp}
-            if pallas:
+            if kernel:
                 runs["forward+backward"]["xla"] = lambda: xla_vjp(xj, gj, cj)
         for kind, run in runs.items():
             t = timing.compare(run, repeats=repeats, min_repeat_s=min_repeat_s, pipelined=gpu)
@@ -167,7 +172,7 @@ def bench_grid_sample(configs=None, *, repeats: int = 7, min_repeat_s: float = 0
                 "torch_iqr_ms": t["torch"].iqr_s * 1e3,
                 "jax_compile_ms": t["jax"].compile_s * 1e3,
                 "shape": list(shape),
-                "implementation": "pallas" if pallas else "xla",
+                "implementation": kernel or "xla",
             }
             if "xla" in t:
                 row["xla_ms"] = t["xla"].median_s * 1e3

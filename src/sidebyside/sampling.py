@@ -49,7 +49,12 @@ backward crashes the process (segmentation fault, torch 2.14.1) for NaN with
 ``border``/``reflection``; the 3-D CPU kernel clamps NaN to size - 1.
 
 Under ``jit``, ``vmap`` and ``grad`` it is plain JAX (gathers and ``where``); reverse
-and forward mode both work, because no custom derivative rule is involved.
+and forward mode both work, because no custom derivative rule is involved. By default
+(``implementation="auto"``), 4-D float32 calls go to a kernel instead: on a CUDA GPU
+the Pallas kernels of :mod:`sidebyside.sampling_pallas`, which build their taps with
+:func:`taps_2d` like this path; on the CPU the C++ kernel of
+:mod:`sidebyside.sampling_native`. Both carry a ``custom_vjp`` (first-order reverse
+mode); the tests hold all three to PyTorch.
 """
 
 from __future__ import annotations
@@ -347,7 +352,7 @@ def _sample_3d(input, grid, mode, padding_mode, align_corners):
 # -------------------------------------------------------------------------- public
 
 
-IMPLEMENTATIONS = ("auto", "xla", "pallas")
+IMPLEMENTATIONS = ("auto", "xla", "pallas", "native")
 
 
 def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners: bool = False, *,
@@ -362,21 +367,38 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
 
     ``implementation``: ``"xla"`` (gathers, any backend, every transformation),
     ``"pallas"`` (the kernels of :mod:`sidebyside.sampling_pallas`: 4-D float32 only;
-    on a backend other than CUDA they run in Pallas' interpreter, slowly), or
-    ``"auto"`` (default): the Pallas kernels on a CUDA GPU where they apply, else XLA.
-    The Pallas path supports reverse-mode differentiation only; for ``jax.jvp`` or
-    ``jax.jacfwd`` of the sampler on a GPU, pass ``implementation="xla"``.
+    on a backend other than CUDA they run in Pallas' interpreter, slowly),
+    ``"native"`` (the C++ CPU kernel of :mod:`sidebyside.sampling_native`: 4-D float32
+    on the CPU), or ``"auto"`` (default): the Pallas kernels on a CUDA GPU and the
+    native kernel on the CPU where they apply, else XLA. Both kernels support
+    first-order reverse-mode differentiation only; for ``jax.jvp``, ``jax.jacfwd`` or a
+    gradient of a gradient of the sampler, pass ``implementation="xla"``.
     """
     _check(input, grid, mode, padding_mode)
     if implementation not in IMPLEMENTATIONS:
         raise ValueError(f"grid_sample(): implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
     input = jnp.asarray(input)
     grid = jnp.asarray(grid)
-    if implementation != "xla":
+    backend = jax.default_backend()
+    if implementation in ("auto", "native") and backend == "cpu":
+        from . import sampling_native
+
+        ok = sampling_native.supported(input.shape, grid.shape, input.dtype)
+        if implementation == "native":
+            if not ok:
+                raise ValueError("grid_sample(): the native kernel takes 4-D float32 input; got input "
+                                 f"{list(input.shape)} of {input.dtype}. Use implementation='xla' (or 'auto').")
+            sampling_native.build()  # raises NativeBuildError with the reason
+        if ok and sampling_native.available():
+            return sampling_native.grid_sample_native(input, grid, mode, padding_mode, bool(align_corners))
+    elif implementation == "native":
+        raise ValueError(f"grid_sample(): the native kernel runs on the CPU backend; this is {backend!r}. "
+                         "Use implementation='auto'.")
+    if implementation in ("auto", "pallas"):
         from . import sampling_pallas
 
         ok = sampling_pallas.supported(input.shape, grid.shape, input.dtype)
-        gpu = jax.default_backend() == "gpu"
+        gpu = backend == "gpu"
         if implementation == "pallas" and not ok:
             raise ValueError(
                 "grid_sample(): the Pallas kernels take 4-D float32 input (and fewer than 2**31 elements); "
