@@ -104,7 +104,7 @@ provenance.table(record)
 #
 # On a CUDA GPU, 4-D float32 calls take another route by default: two Pallas kernels (Triton), one for the forward pass and one for the backward pass, which do what PyTorch's CUDA kernel does: one pass per output point, the coordinates and weights computed once and kept in registers while the channels are read, the input gradient scattered with atomic adds. They build their taps with the same function as the `jax.numpy` path and take the grid gradient as the forward-mode derivative of those same weights, so every rule above holds for them by construction; the tests run them in Pallas' interpreter against PyTorch on the CPU. They carry a custom VJP: `jit`, `vmap` and `grad` work, forward mode of the sampler needs `implementation="xla"`.
 #
-# On a CPU, 4-D float32 calls go to a C++ kernel called through XLA's FFI (`sidebyside.sampling_native`, built with `g++` on first use): XLA:CPU compiles the gathers into a scalar loop that recomputes every point's coordinates for every channel, while the kernel computes each point's taps once, reads the channels with AVX2 gathers and splits the batch over the cores, as PyTorch's kernel does. Its rules are the same ones written in C++, and the tests hold it to PyTorch in every 2-D float32 configuration. Other dtypes and 3-D input use the `jax.numpy` path everywhere.
+# On a CPU, float32 calls (2-D and 3-D) go to a C++ kernel called through XLA's FFI (`sidebyside.sampling_native`, built with `g++` on first use): XLA:CPU compiles the gathers into a scalar loop that recomputes every point's coordinates for every channel, while the kernel computes each point's taps once, reads the channels with AVX2 gathers and splits the batch over the cores, as PyTorch's kernel does. Its rules are the same ones written in C++, and the tests hold it to PyTorch in every float32 configuration. Other dtypes use the `jax.numpy` path everywhere, as does 3-D input on a GPU.
 
 # %% [markdown]
 # ## 2. Parity, configuration by configuration
@@ -348,7 +348,7 @@ xla_ratios = {k: v["xla_ratio"] for k, v in speed.items() if "xla_ratio" in v}
 xla_note = (f", where the XLA path alone takes {min(xla_ratios.values()):.2f}x to {max(xla_ratios.values()):.2f}x PyTorch's time"
             if xla_ratios else "")
 gpu_note = (f"These figures are from a GPU; the 2-D float32 rows use the Pallas kernels{xla_note}." if on_gpu else
-            "These figures are from a CPU" + (f"; the 2-D float32 rows use the native kernel{xla_note}" if xla_ratios else "") + ". The GPU goals (forward at most 1.0x and forward+backward at most 1.5x "
+            "These figures are from a CPU" + (f"; the float32 rows use the native kernel{xla_note}" if xla_ratios else "") + ". The GPU goals (forward at most 1.0x and forward+backward at most 1.5x "
             "PyTorch's CUDA kernel at N = 32, C = 3, 256 x 256) are **not yet measured**: the `gpu` profile will fill them in.")
 verdict = ("**Yes, the numbers are the same.**" if n_passed == len(parity_table)
            else f"**Not everywhere: {len(parity_table) - n_passed} configurations exceed their tolerance** (see section 2).")

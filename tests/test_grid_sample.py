@@ -68,9 +68,9 @@ def test_pallas_kernels_match_pytorch(config, transform):
         assert r[f"{q}max_rel_err"] <= r[f"{q}tolerance"], (q or "output", transform, r)
 
 
-# The native CPU kernel (what "auto" runs on a CPU for 4-D float32): every 2-D
-# float32 configuration op by op, under jit and under vmap, same tolerances.
-NATIVE = [(c, t) for c in parity.configs(("float32",)) if c.dims == 2 for t in ("none", "jit", "vmap")]
+# The native CPU kernel (what "auto" runs on a CPU for float32): every float32
+# configuration, 2-D and 3-D, op by op, under jit and under vmap, same tolerances.
+NATIVE = [(c, t) for c in parity.configs(("float32",)) for t in ("none", "jit", "vmap")]
 
 
 @pytest.mark.parametrize("config, transform", NATIVE, ids=[f"{c.key}-{t}" for c, t in NATIVE])
@@ -139,7 +139,7 @@ def test_implementation_choice_is_checked():
         grid_sample(x.astype(jnp.bfloat16), g.astype(jnp.bfloat16), implementation="pallas")
     with pytest.raises(ValueError, match="Pallas kernels take 4-D float32"):
         grid_sample(jnp.zeros((1, 1, 2, 4, 4)), jnp.zeros((1, 2, 2, 2, 3)), implementation="pallas")
-    with pytest.raises(ValueError, match="native kernel takes 4-D float32"):
+    with pytest.raises(ValueError, match="native kernel takes 4-D or 5-D float32"):
         grid_sample(x.astype(jnp.float16), g.astype(jnp.float16), implementation="native")
 
 
@@ -177,7 +177,7 @@ def test_no_grid_gradient_where_clipped(padding_mode, align_corners, implementat
     assert j_gg[0, 0, 4, 0] != 0  # an interior point does get a gradient
 
 
-@pytest.mark.parametrize("implementation", ["xla", "auto"])  # auto: the native kernel in 2-D
+@pytest.mark.parametrize("implementation", ["xla", "auto"])  # auto: the native kernel
 @pytest.mark.parametrize("dims", [2, 3])
 @pytest.mark.parametrize("mode", ["nearest", "bilinear", "bicubic"])
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])

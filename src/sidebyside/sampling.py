@@ -50,9 +50,9 @@ backward crashes the process (segmentation fault, torch 2.14.1) for NaN with
 
 Under ``jit``, ``vmap`` and ``grad`` it is plain JAX (gathers and ``where``); reverse
 and forward mode both work, because no custom derivative rule is involved. By default
-(``implementation="auto"``), 4-D float32 calls go to a kernel instead: on a CUDA GPU
+(``implementation="auto"``), float32 calls go to a kernel instead: on a CUDA GPU (4-D)
 the Pallas kernels of :mod:`sidebyside.sampling_pallas`, which build their taps with
-:func:`taps_2d` like this path; on the CPU the C++ kernel of
+:func:`taps_2d` like this path; on the CPU (4-D and 5-D) the C++ kernel of
 :mod:`sidebyside.sampling_native`. Both carry a ``custom_vjp`` (first-order reverse
 mode); the tests hold all three to PyTorch.
 """
@@ -368,9 +368,9 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
     ``implementation``: ``"xla"`` (gathers, any backend, every transformation),
     ``"pallas"`` (the kernels of :mod:`sidebyside.sampling_pallas`: 4-D float32 only;
     on a backend other than CUDA they run in Pallas' interpreter, slowly),
-    ``"native"`` (the C++ CPU kernel of :mod:`sidebyside.sampling_native`: 4-D float32
-    on the CPU), or ``"auto"`` (default): the Pallas kernels on a CUDA GPU and the
-    native kernel on the CPU where they apply, else XLA. Both kernels support
+    ``"native"`` (the C++ CPU kernel of :mod:`sidebyside.sampling_native`: float32 on
+    the CPU), or ``"auto"`` (default): the Pallas kernels on a CUDA GPU (4-D float32)
+    and the native kernel on the CPU (float32) where they apply, else XLA. Both kernels support
     first-order reverse-mode differentiation only; for ``jax.jvp``, ``jax.jacfwd`` or a
     gradient of a gradient of the sampler, pass ``implementation="xla"``.
     """
@@ -386,7 +386,7 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
         ok = sampling_native.supported(input.shape, grid.shape, input.dtype)
         if implementation == "native":
             if not ok:
-                raise ValueError("grid_sample(): the native kernel takes 4-D float32 input; got input "
+                raise ValueError("grid_sample(): the native kernel takes 4-D or 5-D float32 input; got input "
                                  f"{list(input.shape)} of {input.dtype}. Use implementation='xla' (or 'auto').")
             sampling_native.build()  # raises NativeBuildError with the reason
         if ok and sampling_native.available():

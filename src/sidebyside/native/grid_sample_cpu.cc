@@ -92,7 +92,7 @@ struct Taps {
   int n = 0;
   int64_t index[16];
   bool inside[16];
-  float weight[16], dwdx[16], dwdy[16];
+  float weight[16], dwdx[16], dwdy[16], dwdz[16];  // dwdz: 3-D only
   int rows = 1, cols = 1;       // bicubic: 4 x 4, summed by rows as PyTorch does
   float row_weight[4], col_weight[16];
 };
@@ -191,6 +191,75 @@ inline void MakeTaps(float gx, float gy, int64_t h, int64_t w, int64_t mode, int
   }
 }
 
+// 5-D input (nearest, trilinear): the arithmetic of PyTorch's scalar 3-D kernel, as
+// sidebyside.sampling's _sample_3d writes it (unnormalisation and reflection differ
+// from the 2-D kernel's in their order of operations).
+inline Coord Unnormalize3(float g, int64_t size, bool align_corners) {
+  if (align_corners) return {((g + 1.0f) / 2.0f) * static_cast<float>(size - 1), (size - 1) / 2.0f};
+  return {((g + 1.0f) * static_cast<float>(size) - 1.0f) / 2.0f, size / 2.0f};
+}
+
+inline Coord Reflect3(Coord x, int64_t size, bool align_corners) {
+  const float low = align_corners ? 0.0f : -0.5f;
+  const float span = align_corners ? static_cast<float>(size - 1) : static_cast<float>(size);
+  if (span == 0.0f) return {0.0f, 0.0f};
+  const float t = x.value - low;
+  const bool negative = t < 0.0f;
+  const float a = negative ? -t : t;
+  const float extra = std::fmod(a, span);
+  const bool odd = std::fmod(std::floor(a / span), 2.0f) == 1.0f;
+  const float sign = (negative ? -1.0f : 1.0f) * (odd ? -1.0f : 1.0f);
+  return {odd ? span - extra + low : extra + low, x.grad * sign};
+}
+
+inline Coord Coord3(float g, int64_t size, int64_t padding, bool align_corners) {
+  Coord x = Unnormalize3(g, size, align_corners);
+  if (padding == kBorder) x = Clip(x, size);
+  if (padding == kReflection) x = Clip(Reflect3(x, size, align_corners), size);
+  return FiniteOrOut(x);
+}
+
+void MakeTaps3(const float* gp, int64_t d, int64_t h, int64_t w, int64_t mode, int64_t padding, bool align_corners,
+               Taps* taps) {
+  const Coord x = Coord3(gp[0], w, padding, align_corners);
+  const Coord y = Coord3(gp[1], h, padding, align_corners);
+  const Coord z = Coord3(gp[2], d, padding, align_corners);
+  if (mode == kNearest) {
+    const float xn = std::nearbyint(x.value), yn = std::nearbyint(y.value), zn = std::nearbyint(z.value);
+    taps->n = 1;
+    taps->inside[0] = InsideInt(xn, w) && InsideInt(yn, h) && InsideInt(zn, d);
+    taps->index[0] = taps->inside[0] ? (static_cast<int64_t>(zn) * h + static_cast<int64_t>(yn)) * w +
+                                           static_cast<int64_t>(xn)
+                                     : 0;
+    taps->weight[0] = 1.0f;
+    taps->dwdx[0] = taps->dwdy[0] = taps->dwdz[0] = 0.0f;
+    return;
+  }
+  const float x0 = std::floor(x.value), y0 = std::floor(y.value), z0 = std::floor(z.value);
+  const float x1 = x0 + 1, y1 = y0 + 1, z1 = z0 + 1;
+  // Distances as PyTorch's scalar 3-D kernel forms them (far corner minus point).
+  const float xs[2] = {x0, x1}, ys[2] = {y0, y1}, zs[2] = {z0, z1};
+  const float wxs[2] = {x1 - x.value, x.value - x0}, wys[2] = {y1 - y.value, y.value - y0};
+  const float wzs[2] = {z1 - z.value, z.value - z0};
+  const float sign[2] = {-1.0f, 1.0f};
+  taps->n = 8;
+  for (int k_z = 0; k_z < 2; ++k_z) {
+    for (int k_y = 0; k_y < 2; ++k_y) {
+      for (int k_x = 0; k_x < 2; ++k_x) {
+        const int k = 4 * k_z + 2 * k_y + k_x;
+        taps->inside[k] = InsideInt(xs[k_x], w) && InsideInt(ys[k_y], h) && InsideInt(zs[k_z], d);
+        taps->index[k] = taps->inside[k] ? (static_cast<int64_t>(zs[k_z]) * h + static_cast<int64_t>(ys[k_y])) * w +
+                                               static_cast<int64_t>(xs[k_x])
+                                         : 0;
+        taps->weight[k] = wxs[k_x] * wys[k_y] * wzs[k_z];
+        taps->dwdx[k] = sign[k_x] * x.grad * wys[k_y] * wzs[k_z];
+        taps->dwdy[k] = wxs[k_x] * sign[k_y] * y.grad * wzs[k_z];
+        taps->dwdz[k] = wxs[k_x] * wys[k_y] * sign[k_z] * z.grad;
+      }
+    }
+  }
+}
+
 // One output value of the chunk's point p from its taps, in the order of the jax.numpy
 // path: within a row, where(inside, value, 0) * weight summed left to right, then the
 // row times its weight (bicubic; other modes are one row of weight 1).
@@ -235,6 +304,89 @@ inline __m256 SampleAvx2(const float* plane, const int32_t (*index)[kChunk], con
 }
 #endif
 
+#ifdef __AVX2__
+// The coordinate functions above for 8 points at once, operation for operation (the
+// forward pass of nearest and bilinear; everything else uses the scalar ones).
+inline __m256 UnnormalizeV(__m256 g, int64_t size, bool align_corners) {
+  const __m256 g1 = _mm256_add_ps(g, _mm256_set1_ps(1.0f));
+  if (align_corners) return _mm256_mul_ps(g1, _mm256_set1_ps((size - 1) / 2.0f));
+  return _mm256_fmadd_ps(g1, _mm256_set1_ps(size / 2.0f), _mm256_set1_ps(-0.5f));
+}
+
+inline __m256 ClipV(__m256 x, int64_t size) {
+  const __m256 high = _mm256_set1_ps(static_cast<float>(size - 1));
+  x = _mm256_and_ps(x, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ));  // not above 0 (or NaN): 0
+  return _mm256_blendv_ps(x, high, _mm256_cmp_ps(x, high, _CMP_GE_OQ));
+}
+
+inline __m256 ReflectV(__m256 x, int64_t size, bool align_corners) {
+  const float low_s = align_corners ? 0.0f : -0.5f;
+  const float span = align_corners ? static_cast<float>(size - 1) : static_cast<float>(size);
+  if (span == 0.0f) return _mm256_setzero_ps();
+  const __m256 low = _mm256_set1_ps(low_s), twice = _mm256_set1_ps(2.0f * span);
+  const __m256 t = _mm256_sub_ps(x, low);
+  const __m256 negative = _mm256_cmp_ps(t, _mm256_setzero_ps(), _CMP_LT_OQ);
+  const __m256 a = _mm256_blendv_ps(t, _mm256_sub_ps(_mm256_setzero_ps(), t), negative);
+  const __m256 double_flips = _mm256_round_ps(_mm256_div_ps(a, twice), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m256 extra = _mm256_fnmadd_ps(double_flips, twice, a);
+  const __m256 reflected = _mm256_sub_ps(twice, extra);
+  const __m256 flip = _mm256_cmp_ps(extra, reflected, _CMP_GT_OQ);
+  return _mm256_add_ps(_mm256_blendv_ps(extra, reflected, flip), low);
+}
+
+template <int64_t kPadding>
+inline __m256 CoordV(__m256 g, int64_t size, bool align_corners) {  // Unnormalize, Pad, FiniteOrOut
+  __m256 x = UnnormalizeV(g, size, align_corners);
+  if constexpr (kPadding == kBorder) x = ClipV(x, size);
+  if constexpr (kPadding == kReflection) x = ClipV(ReflectV(x, size, align_corners), size);
+  const __m256 abs = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+  const __m256 finite = _mm256_cmp_ps(abs, _mm256_set1_ps(3.4028235e38f), _CMP_LE_OQ);  // false for NaN, inf
+  return _mm256_blendv_ps(_mm256_set1_ps(kOutOfBounds), x, finite);
+}
+
+// One tap of 8 points at integer-valued coordinates (xk, yk): index (0 where outside),
+// mask and weight into the chunk's arrays at [k][p].
+template <int kChunk>
+inline void TapV(__m256 xk, __m256 yk, __m256 weight_k, int64_t h, int64_t w, int k, int p,
+                 int32_t (*index)[kChunk], uint32_t (*mask)[kChunk], float (*weight)[kChunk]) {
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 wmax = _mm256_set1_ps(static_cast<float>(w - 1)), hmax = _mm256_set1_ps(static_cast<float>(h - 1));
+  const __m256 inside = _mm256_and_ps(
+      _mm256_and_ps(_mm256_cmp_ps(xk, zero, _CMP_GE_OQ), _mm256_cmp_ps(xk, wmax, _CMP_LE_OQ)),
+      _mm256_and_ps(_mm256_cmp_ps(yk, zero, _CMP_GE_OQ), _mm256_cmp_ps(yk, hmax, _CMP_LE_OQ)));
+  const __m256i ix = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(xk, zero), wmax));
+  const __m256i iy = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(yk, zero), hmax));
+  const __m256i flat = _mm256_add_epi32(_mm256_mullo_epi32(iy, _mm256_set1_epi32(static_cast<int32_t>(w))), ix);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(&index[k][p]), _mm256_and_si256(flat, _mm256_castps_si256(inside)));
+  _mm256_store_ps(reinterpret_cast<float*>(&mask[k][p]), inside);
+  _mm256_store_ps(&weight[k][p], weight_k);
+}
+
+// Nearest or bilinear taps of the 8 points from grid pair pointer gp (x, y interleaved).
+template <int64_t kMode, int64_t kPadding, int kChunk>
+inline void TapsV(const float* gp, int64_t h, int64_t w, bool align_corners, int p, int32_t (*index)[kChunk],
+                  uint32_t (*mask)[kChunk], float (*weight)[kChunk]) {
+  const __m256 lo = _mm256_loadu_ps(gp), hi = _mm256_loadu_ps(gp + 8);  // x0 y0 x1 y1 ... x7 y7
+  const __m256 gx = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0x88)), 0xD8));
+  const __m256 gy = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xDD)), 0xD8));
+  const __m256 x = CoordV<kPadding>(gx, w, align_corners), y = CoordV<kPadding>(gy, h, align_corners);
+  if constexpr (kMode == kNearest) {
+    const int r = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;  // half to even
+    TapV<kChunk>(_mm256_round_ps(x, r), _mm256_round_ps(y, r), _mm256_set1_ps(1.0f), h, w, 0, p, index, mask, weight);
+  } else {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 x0 = _mm256_floor_ps(x), y0 = _mm256_floor_ps(y);
+    const __m256 wx = _mm256_sub_ps(x, x0), ex = _mm256_sub_ps(one, wx);
+    const __m256 ny = _mm256_sub_ps(y, y0), sy = _mm256_sub_ps(one, ny);
+    const __m256 x1 = _mm256_add_ps(x0, one), y1 = _mm256_add_ps(y0, one);
+    TapV<kChunk>(x0, y0, _mm256_mul_ps(sy, ex), h, w, 0, p, index, mask, weight);
+    TapV<kChunk>(x1, y0, _mm256_mul_ps(sy, wx), h, w, 1, p, index, mask, weight);
+    TapV<kChunk>(x0, y1, _mm256_mul_ps(ny, ex), h, w, 2, p, index, mask, weight);
+    TapV<kChunk>(x1, y1, _mm256_mul_ps(ny, wx), h, w, 3, p, index, mask, weight);
+  }
+}
+#endif
+
 // Forward for one batch element, in chunks of points: first every point's taps (index,
 // mask, weight) into flat arrays, then, channel by channel, the chunk's samples.
 template <int64_t kMode, int64_t kPadding>
@@ -251,7 +403,16 @@ void ForwardBatch(const float* x, const float* g, float* o, int64_t b, int64_t c
   Taps taps;
   for (int64_t start = 0; start < points; start += kChunk) {
     const int count = static_cast<int>(std::min<int64_t>(kChunk, points - start));
-    for (int p = 0; p < count; ++p) {
+    int first = 0;
+#ifdef __AVX2__
+    if constexpr (kMode != kBicubic) {
+      for (; first + 8 <= count; first += 8) {
+        TapsV<kMode, kPadding, kChunk>(g + 2 * (b * points + start + first), h, w, align_corners, first, index, mask,
+                                        weight);
+      }
+    }
+#endif
+    for (int p = first; p < count; ++p) {
       const float* gp = g + 2 * (b * points + start + p);
       MakeTapsT<kMode, kPadding>(gp[0], gp[1], h, w, align_corners, &taps);
       for (int k = 0; k < kTaps; ++k) {
@@ -299,25 +460,82 @@ void ParallelBatches(int64_t batch, Body body) {
 }
 
 struct Shape {
-  int64_t batch, c, h, w, points;
+  int64_t dims, batch, c, d, h, w, points;  // d = 1 for 2-D
 };
 
+// (..., C, H, W) with grid (..., H_out, W_out, 2), or (..., C, D, H, W) with grid
+// (..., D_out, H_out, W_out, 3); the leading dimensions are the batch.
 ffi::Error GetShape(const ffi::Buffer<ffi::F32>& input, const ffi::Buffer<ffi::F32>& grid, Shape* s) {
   auto in = input.dimensions();
   auto g = grid.dimensions();
-  if (in.size() < 4 || g.size() != in.size() || g[g.size() - 1] != 2) {
-    return ffi::Error::InvalidArgument("grid_sample_cpu: expected input (..., C, H, W) and grid (..., H_out, W_out, 2)");
+  const int64_t dims = g.size() ? g[g.size() - 1] : 0;
+  if ((dims != 2 && dims != 3) || static_cast<int64_t>(in.size()) < dims + 2 || g.size() != in.size()) {
+    return ffi::Error::InvalidArgument(
+        "grid_sample_cpu: expected input (..., C, H, W) with grid (..., H_out, W_out, 2), or input "
+        "(..., C, D, H, W) with grid (..., D_out, H_out, W_out, 3)");
   }
+  const size_t lead = in.size() - dims - 1;  // batch dimensions
+  s->dims = dims;
   s->batch = 1;
-  for (size_t i = 0; i + 3 < in.size(); ++i) {
+  for (size_t i = 0; i < lead; ++i) {
     if (in[i] != g[i]) return ffi::Error::InvalidArgument("grid_sample_cpu: input and grid batch sizes differ");
     s->batch *= in[i];
   }
-  s->c = in[in.size() - 3];
+  s->c = in[lead];
+  s->d = dims == 3 ? in[lead + 1] : 1;
   s->h = in[in.size() - 2];
   s->w = in[in.size() - 1];
-  s->points = g[g.size() - 3] * g[g.size() - 2];
+  s->points = 1;
+  for (size_t i = lead; i + 1 < g.size(); ++i) s->points *= g[i];
   return ffi::Error::Success();
+}
+
+// 3-D forward and backward, one batch element, point by point (PyTorch's 3-D CPU
+// kernel is scalar too).
+void Forward3Batch(const float* x, const float* g, float* o, int64_t b, const Shape& s, int64_t mode,
+                   int64_t padding, bool align_corners) {
+  Taps taps;
+  const int64_t volume = s.d * s.h * s.w;
+  for (int64_t p = 0; p < s.points; ++p) {
+    MakeTaps3(g + 3 * (b * s.points + p), s.d, s.h, s.w, mode, padding, align_corners, &taps);
+    for (int64_t ch = 0; ch < s.c; ++ch) {
+      const float* plane = x + (b * s.c + ch) * volume;
+      float value = 0.0f;
+      for (int k = 0; k < taps.n; ++k) {
+        const float term = (taps.inside[k] ? plane[taps.index[k]] : 0.0f) * taps.weight[k];
+        value = k == 0 ? term : value + term;
+      }
+      o[(b * s.c + ch) * s.points + p] = value;
+    }
+  }
+}
+
+void Backward3Batch(const float* x, const float* g, const float* c, float* gin_b, float* gg, int64_t b,
+                    const Shape& s, int64_t mode, int64_t padding, bool align_corners) {
+  Taps taps;
+  const int64_t volume = s.d * s.h * s.w;
+  for (int64_t p = 0; p < s.points; ++p) {
+    MakeTaps3(g + 3 * (b * s.points + p), s.d, s.h, s.w, mode, padding, align_corners, &taps);
+    float ax = 0.0f, ay = 0.0f, az = 0.0f;
+    for (int64_t ch = 0; ch < s.c; ++ch) {
+      const float ct = c[(b * s.c + ch) * s.points + p];
+      const float* plane = x + (b * s.c + ch) * volume;
+      float* gplane = gin_b + ch * volume;
+      for (int k = 0; k < taps.n; ++k) {
+        if (mode != kNearest) {
+          const float v = (taps.inside[k] ? plane[taps.index[k]] : 0.0f) * ct;
+          ax += v * taps.dwdx[k];
+          ay += v * taps.dwdy[k];
+          az += v * taps.dwdz[k];
+        }
+        if (taps.inside[k]) gplane[taps.index[k]] += ct * taps.weight[k];
+      }
+    }
+    float* out = gg + 3 * (b * s.points + p);
+    out[0] = ax;
+    out[1] = ay;
+    out[2] = az;
+  }
 }
 
 ffi::Error Forward(ffi::Buffer<ffi::F32> input, ffi::Buffer<ffi::F32> grid, ffi::ResultBuffer<ffi::F32> out,
@@ -332,12 +550,52 @@ ffi::Error Forward(ffi::Buffer<ffi::F32> input, ffi::Buffer<ffi::F32> grid, ffi:
       {ForwardBatch<kNearest, kZeros>, ForwardBatch<kNearest, kBorder>, ForwardBatch<kNearest, kReflection>},
       {ForwardBatch<kBilinear, kZeros>, ForwardBatch<kBilinear, kBorder>, ForwardBatch<kBilinear, kReflection>},
       {ForwardBatch<kBicubic, kZeros>, ForwardBatch<kBicubic, kBorder>, ForwardBatch<kBicubic, kReflection>}};
-  if (mode < 0 || mode > 2 || padding < 0 || padding > 2) {
+  if (mode < 0 || mode > 2 || padding < 0 || padding > 2 || (s.dims == 3 && mode == kBicubic)) {
     return ffi::Error::InvalidArgument("grid_sample_cpu: unknown mode or padding");
+  }
+  if (s.dims == 3) {
+    ParallelBatches(s.batch, [&](int64_t b) { Forward3Batch(x, g, o, b, s, mode, padding, align_corners); });
+    return ffi::Error::Success();
   }
   const Batch batch = kBatch[mode][padding];
   ParallelBatches(s.batch, [&](int64_t b) { batch(x, g, o, b, s.c, s.h, s.w, s.points, align_corners); });
   return ffi::Error::Success();
+}
+
+// Nearest's backward for one batch element: the input gradient is a sum of copies of
+// the cotangent (in point order, per channel, as PyTorch adds them); no grid gradient.
+template <int64_t kPadding>
+void NearestBackwardBatch(const float* c, float* gin_b, float* gg, int64_t b, int64_t channels, int64_t h, int64_t w,
+                          int64_t points, bool align_corners, const float* g) {
+  constexpr int kChunk = 64;
+  alignas(64) int32_t index[1][kChunk];
+  alignas(64) uint32_t mask[1][kChunk];
+  alignas(64) float weight[1][kChunk];
+  Taps taps;
+  std::fill(gg + 2 * b * points, gg + 2 * (b + 1) * points, 0.0f);
+  for (int64_t start = 0; start < points; start += kChunk) {
+    const int count = static_cast<int>(std::min<int64_t>(kChunk, points - start));
+    int first = 0;
+#ifdef __AVX2__
+    for (; first + 8 <= count; first += 8) {
+      TapsV<kNearest, kPadding, kChunk>(g + 2 * (b * points + start + first), h, w, align_corners, first, index, mask,
+                                         weight);
+    }
+#endif
+    for (int p = first; p < count; ++p) {
+      const float* gp = g + 2 * (b * points + start + p);
+      MakeTapsT<kNearest, kPadding>(gp[0], gp[1], h, w, align_corners, &taps);
+      index[0][p] = static_cast<int32_t>(taps.index[0]);
+      mask[0][p] = taps.inside[0] ? 0xFFFFFFFFu : 0u;
+    }
+    for (int64_t ch = 0; ch < channels; ++ch) {
+      const float* ct = c + (b * channels + ch) * points + start;
+      float* gplane = gin_b + ch * h * w;
+      for (int p = 0; p < count; ++p) {
+        if (mask[0][p]) gplane[index[0][p]] += ct[p];
+      }
+    }
+  }
 }
 
 ffi::Error Backward(ffi::Buffer<ffi::F32> input, ffi::Buffer<ffi::F32> grid, ffi::Buffer<ffi::F32> cot,
@@ -350,9 +608,24 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> input, ffi::Buffer<ffi::F32> grid, ffi
   const float* c = cot.typed_data();
   float* gin = grad_input->typed_data();
   float* gg = grad_grid->typed_data();
+  if (mode < 0 || mode > 2 || padding < 0 || padding > 2 || (s.dims == 3 && mode == kBicubic)) {
+    return ffi::Error::InvalidArgument("grid_sample_cpu: unknown mode or padding");
+  }
   ParallelBatches(s.batch, [&](int64_t b) {  // each batch element owns its slice of gin
-    float* gin_b = gin + b * s.c * s.h * s.w;
-    std::fill(gin_b, gin_b + s.c * s.h * s.w, 0.0f);
+    float* gin_b = gin + b * s.c * s.d * s.h * s.w;
+    std::fill(gin_b, gin_b + s.c * s.d * s.h * s.w, 0.0f);
+    if (s.dims == 3) {
+      Backward3Batch(x, g, c, gin_b, gg, b, s, mode, padding, align_corners);
+      return;
+    }
+    if (mode == kNearest) {
+      if (padding == kZeros) NearestBackwardBatch<kZeros>(c, gin_b, gg, b, s.c, s.h, s.w, s.points, align_corners, g);
+      if (padding == kBorder) NearestBackwardBatch<kBorder>(c, gin_b, gg, b, s.c, s.h, s.w, s.points, align_corners, g);
+      if (padding == kReflection) {
+        NearestBackwardBatch<kReflection>(c, gin_b, gg, b, s.c, s.h, s.w, s.points, align_corners, g);
+      }
+      return;
+    }
     Taps taps;
     for (int64_t p = 0; p < s.points; ++p) {
       const float* gp = g + 2 * (b * s.points + p);
