@@ -60,13 +60,21 @@ inline Coord Clip(Coord x, int64_t size) {
   return x;
 }
 
-inline Coord Reflect(Coord x, int64_t size, bool align_corners) {
+// Reflect about -0.5 and size - 0.5 (align_corners=false) or 0 and size - 1, in the
+// arithmetic of PyTorch's vectorised 2-D kernel or (vectorised=false) its scalar 3-D one.
+inline Coord Reflect(Coord x, int64_t size, bool align_corners, bool vectorised = true) {
   const float low = align_corners ? 0.0f : -0.5f;
   const float span = align_corners ? static_cast<float>(size - 1) : static_cast<float>(size);
   if (span == 0.0f) return {0.0f, 0.0f};
   const float t = x.value - low;
   const bool negative = t < 0.0f;
   const float a = negative ? -t : t;
+  if (!vectorised) {
+    const float extra = std::fmod(a, span);
+    const bool odd = std::fmod(std::floor(a / span), 2.0f) == 1.0f;
+    const float sign = (negative ? -1.0f : 1.0f) * (odd ? -1.0f : 1.0f);
+    return {odd ? span - extra + low : extra + low, x.grad * sign};
+  }
   const float twice = 2.0f * span;
   const float double_flips = std::trunc(a / twice);
   const float extra = a - double_flips * twice;
@@ -199,23 +207,10 @@ inline Coord Unnormalize3(float g, int64_t size, bool align_corners) {
   return {((g + 1.0f) * static_cast<float>(size) - 1.0f) / 2.0f, size / 2.0f};
 }
 
-inline Coord Reflect3(Coord x, int64_t size, bool align_corners) {
-  const float low = align_corners ? 0.0f : -0.5f;
-  const float span = align_corners ? static_cast<float>(size - 1) : static_cast<float>(size);
-  if (span == 0.0f) return {0.0f, 0.0f};
-  const float t = x.value - low;
-  const bool negative = t < 0.0f;
-  const float a = negative ? -t : t;
-  const float extra = std::fmod(a, span);
-  const bool odd = std::fmod(std::floor(a / span), 2.0f) == 1.0f;
-  const float sign = (negative ? -1.0f : 1.0f) * (odd ? -1.0f : 1.0f);
-  return {odd ? span - extra + low : extra + low, x.grad * sign};
-}
-
 inline Coord Coord3(float g, int64_t size, int64_t padding, bool align_corners) {
   Coord x = Unnormalize3(g, size, align_corners);
   if (padding == kBorder) x = Clip(x, size);
-  if (padding == kReflection) x = Clip(Reflect3(x, size, align_corners), size);
+  if (padding == kReflection) x = Clip(Reflect(x, size, align_corners, /*vectorised=*/false), size);
   return FiniteOrOut(x);
 }
 
@@ -387,6 +382,35 @@ inline void TapsV(const float* gp, int64_t h, int64_t w, bool align_corners, int
 }
 #endif
 
+// The taps of the chunk's points [0, count), which start at point `start` of batch
+// element b, into the chunk's arrays: 8 points at a time with AVX2 (nearest and
+// bilinear), the rest one by one.
+template <int64_t kMode, int64_t kPadding, int kChunk, int kRows, int kTaps>
+void ChunkTaps(const float* g, int64_t b, int64_t points, int64_t start, int count, int64_t h, int64_t w,
+               bool align_corners, int32_t (*index)[kChunk], uint32_t (*mask)[kChunk], float (*weight)[kChunk],
+               float (*row_weight)[kChunk]) {
+  int first = 0;
+#ifdef __AVX2__
+  if constexpr (kMode != kBicubic) {
+    for (; first + 8 <= count; first += 8) {
+      TapsV<kMode, kPadding, kChunk>(g + 2 * (b * points + start + first), h, w, align_corners, first, index, mask,
+                                      weight);
+    }
+  }
+#endif
+  Taps taps;
+  for (int p = first; p < count; ++p) {
+    const float* gp = g + 2 * (b * points + start + p);
+    MakeTapsT<kMode, kPadding>(gp[0], gp[1], h, w, align_corners, &taps);
+    for (int k = 0; k < kTaps; ++k) {
+      index[k][p] = static_cast<int32_t>(taps.index[k]);
+      mask[k][p] = taps.inside[k] ? 0xFFFFFFFFu : 0u;
+      weight[k][p] = kMode == kBicubic ? taps.col_weight[k] : taps.weight[k];
+    }
+    for (int j = 0; j < kRows; ++j) row_weight[j][p] = kMode == kBicubic ? taps.row_weight[j] : 1.0f;
+  }
+}
+
 // Forward for one batch element, in chunks of points: first every point's taps (index,
 // mask, weight) into flat arrays, then, channel by channel, the chunk's samples.
 template <int64_t kMode, int64_t kPadding>
@@ -400,28 +424,10 @@ void ForwardBatch(const float* x, const float* g, float* o, int64_t b, int64_t c
   alignas(64) uint32_t mask[kTaps][kChunk];
   alignas(64) float weight[kTaps][kChunk];  // bicubic: the column weight
   alignas(64) float row_weight[kRows][kChunk];
-  Taps taps;
   for (int64_t start = 0; start < points; start += kChunk) {
     const int count = static_cast<int>(std::min<int64_t>(kChunk, points - start));
-    int first = 0;
-#ifdef __AVX2__
-    if constexpr (kMode != kBicubic) {
-      for (; first + 8 <= count; first += 8) {
-        TapsV<kMode, kPadding, kChunk>(g + 2 * (b * points + start + first), h, w, align_corners, first, index, mask,
-                                        weight);
-      }
-    }
-#endif
-    for (int p = first; p < count; ++p) {
-      const float* gp = g + 2 * (b * points + start + p);
-      MakeTapsT<kMode, kPadding>(gp[0], gp[1], h, w, align_corners, &taps);
-      for (int k = 0; k < kTaps; ++k) {
-        index[k][p] = static_cast<int32_t>(taps.index[k]);
-        mask[k][p] = taps.inside[k] ? 0xFFFFFFFFu : 0u;
-        weight[k][p] = kMode == kBicubic ? taps.col_weight[k] : taps.weight[k];
-      }
-      for (int j = 0; j < kRows; ++j) row_weight[j][p] = kMode == kBicubic ? taps.row_weight[j] : 1.0f;
-    }
+    ChunkTaps<kMode, kPadding, kChunk, kRows, kTaps>(g, b, points, start, count, h, w, align_corners, index, mask,
+                                                     weight, row_weight);
     for (int64_t ch = 0; ch < c; ++ch) {
       const float* plane = x + (b * c + ch) * h * w;
       float* out = o + (b * c + ch) * points + start;
@@ -571,23 +577,12 @@ void NearestBackwardBatch(const float* c, float* gin_b, float* gg, int64_t b, in
   alignas(64) int32_t index[1][kChunk];
   alignas(64) uint32_t mask[1][kChunk];
   alignas(64) float weight[1][kChunk];
-  Taps taps;
+  alignas(64) float row_weight[1][kChunk];
   std::fill(gg + 2 * b * points, gg + 2 * (b + 1) * points, 0.0f);
   for (int64_t start = 0; start < points; start += kChunk) {
     const int count = static_cast<int>(std::min<int64_t>(kChunk, points - start));
-    int first = 0;
-#ifdef __AVX2__
-    for (; first + 8 <= count; first += 8) {
-      TapsV<kNearest, kPadding, kChunk>(g + 2 * (b * points + start + first), h, w, align_corners, first, index, mask,
-                                         weight);
-    }
-#endif
-    for (int p = first; p < count; ++p) {
-      const float* gp = g + 2 * (b * points + start + p);
-      MakeTapsT<kNearest, kPadding>(gp[0], gp[1], h, w, align_corners, &taps);
-      index[0][p] = static_cast<int32_t>(taps.index[0]);
-      mask[0][p] = taps.inside[0] ? 0xFFFFFFFFu : 0u;
-    }
+    ChunkTaps<kNearest, kPadding, kChunk, 1, 1>(g, b, points, start, count, h, w, align_corners, index, mask, weight,
+                                                row_weight);
     for (int64_t ch = 0; ch < channels; ++ch) {
       const float* ct = c + (b * channels + ch) * points + start;
       float* gplane = gin_b + ch * h * w;
