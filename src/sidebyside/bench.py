@@ -112,8 +112,8 @@ def bench_grid_sample(configs=None, *, repeats: int = 7, min_repeat_s: float = 0
     import torch
     import torch.nn.functional as F
 
-    from . import sampling_native, sampling_pallas, timing
-    from .sampling import grid_sample, grid_sample_naive
+    from . import timing
+    from .sampling import choose_implementation, grid_sample, grid_sample_naive
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     gpu = jax.default_backend() == "gpu"
@@ -126,17 +126,13 @@ def bench_grid_sample(configs=None, *, repeats: int = 7, min_repeat_s: float = 0
         xj, gj, cj = (jnp.asarray(a) for a in (x, grid, cot))
         kw = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
 
-        if gpu:
-            kernel = "pallas" if sampling_pallas.supported(x.shape, grid.shape, x.dtype) else None
-        else:
-            native = sampling_native.supported(x.shape, grid.shape, x.dtype) and sampling_native.available()
-            kernel = "native" if native else None
+        path = choose_implementation(x.shape, grid.shape, x.dtype)  # what "jax" runs
         jax_fwd = jax.jit(lambda a, b: grid_sample(a, b, **kw))
         fns = {
             "jax": lambda: jax_fwd(xj, gj),
             "torch": lambda: F.grid_sample(xt, gt, **kw),
         }
-        if kernel:
+        if path != "xla":
             xla_fwd = jax.jit(lambda a, b: grid_sample(a, b, **kw, implementation="xla"))
             fns["xla"] = lambda: xla_fwd(xj, gj)
         if naive and mode == "bilinear" and len(shape) == 4 and padding_mode == "zeros":
@@ -160,7 +156,7 @@ def bench_grid_sample(configs=None, *, repeats: int = 7, min_repeat_s: float = 0
                 return out, torch.autograd.grad(out, (xr, gr), ct)
 
             runs["forward+backward"] = {"jax": lambda: jax_vjp(xj, gj, cj), "torch": torch_vjp}
-            if kernel:
+            if path != "xla":
                 runs["forward+backward"]["xla"] = lambda: xla_vjp(xj, gj, cj)
         for kind, run in runs.items():
             t = timing.compare(run, repeats=repeats, min_repeat_s=min_repeat_s, pipelined=gpu)
@@ -172,7 +168,7 @@ def bench_grid_sample(configs=None, *, repeats: int = 7, min_repeat_s: float = 0
                 "torch_iqr_ms": t["torch"].iqr_s * 1e3,
                 "jax_compile_ms": t["jax"].compile_s * 1e3,
                 "shape": list(shape),
-                "implementation": kernel or "xla",
+                "implementation": path,
             }
             if "xla" in t:
                 row["xla_ms"] = t["xla"].median_s * 1e3

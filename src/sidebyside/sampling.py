@@ -65,7 +65,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["grid_sample", "grid_sample_naive", "taps_2d", "MODES", "PADDING_MODES", "IMPLEMENTATIONS"]
+__all__ = ["grid_sample", "grid_sample_naive", "choose_implementation", "taps_2d", "MODES", "PADDING_MODES",
+           "IMPLEMENTATIONS"]
 
 MODES = ("nearest", "bilinear", "bicubic")
 PADDING_MODES = ("zeros", "border", "reflection")
@@ -355,6 +356,47 @@ def _sample_3d(input, grid, mode, padding_mode, align_corners):
 IMPLEMENTATIONS = ("auto", "xla", "pallas", "native")
 
 
+def choose_implementation(input_shape, grid_shape, dtype, implementation: str = "auto") -> str:
+    """The path :func:`grid_sample` takes for these arguments: ``"pallas"``,
+    ``"native"`` or ``"xla"`` (see its ``implementation``). Raises ``ValueError`` when
+    the one asked for cannot take them, and the native kernel's build error when it was
+    asked for and cannot be built; ``"auto"`` falls back to XLA instead."""
+    if implementation not in IMPLEMENTATIONS:
+        raise ValueError(f"grid_sample(): implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
+    backend = jax.default_backend()
+    if implementation == "native":
+        from . import sampling_native
+
+        if backend != "cpu":
+            raise ValueError(f"grid_sample(): the native kernel runs on the CPU backend; this is {backend!r}. "
+                             "Use implementation='auto'.")
+        if not sampling_native.supported(input_shape, grid_shape, dtype):
+            raise ValueError("grid_sample(): the native kernel takes 4-D or 5-D float32 input; got input "
+                             f"{list(input_shape)} of {jnp.dtype(dtype)}. Use implementation='xla' (or 'auto').")
+        sampling_native.build()  # raises NativeBuildError with the reason
+        return "native"
+    if implementation == "pallas":
+        from . import sampling_pallas
+
+        if not sampling_pallas.supported(input_shape, grid_shape, dtype):
+            raise ValueError(
+                "grid_sample(): the Pallas kernels take 4-D float32 input (and fewer than 2**31 elements); "
+                f"got input {list(input_shape)} of {jnp.dtype(dtype)}. Use implementation='xla' (or 'auto')."
+            )
+        return "pallas"
+    if implementation == "auto" and backend == "gpu":
+        from . import sampling_pallas
+
+        if sampling_pallas.supported(input_shape, grid_shape, dtype):
+            return "pallas"
+    if implementation == "auto" and backend == "cpu":
+        from . import sampling_native
+
+        if sampling_native.supported(input_shape, grid_shape, dtype) and sampling_native.available():
+            return "native"
+    return "xla"
+
+
 def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners: bool = False, *,
                 implementation: str = "auto"):
     """Sample ``input`` at the locations in ``grid``, exactly as
@@ -375,37 +417,18 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
     gradient of a gradient of the sampler, pass ``implementation="xla"``.
     """
     _check(input, grid, mode, padding_mode)
-    if implementation not in IMPLEMENTATIONS:
-        raise ValueError(f"grid_sample(): implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
     input = jnp.asarray(input)
     grid = jnp.asarray(grid)
-    backend = jax.default_backend()
-    if implementation in ("auto", "native") and backend == "cpu":
+    path = choose_implementation(input.shape, grid.shape, input.dtype, implementation)
+    if path == "native":
         from . import sampling_native
 
-        ok = sampling_native.supported(input.shape, grid.shape, input.dtype)
-        if implementation == "native":
-            if not ok:
-                raise ValueError("grid_sample(): the native kernel takes 4-D or 5-D float32 input; got input "
-                                 f"{list(input.shape)} of {input.dtype}. Use implementation='xla' (or 'auto').")
-            sampling_native.build()  # raises NativeBuildError with the reason
-        if ok and sampling_native.available():
-            return sampling_native.grid_sample_native(input, grid, mode, padding_mode, bool(align_corners))
-    elif implementation == "native":
-        raise ValueError(f"grid_sample(): the native kernel runs on the CPU backend; this is {backend!r}. "
-                         "Use implementation='auto'.")
-    if implementation in ("auto", "pallas"):
+        return sampling_native.grid_sample_native(input, grid, mode, padding_mode, bool(align_corners))
+    if path == "pallas":
         from . import sampling_pallas
 
-        ok = sampling_pallas.supported(input.shape, grid.shape, input.dtype)
-        gpu = backend == "gpu"
-        if implementation == "pallas" and not ok:
-            raise ValueError(
-                "grid_sample(): the Pallas kernels take 4-D float32 input (and fewer than 2**31 elements); "
-                f"got input {list(input.shape)} of {input.dtype}. Use implementation='xla' (or 'auto')."
-            )
-        if ok and (implementation == "pallas" or gpu):
-            return sampling_pallas.grid_sample_pallas(input, grid, mode, padding_mode, bool(align_corners), not gpu)
+        interpret = jax.default_backend() != "gpu"
+        return sampling_pallas.grid_sample_pallas(input, grid, mode, padding_mode, bool(align_corners), interpret)
     if input.ndim == 4:
         out = _sample_2d(input, grid, mode, padding_mode, bool(align_corners))
     else:
