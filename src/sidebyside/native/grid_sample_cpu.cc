@@ -101,8 +101,7 @@ struct Taps {
   int64_t index[16];
   bool inside[16];
   float weight[16], dwdx[16], dwdy[16], dwdz[16];  // dwdz: 3-D only
-  int rows = 1, cols = 1;       // bicubic: 4 x 4, summed by rows as PyTorch does
-  float row_weight[4], col_weight[16];
+  float row_weight[4], col_weight[16];  // bicubic: 4 rows of 4, summed by rows as PyTorch does
 };
 
 inline float CubicFar(float x) { return ((kCubicA * x - 5 * kCubicA) * x + 8 * kCubicA) * x - 4 * kCubicA; }
@@ -138,8 +137,6 @@ inline __attribute__((always_inline)) void MakeTapsT(float gx, float gy, int64_t
       iy[k] = my[k] ? static_cast<int64_t>(std::trunc(ty)) : 0;
     }
     taps->n = 16;
-    taps->rows = 4;
-    taps->cols = 4;
     for (int j = 0; j < 4; ++j) {
       taps->row_weight[j] = cy[j];
       for (int i = 0; i < 4; ++i) {
