@@ -11,6 +11,7 @@ One topic per module:
   function is never shadowed by it).
 - ``viz``: shared colours, weight grids, computation graphs, plots.
 - ``provenance``: the hardware/version stamp and the results file of a run.
+- ``verdict``: measured numbers into claims (faster / slower / within noise) and their sentences.
 - ``progress``: progress bars that render cleanly both live and in published posts.
 - ``publish``: executing notebooks, the cache, rendering posts (CLI).
 
@@ -32,11 +33,13 @@ __all__ = [
     "publish",
     "sampling",
     "grid_sample",
+    "verdict",
 ]
 
 __version__ = "0.1.0"
 
-_SUBMODULES = {"data", "models", "training", "timing", "viz", "provenance", "progress", "publish", "bench", "sampling"}
+_SUBMODULES = {"data", "models", "training", "timing", "viz", "provenance", "progress", "publish", "bench", "sampling",
+               "verdict"}
 
 
 def __getattr__(name: str):
