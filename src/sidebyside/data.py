@@ -28,6 +28,8 @@ from typing import Iterator
 
 import numpy as np
 
+from . import runkey
+
 __all__ = [
     "CLASSES",
     "DEBIAN_DIR",
@@ -176,6 +178,8 @@ def load(root: str | os.PathLike | None = None, *, download: bool = False) -> Fa
                 raise DataError(f"FashionMNIST not found (looked in {looked}).\n{HOW_TO_GET}")
             directory = _download(Path(root or "data"))
     arrays = [_read_idx(directory / name, *spec) for name, spec in FILES.items()]
+    for name in FILES:
+        runkey.note_input(directory / name)  # a published run is stale when its data change
     return FashionMNIST(*arrays, source=directory)
 
 

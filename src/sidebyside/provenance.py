@@ -4,11 +4,21 @@ commit; and the results file a notebook run leaves for the publisher.
 ``collect()`` returns the ``provenance`` object of DESIGN.md's results JSON::
 
     {"device", "device_kind": "gpu"|"cpu", "python", "torch", "jax", "jaxlib",
-     "flax", "optax", "cuda", "matmul_precision", "git_sha"}
+     "flax", "optax", "cuda", "matmul_precision", "git_sha",
+     # each framework asked separately (devices()):
+     "torch_backend", "torch_device", "torch_cuda", "torch_cudnn",
+     "jax_backend", "jax_device", "jax_cuda", "jax_cudnn",
+     "threads": {...},                 # threads()
+     "differs_from_pins": [...]}       # stack packages not at their pinned version
 
-``save_results(slug, metrics)`` writes ``{"slug", "provenance", "metrics"}``
-to ``$SIDEBYSIDE_RESULTS_DIR/<slug>.json`` (``build/results/`` by default);
-the publisher adds profile, date and source hash.
+``device_kind`` is "gpu" only when PyTorch and JAX compute on the same GPU
+model; under the gpu profile ``collect()`` refuses anything else
+(:func:`check_gpu_profile`).
+
+``save_results(slug, metrics)`` writes ``{"slug", "provenance", "metrics",
+"inputs"}`` to ``$SIDEBYSIDE_RESULTS_DIR/<slug>.json`` (``build/results/`` by
+default), ``inputs`` being the library modules and data files the run used
+(:mod:`sidebyside.runkey`); the publisher adds profile, date and key.
 """
 
 from __future__ import annotations
@@ -23,7 +33,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["collect", "cpu_name", "gpu_name", "git_sha", "matmul_precision", "save_results", "to_jsonable", "table"]
+from . import runkey
+
+__all__ = ["collect", "cpu_name", "gpu_name", "gpu_present", "devices", "threads", "check_gpu_profile",
+           "GPUProfileError", "probe_devices", "differs_from_pins", "git_sha", "matmul_precision", "save_results",
+           "to_jsonable", "table"]
 
 _LIBRARIES = ("torch", "jax", "jaxlib", "flax", "optax")
 
@@ -53,39 +67,201 @@ def cpu_name() -> str:
     return f"{model} ({cores} core{'s' if cores != 1 else ''})"
 
 
-def gpu_name() -> str | None:
-    """Name of the first CUDA GPU that PyTorch or JAX sees, else None.
+def gpu_present() -> bool:
+    """Whether the NVIDIA driver shows a GPU (``/proc/driver/nvidia/gpus`` or
+    ``nvidia-smi -L``), asked without importing PyTorch or JAX. An empty
+    ``CUDA_VISIBLE_DEVICES`` hides the GPUs, as it does from both frameworks."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", "x").strip() in ("", "-1"):
+        return False
+    gpus = Path("/proc/driver/nvidia/gpus")
+    try:
+        if gpus.is_dir() and any(gpus.iterdir()):
+            return True
+    except OSError:
+        pass
+    try:
+        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return any(line.startswith("GPU ") for line in listing.splitlines())
 
-    Only imports a framework that is already imported or installed; never
-    initialises CUDA when neither framework reports a GPU.
+
+def _cuda_version(number: int | None) -> str | None:
+    """12080 -> "12.8" (CUDA's encoding: 1000 * major + 10 * minor)."""
+    return f"{number // 1000}.{number % 1000 // 10}" if number else None
+
+
+def _cudnn_version(number: int | None) -> str | None:
+    """91002 -> "9.10.2" (cuDNN 9's encoding: 10000 * major + 100 * minor + patch)."""
+    if not number:
+        return None
+    if number >= 10000:
+        return f"{number // 10000}.{number % 10000 // 100}.{number % 100}"
+    return f"{number // 1000}.{number % 1000 // 100}.{number % 100}"  # cuDNN 8 and older
+
+
+def devices() -> dict[str, Any]:
+    """What each framework computes on, asked of each separately::
+
+        {"torch_backend": "cuda"|"cpu", "torch_device": "NVIDIA H100 80GB HBM3"|"cpu",
+         "torch_cuda", "torch_cudnn", "jax_backend": "gpu"|"cpu"|..., "jax_device",
+         "jax_cuda", "jax_cudnn"}
+
+    ``torch_cuda`` is the CUDA the wheel was built for (None: a CPU build);
+    ``jax_cuda``/``jax_cudnn`` come from JAX's CUDA plugin (None without one).
+    A framework that is not installed gives None for its fields. Imports
+    both frameworks, and so starts their GPU runtimes.
     """
+    found: dict[str, Any] = dict.fromkeys(("torch_backend", "torch_device", "torch_cuda", "torch_cudnn",
+                                           "jax_backend", "jax_device", "jax_cuda", "jax_cudnn"))
     try:
         import torch
 
         if torch.cuda.is_available():
-            return torch.cuda.get_device_name(0)
+            found.update(torch_backend="cuda", torch_device=torch.cuda.get_device_name(0))
+            found["torch_cudnn"] = _cudnn_version(torch.backends.cudnn.version())
+        else:
+            found.update(torch_backend="cpu", torch_device="cpu")
+        found["torch_cuda"] = torch.version.cuda
     except ImportError:
         pass
     try:
         import jax
 
-        gpus = [d for d in jax.devices() if d.platform == "gpu"]
-        if gpus:
-            return gpus[0].device_kind
+        device = jax.devices()[0]
+        found["jax_backend"] = device.platform
+        found["jax_device"] = device.device_kind if device.platform != "cpu" else "cpu"
+        try:
+            from jax._src.lib import cuda_versions  # the CUDA plugin's own report; None without it
+        except ImportError:
+            cuda_versions = None
+        if cuda_versions is not None:
+            for name, call, fmt in (("jax_cuda", "cuda_runtime_get_version", _cuda_version),
+                                    ("jax_cudnn", "cudnn_get_version", _cudnn_version)):
+                try:
+                    found[name] = fmt(getattr(cuda_versions, call)())
+                except Exception:  # an older or partial plugin: leave it unknown
+                    pass
     except (ImportError, RuntimeError):
         pass
+    return found
+
+
+def _same_gpu(found: dict[str, Any]) -> str | None:
+    """The GPU model both frameworks compute on, else None."""
+    torch_gpu = found.get("torch_device") if found.get("torch_backend") == "cuda" else None
+    jax_gpu = found.get("jax_device") if found.get("jax_backend") == "gpu" else None
+    if torch_gpu and jax_gpu and " ".join(torch_gpu.split()).lower() == " ".join(jax_gpu.split()).lower():
+        return torch_gpu
     return None
 
 
-def cuda_version() -> str | None:
+class GPUProfileError(RuntimeError):
+    """The gpu profile was asked for, but PyTorch and JAX do not both compute on the same GPU."""
+
+
+def check_gpu_profile(found: dict[str, Any], pins: dict[str, str] | None = None) -> str:
+    """The GPU both frameworks compute on (``found`` is :func:`devices`'
+    record), or :class:`GPUProfileError` saying what to install. A "gpu" post
+    whose JAX (or PyTorch) half ran on the CPU must be impossible."""
+    gpu = _same_gpu(found)
+    if gpu:
+        return gpu
+    pins = _pins("gpu") if pins is None else pins
+    jax_pin, torch_pin = pins.get("jax", "<pinned>"), pins.get("torch", "<pinned>")
+
+    def sees(backend, device, gpu_backend, framework):
+        if backend is None:
+            return f"nothing ({framework} is not installed)"
+        return f"{device} ({backend})" if backend == gpu_backend else "no GPU, only the CPU"
+
+    fixes = []
+    if found.get("jax_backend") != "gpu":
+        fixes.append(f"install JAX's CUDA build: make setup GPU=1 (or: pip install \"jax[cuda13]=={jax_pin}\"; "
+                     "cuda12 where the driver is older than CUDA 13)")
+    if found.get("torch_backend") != "cuda":
+        fixes.append(f"install a CUDA build of PyTorch: make setup GPU=1 (or: pip install torch=={torch_pin} "
+                     "--index-url https://download.pytorch.org/whl/cu130)")
+    if not fixes:
+        fixes.append("they see different GPUs: give both the same one with CUDA_VISIBLE_DEVICES=<index>")
+    raise GPUProfileError(
+        "the gpu profile needs PyTorch and JAX on the same GPU, but PyTorch sees "
+        f"{sees(found.get('torch_backend'), found.get('torch_device'), 'cuda', 'PyTorch')} and JAX sees "
+        f"{sees(found.get('jax_backend'), found.get('jax_device'), 'gpu', 'JAX')}. To fix it, "
+        + "; and ".join(fixes) + ". Or run on the CPU: make execute PROFILE=cpu"
+    )
+
+
+def probe_devices(python: str | None = None) -> dict[str, Any]:
+    """:func:`devices` asked in a child process, so that the caller (the
+    publisher) neither loads the frameworks nor holds GPU memory."""
+    env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
+    src = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    code = "import json; from sidebyside import provenance; print(json.dumps(provenance.devices()))"
+    proc = subprocess.run([python or sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=600)
+    if proc.returncode != 0:
+        raise GPUProfileError(f"could not ask PyTorch and JAX for their devices:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def gpu_name() -> str | None:
+    """The GPU model that both PyTorch and JAX compute on, else None."""
+    return _same_gpu(devices())
+
+
+def threads() -> dict[str, Any]:
+    """The thread settings a CPU figure depends on: the cores this process may
+    use, PyTorch's intra- and inter-op threads, the environment that sets
+    OpenMP, MKL, OpenBLAS and XLA threads, and NumPy's BLAS pools (via
+    threadpoolctl, None where it is not installed)."""
+    found: dict[str, Any] = {}
+    try:
+        found["cpu_affinity"] = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        found["cpu_affinity"] = os.cpu_count()
     try:
         import torch
 
-        if torch.cuda.is_available():
-            return torch.version.cuda
+        found["torch_num_threads"] = torch.get_num_threads()
+        found["torch_num_interop_threads"] = torch.get_num_interop_threads()
     except ImportError:
         pass
-    return None
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS"):
+        found[name] = os.environ.get(name)
+    try:
+        from threadpoolctl import threadpool_info
+
+        found["blas"] = [{"library": pool.get("internal_api"), "num_threads": pool.get("num_threads")}
+                         for pool in threadpool_info() if pool.get("user_api") == "blas"]
+    except ImportError:
+        found["blas"] = None
+    return found
+
+
+# The stack a post is compared with its pins on; other packages (the notebook runner's) may differ freely.
+_STACK = ("torch", "torchvision", "jax", "jaxlib", "flax", "optax", "numpy", "scipy")
+
+
+def _pins(profile: str) -> dict[str, str]:
+    try:
+        return runkey.read_pins(runkey.pins_files(profile, runkey.project_root()))
+    except OSError:
+        return {}
+
+
+def differs_from_pins(profile: str, pins: dict[str, str] | None = None) -> list[str]:
+    """The stack's packages whose installed version is not the pinned one,
+    e.g. ``["torch 2.11.0 (pinned 2.14.1)"]``; empty when the run used the
+    pins. A local build label (``+cu130``) is not a difference."""
+    pins = _pins(profile) if pins is None else pins
+    out = []
+    for package in _STACK:
+        installed, pinned = _version(package), pins.get(package)
+        if pinned and (installed or "").split("+")[0] != pinned:
+            out.append(f"{package} {installed or 'not installed'} (pinned {pinned})")
+    return out
 
 
 def matmul_precision() -> dict[str, Any]:
@@ -115,40 +291,39 @@ def matmul_precision() -> dict[str, Any]:
     return settings
 
 
-# What the publisher writes: a run that refreshes several posts changes these
-# as it goes, and that must not mark the later notebooks of the same run dirty.
-GENERATED = ("_posts", "images", "_data")
-
-
 def git_sha(root: str | os.PathLike | None = None) -> str | None:
-    """The commit of the project checkout, with ``-dirty`` when its sources
-    have uncommitted changes (the generated posts, images and results do not
-    count); None outside a git checkout (e.g. on Colab). ``$SIDEBYSIDE_GIT_SHA``,
-    when set, is taken instead: the commit a copy of the tree was made from (an
-    air-gapped GPU box, whose copy may carry a stale ``.git``)."""
-    if os.environ.get("SIDEBYSIDE_GIT_SHA"):
-        return os.environ["SIDEBYSIDE_GIT_SHA"]
-    root = Path(root or os.environ.get("SIDEBYSIDE_ROOT") or Path(__file__).resolve().parents[2])
-    try:
-        sha = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True, text=True, check=True, timeout=10,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", ".",
-             *(f":(exclude){path}" for path in GENERATED)],
-            capture_output=True, text=True, check=True, timeout=10,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return f"{sha}-dirty" if dirty else sha
+    """The commit of the project checkout, ``-dirty`` when its sources have
+    uncommitted changes (the generated posts, images and results do not
+    count); ``$SIDEBYSIDE_GIT_SHA`` when set; None outside a checkout (a
+    notebook run by hand, e.g. on Colab). The publisher stamps a published
+    run more narrowly: dirty only for that run's inputs
+    (:func:`sidebyside.runkey.commit_stamp`)."""
+    return runkey.commit_stamp(root, strict=False)
+
+
+PROFILE_ENV = "SIDEBYSIDE_PROFILE"  # set by the publisher for the kernel
 
 
 def collect() -> dict[str, Any]:
-    """The provenance record of this process (see the module docstring)."""
-    gpu = gpu_name()
+    """The provenance record of this process (see the module docstring).
+
+    Under the gpu profile (``$SIDEBYSIDE_PROFILE=gpu``, set by the publisher)
+    it raises :class:`GPUProfileError` unless PyTorch and JAX both compute on
+    the same GPU, so a one-sided "gpu" run stops at its first cell.
+    """
+    found = devices()
+    profile = os.environ.get(PROFILE_ENV)
+    if profile == "gpu":
+        check_gpu_profile(found)
+    gpu = _same_gpu(found)
+    if gpu:
+        device = gpu
+    elif found.get("torch_backend") == "cuda" or found.get("jax_backend") not in (None, "cpu"):
+        device = f"PyTorch: {found.get('torch_device')}; JAX: {found.get('jax_device')} ({cpu_name()})"
+    else:
+        device = cpu_name()
     record: dict[str, Any] = {
-        "device": gpu or cpu_name(),
+        "device": device,
         "device_kind": "gpu" if gpu else "cpu",
         "cpu": cpu_name(),
         "python": platform.python_version(),
@@ -156,8 +331,11 @@ def collect() -> dict[str, Any]:
     for library in _LIBRARIES:
         record[library] = _version(library)
     record["numpy"] = _version("numpy")
-    record["cuda"] = cuda_version()
+    record["cuda"] = found["torch_cuda"] if found.get("torch_backend") == "cuda" else None
+    record.update(found)
+    record["threads"] = threads()
     record["matmul_precision"] = matmul_precision()
+    record["differs_from_pins"] = differs_from_pins(profile or ("gpu" if gpu else "cpu"))
     record["git_sha"] = git_sha()
     return record
 
@@ -167,7 +345,7 @@ def table(record: dict[str, Any] | None = None):
     import pandas as pd
 
     record = record or collect()
-    flat = {k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in record.items()}
+    flat = {k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in record.items()}
     return pd.DataFrame.from_dict(flat, orient="index", columns=["value"])
 
 
@@ -199,12 +377,13 @@ def results_dir() -> Path:
 
 
 def save_results(slug: str, metrics: dict[str, Any], provenance: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Write this run's metrics and provenance for the publisher; return them.
+    """Write this run's metrics, provenance and inputs for the publisher; return them.
 
     Call once, at the end of a notebook. The publisher refuses to publish a
     run that did not call this.
     """
-    record = {"slug": slug, "provenance": provenance or collect(), "metrics": to_jsonable(metrics)}
+    record = {"slug": slug, "provenance": provenance or collect(), "metrics": to_jsonable(metrics),
+              "inputs": runkey.recorded()}
     directory = results_dir()
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{slug}.json"

@@ -8,9 +8,11 @@ Flow (DESIGN.md)::
         _posts/DATE-slug.md + images/<slug>/* + _data/results/<slug>.json
 
 Cache with freeze semantics: a notebook runs again only when its key changes
-(its source, the library's source, its parameters for the profile, the
-pinned requirements). The key is stored as ``source_hash`` in the published
-results file, so a fresh clone knows what is up to date. A published result
+(its source, its parameters for the profile, the pinned requirements, and
+the library modules and data files its last run used: see
+:mod:`sidebyside.runkey`). The key is stored as ``source_hash`` in the
+published results file, with the recorded ``inputs``, so a fresh clone knows
+what is up to date. A published result
 of a larger profile (gpu > cpu > smoke) is kept unless ``force``.
 
 Publication is atomic per notebook: everything is rendered before anything
@@ -27,7 +29,6 @@ import argparse
 import ast
 import base64
 import datetime as dt
-import hashlib
 import json
 import os
 import re
@@ -40,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from . import provenance, runkey
 
 __all__ = [
     "PROFILES",
@@ -169,22 +172,9 @@ def select(infos: list[NotebookInfo], only: str | None) -> list[NotebookInfo]:
 
 
 def detect_profile() -> str:
-    """``gpu`` where PyTorch or JAX sees a CUDA device, else ``cpu``."""
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            return "gpu"
-    except ImportError:
-        pass
-    try:
-        import jax
-
-        if any(d.platform == "gpu" for d in jax.devices()):
-            return "gpu"
-    except (ImportError, RuntimeError):
-        pass
-    return "cpu"
+    """``gpu`` where the driver shows a GPU, else ``cpu`` (asked without
+    importing PyTorch or JAX; the gpu profile then checks that both use it)."""
+    return "gpu" if provenance.gpu_present() else "cpu"
 
 
 def check_profile(profile: str) -> str:
@@ -228,28 +218,12 @@ def load_params(params_dir: Path, profile: str, infos: list[NotebookInfo]) -> di
 # --------------------------------------------------------------------------- cache
 
 
-def _hash_files(digest, paths: list[Path], root: Path) -> None:
-    for path in paths:
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-
-
-def library_files(root: Path = ROOT) -> list[Path]:
-    lib = root / "src" / "sidebyside"
-    return sorted(p for p in lib.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
-
-
-def cache_key(info: NotebookInfo, profile: str, params: dict[str, Any], root: Path = ROOT) -> str:
-    """The key of a run: notebook source, library source, the profile's
-    parameters for it, and the pinned requirements."""
-    digest = hashlib.sha256()
-    digest.update(info.path.read_bytes() + b"\0")
-    _hash_files(digest, library_files(root), root)
-    digest.update(json.dumps({"profile": profile, "params": params}, sort_keys=True, default=str).encode())
-    requirements = root / "requirements.txt"
-    if requirements.is_file():
-        digest.update(requirements.read_bytes())
-    return digest.hexdigest()
+def cache_key(info: NotebookInfo, profile: str, params: dict[str, Any], root: Path = ROOT,
+              inputs: dict[str, Any] | None = None) -> str:
+    """The key of a run: notebook source, the profile's parameters for it, the
+    pins, and the modules and data files the run recorded as its ``inputs``
+    (without them, the whole library: see :mod:`sidebyside.runkey`)."""
+    return runkey.run_key(info.path, profile, params, inputs, root)
 
 
 @dataclass
@@ -257,7 +231,7 @@ class Decision:
     info: NotebookInfo
     action: str  # "run" | "up to date" | "kept"
     reason: str
-    key: str
+    key: str | None  # the published record's key as it stands now (None: nothing published)
 
 
 def _published_record(site: Path, slug: str) -> dict[str, Any] | None:
@@ -274,28 +248,35 @@ def _post_path(site: Path, info: NotebookInfo) -> Path:
     return site / "_posts" / f"{info.date}-{info.slug}.md"
 
 
+def freshness(info: NotebookInfo, record: dict[str, Any] | None, params_by_profile: dict[str, dict[str, dict]],
+              root: Path = ROOT) -> tuple[bool | None, str | None]:
+    """Whether a published record is current: ``(current, key)``, with
+    ``current`` None when it cannot be told (nothing published, or no
+    parameters for its profile). The one test behind ``execute`` and ``list``."""
+    if record is None or info.slug not in params_by_profile.get(record.get("profile"), {}):
+        return None, None
+    return runkey.freshness(info.path, record, params_by_profile[record["profile"]][info.slug], root)
+
+
 def plan(infos, profile, params_by_profile, site: Path, *, force: bool = False, root: Path = ROOT) -> list[Decision]:
     """Decide, per notebook, whether to run it (see the module docstring)."""
     decisions = []
     for info in infos:
-        key = cache_key(info, profile, params_by_profile[profile][info.slug], root)
         record = _published_record(site, info.slug)
         post = _post_path(site, info)
+        current, key = freshness(info, record, params_by_profile, root)
         if force:
             decisions.append(Decision(info, "run", "forced", key))
         elif record is None or not post.is_file():
             decisions.append(Decision(info, "run", "not published yet", key))
         elif record.get("profile") in PROFILES and PROFILES.index(record["profile"]) > PROFILES.index(profile):
             published = record["profile"]
-            stale = ""
-            if published in params_by_profile and info.slug in params_by_profile[published]:
-                if cache_key(info, published, params_by_profile[published][info.slug], root) != record.get("source_hash"):
-                    stale = "; its sources changed since"
+            stale = "" if current is not False else "; its sources changed since"
             decisions.append(Decision(
                 info, "kept",
                 f"published {published} result kept{stale} (PROFILE={published} to refresh it, FORCE=1 to replace it)",
                 key))
-        elif record.get("profile") == profile and record.get("source_hash") == key:
+        elif record.get("profile") == profile and current:
             decisions.append(Decision(info, "up to date", f"{profile} result is current", key))
         else:
             decisions.append(Decision(info, "run", "sources or parameters changed" if record.get("profile") == profile
@@ -647,6 +628,7 @@ def complete_record(saved: dict[str, Any], info: NotebookInfo, profile: str, par
         "profile": profile,
         "executed_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         "source_hash": key,
+        "inputs": saved.get("inputs"),
         "parameters": params,
         "provenance": provenance,
         "metrics": saved["metrics"],
@@ -655,6 +637,28 @@ def complete_record(saved: dict[str, Any], info: NotebookInfo, profile: str, par
 
 def _say(message: str) -> None:
     print(message, flush=True)
+
+
+def _check_before_running(profile: str, root: Path) -> None:
+    """Refuse, before anything runs, a tree whose commit cannot be told and a
+    gpu profile that PyTorch and JAX would not both run on the GPU."""
+    try:
+        runkey.commit_stamp(root, [])
+        if profile == "gpu":
+            _say(f"gpu: PyTorch and JAX both compute on {provenance.check_gpu_profile(provenance.probe_devices())}")
+    except (runkey.StampError, provenance.GPUProfileError) as exc:
+        raise PublishError(str(exc)) from None
+
+
+def _key_and_stamp(info: NotebookInfo, profile: str, params: dict[str, Any], params_dir: Path,
+                   saved: dict[str, Any], root: Path) -> tuple[str, str]:
+    """A finished run's key and commit, both from the inputs it recorded."""
+    inputs = saved.get("inputs")
+    paths = runkey.input_paths(info.path, Path(params_dir) / f"{profile}.yaml", profile, inputs, root)
+    try:
+        return cache_key(info, profile, params, root, inputs), runkey.commit_stamp(root, paths)
+    except runkey.StampError as exc:
+        raise PublishError(str(exc)) from None
 
 
 def run(*, profile: str = "auto", only: str | None = None, force: bool = False, site: Path = ROOT,
@@ -675,6 +679,8 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
     recover(site)
     decisions = plan(infos, profile, params_by_profile, site, force=force, root=root)
     site_config = _site_config(site, root)
+    if not dry_run and any(d.action == "run" for d in decisions):
+        _check_before_running(profile, root)
     for n, decision in enumerate(decisions, 1):
         info = decision.info
         label = f"[{n}/{len(decisions)}] {info.slug}"
@@ -689,7 +695,8 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
         _, nb = read_notebook_info(info.path)
         params = params_by_profile[profile][info.slug]
         executed, saved = execute(info, nb, profile, params, build, root=root, progress=progress)
-        record = complete_record(saved, info, profile, params, decision.key, root)
+        key, saved["provenance"]["git_sha"] = _key_and_stamp(info, profile, params, params_dir, saved, root)
+        record = complete_record(saved, info, profile, params, key, root)
         import nbformat
 
         post, images = render(nbformat.read(executed, as_version=4), record, info, site_config, root=root)
@@ -753,7 +760,8 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--dry-run", action="store_true", help="say what would run, run nothing")
     ex.add_argument("--no-progress", action="store_true", help="no per-cell progress bar")
     sub.add_parser("render", parents=[common], help="render published notebooks again from build/executed")
-    sub.add_parser("list", parents=[common], help="list notebooks, slugs and what is published")
+    listing = sub.add_parser("list", parents=[common], help="list notebooks, slugs and what is published")
+    listing.add_argument("--params", type=Path, default=ROOT / "params")
     sub.add_parser("profile", help="print the profile this machine supports")
     pairs = sub.add_parser("check-pairs", help="fail if a .ipynb pair is missing, stale or holds outputs")
     pairs.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
@@ -774,14 +782,16 @@ def main(argv: list[str] | None = None) -> int:
                 print(problem, file=sys.stderr)
             return 1 if problems else 0
         infos = select(discover(args.notebooks), args.only)
-        params_by_profile = {p: load_params(ROOT / "params", p, infos) for p in PROFILES}
+        params_by_profile = {p: load_params(args.params, p, infos) for p in PROFILES
+                             if (args.params / f"{p}.yaml").is_file()}
         for info in infos:
             record = _published_record(args.site, info.slug)
             state = "not published"
             if record:
-                current = cache_key(info, record["profile"], params_by_profile[record["profile"]][info.slug])
-                freshness = "current" if current == record.get("source_hash") else "stale: sources changed since"
-                state = f"{record['profile']} run of {record['executed_at']} ({freshness})"
+                current, _ = freshness(info, record, params_by_profile)
+                said = {True: "current", False: "stale: its inputs changed since",
+                        None: f"unknown: no {args.params}/{record.get('profile')}.yaml"}[current]
+                state = f"{record['profile']} run of {record['executed_at']} ({said})"
             print(f"{info.slug:31} {info.relpath(ROOT):38} {state}")
         return 0
     except PublishError as exc:

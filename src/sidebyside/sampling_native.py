@@ -36,6 +36,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import runkey
+
 __all__ = ["supported", "available", "build", "grid_sample_native", "NativeBuildError"]
 
 SOURCE = Path(__file__).with_name("native") / "grid_sample_cpu.cc"
@@ -65,6 +67,7 @@ def _cpu_signature() -> str:
 def _library_path() -> Path:
     import jaxlib
 
+    runkey.note_input(SOURCE)  # the kernel's C++ source is an input of a run that uses it
     digest = hashlib.sha256()
     for part in (SOURCE.read_bytes(), " ".join(FLAGS).encode(), jaxlib.__version__.encode(),
                  platform.machine().encode(), _cpu_signature().encode()):
