@@ -13,6 +13,12 @@ VENV ?= .venv
 PYTHON ?= $(VENV)/bin/python
 # SITE: where posts, images and results are written (tests use a temporary one).
 SITE ?= .
+# GPU=1: set-up adds CUDA builds of PyTorch and JAX (requirements-gpu-cudaNN.txt); GPU=0: it does not.
+# Default: 1 where nvidia-smi lists a GPU. CUDA_MAJOR (12 or 13): the driver's, from nvidia-smi.
+ifeq ($(origin GPU),undefined)
+GPU := $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && echo 1 || echo 0)
+endif
+CUDA_MAJOR ?= $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9]*\).*/\1/p' | head -n 1)
 APT_PACKAGES := jekyll jekyll-theme-minima ruby-jekyll-feed ruby-jekyll-seo-tag bundler graphviz \
                 dataset-fashion-mnist chromium libjs-katex g++
 KATEX := /usr/share/javascript/katex
@@ -28,7 +34,7 @@ endif
 PUBLISH := $(PYTHON) -m sidebyside.publish
 SELECT := $(if $(ONLY),--only $(ONLY)) --site $(SITE)
 
-.PHONY: all help setup apt venv bundle assets sync check-pairs execute render list site serve test test-fast offline clean
+.PHONY: all help setup apt venv gpu bundle assets sync check-pairs execute render list site serve test test-fast offline clean
 
 ## all: set up, run every notebook with the profile this machine supports, render, build the site
 all: $(SETUP_DEPS) execute site
@@ -37,8 +43,8 @@ all: $(SETUP_DEPS) execute site
 help:
 	@grep -E '^## ' $(MAKEFILE_LIST) | sed 's/^## /  /'
 
-## setup: Debian packages, the Python venv, the gems, the site's local assets (idempotent)
-setup: apt venv bundle assets
+## setup: Debian packages, the Python venv (with CUDA builds where a GPU is seen), the gems, the site's local assets (idempotent)
+setup: apt venv $(if $(filter 1,$(GPU)),gpu) bundle assets
 
 ## apt: install the Debian packages that are missing (as root; otherwise print the command)
 apt:
@@ -61,6 +67,18 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(VENV)/bin/python -m pip install -q -r requirements.txt
 	$(VENV)/bin/python -m pip install -q --no-deps -e .
 	$(VENV)/bin/python -m sidebyside.sampling_native  # build grid_sample's CPU kernel (g++)
+	@touch $@
+
+## gpu: add CUDA builds of PyTorch and JAX to .venv for the driver's CUDA major, then check both see the GPU (GPU=1)
+gpu: $(VENV)/.installed-gpu
+
+$(VENV)/.installed-gpu: $(VENV)/.installed $(wildcard requirements-gpu-cuda*.txt)
+	@case "$(CUDA_MAJOR)" in 12|13) ;; *) echo "GPU set-up: no CUDA version from the driver (nvidia-smi says '$(CUDA_MAJOR)'); \
+	the pinned JAX has builds for CUDA 12 and 13. Install or update the NVIDIA driver, pass CUDA_MAJOR=12|13, or GPU=0." >&2; exit 1;; esac
+	$(VENV)/bin/python -m pip install -q -r requirements-gpu-cuda$(CUDA_MAJOR).txt
+	@if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then \
+	  $(VENV)/bin/python -c "from sidebyside import provenance as p; print('GPU set-up: PyTorch and JAX both compute on', p.check_gpu_profile(p.devices()))" || exit 1; \
+	else echo "GPU set-up: CUDA $(CUDA_MAJOR) builds installed; no GPU visible here to check them on"; fi
 	@touch $@
 
 ## bundle: resolve the Gemfile offline against Debian's gems (Gemfile.lock is local: Debian's gem versions move)

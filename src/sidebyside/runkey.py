@@ -151,9 +151,10 @@ def recorded(root: str | os.PathLike | None = None, modules: dict[str, Any] | No
 
 def pins_files(profile: str, root: Path) -> list[Path]:
     """The pinned requirements a run of ``profile`` installs from: ``requirements.txt``,
-    and for the gpu profile ``requirements-gpu.txt`` (the CUDA builds)."""
-    names = ["requirements.txt"] + (["requirements-gpu.txt"] if profile == "gpu" else [])
-    return [root / name for name in names if (root / name).is_file()]
+    and for the gpu profile the CUDA layers ``requirements-gpu-cuda*.txt``."""
+    root = Path(root)
+    gpu = sorted(root.glob("requirements-gpu*.txt")) if profile == "gpu" else []
+    return [p for p in [root / "requirements.txt", *gpu] if p.is_file()]
 
 
 def read_pins(paths: Iterable[Path]) -> dict[str, str]:
