@@ -5,13 +5,22 @@
 #                                    and their dependencies, for the box's Python, less what it has
 #   .offline/requirements-offline.txt   what to install there
 #   .offline/fashion-mnist/          the four FashionMNIST .gz files (for FASHION_MNIST_DIR)
-# Usage: tools/prepare-offline.sh [PYTHON_VERSION=3.12] [FILE listing packages the box already has]
+#   .offline/COMMIT                  the commit the copy is made from (for SIDEBYSIDE_GIT_SHA on the box)
+#   .offline/wheels-gpu/             only with CUDA_MAJOR=12|13: the pinned CUDA stack (requirements-gpu-cudaNN.txt,
+#                                    several GB), for a box that should run the pins rather than its own stack
+# Usage: [CUDA_MAJOR=13] tools/prepare-offline.sh [PYTHON_VERSION=3.12] [FILE listing packages the box already has]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pyver=${1:-3.12}
 has=${2:-}
 out=.offline
+# The box has no trustworthy .git: the posts it makes are stamped with this commit. Copy a committed tree.
+if [ -n "$(git status --porcelain --untracked-files=no -- . ':(exclude)_posts' ':(exclude)images' ':(exclude)_data')" ]; then
+  echo "uncommitted changes: commit them first, so that the copy is exactly the commit its posts will name" >&2
+  exit 1
+fi
 rm -rf "$out" && mkdir -p "$out/wheels" "$out/fashion-mnist"
+git rev-parse --short=12 HEAD > "$out/COMMIT"
 platforms=(--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any)
 pip_download() {
   python3 -m pip download -q --only-binary=:all: --python-version "$pyver" --implementation cp "${platforms[@]}" -d "$out/wheels" "$@"
@@ -32,5 +41,15 @@ done
 ls "$out/wheels" | sed -E 's/-[0-9].*//' | sort -u > "$out/requirements-offline.txt"
 src=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
 cp "$src"/*-ubyte.gz "$out/fashion-mnist/"
+if [ -n "${CUDA_MAJOR:-}" ]; then
+  mkdir -p "$out/wheels-gpu"
+  grep -v '^--' "requirements-gpu-cuda$CUDA_MAJOR.txt" > "$out/requirements-gpu.txt"
+  index=$(sed -n 's/^--extra-index-url //p' "requirements-gpu-cuda$CUDA_MAJOR.txt")
+  python3 -m pip download -q --only-binary=:all: --python-version "$pyver" --implementation cp "${platforms[@]}" \
+    ${index:+--extra-index-url "$index"} -d "$out/wheels-gpu" -r "$out/requirements-gpu.txt"
+  du -sh "$out/wheels-gpu"
+  echo "pinned CUDA stack on the box: python3 -m pip install --no-index --find-links $out/wheels-gpu -r $out/requirements-gpu.txt"
+fi
 du -sh "$out/wheels" "$out/fashion-mnist"
 echo "install on the box: python3 -m pip install --no-index --find-links $out/wheels -r $out/requirements-offline.txt"
+echo "run there with: SIDEBYSIDE_GIT_SHA=$(cat "$out/COMMIT")"
