@@ -392,3 +392,18 @@ def test_an_unchanged_execute_imports_neither_framework(recorded_run):
                           env={**os.environ, "PYTHONPATH": str(root / "src")})
     assert proc.returncode == 0, proc.stderr
     assert "up to date" in proc.stdout and proc.stdout.strip().endswith("[]")
+
+
+def test_the_library_notes_the_data_and_sources_a_run_reads(monkeypatch):
+    from sidebyside import data
+
+    monkeypatch.setattr(runkey, "_noted", [])
+    if data.find_dir() is None and not os.environ.get("FASHION_MNIST_DIR"):
+        pytest.skip("FashionMNIST is not installed here")
+    loaded = data.load()
+    from sidebyside import sampling_native
+
+    sampling_native._library_path()
+    noted = runkey.recorded(ROOT)["data"]
+    assert {Path(name).name for name in noted} == set(data.FILES) | {"grid_sample_cpu.cc"}
+    assert runkey._path(next(n for n in noted if n.endswith("-ubyte.gz")), ROOT).parent == Path(loaded.source).resolve()

@@ -271,7 +271,7 @@ def plan(infos, profile, params_by_profile, site: Path, *, force: bool = False, 
             decisions.append(Decision(info, "run", "not published yet", key))
         elif record.get("profile") in PROFILES and PROFILES.index(record["profile"]) > PROFILES.index(profile):
             published = record["profile"]
-            stale = "" if current is not False else "; its sources changed since"
+            stale = "" if current is not False else "; its inputs changed since"
             decisions.append(Decision(
                 info, "kept",
                 f"published {published} result kept{stale} (PROFILE={published} to refresh it, FORCE=1 to replace it)",
