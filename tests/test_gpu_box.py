@@ -109,7 +109,11 @@ def test_guard_refuses_torch_on_the_gpu_and_jax_on_the_cpu():
 
 def test_guard_refuses_the_other_side_and_different_gpus():
     with pytest.raises(provenance.GPUProfileError, match=r"PyTorch sees no GPU.*CUDA build of PyTorch.*torch==2\.14\.1"):
+        provenance.check_gpu_profile({**_found(None, H100), "torch_cuda": None}, PINS)
+    with pytest.raises(provenance.GPUProfileError, match=r"PyTorch is a CUDA 13\.0 build that sees no GPU.*driver"):
         provenance.check_gpu_profile(_found(None, H100), PINS)
+    with pytest.raises(provenance.GPUProfileError, match=r"driver shows none here.*PROFILE=cpu"):
+        provenance.check_gpu_profile(_found(None, None), PINS, driver_gpu=False)
     with pytest.raises(provenance.GPUProfileError, match="different GPUs.*CUDA_VISIBLE_DEVICES"):
         provenance.check_gpu_profile(_found(H100, "NVIDIA A100-SXM4-40GB"), PINS)
     with pytest.raises(provenance.GPUProfileError, match="JAX is not installed"):
@@ -119,6 +123,7 @@ def test_guard_refuses_the_other_side_and_different_gpus():
 
 def test_collect_under_the_gpu_profile_refuses_a_one_sided_gpu(monkeypatch):
     monkeypatch.setattr(provenance, "devices", lambda: _found(H100, None))
+    monkeypatch.setattr(provenance, "gpu_present", lambda: True)
     monkeypatch.setenv(provenance.PROFILE_ENV, "gpu")
     with pytest.raises(provenance.GPUProfileError, match="JAX sees no GPU"):
         provenance.collect()
@@ -151,6 +156,7 @@ def test_provenance_records_each_side_threads_and_the_contract_keys():
 
 def test_publisher_refuses_a_one_sided_gpu_before_running_anything(tmp_path, monkeypatch):
     monkeypatch.setattr(provenance, "probe_devices", lambda python=None: _found(H100, None))
+    monkeypatch.setattr(provenance, "gpu_present", lambda: True)
     with pytest.raises(publish.PublishError, match="needs PyTorch and JAX on the same GPU.*JAX sees no GPU"):
         publish.run(profile="gpu", notebooks=FIXTURES / "notebooks", params_dir=FIXTURES / "params",
                     site=make_site(tmp_path / "site"), build=tmp_path / "build", progress=False)

@@ -160,13 +160,18 @@ class GPUProfileError(RuntimeError):
     """The gpu profile was asked for, but PyTorch and JAX do not both compute on the same GPU."""
 
 
-def check_gpu_profile(found: dict[str, Any], pins: dict[str, str] | None = None) -> str:
+def check_gpu_profile(found: dict[str, Any], pins: dict[str, str] | None = None, *,
+                      driver_gpu: bool | None = None) -> str:
     """The GPU both frameworks compute on (``found`` is :func:`devices`'
     record), or :class:`GPUProfileError` saying what to install. A "gpu" post
-    whose JAX (or PyTorch) half ran on the CPU must be impossible."""
+    whose JAX (or PyTorch) half ran on the CPU must be impossible.
+    ``driver_gpu``: whether the driver shows a GPU (:func:`gpu_present`), when known."""
     gpu = _same_gpu(found)
     if gpu:
         return gpu
+    if driver_gpu is False:
+        raise GPUProfileError("the gpu profile needs a GPU, and the NVIDIA driver shows none here (nvidia-smi -L "
+                              "lists no GPU). Run it on a GPU box, or run on the CPU: make execute PROFILE=cpu")
     pins = _pins("gpu") if pins is None else pins
     jax_pin, torch_pin = pins.get("jax", "<pinned>"), pins.get("torch", "<pinned>")
 
@@ -179,7 +184,10 @@ def check_gpu_profile(found: dict[str, Any], pins: dict[str, str] | None = None)
     if found.get("jax_backend") != "gpu":
         fixes.append(f"install JAX's CUDA build: make setup GPU=1 (or: pip install \"jax[cuda13]=={jax_pin}\"; "
                      "cuda12 where the driver is older than CUDA 13)")
-    if found.get("torch_backend") != "cuda":
+    if found.get("torch_backend") != "cuda" and found.get("torch_cuda"):
+        fixes.append(f"PyTorch is a CUDA {found['torch_cuda']} build that sees no GPU (is the driver older than "
+                     f"CUDA {found['torch_cuda']}?): make setup GPU=1 installs the build that matches the driver")
+    elif found.get("torch_backend") != "cuda":
         fixes.append(f"install a CUDA build of PyTorch: make setup GPU=1 (or: pip install torch=={torch_pin} "
                      "--index-url https://download.pytorch.org/whl/cu130)")
     if not fixes:
@@ -314,7 +322,7 @@ def collect() -> dict[str, Any]:
     found = devices()
     profile = os.environ.get(PROFILE_ENV)
     if profile == "gpu":
-        check_gpu_profile(found)
+        check_gpu_profile(found, driver_gpu=gpu_present())
     gpu = _same_gpu(found)
     if gpu:
         device = gpu

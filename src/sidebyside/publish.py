@@ -645,7 +645,8 @@ def _check_before_running(profile: str, root: Path) -> None:
     try:
         runkey.commit_stamp(root, [])
         if profile == "gpu":
-            _say(f"gpu: PyTorch and JAX both compute on {provenance.check_gpu_profile(provenance.probe_devices())}")
+            gpu = provenance.check_gpu_profile(provenance.probe_devices(), driver_gpu=provenance.gpu_present())
+            _say(f"gpu: PyTorch and JAX both compute on {gpu}")
     except (runkey.StampError, provenance.GPUProfileError) as exc:
         raise PublishError(str(exc)) from None
 
