@@ -49,11 +49,17 @@ schedule = "cosine"
 num_seeds = 2         # networks per framework and initialiser (pairs of seeds give the CKA)
 graph_batch = 2       # batch size of the inputs traced for the computation graphs
 
-# %% tags=["remove_cell"]
-import sys, subprocess
+# %% tags=["remove_cell", "colab-install"]
+# On Colab: install what Colab lacks, and this library from the repository and branch that the
+# site's _config.yml names (tests/test_colab.py keeps the two in step). data.load() then downloads
+# FashionMNIST there.
+import subprocess
+import sys
+
+REPOSITORY, BRANCH = "sidebyside-ml/pytorch-vs-jax", "main"
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz",
-                    "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax"], check=True)
+                    f"sidebyside @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
 
 # %% [markdown]
 # A popular blog post, *Exploring PyTorch and JAX*, trained this 784-128-10 MLP in both frameworks,

@@ -53,11 +53,17 @@ repeats = 5                 # timed repeats per measurement (median and IQR over
 min_repeat_s = 0.02         # each repeat runs the function enough times to last this long
 seed = 0
 
-# %% tags=["remove_cell"]
-import sys, subprocess
+# %% tags=["remove_cell", "colab-install"]
+# On Colab: install what Colab lacks, and this library from the repository and branch that the
+# site's _config.yml names (tests/test_colab.py keeps the two in step). data.load() then downloads
+# FashionMNIST there.
+import subprocess
+import sys
+
+REPOSITORY, BRANCH = "sidebyside-ml/pytorch-vs-jax", "main"
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz",
-                    "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax"], check=True)
+                    f"sidebyside @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
 
 # %% [markdown]
 # ## Setup
