@@ -1,3 +1,21 @@
+// A post's few behaviours; without JavaScript the page reads the same, less these.
+
+// Large vector figures (graphviz graphs): never drawn below 60% of their natural size, where labels
+// turn unreadable; a wider one scrolls sideways in its own box. A click opens any figure full size.
+function sizeFigure(img) {
+  var natural = img.naturalWidth, column = img.parentNode.parentNode.clientWidth;
+  if (natural && natural * 0.6 > column) {
+    img.style.maxWidth = "none";
+    img.style.width = Math.round(natural * 0.6) + "px";
+    img.parentNode.parentNode.classList.add("figure-scroll");
+  }
+}
+document.addEventListener("DOMContentLoaded", function () {
+  document.querySelectorAll('.post-content a > img[src$=".svg"]').forEach(function (img) {
+    if (img.complete) sizeFigure(img); else img.addEventListener("load", function () { sizeFigure(img); });
+  });
+});
+
 // Side-by-side pairs (sidebyside.pairs): a bar of buttons above each pair shows both frameworks, or
 // one only, in every pair of the page. Without JavaScript both columns simply stay visible.
 document.addEventListener("DOMContentLoaded", function () {
