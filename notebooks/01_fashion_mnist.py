@@ -64,10 +64,9 @@ omp_wait_policy = ""       # OMP_WAIT_POLICY for PyTorch's threads; empty keeps 
 import subprocess
 import sys
 
-REPOSITORY, BRANCH = "sidebyside-ml/pytorch-vs-jax", "main"
+LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main"  # repository@branch
 if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz",
-                    f"sidebyside @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", LIBRARY], check=True)
 
 # %% [markdown]
 # ## Setup

@@ -56,10 +56,9 @@ graph_batch = 2       # batch size of the inputs traced for the computation grap
 import subprocess
 import sys
 
-REPOSITORY, BRANCH = "sidebyside-ml/pytorch-vs-jax", "main"
+LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main"  # repository@branch
 if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz",
-                    f"sidebyside @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", LIBRARY], check=True)
 
 # %% [markdown]
 # A popular blog post, *Exploring PyTorch and JAX*, trained this 784-128-10 MLP in both frameworks,

@@ -86,8 +86,8 @@ def test_install_cell_is_identical_everywhere_and_names_the_configured_repositor
     sources = {path.name: _install_cell(path).source for path in NOTEBOOKS}
     assert len(set(sources.values())) == 1, f"the Colab install cell differs between notebooks: {sorted(sources)}"
     source = next(iter(sources.values()))
-    expected = f'REPOSITORY, BRANCH = "{config["repository"]}", "{config.get("branch", "main")}"'
-    assert expected in source, (f"the install cell must read: {expected} (from _config.yml); "
+    expected = f'LIBRARY = "sidebyside @ git+https://github.com/{config["repository"]}@{config.get("branch", "main")}"'
+    assert expected in source, (f"the install cell must read: {expected} (repository and branch of _config.yml); "
                                 "change that line in the first cell of every notebook, then make sync")
     for path in NOTEBOOKS:  # the first code cell after the parameters cell: nothing runs before the install
         code = [c for c in _cells(path) if c.cell_type == "code"]
