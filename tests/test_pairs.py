@@ -207,3 +207,20 @@ def test_parse_html_reads_cells_and_skips_nested_tables():
             '<td>x<table><tr><td>inner</td></tr></table></td></tr></table><p>no table</p>')
     assert tables.parse_html(text) == [[["head", ""], ["a & b", "x"]]]
     assert tables.parse_html("<p>none</p>") == []
+
+
+# --------------------------------------------------------------------------- scoreboard state
+
+
+def test_freshness_compares_the_cache_key_with_the_published_one(tmp_path):
+    from sidebyside import scoreboard
+
+    infos = publish.discover(ROOT / "notebooks")[:2]
+    params = {p: publish.load_params(ROOT / "params", p, infos) for p in publish.PROFILES}
+    results = tmp_path / "_data" / "results"
+    results.mkdir(parents=True)
+    current, edited = infos
+    for info, key in ((current, publish.cache_key(current, "cpu", params["cpu"][current.slug])), (edited, "0" * 64)):
+        (results / f"{info.slug}.json").write_text(json.dumps({"slug": info.slug, "profile": "cpu", "source_hash": key}))
+    path = scoreboard.write_freshness(tmp_path, publish.discover(ROOT / "notebooks"), params, ROOT)
+    assert json.loads(path.read_text()) == {current.slug: "current", edited.slug: "stale"}

@@ -71,7 +71,7 @@ HOW_TO_GET = (
     "    (installs the four .gz files into /usr/share/datasets/fashion-mnist)\n"
     "  - set FASHION_MNIST_DIR to a folder that holds train-images-idx3-ubyte.gz,\n"
     "    train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz\n"
-    "  - with network access: sidebyside.data.load(download=True) (uses torchvision)"
+    "  - with network access: sidebyside.data.load(download=True) (uses torchvision; the default on Colab)"
 )
 
 
