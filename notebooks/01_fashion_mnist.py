@@ -57,11 +57,16 @@ speed_repeats = 3
 allow_tf32 = False         # TensorFloat-32 matmuls on NVIDIA GPUs (both frameworks alike)
 omp_wait_policy = ""       # OMP_WAIT_POLICY for PyTorch's threads; empty keeps OpenMP's default (see Setup)
 
-# %% tags=["remove_cell"]
-import sys, subprocess
+# %% tags=["remove_cell", "colab-install"]
+# On Colab: install what Colab lacks, and this library from the repository and branch that the
+# site's _config.yml names (tests/test_colab.py keeps the two in step). data.load() then downloads
+# FashionMNIST there.
+import subprocess
+import sys
+
+LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main"  # repository@branch
 if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz",
-                    "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", LIBRARY], check=True)
 
 # %% [markdown]
 # ## Setup

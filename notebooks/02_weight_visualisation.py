@@ -49,11 +49,16 @@ schedule = "cosine"
 num_seeds = 2         # networks per framework and initialiser (pairs of seeds give the CKA)
 graph_batch = 2       # batch size of the inputs traced for the computation graphs
 
-# %% tags=["remove_cell"]
-import sys, subprocess
+# %% tags=["remove_cell", "colab-install"]
+# On Colab: install what Colab lacks, and this library from the repository and branch that the
+# site's _config.yml names (tests/test_colab.py keeps the two in step). data.load() then downloads
+# FashionMNIST there.
+import subprocess
+import sys
+
+LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main"  # repository@branch
 if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz",
-                    "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", LIBRARY], check=True)
 
 # %% [markdown]
 # A popular blog post, *Exploring PyTorch and JAX*, trained this 784-128-10 MLP in both frameworks,
@@ -95,14 +100,14 @@ from flax import nnx
 from IPython.display import Markdown, Pretty
 from torchviz import make_dot
 
-from sidebyside import analysis, data, models, provenance, training, viz
+from sidebyside import analysis, data, models, provenance, tables, training, verdict, viz
 
 viz.style()
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 # Nothing in this post is timed. On a CPU, one intra-op thread keeps PyTorch's many small matmuls
 # from waiting for a second core that other work may hold (up to ~10x slower epochs otherwise).
 torch.set_num_threads(1)
-provenance.table()
+tables.table(provenance.table())
 
 # %%
 ds = data.load()
@@ -116,11 +121,11 @@ VARIANTS = {
     "flax_torch_init": "Flax (PyTorch's init)",
     "flax_same_init": "Flax (PyTorch's initial weights)",
 }
-pd.DataFrame({"setting": ["training images", "test images", "held-out images for CKA", "epochs", "batch size",
+tables.table(pd.DataFrame({"setting": ["training images", "test images", "held-out images for CKA", "epochs", "batch size",
                           "optimiser", "learning rate", "seeds per variant", "device"],
               "value": [len(arrays.X_train), len(arrays.X_test), len(X_cka), num_epochs, batch_size,
                         f"{optimizer}, {schedule} schedule", lr, num_seeds,
-                        f"PyTorch: {device}, JAX: {jax.devices()[0].platform}"]}).set_index("setting")
+                        f"PyTorch: {device}, JAX: {jax.devices()[0].platform}"]}).set_index("setting"))
 
 # %% [markdown]
 # ## 1. The first-layer weights
@@ -161,9 +166,9 @@ def finish(run, model, history):
 runs = {variant: [] for variant in VARIANTS}
 
 # %% [markdown]
-# #### PyTorch
+# PyTorch on the left, Flax on the right: the same loop over seeds, through `sidebyside.training`.
 
-# %%
+# %% tags=["pair:training:torch"]
 torch_initial = {}  # seed -> an untouched copy of the initial network, for the same-init control
 for seed in range(num_seeds):
     torch.manual_seed(seed)
@@ -175,10 +180,7 @@ for seed in range(num_seeds):
         on_epoch_end=recorder(run), progress=f"PyTorch seed {seed}")
     runs["torch"].append(finish(run, torch_model, history))
 
-# %% [markdown]
-# #### Flax
-
-# %%
+# %% tags=["pair:training:jax"]
 def flax_network(variant, seed):
     if variant == "flax_same_init":
         return models.copy_torch_to_flax(torch_initial[seed], models.FlaxMLP(rngs=nnx.Rngs(seed), torch_init=True))
@@ -200,7 +202,7 @@ accuracy = pd.DataFrame(
      for v, rs in runs.items() for r in rs]
 ).pivot(index="variant", columns="seed", values="test accuracy (%)").reindex(list(VARIANTS.values()))
 accuracy["mean"] = accuracy.mean(axis=1)
-accuracy.round(2)
+tables.table(accuracy, 4)
 
 # %% [markdown]
 # ### 1.2 Side by side, at the end of training
@@ -319,10 +321,10 @@ viz.svg(gradient_graph)
 # PyTorch prints a module's structure; Flax NNX's `nnx.tabulate` runs the model once and tabulates
 # each layer's inputs, outputs and parameters.
 
-# %%
+# %% tags=["pair:summary:torch"]
 torch_model
 
-# %%
+# %% tags=["pair:summary:jax"]
 # Plain text: without these settings, rich would draw its own (coloured) widget in a notebook.
 Pretty(nnx.tabulate(flax_model, jnp.asarray(X_graph), console_kwargs={"force_jupyter": False, "color_system": None}))
 
@@ -341,7 +343,7 @@ rows.append({"PyTorch parameter": "total", "PyTorch shape": "", "Flax parameter"
              "count": param_counts["torch"]})
 param_table = pd.DataFrame(rows)
 assert param_counts["torch"] == param_counts["flax"] == param_table["count"].iloc[:-1].sum()
-param_table
+tables.table(param_table)
 
 # %% [markdown]
 # Same parameters, transposed: PyTorch stores a linear layer's weight as (out, in) and computes
@@ -350,12 +352,12 @@ param_table
 # jaxpr draws primitive operations.
 
 # %%
-pd.DataFrame({
+tables.table(pd.DataFrame({
     "graph": ["PyTorch autograd graph (torchviz)", "JAX forward jaxpr", "JAX gradient jaxpr"],
     "nodes": [len(re.findall(r"^\s*\d+ \[label=", torch_graph.source, re.M)),
               forward_graph.equations, gradient_graph.equations],
     "what a node is": ["backward function or parameter", "primitive or call", "primitive or call"],
-}).set_index("graph")
+}).set_index("graph"))
 
 # %% [markdown]
 # ## 3. The claim, tested
@@ -402,7 +404,7 @@ for variant, rs in runs.items():
         summary = {"variant": VARIANTS[variant], "layer": layer, "seeds": len(rs)}
         for column in per_network[variant, layer]:
             m, s = mean_std(per_network[variant, layer][column])
-            summary[column] = f"{m:.3f}" if np.isnan(s) else f"{m:.3f} ± {s:.3f}"
+            summary[column] = verdict.fmt_number(m) + ("" if np.isnan(s) else f" ± {verdict.fmt_number(s)}")
         stats_rows.append(summary)
 weight_table = pd.DataFrame(stats_rows).set_index(["variant", "layer"]).fillna("")
 weight_table
@@ -480,7 +482,7 @@ cka_table = pd.DataFrame({
     "CKA, trained (min–max)": [f"{v.min():.3f}–{v.max():.3f}" for v in cka_end.values()],
     "CKA, untrained (mean)": [v.mean() for v in cka_start.values()],
 }, index=list(cka_end))
-cka_table.round(4)
+tables.table(cka_table, 4)
 
 # %% figure="cka-matrix" alt="Linear CKA between the hidden layers of every trained network, PyTorch and Flax, every seed"
 short = {"torch": "PyTorch", "flax": "Flax", "flax_torch_init": "Flax, torch init", "flax_same_init": "Flax, copied init"}
@@ -520,7 +522,7 @@ same_start = pd.DataFrame([
                                                       - runs["flax_same_init"][0]["weights"][epoch]["fc1"]).max())}
     for epoch in range(num_epochs + 1)
 ]).set_index("epoch")
-same_start.map(lambda value: f"{value:.3g}")
+tables.table(same_start)
 
 # %% [markdown]
 # Relative difference: $\lVert W_\text{Flax} - W_\text{PyTorch}\rVert / \lVert W_\text{PyTorch}\rVert$ for `fc1`.
@@ -551,7 +553,7 @@ results = pd.DataFrame({
         ]
     },
 }).fillna("")
-results
+tables.table(results)
 
 # %% tags=["remove_input"]
 def gap(a, b):
@@ -561,14 +563,20 @@ def gap(a, b):
     return ma - mb, ((ma - mb) / spread if spread > 0 else float("nan"))
 
 
-def verdict(z):
+def against_seeds(z):
     if np.isnan(z):
         return "too few seeds to compare with seed-to-seed variation"
     return "far outside" if abs(z) > 3 else ("outside" if abs(z) > 2 else "within")
 
 
+def signed(x, digits=3):
+    """A difference with its sign: "+0.25", "-1.3", "0" (never "-0.0")."""
+    text = verdict.fmt_number(x, digits)
+    return text if text.startswith("-") or text in ("0", "n/a") else "+" + text
+
+
 def fmt_z(z):
-    return "n/a" if np.isnan(z) else f"{z:+.1f}"
+    return "n/a" if np.isnan(z) else signed(z, 2)
 
 
 tv_mean = {v: mean_std(t)[0] for v, t in tv.items()}
@@ -615,7 +623,7 @@ else:
 
 if np.isnan(z_default):
     look = (f"Flax's final templates score {tv_mean['flax']:.3f} in normalised total variation against "
-            f"PyTorch's {tv_mean['torch']:.3f} ({verdict(z_default)}).")
+            f"PyTorch's {tv_mean['torch']:.3f} ({against_seeds(z_default)}).")
 elif abs(z_default) <= 2:
     look = (f"With their default initialisers, Flax's final templates are no rougher than PyTorch's "
             f"(normalised total variation {tv_mean['flax']:.3f} against {tv_mean['torch']:.3f}, "
@@ -624,11 +632,11 @@ else:
     look = (f"With their default initialisers, Flax's final templates are "
             f"{'rougher' if d_default > 0 else 'smoother'} than PyTorch's: normalised total variation "
             f"{tv_mean['flax']:.3f} against {tv_mean['torch']:.3f} ({fmt_z(z_default)} seed standard deviations, "
-            f"{verdict(z_default)} the seed-to-seed variation)"
+            f"{against_seeds(z_default)} the seed-to-seed variation)"
             + (", so the original post saw a real difference." if d_default > 0 else
                ", the opposite of the original post's impression."))
-control = (f" Give Flax PyTorch's initialiser and the difference becomes {d_control:+.4f} "
-           f"({fmt_z(z_control)} seed standard deviations, {verdict(z_control)} the seed-to-seed variation). "
+control = (f" Give Flax PyTorch's initialiser and the difference becomes {signed(d_control)} "
+           f"({fmt_z(z_control)} seed standard deviations, {against_seeds(z_control)} the seed-to-seed variation). "
            f"The learned update (final minus initial weights) is about as smooth in both frameworks "
            f"({upd_mean['torch']:.3f} in PyTorch, {upd_mean['flax']:.3f} in Flax, {upd_mean['flax_torch_init']:.3f} "
            f"in Flax with PyTorch's init), far smoother than the initial weights, which are white noise "
@@ -656,21 +664,30 @@ Markdown(f"""
   arithmetic, amplified by ReLU thresholds and Adam over {num_steps} steps, leave their first-layer
   weights {100 * rel_diff:.2g}% apart (section 3.4).
 - *Accuracy.* With the same data, normalisation and optimiser, Flax's default networks score
-  {acc_gap:+.2f} percentage points against PyTorch's ({100 * acc['flax'].mean():.2f}% vs
-  {100 * acc['torch'].mean():.2f}%, {num_seeds} seeds each; seed-to-seed standard deviation {acc_spread:.2f}
+  {signed(acc_gap)} percentage points against PyTorch's ({100 * acc['flax'].mean():.2f}% vs
+  {100 * acc['torch'].mean():.2f}%, {verdict.plural(num_seeds, 'seed')} each; seed-to-seed standard deviation {verdict.fmt_number(acc_spread)}
   points); with PyTorch's initialiser, Flax's networks score {100 * acc['flax_torch_init'].mean():.2f}%
-  ({acc_ti_gap:+.2f} points against PyTorch).
+  ({signed(acc_ti_gap)} points against PyTorch).
   The original's 57.6% (PyTorch) against 79.7% (JAX) says nothing about the frameworks: among other
   differences, its PyTorch test set was normalised to [-1, 1] while its training set was not.
 - *Graphs.* JAX's counterpart of torchviz is its jaxpr, which a small renderer (`viz.jaxpr_graph`)
   draws with graphviz: {forward_graph.equations} equations for the forward pass, {gradient_graph.equations}
   for the gradient, against torchviz's view of the recorded backward functions.
 
-Measured with {num_seeds} seeds per variant, {len(arrays.X_train)} training images and {num_epochs}
+Measured with {verdict.plural(num_seeds, 'seed')} per variant, {len(arrays.X_train)} training images and {num_epochs}
 epochs, on {provenance.collect()['device']}. Nothing here is timed, so this post has no GPU figures to add.
 """)
 
 # %% tags=["remove_cell"]
+# The verdict box at the top of the post reads these (sidebyside.verdict; the headline first).
+claims = [
+    verdict.seeds(tv["torch"], tv["flax_torch_init"], subject_name="torch", other_name="jax",
+                  question="Given the same initialiser, are Flax's learned first-layer templates rougher than PyTorch's?",
+                  quantity="normalised total variation of the final templates", unit="", higher_is_better=False,
+                  caveat="Flax here is the Flax network with PyTorch's initialiser; with its own, its initial noise shows."),
+    verdict.seeds(100 * acc["torch"], 100 * acc["flax"], subject_name="torch", other_name="jax",
+                  question="With their default initialisers, which MLP reaches the higher test accuracy?"),
+]
 metrics = {
     "cka": {"torch_vs_flax": cka_tf, "torch_vs_torch": cka_tt, "flax_vs_flax": cka_ff},
     "cka_controls": {
@@ -694,5 +711,6 @@ metrics = {
     "num_seeds": num_seeds,
     "num_epochs": num_epochs,
     "num_train": len(arrays.X_train),
+    "verdicts": [claim.to_dict() for claim in claims],
 }
 provenance.save_results("weight-visualisation", metrics)["metrics"]

@@ -49,11 +49,16 @@ BENCH_REPEATS = 3
 BENCH_THREADS = None
 BENCH_MIN_REPEAT_S = 0.02
 
-# %% tags=["remove_cell"]
-import sys, subprocess
+# %% tags=["remove_cell", "colab-install"]
+# On Colab: install what Colab lacks, and this library from the repository and branch that the
+# site's _config.yml names (tests/test_colab.py keeps the two in step). data.load() then downloads
+# FashionMNIST there.
+import subprocess
+import sys
+
+LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main"  # repository@branch
 if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz",
-                    "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", LIBRARY], check=True)
 
 # %% [markdown]
 # ## Setup

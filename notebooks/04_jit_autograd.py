@@ -53,11 +53,16 @@ repeats = 5                 # timed repeats per measurement (median and IQR over
 min_repeat_s = 0.01         # each repeat runs the function enough times to last this long
 seed = 0
 
-# %% tags=["remove_cell"]
-import sys, subprocess
+# %% tags=["remove_cell", "colab-install"]
+# On Colab: install what Colab lacks, and this library from the repository and branch that the
+# site's _config.yml names (tests/test_colab.py keeps the two in step). data.load() then downloads
+# FashionMNIST there.
+import subprocess
+import sys
+
+LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main"  # repository@branch
 if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz",
-                    "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", LIBRARY], check=True)
 
 # %% [markdown]
 # ## Setup

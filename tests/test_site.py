@@ -130,6 +130,7 @@ def _browse(built: Path, slugs: list[str], prefix: str) -> dict[str, dict]:
                         "katex": page.evaluate("() => document.querySelectorAll('.katex').length"),
                         "provenance": page.evaluate("() => (document.querySelector('.provenance') || {}).innerText || ''"),
                         "colab": page.evaluate("() => (document.querySelector('a.colab') || {}).href || ''"),
+                        "verdict": page.evaluate("() => !!document.querySelector('.verdict')"),
                         "text": page.evaluate("() => document.body.innerText"),
                     }
                     page.screenshot(path=str(SCREENSHOTS / f"{prefix}-{name}.png"), full_page=name != "index")
@@ -141,7 +142,7 @@ def _browse(built: Path, slugs: list[str], prefix: str) -> dict[str, dict]:
     return reports
 
 
-def _check(reports: dict[str, dict], slugs: list[str]) -> None:
+def _check(reports: dict[str, dict], slugs: list[str], site: Path) -> None:
     assert reports["index"]["status"] == 200 and not reports["index"]["errors"], reports["index"]["errors"]
     for slug in slugs:
         report = reports[slug]
@@ -151,6 +152,9 @@ def _check(reports: dict[str, dict], slugs: list[str]) -> None:
         assert not broken, f"{slug}: images that did not load: {broken}"
         assert "Device" in report["provenance"] and "Profile" in report["provenance"], slug
         assert report["colab"].startswith("https://colab.research.google.com/github/"), slug
+        # The verdict box comes from the results file: shown when it holds verdicts, absent otherwise.
+        record = json.loads((site / "_data" / "results" / f"{slug}.json").read_text())
+        assert report["verdict"] == bool(record["metrics"].get("verdicts")), slug
 
 
 def test_smoke_site_builds_and_every_post_renders_in_a_browser(smoke_site):
@@ -159,7 +163,7 @@ def test_smoke_site_builds_and_every_post_renders_in_a_browser(smoke_site):
     assert set(SLUGS) <= set(slugs), "every notebook must have produced a post (run the whole module)"
     built = _jekyll(site)
     reports = _browse(built, slugs, "smoke")
-    _check(reports, slugs)
+    _check(reports, slugs, site)
     # every post reaches the index, with its description
     for slug in slugs:
         fm = front_matter(next((site / "_posts").glob(f"*-{slug}.md")).read_text())
@@ -178,7 +182,7 @@ def test_published_site_builds_and_renders(tmp_path):
         pytest.skip("nothing published yet")
     built = _jekyll(site)
     reports = _browse(built, slugs, "published")
-    _check(reports, slugs)
+    _check(reports, slugs, site)
     for slug in slugs:
         fm = front_matter(next((site / "_posts").glob(f"*-{slug}.md")).read_text())
         assert fm["title"] not in reports[slug]["text"].split(fm["title"], 1)[1], f"{slug}: title shown twice"

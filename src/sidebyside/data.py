@@ -6,7 +6,9 @@ Where the files come from, in order:
    torchvision's ``FashionMNIST/raw`` layout below it). When set, it is the
    only place looked at: a wrong setting is an error, not a silent fallback.
 2. Debian's ``dataset-fashion-mnist`` package: ``/usr/share/datasets/fashion-mnist``.
-3. ``download=True``: torchvision downloads them (e.g. on Colab) into ``root``.
+3. torchvision downloads them into ``root`` (``data/`` by default) when
+   ``download=True``, or by default when running on Colab
+   (:func:`on_colab`), where neither of the above exists.
 
 Every file is checked: its IDX header (magic, counts, shape) and the MD5 of
 its decompressed bytes (Debian recompresses the archives, so the ``.gz``
@@ -23,6 +25,7 @@ import dataclasses
 import gzip
 import hashlib
 import os
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -37,6 +40,7 @@ __all__ = [
     "FashionMNIST",
     "find_dir",
     "load",
+    "on_colab",
     "normalise",
     "epoch_permutation",
     "iterate_batches",
@@ -69,7 +73,7 @@ HOW_TO_GET = (
     "    (installs the four .gz files into /usr/share/datasets/fashion-mnist)\n"
     "  - set FASHION_MNIST_DIR to a folder that holds train-images-idx3-ubyte.gz,\n"
     "    train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz\n"
-    "  - with network access: sidebyside.data.load(download=True) (uses torchvision)"
+    "  - with network access: sidebyside.data.load(download=True) (uses torchvision; the default on Colab)"
 )
 
 
@@ -155,12 +159,22 @@ def _download(root: Path) -> Path:
     return root / "FashionMNIST" / "raw"
 
 
-def load(root: str | os.PathLike | None = None, *, download: bool = False) -> FashionMNIST:
+def on_colab() -> bool:
+    """True inside a Google Colab kernel (it imports ``google.colab`` at start)."""
+    return "google.colab" in sys.modules
+
+
+def load(root: str | os.PathLike | None = None, *, download: bool | None = None) -> FashionMNIST:
     """Load and verify FashionMNIST (see the module docstring for where from).
 
     ``root``: an extra folder to look in first (and to download into).
+    ``download``: let torchvision fetch the files when no local copy is found;
+    None (the default) means "only on Colab", so notebooks call ``load()``
+    everywhere and a Colab run needs no edit.
     Returns a :class:`FashionMNIST`; raises :class:`DataError` if missing or corrupt.
     """
+    if download is None:
+        download = on_colab()
     configured = os.environ.get("FASHION_MNIST_DIR")
     if configured:
         directory = next((p for p in _candidates(Path(configured)) if _has_files(p)), None)

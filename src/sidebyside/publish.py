@@ -548,12 +548,20 @@ def render(executed_nb, record: dict[str, Any], info: NotebookInfo, site_config:
     drop_title_heading(nb, info.title)
     from traitlets.config import Config
 
+    from sidebyside import downloads, pairs
+
+    rules = _scrub_rules(root)
+    images.update(downloads.files(info.slug, executed_nb, nb, record, lambda text: scrub(text, rules)))
+    try:
+        pairs.render_pairs(nb)
+    except pairs.PairError as exc:
+        raise PublishError(f"{info.path}: {exc}") from None
+
     # Figures are extracted (with stable names) by _preprocess, not by nbconvert.
     config = Config({"ExtractOutputPreprocessor": {"enabled": False}})
     exporter = MarkdownExporter(config=config, extra_template_basedirs=[str(TEMPLATES)], template_name="sidebyside")
     body, _ = exporter.from_notebook_node(nb, resources={"slug": info.slug})
     body = re.sub(r"\n{3,}", "\n\n", body).strip() + "\n"
-    rules = _scrub_rules(root)
     header = yaml.safe_dump(front_matter(info, record, site_config, root), sort_keys=False, allow_unicode=True)
     return f"---\n{scrub(header, rules)}---\n\n{body}", images
 
@@ -704,6 +712,10 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
         target = publish(site, info, post, images, record)
         _say(f"{label}: done in {time.perf_counter() - t0:.1f} s -> {target.relative_to(site)} "
              f"(+{len(images)} image{'s' if len(images) != 1 else ''})")
+    if not dry_run:
+        from sidebyside import scoreboard
+
+        scoreboard.write_freshness(site, infos, params_by_profile, root)
     _say(f"all {len(decisions)} notebook(s) handled in {time.perf_counter() - started:.1f} s")
     return 0
 
@@ -723,6 +735,12 @@ def rerender(*, only: str | None = None, site: Path = ROOT, build: Path = ROOT /
             continue
         post, images = render(nbformat.read(executed, as_version=4), record, info, site_config, root=root)
         _say(f"{info.slug}: rendered -> {publish(site, info, post, images, record).relative_to(site)}")
+    from sidebyside import scoreboard
+
+    infos = select(discover(notebooks), only)
+    params_dir = root / "params"
+    scoreboard.write_freshness(site, infos, {p: load_params(params_dir, p, infos) for p in PROFILES
+                                             if (params_dir / f"{p}.yaml").is_file()}, root)
     return 0
 
 

@@ -1,0 +1,47 @@
+// A post's few behaviours; without JavaScript the page reads the same, less these.
+
+// Large vector figures (graphviz graphs): never drawn below 60% of their natural size, where labels
+// turn unreadable; a wider one scrolls sideways in its own box. A click opens any figure full size.
+function sizeFigure(img) {
+  var natural = img.naturalWidth, column = img.parentNode.parentNode.clientWidth;
+  if (natural && natural * 0.6 > column) {
+    img.style.maxWidth = "none";
+    img.style.width = Math.round(natural * 0.6) + "px";
+    img.parentNode.parentNode.classList.add("figure-scroll");
+  }
+}
+document.addEventListener("DOMContentLoaded", function () {
+  document.querySelectorAll('.post-content a > img[src$=".svg"]').forEach(function (img) {
+    if (img.complete) sizeFigure(img); else img.addEventListener("load", function () { sizeFigure(img); });
+  });
+});
+
+// Side-by-side pairs (sidebyside.pairs): a bar of buttons above each pair shows both frameworks, or
+// one only, in every pair of the page. Without JavaScript both columns simply stay visible.
+document.addEventListener("DOMContentLoaded", function () {
+  var pairs = document.querySelectorAll(".pair");
+  if (!pairs.length) return;
+  function toggle() {
+    var bar = document.createElement("div");
+    bar.className = "pair-toggle";
+    bar.setAttribute("role", "group");
+    bar.setAttribute("aria-label", "Code shown side by side");
+    [["both", "PyTorch and JAX"], ["torch", "PyTorch only"], ["jax", "JAX only"]].forEach(function (choice) {
+      var button = document.createElement("button");
+      button.type = "button";
+      button.textContent = choice[1];
+      button.setAttribute("data-show", choice[0]);
+      button.setAttribute("aria-pressed", choice[0] === "both" ? "true" : "false");
+      button.addEventListener("click", function () {
+        document.documentElement.setAttribute("data-pair-show", choice[0]);
+        document.querySelectorAll(".pair-toggle button").forEach(function (b) {
+          b.setAttribute("aria-pressed", b.getAttribute("data-show") === choice[0] ? "true" : "false");
+        });
+      });
+      bar.appendChild(button);
+    });
+    return bar;
+  }
+  // One bar above each pair; they all act on every pair of the page.
+  pairs.forEach(function (pair) { pair.parentNode.insertBefore(toggle(), pair); });
+});

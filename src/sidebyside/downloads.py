@@ -1,0 +1,63 @@
+"""What a reader can download from a post, written beside its figures.
+
+Jekyll does not serve ``_data/``, so the publisher puts these files into
+``images/<slug>/`` with the figures, where they ride the same atomic swap:
+
+- ``results.json``: the published results record (the same as
+  ``_data/results/<slug>.json``);
+- ``tables.csv``: every table the post shows (the HTML table outputs), one
+  tidy CSV (``table, section, row, column, value``; see
+  :func:`sidebyside.tables.tables_csv`);
+- ``<slug>.ipynb``: the executed notebook, with the outputs the post shows,
+  local paths and host name scrubbed as in the post.
+
+The post layout links each file that exists (``_includes/downloads.html``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from sidebyside.tables import parse_html, tables_csv
+
+__all__ = ["NAMES", "files", "post_tables"]
+
+RESULTS, TABLES = "results.json", "tables.csv"
+NAMES = (RESULTS, TABLES)  # and "<slug>.ipynb"
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else "".join(value or [])
+
+
+def post_tables(nb) -> list[tuple[str, list[list[str]]]]:
+    """``(section heading, rows)`` of every HTML table in the outputs of
+    ``nb``, in order; the heading is the last Markdown heading above it."""
+    section, found = "", []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("#"):
+                    section = line.lstrip("#").strip()
+            continue
+        for output in cell.get("outputs", []):
+            html = (output.get("data") or {}).get("text/html")
+            if html:
+                found += [(section, rows) for rows in parse_html(_text(html))]
+    return found
+
+
+def files(slug: str, executed_nb, preprocessed_nb, record: dict[str, Any],
+          scrub: Callable[[str], str] = lambda text: text) -> dict[str, bytes]:
+    """``{filename: bytes}`` of the downloads: ``preprocessed_nb`` is the
+    notebook as the post shows it (its tables), ``executed_nb`` the full
+    executed notebook (written through ``scrub``)."""
+    import nbformat
+
+    out = {RESULTS: (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()}
+    tables = post_tables(preprocessed_nb)
+    if tables:
+        out[TABLES] = tables_csv(tables).encode()
+    out[f"{slug}.ipynb"] = scrub(nbformat.writes(executed_nb)).encode()
+    return out

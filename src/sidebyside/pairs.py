@@ -1,0 +1,184 @@
+"""Side-by-side code: a PyTorch cell and its JAX twin as two aligned columns.
+
+A notebook marks the pair with cell tags (jupytext)::
+
+    # %% tags=["pair:train-step:torch"]
+    ...the PyTorch code...
+
+    # %% tags=["pair:train-step:jax"]
+    ...the JAX code...
+
+The two cells must be consecutive code cells, in either order, with the
+same ``<name>``. :func:`render_pairs` (the publisher calls it on the
+preprocessed notebook, after figures are extracted) replaces each pair with
+one Markdown cell holding HTML: PyTorch on the left, JAX on the right, each
+with its outputs; the site's CSS stacks them on narrow screens and a toggle
+(``assets/pairs.js``) shows one framework only.
+
+Everything from a cell is escaped: code is highlighted by Pygments (which
+escapes it), text outputs go into ``<pre>``, an HTML table output is read
+back into cells (:func:`sidebyside.tables.parse_html`) and written again
+escaped, other HTML is shown as its plain-text form. Figures (already
+extracted to files by the publisher) are linked images.
+
+Input: a notebook node (nbformat v4). Output: the same node, changed in place.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+from sidebyside.tables import parse_html
+
+__all__ = ["PairError", "TAG_RE", "find_pairs", "render_pairs", "pair_html"]
+
+TAG_RE = re.compile(r"^pair:([A-Za-z0-9_.-]+):(torch|jax)$")
+SIDES = ("torch", "jax")  # left, right
+LABELS = {"torch": "PyTorch", "jax": "JAX"}
+
+
+class PairError(ValueError):
+    """A pair tag without its twin, or a malformed one; the message says which cell."""
+
+
+def _pair_tag(cell) -> tuple[str, str] | None:
+    tags = [t for t in cell.metadata.get("tags", []) if str(t).startswith("pair:")]
+    if not tags:
+        return None
+    if len(tags) > 1:
+        raise PairError(f"a cell carries two pair tags ({', '.join(tags)}); give it one")
+    match = TAG_RE.match(tags[0])
+    if not match:
+        raise PairError(f"pair tag {tags[0]!r} must read pair:<name>:torch or pair:<name>:jax")
+    if cell.cell_type != "code":
+        raise PairError(f"pair tag {tags[0]!r} is on a {cell.cell_type} cell; only code cells pair")
+    return match.group(1), match.group(2)
+
+
+def _first_line(cell) -> str:
+    return next((line.strip() for line in cell.source.splitlines() if line.strip()), "(empty)")[:60]
+
+
+def find_pairs(cells) -> list[tuple[int, int]]:
+    """Indices ``(torch_index, jax_index)`` of each pair, in order; raises
+    :class:`PairError` for a tagged cell whose neighbour is not its twin."""
+    pairs = []
+    i = 0
+    while i < len(cells):
+        tag = _pair_tag(cells[i])
+        if tag is None:
+            i += 1
+            continue
+        name, side = tag
+        twin = _pair_tag(cells[i + 1]) if i + 1 < len(cells) else None
+        if twin is None or twin[0] != name or twin[1] == side:
+            other = "jax" if side == "torch" else "torch"
+            raise PairError(f"cell {i} [{_first_line(cells[i])}] is tagged pair:{name}:{side}, but the next cell "
+                            f"is not tagged pair:{name}:{other}; put the two halves in consecutive code cells")
+        pairs.append((i, i + 1) if side == "torch" else (i + 1, i))
+        i += 2
+    return pairs
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def _code(source: str) -> str:
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import PythonLexer
+
+    # Pygments' short class names are the ones Rouge uses, so the theme's colours apply.
+    body = highlight(source, PythonLexer(), HtmlFormatter(nowrap=True)) if source.strip() else ""
+    return (f'<div class="language-python highlighter-rouge"><div class="highlight">'
+            f'<pre class="highlight"><code>{_lines(body.rstrip())}</code></pre></div></div>')
+
+
+def _lines(escaped: str) -> str:
+    # Newlines as character references: the pair stays one line of HTML, which kramdown passes
+    # through as one block (a blank line in a <pre> would otherwise end the block).
+    return escaped.replace("\r", "").replace("\n", "&#10;")
+
+
+def _pre(text: str, css: str = "output") -> str:
+    return f'<pre class="{css}">{_lines(html.escape(text))}</pre>'
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else "".join(value or [])
+
+
+def _table(rows: list[list[str]]) -> str:
+    width = max(len(r) for r in rows)
+    out = ['<div class="table-scroll"><table class="dataframe">']
+    for n, row in enumerate(rows):
+        cells = []
+        for c, value in enumerate(row + [""] * (width - len(row))):
+            tag = "th" if n == 0 or c == 0 else "td"  # the header row, and the first column (the index)
+            cells.append(f"<{tag}>{html.escape(value)}</{tag}>")
+        out.append(f"<tr>{''.join(cells)}</tr>")
+    out.append("</table></div>")
+    return "".join(out)
+
+
+def _output(output) -> str:
+    kind = output.get("output_type")
+    if kind == "stream":
+        text = _text(output.get("text"))
+        if output.get("name") == "stderr":
+            return f'<details class="stderr"><summary>stderr</summary>{_pre(text)}</details>'
+        return _pre(text)
+    if kind == "error":
+        return _pre("\n".join(output.get("traceback", [])), "output error")
+    if kind not in ("display_data", "execute_result"):
+        return ""
+    data = output.get("data", {})
+    files = output.get("metadata", {}).get("filenames") or {}
+    for mime in ("image/png", "image/svg+xml", "image/jpeg"):
+        if mime in files:
+            src = html.escape(str(files[mime]), quote=True)
+            alt = html.escape(str(output.get("metadata", {}).get("alt", "Figure")), quote=True)
+            return f'<a class="figure-link" href="{src}"><img src="{src}" alt="{alt}" loading="lazy"></a>'
+    if "text/html" in data:
+        tables = parse_html(_text(data["text/html"]))
+        if tables:
+            return "".join(_table(rows) for rows in tables)
+    for mime in ("text/plain", "text/markdown", "text/latex", "text/html"):
+        if mime in data:
+            return _pre(_text(data[mime]))
+    return ""
+
+
+def pair_html(name: str, cells: dict[str, Any]) -> str:
+    """The HTML of one pair: ``cells`` maps "torch" and "jax" to code cells."""
+    parts = [f'<div class="pair" data-pair="{html.escape(name, quote=True)}" markdown="0">']
+    for side in SIDES:
+        parts.append(f'<div class="pair-head {side}">{LABELS[side]}</div>')
+    for side in SIDES:
+        parts.append(f'<div class="pair-code {side}">{_code(cells[side].source)}</div>')
+    for side in SIDES:
+        outputs = "".join(_output(o) for o in cells[side].get("outputs", []))
+        parts.append(f'<div class="pair-out {side}">{outputs}</div>')
+    parts.append("</div>")
+    return "".join(parts)  # one line (see _lines)
+
+
+def render_pairs(nb):
+    """Replace each tagged pair of cells in ``nb`` by one Markdown cell with
+    the two columns; returns ``nb`` (changed in place)."""
+    import nbformat
+
+    pairs = find_pairs(nb.cells)
+    if not pairs:
+        return nb
+    replace = {}
+    for t, j in pairs:
+        name = _pair_tag(nb.cells[t])[0]
+        cell = nbformat.v4.new_markdown_cell(pair_html(name, {"torch": nb.cells[t], "jax": nb.cells[j]}))
+        cell.metadata["pair"] = name
+        replace[min(t, j)] = cell
+    drop = {max(t, j) for t, j in pairs}
+    nb.cells = [replace.get(i, c) for i, c in enumerate(nb.cells) if i not in drop]
+    return nb

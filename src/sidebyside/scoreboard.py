@@ -1,0 +1,50 @@
+"""Is each published result current? The home page's scoreboard says.
+
+Jekyll cannot hash sources, so the publisher writes the answer into the site
+as ``_data/freshness.json`` at the end of every ``execute`` and ``render``:
+``{slug: "current" | "stale"}``. A result is "current" when the cache key of
+its notebook, for the profile it was published with, still equals the
+``source_hash`` of its results file (``publish.freshness``, the one test
+behind ``publish list`` and the cache); "stale" when one of its inputs
+changed since it ran. The answer holds as of that publisher
+run: a later commit changes it only at the next ``make``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+__all__ = ["freshness", "write_freshness"]
+
+
+def freshness(site: Path, infos, params_by_profile: dict, root: Path) -> dict[str, str]:
+    """``{slug: "current" | "stale"}`` for each notebook in ``infos`` with a
+    published result in ``site``."""
+    from sidebyside import publish
+
+    states = {}
+    for info in infos:
+        record = publish._published_record(site, info.slug)
+        if record is None:
+            continue
+        current, _ = publish.freshness(info, record, params_by_profile, root)
+        states[info.slug] = "current" if current else "stale"
+    return states
+
+
+def write_freshness(site: Path, infos, params_by_profile: dict, root: Path) -> Path:
+    """Write :func:`freshness` to ``site/_data/freshness.json`` (atomically;
+    other slugs already there are kept) and return its path."""
+    path = Path(site) / "_data" / "freshness.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        states = json.loads(path.read_text()) if path.is_file() else {}
+    except json.JSONDecodeError:
+        states = {}
+    states.update(freshness(Path(site), infos, params_by_profile, root))
+    tmp = path.with_name(".freshness.json.tmp")
+    tmp.write_text(json.dumps(states, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+    return path
