@@ -171,6 +171,14 @@ def _info():
     return publish.read_notebook_info(FIXTURE_NB)[0]
 
 
+def _leftovers(site: Path) -> list[Path]:
+    """Hidden files in a site other than the lock (an empty file between runs)."""
+    lock = site / ".sidebyside" / "lock"
+    return [p for p in site.rglob(".*") if p != lock and p != lock.parent
+            and "_site" not in p.parts and ".jekyll-cache" not in p.parts] + [
+        p for p in lock.parent.glob("*") if p != lock]
+
+
 def test_publish_swaps_everything_and_removes_stale_images(tmp_path):
     info = _info()
     publish.publish(tmp_path, info, "---\nv: 1\n---\n", {"a.png": b"1", "old.png": b"x"}, {"v": 1})
@@ -178,8 +186,7 @@ def test_publish_swaps_everything_and_removes_stale_images(tmp_path):
     assert (tmp_path / "_posts" / f"{info.date}-{SLUG}.md").read_text() == "---\nv: 2\n---\n"
     assert sorted(p.name for p in (tmp_path / "images" / SLUG).iterdir()) == ["a.png"]
     assert json.loads((tmp_path / "_data" / "results" / f"{SLUG}.json").read_text()) == {"v": 2}
-    leftovers = [p for p in tmp_path.rglob(".*") if p.name not in (".", "..")]
-    assert leftovers == []
+    assert _leftovers(tmp_path) == []
 
 
 def test_recover_after_interrupted_swap(tmp_path):
@@ -398,7 +405,7 @@ def test_interrupted_run_leaves_published_files_intact_and_next_run_recovers(tmp
     assert {p: p.read_bytes() for p in work_site.rglob("*") if p.is_file()} == snapshot
     # The next run (the original notebook) publishes normally.
     assert _run(work_site, tmp_path / "build") == 0
-    assert not [p for p in work_site.rglob(".*") if p.is_file() or p.is_dir()]
+    assert _leftovers(work_site) == []
 
 
 def test_colab_cells_install_from_the_configured_repository():
