@@ -679,7 +679,7 @@ def publish(site: Path, info: NotebookInfo, post: str, images: dict[str, bytes],
     together or not at all (a :class:`sitefiles.Transaction`); a post of the
     same slug under another date is removed in the same transaction."""
     site = Path(site)
-    with sitefiles.locked(site):
+    with _lock(site):
         for message in recover(site):
             _say(f"recovered {message}")
         txn = sitefiles.Transaction(site, info.slug)
@@ -936,9 +936,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted: a publication under way was rolled back (or, if the interruption came while it was "
-              "being undone, the next run rolls it back or completes it and says which); the notebook's executed "
-              "copy is not a completed run, so `make render` refuses it", file=sys.stderr)
+        print("interrupted: no post is left half published (a publication under way was rolled back, or the next "
+              "run rolls it back or completes it and says which); `make render` will not publish an interrupted run",
+              file=sys.stderr)
         return 130
 
 

@@ -89,6 +89,8 @@ class Transaction:
         self.journal = self.state_dir / f"journal-{name}.json"
         self.ops: list[dict[str, Any]] = []
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        if self.journal.exists():
+            raise RuntimeError(f"{self.journal} is pending: call recover({self.site}) first")
         _remove(self.staging)  # left by a run that died before its journal was written
         (self.staging / "new").mkdir(parents=True)
         (self.staging / "old").mkdir()
@@ -157,9 +159,10 @@ def recover(site: Path) -> list[str]:
             entry = json.loads(journal.read_text())
             ops, state = entry["ops"], entry["state"]
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            # Only the journal's own atomic write could leave it unreadable, and it is written before any swap.
-            said.append(f"{name}: the journal {journal} was unreadable ({exc}); nothing had been swapped, "
-                        "its staged files were removed")
+            # It is written atomically before any swap: only something outside the publisher can spoil it.
+            said.append(f"{name}: the journal {journal} of an interrupted publication was unreadable ({exc}) and "
+                        f"was removed with its staged files; check the post, images and results of {name} "
+                        "(git status), and run again with FORCE=1 if they are not right")
             ops, state = [], "unreadable"
         if state == "prepared":
             _rollback(Path(site), ops)
@@ -172,6 +175,8 @@ def recover(site: Path) -> list[str]:
         journal.unlink()
     for staging in state_dir.glob("txn-*"):
         _remove(staging)  # staged before a journal was written: nothing in the site was touched
+    for tmp in state_dir.glob(".*.tmp"):
+        tmp.unlink()  # a journal that was being written
     return said
 
 
