@@ -110,6 +110,9 @@ def test_safe_markdown_escapes_html_and_extensions_outside_code_and_math():
     out = escape.safe_markdown("**b** <i>x</i> `<code>` $$a<b$$ {::nomarkdown}<s>{:/} [l](javascript:x)\n```py\n<raw>")
     assert "**b** &lt;i>x&lt;/i> `<code>` $$a<b$$ \\{::nomarkdown}&lt;s>\\{:/} [l](#blocked:x)" in out
     assert out.endswith("```py\n<raw>\n```")  # the unclosed fence is closed, its text kept
+    # Where kramdown would not read a code span, what looks like one is escaped too.
+    assert escape.safe_markdown("\\`<script>\\`") == "\\`&lt;script>\\`"  # escaped backticks
+    assert escape.safe_markdown("# H `x\n<script>y</script>`") == "# H `x\n&lt;script>y&lt;/script>`"  # two blocks
 
 
 def test_drop_controls_and_alt_text():

@@ -658,7 +658,7 @@ def test_two_concurrent_runs_second_exits_naming_the_first(tmp_path):
     site, build = make_site(tmp_path / "site"), tmp_path / "build"
     slow = tmp_path / "slow"
     slow.mkdir()
-    (slow / FIXTURE_NB.name).write_text(FIXTURE_NB.read_text().replace("total = 0\n", "import time\ntime.sleep(8)\ntotal = 0\n"))
+    (slow / FIXTURE_NB.name).write_text(FIXTURE_NB.read_text().replace("total = 0\n", "import time\ntime.sleep(12)\ntotal = 0\n"))
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 
     def command(notebooks):
@@ -676,7 +676,7 @@ def test_two_concurrent_runs_second_exits_naming_the_first(tmp_path):
     assert second.returncode == 2, second.stdout + second.stderr
     assert f"pid {first.pid}" in second.stderr and "in use by another run" in second.stderr
     assert first.returncode == 0, out + err
-    assert "time.sleep(8)" in next((site / "_posts").glob(f"*-{SLUG}.md")).read_text()  # the first run's post
+    assert "time.sleep(12)" in next((site / "_posts").glob(f"*-{SLUG}.md")).read_text()  # the first run's post
     assert _leftovers(site) == []
     assert lock.read_text() == ""  # released
 

@@ -127,8 +127,11 @@ def safe_html(text: str) -> str:
 # --------------------------------------------------------------------------- Markdown
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-# Code spans, inline and display math: kramdown escapes what is inside them.
-_PROTECTED = re.compile(r"(`+)(?:.|\n)*?(?<!`)\1(?!`)|\$\$(?:.|\n)+?\$\$")
+# Code spans and math on one line: kramdown escapes what is inside them. One line
+# only, and never after a backslash: where kramdown would not read a span (it
+# ends at a block boundary, or its backtick is escaped), escaping it costs at
+# most a visible "&lt;", while leaving it would let raw HTML through.
+_PROTECTED = re.compile(r"(?<![\\`])(`+)[^`\n](?:[^\n]*?[^`\n])?\1(?!`)|(?<!\\)\$\$[^\n]+?\$\$")
 _LINK_SCHEME = re.compile(r"(\]\(\s*<?|^ {0,3}\[[^\]\n]+\]:\s*<?)\s*(?:javascript|vbscript|data|file):", re.I | re.M)
 
 
