@@ -444,13 +444,19 @@ def _scrub_rules(root: Path) -> list[tuple[re.Pattern, str]]:
                 places.setdefault(form, replacement)
     rules = [(re.compile(re.escape(p) + r"(?![\w-])"), r) for p, r in
              sorted(places.items(), key=lambda kv: -len(kv[0]))]
-    names: set[str] = set()
-    for host in {socket.gethostname(), socket.getfqdn(), os.uname().nodename}:
-        names |= {host, host.split(".")[0]}
-    for name in sorted(names - {"", "localhost", "localhost.localdomain"}, key=len, reverse=True):
+    for name in _host_names():
         # Whole words only (any case): a host called "vm" must not turn "vmap" into "[host]ap".
         rules.append((re.compile(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", re.I), "[host]"))
     return rules
+
+
+@functools.lru_cache(maxsize=1)
+def _host_names() -> list[str]:
+    """This machine's names, longest first (once per process: getfqdn may wait on DNS)."""
+    names: set[str] = set()
+    for host in {socket.gethostname(), socket.getfqdn(), os.uname().nodename}:
+        names |= {host, host.split(".")[0]}
+    return sorted(names - {"", "localhost", "localhost.localdomain"}, key=len, reverse=True)
 
 
 def scrub(text: str, rules) -> str:
