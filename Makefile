@@ -102,7 +102,7 @@ check-pairs: $(SETUP_DEPS)
 
 ## execute: run the notebooks that changed with PROFILE=auto|smoke|cpu|gpu [ONLY=slug] [FORCE=1], and publish them
 execute: $(SETUP_DEPS)
-	$(PUBLISH) execute --profile $(PROFILE) $(SELECT) $(if $(FORCE),--force)
+	$(PUBLISH) execute --profile $(PROFILE) $(SELECT) $(if $(filter 1,$(FORCE)),--force,$(if $(filter-out 0,$(FORCE)),$(error FORCE=$(FORCE) is neither 1 (replace cached or larger-profile results) nor 0 or empty (keep them))))
 
 ## render: render posts again from build/executed (after a template change), without executing
 render: $(SETUP_DEPS)

@@ -8,6 +8,7 @@ hidden cells. It runs through papermill for real (about 10 s a run).
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import socket
@@ -171,6 +172,14 @@ def _info():
     return publish.read_notebook_info(FIXTURE_NB)[0]
 
 
+def _leftovers(site: Path) -> list[Path]:
+    """Hidden files in a site other than the lock (an empty file between runs)."""
+    lock = site / ".sidebyside" / "lock"
+    return [p for p in site.rglob(".*") if p != lock and p != lock.parent
+            and "_site" not in p.parts and ".jekyll-cache" not in p.parts] + [
+        p for p in lock.parent.glob("*") if p != lock]
+
+
 def test_publish_swaps_everything_and_removes_stale_images(tmp_path):
     info = _info()
     publish.publish(tmp_path, info, "---\nv: 1\n---\n", {"a.png": b"1", "old.png": b"x"}, {"v": 1})
@@ -178,8 +187,7 @@ def test_publish_swaps_everything_and_removes_stale_images(tmp_path):
     assert (tmp_path / "_posts" / f"{info.date}-{SLUG}.md").read_text() == "---\nv: 2\n---\n"
     assert sorted(p.name for p in (tmp_path / "images" / SLUG).iterdir()) == ["a.png"]
     assert json.loads((tmp_path / "_data" / "results" / f"{SLUG}.json").read_text()) == {"v": 2}
-    leftovers = [p for p in tmp_path.rglob(".*") if p.name not in (".", "..")]
-    assert leftovers == []
+    assert _leftovers(tmp_path) == []
 
 
 def test_recover_after_interrupted_swap(tmp_path):
@@ -396,9 +404,14 @@ def test_interrupted_run_leaves_published_files_intact_and_next_run_recovers(tmp
     _, err = proc.communicate(timeout=120)
     assert proc.returncode != 0
     assert {p: p.read_bytes() for p in work_site.rglob("*") if p.is_file()} == snapshot
+    # render refuses the interrupted run's executed copy (it would publish partial output).
+    assert executed.is_file()
+    with pytest.raises(publish.PublishError, match="did not complete"):
+        publish.rerender(site=work_site, build=tmp_path / "build", notebooks=notebooks)
+    assert {p: p.read_bytes() for p in work_site.rglob("*") if p.is_file()} == snapshot
     # The next run (the original notebook) publishes normally.
     assert _run(work_site, tmp_path / "build") == 0
-    assert not [p for p in work_site.rglob(".*") if p.is_file() or p.is_dir()]
+    assert _leftovers(work_site) == []
 
 
 def test_colab_cells_install_from_the_configured_repository():
@@ -417,3 +430,289 @@ def test_site_config_falls_back_to_the_repository_and_requires_a_repository(tmp_
     (tmp_path / "_config.yml").write_text("title: x\n")
     with pytest.raises(publish.PublishError, match="set 'repository: owner/name'"):
         publish._site_config(tmp_path)
+
+
+# --------------------------------------------------------------------------- publication is a transaction
+
+from sidebyside import sitefiles  # noqa: E402
+
+NEW_POST = "---\nv: new\n---\n"
+NEW_IMAGES = {"a.png": b"new-a", "c.png": b"new-c"}
+NEW_RECORD = {"v": "new"}
+# Every point of a publication where the process can die, in order.
+SWAP_POINTS = [
+    "journal",
+    f"aside images/{SLUG}", f"in images/{SLUG}",
+    f"in _posts/2026-11-22-{SLUG}.md",
+    f"aside _posts/2026-01-01-{SLUG}.md",
+    f"aside _data/results/{SLUG}.json", f"in _data/results/{SLUG}.json",
+    "commit", "cleanup", "forget",
+]
+COMMITTED_FROM = SWAP_POINTS.index("cleanup")  # a death from here on leaves the journal marked committed
+
+
+def _snapshot(site: Path) -> dict[str, bytes]:
+    return {p.relative_to(site).as_posix(): p.read_bytes() for p in site.rglob("*")
+            if p.is_file() and sitefiles.STATE_DIR not in p.parts}
+
+
+def _published_old(site: Path) -> dict[str, bytes]:
+    """A site holding an old publication (under another date, so that the new
+    one also deletes a post); returns its files."""
+    import dataclasses
+
+    old = dataclasses.replace(_info(), date="2026-01-01")
+    publish.publish(site, old, "---\nv: old\n---\n", {"a.png": b"old-a", "b.png": b"old-b"}, {"v": "old"})
+    return _snapshot(site)
+
+
+def _published_new(tmp_path: Path) -> dict[str, bytes]:
+    site = tmp_path / "reference"
+    _published_old(site)
+    publish.publish(site, _info(), NEW_POST, NEW_IMAGES, NEW_RECORD)
+    return _snapshot(site)
+
+
+def test_publication_passes_every_swap_point_in_order(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    _published_old(site)
+    seen: list[str] = []
+    monkeypatch.setattr(sitefiles, "FAULT", seen.append)
+    publish.publish(site, _info(), NEW_POST, NEW_IMAGES, NEW_RECORD)
+    assert seen == SWAP_POINTS
+
+
+def test_kill_at_every_swap_point_then_next_run_rolls_back_or_completes(tmp_path):
+    """The process dies (os._exit: no cleanup of any kind) at each swap point
+    in turn; the next run's recovery leaves the old publication or the new
+    one, never a mix, says which, and publishing again works."""
+    new = _published_new(tmp_path)
+    script = (
+        "import json, os, sys\n"
+        "from pathlib import Path\n"
+        "from sidebyside import publish, sitefiles\n"
+        "count = [0]\n"
+        "def die(label):\n"
+        "    if count[0] == int(sys.argv[2]):\n"
+        "        os._exit(137)\n"
+        "    count[0] += 1\n"
+        "sitefiles.FAULT = die\n"
+        f"info = publish.read_notebook_info(Path({str(FIXTURE_NB)!r}))[0]\n"
+        "post, images, record = json.loads(sys.argv[3])\n"
+        "publish.publish(Path(sys.argv[1]), info, post, {k: v.encode() for k, v in images.items()}, record)\n"
+    )
+    payload = json.dumps([NEW_POST, {k: v.decode() for k, v in NEW_IMAGES.items()}, NEW_RECORD])
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    for point, label in enumerate(SWAP_POINTS):
+        site = tmp_path / f"site-{point}"
+        old = _published_old(site)
+        proc = subprocess.run([sys.executable, "-c", script, str(site), str(point), payload],
+                              capture_output=True, text=True, env=env, timeout=120)
+        assert proc.returncode == 137, (label, proc.stderr)
+        said = publish.recover(site)  # what the next run does first
+        expected = new if point >= COMMITTED_FROM else old
+        assert _snapshot(site) == expected, f"killed at {label!r}: the site is a mix after recovery"
+        if point == 0:
+            assert said == [], label  # nothing had been swapped: no publication to speak of
+        else:
+            assert len(said) == 1 and (("completed" if point >= COMMITTED_FROM else "rolled back") in said[0]), (label, said)
+        assert _leftovers(site) == [], label
+        publish.publish(site, _info(), NEW_POST, NEW_IMAGES, NEW_RECORD)  # and the next publication works
+        assert _snapshot(site) == new, label
+
+
+def test_ctrl_c_at_every_swap_point_leaves_old_or_new(tmp_path, monkeypatch):
+    new = _published_new(tmp_path)
+    for point, label in enumerate(SWAP_POINTS):
+        site = tmp_path / f"site-{point}"
+        old = _published_old(site)
+
+        def interrupt(at, target=label):
+            if at == target:
+                raise KeyboardInterrupt
+
+        monkeypatch.setattr(sitefiles, "FAULT", interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            publish.publish(site, _info(), NEW_POST, NEW_IMAGES, NEW_RECORD)
+        monkeypatch.setattr(sitefiles, "FAULT", None)
+        if point < COMMITTED_FROM:
+            assert _snapshot(site) == old, f"Ctrl-C at {label!r} was not rolled back at once"
+        publish.recover(site)
+        assert _snapshot(site) == (new if point >= COMMITTED_FROM else old), label
+        assert _leftovers(site) == [], label
+
+
+def test_run_says_what_recovery_did(tmp_path, monkeypatch, capsys):
+    site = make_site(tmp_path / "site")
+    old = _published_old(site)
+
+    def die(label):
+        if label == f"in images/{SLUG}":
+            raise SystemExit("killed")  # not caught by the transaction, like a kill
+
+    monkeypatch.setattr(sitefiles, "FAULT", die)
+    with pytest.raises(SystemExit):
+        publish.publish(site, _info(), NEW_POST, NEW_IMAGES, NEW_RECORD)
+    monkeypatch.setattr(sitefiles, "FAULT", None)
+    assert publish.main(["list", "--site", str(site), "--notebooks", str(FIXTURES / "notebooks"),
+                         "--params", str(FIXTURES / "params")]) == 2  # the record {"v": "old"} is not a valid one
+    capsys.readouterr()
+    with pytest.raises(publish.PublishError):  # the (invalid) old record stops the run, after recovery
+        _run(site, tmp_path / "build")
+    assert f"recovered {SLUG}: an interrupted publication was rolled back" in capsys.readouterr().out
+    assert _snapshot(site) == old
+
+
+# --------------------------------------------------------------------------- render publishes only a completed run
+
+
+def test_render_publishes_only_the_completed_published_run(tmp_path):
+    site, build = make_site(tmp_path / "site"), tmp_path / "build"
+    assert _run(site, build) == 0
+    published = _snapshot(site)
+    assert publish.rerender(site=site, build=build, notebooks=FIXTURES / "notebooks") == 0
+    assert _snapshot(site) == published  # the same run renders to the same files
+    # The published record comes from another run than the executed copy: refused.
+    results = site / "_data" / "results" / f"{SLUG}.json"
+    original = results.read_bytes()
+    results.write_text(json.dumps({**json.loads(original), "profile": "gpu"}))
+    with pytest.raises(publish.PublishError, match=r"holds the smoke run of .* published result is the gpu run .*"
+                                                   r"differ in profile.*make execute ONLY=publisher-fixture"):
+        publish.rerender(site=site, build=build, notebooks=FIXTURES / "notebooks")
+    results.write_bytes(original)
+    # A failing run: its executed copy holds the traceback; render refuses it.
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    (notebooks / FIXTURE_NB.name).write_text(FIXTURE_NB.read_text().replace("total = 0\n", "total = 0\nraise ValueError('boom')\n"))
+    with pytest.raises(publish.PublishError, match="boom"):
+        _run(site, build, notebooks=notebooks)
+    with pytest.raises(publish.PublishError, match=r"did not complete \(it failed or was interrupted\).*"
+                                                   r"make execute ONLY=publisher-fixture"):
+        publish.rerender(site=site, build=build, notebooks=FIXTURES / "notebooks")
+    assert _snapshot(site) == published
+    proc = subprocess.run([sys.executable, "-m", "sidebyside.publish", "render", "--site", str(site), "--build", str(build),
+                           "--notebooks", str(FIXTURES / "notebooks"), "--params", str(FIXTURES / "params")],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert proc.returncode == 2 and "render refused; nothing was changed" in proc.stderr and "Traceback" not in proc.stderr
+    assert _snapshot(site) == published
+
+
+# --------------------------------------------------------------------------- a published record that cannot be trusted
+
+VALID = {"slug": SLUG, "profile": "cpu", "executed_at": "2026-11-22T00:00:00+00:00", "source_hash": "k",
+         "provenance": {}, "metrics": {}}
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b'{"slug": "publisher-fixture", "prof', "is not valid JSON"),
+    (b"", "is not valid JSON"),
+    (b"\xff\xfe\x00garbage", "cannot be read"),
+    (b"[]", "holds a JSON list, not an object"),
+    (json.dumps({k: v for k, v in VALID.items() if k != "profile"}).encode(), "has profile None"),
+    (json.dumps({**VALID, "profile": "huge"}).encode(), "has profile 'huge'"),
+    (json.dumps({**VALID, "slug": "other"}).encode(), "names slug 'other'"),
+    (json.dumps({**VALID, "source_hash": None}).encode(), "lacks source_hash"),
+    (None, "is missing"),
+])
+def test_untrustworthy_published_record_is_reported_never_replaced(tmp_path, content, problem):
+    site = make_site(tmp_path / "site")
+    publish.publish(site, _info(), "---\nprofile: cpu\n---\n", {"a.png": b"cpu"}, VALID)
+    results = site / "_data" / "results" / f"{SLUG}.json"
+    if content is None:
+        results.unlink()
+    else:
+        results.write_bytes(content)
+    published = _snapshot(site)
+    with pytest.raises(publish.PublishError) as info:
+        _run(site, tmp_path / "build")  # a smaller profile, without FORCE
+    message = str(info.value)
+    assert str(results) in message and problem in message
+    assert f"git checkout -- _data/results/{SLUG}.json" in message and "FORCE=1" in message
+    assert _snapshot(site) == published
+    assert not (tmp_path / "build" / "executed").exists()  # nothing was run
+    proc = subprocess.run([sys.executable, "-m", "sidebyside.publish", "list", "--site", str(site),
+                           "--notebooks", str(FIXTURES / "notebooks"), "--params", str(FIXTURES / "params")],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert proc.returncode == 2 and "BROKEN" in proc.stdout, proc.stdout + proc.stderr
+    assert problem in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("value, forced", [("1", True), ("0", False), ("", False)])
+def test_make_force_means_exactly_1(value, forced):
+    proc = subprocess.run(["make", "-n", "execute", f"FORCE={value}", "SETUP=0", "PYTHON=python3"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert ("--force" in proc.stdout) is forced, proc.stdout
+
+
+def test_make_force_other_values_are_refused():
+    proc = subprocess.run(["make", "-n", "execute", "FORCE=yes", "SETUP=0", "PYTHON=python3"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode != 0 and "FORCE=yes is neither 1" in proc.stderr
+
+
+# --------------------------------------------------------------------------- one run at a time
+
+
+def test_two_concurrent_runs_second_exits_naming_the_first(tmp_path):
+    site, build = make_site(tmp_path / "site"), tmp_path / "build"
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    (slow / FIXTURE_NB.name).write_text(FIXTURE_NB.read_text().replace("total = 0\n", "import time\ntime.sleep(12)\ntotal = 0\n"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+
+    def command(notebooks):
+        return [sys.executable, "-m", "sidebyside.publish", "execute", "--profile", "smoke", "--no-progress",
+                "--notebooks", str(notebooks), "--params", str(FIXTURES / "params"), "--site", str(site),
+                "--build", str(build)]
+
+    first = subprocess.Popen(command(slow), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lock = site / sitefiles.STATE_DIR / "lock"
+    deadline = time.time() + 120
+    while time.time() < deadline and f"pid {first.pid}" not in (lock.read_text() if lock.exists() else ""):
+        time.sleep(0.2)
+    second = subprocess.run(command(FIXTURES / "notebooks"), capture_output=True, text=True, env=env, timeout=120)
+    out, err = first.communicate(timeout=300)
+    assert second.returncode == 2, second.stdout + second.stderr
+    assert f"pid {first.pid}" in second.stderr and "in use by another run" in second.stderr
+    assert first.returncode == 0, out + err
+    assert "time.sleep(12)" in next((site / "_posts").glob(f"*-{SLUG}.md")).read_text()  # the first run's post
+    assert _leftovers(site) == []
+    assert lock.read_text() == ""  # released
+
+
+# --------------------------------------------------------------------------- clear messages
+
+
+def test_unknown_top_level_key_in_params_is_an_error(tmp_path):
+    infos = publish.discover(FIXTURES / "notebooks")
+    (tmp_path / "cpu.yaml").write_text(f"{SLUG}: {{num_points: 3}}\npublisher-fixtur: {{num_points: 9}}\n")
+    with pytest.raises(publish.PublishError, match=r"cpu\.yaml: 'publisher-fixtur' is not the slug of a notebook; "
+                                                   f"valid slugs: {SLUG}"):
+        publish.load_params(tmp_path, "cpu", infos)
+
+
+def test_only_with_no_slug_says_so():
+    infos = publish.discover(FIXTURES / "notebooks")
+    for only in (",", " , "):
+        with pytest.raises(publish.PublishError, match="names no slug"):
+            publish.select(infos, only)
+
+
+def test_future_post_date_warns(capsys):
+    import dataclasses
+
+    info = dataclasses.replace(_info(), date="2999-01-01")
+    publish._check_date(info, {})
+    assert "date 2999-01-01 is in the future; Jekyll does not show the post" in capsys.readouterr().err
+    publish._check_date(info, {"future": True})
+    publish._check_date(_info(), {})
+    assert capsys.readouterr().err == ""
+
+
+def test_kernelspec_hint_names_a_command_that_runs(tmp_path):
+    path = _write_nb(tmp_path / "01_x.py")
+    path.write_text(path.read_text().replace("#   kernelspec:\n#     display_name: Python 3\n#     language: python\n"
+                                             "#     name: python3\n", ""))
+    with pytest.raises(publish.PublishError, match=re.escape(f"Run: {sys.executable} -m jupytext --set-kernel python3")):
+        publish.read_notebook_info(path)

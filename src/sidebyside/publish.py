@@ -15,9 +15,14 @@ published results file, with the recorded ``inputs``, so a fresh clone knows
 what is up to date. A published result
 of a larger profile (gpu > cpu > smoke) is kept unless ``force``.
 
-Publication is atomic per notebook: everything is rendered before anything
-is written; files are swapped in with renames, the results file last (it is
-the cache marker), and an interrupted swap is recovered on the next run.
+Publication is a transaction per notebook (:mod:`sidebyside.sitefiles`):
+everything is rendered before anything is written; the post, its images and
+its results are swapped in together under a journal, and a publication that
+died half way is rolled back or completed by the next run, which says which.
+A run holds the lock of its site and build folder. ``render`` publishes only
+a completed run whose record matches the published one. Every byte of cell
+output is escaped by :mod:`sidebyside.escape`; paths and the host name are
+scrubbed.
 
 CLI: ``python -m sidebyside.publish {execute,render,list,profile,check-pairs} ...``
 (``--help`` on each). The Makefile drives it.
@@ -28,7 +33,11 @@ from __future__ import annotations
 import argparse
 import ast
 import base64
+import contextlib
 import datetime as dt
+import functools
+import hashlib
+import inspect
 import json
 import os
 import re
@@ -42,7 +51,7 @@ from typing import Any
 
 import yaml
 
-from . import provenance, runkey
+from sidebyside import escape, provenance, runkey, sitefiles
 
 __all__ = [
     "PROFILES",
@@ -132,7 +141,8 @@ def read_notebook_info(path: Path):
     except ValueError as exc:
         raise PublishError(f"{path}: date {meta['date']!r} is not YYYY-MM-DD") from exc
     if not nb.metadata.get("kernelspec", {}).get("name"):
-        raise PublishError(f"{path}: no kernelspec; papermill needs one. Run: jupytext --set-kernel python3 {path}")
+        raise PublishError(f"{path}: no kernelspec; papermill needs one. Run: {sys.executable} -m jupytext "
+                           f"--set-kernel python3 {path} (jupytext is a module of the Python that runs the publisher)")
     cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     if len(cells) != 1:
         raise PublishError(
@@ -161,6 +171,9 @@ def select(infos: list[NotebookInfo], only: str | None) -> list[NotebookInfo]:
     if not only:
         return infos
     wanted = [s.strip() for s in only.split(",") if s.strip()]
+    if not wanted:
+        raise PublishError(f"ONLY={only!r} names no slug: give slugs separated by commas (e.g. ONLY=xla-and-scipy), "
+                           "or leave ONLY empty for every notebook")
     by_slug = {i.slug: i for i in infos}
     unknown = [s for s in wanted if s not in by_slug]
     if unknown:
@@ -184,7 +197,11 @@ def check_profile(profile: str) -> str:
 
 
 def load_params(params_dir: Path, profile: str, infos: list[NotebookInfo]) -> dict[str, dict[str, Any]]:
-    """Parameters of ``profile`` per slug, checked against each notebook's parameters cell."""
+    """Parameters of ``profile`` per slug, checked against each notebook's parameters cell.
+
+    ``infos`` are all the notebooks of the folder the params file serves (not
+    a selection of them): a top-level key that is none of their slugs is an error.
+    """
     check_profile(profile)
     path = Path(params_dir) / f"{profile}.yaml"
     if not path.is_file():
@@ -197,9 +214,11 @@ def load_params(params_dir: Path, profile: str, infos: list[NotebookInfo]) -> di
         raise PublishError(f"{path} must map notebook slugs to parameter mappings")
     by_slug = {i.slug: i for i in infos}
     result: dict[str, dict[str, Any]] = {}
+    unknown_slugs = sorted(str(slug) for slug in table if slug not in by_slug)
+    if unknown_slugs:
+        raise PublishError(f"{path}: {', '.join(map(repr, unknown_slugs))} is not the slug of a notebook; "
+                           f"valid slugs: {', '.join(by_slug) or '(none)'} (fix the spelling or remove the entry)")
     for slug, values in table.items():
-        if slug not in by_slug:
-            continue  # a notebook outside this selection (or a fixture directory)
         values = values or {}
         if not isinstance(values, dict):
             raise PublishError(f"{path}: the entry for {slug!r} must be a mapping of parameter names to values")
@@ -235,13 +254,42 @@ class Decision:
 
 
 def _published_record(site: Path, slug: str) -> dict[str, Any] | None:
-    path = site / "_data" / "results" / f"{slug}.json"
-    if not path.is_file():
+    """The published results record of ``slug``, or None when nothing is
+    published. A record that cannot be trusted raises :class:`PublishError`
+    (never "not published": that would let any run replace the post)."""
+    path = Path(site) / "_data" / "results" / f"{slug}.json"
+    fix = (f"restore it (git checkout -- _data/results/{slug}.json), or replace the published post with a new run "
+           f"(make execute ONLY={slug} FORCE=1)")
+    if not path.exists():
+        posts = sorted(p for p in (Path(site) / "_posts").glob(f"*-{slug}.md") if _is_post_of(p, slug))
+        if posts:
+            raise PublishError(f"{posts[0]} is published but its results file {path} is missing: {fix}")
         return None
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError:
-        return None
+        record = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PublishError(f"{path} cannot be read ({exc}): {fix}") from None
+    except ValueError as exc:
+        raise PublishError(f"{path} is not valid JSON ({exc}): {fix}") from None
+    problem = None
+    if not isinstance(record, dict):
+        problem = f"holds a JSON {type(record).__name__}, not an object"
+    elif record.get("slug") != slug:
+        problem = f"names slug {record.get('slug')!r}, not {slug!r}"
+    elif record.get("profile") not in PROFILES:
+        problem = f"has profile {record.get('profile')!r}, not one of {', '.join(PROFILES)}"
+    else:
+        missing = [k for k, kind in (("source_hash", str), ("executed_at", str), ("provenance", dict),
+                                     ("metrics", dict)) if not isinstance(record.get(k), kind)]
+        if missing:
+            problem = f"lacks {', '.join(missing)} (or has the wrong type)"
+    if problem:
+        raise PublishError(f"{path} is not a valid results record: it {problem}: {fix}")
+    return record
+
+
+def _is_post_of(path: Path, slug: str) -> bool:
+    return bool(re.match(r"\d{4}-\d{2}-\d{2}-" + re.escape(slug) + r"\.md$", path.name))
 
 
 def _post_path(site: Path, info: NotebookInfo) -> Path:
@@ -262,7 +310,7 @@ def plan(infos, profile, params_by_profile, site: Path, *, force: bool = False, 
     """Decide, per notebook, whether to run it (see the module docstring)."""
     decisions = []
     for info in infos:
-        record = _published_record(site, info.slug)
+        record = None if force else _published_record(site, info.slug)
         post = _post_path(site, info)
         current, key = freshness(info, record, params_by_profile, root)
         if force:
@@ -359,21 +407,36 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
 
 def _scrub_rules(root: Path) -> list[tuple[re.Pattern, str]]:
     """Absolute local paths and the host name never reach a post. Placeholders
-    use square brackets: angle brackets would read as HTML tags to kramdown."""
-    places = {
-        str(root.resolve()): ".",
-        sys.prefix: "[venv]",
-        sys.base_prefix: "[python]",
-        str(Path.home()): "~",
-        os.environ.get("TMPDIR", "/tmp"): "[tmp]",
-    }
-    rules = [(re.compile(re.escape(p) + r"(?=[/\\\s'\":]|$)"), r) for p, r in
-             sorted(places.items(), key=lambda kv: -len(kv[0])) if p and p != "/"]
-    host = socket.gethostname()
-    for name in {host, host.split(".")[0]} - {"", "localhost"}:
-        # Whole words only: a host called "vm" must not turn "vmap" into "[host]ap".
-        rules.append((re.compile(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])"), "[host]"))
+    use square brackets: angle brackets would read as HTML tags to kramdown.
+
+    Each place is matched as written and resolved (symlinks), wherever it
+    ends: before ``/``, a space, a quote or any punctuation (``)``, ``]``,
+    ``,``, ``;``, ``.``), just not inside a longer name (``/rootfs``)."""
+    import tempfile
+
+    places: dict[str, str] = {}
+    for place, replacement in ((root, "."), (sys.prefix, "[venv]"), (sys.base_prefix, "[python]"),
+                               (Path.home(), "~"), (tempfile.gettempdir(), "[tmp]"),
+                               (os.environ.get("TMPDIR", "/tmp"), "[tmp]")):
+        for form in {str(place), os.path.realpath(place), os.path.abspath(place)}:
+            form = form.rstrip("/")
+            if form and form != "/":
+                places.setdefault(form, replacement)
+    rules = [(re.compile(re.escape(p) + r"(?![\w-])"), r) for p, r in
+             sorted(places.items(), key=lambda kv: -len(kv[0]))]
+    for name in _host_names():
+        # Whole words only (any case): a host called "vm" must not turn "vmap" into "[host]ap".
+        rules.append((re.compile(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", re.I), "[host]"))
     return rules
+
+
+@functools.lru_cache(maxsize=1)
+def _host_names() -> list[str]:
+    """This machine's names, longest first (once per process: getfqdn may wait on DNS)."""
+    names: set[str] = set()
+    for host in {socket.gethostname(), socket.getfqdn(), os.uname().nodename}:
+        names |= {host, host.split(".")[0]}
+    return sorted(names - {"", "localhost", "localhost.localdomain"}, key=len, reverse=True)
 
 
 def scrub(text: str, rules) -> str:
@@ -408,6 +471,7 @@ def _slugify(text: str) -> str:
 
 
 _EXT = {"image/png": "png", "image/svg+xml": "svg", "image/jpeg": "jpg"}
+_SHOWN = ("text/plain", "text/html", "text/markdown", "text/latex", *_EXT)
 
 
 def _preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
@@ -430,11 +494,11 @@ def _preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
     unnamed = 0
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            cell.source = kramdown_math(cell.source)
+            cell.source = kramdown_math(escape.drop_controls(cell.source))
             continue
         if cell.cell_type != "code":
             continue
-        cell.source = scrub(cell.source, rules)
+        cell.source = scrub(escape.drop_controls(cell.source), rules)
         outputs = []
         for output in cell.get("outputs", []):
             kind = output.get("output_type")
@@ -445,14 +509,16 @@ def _preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
                     outputs[-1]["text"] += output.get("text", "")
                     continue
             elif kind == "error":
-                output["traceback"] = [scrub(ANSI_RE.sub("", line), rules) for line in output.get("traceback", [])]
+                output["traceback"] = [scrub(escape.drop_controls(ANSI_RE.sub("", line)), rules)
+                                       for line in output.get("traceback", [])]
             elif kind in ("display_data", "execute_result"):
                 data = output.get("data", {})
-                data.pop("application/vnd.jupyter.widget-view+json", None)
+                for mime in [m for m in data if m not in _SHOWN]:
+                    data.pop(mime)  # JavaScript, widgets, anything the post template does not print safely
                 for mime in ("text/plain", "text/html", "text/markdown", "text/latex"):
                     if mime in data:
                         text = data[mime] if isinstance(data[mime], str) else "".join(data[mime])
-                        text = scrub(ANSI_RE.sub("", text), rules)
+                        text = scrub(escape.drop_controls(ANSI_RE.sub("", text)), rules)
                         data[mime] = kramdown_math(text) if mime == "text/markdown" else text
                 mime = next((m for m in _EXT if m in data), None)
                 if mime:
@@ -472,13 +538,15 @@ def _preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
                     images[name] = payload
                     meta = output.setdefault("metadata", {})
                     meta["filenames"] = {mime: f"../../images/{slug}/{name}"}
-                    meta["alt"] = str(cell.metadata.get("alt") or f"Figure: {base.replace('-', ' ')}")
+                    meta["alt"] = scrub(escape.drop_controls(str(cell.metadata.get("alt") or
+                                                                 f"Figure: {base.replace('-', ' ')}")), rules)
                     for other in [m for m in data if m != mime and m.startswith("image/")]:
                         data.pop(other)
             outputs.append(output)
         for output in outputs:
             if output.get("output_type") == "stream":
-                output["text"] = scrub(collapse_progress(ANSI_RE.sub("", output["text"])), rules).strip("\n")
+                text = escape.drop_controls(collapse_progress(ANSI_RE.sub("", output["text"])))
+                output["text"] = scrub(text, rules).strip("\n")
         cell.outputs = [o for o in outputs if o.get("output_type") != "stream" or o["text"].strip()]
     return nb, images
 
@@ -559,18 +627,31 @@ def render(executed_nb, record: dict[str, Any], info: NotebookInfo, site_config:
 
     # Figures are extracted (with stable names) by _preprocess, not by nbconvert.
     config = Config({"ExtractOutputPreprocessor": {"enabled": False}})
-    exporter = MarkdownExporter(config=config, extra_template_basedirs=[str(TEMPLATES)], template_name="sidebyside")
+    exporter = MarkdownExporter(config=config, extra_template_basedirs=[str(TEMPLATES)], template_name="sidebyside",
+                                filters=escape.FILTERS)
     body, _ = exporter.from_notebook_node(nb, resources={"slug": info.slug})
     body = re.sub(r"\n{3,}", "\n\n", body).strip() + "\n"
-    header = yaml.safe_dump(front_matter(info, record, site_config, root), sort_keys=False, allow_unicode=True)
-    return f"---\n{scrub(header, rules)}---\n\n{body}", images
+    return f"---\n{front_matter_text(front_matter(info, record, site_config, root), root)}---\n\n{body}", images
+
+
+def front_matter_text(fields: dict[str, Any], root: Path = ROOT) -> str:
+    """The YAML of a post's front matter, safe to write: every string has its
+    control characters dropped and paths scrubbed before YAML quotes it (never
+    after, which could break the YAML). HTML in it is escaped where the
+    layouts print it (``| escape``)."""
+    rules = _scrub_rules(root)
+    fields = escape.clean(fields, lambda text: scrub(escape.drop_controls(text), rules))
+    return yaml.safe_dump(fields, sort_keys=False, allow_unicode=True)
 
 
 # --------------------------------------------------------------------------- atomic publication
 
 
-def recover(site: Path) -> None:
-    """Finish or undo a swap that an interrupted run left behind."""
+def recover(site: Path) -> list[str]:
+    """Roll back or complete a publication that an interrupted run left
+    behind (:func:`sitefiles.recover`); returns what was done, one sentence
+    each. Also removes the leftovers of the swaps of earlier versions."""
+    said = sitefiles.recover(site)
     images = site / "images"
     if images.is_dir():
         for old in images.glob(".*.old"):
@@ -585,41 +666,29 @@ def recover(site: Path) -> None:
         if directory.is_dir():
             for tmp in directory.glob(".*.tmp"):
                 tmp.unlink(missing_ok=True)
+    return said
 
 
 def publish(site: Path, info: NotebookInfo, post: str, images: dict[str, bytes], record: dict[str, Any]) -> Path:
-    """Swap a rendered post, its images and its results into ``site``.
-
-    Order: images, then the post, then the results file (the cache marker).
-    A run interrupted anywhere leaves either the old or the new version of
-    each file, and a stale marker that makes the next run redo the notebook.
-    """
-    recover(site)
-    posts, data, images_root = site / "_posts", site / "_data" / "results", site / "images"
-    for d in (posts, data, images_root):
-        d.mkdir(parents=True, exist_ok=True)
-    staged = images_root / f".{info.slug}.new"
-    shutil.rmtree(staged, ignore_errors=True)
-    staged.mkdir()
-    for name, payload in images.items():
-        (staged / name).write_bytes(payload)
-    post_tmp = posts / f".{info.slug}.md.tmp"
-    post_tmp.write_text(post)
-    data_tmp = data / f".{info.slug}.json.tmp"
-    data_tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-
-    current, old = images_root / info.slug, images_root / f".{info.slug}.old"
-    if current.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        current.rename(old)
-    staged.rename(current)
-    shutil.rmtree(old, ignore_errors=True)
-    target = _post_path(site, info)
-    os.replace(post_tmp, target)
-    for stale in posts.glob(f"*-{info.slug}.md"):
-        if stale != target and re.match(r"\d{4}-\d{2}-\d{2}-" + re.escape(info.slug) + r"\.md$", stale.name):
-            stale.unlink()
-    os.replace(data_tmp, data / f"{info.slug}.json")
+    """Replace the post, the images and the results of ``info`` in ``site``,
+    together or not at all (a :class:`sitefiles.Transaction`); a post of the
+    same slug under another date is removed in the same transaction."""
+    site = Path(site)
+    with _lock(site):
+        for message in recover(site):
+            _say(f"recovered {message}")
+        txn = sitefiles.Transaction(site, info.slug)
+        staged = txn.stage(f"images/{info.slug}")
+        staged.mkdir()
+        for name, payload in images.items():
+            (staged / name).write_bytes(payload)
+        target = _post_path(site, info)
+        txn.stage(f"_posts/{target.name}").write_text(post)
+        for stale in sorted((site / "_posts").glob(f"*-{info.slug}.md")):
+            if stale != target and _is_post_of(stale, info.slug):
+                txn.delete(f"_posts/{stale.name}")
+        txn.stage(f"_data/results/{info.slug}.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        txn.commit()
     return target
 
 
@@ -627,10 +696,10 @@ def publish(site: Path, info: NotebookInfo, post: str, images: dict[str, bytes],
 
 
 def complete_record(saved: dict[str, Any], info: NotebookInfo, profile: str, params: dict[str, Any], key: str, root: Path) -> dict[str, Any]:
-    """The published results file: what the notebook saved plus run facts."""
+    """The published results file: what the notebook saved plus run facts,
+    every string without control characters, paths or the host name."""
     rules = _scrub_rules(root)
-    provenance = json.loads(scrub(json.dumps(saved["provenance"]), rules))
-    return {
+    return escape.clean({
         "slug": info.slug,
         "notebook": info.relpath(root),
         "profile": profile,
@@ -638,9 +707,9 @@ def complete_record(saved: dict[str, Any], info: NotebookInfo, profile: str, par
         "source_hash": key,
         "inputs": saved.get("inputs"),
         "parameters": params,
-        "provenance": provenance,
+        "provenance": saved["provenance"],
         "metrics": saved["metrics"],
-    }
+    }, lambda text: scrub(escape.drop_controls(text), rules))
 
 
 def _say(message: str) -> None:
@@ -670,6 +739,41 @@ def _key_and_stamp(info: NotebookInfo, profile: str, params: dict[str, Any], par
         raise PublishError(str(exc)) from None
 
 
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _lock(*directories: Path):
+    """Hold the lock of a site and a build folder: one run at a time on them."""
+    try:
+        with sitefiles.locked(*directories):
+            yield
+    except sitefiles.LockHeld as exc:
+        raise PublishError(str(exc)) from None
+
+
+def _holding_lock(function):
+    """Run ``function`` holding the lock of its ``site`` and ``build`` arguments."""
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def locked(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        with _lock(Path(bound.arguments["site"]), Path(bound.arguments["build"])):
+            return function(*args, **kwargs)
+
+    return locked
+
+
+def _check_date(info: NotebookInfo, site_config: dict[str, Any]) -> None:
+    if not site_config.get("future") and dt.date.fromisoformat(info.date) > dt.date.today():
+        _warn(f"{info.path}: date {info.date} is in the future; Jekyll does not show the post until that day "
+              "(set 'date:' in its header to today or earlier, or 'future: true' in _config.yml)")
+
+
+@_holding_lock
 def run(*, profile: str = "auto", only: str | None = None, force: bool = False, site: Path = ROOT,
         build: Path = ROOT / "build", notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params",
         root: Path = ROOT, progress: bool = True, dry_run: bool = False) -> int:
@@ -679,13 +783,16 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
         profile = detect_profile()
         _say(f"profile: {profile} (detected; PROFILE=smoke|cpu|gpu to choose)")
     check_profile(profile)
-    infos = select(discover(notebooks), only)
+    everything = discover(notebooks)
+    infos = select(everything, only)
     if not infos:
         raise PublishError(f"no notebooks found in {notebooks} (expected NN_topic.py files)")
-    params_by_profile = {p: load_params(params_dir, p, infos) for p in PROFILES if (params_dir / f"{p}.yaml").is_file()}
+    params_by_profile = {p: load_params(params_dir, p, everything) for p in PROFILES
+                         if (params_dir / f"{p}.yaml").is_file()}
     if profile not in params_by_profile:
         raise PublishError(f"{params_dir / (profile + '.yaml')} is missing")
-    recover(site)
+    for message in recover(site):
+        _say(f"recovered {message}")
     decisions = plan(infos, profile, params_by_profile, site, force=force, root=root)
     site_config = _site_config(site, root)
     if not dry_run and any(d.action == "run" for d in decisions):
@@ -699,13 +806,16 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
         if dry_run:
             _say(f"{label}: would run ({decision.reason})")
             continue
+        _check_date(info, site_config)
         _say(f"{label}: running {info.relpath(root)} with the {profile} profile ({decision.reason}) ...")
         t0 = time.perf_counter()
         _, nb = read_notebook_info(info.path)
         params = params_by_profile[profile][info.slug]
+        sitefiles.forget_run(build / "executed" / f"{info.slug}.ipynb")
         executed, saved = execute(info, nb, profile, params, build, root=root, progress=progress)
         key, saved["provenance"]["git_sha"] = _key_and_stamp(info, profile, params, params_dir, saved, root)
         record = complete_record(saved, info, profile, params, key, root)
+        sitefiles.write_run_record(executed, record)
         import nbformat
 
         post, images = render(nbformat.read(executed, as_version=4), record, info, site_config, root=root)
@@ -720,27 +830,61 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
     return 0
 
 
+@_holding_lock
 def rerender(*, only: str | None = None, site: Path = ROOT, build: Path = ROOT / "build",
-             notebooks: Path = ROOT / "notebooks", root: Path = ROOT) -> int:
-    """Render again from the executed notebooks in ``build/`` (after a template
-    change), keeping each published results record."""
+             notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params", root: Path = ROOT) -> int:
+    """Render the published runs again from ``build/executed`` (after a
+    template change), keeping each published results record.
+
+    Only a completed run is rendered, and only the one that is published:
+    the executed copy's run record (:func:`sitefiles.completed_run`) must
+    match the published record (profile, commit, key, time). Anything else
+    is refused before anything is written, with what to run instead."""
     import nbformat
 
-    site_config = _site_config(site)
+    site_config = _site_config(site, root)
+    for message in recover(site):
+        _say(f"recovered {message}")
+    jobs, refused = [], []
     for info in select(discover(notebooks), only):
         executed = build / "executed" / f"{info.slug}.ipynb"
-        record = _published_record(site, info.slug)
-        if not executed.is_file() or record is None:
-            _say(f"{info.slug}: skipped (no executed notebook in {build}/executed or no published result)")
+        rerun = f"run `make execute ONLY={info.slug}` instead"
+        try:
+            published = _published_record(site, info.slug)
+        except PublishError as exc:
+            refused.append(f"{info.slug}: {exc}")
             continue
+        if published is None:
+            refused.append(f"{info.slug}: nothing is published to render again; {rerun}")
+            continue
+        ran, why = sitefiles.completed_run(executed)
+        if ran is None:
+            refused.append(f"{info.slug}: {why}; {rerun}")
+            continue
+        differ = [name for name, get in (("profile", lambda r: r.get("profile")),
+                                         ("commit", lambda r: (r.get("provenance") or {}).get("git_sha")),
+                                         ("key", lambda r: r.get("source_hash")),
+                                         ("time", lambda r: r.get("executed_at"))) if get(ran) != get(published)]
+        if differ:
+            refused.append(
+                f"{info.slug}: {executed} holds the {ran.get('profile')} run of {ran.get('executed_at')}, but the "
+                f"published result is the {published['profile']} run of {published['executed_at']} (they differ in "
+                f"{', '.join(differ)}); render only renders the published run again: {rerun} "
+                f"(with FORCE=1 to replace a larger profile)")
+            continue
+        jobs.append((info, executed, published))
+    if refused:
+        raise PublishError("render refused; nothing was changed:\n  " + "\n  ".join(refused))
+    for info, executed, record in jobs:
+        _check_date(info, site_config)
         post, images = render(nbformat.read(executed, as_version=4), record, info, site_config, root=root)
         _say(f"{info.slug}: rendered -> {publish(site, info, post, images, record).relative_to(site)}")
     from sidebyside import scoreboard
 
-    infos = select(discover(notebooks), only)
-    params_dir = root / "params"
-    scoreboard.write_freshness(site, infos, {p: load_params(params_dir, p, infos) for p in PROFILES
-                                             if (params_dir / f"{p}.yaml").is_file()}, root)
+    everything = discover(notebooks)
+    scoreboard.write_freshness(site, select(everything, only), {p: load_params(params_dir, p, everything)
+                                                               for p in PROFILES
+                                                               if (params_dir / f"{p}.yaml").is_file()}, root)
     return 0
 
 
@@ -772,15 +916,14 @@ def main(argv: list[str] | None = None) -> int:
     common.add_argument("--site", type=Path, default=ROOT, help="site root holding _posts/, images/, _data/ (default: the repo)")
     common.add_argument("--build", type=Path, default=ROOT / "build", help="where executed notebooks go (default: build/)")
     common.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
+    common.add_argument("--params", type=Path, default=ROOT / "params", help="the folder of {smoke,cpu,gpu}.yaml")
     ex = sub.add_parser("execute", parents=[common], help="run notebooks that need it and publish them")
     ex.add_argument("--profile", default="auto", help="smoke, cpu, gpu or auto (gpu where a CUDA device is seen)")
     ex.add_argument("--force", action="store_true", help="run even if up to date or a larger profile is published")
-    ex.add_argument("--params", type=Path, default=ROOT / "params")
     ex.add_argument("--dry-run", action="store_true", help="say what would run, run nothing")
     ex.add_argument("--no-progress", action="store_true", help="no per-cell progress bar")
     sub.add_parser("render", parents=[common], help="render published notebooks again from build/executed")
-    listing = sub.add_parser("list", parents=[common], help="list notebooks, slugs and what is published")
-    listing.add_argument("--params", type=Path, default=ROOT / "params")
+    sub.add_parser("list", parents=[common], help="list notebooks, slugs and what is published")
     sub.add_parser("profile", help="print the profile this machine supports")
     pairs = sub.add_parser("check-pairs", help="fail if a .ipynb pair is missing, stale or holds outputs")
     pairs.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
@@ -791,7 +934,8 @@ def main(argv: list[str] | None = None) -> int:
                        notebooks=args.notebooks, params_dir=args.params, progress=not args.no_progress,
                        dry_run=args.dry_run)
         if args.command == "render":
-            return rerender(only=args.only, site=args.site, build=args.build, notebooks=args.notebooks)
+            return rerender(only=args.only, site=args.site, build=args.build, notebooks=args.notebooks,
+                            params_dir=args.params)
         if args.command == "profile":
             print(detect_profile())
             return 0
@@ -800,11 +944,19 @@ def main(argv: list[str] | None = None) -> int:
             for problem in problems:
                 print(problem, file=sys.stderr)
             return 1 if problems else 0
-        infos = select(discover(args.notebooks), args.only)
-        params_by_profile = {p: load_params(args.params, p, infos) for p in PROFILES
+        everything = discover(args.notebooks)
+        infos = select(everything, args.only)
+        params_by_profile = {p: load_params(args.params, p, everything) for p in PROFILES
                              if (args.params / f"{p}.yaml").is_file()}
+        broken = 0
         for info in infos:
-            record = _published_record(args.site, info.slug)
+            try:
+                record = _published_record(args.site, info.slug)
+            except PublishError as exc:
+                print(f"{info.slug:31} {info.relpath(ROOT):38} BROKEN (see below)")
+                print(f"error: {exc}", file=sys.stderr)
+                broken += 1
+                continue
             state = "not published"
             if record:
                 current, _ = freshness(info, record, params_by_profile)
@@ -812,12 +964,14 @@ def main(argv: list[str] | None = None) -> int:
                         None: f"unknown: no {args.params}/{record.get('profile')}.yaml"}[current]
                 state = f"{record['profile']} run of {record['executed_at']} ({said})"
             print(f"{info.slug:31} {info.relpath(ROOT):38} {state}")
-        return 0
+        return 2 if broken else 0
     except PublishError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted: published files are intact (an interrupted swap is recovered on the next run)", file=sys.stderr)
+        print("interrupted: no post is left half published (a publication under way was rolled back, or the next "
+              "run rolls it back or completes it and says which); `make render` will not publish an interrupted run",
+              file=sys.stderr)
         return 130
 
 
