@@ -160,7 +160,8 @@ def test_publisher_refuses_a_one_sided_gpu_before_running_anything(tmp_path, mon
     with pytest.raises(publish.PublishError, match="needs PyTorch and JAX on the same GPU.*JAX sees no GPU"):
         publish.run(profile="gpu", notebooks=FIXTURES / "notebooks", params_dir=FIXTURES / "params",
                     site=make_site(tmp_path / "site"), build=tmp_path / "build", progress=False)
-    assert not (tmp_path / "build").exists()
+    # Nothing ran: the build folder holds at most the run lock, no executed notebook.
+    assert not (tmp_path / "build" / "executed").exists()
 
 
 def test_stack_against_the_pins(monkeypatch):

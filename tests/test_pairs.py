@@ -215,12 +215,15 @@ def test_parse_html_reads_cells_and_skips_nested_tables():
 def test_freshness_compares_the_cache_key_with_the_published_one(tmp_path):
     from sidebyside import scoreboard
 
-    infos = publish.discover(ROOT / "notebooks")[:2]
-    params = {p: publish.load_params(ROOT / "params", p, infos) for p in publish.PROFILES}
+    everything = publish.discover(ROOT / "notebooks")
+    infos = everything[:2]
+    params = {p: publish.load_params(ROOT / "params", p, everything) for p in publish.PROFILES}
     results = tmp_path / "_data" / "results"
     results.mkdir(parents=True)
     current, edited = infos
     for info, key in ((current, publish.cache_key(current, "cpu", params["cpu"][current.slug])), (edited, "0" * 64)):
-        (results / f"{info.slug}.json").write_text(json.dumps({"slug": info.slug, "profile": "cpu", "source_hash": key}))
+        (results / f"{info.slug}.json").write_text(json.dumps({"slug": info.slug, "profile": "cpu", "source_hash": key,
+                                                               "executed_at": "2026-11-22T00:00:00+00:00",
+                                                               "provenance": {}, "metrics": {}}))
     path = scoreboard.write_freshness(tmp_path, publish.discover(ROOT / "notebooks"), params, ROOT)
     assert json.loads(path.read_text()) == {current.slug: "current", edited.slug: "stale"}

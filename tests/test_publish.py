@@ -570,7 +570,8 @@ def test_render_publishes_only_the_completed_published_run(tmp_path):
     site, build = make_site(tmp_path / "site"), tmp_path / "build"
     assert _run(site, build) == 0
     published = _snapshot(site)
-    assert publish.rerender(site=site, build=build, notebooks=FIXTURES / "notebooks") == 0
+    assert publish.rerender(site=site, build=build, notebooks=FIXTURES / "notebooks",
+                            params_dir=FIXTURES / "params") == 0
     assert _snapshot(site) == published  # the same run renders to the same files
     # The published record comes from another run than the executed copy: refused.
     results = site / "_data" / "results" / f"{SLUG}.json"
@@ -578,7 +579,8 @@ def test_render_publishes_only_the_completed_published_run(tmp_path):
     results.write_text(json.dumps({**json.loads(original), "profile": "gpu"}))
     with pytest.raises(publish.PublishError, match=r"holds the smoke run of .* published result is the gpu run .*"
                                                    r"differ in profile.*make execute ONLY=publisher-fixture"):
-        publish.rerender(site=site, build=build, notebooks=FIXTURES / "notebooks")
+        publish.rerender(site=site, build=build, notebooks=FIXTURES / "notebooks",
+                         params_dir=FIXTURES / "params")
     results.write_bytes(original)
     # A failing run: its executed copy holds the traceback; render refuses it.
     notebooks = tmp_path / "notebooks"
@@ -588,7 +590,8 @@ def test_render_publishes_only_the_completed_published_run(tmp_path):
         _run(site, build, notebooks=notebooks)
     with pytest.raises(publish.PublishError, match=r"did not complete \(it failed or was interrupted\).*"
                                                    r"make execute ONLY=publisher-fixture"):
-        publish.rerender(site=site, build=build, notebooks=FIXTURES / "notebooks")
+        publish.rerender(site=site, build=build, notebooks=FIXTURES / "notebooks",
+                         params_dir=FIXTURES / "params")
     assert _snapshot(site) == published
     proc = subprocess.run([sys.executable, "-m", "sidebyside.publish", "render", "--site", str(site), "--build", str(build),
                            "--notebooks", str(FIXTURES / "notebooks"), "--params", str(FIXTURES / "params")],
