@@ -34,7 +34,7 @@ endif
 PUBLISH := $(PYTHON) -m sidebyside.publish
 SELECT := $(if $(ONLY),--only $(ONLY)) --site $(SITE)
 
-.PHONY: all help setup apt venv gpu bundle assets sync check-pairs execute render list site serve test test-fast offline clean
+.PHONY: all help setup apt venv gpu bundle assets sync check-pairs lint execute render list site serve test test-fast offline clean
 
 ## all: set up, run every notebook with the profile this machine supports, render, build the site
 all: $(SETUP_DEPS) execute site
@@ -98,6 +98,11 @@ sync: $(SETUP_DEPS)
 
 ## check-pairs: fail if a .ipynb pair is missing, stale or holds outputs
 check-pairs: $(SETUP_DEPS)
+	$(PUBLISH) check-pairs
+
+## lint: ruff (configured in pyproject.toml) over the library, tests, notebook sources and tools; the pair check
+lint: $(SETUP_DEPS)
+	$(PYTHON) -m ruff check src tests notebooks tools
 	$(PUBLISH) check-pairs
 
 ## execute: run the notebooks that changed with PROFILE=auto|smoke|cpu|gpu [ONLY=slug] [FORCE=1], and publish them
