@@ -4,7 +4,6 @@ or _data/: the session ends in failure if any of them changed."""
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 from pathlib import Path
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT
+
 from sidebyside import data
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))

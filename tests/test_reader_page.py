@@ -13,14 +13,14 @@ build/reader/ (the top of each page, and the whole page).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, front_matter, make_site
-from sidebyside import publish, scoreboard, verdict
-from test_pairs import SLUG as FIXTURE, render_fixture
+from test_pairs import SLUG as FIXTURE
+from test_pairs import render_fixture
 from test_site import _jekyll, _serve
+
+from sidebyside import publish, scoreboard, verdict
 
 pytestmark = pytest.mark.slow
 

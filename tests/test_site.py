@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT, front_matter, make_site
+
 from sidebyside import publish
 
 pytestmark = pytest.mark.slow

@@ -17,7 +17,6 @@ import pytest
 
 from sidebyside import viz
 
-
 # ------------------------------------------------------------ unchanged API
 
 
@@ -161,7 +160,7 @@ def test_gradient_graph_pruned_and_named(mlp_args):
     params, X, y = mlp_args
     graph = viz.jaxpr_graph(jax.grad(loss), params, X, y, arg_names=["params", "X", "y"], out_name="grad")
     unpruned = viz.jaxpr_graph(jax.grad(loss), params, X, y, arg_names=["params", "X", "y"], prune=False)
-    outputs = sorted(l.split("\n")[0] for l in nodes(graph).values() if l.startswith("grad."))
+    outputs = sorted(label.split("\n")[0] for label in nodes(graph).values() if label.startswith("grad."))
     assert outputs == ["grad.fc1.bias", "grad.fc1.kernel", "grad.fc2.bias", "grad.fc2.kernel"]
     # jax.grad's jaxpr computes the loss value and drops it: pruning removes that work.
     assert graph.equations < unpruned.equations
@@ -170,7 +169,7 @@ def test_gradient_graph_pruned_and_named(mlp_args):
     for a, b, _ in edges(graph):
         succ.setdefault(a, set()).add(b)
     labels = nodes(graph)
-    sinks = {n for n, l in labels.items() if l.startswith("grad.")}
+    sinks = {n for n, label in labels.items() if label.startswith("grad.")}
     def reaches(n, seen=()):
         return n in sinks or any(reaches(m, seen + (n,)) for m in succ.get(n, ()) if m not in seen)
     assert all(reaches(n) for n in labels)
@@ -182,10 +181,10 @@ def test_nnx_state_names_and_literal_outputs():
     model = nnx.Linear(4, 2, rngs=nnx.Rngs(0))
     graphdef, state = nnx.split(model)
     graph = viz.jaxpr_graph(lambda s, x: nnx.merge(graphdef, s)(x), state, jnp.ones((3, 4)), arg_names=["params", "X"])
-    labels = [l.split("\n")[0] for l in nodes(graph).values()]
+    labels = [label.split("\n")[0] for label in nodes(graph).values()]
     assert "params.kernel" in labels and "params.bias" in labels
     const = viz.jaxpr_graph(lambda x: (x * 2.0, 1.0), jnp.ones(3), param_argnums=())
-    assert any(l.startswith("out.1 = 1") for l in nodes(const).values())
+    assert any(label.startswith("out.1 = 1") for label in nodes(const).values())
 
 
 def test_jaxpr_graph_argument_errors(mlp_args):

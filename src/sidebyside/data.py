@@ -26,8 +26,8 @@ import gzip
 import hashlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 

@@ -25,8 +25,9 @@ import csv
 import io
 import math
 import numbers
+from collections.abc import Iterable, Sequence
 from html.parser import HTMLParser
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 

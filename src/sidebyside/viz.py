@@ -26,7 +26,8 @@ Rendering (``.pipe``, SVG) needs graphviz's ``dot`` program.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -298,12 +299,11 @@ class _GraphBuilder:
 
     def expand(self, graph, eqn, sub, env: dict, depth: int) -> None:
         inner = getattr(sub, "jaxpr", sub)
-        consts = getattr(sub, "consts", [])
         self.counter += 1
         with graph.subgraph(name=f"cluster_{self.counter}") as cluster:
             cluster.attr(label=_call_name(eqn, sub), style="dashed,rounded", color="#8C8C8C", fontcolor="#4D4D4D")
             inner_env: dict = {}
-            for v, c in zip(inner.constvars, consts):
+            for v in inner.constvars:
                 inner_env[v] = self.node(cluster, f"const\n{v.aval.str_short(short_dtypes=True)}", "const")
             for outer, v in zip(eqn.invars, inner.invars):
                 if _is_literal(outer):
