@@ -177,6 +177,10 @@ def test_verdict_box_shows_the_results_figures(reader_site, pages):
     assert f"JAX {verdict.fmt_ratio(headline['ratio'])} faster" in box  # Liquid's rounding, verdict's figure
     for side in headline["sides"].values():
         assert verdict.fmt_seconds(side["median_s"]) in box and side["tool"] in box
+    # Each table's header names its columns: tools and medians for speed, means and seeds for accuracy.
+    speed_table, seeds_table = box[:box.index(accuracy["question"])], box[box.index(accuracy["question"]):]
+    assert "best tool" in speed_table and "median" in speed_table and "seeds" not in speed_table
+    assert "mean" in seeds_table and "seeds" in seeds_table and "best tool" not in seeds_table
     assert "Caveat: A smoke-sized batch; <b>not</b> a GPU figure." in box  # escaped: shown as text
     assert record["provenance"]["device"] in box and "torch_float32_matmul_precision=highest" in box
     assert box.index(headline["question"]) < box.index(accuracy["question"])
