@@ -255,15 +255,20 @@ def seeds(subject: Sequence[float], other: Sequence[float], *, question: str, qu
 # ----------------------------------------------------------------------------- the ladder
 
 
-def ladder_entry(timing: Any = None, *, error: BaseException | str | None = None) -> dict[str, Any]:
+def ladder_entry(timing: Any = None, *, error: BaseException | str | None = None,
+                 not_applicable: str | None = None) -> dict[str, Any]:
     """One ladder row for the results JSON: ``median_s``, ``iqr_s``,
-    ``q1_s``, ``q3_s``, ``compile_s``, ``first_s`` and ``error`` (one line,
-    or None). A failed tool passes ``error=`` and no timing."""
+    ``q1_s``, ``q3_s``, ``compile_s``, ``first_s``, ``error`` (one line,
+    or None) and ``not_applicable`` (why the tool cannot run on this machine,
+    e.g. a CUDA-graph rung on a CPU, or None). A failed tool passes
+    ``error=`` and no timing; a tool that does not apply, ``not_applicable=``."""
+    empty = {"median_s": None, "iqr_s": None, "q1_s": None, "q3_s": None, "compile_s": None, "first_s": None}
     if error is not None:
         text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
         text = " ".join(str(text).split())[:300]
-        return {"median_s": None, "iqr_s": None, "q1_s": None, "q3_s": None, "compile_s": None,
-                "first_s": None, "error": text}
+        return {**empty, "error": text, "not_applicable": None}
+    if not_applicable is not None:
+        return {**empty, "error": None, "not_applicable": " ".join(str(not_applicable).split())}
     q1, median, q3 = _quartiles(timing)
     compile_s = getattr(timing, "compile_s", None)
     first_s = getattr(timing, "first_s", None)
@@ -271,7 +276,7 @@ def ladder_entry(timing: Any = None, *, error: BaseException | str | None = None
         compile_s = timing.get("compile_s", timing.get("compile"))
         first_s = timing.get("first_s", timing.get("first"))
     return {"median_s": median, "iqr_s": q3 - q1, "q1_s": q1, "q3_s": q3, "compile_s": compile_s,
-            "first_s": first_s, "error": None}
+            "first_s": first_s, "error": None, "not_applicable": None}
 
 
 def _split(name: str) -> tuple[str, str]:
@@ -317,9 +322,11 @@ def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
     chosen = best(entries, frameworks)
     failed = [f"{_name(_split(n)[0])} {_split(n)[1]} ({e.get('error')})" for n, e in entries.items()
               if isinstance(e, Mapping) and e.get("error")]
+    absent = [f"{_name(_split(n)[0])} {_split(n)[1]} ({e.get('not_applicable')})" for n, e in entries.items()
+              if isinstance(e, Mapping) and e.get("not_applicable") and not e.get("error")]
     if chosen[a] is None or chosen[b] is None:
         missing = a if chosen[a] is None else b
-        sentence = f"Every {_name(missing)} tool failed, so there is no comparison: " + "; ".join(failed) + "."
+        sentence = (f"No {_name(missing)} tool ran, so there is no comparison: " + "; ".join(failed + absent) + ".")
         return Verdict(question=question, label="no comparison", sentence=sentence, test="none",
                        subject=a, other=b, winner=None, caveat=caveat)
     head = speed(entries[f"{a}/{chosen[a]}"], entries[f"{b}/{chosen[b]}"], question=question,
@@ -337,6 +344,8 @@ def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
                      f"{_name(rival)}'s best and {fastest} {fmt_ratio(fastest_s / rival_s)}.")
     if failed:
         parts.append("Failed, kept as findings: " + "; ".join(failed) + ".")
+    if absent:
+        parts.append("Not applicable on this machine: " + "; ".join(absent) + ".")
     if caveat:
         parts.append(caveat)
     head.sentence = " ".join(parts)
