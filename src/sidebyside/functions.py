@@ -18,9 +18,9 @@ importing this module costs nothing.
 - ``matmul_flops`` / ``inverse_flops``: conventional FLOP counts;
   ``GPU_PEAK_TFLOPS`` / ``peak_flops`` / ``cpu_peak_flops_estimate``: re-exported
   from :mod:`sidebyside.peaks`, their home.
-- ``f_torch_static`` / ``f_torch_dynamic``: ``f_torch`` behind two distinct
-  entry points, so that ``torch.compile(dynamic=False)`` and
-  ``torch.compile(dynamic=True)`` of it keep separate caches (Dynamo caches
+- ``f_torch_static`` / ``f_torch_dynamic`` / ``f_torch_cudagraphs``: ``f_torch``
+  behind distinct entry points, so that ``torch.compile(dynamic=False)``,
+  ``torch.compile(dynamic=True)`` and ``mode="reduce-overhead"`` keep separate caches (Dynamo caches
   compiled code per Python code object).
 """
 
@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = [
-    "f_numpy", "f_jax", "f_torch", "f_torch_static", "f_torch_dynamic", "df", "d2f",
+    "f_numpy", "f_jax", "f_torch", "f_torch_static", "f_torch_dynamic", "f_torch_cudagraphs", "df", "d2f",
     "vmap_grad_f_torch", "vmap_grad_f_jax", "hvp_f_torch", "hvp_f_jax",
     "fit_overhead",
     "Calibration", "calibration_data", "calibration_rmse_numpy", "calibration_rmse_jax",
@@ -68,6 +68,11 @@ def f_torch_static(x):
 
 def f_torch_dynamic(x):
     """``f_torch``, the entry point to compile with ``dynamic=True``."""
+    return f_torch(x)
+
+
+def f_torch_cudagraphs(x):
+    """``f_torch``, the entry point to compile with ``mode="reduce-overhead"`` (CUDA graphs)."""
     return f_torch(x)
 
 

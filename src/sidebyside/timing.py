@@ -331,13 +331,14 @@ def summarise(timings: Mapping[str, Timing] | Iterable[Timing], unit: str = "ms"
 _BLAS_LIMITS: Any = None  # threadpoolctl's limiter, kept alive for the process
 
 
-def _set_tf32(enabled: bool) -> None:
+def _set_tf32(enabled: bool, frameworks: Iterable[str] = ("torch", "jax")) -> None:
     import torch
 
-    torch.backends.cuda.matmul.allow_tf32 = enabled
-    torch.backends.cudnn.allow_tf32 = enabled
-    torch.set_float32_matmul_precision("high" if enabled else "highest")
-    if "jax" in sys.modules:
+    if "torch" in frameworks:
+        torch.backends.cuda.matmul.allow_tf32 = enabled
+        torch.backends.cudnn.allow_tf32 = enabled
+        torch.set_float32_matmul_precision("high" if enabled else "highest")
+    if "jax" in frameworks and "jax" in sys.modules:
         import jax
 
         jax.config.update("jax_default_matmul_precision", "tensorfloat32" if enabled else "highest")
@@ -446,51 +447,59 @@ def conditions_sentence(conditions: Mapping[str, Any], *, on_gpu: bool) -> str:
 
 
 @contextlib.contextmanager
-def tf32(enabled: bool = True):
+def tf32(enabled: bool = True, frameworks: Iterable[str] = ("torch", "jax")):
     """Allow (or forbid) TF32 on both sides inside the block; restores the
     previous settings of both frameworks on exit. JAX traces with the
-    precision current at trace time: jit a separate function per setting."""
+    precision current at trace time: jit a separate function per setting (or
+    pass ``precision="tensorfloat32"``) and, to switch PyTorch alone around
+    each timed call, ``frameworks=("torch",)``."""
     import torch
 
+    frameworks = tuple(frameworks)
     before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
               torch.get_float32_matmul_precision())
+    touch_jax = "jax" in frameworks and "jax" in sys.modules
     jax_before = None
-    if "jax" in sys.modules:
+    if touch_jax:
         import jax
 
         jax_before = jax.config.jax_default_matmul_precision
-    _set_tf32(enabled)
+    _set_tf32(enabled, frameworks)
     try:
         yield
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before[0], before[1]
         torch.set_float32_matmul_precision(before[2])
-        if jax_before is not None or "jax" in sys.modules:
+        if touch_jax:
             import jax
 
             jax.config.update("jax_default_matmul_precision", jax_before)
 
 
-def warm_start(device: str = "cpu") -> dict[str, float]:
+def warm_start(device: str = "cpu", frameworks: Iterable[str] = ("torch", "jax")) -> dict[str, float]:
     """Pay the one-time start-up of ``torch.compile`` and ``jax.jit`` (imports,
     compiler threads, the first code generation) on a trivial function on
     ``device`` ("cpu" or "cuda"), so that the compile times measured after it
     are those of a warm process. Returns the seconds each first call took,
-    to be reported apart as library start-up."""
+    to be reported apart as library start-up. ``frameworks``: the compilers
+    the notebook uses (a notebook without ``torch.compile`` skips its ~20 s)."""
     import jax
     import jax.numpy as jnp
     import torch
 
     out = {}
-    torch_device = torch.device("cuda" if device in ("cuda", "gpu") else "cpu")
-    x = torch.ones(8, device=torch_device)
+    if "torch" in frameworks:
+        torch_device = torch.device("cuda" if device in ("cuda", "gpu") else "cpu")
+        x = torch.ones(8, device=torch_device)
 
-    def _torch_start(t):
-        return t * 2 + 1
+        def _torch_start(t):
+            return t * 2 + 1
 
-    start = time.perf_counter()
-    block(torch.compile(_torch_start, dynamic=False)(x))
-    out["torch_compile_startup_s"] = time.perf_counter() - start
+        start = time.perf_counter()
+        block(torch.compile(_torch_start, dynamic=False)(x))
+        out["torch_compile_startup_s"] = time.perf_counter() - start
+    if "jax" not in frameworks:
+        return out
     jax_device = jax.devices("gpu" if device in ("cuda", "gpu") else "cpu")[0]
     y = jax.device_put(jnp.ones(8, jnp.float32), jax_device)
     start = time.perf_counter()

@@ -47,6 +47,7 @@ __all__ = [
     "best",
     "ladder",
     "ladder_entry",
+    "scaled",
     "fmt_ratio",
     "fmt_seconds",
     "fmt_number",
@@ -277,6 +278,20 @@ def ladder_entry(timing: Any = None, *, error: BaseException | str | None = None
         first_s = timing.get("first_s", timing.get("first"))
     return {"median_s": median, "iqr_s": q3 - q1, "q1_s": q1, "q3_s": q3, "compile_s": compile_s,
             "first_s": first_s, "error": None, "not_applicable": None}
+
+
+def scaled(entries: Mapping[str, Mapping[str, Any]], factor: float) -> dict[str, dict[str, Any]]:
+    """Ladder entries with their times multiplied by ``factor`` (e.g. steps
+    per epoch over steps per timed call); compile times, errors and reasons
+    are kept as they are."""
+    out = {}
+    for name, entry in entries.items():
+        e = dict(entry)
+        for key in ("median_s", "iqr_s", "q1_s", "q3_s"):
+            if e.get(key) is not None:
+                e[key] = e[key] * factor
+        out[name] = e
+    return out
 
 
 def _split(name: str) -> tuple[str, str]:
