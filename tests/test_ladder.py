@@ -227,3 +227,13 @@ def test_measured_copy_bandwidth_and_cpu_peak_never_below_a_measured_rate():
     assert why.startswith("estimated")
     raised, why = peaks.cpu_peak_flops("float32", measured=[2 * estimate])
     assert raised == 2 * estimate and why.startswith("measured")
+
+
+def test_scaled_entries_keep_errors_and_compile_times():
+    entries = {"torch/eager": verdict.ladder_entry({"median_s": 2e-3, "iqr_s": 1e-4, "compile_s": 0.5}),
+               "torch/cuda-graph": verdict.ladder_entry(not_applicable="needs a CUDA GPU")}
+    epoch = verdict.scaled(entries, 10)
+    assert epoch["torch/eager"]["median_s"] == pytest.approx(2e-2) and epoch["torch/eager"]["iqr_s"] == pytest.approx(1e-3)
+    assert epoch["torch/eager"]["compile_s"] == 0.5
+    assert epoch["torch/cuda-graph"] == entries["torch/cuda-graph"]
+    assert entries["torch/eager"]["median_s"] == 2e-3  # the input is left alone

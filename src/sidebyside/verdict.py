@@ -325,6 +325,13 @@ def best(entries: Mapping[str, Any], frameworks: Sequence[str] = ("torch", "jax"
     return out
 
 
+def _against(seconds: float, rival_s: float, rival: str) -> str:
+    """How a rung compares with the rival's best, as a factor >= 1."""
+    if seconds >= rival_s:
+        return f"{fmt_ratio(seconds / rival_s)} the time of {_name(rival)}'s best"
+    return f"{fmt_ratio(rival_s / seconds)} faster than {_name(rival)}'s best"
+
+
 def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
            frameworks: Sequence[str] = ("torch", "jax")) -> Verdict:
     """Best against best, then what the ladder shows.
@@ -355,8 +362,8 @@ def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
         slowest_s, slowest = max(working)
         fastest_s, fastest = min(working)
         rival_s = _quartiles(entries[f"{rival}/{chosen[rival]}"])[1]
-        parts.append(f"Up {_name(side)}'s ladder, {slowest} takes {fmt_ratio(slowest_s / rival_s)} the time of "
-                     f"{_name(rival)}'s best and {fastest} {fmt_ratio(fastest_s / rival_s)}.")
+        parts.append(f"{_name(side)}'s ladder runs from {slowest} ({_against(slowest_s, rival_s, rival)}) to "
+                     f"{fastest} ({_against(fastest_s, rival_s, rival)}).")
     if failed:
         parts.append("Failed, kept as findings: " + "; ".join(failed) + ".")
     if absent:
