@@ -51,8 +51,8 @@ warmup_epochs = 0.2        # linear warm-up, then cosine decay to zero
 cnn_channels = [16, 32]
 cnn_hidden = 128
 flax_cnn_loop = "device"   # JAX loop for the CNN's training runs: "device" (jit per step) or "scan" (section 5 times both)
-speed_steps = 10           # training steps per timed call in section 5 (scaled to an epoch)
-cnn_speed_steps = 2        # CNN steps per timed call in section 5
+speed_steps = 5            # training steps per timed call in section 5 (scaled to an epoch)
+cnn_speed_steps = 1        # CNN steps per timed call in section 5
 speed_repeats = 3
 threads = 0                # CPU threads for PyTorch, XLA and NumPy alike; 0: every core this process may use
 

@@ -155,8 +155,10 @@ def torch_inverse_in(mode):
 
 # %% tags=["pair:matmul:jax"]
 def jax_matmul_in(mode):
-    """jnp.matmul, jitted, with this row's precision: "highest" (full FP32) unless "tf32"."""
-    return jax.jit(functools.partial(jnp.matmul, precision="tensorfloat32" if mode == "tf32" else "highest"))
+    """jnp.matmul, jitted, with this row's precision: "highest" (full FP32) for float32 and float64,
+    TF32 for "tf32", and the native bfloat16 product (float32 accumulation) for "bfloat16"."""
+    precision = {"tf32": "tensorfloat32", "bfloat16": "default"}.get(mode, "highest")
+    return jax.jit(functools.partial(jnp.matmul, precision=precision))
 
 
 def jax_inverse_in(mode):
@@ -697,8 +699,10 @@ for device in [main_device] + [d for d in devices if d != main_device]:
     for op in OPS:
         for mode in OPS[op]["modes"]:
             entries = linalg_entries[op, device, mode, n_big]
-            if all(e["median_s"] is None for e in entries.values()):
-                continue  # a GPU-only row on the CPU: said in its table, not repeated here
+            reasons = {e["not_applicable"] or e["error"] for e in entries.values()}
+            if all(e["median_s"] is None for e in entries.values()):  # e.g. a GPU-only arithmetic on the CPU
+                parts.append(f"*{op}, {mode}*: not run here ({'; '.join(sorted(r for r in reasons if r))}).")
+                continue
             v = verdict.ladder({k: e for k, e in entries.items() if not k.startswith("numpy/")},
                                question=f"Which framework computes a {n_big}×{n_big} {op} in {mode} faster on the "
                                         f"{device.upper()}?")
