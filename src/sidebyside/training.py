@@ -34,7 +34,8 @@ Loop styles (``loop=``)
   tests).
 - JAX: ``"scan"`` (default: data on the device, a whole epoch in one jitted
   ``lax.scan``), ``"device"`` (data on the device, one jitted step per batch
-  that gathers its batch there), ``"jit_step"`` (one jitted step per batch,
+  that gathers its batch there; the batch indices are sent once and a step
+  counter stays on the device, so a step sends nothing from the host), ``"jit_step"`` (one jitted step per batch,
   NumPy batches fed from the host, what most tutorials write).
   Whether a convolution runs slower inside ``lax.scan`` than jitted alone
   depends on the backend: fashion-mnist's notebook measures it on its device.
@@ -528,9 +529,17 @@ class FlaxTrainer:
         def device_step(params, opt_state, rest, X, y, index):
             return step(params, opt_state, rest, X[index], y[index])
 
+        def counted_step(params, opt_state, rest, X, y, batches, i):
+            # The batch indices live on the device and so does the step counter: a step sends nothing
+            # from the host, like PyTorch's loop over a device tensor of indices.
+            index = batches[i]
+            params, opt_state, loss = step(params, opt_state, rest, X[index], y[index])
+            return params, opt_state, loss, i + 1
+
         # Donating the parameters and optimiser state lets XLA update them in place.
         self._step = jax.jit(step, donate_argnums=(0, 1))
         self._device_step = jax.jit(device_step, donate_argnums=(0, 1))
+        self._counted_step = jax.jit(counted_step, donate_argnums=(0, 1))
         self._scan = jax.jit(scan_epoch, donate_argnums=(0, 1))
         self.compile_seconds = 0.0
         if loop in ("scan", "device"):
@@ -542,7 +551,7 @@ class FlaxTrainer:
         """Ahead-of-time compilation for a given number of steps, timed apart."""
         import jax
 
-        key = num_steps if self.loop == "scan" else "step"
+        key = num_steps if self.loop in ("scan", "device") else "step"
         if key not in self._compiled:
             start = time.perf_counter()
             bs = self.config.batch_size
@@ -550,8 +559,10 @@ class FlaxTrainer:
                 batches = jax.ShapeDtypeStruct((num_steps, bs), np.int32)
                 compiled = self._scan.lower(self.params, self.opt_state, self.rest, self.X, self.y, batches).compile()
             elif self.loop == "device":
-                index = jax.ShapeDtypeStruct((bs,), np.int32)
-                compiled = self._device_step.lower(self.params, self.opt_state, self.rest, self.X, self.y, index).compile()
+                batches = jax.ShapeDtypeStruct((num_steps, bs), np.int32)
+                counter = jax.ShapeDtypeStruct((), np.int32)
+                compiled = self._counted_step.lower(self.params, self.opt_state, self.rest, self.X, self.y, batches,
+                                                    counter).compile()
             else:
                 xb = jax.ShapeDtypeStruct((bs,) + self.arrays.X_train.shape[1:], np.float32)
                 yb = jax.ShapeDtypeStruct((bs,), np.int32)
@@ -571,15 +582,25 @@ class FlaxTrainer:
             self.params, self.opt_state, total = fn(self.params, self.opt_state, self.rest, self.X, self.y,
                                                     jnp.asarray(batches))
             return total, len(batches)
-        full = self._compile(0)
         losses = []
-        if self.loop == "device":
-            for index in batches:
-                index = jnp.asarray(np.asarray(index, dtype=np.int32))
-                fn = full if len(index) == self.config.batch_size else self._device_step
-                self.params, self.opt_state, loss = fn(self.params, self.opt_state, self.rest, self.X, self.y, index)
+        if self.loop == "device" and isinstance(batches, np.ndarray) and batches.ndim == 2:
+            # Every batch full: the indices go to the device once, and each step picks its own.
+            fn = self._compile(len(batches))
+            device_batches = jnp.asarray(batches.astype(np.int32))
+            i = jnp.zeros((), jnp.int32)
+            for _ in range(len(batches)):
+                self.params, self.opt_state, loss, i = fn(self.params, self.opt_state, self.rest, self.X, self.y,
+                                                          device_batches, i)
                 losses.append(loss)
             return jnp.stack(losses).sum(), len(losses)
+        if self.loop == "device":  # ragged batches (drop_last=False): one index array per step
+            for index in batches:
+                index = jnp.asarray(np.asarray(index, dtype=np.int32))
+                self.params, self.opt_state, loss = self._device_step(self.params, self.opt_state, self.rest,
+                                                                      self.X, self.y, index)
+                losses.append(loss)
+            return jnp.stack(losses).sum(), len(losses)
+        full = self._compile(0)
         X, y = self.arrays.X_train, self.arrays.y_train
         for index in batches:
             xb, yb = X[index], y[index].astype(np.int32)
@@ -624,7 +645,10 @@ def train_flax(model, data: Any, config: TrainConfig, *, loop: str = "scan",
     if on_epoch_end:
         on_epoch_end(0, model)
     if config.num_epochs:
-        trainer._compile(trainer.steps_per_epoch if loop == "scan" else 0)
+        if loop == "jit_step":
+            trainer._compile(0)
+        elif config.drop_last:  # "scan" and "device" compile for an epoch's number of steps
+            trainer._compile(trainer.steps_per_epoch)
     bar = _bar(progress, config.num_epochs, f"Flax ({loop})")
     for epoch in range(config.num_epochs):
         start = time.perf_counter()
