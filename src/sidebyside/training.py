@@ -35,8 +35,9 @@ Loop styles (``loop=``)
 - JAX: ``"scan"`` (default: data on the device, a whole epoch in one jitted
   ``lax.scan``), ``"device"`` (data on the device, one jitted step per batch
   that gathers its batch there; the batch indices are sent once and a step
-  counter stays on the device, so a step sends nothing from the host), ``"jit_step"`` (one jitted step per batch,
-  NumPy batches fed from the host, what most tutorials write).
+  counter stays on the device, so a step sends nothing from the host),
+  ``"jit_step"`` (one jitted step per batch, NumPy batches fed from the host,
+  what most tutorials write).
   Whether a convolution runs slower inside ``lax.scan`` than jitted alone
   depends on the backend: fashion-mnist's notebook measures it on its device.
 
