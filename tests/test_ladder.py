@@ -237,3 +237,8 @@ def test_scaled_entries_keep_errors_and_compile_times():
     assert epoch["torch/eager"]["compile_s"] == 0.5
     assert epoch["torch/cuda-graph"] == entries["torch/cuda-graph"]
     assert entries["torch/eager"]["median_s"] == 2e-3  # the input is left alone
+
+
+def test_relative_reads_as_a_factor_of_at_least_one():
+    assert verdict.relative(2.7, 1.0, "eager") == "2.7× the time of eager"
+    assert verdict.relative(1.0, 1.5, "eager") == "1.5× faster than eager"

@@ -48,6 +48,7 @@ __all__ = [
     "ladder",
     "ladder_entry",
     "scaled",
+    "relative",
     "fmt_ratio",
     "fmt_seconds",
     "fmt_number",
@@ -325,11 +326,17 @@ def best(entries: Mapping[str, Any], frameworks: Sequence[str] = ("torch", "jax"
     return out
 
 
+def relative(seconds: float, reference_s: float, reference: str) -> str:
+    """``seconds`` against ``reference_s`` as a factor >= 1: "2.7× the time of
+    <reference>" or "1.5× faster than <reference>"."""
+    if seconds >= reference_s:
+        return f"{fmt_ratio(seconds / reference_s)} the time of {reference}"
+    return f"{fmt_ratio(reference_s / seconds)} faster than {reference}"
+
+
 def _against(seconds: float, rival_s: float, rival: str) -> str:
     """How a rung compares with the rival's best, as a factor >= 1."""
-    if seconds >= rival_s:
-        return f"{fmt_ratio(seconds / rival_s)} the time of {_name(rival)}'s best"
-    return f"{fmt_ratio(rival_s / seconds)} faster than {_name(rival)}'s best"
+    return relative(seconds, rival_s, f"{_name(rival)}'s best")
 
 
 def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
