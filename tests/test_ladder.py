@@ -242,3 +242,23 @@ def test_scaled_entries_keep_errors_and_compile_times():
 def test_relative_reads_as_a_factor_of_at_least_one():
     assert verdict.relative(2.7, 1.0, "eager") == "2.7× the time of eager"
     assert verdict.relative(1.0, 1.5, "eager") == "1.5× faster than eager"
+
+
+def test_same_conditions_pins_every_library_in_a_fresh_process():
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import json; from sidebyside import timing; c = timing.same_conditions(threads=1); "
+            "import jax, torch; c['jax_cpu_devices'] = len(jax.devices('cpu')); print(json.dumps(c))")
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=True)
+    c = json.loads(out.stdout.strip().splitlines()[-1])
+    assert c["threads"] == c["torch_threads"] == c["xla_cpu_cores"] == 1
+    assert c["numpy_blas_threads"] == 1  # threadpoolctl (pinned in requirements.txt) limited NumPy's BLAS
+    assert "intra_op_parallelism_threads=1" in c["xla_flags"]
+    assert c["tf32"] is False and c["torch_float32_matmul_precision"] == "highest"
+    assert c["jax_default_matmul_precision"] == "highest" and not c["torch_cuda_matmul_allow_tf32"]
