@@ -366,7 +366,8 @@ def same_conditions(*, threads: int | None = None, tf32: bool = False) -> dict[s
     its CPU thread settings when its backend starts.
 
     - Threads on a CPU: ``threads`` (default: every core this process may
-      use). PyTorch gets ``torch.set_num_threads(threads)``; NumPy's BLAS is
+      use). PyTorch gets ``torch.set_num_threads(threads)`` (where its own
+      count differs); NumPy's BLAS is
       limited with threadpoolctl; XLA's CPU pool follows the cores the process
       may run on, so with fewer threads than cores the process is pinned to
       ``threads`` cores (``os.sched_setaffinity``), and with one thread XLA's
@@ -398,7 +399,11 @@ def same_conditions(*, threads: int | None = None, tf32: bool = False) -> dict[s
             os.environ["XLA_FLAGS"] = (flags + " " + extra).strip()
     import torch
 
-    torch.set_num_threads(threads)
+    if torch.get_num_threads() != threads:
+        # Only when it changes something: on a busy 2-core machine, calling set_num_threads even with
+        # PyTorch's own default made small eager ops up to 500x slower in some runs (its worker threads
+        # then compete with the caller).
+        torch.set_num_threads(threads)
     blas_threads: Any
     global _BLAS_LIMITS
     try:
