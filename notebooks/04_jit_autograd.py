@@ -41,16 +41,19 @@
 # call included compilation, so several of its figures measure dispatch rather than work: for
 # `jit` on 10⁷ elements on the CPU it reported 0.000339 s, which even as the time of a single call
 # would mean streaming 80 MB (float32 in and out) through a CPU at over 200 GB/s. This post
-# repeats the study with one timing harness, `sidebyside.timing`, and then shows the same mistakes on
-# purpose, to see how far off they are.
+# repeats the study with one timing harness, `sidebyside.timing`, gives each framework its whole
+# ladder of tools (eager, `torch.compile` with static and with dynamic shapes, CUDA graphs on a
+# GPU, `torch.func`; eager JAX and `jax.jit`), sets every figure beside the memory-bandwidth floor
+# of the device, and then shows the same timing mistakes on purpose, to see how far off they are.
 
 # %% tags=["parameters"]
-jit_max_exponent = 4        # element-wise sweep: sizes 10**1 ... 10**jit_max_exponent
+jit_max_exponent = 3        # element-wise sweep: sizes 10**1 ... 10**jit_max_exponent
 autograd_max_exponent = 4   # gradient sweep: sizes 10**3 ... 10**autograd_max_exponent
 torch_loop_max_size = 1000  # the per-element PyTorch loop of the original runs up to this size only
 hvp_size = 10_000           # vector length of the Hessian-vector product
 repeats = 5                 # timed repeats per measurement (median and IQR over them)
 min_repeat_s = 0.01         # each repeat runs the function enough times to last this long
+threads = 0                 # CPU threads for PyTorch, XLA and NumPy alike; 0: every core this process may use
 seed = 0
 
 # %% tags=["remove_cell", "colab-install"]
@@ -64,18 +67,24 @@ LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", LIBRARY], check=True)
 
+
 # %% [markdown]
 # ## Setup
 #
-# Both frameworks compute in float32, on the CPU and, where one is visible, on the GPU. NumPy runs
-# on the CPU only. `torch.compile` is used with `dynamic=True`: it compiles one kernel for symbolic
-# sizes from the start. (By default it would first specialise to the first length, then recompile
-# once with symbolic sizes on meeting a second one, its "automatic dynamic shapes"; on a small CPU
-# each compilation costs seconds.) What a compiled call adds, guard checks and the call into the
-# generated kernel, is a fixed cost per call, visible at small sizes below. Inductor's on-disk caches are switched
-# off so that the compilation time reported is a cold one, as on a fresh machine.
+# Both frameworks compute in float32 under the same conditions, set by one library call before JAX
+# starts (`timing.same_conditions`): TF32 off on both sides, the same number of CPU threads for
+# PyTorch, XLA and NumPy. NumPy runs on the CPU only. `torch.compile` runs twice over: with static
+# shapes (`dynamic=False`: one specialised kernel per length, recompiled for each new length, as
+# `jax.jit` does) and with dynamic shapes (`dynamic=True`: one kernel for symbolic lengths from the
+# start). On a GPU a third rung, `mode="reduce-overhead"`, replays the kernel from a CUDA graph.
+# Inductor's on-disk caches are switched off so that each compilation is a cold one, but the process
+# is warm: each compiler's one-time start-up is paid, and reported, before any timing.
 
 # %%
+from sidebyside import timing
+
+conditions = timing.same_conditions(threads=threads or None, tf32=False)
+
 import logging
 import os
 import warnings
@@ -86,16 +95,20 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
+import torch._dynamo.config
 import torch._inductor.config
 from IPython.display import Markdown
 
 from sidebyside import functions as F
-from sidebyside import progress, provenance, timing, viz
+from sidebyside import peaks, progress, provenance, verdict, viz
 
 logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "no CUDA runtime" on CPU machines
 warnings.filterwarnings("ignore", message=".*dynamo_pgo force disabled.*")
+warnings.filterwarnings("ignore", message=".*force_disable_caches.*")  # we disable them on purpose
 warnings.filterwarnings("ignore", message=".*torch.jit.script. is deprecated.*", category=FutureWarning)
-torch._inductor.config.force_disable_caches = True  # measure a cold torch.compile
+torch._inductor.config.force_disable_caches = True  # each compilation cold ...
+# Static shapes compile once per length and device: allow more than the default 8 specialisations.
+torch._dynamo.config.recompile_limit = 64
 torch.manual_seed(seed)
 rng = np.random.default_rng(seed)
 viz.style()
@@ -109,8 +122,13 @@ torch_devices = {"cpu": torch.device("cpu")}
 if on_gpu:
     jax_devices["gpu"] = jax.devices("gpu")[0]
     torch_devices["gpu"] = torch.device("cuda")
-threads = {"torch intra-op threads": torch.get_num_threads(), "CPU cores visible": len(os.sched_getaffinity(0))}
-pd.concat([provenance.table(record), pd.DataFrame.from_dict(threads, orient="index", columns=["value"])])
+startup = timing.warm_start("cuda" if on_gpu else "cpu")  # ... in a warm process
+provenance.table(record)
+
+# %% tags=["remove_input"]
+Markdown(timing.conditions_sentence(conditions, on_gpu=on_gpu) + " One-time start-up, paid before any timing: "
+         f"`torch.compile` {verdict.fmt_seconds(startup['torch_compile_startup_s'])}, `jax.jit` "
+         f"{verdict.fmt_seconds(startup['jax_jit_startup_s'])}.")
 
 # %% [markdown]
 # The function, written once per framework in `sidebyside.functions` (`f_numpy`, `f_jax`,
@@ -127,57 +145,102 @@ pd.DataFrame({
 })
 
 # %% [markdown]
+# ### The hardware floor
+#
+# `f` reads one float32 per element and writes one: at large sizes it is bound by memory bandwidth,
+# and no compiler can beat $8n$ bytes divided by the bandwidth. Below, each device's bandwidth,
+# measured with a large copy (`peaks.measure_copy_bandwidth`, read plus write bytes), and for a GPU
+# the data sheet's figure (`peaks.GPU_PEAKS`). The sweep's floor uses the measured copy on the CPU
+# and the data sheet's figure on a GPU. Small vectors sit in the caches, where a call can beat a
+# memory floor: the floor is a bound for vectors far larger than the caches.
+
+# %%
+bandwidth = {}
+for device in devices:
+    copy = peaks.measure_copy_bandwidth("cuda" if device == "gpu" else "cpu")
+    published = peaks.memory_bandwidth(record["device"]) if device == "gpu" else None
+    bandwidth[device] = {"measured copy (GB/s)": copy["bytes_per_s"] / 1e9,
+                         "data sheet (GB/s)": published / 1e9 if published else None,
+                         "floor uses": "data sheet" if published else "measured copy",
+                         "floor_bytes_per_s": published or copy["bytes_per_s"], "method": copy["method"]}
+pd.DataFrame(bandwidth).T.drop(columns="floor_bytes_per_s")
+
+# %% [markdown]
 # ## 1. JIT: one element-wise function from 10 to 10ⁿ elements
 #
-# Five ways to evaluate `f` on a float32 vector: NumPy; JAX eager (each of the five operations is
-# dispatched on its own); `jax.jit` (XLA fuses them into one loop); PyTorch eager; `torch.compile`
-# (Inductor generates one fused kernel). At each size, `timing.compare` runs them interleaved, so
-# drifts of a shared machine hit all five alike; every call waits for its result. The first call of
-# each is timed apart: for `jax.jit` it compiles the function for that shape (JAX compiles once
-# per shape), for `torch.compile` the very first call compiles the dynamic kernel.
+# Each framework's ladder on a float32 vector: PyTorch eager, `torch.compile` static, `torch.compile`
+# dynamic, `torch.compile(mode="reduce-overhead")` (CUDA graphs, GPU only); JAX eager (each of the
+# five operations dispatched on its own) and `jax.jit` (XLA fuses them into one loop); and NumPy on
+# the CPU. At each size, `timing.ladder` runs them interleaved, so drifts of a shared machine hit all
+# alike; every call waits for its result; the first call of each is timed apart (for `jax.jit` and
+# static `torch.compile` it compiles for that length; for dynamic `torch.compile` only the very first
+# call compiles). A rung that fails keeps its row, with its error.
+
+# %% tags=["pair:jit:torch"]
+torch_static = torch.compile(F.f_torch_static, dynamic=False)
+torch_dynamic = torch.compile(F.f_torch_dynamic, dynamic=True)
+torch_cudagraphs = torch.compile(F.f_torch_cudagraphs, mode="reduce-overhead", dynamic=False)
+
+# %% tags=["pair:jit:jax"]
+f_jit = jax.jit(F.f_jax)
 
 # %%
 sizes = [10**e for e in range(1, jit_max_exponent + 1)]
-methods = ["numpy", "jax_eager", "jax_jit", "torch_eager", "torch_compile"]
-LABEL = {"numpy": "NumPy", "jax_eager": "JAX eager", "jax_jit": "jax.jit",
-         "torch_eager": "PyTorch eager", "torch_compile": "torch.compile"}
-
-f_jit = jax.jit(F.f_jax)
-f_compiled = torch.compile(F.f_torch, dynamic=True)
+LABEL = {"numpy/numpy": "NumPy", "jax/eager": "JAX eager", "jax/jit": "jax.jit", "torch/eager": "PyTorch eager",
+         "torch/compile": "torch.compile (static)", "torch/compile-dynamic": "torch.compile (dynamic)",
+         "torch/compile-cudagraphs": "torch.compile (reduce-overhead: CUDA graphs)"}
+methods = list(LABEL)
+NEEDS = {"torch/compile-cudagraphs": "a CUDA GPU", "torch/compile": "a working Inductor back end",
+         "torch/compile-dynamic": "a working Inductor back end"}
 
 
 def candidates(device, n):
-    """The functions to time at one (device, size), each on its own copy of the same data."""
+    """Each framework's ladder at one (device, size), each on its own copy of the same data."""
     x_np = rng.uniform(0, 4 * np.pi, n).astype(np.float32)
     x_jax = jax.device_put(x_np, jax_devices[device])
     x_torch = torch.from_numpy(x_np).to(torch_devices[device])
     fns = {
-        "jax_eager": lambda: F.f_jax(x_jax),
-        "jax_jit": lambda: f_jit(x_jax),
-        "torch_eager": lambda: F.f_torch(x_torch),
-        "torch_compile": lambda: f_compiled(x_torch),
+        "torch/eager": lambda: F.f_torch(x_torch),
+        "torch/compile": lambda: torch_static(x_torch),
+        "torch/compile-dynamic": lambda: torch_dynamic(x_torch),
+        "torch/compile-cudagraphs": (lambda: torch_cudagraphs(x_torch)) if device == "gpu" else
+        timing.NotApplicable("CUDA graphs need a CUDA GPU"),
+        "jax/eager": lambda: F.f_jax(x_jax),
+        "jax/jit": lambda: f_jit(x_jax),
     }
     if device == "cpu":
-        fns = {"numpy": lambda: F.f_numpy(x_np), **fns}
+        fns["numpy/numpy"] = lambda: F.f_numpy(x_np)
     return fns
 
 
-jit_timings = {}  # (device, size) -> {method: Timing}
+jit_entries, jit_timings = {}, {}  # (device, size) -> {method: ladder entry} / {method: Timing}
 for device, n in progress.bar([(d, n) for d in devices for n in sizes], desc="f(x) sweep"):
-    jit_timings[device, n] = timing.compare(candidates(device, n), repeats=repeats, min_repeat_s=min_repeat_s)
+    jit_entries[device, n], jit_timings[device, n] = timing.ladder(
+        candidates(device, n), needs=NEEDS, repeats=repeats, min_repeat_s=min_repeat_s)
+
+
+def floor_s(device, n):
+    return peaks.floor_seconds(8 * n, bandwidth[device]["floor_bytes_per_s"])
+
 
 # %% [markdown]
-# Per-call times, median and interquartile range over the repeats, in microseconds:
+# Per-call times, median over the repeats, in microseconds, with the memory floor of each size:
 
 # %%
 rows = []
-for (device, n), timings in jit_timings.items():
-    for method, t in timings.items():
-        rows.append({"device": device, "size": n, "method": LABEL[method],
-                     "median (µs)": t.median_s * 1e6, "IQR (µs)": t.iqr_s * 1e6,
-                     "first call (µs)": t.first_s * 1e6, "repeats": f"{t.repeats}×{t.number}"})
-jit_table = pd.DataFrame(rows)
-jit_table.pivot_table(index=["device", "size"], columns="method", values="median (µs)", sort=False).round(1)
+for (device, n), entries in jit_entries.items():
+    row = {"device": device, "size": n, "memory floor": floor_s(device, n) * 1e6}
+    for method, e in entries.items():
+        row[LABEL[method]] = None if e["median_s"] is None else e["median_s"] * 1e6
+    rows.append(row)
+jit_table = pd.DataFrame(rows).set_index(["device", "size"])
+jit_table.round(2)
+
+# %%
+failed_or_absent = {f"{d}, {LABEL[m]}": (e["error"] or f"not applicable: {e['not_applicable']}")
+                    for (d, n), entries in jit_entries.items() if n == sizes[0]
+                    for m, e in entries.items() if e["median_s"] is None}
+pd.Series(failed_or_absent, name="why there is no figure", dtype=object).to_frame()
 
 # %% [markdown]
 # ### Where dispatch overhead stops dominating
@@ -200,9 +263,10 @@ fit_table = pd.DataFrame.from_dict(fits, orient="index").rename(index=LABEL, lev
 fit_table.index.names = ["device", "method"]
 fit_table.round({"overhead (µs)": 1, "per element (ns)": 3, "crossover n*": 0})
 
-# %% figure="time-vs-size" alt="Log-log plot of time per call against vector length for NumPy, JAX eager, jax.jit, PyTorch eager and torch.compile, with the crossover size of each marked"
-STYLE = {"numpy": ("numpy", "-", "s"), "jax_eager": ("jax", "--", "o"), "jax_jit": ("jax", "-", "o"),
-         "torch_eager": ("torch", "--", "^"), "torch_compile": ("torch", "-", "^")}
+# %% figure="time-vs-size" alt="Log-log plot of time per call against vector length for NumPy, JAX eager, jax.jit, PyTorch eager and torch.compile static and dynamic, with the memory-bandwidth floor and the crossover size of each marked"
+STYLE = {"numpy/numpy": ("numpy", "-", "s"), "jax/eager": ("jax", "--", "o"), "jax/jit": ("jax", "-", "o"),
+         "torch/eager": ("torch", "--", "^"), "torch/compile": ("torch", "-", "^"),
+         "torch/compile-dynamic": ("torch", ":", "v"), "torch/compile-cudagraphs": ("torch", "-.", "D")}
 fig, axes = plt.subplots(1, len(devices), figsize=(7.5 * len(devices), 4.6), squeeze=False)
 for ax, device in zip(axes[0], devices):
     for method in methods:
@@ -215,17 +279,19 @@ for ax, device in zip(axes[0], devices):
         ax.errorbar(ns, med, yerr=[med - [t.q1_s for t in ts], [t.q3_s for t in ts] - med],
                     color=viz.COLORS[colour], linestyle=line, marker=marker, markersize=4,
                     label=LABEL[method], capsize=2)
-        crossover = fits[device, method]["crossover n*"]
+        crossover = fits.get((device, method), {}).get("crossover n*", float("inf"))
         if sizes[0] <= crossover <= sizes[-1]:
             a_s = fits[device, method]["overhead (µs)"] * 1e-6
             ax.plot([crossover], [2 * a_s], marker="*", markersize=13, color=viz.COLORS[colour],
                     markeredgecolor="black", linestyle="none")
+    ax.plot(sizes, [floor_s(device, n) for n in sizes], color="black", linewidth=1,
+            label=f"memory floor ({bandwidth[device]['floor uses']})")
     ax.plot([], [], marker="*", color="grey", markeredgecolor="black", linestyle="none",
             label="crossover n* (overhead = work)")
     ax.set(xscale="log", yscale="log", xlabel="vector length n (float32 elements)",
            ylabel="time per call (s)", title=f"f(x) on the {device.upper()}: {record['device'] if device == main_device and on_gpu else record['cpu']}")
     ax.title.set_fontsize(10)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
 plt.show()
 
 # %% [markdown]
@@ -235,16 +301,21 @@ plt.show()
 # than its own eager mode, and how the two compilers compare (above 1: the first is slower).
 
 # %%
+def r(t, a, b):
+    return t[a].median_s / t[b].median_s if a in t and b in t else None
+
+
 speed_rows = []
 for (device, n), t in jit_timings.items():
     row = {"device": device, "size": n,
-           "JAX eager / jax.jit": timing.ratio(t["jax_eager"], t["jax_jit"]),
-           "PyTorch eager / torch.compile": timing.ratio(t["torch_eager"], t["torch_compile"]),
-           "torch.compile / jax.jit": timing.ratio(t["torch_compile"], t["jax_jit"]),
-           "PyTorch eager / JAX eager": timing.ratio(t["torch_eager"], t["jax_eager"])}
-    if "numpy" in t:
-        row["NumPy / jax.jit"] = timing.ratio(t["numpy"], t["jax_jit"])
-        row["NumPy / torch.compile"] = timing.ratio(t["numpy"], t["torch_compile"])
+           "JAX eager / jax.jit": r(t, "jax/eager", "jax/jit"),
+           "PyTorch eager / torch.compile static": r(t, "torch/eager", "torch/compile"),
+           "torch.compile static / jax.jit": r(t, "torch/compile", "jax/jit"),
+           "torch.compile dynamic / jax.jit": r(t, "torch/compile-dynamic", "jax/jit"),
+           "PyTorch eager / JAX eager": r(t, "torch/eager", "jax/eager")}
+    if "numpy/numpy" in t:
+        row["NumPy / jax.jit"] = r(t, "numpy/numpy", "jax/jit")
+        row["NumPy / torch.compile static"] = r(t, "numpy/numpy", "torch/compile")
     speed_rows.append(row)
 speedups = pd.DataFrame(speed_rows).set_index(["device", "size"])
 speedups.round(2)
@@ -252,19 +323,29 @@ speedups.round(2)
 # %% [markdown]
 # ### Compilation, apart
 #
-# The first call minus a steady-state call. `jax.jit` compiles again for every new shape (and
-# device), so its cost recurs at each size; `torch.compile(dynamic=True)` pays once, at its very
-# first call, for a kernel that serves every length afterwards.
+# The first call minus a steady-state call, in a warm process. `jax.jit` and static `torch.compile`
+# compile again for every new length (and device), so their cost recurs at each size;
+# `torch.compile(dynamic=True)` pays once, at its very first call, for a kernel that serves every
+# length afterwards.
 
 # %%
-compile_rows = {}
-for (device, n), t in jit_timings.items():
-    compile_rows[device, n] = {"jax.jit (ms)": t["jax_jit"].compile_s * 1e3,
-                               "torch.compile (ms)": t["torch_compile"].compile_s * 1e3}
-compile_table = pd.DataFrame.from_dict(compile_rows, orient="index")
+COMPILED = ["jax/jit", "torch/compile", "torch/compile-dynamic", "torch/compile-cudagraphs"]
+compile_table = pd.DataFrame.from_dict(
+    {(device, n): {f"{LABEL[m]} (ms)": entries[m]["compile_s"] * 1e3 if entries[m]["compile_s"] is not None else None
+                   for m in COMPILED} for (device, n), entries in jit_entries.items()}, orient="index")
 compile_table.index.names = ["device", "size"]
-compile_s = {device: {"jax_jit": float(np.median([jit_timings[device, n]["jax_jit"].compile_s for n in sizes])),
-                      "torch_compile": jit_timings[device, sizes[0]]["torch_compile"].compile_s}
+
+
+def median_compile(device, method):
+    values = [jit_entries[device, n][method]["compile_s"] for n in sizes
+              if jit_entries[device, n][method]["compile_s"] is not None]
+    return float(np.median(values)) if values else None
+
+
+compile_s = {device: {"jax_jit": median_compile(device, "jax/jit"),
+                      "torch_compile": median_compile(device, "torch/compile"),
+                      "torch_compile_dynamic": jit_entries[device, sizes[0]]["torch/compile-dynamic"]["compile_s"],
+                      "startup": startup}
              for device in devices}
 compile_table.round(1)
 
@@ -282,7 +363,7 @@ compile_table.round(1)
 n_big = sizes[-1]
 pitfall_rows = []
 for device in devices:
-    fns = candidates(device, n_big)
+    fns = {m: fn for m, fn in candidates(device, n_big).items() if callable(fn) and m in jit_timings[device, n_big]}
     for method, fn in fns.items():
         synced = timing.time_fn(fn, repeats=repeats, min_repeat_s=min_repeat_s)
         # Same number of calls as the synchronised run: left to grow `number` by itself, an
@@ -300,7 +381,7 @@ pitfall = pd.DataFrame(pitfall_rows).set_index(["device", "method"])
 pitfall.round(2)
 
 # %% [markdown]
-# For `torch.compile` the first call at this size is cheap because the dynamic kernel was compiled
+# For dynamic `torch.compile` the first call at this size is cheap because its kernel was compiled
 # at the first size of the sweep; its real compilation cost is in the table above. The original
 # study averaged its loop with the compiling call inside and never blocked, which folds both errors
 # into one number.
@@ -333,24 +414,32 @@ scalar
 # %% [markdown]
 # ### Over a vector
 #
-# `f` acts element by element, so its gradient at every element of a vector is a vector. The ways
-# to get it:
+# `f` acts element by element, so its gradient at every element of a vector is a vector. Each
+# framework's ladder:
 #
-# - JAX `vmap(grad(f))`, eager, and `jit(vmap(grad(f)))`; and the gradient of `sum(f(x))` under
-#   `jit` (the same numbers, since element $i$ of the sum depends only on $x_i$);
-# - PyTorch, as in the original: a Python loop calling `backward()` once per element (only up to
-#   the `torch_loop_max_size` parameter: it is slow by construction);
-# - PyTorch, idiomatically: one `backward` through `f(x).sum()` (`torch.autograd.grad`);
-# - PyTorch `torch.func.vmap(torch.func.grad(f))`, the direct counterpart of JAX's transform.
+# - JAX `vmap(grad(f))`, eager and under `jax.jit`; and the gradient of `sum(f(x))` under `jit`
+#   (the same numbers, since element $i$ of the sum depends only on $x_i$);
+# - PyTorch `torch.func.vmap(torch.func.grad(f))`, the direct counterpart of JAX's transform,
+#   eager and under `torch.compile` (static shapes); and idiomatic PyTorch, one `backward` through
+#   `f(x).sum()` (`torch.autograd.grad`);
+# - beside the ladder, the original's approach: a Python loop calling `backward()` once per element
+#   (only up to the `torch_loop_max_size` parameter: it is slow by construction).
 #
 # Everything runs on the main device, in float32, with the same input.
 
+# %% tags=["pair:grad:torch"]
+torch_vmap_grad = F.vmap_grad_f_torch                                  # torch.func.vmap(torch.func.grad(f))
+torch_vmap_grad_compiled = torch.compile(F.vmap_grad_f_torch, dynamic=False)
+torch_hvp, torch_hvp_compiled = F.hvp_f_torch, torch.compile(F.hvp_f_torch, dynamic=False)
+
+# %% tags=["pair:grad:jax"]
+jax_vmap_grad = F.vmap_grad_f_jax                                      # jax.vmap(jax.grad(f))
+jax_vmap_grad_jit = jax.jit(F.vmap_grad_f_jax)
+jax_hvp, jax_hvp_jit = F.hvp_f_jax, jax.jit(F.hvp_f_jax)
+
 # %%
 grad_sizes = [10**e for e in range(3, autograd_max_exponent + 1)]
-jax_vmap_grad = jax.vmap(jax.grad(F.f_jax))
-jax_jit_vmap_grad = jax.jit(jax.vmap(jax.grad(F.f_jax)))
 jax_jit_grad_sum = jax.jit(jax.grad(lambda x: F.f_jax(x).sum()))
-torch_vmap_grad = torch.func.vmap(torch.func.grad(F.f_torch))
 
 
 def torch_grad_loop(x):
@@ -370,9 +459,11 @@ def torch_grad_sum(x):
     return grad
 
 
-GRAD_LABEL = {"jax_vmap_grad": "JAX vmap(grad)", "jax_jit_vmap_grad": "JAX jit(vmap(grad))",
-              "jax_jit_grad_sum": "JAX jit(grad(sum))", "torch_loop": "PyTorch loop of backward()",
-              "torch_autograd_sum": "PyTorch autograd on sum", "torch_func_vmap_grad": "PyTorch torch.func vmap(grad)"}
+GRAD_LABEL = {"jax/eager": "JAX vmap(grad)", "jax/jit": "JAX jit(vmap(grad))",
+              "jax/jit-grad-sum": "JAX jit(grad(sum))", "torch/autograd": "PyTorch autograd on sum",
+              "torch/func": "PyTorch torch.func vmap(grad)", "torch/func+compile": "PyTorch torch.compile(vmap(grad))",
+              "torch/loop": "PyTorch loop of backward() (the original's)"}
+OUTSIDE_LADDER = ("torch/loop",)
 
 
 def grad_candidates(n):
@@ -380,26 +471,28 @@ def grad_candidates(n):
     x_jax = jax.device_put(x_np, jax_devices[main_device])
     x_torch = torch.from_numpy(x_np).to(torch_devices[main_device])
     fns = {
-        "jax_vmap_grad": lambda: jax_vmap_grad(x_jax),
-        "jax_jit_vmap_grad": lambda: jax_jit_vmap_grad(x_jax),
-        "jax_jit_grad_sum": lambda: jax_jit_grad_sum(x_jax),
-        "torch_autograd_sum": lambda: torch_grad_sum(x_torch),
-        "torch_func_vmap_grad": lambda: torch_vmap_grad(x_torch),
+        "torch/autograd": lambda: torch_grad_sum(x_torch),
+        "torch/func": lambda: torch_vmap_grad(x_torch),
+        "torch/func+compile": lambda: torch_vmap_grad_compiled(x_torch),
+        "jax/eager": lambda: jax_vmap_grad(x_jax),
+        "jax/jit": lambda: jax_vmap_grad_jit(x_jax),
+        "jax/jit-grad-sum": lambda: jax_jit_grad_sum(x_jax),
     }
     if n <= torch_loop_max_size:
-        fns["torch_loop"] = lambda: torch_grad_loop(x_torch)
+        fns["torch/loop"] = lambda: torch_grad_loop(x_torch)
     return x_np, fns
 
 
-grad_timings, grad_errors = {}, {}
+grad_entries, grad_timings, grad_errors = {}, {}, {}
 for n in progress.bar(grad_sizes, desc="gradient sweep"):
     x_np, fns = grad_candidates(n)
+    # Timed first, so that each first call (compilation included) is the ladder's.
+    grad_entries[n], grad_timings[n] = timing.ladder(fns, repeats=repeats, min_repeat_s=min_repeat_s)
     exact = F.df(x_np.astype(np.float64))
-    for method, fn in fns.items():  # values first: every method must give the same gradient
-        value = fn()
+    for method in grad_timings[n]:  # then the values: every method must give the same gradient
+        value = fns[method]()
         value = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
         grad_errors.setdefault(method, {})[n] = float(np.max(np.abs(value - exact)))
-    grad_timings[n] = timing.compare(fns, repeats=repeats, min_repeat_s=min_repeat_s)
 
 errors = pd.DataFrame(grad_errors).T.rename(index=GRAD_LABEL)
 errors.columns.name = "size"
@@ -408,33 +501,36 @@ errors.map(lambda e: f"{e:.1e}")
 
 # %% [markdown]
 # All methods agree with the exact derivative to float32 rounding (largest absolute error per
-# method and size above). The time per call, median and IQR, in milliseconds:
+# method and size above). The time per call, median ± IQR/2, in milliseconds:
 
 # %%
 grad_rows = []
-for n, timings in grad_timings.items():
-    for method, t in timings.items():
+for n, entries in grad_entries.items():
+    for method, e in entries.items():
         grad_rows.append({"method": GRAD_LABEL[method], "size": n,
-                          "time": f"{t.median_s * 1e3:.3g} ± {t.iqr_s * 1e3 / 2:.1g}"})
+                          "time": (f"{e['median_s'] * 1e3:.3g} ± {e['iqr_s'] * 1e3 / 2:.1g}" if e["median_s"] is not None
+                                   else f"failed: {e['error']}")})
 grad_table = pd.DataFrame(grad_rows).pivot(index="method", columns="size", values="time")
 grad_table = grad_table.reindex([GRAD_LABEL[m] for m in GRAD_LABEL if GRAD_LABEL[m] in grad_table.index]).fillna("–")
 grad_table.columns = [f"n = {n:,} (ms)" for n in grad_table.columns]
 grad_table
 
-# %% figure="gradient-time" alt="Log-log plot of gradient time against vector length for the JAX and PyTorch gradient methods"
-GRAD_STYLE = {"jax_vmap_grad": ("jax", "--", "o"), "jax_jit_vmap_grad": ("jax", "-", "o"),
-              "jax_jit_grad_sum": ("jax", ":", "D"), "torch_loop": ("torch", "-.", "x"),
-              "torch_autograd_sum": ("torch", "-", "^"), "torch_func_vmap_grad": ("torch", "--", "v")}
+# %% figure="gradient-time" alt="Log-log plot of gradient time against vector length for the JAX and PyTorch gradient methods, eager and compiled"
+GRAD_STYLE = {"jax/eager": ("jax", "--", "o"), "jax/jit": ("jax", "-", "o"), "jax/jit-grad-sum": ("jax", ":", "D"),
+              "torch/loop": ("torch", "-.", "x"), "torch/autograd": ("torch", "-", "^"),
+              "torch/func": ("torch", "--", "v"), "torch/func+compile": ("torch", ":", "s")}
 fig, ax = plt.subplots()
 for method, (colour, line, marker) in GRAD_STYLE.items():
     ns = [n for n in grad_sizes if method in grad_timings[n]]
+    if not ns:
+        continue
     ts = [grad_timings[n][method] for n in ns]
     med = np.array([t.median_s for t in ts])
     ax.errorbar(ns, med, yerr=[med - [t.q1_s for t in ts], [t.q3_s for t in ts] - med], color=viz.COLORS[colour],
                 linestyle=line, marker=marker, markersize=5, capsize=2, label=GRAD_LABEL[method])
 ax.set(xscale="log", yscale="log", xlabel="vector length n (float32 elements)", ylabel="time per gradient (s)",
        title=f"Gradient of f over a vector ({main_device.upper()})")
-ax.legend(fontsize=8)
+ax.legend(fontsize=7)
 plt.show()
 
 # %% [markdown]
@@ -442,53 +538,39 @@ plt.show()
 #
 # For the scalar $g(x) = \sum_i f(x_i)$, the Hessian is diagonal with entries $f''(x_i)$, so
 # $H v = f''(x) \odot v$ is known exactly. Both frameworks compute it forward-over-reverse, the
-# recommended way (`jvp` of `grad`: `jax.jvp` and `torch.func.jvp`), and PyTorch also by double
-# backward (`torch.autograd.functional.hvp`, reverse-over-reverse).
+# recommended way (`jvp` of `grad`: `jax.jvp` and `torch.func.jvp`), each eager and compiled
+# (`jax.jit`, `torch.compile`), and PyTorch also by double backward
+# (`torch.autograd.functional.hvp`, reverse-over-reverse).
 
 # %%
-def g_jax(x):
-    return F.f_jax(x).sum()
-
-
-def g_torch(x):
-    return F.f_torch(x).sum()
-
-
-def jax_hvp(x, v):
-    return jax.jvp(jax.grad(g_jax), (x,), (v,))[1]
-
-
-def torch_func_hvp(x, v):
-    return torch.func.jvp(torch.func.grad(g_torch), (x,), (v,))[1]
-
-
 def torch_double_backward_hvp(x, v):
-    return torch.autograd.functional.hvp(g_torch, x, v)[1]
+    return torch.autograd.functional.hvp(lambda y: F.f_torch(y).sum(), x, v)[1]
 
 
 x_np = rng.uniform(0, 4 * np.pi, hvp_size).astype(np.float32)
 v_np = rng.standard_normal(hvp_size).astype(np.float32)
 x_jax, v_jax = (jax.device_put(a, jax_devices[main_device]) for a in (x_np, v_np))
 x_torch, v_torch = (torch.from_numpy(a).to(torch_devices[main_device]) for a in (x_np, v_np))
-jax_hvp_jit = jax.jit(jax_hvp)
 hvp_fns = {
-    "jax_hvp": lambda: jax_hvp(x_jax, v_jax),
-    "jax_jit_hvp": lambda: jax_hvp_jit(x_jax, v_jax),
-    "torch_func_hvp": lambda: torch_func_hvp(x_torch, v_torch),
-    "torch_double_backward_hvp": lambda: torch_double_backward_hvp(x_torch, v_torch),
+    "torch/func": lambda: torch_hvp(x_torch, v_torch),
+    "torch/func+compile": lambda: torch_hvp_compiled(x_torch, v_torch),
+    "torch/double-backward": lambda: torch_double_backward_hvp(x_torch, v_torch),
+    "jax/eager": lambda: jax_hvp(x_jax, v_jax),
+    "jax/jit": lambda: jax_hvp_jit(x_jax, v_jax),
 }
-HVP_LABEL = {"jax_hvp": "JAX jvp(grad)", "jax_jit_hvp": "JAX jit(jvp(grad))",
-             "torch_func_hvp": "PyTorch torch.func jvp(grad)", "torch_double_backward_hvp": "PyTorch double backward"}
+HVP_LABEL = {"jax/eager": "JAX jvp(grad)", "jax/jit": "JAX jit(jvp(grad))",
+             "torch/func": "PyTorch torch.func jvp(grad)", "torch/func+compile": "PyTorch torch.compile(jvp(grad))",
+             "torch/double-backward": "PyTorch double backward"}
+hvp_entries, hvp_timings = timing.ladder(hvp_fns, repeats=repeats, min_repeat_s=min_repeat_s)  # timed first
 exact_hvp = F.d2f(x_np.astype(np.float64)) * v_np
 hvp_error = {}
-for method, fn in hvp_fns.items():
-    value = fn()
+for method in hvp_timings:  # then the values, checked
+    value = hvp_fns[method]()
     value = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
     hvp_error[method] = float(np.max(np.abs(value - exact_hvp)))
 assert max(hvp_error.values()) < 1e-4, hvp_error
-hvp_timings = timing.compare(hvp_fns, repeats=repeats, min_repeat_s=min_repeat_s)
-hvp_table = timing.summarise(hvp_timings, unit="ms").rename(index=HVP_LABEL)
-hvp_table.insert(0, "max |error|", [hvp_error[m] for m in hvp_fns])
+hvp_table = timing.ladder_table(hvp_entries, labels=HVP_LABEL, unit="ms")
+hvp_table.insert(0, "max |error|", [hvp_error.get(m) for m in hvp_entries])
 hvp_table
 
 # %% [markdown]
@@ -498,100 +580,124 @@ hvp_table
 big, small = sizes[-1], sizes[0]
 summary_rows = []
 for device in devices:
-    t_big, t_small = jit_timings[device, big], jit_timings[device, small]
     for method in methods:
-        if method in t_big:
-            summary_rows.append({"device": device, "method": LABEL[method],
-                                 f"n = {small:,} (µs)": t_small[method].median_s * 1e6,
-                                 f"n = {big:,} (µs)": t_big[method].median_s * 1e6,
-                                 "crossover n*": fits[device, method]["crossover n*"],
-                                 "compile (s)": compile_s[device].get(method)})
+        e_big, e_small = jit_entries[device, big].get(method), jit_entries[device, small].get(method)
+        if e_big is None:
+            continue
+        summary_rows.append({"device": device, "method": LABEL[method],
+                             f"n = {small:,} (µs)": None if e_small["median_s"] is None else e_small["median_s"] * 1e6,
+                             f"n = {big:,} (µs)": None if e_big["median_s"] is None else e_big["median_s"] * 1e6,
+                             f"memory floor at {big:,} (µs)": floor_s(device, big) * 1e6,
+                             "crossover n*": fits.get((device, method), {}).get("crossover n*"),
+                             "compile (s)": e_big["compile_s"]})
 results = pd.DataFrame(summary_rows).set_index(["device", "method"])
-results.round(1)
+results.round(2)
 
 # %% tags=["remove_input"]
-def fmt_n(n):
-    return "never within the sweep" if not np.isfinite(n) else f"{n:,.0f}"
+def ladder_only(entries):
+    return {k: e for k, e in entries.items() if k not in OUTSIDE_LADDER and not k.startswith("numpy/")}
 
 
-def fmt_s(seconds):
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds * 1e9:.3g} ns"
+def dispatch_note(ladder_entries, ns, timings_by_n):
+    """Whether the biggest size still measures dispatch: the best tools' fitted crossover lies beyond it."""
+    chosen = verdict.best(ladder_entries[ns[-1]])
+    notes = []
+    for framework in ("torch", "jax"):
+        tool = chosen[framework]
+        points = [(n, timings_by_n[n][f"{framework}/{tool}"].median_s) for n in ns
+                  if tool and f"{framework}/{tool}" in timings_by_n[n]]
+        if len(points) < 2:
+            continue
+        a, b = F.fit_overhead(*zip(*points))
+        crossover = a / b if b > 0 else float("inf")
+        if crossover > ns[-1]:
+            notes.append(f"{verdict.FRAMEWORKS[framework]}'s best ({tool}) is still dispatch-bound at {ns[-1]:,} "
+                         f"elements (fitted crossover {'beyond the sweep' if not np.isfinite(crossover) else f'{crossover:,.0f}'})")
+        else:
+            notes.append(f"{verdict.FRAMEWORKS[framework]}'s best ({tool}) is work-bound there (fitted crossover "
+                         f"{crossover:,.0f})")
+    return ("; ".join(notes) + ".") if notes else ""
 
 
+verdicts = []
 lines = []
-for device in devices:
-    s_big, s_small = speedups.loc[(device, big)], speedups.loc[(device, small)]
-    fit = lambda m: fits[device, m]["crossover n*"]
-    overhead_bound = all(small < fit(m) for m in methods if (device, m) in fits)
-    pays = lambda r: "pays" if r > 1.05 else ("breaks even" if r > 0.95 else "does not pay")
-    text = (f"**{device.upper()}.** At {small:,} elements a call costs "
-            f"{jit_timings[device, small]['jax_jit'].median_s * 1e6:.1f} µs with `jax.jit`, "
-            f"{jit_timings[device, small]['torch_compile'].median_s * 1e6:.1f} µs with `torch.compile`, "
-            f"{jit_timings[device, small]['torch_eager'].median_s * 1e6:.1f} µs in PyTorch eager and "
-            f"{jit_timings[device, small]['jax_eager'].median_s * 1e6:.1f} µs in JAX eager"
-            f"{': below every crossover, so mostly overhead' if overhead_bound else ''}. "
-            f"Overhead stops dominating (work = overhead) at about {fmt_n(fit('jax_jit'))} elements for `jax.jit`, "
-            f"{fmt_n(fit('torch_compile'))} for `torch.compile`, {fmt_n(fit('jax_eager'))} for JAX eager and "
-            f"{fmt_n(fit('torch_eager'))} for PyTorch eager. At {big:,} elements `jax.jit` "
-            f"{pays(s_big['JAX eager / jax.jit'])} ({s_big['JAX eager / jax.jit']:.1f}× faster than JAX eager) and "
-            f"`torch.compile` {pays(s_big['PyTorch eager / torch.compile'])} "
-            f"({s_big['PyTorch eager / torch.compile']:.1f}× faster than PyTorch eager); at {small:,} elements the "
-            f"factors are {s_small['JAX eager / jax.jit']:.1f}× and {s_small['PyTorch eager / torch.compile']:.2f}×. "
-            f"At {big:,} elements `torch.compile` takes {s_big['torch.compile / jax.jit']:.2f}× the time of `jax.jit`.")
-    if "NumPy / jax.jit" in s_big and np.isfinite(s_big["NumPy / jax.jit"]):
-        text += (f" NumPy takes {s_big['NumPy / jax.jit']:.1f}× the time of `jax.jit` there "
-                 f"(and {s_small['NumPy / jax.jit']:.2f}× at {small:,} elements).")
-    text += (f" Compilation: {compile_s[device]['jax_jit'] * 1e3:.0f} ms per new shape for `jax.jit`, "
-             f"{compile_s[device]['torch_compile']:.1f} s once for `torch.compile(dynamic=True)`.")
-    lines.append(text)
+for device in [main_device] + [d for d in devices if d != main_device]:
+    v_big = verdict.ladder(ladder_only(jit_entries[device, big]),
+                           question=f"Which framework evaluates f on {big:,} floats faster on the {device.upper()}, "
+                                    f"each at its best?")
+    v_small = verdict.ladder(ladder_only(jit_entries[device, small]),
+                             question=f"Which framework has the cheaper call at {small:,} floats on the "
+                                      f"{device.upper()}, each at its best?")
+    verdicts += [v_big, v_small]
+    chosen = verdict.best(jit_entries[device, big])
+    floor_text = ""
+    for framework in ("torch", "jax"):
+        if chosen[framework]:
+            e = jit_entries[device, big][f"{framework}/{chosen[framework]}"]
+            floor_text += (f" {verdict.FRAMEWORKS[framework]}'s best moves {verdict.fmt_number(8 * big / e['median_s'] / 1e9)} "
+                           f"GB/s, {verdict.fmt_number(100 * floor_s(device, big) / e['median_s'])}% of the "
+                           f"{bandwidth[device]['floor uses']} bandwidth.")
+    numpy_text = ""
+    if "numpy/numpy" in jit_timings[device, big] and "jax/jit" in jit_timings[device, big]:
+        numpy_text = (f" NumPy takes {verdict.fmt_ratio(r(jit_timings[device, big], 'numpy/numpy', 'jax/jit'))} the "
+                      f"time of `jax.jit` there.")
+    lines.append(f"**{device.upper()}, {big:,} elements.** {v_big.sentence}{floor_text}{numpy_text}\n\n"
+                 f"**{device.upper()}, {small:,} elements**, where a call is mostly dispatch: {v_small.sentence}")
+    cs = compile_s[device]
+    lines.append("Compilation, in a warm process: "
+                 + (f"{verdict.fmt_seconds(cs['jax_jit'])} per new length for `jax.jit`, " if cs["jax_jit"] else "")
+                 + (f"{verdict.fmt_seconds(cs['torch_compile'])} per new length for static `torch.compile`, "
+                    if cs["torch_compile"] else "")
+                 + (f"{verdict.fmt_seconds(cs['torch_compile_dynamic'])} once for `torch.compile(dynamic=True)`"
+                    if cs["torch_compile_dynamic"] is not None else "dynamic `torch.compile` failed")
+                 + f"; one-time start-up apart ({verdict.fmt_seconds(startup['torch_compile_startup_s'])} for "
+                 f"`torch.compile`, {verdict.fmt_seconds(startup['jax_jit_startup_s'])} for `jax.jit`).")
 
 g_big = grad_sizes[-1]
-gt = grad_timings[g_big]
-grad_text = (f"**Gradients** ({main_device.upper()}, {g_big:,} elements): `jit(vmap(grad))` takes "
-             f"{fmt_s(gt['jax_jit_vmap_grad'].median_s)}, PyTorch's autograd on the sum "
-             f"{fmt_s(gt['torch_autograd_sum'].median_s)} and `torch.func.vmap(grad)` "
-             f"{fmt_s(gt['torch_func_vmap_grad'].median_s)}; un-jitted `vmap(grad)` "
-             f"{fmt_s(gt['jax_vmap_grad'].median_s)}.")
-loop_sizes = [n for n in grad_sizes if "torch_loop" in grad_timings[n]]
-if loop_sizes:
+grad_ladder = {n: ladder_only(grad_entries[n]) for n in grad_sizes}
+v_grad = verdict.ladder(grad_ladder[g_big], question=f"Which framework computes the gradient over {g_big:,} "
+                                                     f"elements faster on the {main_device.upper()}, each at its best?")
+v_hvp = verdict.ladder(hvp_entries, question=f"Which framework computes a Hessian-vector product on {hvp_size:,} "
+                                             f"elements faster on the {main_device.upper()}, each at its best?")
+verdicts += [v_grad, v_hvp]
+grad_text = (f"**Gradients** ({main_device.upper()}, {g_big:,} elements): {v_grad.sentence} "
+             + dispatch_note(grad_ladder, grad_sizes, grad_timings))
+loop_sizes = [n for n in grad_sizes if "torch/loop" in grad_timings[n]]
+if loop_sizes and "torch/autograd" in grad_timings[loop_sizes[-1]]:
     n_loop = loop_sizes[-1]
     tl = grad_timings[n_loop]
     grad_text += (f" The original's per-element loop is the outlier: at {n_loop:,} elements it takes "
-                  f"{fmt_s(tl['torch_loop'].median_s)}, "
-                  f"{timing.ratio(tl['torch_loop'], tl['torch_autograd_sum']):.0f}× the idiomatic PyTorch "
-                  f"call, so the original's comparison measured a Python loop, not PyTorch's autograd.")
-grad_text += (f" The Hessian-vector product on {hvp_size:,} elements takes "
-              f"{fmt_s(hvp_timings['jax_jit_hvp'].median_s)} with `jit(jvp(grad))`, "
-              f"{fmt_s(hvp_timings['torch_func_hvp'].median_s)} with `torch.func.jvp(grad)` and "
-              f"{fmt_s(hvp_timings['torch_double_backward_hvp'].median_s)} by PyTorch's double backward.")
-pit = pitfall.loc[(main_device, "jax.jit")]
-pit_text = (f"**The pitfall.** Without waiting for the result, `jax.jit` at {big:,} elements "
-            f"appears to take {fmt_s(pit['no sync (µs), WRONG'] * 1e-6)} instead of "
-            f"{fmt_s(pit['synchronised median (µs), right'] * 1e-6)} "
-            + (f"(a factor of {1 / pit['no sync / right']:,.0f} too fast)" if pit["no sync / right"] < 0.5
-               else f"({pit['no sync / right']:.2f}× the true time)")
-            + f", and a first call that includes compilation reports {fmt_s(pit['first call (µs), WRONG'] * 1e-6)}.")
-gpu_text = ("" if on_gpu else
-            "\n\nThese figures are from a CPU with "
-            f"{record['cpu']}; **the GPU figures are still to come** (the `gpu` profile of this notebook "
-            "runs the same sweep on the GPU up to 10⁸ elements).")
-Markdown("## Conclusion\n\n" + "\n\n".join(lines) + "\n\n" + grad_text + "\n\n" + pit_text + gpu_text)
+                  f"{verdict.fmt_seconds(tl['torch/loop'].median_s)}, "
+                  f"{verdict.fmt_ratio(r(tl, 'torch/loop', 'torch/autograd'))} the idiomatic PyTorch call, so the "
+                  f"original's comparison measured a Python loop, not PyTorch's autograd.")
+hvp_text = f"**Hessian-vector product** ({hvp_size:,} elements): {v_hvp.sentence}"
+pit_text = ""
+if (main_device, "jax.jit") in pitfall.index:
+    pit = pitfall.loc[(main_device, "jax.jit")]
+    pit_text = (f"**The pitfall.** Without waiting for the result, `jax.jit` at {big:,} elements appears to take "
+                f"{verdict.fmt_seconds(pit['no sync (µs), WRONG'] * 1e-6)} instead of "
+                f"{verdict.fmt_seconds(pit['synchronised median (µs), right'] * 1e-6)} "
+                + (f"(a factor of {verdict.fmt_number(1 / pit['no sync / right'])} too fast)"
+                   if pit["no sync / right"] < 0.5 else f"({verdict.fmt_ratio(pit['no sync / right'])} the true time)")
+                + f", and a first call that includes compilation reports "
+                f"{verdict.fmt_seconds(pit['first call (µs), WRONG'] * 1e-6)}.")
+Markdown("## Conclusion\n\n" + "\n\n".join(lines + [grad_text, hvp_text, pit_text]))
 
 # %% tags=["remove_cell"]
 metrics = {
-    "jit": {device: {str(n): {f"{m}_s": (jit_timings[device, n][m].median_s if m in jit_timings[device, n] else None)
-                              for m in methods} for n in sizes} for device in devices},
-    "jit_iqr": {device: {str(n): {f"{m}_s": t.iqr_s for m, t in jit_timings[device, n].items()} for n in sizes}
-                for device in devices},
+    "conditions": conditions,
+    "startup_s": startup,
+    "bandwidth": {d: {k: v for k, v in b.items()} for d, b in bandwidth.items()},
+    "jit": {device: {str(n): {"ladder": jit_entries[device, n], "best": verdict.best(jit_entries[device, n]),
+                              "memory_floor_s": floor_s(device, n)} for n in sizes} for device in devices},
     "compile_s": compile_s,
-    "crossover": {device: {m: fits[device, m]["crossover n*"] for m in methods if (device, m) in fits} for device in devices},
-    "autograd": {m: {str(n): grad_timings[n][m].median_s for n in grad_sizes if m in grad_timings[n]} for m in GRAD_LABEL},
+    "crossover": {device: {m: fits[device, m]["crossover n*"] for m in methods if (device, m) in fits}
+                  for device in devices},
+    "autograd": {str(n): {"ladder": grad_entries[n], "best": verdict.best(grad_ladder[n])} for n in grad_sizes},
     "autograd_max_error": grad_errors,
-    "hvp": {m: {str(hvp_size): t.median_s} for m, t in hvp_timings.items()},
+    "hvp": {str(hvp_size): {"ladder": hvp_entries, "best": verdict.best(hvp_entries)}},
     "pitfall": {f"{d}/{m}": row for (d, m), row in pitfall.to_dict(orient="index").items()},
     "autograd_device": main_device,
+    "verdicts": [v.to_dict() for v in verdicts],
 }
-provenance.save_results("jit-and-autograd-timing", metrics)["metrics"]["compile_s"]
+provenance.save_results("jit-and-autograd-timing", metrics)["metrics"]["jit"][main_device][str(sizes[-1])]["best"]

@@ -51,6 +51,7 @@ num_points = 1000           # calibration measurements
 retrace_lengths = 4         # distinct data lengths fed to a jitted loss in section 3
 repeats = 5                 # timed repeats per measurement (median and IQR over them)
 min_repeat_s = 0.02         # each repeat runs the function enough times to last this long
+threads = 0                 # CPU threads for PyTorch, XLA and NumPy alike; 0: every core this process may use
 seed = 0
 
 # %% tags=["remove_cell", "colab-install"]
@@ -67,11 +68,17 @@ if "google.colab" in sys.modules:
 # %% [markdown]
 # ## Setup
 #
-# JAX computes in float32 unless told otherwise: float64 arrays need the `jax_enable_x64` flag,
-# set here before anything else touches JAX. With it, JAX's *default* dtype becomes float64 too,
-# so every array below is created with an explicit dtype.
+# Both frameworks run under the same conditions, set by one library call before JAX starts
+# (`timing.same_conditions`): float32 with TF32 off on both sides, and the same number of CPU
+# threads for PyTorch, XLA and NumPy's BLAS. JAX computes in float32 unless told otherwise: float64
+# arrays need the `jax_enable_x64` flag, set here before any JAX array exists. With it, JAX's
+# *default* dtype becomes float64 too, so every array below is created with an explicit dtype.
 
 # %%
+from sidebyside import timing
+
+conditions = timing.same_conditions(threads=threads or None, tf32=False)
+
 import jax
 
 jax.config.update("jax_enable_x64", True)  # float64 in JAX; must come before any JAX array exists
@@ -90,7 +97,8 @@ import torch
 from IPython.display import Markdown
 
 from sidebyside import functions as F
-from sidebyside import progress, provenance, timing, viz
+from sidebyside import peaks as P
+from sidebyside import progress, provenance, verdict, viz
 
 torch.manual_seed(seed)
 rng = np.random.default_rng(seed)
@@ -105,120 +113,190 @@ torch_devices = {"cpu": torch.device("cpu")}
 if on_gpu:
     jax_devices["gpu"] = jax.devices("gpu")[0]
     torch_devices["gpu"] = torch.device("cuda")
+startup = timing.warm_start("cuda" if on_gpu else "cpu", frameworks=("jax",))  # no torch.compile in this post
 provenance.table(record)
+
+# %% tags=["remove_input"]
+Markdown(timing.conditions_sentence(conditions, on_gpu=on_gpu))
 
 # %% [markdown]
 # ## 1. Linear algebra: matrix product and inverse
 #
-# Square matrices with standard normal entries, the same NumPy data copied to each framework, in
-# float32 and float64. NumPy runs on the CPU only; JAX and PyTorch on every device present. The JAX
-# functions are jitted (the first call, with compilation, is timed apart by the harness); all
-# three libraries hand the work to optimised kernels (BLAS/LAPACK on the CPU, cuBLAS/cuSOLVER on
-# a GPU), so this measures those kernels and the overhead around them. The three run interleaved
-# (`timing.compare`). Both frameworks compute float32 in full FP32: PyTorch by default, JAX with
-# `precision="highest"`. JAX's default lets a GPU run a float32 product in TF32 on tensor cores,
-# and timing that against PyTorch's FP32 would compare two different arithmetics (section 2 shows
-# what each default does).
+# Square matrices with standard normal entries, the same NumPy data copied to each framework. NumPy
+# runs on the CPU only; JAX and PyTorch on every device present. The JAX functions are jitted (the
+# first call, with compilation, is timed apart by the harness); all three libraries hand the work to
+# optimised kernels (BLAS/LAPACK on the CPU, cuBLAS/cuSOLVER on a GPU), so this measures those
+# kernels and the overhead around them. The three run interleaved (`timing.ladder`).
+#
+# Each arithmetic is the same on both sides, one row each:
+#
+# - **float32**: full FP32, TF32 off on both sides (PyTorch's `"highest"`, JAX `precision="highest"`);
+# - **tf32**: float32 data with TF32 tensor cores allowed on both sides (PyTorch's `"high"`, JAX
+#   `precision="tensorfloat32"`), a GPU mode: on a CPU these rows say so;
+# - **bfloat16** (product only): bfloat16 data on both sides, a GPU mode too;
+# - **float64**.
+
+# %% tags=["pair:matmul:torch"]
+def torch_matmul_in(mode):
+    """torch.matmul under this row's precision mode: TF32 switched on around the call for "tf32"."""
+    if mode != "tf32":
+        return torch.matmul
+
+    def matmul(a, b):
+        with timing.tf32(True, frameworks=("torch",)):
+            return torch.matmul(a, b)
+    return matmul
+
+
+def torch_inverse_in(mode):
+    if mode != "tf32":
+        return torch.linalg.inv
+
+    def inverse(a):
+        with timing.tf32(True, frameworks=("torch",)):
+            return torch.linalg.inv(a)
+    return inverse
+
+
+# %% tags=["pair:matmul:jax"]
+def jax_matmul_in(mode):
+    """jnp.matmul, jitted, with this row's precision: "highest" (full FP32) for float32 and float64,
+    TF32 for "tf32", and the native bfloat16 product (float32 accumulation) for "bfloat16"."""
+    precision = {"tf32": "tensorfloat32", "bfloat16": "default"}.get(mode, "highest")
+    return jax.jit(functools.partial(jnp.matmul, precision=precision))
+
+
+def jax_inverse_in(mode):
+    precision = "tensorfloat32" if mode == "tf32" else "highest"
+
+    @jax.jit
+    def inverse(a):
+        with jax.default_matmul_precision(precision):  # any product inside the inverse in this row's precision
+            return jnp.linalg.inv(a)
+    return inverse
+
 
 # %%
-jax_matmul = jax.jit(functools.partial(jnp.matmul, precision="highest"))
-
-
-@jax.jit
-def jax_inv(a):
-    with jax.default_matmul_precision("highest"):  # full FP32 in any product inside the inverse
-        return jnp.linalg.inv(a)
-
-
+jax_matmul = jax_matmul_in("float32")
+jax_inv = jax_inverse_in("float32")
 OPS = {
-    "matmul": {"numpy": np.matmul, "jax": jax_matmul, "torch": torch.matmul, "flops": F.matmul_flops},
-    "inverse": {"numpy": np.linalg.inv, "jax": jax_inv, "torch": torch.linalg.inv, "flops": F.inverse_flops},
+    "matmul": {"numpy": lambda mode: np.matmul, "jax": jax_matmul_in, "torch": torch_matmul_in,
+               "flops": F.matmul_flops, "modes": ["float32", "tf32", "bfloat16", "float64"]},
+    "inverse": {"numpy": lambda mode: np.linalg.inv, "jax": jax_inverse_in, "torch": torch_inverse_in,
+                "flops": F.inverse_flops, "modes": ["float32", "tf32", "float64"]},
 }
 DTYPES = {"float32": (np.float32, torch.float32), "float64": (np.float64, torch.float64)}
+MODE_DTYPES = {"float32": (np.float32, jnp.float32, torch.float32), "tf32": (np.float32, jnp.float32, torch.float32),
+               "bfloat16": (np.float32, jnp.bfloat16, torch.bfloat16), "float64": (np.float64, jnp.float64, torch.float64)}
+GPU_ONLY = {"tf32": "TF32 is a tensor-core mode of NVIDIA GPUs; a CPU computes float32 in full FP32",
+            "bfloat16": "bfloat16 matmul is timed where tensor cores run it, on a GPU"}
+jitted = {(op, mode): OPS[op]["jax"](mode) for op in OPS for mode in OPS[op]["modes"]}
+torch_fns = {(op, mode): OPS[op]["torch"](mode) for op in OPS for mode in OPS[op]["modes"]}
 
 
-def linalg_candidates(op, device, dtype, n):
-    np_dtype, torch_dtype = DTYPES[dtype]
+def linalg_candidates(op, device, mode, n):
+    np_dtype, jax_dtype, torch_dtype = MODE_DTYPES[mode]
     a_np = rng.standard_normal((n, n)).astype(np_dtype)
     b_np = rng.standard_normal((n, n)).astype(np_dtype)
-    a_jax, b_jax = (jax.device_put(m, jax_devices[device]) for m in (a_np, b_np))
-    a_torch, b_torch = (torch.from_numpy(m).to(torch_devices[device]) for m in (a_np, b_np))
-    fn = OPS[op]
+    if device == "cpu" and mode in GPU_ONLY:
+        absent = timing.NotApplicable(GPU_ONLY[mode])
+        return {"torch/eager": absent, "jax/jit": absent, "numpy/numpy": absent}
+    a_jax, b_jax = (jax.device_put(jnp.asarray(m, dtype=jax_dtype), jax_devices[device]) for m in (a_np, b_np))
+    a_torch, b_torch = (torch.from_numpy(m).to(torch_devices[device], torch_dtype) for m in (a_np, b_np))
+    jax_fn, torch_fn, numpy_fn = jitted[op, mode], torch_fns[op, mode], OPS[op]["numpy"](mode)
     if op == "matmul":
-        fns = {"jax": lambda: fn["jax"](a_jax, b_jax), "torch": lambda: fn["torch"](a_torch, b_torch),
-               "numpy": lambda: fn["numpy"](a_np, b_np)}
+        fns = {"torch/eager": lambda: torch_fn(a_torch, b_torch), "jax/jit": lambda: jax_fn(a_jax, b_jax),
+               "numpy/numpy": lambda: numpy_fn(a_np, b_np)}
     else:
-        fns = {"jax": lambda: fn["jax"](a_jax), "torch": lambda: fn["torch"](a_torch),
-               "numpy": lambda: fn["numpy"](a_np)}
+        fns = {"torch/eager": lambda: torch_fn(a_torch), "jax/jit": lambda: jax_fn(a_jax),
+               "numpy/numpy": lambda: numpy_fn(a_np)}
     if device != "cpu":
-        del fns["numpy"]
+        del fns["numpy/numpy"]
+    elif mode == "bfloat16":
+        fns["numpy/numpy"] = timing.NotApplicable("NumPy has no bfloat16")
     return fns
 
 
-linalg_timings = {}  # (op, device, dtype, n) -> {framework: Timing}
 def sizes_on(device):
     return [n for n in linalg_sizes if device != "cpu" or n <= cpu_max_size]
 
 
-cases = [(op, device, dtype, n) for op in OPS for device in devices for dtype in DTYPES for n in sizes_on(device)]
-for op, device, dtype, n in progress.bar(cases, desc="linear algebra"):
-    linalg_timings[op, device, dtype, n] = timing.compare(
-        linalg_candidates(op, device, dtype, n), repeats=repeats, min_repeat_s=min_repeat_s)
+linalg_entries, linalg_timings = {}, {}  # (op, device, mode, n) -> {"<library>/<tool>": entry} / {...: Timing}
+cases = [(op, device, mode, n) for op in OPS for device in devices for mode in OPS[op]["modes"]
+         for n in sizes_on(device)]
+for op, device, mode, n in progress.bar(cases, desc="linear algebra"):
+    linalg_entries[op, device, mode, n], linalg_timings[op, device, mode, n] = timing.ladder(
+        linalg_candidates(op, device, mode, n), repeats=repeats, min_repeat_s=min_repeat_s)
 
 # %% [markdown]
 # ### Achieved FLOP/s against the device's peak
 #
 # Both operations count as $2n^3$ floating-point operations (the product: $n^2$ dot products of
 # length $n$; the inverse by LU, as LAPACK does it: $\tfrac23 n^3 + \tfrac43 n^3$). A GPU's peak
-# comes from NVIDIA's data sheets (`sidebyside.functions.GPU_PEAK_TFLOPS`, dense figures; float64
-# uses the FP64 tensor-core peak that cuBLAS's DGEMM reaches, float32 the FP32 CUDA-core peak; a
-# float32 product that runs in TF32, as JAX's may by default, can exceed that FP32 peak).
-# A CPU's peak cannot be read from the machine reliably, so the one below is an **estimate**
-# whose assumption is printed with it.
+# comes from NVIDIA's data sheets (`sidebyside.peaks.GPU_PEAKS`, dense figures) for the row's
+# arithmetic: float32 rows divide by the FP32 CUDA-core peak, tf32 rows by the TF32 tensor-core
+# peak, bfloat16 by the BF16 tensor-core peak, float64 by the FP64 tensor-core peak that DGEMM
+# reaches. A CPU's peak cannot be read from the machine reliably: the one below is estimated from
+# its clock and vector units, or, where a library ran faster than that estimate, the best rate
+# measured in this run; its source is printed with it, and no share of it exceeds 100%.
 
 # %%
-def peak(device, dtype):
-    """(FLOP/s, where the number comes from) for a device and dtype."""
+PRECISION_OF = {"float32": "fp32", "tf32": "tf32_tensor", "bfloat16": "bf16_tensor", "float64": "fp64_tensor"}
+
+
+def rate(op, n, entry):
+    return OPS[op]["flops"](n) / entry["median_s"] if entry["median_s"] else None
+
+
+def peak(device, mode):
+    """(FLOP/s, where the number comes from) for a device and arithmetic."""
     if device == "gpu":
-        precision = {"float64": "fp64_tensor", "float32": "fp32"}[dtype]
-        value = F.peak_flops(record["device"], precision)
-        return value, (f"{record['device']} data sheet, {precision}" if value else "unknown GPU: not in the table")
-    return F.cpu_peak_flops_estimate(dtype)
+        value = P.peak_flops(record["device"], PRECISION_OF[mode])
+        return value, (f"{record['device']} data sheet, {PRECISION_OF[mode]}" if value else "unknown GPU: not in the table")
+    if mode in GPU_ONLY:
+        return None, "not applicable on a CPU"
+    measured = [rate(op, n, e) for (op, d, m, n), entries in linalg_entries.items() if d == device and m == mode
+                for e in entries.values() if e["median_s"]]
+    return P.cpu_peak_flops(mode, measured)
 
 
-peaks = {(device, dtype): peak(device, dtype) for device in devices for dtype in DTYPES}
-pd.DataFrame([{"device": d, "dtype": t, "peak (GFLOP/s)": (p / 1e9 if p else None), "source": why}
-              for (d, t), (p, why) in peaks.items()]).set_index(["device", "dtype"])
+peaks = {(device, mode): peak(device, mode) for device in devices for mode in MODE_DTYPES}
+pd.DataFrame([{"device": d, "arithmetic": t, "peak (GFLOP/s)": (p / 1e9 if p else None), "source": why}
+              for (d, t), (p, why) in peaks.items()]).set_index(["device", "arithmetic"])
 
 # %%
 rows = []
-for (op, device, dtype, n), timings in linalg_timings.items():
+for (op, device, mode, n), entries in linalg_entries.items():
     flops = OPS[op]["flops"](n)
-    peak_value = peaks[device, dtype][0]
-    for framework, t in timings.items():
-        rate = flops / t.median_s
-        rows.append({"op": op, "device": device, "dtype": dtype, "n": n, "framework": viz.LABELS[framework],
-                     "median (ms)": t.median_s * 1e3, "IQR (ms)": t.iqr_s * 1e3, "GFLOP/s": rate / 1e9,
-                     "GFLOP/s at q3": flops / t.q3_s / 1e9, "GFLOP/s at q1": flops / t.q1_s / 1e9,
-                     "% of peak": 100 * rate / peak_value if peak_value else None})
+    peak_value = peaks[device, mode][0]
+    for name, e in entries.items():
+        if e["median_s"] is None:
+            continue
+        framework = name.split("/")[0]
+        achieved = flops / e["median_s"]
+        rows.append({"op": op, "device": device, "dtype": mode, "n": n, "framework": viz.LABELS[framework],
+                     "median (ms)": e["median_s"] * 1e3, "IQR (ms)": e["iqr_s"] * 1e3, "GFLOP/s": achieved / 1e9,
+                     "GFLOP/s at q3": flops / e["q3_s"] / 1e9, "GFLOP/s at q1": flops / e["q1_s"] / 1e9,
+                     "% of peak": 100 * achieved / peak_value if peak_value else None})
 linalg_table = pd.DataFrame(rows)
 (linalg_table.pivot_table(index=["op", "device", "dtype", "n"], columns="framework", values="GFLOP/s", sort=False)
  .round(1))
 
-# %% figure="linalg-gflops" alt="Achieved GFLOP/s of NumPy, JAX and PyTorch for matrix product and inverse against matrix size, in float32 and float64"
+# %% figure="linalg-gflops" alt="Achieved GFLOP/s of NumPy, JAX and PyTorch for matrix product and inverse against matrix size, per arithmetic (float32, TF32, bfloat16, float64)"
+LINE = {"float32": "-", "tf32": "-.", "bfloat16": ":", "float64": "--"}
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
 for ax, op in zip(axes, OPS):
     for framework in ["numpy", "jax", "torch"]:
         for device in devices:
-            for dtype, line in (("float32", "-"), ("float64", "--")):
+            for mode in OPS[op]["modes"]:
                 sel = linalg_table[(linalg_table.op == op) & (linalg_table.device == device)
-                                   & (linalg_table.dtype == dtype) & (linalg_table.framework == viz.LABELS[framework])]
+                                   & (linalg_table.dtype == mode) & (linalg_table.framework == viz.LABELS[framework])]
                 if sel.empty:
                     continue
                 ax.errorbar(sel.n, sel["GFLOP/s"], yerr=[sel["GFLOP/s"] - sel["GFLOP/s at q3"],
                                                          sel["GFLOP/s at q1"] - sel["GFLOP/s"]],
-                            linestyle=line, marker="o" if device == "cpu" else "s", color=viz.COLORS[framework],
-                            capsize=2, label=f"{viz.LABELS[framework]} {dtype} ({device.upper()})")
+                            linestyle=LINE[mode], marker="o" if device == "cpu" else "s", color=viz.COLORS[framework],
+                            capsize=2, label=f"{viz.LABELS[framework]} {mode} ({device.upper()})")
     ax.set(xscale="log", yscale="log", xlabel="matrix size n", title=f"{op} (2n³ FLOPs)")
     ax.minorticks_off()
     ax.set_xticks(linalg_sizes, [str(n) for n in linalg_sizes])
@@ -275,7 +353,8 @@ n_prec = precision_size
 a_np = rng.standard_normal((n_prec, n_prec)).astype(np.float32)
 b_np = rng.standard_normal((n_prec, n_prec)).astype(np.float32)
 reference = a_np.astype(np.float64) @ b_np.astype(np.float64)
-jax_matmul_default = jax.jit(jnp.matmul)
+# JAX's library default, whatever same_conditions set: an explicit "default" precision ignores the config.
+jax_matmul_default = jax.jit(functools.partial(jnp.matmul, precision="default"))
 jax_matmul_highest = jax_matmul  # precision="highest", as timed in section 1
 
 
@@ -605,39 +684,46 @@ static_table.round(1)
 summary_rows = []
 for op in OPS:
     for device in devices:
-        for dtype in DTYPES:
+        for mode in OPS[op]["modes"]:
             n_big = sizes_on(device)[-1]
-            t = linalg_timings[op, device, dtype, n_big]
-            row = {"op": op, "device": device, "dtype": dtype, "n": n_big}
-            for framework in ["numpy", "jax", "torch"]:
-                row[f"{viz.LABELS[framework]} (ms)"] = t[framework].median_s * 1e3 if framework in t else None
+            entries = linalg_entries[op, device, mode, n_big]
+            row = {"op": op, "device": device, "arithmetic": mode, "n": n_big}
+            for name, label in (("numpy/numpy", "NumPy"), ("jax/jit", "JAX"), ("torch/eager", "PyTorch")):
+                e = entries.get(name)
+                row[f"{label} (ms)"] = e["median_s"] * 1e3 if e and e["median_s"] else None
             summary_rows.append(row)
-results = pd.DataFrame(summary_rows).set_index(["op", "device", "dtype"])
+results = pd.DataFrame(summary_rows).set_index(["op", "device", "arithmetic"])
 results.round(2)
 
 # %% tags=["remove_input"]
-def fastest(t):
-    name = min(t, key=lambda k: t[k].median_s)
-    others = {k: v.median_s / t[name].median_s for k, v in t.items() if k != name}
-    return name, others
-
-
+verdicts = []
 lines = []
-for device in devices:
-    parts = []
+for device in [main_device] + [d for d in devices if d != main_device]:
     n_big = sizes_on(device)[-1]
+    parts = []
     for op in OPS:
-        for dtype in DTYPES:
-            t = linalg_timings[op, device, dtype, n_big]
-            name, others = fastest(t)
-            rate = OPS[op]["flops"](n_big) / t[name].median_s
-            peak_value = peaks[device, dtype][0]
-            share = f", {100 * rate / peak_value:.0f}% of the {'estimated ' if device == 'cpu' else ''}peak" if peak_value else ""
-            if peak_value and rate > peak_value and device == "cpu":
-                share += " (above 100%: the CPU runs faster than the clock the estimate assumes)"
-            parts.append(f"{op} in {dtype}: {viz.LABELS[name]} is fastest ({rate / 1e9:.0f} GFLOP/s{share}; "
-                         + ", ".join(f"{viz.LABELS[k]} {r:.2f}× its time" for k, r in others.items()) + ")")
-    lines.append(f"**{device.upper()}, n = {n_big}.** " + "; ".join(parts) + ".")
+        for mode in OPS[op]["modes"]:
+            entries = linalg_entries[op, device, mode, n_big]
+            reasons = {e["not_applicable"] or e["error"] for e in entries.values()}
+            if all(e["median_s"] is None for e in entries.values()):  # e.g. a GPU-only arithmetic on the CPU
+                parts.append(f"*{op}, {mode}*: not run here ({'; '.join(sorted(r for r in reasons if r))}).")
+                continue
+            v = verdict.ladder({k: e for k, e in entries.items() if not k.startswith("numpy/")},
+                               question=f"Which framework computes a {n_big}×{n_big} {op} in {mode} faster on the "
+                                        f"{device.upper()}?")
+            verdicts.append(v)
+            share = []
+            peak_value, source = peaks[device, mode]
+            for name, e in entries.items():
+                if e["median_s"] and peak_value:
+                    share.append(f"{viz.LABELS[name.split('/')[0]]} {verdict.fmt_number(100 * rate(op, n_big, e) / peak_value)}%")
+            numpy_e = entries.get("numpy/numpy")
+            numpy_text = ""
+            if numpy_e and numpy_e["median_s"] and entries["jax/jit"]["median_s"]:
+                numpy_text = f" NumPy takes {verdict.fmt_ratio(numpy_e['median_s'] / entries['jax/jit']['median_s'])} the time of JAX."
+            parts.append(f"*{op}, {mode}*: {v.sentence}{numpy_text}"
+                         + (f" Share of the peak ({source}): " + ", ".join(share) + "." if share else ""))
+    lines.append(f"**{device.upper()}, n = {n_big}.** " + " ".join(parts))
 
 acc32 = inverse_accuracy.loc[("float32", main_device)]
 acc64 = inverse_accuracy.loc[("float64", main_device)]
@@ -678,19 +764,17 @@ lines.append(f"**Recompilation.** {len(lengths)} data lengths cost the naive `ji
              f"{static_table.loc['new jit per call', 'second pass (ms)']:.0f} ms), a static argument "
              f"{static_table.loc['static argument', 'traces in both passes']} times (second pass "
              f"{static_table.loc['static argument', 'second pass (ms)']:.1f} ms).")
-if not on_gpu:
-    lines.append(f"These figures come from a CPU ({record['cpu']}); **the GPU figures are still to come** (the "
-                 "`gpu` profile runs the same notebook on the GPU, up to 8192×8192 matrices).")
 Markdown("## Conclusion\n\n" + "\n\n".join(lines))
 
 # %% tags=["remove_cell"]
 metrics = {
-    "matmul": {f"{d}/{t}/{n}": {f"{fw}_s": (linalg_timings["matmul", d, t, n][fw].median_s
-                                            if fw in linalg_timings["matmul", d, t, n] else None)
-                                for fw in ("numpy", "jax", "torch")} for (_, d, t, n) in linalg_timings if _ == "matmul"},
-    "inverse": {f"{d}/{t}/{n}": {f"{fw}_s": (linalg_timings["inverse", d, t, n][fw].median_s
-                                             if fw in linalg_timings["inverse", d, t, n] else None)
-                                 for fw in ("numpy", "jax", "torch")} for (_, d, t, n) in linalg_timings if _ == "inverse"},
+    "conditions": conditions,
+    "startup_s": startup,
+    "matmul": {f"{d}/{t}/{n}": {"ladder": e, "best": verdict.best(e)}
+               for (op, d, t, n), e in linalg_entries.items() if op == "matmul"},
+    "inverse": {f"{d}/{t}/{n}": {"ladder": e, "best": verdict.best(e)}
+                for (op, d, t, n), e in linalg_entries.items() if op == "inverse"},
+    "verdicts": [v.to_dict() for v in verdicts],
     "peak_flops": {f"{d}/{t}": {"flops": p, "source": why} for (d, t), (p, why) in peaks.items()},
     "inverse_error": {f"{d}/{t}/{n_acc}": dict(row) for (t, d), row in inverse_accuracy.iterrows()},
     "matmul_precision": {f"{d}/{fw}/{s}": row for (d, fw, s), row in precision_table.to_dict(orient="index").items()},

@@ -89,7 +89,7 @@ def test_flop_counts_and_peaks():
     with pytest.raises(KeyError):
         F.peak_flops("NVIDIA H100 80GB HBM3", "fp8")
     for peaks in F.GPU_PEAK_TFLOPS.values():
-        assert peaks["tf32_tensor"] > peaks["fp32"] >= peaks["fp64_tensor"] > peaks["fp64"]
+        assert peaks["tf32_tensor"] > peaks["fp32"] >= peaks["fp64_tensor"] >= peaks["fp64"]
 
 
 def test_cpu_peak_estimate_scales_and_states_its_assumption():

@@ -7,26 +7,32 @@ importing this module costs nothing.
 
 - ``f_numpy`` / ``f_jax`` / ``f_torch``: the study's ``f(x) = 0.2x + sin(x) + cos(2x)``,
   element-wise; ``df`` / ``d2f``: its exact first and second derivatives (NumPy).
+- ``vmap_grad_f_torch`` / ``vmap_grad_f_jax``, ``hvp_f_torch`` / ``hvp_f_jax``:
+  the gradient over a vector and the Hessian-vector product, by each
+  framework's transforms (``torch.func`` / ``jax``), to run eager or compiled.
 - ``fit_overhead``: fits ``t(n) = overhead + n * per_element`` to timings, whose
   ratio is the size where dispatch overhead stops dominating.
 - ``calibration_data``: a synthetic sensor calibration problem (slope, offset);
   ``calibration_rmse_*``: its RMSE loss in NumPy, JAX and PyTorch;
   ``calibration_lstsq``: its exact least-squares optimum.
 - ``matmul_flops`` / ``inverse_flops``: conventional FLOP counts;
-  ``GPU_PEAK_TFLOPS`` / ``peak_flops``: published dense peaks of a few GPUs;
-  ``cpu_peak_flops_estimate``: an assumption-laden CPU estimate.
+  ``GPU_PEAK_TFLOPS`` / ``peak_flops`` / ``cpu_peak_flops_estimate``: re-exported
+  from :mod:`sidebyside.peaks`, their home.
+- ``f_torch_static`` / ``f_torch_dynamic`` / ``f_torch_cudagraphs``: ``f_torch``
+  behind distinct entry points, so that ``torch.compile(dynamic=False)``,
+  ``torch.compile(dynamic=True)`` and ``mode="reduce-overhead"`` keep separate caches (Dynamo caches
+  compiled code per Python code object).
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 __all__ = [
-    "f_numpy", "f_jax", "f_torch", "df", "d2f",
+    "f_numpy", "f_jax", "f_torch", "f_torch_static", "f_torch_dynamic", "f_torch_cudagraphs", "df", "d2f",
+    "vmap_grad_f_torch", "vmap_grad_f_jax", "hvp_f_torch", "hvp_f_jax",
     "fit_overhead",
     "Calibration", "calibration_data", "calibration_rmse_numpy", "calibration_rmse_jax",
     "calibration_rmse_torch", "calibration_lstsq",
@@ -53,6 +59,61 @@ def f_torch(x):
     import torch
 
     return 0.2 * x + torch.sin(x) + torch.cos(2 * x)
+
+
+def f_torch_static(x):
+    """``f_torch``, the entry point to compile with ``dynamic=False``."""
+    return f_torch(x)
+
+
+def f_torch_dynamic(x):
+    """``f_torch``, the entry point to compile with ``dynamic=True``."""
+    return f_torch(x)
+
+
+def f_torch_cudagraphs(x):
+    """``f_torch``, the entry point to compile with ``mode="reduce-overhead"`` (CUDA graphs)."""
+    return f_torch(x)
+
+
+def vmap_grad_f_torch(x):
+    """Element-wise ``f'(x)`` by ``torch.func.vmap(torch.func.grad(f_torch))``,
+    PyTorch's counterpart of ``jax.vmap(jax.grad(f))`` (eager, or under
+    ``torch.compile``)."""
+    import torch
+
+    return torch.func.vmap(torch.func.grad(f_torch))(x)
+
+
+def vmap_grad_f_jax(x):
+    """Element-wise ``f'(x)`` by ``jax.vmap(jax.grad(f_jax))`` (eager, or under ``jax.jit``)."""
+    import jax
+
+    return jax.vmap(jax.grad(f_jax))(x)
+
+
+def _g_torch(x):
+    return f_torch(x).sum()
+
+
+def _g_jax(x):
+    return f_jax(x).sum()
+
+
+def hvp_f_torch(x, v):
+    """Hessian-vector product of ``g(x) = sum f(x)``, forward-over-reverse:
+    ``torch.func.jvp(torch.func.grad(g), (x,), (v,))``."""
+    import torch
+
+    return torch.func.jvp(torch.func.grad(_g_torch), (x,), (v,))[1]
+
+
+def hvp_f_jax(x, v):
+    """Hessian-vector product of ``g(x) = sum f(x)``, forward-over-reverse:
+    ``jax.jvp(jax.grad(g), (x,), (v,))``."""
+    import jax
+
+    return jax.jvp(jax.grad(_g_jax), (x,), (v,))[1]
 
 
 def df(x):
@@ -150,67 +211,6 @@ def inverse_flops(n: int) -> int:
     return 2 * n**3
 
 
-# Published dense peaks in TFLOP/s (NVIDIA data sheets; TF32 figures are the
-# dense ones, i.e. half the "with sparsity" number the data sheets headline).
-# "fp64_tensor": FP64 on tensor cores (what DGEMM uses); "fp32": FP32 on the
-# CUDA cores (FP32 matmul without TF32); "tf32_tensor": FP32 matmul with TF32.
-# Keys are matched, in order, as substrings of the device name.
-GPU_PEAK_TFLOPS: dict[str, dict[str, float]] = {
-    "H100 PCIe": {"fp64": 26.0, "fp64_tensor": 51.0, "fp32": 51.0, "tf32_tensor": 378.0},
-    "H100 NVL": {"fp64": 30.0, "fp64_tensor": 60.0, "fp32": 60.0, "tf32_tensor": 417.5},
-    "H100": {"fp64": 34.0, "fp64_tensor": 67.0, "fp32": 67.0, "tf32_tensor": 494.5},  # SXM5 (e.g. "H100 80GB HBM3")
-    "H200 NVL": {"fp64": 30.0, "fp64_tensor": 60.0, "fp32": 60.0, "tf32_tensor": 417.5},
-    "H200": {"fp64": 34.0, "fp64_tensor": 67.0, "fp32": 67.0, "tf32_tensor": 494.5},  # SXM
-    "A100": {"fp64": 9.7, "fp64_tensor": 19.5, "fp32": 19.5, "tf32_tensor": 156.0},
-}
-
-
-def peak_flops(device_name: str, precision: str) -> float | None:
-    """Published peak in FLOP/s of a GPU named ``device_name`` (as
-    ``torch.cuda.get_device_name`` writes it) for ``precision`` (a key of
-    ``GPU_PEAK_TFLOPS`` entries); None for an unknown device."""
-    for key, peaks in GPU_PEAK_TFLOPS.items():
-        if key.lower() in device_name.lower():
-            if precision not in peaks:
-                raise KeyError(f"unknown precision {precision!r}; known: {', '.join(peaks)}")
-            return peaks[precision] * 1e12
-    return None
-
-
-def cpu_peak_flops_estimate(dtype: str, cores: int | None = None, ghz: float | None = None) -> tuple[float, str]:
-    """An ESTIMATE of this CPU's peak FLOP/s for ``dtype`` ("float32"/"float64"),
-    with the assumption it rests on, as ``(flops, assumption)``.
-
-    cores × clock × FLOPs per cycle, where FLOPs per cycle assume two fused
-    multiply-add units of the widest vector width the CPU flags advertise
-    (AVX-512: 512 bit, AVX2+FMA: 256 bit, else 128 bit). The clock is the
-    one ``/proc/cpuinfo`` reports now, not the boost clock; on a VM a "core"
-    may be a hyper-thread. Treat it as an order of magnitude, not a peak.
-    """
-    flags, mhz = set(), None
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
-            elif line.startswith("cpu MHz") and mhz is None:
-                mhz = float(line.split(":", 1)[1])
-    except OSError:
-        pass
-    if cores is None:
-        try:
-            cores = len(os.sched_getaffinity(0))
-        except AttributeError:
-            cores = os.cpu_count() or 1
-    if ghz is None:
-        ghz = (mhz or 2000.0) / 1000.0
-    if "avx512f" in flags:
-        bits, isa = 512, "AVX-512"
-    elif "avx2" in flags and "fma" in flags:
-        bits, isa = 256, "AVX2+FMA"
-    else:
-        bits, isa = 128, "SSE"
-    width = {"float32": 32, "float64": 64}[dtype]
-    per_cycle = 2 * 2 * bits // width  # 2 FMA units × 2 FLOPs per FMA × lanes
-    flops = cores * ghz * 1e9 * per_cycle
-    assumption = f"{cores} cores × {ghz:.2f} GHz × {per_cycle} {dtype} FLOPs/cycle ({isa}, 2 FMA units assumed)"
-    return flops, assumption
+# Device peaks have their own home, sidebyside.peaks; these names stay for the notebooks that use them.
+from .peaks import GPU_PEAKS as GPU_PEAK_TFLOPS  # noqa: E402
+from .peaks import cpu_peak_flops_estimate, peak_flops  # noqa: E402,F401

@@ -18,17 +18,36 @@ Rules it enforces, so that every published figure is comparable:
 
 Inputs: a zero-argument callable (use ``functools.partial`` or a lambda).
 Outputs: :class:`Timing` records, or a dict of them from :func:`compare`.
+
+The fair-comparison set-up lives here too, once for every notebook:
+
+- :func:`same_conditions` (call it before importing JAX): the same threads on
+  a CPU for PyTorch, XLA and NumPy's BLAS, float32 with TF32 off on both sides
+  (or on, on both sides), and a record of what was set, for the post and the
+  results JSON (:func:`conditions_sentence` writes the post's sentence).
+- :func:`tf32`: a context that allows TF32 on both sides and restores.
+- :func:`warm_start`: pays each framework's one-time compiler start-up on a
+  trivial function, so that the compile times of a ladder are those of a warm
+  process; the start-up is returned, to be reported apart.
+- :func:`ladder`: each framework's ladder of tools timed in one interleaved run
+  (like :func:`compare`), where a tool that fails keeps its row with its error
+  and a tool that cannot run here (a GPU-only rung on a CPU) keeps its row as
+  not applicable, with the reason (:class:`NotApplicable`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
+import os
 import statistics
+import sys
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-__all__ = ["Timing", "block", "time_fn", "compare", "summarise", "ratio"]
+__all__ = ["Timing", "block", "time_fn", "compare", "summarise", "ratio", "same_conditions", "conditions_sentence",
+           "tf32", "warm_start", "NotApplicable", "ladder", "ladder_table"]
 
 
 def _is_jax_array(x: Any) -> bool:
@@ -305,3 +324,312 @@ def summarise(timings: Mapping[str, Timing] | Iterable[Timing], unit: str = "ms"
         for t in items
     ]
     return pd.DataFrame(rows).set_index("name")
+
+
+# ----------------------------------------------------------------------------- same conditions
+
+_BLAS_LIMITS: Any = None  # threadpoolctl's limiter, kept alive for the process
+
+
+def _set_tf32(enabled: bool, frameworks: Iterable[str] = ("torch", "jax")) -> None:
+    import torch
+
+    if "torch" in frameworks:
+        torch.backends.cuda.matmul.allow_tf32 = enabled
+        torch.backends.cudnn.allow_tf32 = enabled
+        torch.set_float32_matmul_precision("high" if enabled else "highest")
+    if "jax" in frameworks and "jax" in sys.modules:
+        import jax
+
+        jax.config.update("jax_default_matmul_precision", "tensorfloat32" if enabled else "highest")
+
+
+def _precision_record() -> dict[str, Any]:
+    import torch
+
+    record = {
+        "torch_float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "torch_cuda_matmul_allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+        "torch_cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+    }
+    if "jax" in sys.modules:
+        import jax
+
+        record["jax_default_matmul_precision"] = jax.config.jax_default_matmul_precision
+    return record
+
+
+def same_conditions(*, threads: int | None = None, tf32: bool = False) -> dict[str, Any]:
+    """Put both frameworks under the same conditions; returns what was set.
+
+    Call it once, at the top of a notebook, BEFORE importing JAX: XLA reads
+    its CPU thread settings when its backend starts.
+
+    - Threads on a CPU: ``threads`` (default: every core this process may
+      use). PyTorch gets ``torch.set_num_threads(threads)`` (where its own
+      count differs); NumPy's BLAS is
+      limited with threadpoolctl; XLA's CPU pool follows the cores the process
+      may run on, so with fewer threads than cores the process is pinned to
+      ``threads`` cores (``os.sched_setaffinity``), and with one thread XLA's
+      Eigen pool is switched off (``XLA_FLAGS``).
+    - Precision: float32 with TF32 off on both sides (``tf32=False``): PyTorch
+      ``set_float32_matmul_precision("highest")`` and both cuBLAS/cuDNN TF32
+      switches off; JAX ``jax_default_matmul_precision="highest"``. ``tf32=True``
+      turns TF32 on for both (a separate row, never one side only).
+
+    Returns a dict for the results JSON (``metrics["conditions"]``): threads of
+    each library, the precision settings, and the harness's rules (data on the
+    device, synchronised clocks, compile apart, median and IQR).
+    """
+    backends = sys.modules.get("jax._src.xla_bridge")
+    if backends is not None and getattr(backends, "_backends", None):
+        raise RuntimeError("same_conditions() must run before JAX starts its backend (XLA reads its thread "
+                           "settings then): call it at the top of the notebook, before any JAX array exists.")
+    available = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    threads = len(available) if threads is None else int(threads)
+    if not 1 <= threads <= len(available):
+        raise ValueError(f"threads must be between 1 and the {len(available)} cores this process may use, got {threads}")
+    if threads < len(available) and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, available[:threads])
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    if threads == 1:
+        flags = os.environ.get("XLA_FLAGS", "")
+        extra = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+        if extra not in flags:
+            os.environ["XLA_FLAGS"] = (flags + " " + extra).strip()
+    import torch
+
+    if torch.get_num_threads() != threads:
+        # Only when it changes something: on a busy 2-core machine, calling set_num_threads even with
+        # PyTorch's own default made small eager ops up to 500x slower in some runs (its worker threads
+        # then compete with the caller).
+        torch.set_num_threads(threads)
+    blas_threads: Any
+    global _BLAS_LIMITS
+    try:
+        import threadpoolctl
+
+        _BLAS_LIMITS = threadpoolctl.threadpool_limits(limits=threads, user_api="blas")
+        infos = [info for info in threadpoolctl.threadpool_info() if info.get("user_api") == "blas"]
+        blas_threads = max((info["num_threads"] for info in infos), default=None)
+    except ImportError:
+        blas_threads = "unknown (threadpoolctl is not installed: pip install threadpoolctl)"
+    import jax  # noqa: F401  (after the thread settings above)
+
+    _set_tf32(tf32)
+    return {
+        "threads": threads,
+        "torch_threads": torch.get_num_threads(),
+        "numpy_blas_threads": blas_threads,
+        "xla_cpu_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else threads,
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "tf32": bool(tf32),
+        **_precision_record(),
+        "rules": ["data already on the device", "synchronised before every clock read",
+                  "first call and compilation timed apart, in a warm process", "median and IQR over repeats",
+                  "each framework's ladder of tools in one interleaved run"],
+    }
+
+
+def conditions_sentence(conditions: Mapping[str, Any], *, on_gpu: bool) -> str:
+    """The post's sentence stating the conditions of :func:`same_conditions`."""
+    if conditions["tf32"]:
+        precision = ("float32 with TF32 allowed on both sides (PyTorch matmul precision "
+                     f"`{conditions['torch_float32_matmul_precision']}`, JAX "
+                     f"`{conditions.get('jax_default_matmul_precision')}`)")
+    else:
+        precision = ("float32 with TF32 off on both sides (PyTorch matmul precision "
+                     f"`{conditions['torch_float32_matmul_precision']}`, cuBLAS and cuDNN TF32 off; JAX default "
+                     f"matmul precision `{conditions.get('jax_default_matmul_precision')}`)")
+    threads = (f"On the CPU every library runs {conditions['threads']} thread"
+               f"{'s' if conditions['threads'] != 1 else ''}: PyTorch {conditions['torch_threads']}, NumPy's BLAS "
+               f"{conditions['numpy_blas_threads']}, XLA over {conditions['xla_cpu_cores']} core"
+               f"{'s' if conditions['xla_cpu_cores'] != 1 else ''}.")
+    where = "on the GPU" if on_gpu else "on the CPU"
+    return (f"Same conditions for both frameworks {where}: {precision}; data already on the device; every clock "
+            f"read after the work is synchronised; first calls and compilation timed apart, in a warm process; "
+            f"median and interquartile range over interleaved repeats. {threads}")
+
+
+@contextlib.contextmanager
+def tf32(enabled: bool = True, frameworks: Iterable[str] = ("torch", "jax")):
+    """Allow (or forbid) TF32 on both sides inside the block; restores the
+    previous settings of both frameworks on exit. JAX traces with the
+    precision current at trace time: jit a separate function per setting (or
+    pass ``precision="tensorfloat32"``) and, to switch PyTorch alone around
+    each timed call, ``frameworks=("torch",)``."""
+    import torch
+
+    frameworks = tuple(frameworks)
+    before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
+              torch.get_float32_matmul_precision())
+    touch_jax = "jax" in frameworks and "jax" in sys.modules
+    jax_before = None
+    if touch_jax:
+        import jax
+
+        jax_before = jax.config.jax_default_matmul_precision
+    _set_tf32(enabled, frameworks)
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before[0], before[1]
+        torch.set_float32_matmul_precision(before[2])
+        if touch_jax:
+            import jax
+
+            jax.config.update("jax_default_matmul_precision", jax_before)
+
+
+def warm_start(device: str = "cpu", frameworks: Iterable[str] = ("torch", "jax")) -> dict[str, float]:
+    """Pay the one-time start-up of ``torch.compile`` and ``jax.jit`` (imports,
+    compiler threads, the first code generation) on a trivial function on
+    ``device`` ("cpu" or "cuda"), so that the compile times measured after it
+    are those of a warm process. Returns the seconds each first call took,
+    to be reported apart as library start-up. ``frameworks``: the compilers
+    the notebook uses (a notebook without ``torch.compile`` skips its ~20 s)."""
+    import jax
+    import jax.numpy as jnp
+    import torch
+
+    out = {}
+    if "torch" in frameworks:
+        torch_device = torch.device("cuda" if device in ("cuda", "gpu") else "cpu")
+        x = torch.ones(8, device=torch_device)
+
+        def _torch_start(t):
+            return t * 2 + 1
+
+        start = time.perf_counter()
+        block(torch.compile(_torch_start, dynamic=False)(x))
+        out["torch_compile_startup_s"] = time.perf_counter() - start
+    if "jax" not in frameworks:
+        return out
+    jax_device = jax.devices("gpu" if device in ("cuda", "gpu") else "cpu")[0]
+    y = jax.device_put(jnp.ones(8, jnp.float32), jax_device)
+    start = time.perf_counter()
+    block(jax.jit(lambda v: v * 2 + 1)(y))
+    out["jax_jit_startup_s"] = time.perf_counter() - start
+    return out
+
+
+# ----------------------------------------------------------------------------- the ladder
+
+
+class NotApplicable(Exception):
+    """A rung that cannot run here, with the reason (e.g. a CUDA-graph rung on
+    a machine without a GPU). :func:`ladder` keeps its row as not applicable."""
+
+
+def _one_line(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}"
+    return " ".join(text.split())[:300]
+
+
+def ladder(
+    candidates: Mapping[str, Any],
+    *,
+    needs: Mapping[str, str] | None = None,
+    repeats: int = 7,
+    warmup: int = 1,
+    min_repeat_s: float = 0.05,
+    max_number: int = 10_000,
+    pipelined: bool = False,
+) -> tuple[dict[str, dict[str, Any]], dict[str, Timing]]:
+    """Time a ladder of tools in one interleaved run, failures kept.
+
+    ``candidates`` maps ``"<framework>/<tool>"`` to a zero-argument callable
+    (what :func:`compare` takes), to a :class:`NotApplicable` (a rung that
+    cannot run on this machine), or to an exception raised while building
+    the tool. A callable whose first call, warm-up or repeats raise keeps its
+    row with the error in one line; ``needs`` says per name what the tool
+    needs, appended to its error (e.g. "a CUDA GPU and a capturable optimiser").
+
+    Returns ``(entries, timings)``: ``entries`` holds one
+    :func:`sidebyside.verdict.ladder_entry` per candidate, in order (the
+    results JSON's ``"ladder"``); ``timings`` the :class:`Timing` of those
+    that ran.
+    """
+    from . import verdict
+
+    _validate(repeats, warmup)
+    needs = dict(needs or {})
+    entries: dict[str, dict[str, Any]] = {}
+    first: dict[str, float] = {}
+    numbers: dict[str, int] = {}
+    fns: dict[str, Callable[[], Any]] = {}
+
+    def fail(name: str, error: BaseException | str) -> None:
+        text = error if isinstance(error, str) else _one_line(error)
+        if needs.get(name):
+            text += f" (needs {needs[name]})"
+        entries[name] = verdict.ladder_entry(error=text)
+
+    for name, candidate in candidates.items():
+        verdict._split(name)  # "<framework>/<tool>" or a clear error
+        if isinstance(candidate, NotApplicable):
+            entries[name] = verdict.ladder_entry(not_applicable=str(candidate))
+            continue
+        if isinstance(candidate, BaseException):
+            fail(name, candidate)
+            continue
+        entries[name] = {}  # keeps the order of the candidates
+        try:
+            start = time.perf_counter()
+            _call(candidate, True)
+            first[name] = time.perf_counter() - start
+            for _ in range(warmup):
+                _call(candidate, True)
+            numbers[name] = _choose_number(candidate, min_repeat_s, max_number)
+            fns[name] = candidate
+        except Exception as error:  # a failing tool is a finding: keep its row
+            fail(name, error)
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            for name, fn in list(fns.items()):
+                n = numbers[name]
+                try:
+                    start = time.perf_counter()
+                    for _ in range(n):
+                        result = _call(fn, not pipelined)
+                    if pipelined:
+                        block(result)
+                    times[name].append((time.perf_counter() - start) / n)
+                except Exception as error:
+                    fail(name, error)
+                    del fns[name]
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    timings = {name: Timing(name, times[name], numbers[name], first[name]) for name in fns}
+    for name, t in timings.items():
+        entries[name] = verdict.ladder_entry(t)
+    return entries, timings
+
+
+def ladder_table(entries: Mapping[str, Mapping[str, Any]], *, labels: Mapping[str, str] | None = None,
+                 unit: str = "ms", scale: float = 1.0):
+    """A pandas DataFrame of a ladder, one row per tool, each row naming its
+    framework and tool: median, IQR, compile time (s), and the error or the
+    reason it does not apply. ``scale`` multiplies the times (e.g. steps per
+    epoch / steps per call, to show an epoch)."""
+    import pandas as pd
+
+    from .verdict import FRAMEWORKS
+
+    factor = {"s": 1.0, "ms": 1e3, "us": 1e6, "µs": 1e6}[unit] * scale
+    rows = []
+    for name, e in entries.items():
+        framework, tool = name.split("/", 1)
+        rows.append({
+            "framework / tool": (labels or {}).get(name, f"{FRAMEWORKS.get(framework, framework)}, {tool}"),
+            f"median ({unit})": None if e.get("median_s") is None else e["median_s"] * factor,
+            f"IQR ({unit})": None if e.get("iqr_s") is None else e["iqr_s"] * factor,
+            "compile (s)": e.get("compile_s"),
+            "status": ("ran" if e.get("median_s") is not None else
+                       f"not applicable: {e['not_applicable']}" if e.get("not_applicable") else f"failed: {e.get('error')}"),
+        })
+    return pd.DataFrame(rows).set_index("framework / tool")

@@ -18,17 +18,28 @@ Input contract
   ``weight_decay > 0`` ``AdamW`` / ``optax.adamw`` (decoupled).
 
 Loop styles (``loop=``)
-- PyTorch: ``"device"`` (default: data on the device, batches indexed there),
-  ``"dataloader"`` (a ``torch.utils.data.DataLoader`` over a ``TensorDataset``,
-  what most tutorials write), ``"compile"`` (``"device"`` with
-  ``torch.compile(model)``).
+- PyTorch: ``"device"`` (default, eager: data on the device, batches indexed
+  there), ``"dataloader"`` (a ``torch.utils.data.DataLoader`` over a
+  ``TensorDataset``, what most tutorials write), ``"compile"`` (the WHOLE
+  training step, batch gather, forward, loss, backward and optimiser step, under
+  ``torch.compile`` with static shapes; Dynamo breaks the graph at
+  ``backward()`` and compiles forward+backward and the optimiser step),
+  ``"cuda_graph"`` (the whole step captured once in a CUDA graph with
+  ``torch.cuda.graph`` and replayed per batch; Adam/SGD with
+  ``capturable=True``), ``"cuda_graph_fused"`` (the same with the fused
+  optimiser, ``fused=True``). The learning rate of ``"compile"`` and the CUDA
+  graph loops is a tensor updated in place, so a schedule neither recompiles
+  nor needs a new graph. CUDA graphs need a CUDA device: on a CPU the trainer
+  refuses them, unless ``capture=False`` runs the same step uncaptured (for
+  tests).
 - JAX: ``"scan"`` (default: data on the device, a whole epoch in one jitted
   ``lax.scan``), ``"device"`` (data on the device, one jitted step per batch
-  that gathers its batch there), ``"jit_step"`` (one jitted step per batch,
-  NumPy batches fed from the host, what most tutorials write).
-  On XLA:CPU a convolution inside ``lax.scan`` runs several times slower than
-  the same step jitted alone (measured ~12x for the CNN, jax 0.10): prefer
-  ``"device"`` for convolutional models on CPU.
+  that gathers its batch there; the batch indices are sent once and a step
+  counter stays on the device, so a step sends nothing from the host),
+  ``"jit_step"`` (one jitted step per batch, NumPy batches fed from the host,
+  what most tutorials write).
+  Whether a convolution runs slower inside ``lax.scan`` than jitted alone
+  depends on the backend: fashion-mnist's notebook measures it on its device.
 
 Outputs: ``train_torch`` / ``train_flax`` return ``(model, History)``; the
 Flax model is updated in place too. ``on_epoch_end(epoch, model)`` is called
@@ -64,10 +75,12 @@ __all__ = [
     "TorchTrainer",
     "FlaxTrainer",
     "TORCH_LOOPS",
+    "CUDA_GRAPH_LOOPS",
     "FLAX_LOOPS",
 ]
 
-TORCH_LOOPS = ("dataloader", "device", "compile")
+TORCH_LOOPS = ("dataloader", "device", "compile", "cuda_graph", "cuda_graph_fused")
+CUDA_GRAPH_LOOPS = ("cuda_graph", "cuda_graph_fused")
 FLAX_LOOPS = ("jit_step", "device", "scan")
 
 
@@ -226,9 +239,13 @@ def evaluate_torch(model, X: np.ndarray, y: np.ndarray, *, batch_size: int = 200
 
 
 class TorchTrainer:
-    """The PyTorch side: model, optimiser and data on the model's device."""
+    """The PyTorch side: model, optimiser and data on the model's device.
 
-    def __init__(self, model, data: Any, config: TrainConfig, *, loop: str = "device"):
+    ``capture`` (CUDA graph loops only): ``True`` captures the step in a CUDA
+    graph (needs a CUDA device); ``False`` runs the very same static-buffer
+    step without capture, which is what a CPU can test."""
+
+    def __init__(self, model, data: Any, config: TrainConfig, *, loop: str = "device", capture: bool = True):
         import torch
 
         if loop not in TORCH_LOOPS:
@@ -236,18 +253,40 @@ class TorchTrainer:
         self.model, self.config, self.loop = model, config, loop
         self.arrays = _as_arrays(data)
         self.device = _torch_device(model)
+        graph = loop in CUDA_GRAPH_LOOPS
+        self.capture = graph and capture
+        if self.capture and self.device.type != "cuda":
+            raise RuntimeError(f"loop={loop!r} captures a CUDA graph and needs the model on a CUDA device; it is on "
+                               f"{self.device}. Move the model to 'cuda', or pass capture=False to run the same "
+                               f"step uncaptured.")
+        if graph and not config.drop_last:
+            raise ValueError(f"loop={loop!r} needs drop_last=True (a captured step has one batch shape)")
         self.n = len(self.arrays.X_train)
         self.steps_per_epoch = config.steps_per_epoch(self.n)
         params = [p for p in model.parameters() if p.requires_grad]
+        on_cuda = self.device.type == "cuda"
+        # Compiled and captured steps read the learning rate from a tensor, updated in place.
+        self.tensor_lr = loop == "compile" or graph
+        lr = torch.tensor(config.lr, dtype=torch.float32, device=self.device) if self.tensor_lr else config.lr
+        extra: dict[str, Any] = {}
+        if self.tensor_lr:
+            # A tensor lr needs a capturable (on CUDA) or single-tensor optimiser; fused is its own kind.
+            if loop == "cuda_graph_fused":
+                extra = {"fused": True, "capturable": True} if on_cuda else {"foreach": False}
+            elif on_cuda:
+                extra = {"capturable": True} if config.optimizer == "adam" else {}
+            else:
+                extra = {"foreach": False}
         if config.optimizer == "sgd":
-            self.optimizer = torch.optim.SGD(params, lr=config.lr, momentum=config.momentum,
-                                             weight_decay=config.weight_decay)
+            extra.pop("capturable", None)
+            self.optimizer = torch.optim.SGD(params, lr=lr, momentum=config.momentum,
+                                             weight_decay=config.weight_decay, **extra)
         elif config.weight_decay > 0:
-            self.optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+            self.optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=config.weight_decay, **extra)
         else:
-            self.optimizer = torch.optim.Adam(params, lr=config.lr)
+            self.optimizer = torch.optim.Adam(params, lr=lr, **extra)
+        self.lr = lr
         self.loss_fn = torch.nn.CrossEntropyLoss()
-        self.forward = torch.compile(model) if loop == "compile" else model
         self.step_count = 0
         if loop == "dataloader":
             self.X_host = torch.from_numpy(self.arrays.X_train)
@@ -255,16 +294,78 @@ class TorchTrainer:
         else:
             self.X = torch.as_tensor(self.arrays.X_train, device=self.device)
             self.y = torch.as_tensor(self.arrays.y_train, device=self.device)
+        self._indexed_step = torch.compile(self._train_step, dynamic=False) if loop == "compile" else self._train_step
+        self._graph = None
+        if graph:
+            self._static_index = torch.zeros(config.batch_size, dtype=torch.int64, device=self.device)
+            self._static_loss = None
+
+    def _set_lr(self):
+        value = float(learning_rate(self.step_count, self.config, self.steps_per_epoch))
+        for group in self.optimizer.param_groups:
+            if self.tensor_lr:
+                group["lr"].fill_(value)
+            else:
+                group["lr"] = value
+
+    def _train_step(self, index):
+        """The whole step on the device-resident data: gather, forward, loss,
+        backward, optimiser step. What ``"compile"`` compiles and the CUDA
+        graph loops capture."""
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.loss_fn(self.model(self.X[index]), self.y[index])
+        loss.backward()
+        self.optimizer.step()
+        return loss.detach()
 
     def _step(self, xb, yb):
-        for group in self.optimizer.param_groups:
-            group["lr"] = float(learning_rate(self.step_count, self.config, self.steps_per_epoch))
+        self._set_lr()
         self.optimizer.zero_grad(set_to_none=True)
-        loss = self.loss_fn(self.forward(xb), yb)
+        loss = self.loss_fn(self.model(xb), yb)
         loss.backward()
         self.optimizer.step()
         self.step_count += 1
         return loss.detach()
+
+    def _capture_graph(self):
+        """Capture one training step in a CUDA graph (PyTorch's whole-network
+        recipe): warm up on a side stream, put the weights and optimiser state
+        back as they were, then capture."""
+        import torch
+
+        params = [p for p in self.model.parameters()]
+        saved = [p.detach().clone() for p in params]
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(3):
+                self._train_step(self._static_index)
+        torch.cuda.current_stream().wait_stream(stream)
+        with torch.no_grad():  # the warm-up steps must not count: same state as before them
+            for p, s in zip(params, saved):
+                p.copy_(s)
+            for state in self.optimizer.state.values():
+                for value in state.values():
+                    if torch.is_tensor(value):
+                        value.zero_()
+        self.optimizer.zero_grad(set_to_none=True)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            self._static_loss = self._train_step(self._static_index)
+        self._graph = graph
+
+    def _graph_step(self, index):
+        self._static_index.copy_(index)
+        self._set_lr()
+        if self.capture:
+            if self._graph is None:
+                self._capture_graph()
+            self._graph.replay()
+            loss = self._static_loss
+        else:
+            loss = self._train_step(self._static_index)
+        self.step_count += 1
+        return loss
 
     def run(self, batches) -> "Any":
         """Train on the given index batches; returns the summed loss (a tensor,
@@ -282,13 +383,20 @@ class TorchTrainer:
             for xb, yb in loader:
                 total += self._step(xb.to(self.device, non_blocking=True), yb.to(self.device, non_blocking=True))
                 steps += 1
-        else:
-            if isinstance(batches, np.ndarray):  # one transfer of all indices, not one per step
-                batches = torch.as_tensor(batches, device=self.device)
-            for batch in batches:
-                index = torch.as_tensor(batch, device=self.device)
+            return total, steps
+        if isinstance(batches, np.ndarray):  # one transfer of all indices, not one per step
+            batches = torch.as_tensor(batches, device=self.device)
+        for batch in batches:
+            index = torch.as_tensor(batch, device=self.device)
+            if self.loop in CUDA_GRAPH_LOOPS:
+                total += self._graph_step(index)
+            elif self.loop == "compile":
+                self._set_lr()
+                total += self._indexed_step(index)
+                self.step_count += 1
+            else:
                 total += self._step(self.X[index], self.y[index])
-                steps += 1
+            steps += 1
         return total, steps
 
     def run_epoch(self, epoch: int) -> float:
@@ -305,11 +413,12 @@ class TorchTrainer:
 
 def train_torch(model, data: Any, config: TrainConfig, *, loop: str = "device",
                 on_epoch_end: Callable[[int, Any], None] | None = None,
-                progress: bool | str = True, evaluate: bool = True) -> tuple[Any, History]:
-    """Train a PyTorch model in place; returns ``(model, History)``."""
+                progress: bool | str = True, evaluate: bool = True, capture: bool = True) -> tuple[Any, History]:
+    """Train a PyTorch model in place; returns ``(model, History)``.
+    ``capture``: see :class:`TorchTrainer` (CUDA graph loops only)."""
     import torch
 
-    trainer = TorchTrainer(model, data, config, loop=loop)
+    trainer = TorchTrainer(model, data, config, loop=loop, capture=capture)
     arrays = trainer.arrays
     torch.manual_seed(config.seed)  # nothing random in these models, but dropout-safe
     history = History("torch", loop)
@@ -421,9 +530,17 @@ class FlaxTrainer:
         def device_step(params, opt_state, rest, X, y, index):
             return step(params, opt_state, rest, X[index], y[index])
 
+        def counted_step(params, opt_state, rest, X, y, batches, i):
+            # The batch indices live on the device and so does the step counter: a step sends nothing
+            # from the host, like PyTorch's loop over a device tensor of indices.
+            index = batches[i]
+            params, opt_state, loss = step(params, opt_state, rest, X[index], y[index])
+            return params, opt_state, loss, i + 1
+
         # Donating the parameters and optimiser state lets XLA update them in place.
         self._step = jax.jit(step, donate_argnums=(0, 1))
         self._device_step = jax.jit(device_step, donate_argnums=(0, 1))
+        self._counted_step = jax.jit(counted_step, donate_argnums=(0, 1))
         self._scan = jax.jit(scan_epoch, donate_argnums=(0, 1))
         self.compile_seconds = 0.0
         if loop in ("scan", "device"):
@@ -435,7 +552,7 @@ class FlaxTrainer:
         """Ahead-of-time compilation for a given number of steps, timed apart."""
         import jax
 
-        key = num_steps if self.loop == "scan" else "step"
+        key = num_steps if self.loop in ("scan", "device") else "step"
         if key not in self._compiled:
             start = time.perf_counter()
             bs = self.config.batch_size
@@ -443,8 +560,10 @@ class FlaxTrainer:
                 batches = jax.ShapeDtypeStruct((num_steps, bs), np.int32)
                 compiled = self._scan.lower(self.params, self.opt_state, self.rest, self.X, self.y, batches).compile()
             elif self.loop == "device":
-                index = jax.ShapeDtypeStruct((bs,), np.int32)
-                compiled = self._device_step.lower(self.params, self.opt_state, self.rest, self.X, self.y, index).compile()
+                batches = jax.ShapeDtypeStruct((num_steps, bs), np.int32)
+                counter = jax.ShapeDtypeStruct((), np.int32)
+                compiled = self._counted_step.lower(self.params, self.opt_state, self.rest, self.X, self.y, batches,
+                                                    counter).compile()
             else:
                 xb = jax.ShapeDtypeStruct((bs,) + self.arrays.X_train.shape[1:], np.float32)
                 yb = jax.ShapeDtypeStruct((bs,), np.int32)
@@ -464,15 +583,25 @@ class FlaxTrainer:
             self.params, self.opt_state, total = fn(self.params, self.opt_state, self.rest, self.X, self.y,
                                                     jnp.asarray(batches))
             return total, len(batches)
-        full = self._compile(0)
         losses = []
-        if self.loop == "device":
-            for index in batches:
-                index = jnp.asarray(np.asarray(index, dtype=np.int32))
-                fn = full if len(index) == self.config.batch_size else self._device_step
-                self.params, self.opt_state, loss = fn(self.params, self.opt_state, self.rest, self.X, self.y, index)
+        if self.loop == "device" and isinstance(batches, np.ndarray) and batches.ndim == 2:
+            # Every batch full: the indices go to the device once, and each step picks its own.
+            fn = self._compile(len(batches))
+            device_batches = jnp.asarray(batches.astype(np.int32))
+            i = jnp.zeros((), jnp.int32)
+            for _ in range(len(batches)):
+                self.params, self.opt_state, loss, i = fn(self.params, self.opt_state, self.rest, self.X, self.y,
+                                                          device_batches, i)
                 losses.append(loss)
             return jnp.stack(losses).sum(), len(losses)
+        if self.loop == "device":  # ragged batches (drop_last=False): one index array per step
+            for index in batches:
+                index = jnp.asarray(np.asarray(index, dtype=np.int32))
+                self.params, self.opt_state, loss = self._device_step(self.params, self.opt_state, self.rest,
+                                                                      self.X, self.y, index)
+                losses.append(loss)
+            return jnp.stack(losses).sum(), len(losses)
+        full = self._compile(0)
         X, y = self.arrays.X_train, self.arrays.y_train
         for index in batches:
             xb, yb = X[index], y[index].astype(np.int32)
@@ -517,7 +646,10 @@ def train_flax(model, data: Any, config: TrainConfig, *, loop: str = "scan",
     if on_epoch_end:
         on_epoch_end(0, model)
     if config.num_epochs:
-        trainer._compile(trainer.steps_per_epoch if loop == "scan" else 0)
+        if loop == "jit_step":
+            trainer._compile(0)
+        elif config.drop_last:  # "scan" and "device" compile for an epoch's number of steps
+            trainer._compile(trainer.steps_per_epoch)
     bar = _bar(progress, config.num_epochs, f"Flax ({loop})")
     for epoch in range(config.num_epochs):
         start = time.perf_counter()

@@ -47,6 +47,8 @@ __all__ = [
     "best",
     "ladder",
     "ladder_entry",
+    "scaled",
+    "relative",
     "fmt_ratio",
     "fmt_seconds",
     "fmt_number",
@@ -255,15 +257,20 @@ def seeds(subject: Sequence[float], other: Sequence[float], *, question: str, qu
 # ----------------------------------------------------------------------------- the ladder
 
 
-def ladder_entry(timing: Any = None, *, error: BaseException | str | None = None) -> dict[str, Any]:
+def ladder_entry(timing: Any = None, *, error: BaseException | str | None = None,
+                 not_applicable: str | None = None) -> dict[str, Any]:
     """One ladder row for the results JSON: ``median_s``, ``iqr_s``,
-    ``q1_s``, ``q3_s``, ``compile_s``, ``first_s`` and ``error`` (one line,
-    or None). A failed tool passes ``error=`` and no timing."""
+    ``q1_s``, ``q3_s``, ``compile_s``, ``first_s``, ``error`` (one line,
+    or None) and ``not_applicable`` (why the tool cannot run on this machine,
+    e.g. a CUDA-graph rung on a CPU, or None). A failed tool passes
+    ``error=`` and no timing; a tool that does not apply, ``not_applicable=``."""
+    empty = {"median_s": None, "iqr_s": None, "q1_s": None, "q3_s": None, "compile_s": None, "first_s": None}
     if error is not None:
         text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
         text = " ".join(str(text).split())[:300]
-        return {"median_s": None, "iqr_s": None, "q1_s": None, "q3_s": None, "compile_s": None,
-                "first_s": None, "error": text}
+        return {**empty, "error": text, "not_applicable": None}
+    if not_applicable is not None:
+        return {**empty, "error": None, "not_applicable": " ".join(str(not_applicable).split())}
     q1, median, q3 = _quartiles(timing)
     compile_s = getattr(timing, "compile_s", None)
     first_s = getattr(timing, "first_s", None)
@@ -271,7 +278,21 @@ def ladder_entry(timing: Any = None, *, error: BaseException | str | None = None
         compile_s = timing.get("compile_s", timing.get("compile"))
         first_s = timing.get("first_s", timing.get("first"))
     return {"median_s": median, "iqr_s": q3 - q1, "q1_s": q1, "q3_s": q3, "compile_s": compile_s,
-            "first_s": first_s, "error": None}
+            "first_s": first_s, "error": None, "not_applicable": None}
+
+
+def scaled(entries: Mapping[str, Mapping[str, Any]], factor: float) -> dict[str, dict[str, Any]]:
+    """Ladder entries with their times multiplied by ``factor`` (e.g. steps
+    per epoch over steps per timed call); compile times, errors and reasons
+    are kept as they are."""
+    out = {}
+    for name, entry in entries.items():
+        e = dict(entry)
+        for key in ("median_s", "iqr_s", "q1_s", "q3_s"):
+            if e.get(key) is not None:
+                e[key] = e[key] * factor
+        out[name] = e
+    return out
 
 
 def _split(name: str) -> tuple[str, str]:
@@ -305,6 +326,19 @@ def best(entries: Mapping[str, Any], frameworks: Sequence[str] = ("torch", "jax"
     return out
 
 
+def relative(seconds: float, reference_s: float, reference: str) -> str:
+    """``seconds`` against ``reference_s`` as a factor >= 1: "2.7× the time of
+    <reference>" or "1.5× faster than <reference>"."""
+    if seconds >= reference_s:
+        return f"{fmt_ratio(seconds / reference_s)} the time of {reference}"
+    return f"{fmt_ratio(reference_s / seconds)} faster than {reference}"
+
+
+def _against(seconds: float, rival_s: float, rival: str) -> str:
+    """How a rung compares with the rival's best, as a factor >= 1."""
+    return relative(seconds, rival_s, f"{_name(rival)}'s best")
+
+
 def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
            frameworks: Sequence[str] = ("torch", "jax")) -> Verdict:
     """Best against best, then what the ladder shows.
@@ -317,9 +351,11 @@ def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
     chosen = best(entries, frameworks)
     failed = [f"{_name(_split(n)[0])} {_split(n)[1]} ({e.get('error')})" for n, e in entries.items()
               if isinstance(e, Mapping) and e.get("error")]
+    absent = [f"{_name(_split(n)[0])} {_split(n)[1]} ({e.get('not_applicable')})" for n, e in entries.items()
+              if isinstance(e, Mapping) and e.get("not_applicable") and not e.get("error")]
     if chosen[a] is None or chosen[b] is None:
         missing = a if chosen[a] is None else b
-        sentence = f"Every {_name(missing)} tool failed, so there is no comparison: " + "; ".join(failed) + "."
+        sentence = (f"No {_name(missing)} tool ran, so there is no comparison: " + "; ".join(failed + absent) + ".")
         return Verdict(question=question, label="no comparison", sentence=sentence, test="none",
                        subject=a, other=b, winner=None, caveat=caveat)
     head = speed(entries[f"{a}/{chosen[a]}"], entries[f"{b}/{chosen[b]}"], question=question,
@@ -333,10 +369,12 @@ def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
         slowest_s, slowest = max(working)
         fastest_s, fastest = min(working)
         rival_s = _quartiles(entries[f"{rival}/{chosen[rival]}"])[1]
-        parts.append(f"Up {_name(side)}'s ladder, {slowest} takes {fmt_ratio(slowest_s / rival_s)} the time of "
-                     f"{_name(rival)}'s best and {fastest} {fmt_ratio(fastest_s / rival_s)}.")
+        parts.append(f"{_name(side)}'s ladder runs from {slowest} ({_against(slowest_s, rival_s, rival)}) to "
+                     f"{fastest} ({_against(fastest_s, rival_s, rival)}).")
     if failed:
         parts.append("Failed, kept as findings: " + "; ".join(failed) + ".")
+    if absent:
+        parts.append("Not applicable on this machine: " + "; ".join(absent) + ".")
     if caveat:
         parts.append(caveat)
     head.sentence = " ".join(parts)
