@@ -97,7 +97,9 @@ from flax import nnx
 from IPython.display import Markdown
 from matplotlib.patches import Patch
 
-from sidebyside import data, models, progress, provenance, training, verdict, viz
+from sidebyside import data, models, progress, provenance, tables, training, verdict, viz
+
+tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 
 warnings.filterwarnings("ignore", message=".*CUDA.*")
 warnings.filterwarnings("ignore", message=".*force_disable_caches.*")  # we disable them on purpose (section 5)

@@ -100,7 +100,9 @@ import torch._inductor.config
 from IPython.display import Markdown
 
 from sidebyside import functions as F
-from sidebyside import peaks, progress, provenance, verdict, viz
+from sidebyside import peaks, progress, provenance, tables, verdict, viz
+
+tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 
 logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "no CUDA runtime" on CPU machines
 warnings.filterwarnings("ignore", message=".*dynamo_pgo force disabled.*")

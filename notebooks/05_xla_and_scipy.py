@@ -98,7 +98,9 @@ from IPython.display import Markdown
 
 from sidebyside import functions as F
 from sidebyside import peaks as P
-from sidebyside import progress, provenance, verdict, viz
+from sidebyside import progress, provenance, tables, verdict, viz
+
+tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 
 torch.manual_seed(seed)
 rng = np.random.default_rng(seed)

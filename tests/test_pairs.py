@@ -227,3 +227,18 @@ def test_freshness_compares_the_cache_key_with_the_published_one(tmp_path):
                                                                "provenance": {}, "metrics": {}}))
     path = scoreboard.write_freshness(tmp_path, publish.discover(ROOT / "notebooks"), params, ROOT)
     assert json.loads(path.read_text()) == {current.slug: "current", edited.slug: "stale"}
+
+
+def test_show_in_full_keeps_every_cell_and_formats_floats():
+    import pandas as pd
+
+    long_cell = "failed: RuntimeError: " + "x" * 120
+    frame = pd.DataFrame({"status": [long_cell], "params": [101770.0], "accuracy": [88.95], "error": [1.23456e-7]})
+    before = frame._repr_html_()
+    assert long_cell not in before  # pandas' default cuts it: the reason for show_in_full
+    tables.show_in_full()
+    try:
+        html = frame._repr_html_()
+    finally:
+        pd.reset_option("display")
+    assert long_cell in html and "101,770" in html and "88.95" in html and "1.235e-07" in html

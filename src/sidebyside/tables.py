@@ -33,7 +33,7 @@ import numpy as np
 
 from sidebyside.verdict import fmt_number
 
-__all__ = ["format_value", "table", "Table", "parse_html", "tables_csv"]
+__all__ = ["format_value", "table", "Table", "show_in_full", "parse_html", "tables_csv"]
 
 
 def format_value(value: Any, digits: int = 3) -> str:
@@ -56,6 +56,22 @@ def format_value(value: Any, digits: int = 3) -> str:
             return f"{int(value):,}"
         return fmt_number(value, digits)
     return str(value)
+
+
+def show_in_full(digits: int = 4) -> None:
+    """Make every pandas table a notebook shows readable: no cell cut to
+    "...", no column or row elided, floats through :func:`format_value`
+    (whole numbers as integers, others to ``digits`` significant figures,
+    enough for an accuracy such as 88.95). A notebook
+    calls it once in its set-up cell; :func:`table` formats one table
+    explicitly where a column needs its own digits."""
+    import pandas as pd
+
+    pd.set_option("display.max_colwidth", None)
+    pd.set_option("display.max_columns", None)
+    pd.set_option("display.max_rows", None)
+    pd.set_option("display.width", None)
+    pd.set_option("display.float_format", lambda value: format_value(value, digits))
 
 
 class Table:
