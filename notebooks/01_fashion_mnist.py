@@ -232,9 +232,9 @@ framework_gap = acc["flax_with_torch_init"] - acc["torch_fixed_normalisation"]
 explanation = {
     "torch": "The published mismatch: trained on [0, 1] images, tested on [-1, 1] ones.",
     "flax": "The published Flax run: no mismatch, Flax's default initialisation.",
-    "torch_fixed_normalisation": f"Only the test scaling changed: {normalisation_effect:+.1f} points.",
-    "flax_with_torch_init": f"Only the initialisation changed: {-init_effect:+.1f} points; "
-                            f"{framework_gap:+.1f} from the fixed PyTorch run.",
+    "torch_fixed_normalisation": f"Only the test scaling changed: {verdict.fmt_signed(normalisation_effect, 2)} points.",
+    "flax_with_torch_init": f"Only the initialisation changed: {verdict.fmt_signed(-init_effect, 2)} points; "
+                            f"{verdict.fmt_signed(framework_gap, 2)} from the fixed PyTorch run.",
 }
 original_table = pd.DataFrame([
     {
@@ -251,13 +251,14 @@ original_table.round(1)
 
 # %% tags=["remove_input"]
 Markdown(
-    f"With {len(original_seeds)} seed(s) and {len(unit_range.X_train):,} training images, the published setting gives "
-    f"{acc['torch']:.1f}% for PyTorch against {acc['flax']:.1f}% for Flax (the post reported 57.6% and 79.7%). "
-    f"Scaling the test images like the training images moves PyTorch by {normalisation_effect:+.1f} points, to "
-    f"{acc['torch_fixed_normalisation']:.1f}%. Flax's default initialisation is worth {init_effect:+.1f} points "
+    f"With {verdict.plural(len(original_seeds), 'seed')} and {len(unit_range.X_train):,} training images, the "
+    f"published setting gives {acc['torch']:.1f}% for PyTorch against {acc['flax']:.1f}% for Flax (the post reported "
+    f"57.6% and 79.7%). Scaling the test images like the training images moves PyTorch by "
+    f"{verdict.fmt_signed(normalisation_effect, 2)} points, to {acc['torch_fixed_normalisation']:.1f}%. Flax's default "
+    f"initialisation is worth {verdict.fmt_signed(init_effect, 2)} points "
     f"over PyTorch's in this setting: two epochs of SGD at a learning rate of 0.001 leave both networks far from "
     f"converged, so where they start still shows. With the same data and the same initialisation scheme, "
-    f"Flax ends {framework_gap:+.1f} points from PyTorch"
+    f"Flax ends {verdict.fmt_signed(framework_gap, 2)} points from PyTorch"
     + (" (the spread over seeds is in the table)." if len(original_seeds) > 1 else " (one seed).")
     + " No theory about JAX picking up finer spatial variation is needed."
 )

@@ -72,3 +72,8 @@ def test_formatting():
     assert verdict.plural(1, "seed") == "1 seed" and verdict.plural(5, "seed") == "5 seeds"
     with pytest.raises(ValueError, match="framework"):
         verdict.best({"eager": _t(1.0)})
+
+
+def test_signed_numbers_never_show_minus_zero():
+    assert verdict.fmt_signed(1.6) == "+1.6" and verdict.fmt_signed(-0.05) == "-0.05"
+    assert verdict.fmt_signed(-0.0) == "0" and verdict.fmt_signed(-0.0001, 1) == "-0.0001"

@@ -50,6 +50,7 @@ __all__ = [
     "scaled",
     "relative",
     "fmt_ratio",
+    "fmt_signed",
     "fmt_seconds",
     "fmt_number",
     "plural",
@@ -107,6 +108,13 @@ def fmt_number(value: float, digits: int = 3) -> str:
     if text.lstrip("-") in {"0", "0.0"} or float(text) == 0:
         return "0"
     return text
+
+
+def fmt_signed(value: float, digits: int = 3) -> str:
+    """``value`` with its sign always shown (``+1.6``, ``-0.05``); zero as
+    "0", never "+0" or "-0.0"."""
+    text = fmt_number(value, digits)
+    return text if text.startswith("-") or text == "0" else "+" + text
 
 
 def fmt_ratio(ratio: float) -> str:
@@ -224,9 +232,7 @@ def seeds(subject: Sequence[float], other: Sequence[float], *, question: str, qu
     threshold = 2 * se
     n = min(len(a), len(b))
     seeds_text = plural(n, "seed") if len(a) == len(b) else f"{len(a)} and {len(b)} seeds"
-    sign_diff = fmt_number(diff)
-    if not sign_diff.startswith("-") and sign_diff != "0":
-        sign_diff = "+" + sign_diff
+    sign_diff = fmt_signed(diff)
     if abs(diff) <= threshold:
         label, winner = "within seed noise", None
         sentence = (f"{_name(subject_name)} and {_name(other_name)} reach the same {quantity} within seed noise: "
