@@ -1,14 +1,14 @@
 """Pallas kernels for 2-D ``grid_sample`` on NVIDIA GPUs (Triton backend).
 
-Why: on a GPU, XLA turns :mod:`sidebyside.sampling`'s gathers into several kernels
+Why: on a GPU, XLA turns :mod:`.xla`'s gathers into several kernels
 (coordinates, gathers per corner, the weighted sum; in the backward pass a scatter
 for the input gradient), each reading and writing the whole intermediate. These
 kernels do what PyTorch's CUDA kernel does: one pass per output point, coordinates
 and weights computed once and kept in registers while the channels are read; the
 backward pass recomputes the taps and scatters the input gradient with atomic adds.
 
-Semantics are :mod:`sidebyside.sampling`'s, by construction: both paths build the
-taps with the same :func:`sidebyside.sampling.taps_2d`, and the grid gradient is the
+Semantics are the XLA path's, by construction: both paths build the
+taps with the same :func:`.taps.taps_2d`, and the grid gradient is the
 forward-mode derivative (``jax.jvp``) of those same weights, so every rule about
 borders, reflections, ties and non-finite values holds here too.
 
@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .sampling import _combine_rows, taps_2d
+from .taps import combine_rows, first_order_only, taps_2d
 
 __all__ = ["supported", "grid_sample_pallas"]
 
@@ -75,7 +75,7 @@ def _forward_kernel(grid_ref, x_ref, out_ref, *, mode, padding_mode, align_corne
 
     def channel(ch, carry):
         base = (n * c + ch) * (h * w)
-        out_ref[pl.ds((n * c + ch) * padded + j * block, block)] = _combine_rows(rows, lambda index: x_ref[base + index])
+        out_ref[pl.ds((n * c + ch) * padded + j * block, block)] = combine_rows(rows, lambda index: x_ref[base + index])
         return carry
 
     jax.lax.fori_loop(0, c, channel, 0)
@@ -196,7 +196,7 @@ def _geometry(input, grid, interpret):
     return n, c, h, w, points, blocks * block, blocks, block
 
 
-def _forward(input, grid, mode, padding_mode, align_corners, interpret):
+def _forward_call(input, grid, mode, padding_mode, align_corners, interpret):
     n, c, h, w, points, padded, blocks, block = _geometry(input, grid, interpret)
     kernel = functools.partial(_forward_kernel, **_static(mode, padding_mode, align_corners, c, h, w, points, padded, block))
     out = _call(kernel, jax.ShapeDtypeStruct((n * c * padded,), input.dtype), (n, blocks), interpret)(
@@ -204,7 +204,10 @@ def _forward(input, grid, mode, padding_mode, align_corners, interpret):
     return out.reshape(n, c, padded)[:, :, :points].reshape(n, c, *grid.shape[1:3])
 
 
-def _backward(input, grid, cot, mode, padding_mode, align_corners, interpret):
+_forward = first_order_only(_forward_call, "Pallas", (2, 3, 4, 5))
+
+
+def _backward_call(input, grid, cot, mode, padding_mode, align_corners, interpret):
     n, c, h, w, points, padded, blocks, block = _geometry(input, grid, interpret)
     kernel = functools.partial(_backward_kernel, interpret=interpret,
                                **_static(mode, padding_mode, align_corners, c, h, w, points, padded, block))
@@ -215,6 +218,9 @@ def _backward(input, grid, cot, mode, padding_mode, align_corners, interpret):
     )(grid.reshape(-1), input.reshape(-1), cot.reshape(-1), jnp.zeros((input.size,), input.dtype))
     grad_grid = jnp.stack([ggx.reshape(n, padded)[:, :points], ggy.reshape(n, padded)[:, :points]], axis=-1)
     return gin.reshape(input.shape), grad_grid.reshape(grid.shape)
+
+
+_backward = first_order_only(_backward_call, "Pallas", (3, 4, 5, 6))
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4, 5))
