@@ -60,7 +60,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q -r requirements.txt
 	$(VENV)/bin/python -m pip install -q --no-deps -e .
-	$(VENV)/bin/python -m sidebyside.sampling_native  # build grid_sample's CPU kernel (g++)
+	$(VENV)/bin/python -m sidebyside.sampling.native  # build grid_sample's CPU kernel (g++)
 	@touch $@
 
 ## bundle: resolve the Gemfile offline against Debian's gems (Gemfile.lock is local: Debian's gem versions move)
