@@ -167,7 +167,9 @@ def fma_rn(a, b: float, c: float):
     if not _covered(a, b):
         return a * b + c
     uh, ul = _exact_product(a, b)
-    th, tl = _two_sum(jnp.full_like(a, c), uh)
+    # c as data, not a constant: XLA's simplifier folds constants across the additions
+    # of the error-free sum ((uh + c) - c -> uh), which would lose the error term.
+    th, tl = _two_sum(jnp.where(a == a, jnp.asarray(c, a.dtype), a), uh)
     out = th + _round_to_odd_sum(tl, ul)
     plain = a * b + c
     return jnp.where(jnp.isfinite(plain) & jnp.isfinite(uh), out, plain)
