@@ -19,6 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jax.extend.core import Literal
+
 from sidebyside.sampling import taps
 
 SIZES = [7, 345, 456, 1000, 4095]
@@ -126,7 +128,7 @@ def evaluate(jaxpr, consts, args, fuse: bool):
     env, producer = {}, {}
 
     def read(v):
-        return v.val if isinstance(v, jax.core.Literal) else env[v]
+        return v.val if isinstance(v, Literal) else env[v]
 
     for v, c in zip(jaxpr.constvars, consts):
         env[v] = c
@@ -139,9 +141,9 @@ def evaluate(jaxpr, consts, args, fuse: bool):
         if inner is not None and hasattr(inner, "jaxpr"):
             outs = evaluate(inner.jaxpr, inner.consts, vals, fuse)
         elif fuse and name in ("add", "sub") and any(
-                not isinstance(v, jax.core.Literal) and v in producer for v in eqn.invars) and \
+                not isinstance(v, Literal) and v in producer for v in eqn.invars) and \
                 np.dtype(eqn.outvars[0].aval.dtype) == np.float32:
-            first = not isinstance(eqn.invars[0], jax.core.Literal) and eqn.invars[0] in producer
+            first = not isinstance(eqn.invars[0], Literal) and eqn.invars[0] in producer
             mul_var, other = (eqn.invars[0], vals[1]) if first else (eqn.invars[1], vals[0])
             x, y = producer[mul_var]
             outs = [_fused_add(x, y, other, name == "sub", product_first=first)]
