@@ -13,7 +13,7 @@ Two kinds of case (``case=``):
   on pixel edges, at half-pixels, on the image border and far outside it.
 - ``"affine"`` (:func:`make_affine_inputs`): PyTorch's own kind of reference case, a
   large image whose sides are not powers of two (2 x 3 x 345 x 456; 3-D 2 x 2 x 7 x
-  45 x 61) of integers 0-255, warped by a 45-degree rotation from ``affine_grid``.
+  40 x 300) of integers 0-255, warped by a 45-degree rotation from ``affine_grid``.
   There an unnormalisation rounded once where PyTorch rounds twice (or the reverse)
   moves a coordinate by an ulp, which the slope of the image turns into errors of
   1e-5 of the scale and more; small images and powers of two hide it.
@@ -33,7 +33,7 @@ __all__ = ["DTYPES", "CASES", "Config", "configs", "make_grid", "make_inputs", "
            "measure", "measure_torch_devices", "run_torch", "run_jax"]
 
 CASES = ("special", "affine")
-AFFINE_SIZES = {2: (345, 456), 3: (7, 45, 61)}
+AFFINE_SIZES = {2: (345, 456), 3: (5, 40, 300)}
 
 DTYPES = ("float16", "bfloat16", "float32", "float64")
 
