@@ -109,13 +109,19 @@ provenance.table(record)
 #
 # A mean squared error over [0, 1] images under one gentle warp, the evidence a public port offers for being "near-identical", cannot see a wrong pixel: a pixel that is off by 0.5 in a 128 x 128 RGB image moves the MSE by 5e-6. So we report the **largest** absolute and relative error, for the output and for both gradients, over grids built to hit the hard cases.
 #
-# For each configuration both frameworks get the same input, the same grid and the same output cotangent (rounded to the dtype once, so the inputs are bit-identical). Half of the grid points are uniform in [-2, 2]; the other half sit where ports go wrong: exactly on pixel centres, on pixel edges, at half-pixels, on the border, and far outside (up to 1000 image widths; 9.5 in half precision, whose spacing there is wider than a pixel). PyTorch runs on the device JAX runs on (its CUDA kernel on a GPU). The JAX side runs the way the `parity_transform` parameter says (this run: shown below the table); the test suite repeats the comparison op by op, under `jit` and under `vmap`. Errors are reported relative to the largest magnitude of PyTorch's result.
+# For each configuration both frameworks get the same input, the same grid and the same output cotangent (rounded to the dtype once, so the inputs are bit-identical). Half of the grid points are uniform in [-2, 2]; the other half sit where ports go wrong: exactly on pixel centres, on pixel edges, at half-pixels, on the border, and far outside (up to 1000 image widths; 9.5 in half precision, whose spacing there is wider than a pixel). PyTorch runs on the device JAX runs on (its CUDA kernel on a GPU), except in half precision, which PyTorch's CUDA kernels compute in float32 and its CPU kernels, like this port, in the dtype: there PyTorch runs on the CPU. The JAX side runs the way the `parity_transform` parameter says (this run: shown below the table); the test suite repeats the comparison op by op, under `jit` and under `vmap`. Errors are reported relative to the largest magnitude of PyTorch's result.
 
 # %%
+def reference_device(config):
+    """PyTorch's device for a configuration: JAX's, except half precision, which PyTorch's CUDA kernels compute
+    in float32 and its CPU kernels (like this port) in the dtype."""
+    return torch_device if config.dtype in ("float32", "float64") else "cpu"
+
+
 parity_rows = {}
 for config in progress.bar(parity.configs(tuple(parity_dtypes)), desc="parity"):
     parity_rows[config.key] = parity.measure(config, seed=parity_seed, transform=parity_transform,
-                                             torch_device=torch_device)
+                                             torch_device=reference_device(config))
 
 parity_table = pd.DataFrame.from_dict(parity_rows, orient="index")
 parity_table.index.name = "mode/padding/align_corners/dims/dtype"
@@ -133,7 +139,7 @@ worst = {dtype: parity_table[parity_table.index.str.endswith("/" + dtype)][error
 Markdown(
     f"JAX run: `{parity_transform}` on the {jax_backend.upper()}"
     + (" (float32 2-D through the Pallas kernels)" if on_gpu else " (float32 through the native kernel)")
-    + f", PyTorch on the {torch_device.upper()}. **{n_passed} of {len(parity_table)} configurations** are within "
+    + f", PyTorch on the {torch_device.upper()}" + (" (half precision on the CPU)" if on_gpu else "") + f". **{n_passed} of {len(parity_table)} configurations** are within "
     "tolerance for the output and both gradients. "
     + ("Tolerances: nearest must be exact; " if not on_gpu else
        "Tolerances: nearest's output must be exact; its input gradient, a sum that a GPU adds with atomics in no fixed order "
