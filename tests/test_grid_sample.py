@@ -68,11 +68,11 @@ def test_matches_pytorch_transformed(config, transform):
     assert_within(parity.measure(config, transform=transform, seed=1, implementation="xla"), transform)
 
 
-# The Pallas kernels (what a CUDA GPU runs for 4-D float32), here in Pallas'
-# interpreter: every 2-D float32 mode x padding x align_corners under jit, and a
+# The Pallas kernels (what a CUDA GPU runs for float32), here in Pallas' interpreter:
+# every float32 mode x padding x align_corners, 2-D and 3-D, under jit, and a
 # cross-section under vmap, held to the same tolerances.
-PALLAS = [(c, "jit") for c in parity.configs(("float32",)) if c.dims == 2]
-PALLAS += [(c, "vmap") for c in _cross_section("float32") if c.dims == 2]
+PALLAS = [(c, "jit") for c in parity.configs(("float32",))]
+PALLAS += [(c, "vmap") for c in _cross_section("float32")]
 
 
 @pytest.mark.parametrize("config, transform", sampled(PALLAS, [f"{c.key}-{t}" for c, t in PALLAS], every=6))
@@ -191,12 +191,17 @@ def test_verified_checks_size_and_hash(tmp_path):
     assert not native.verified(lib)
 
 
-def test_pallas_kernels_lower_to_triton_for_cuda():
-    """The kernels go through Pallas' Triton lowering (no GPU needed to lower)."""
+@pytest.mark.parametrize("dims", [2, 3])
+def test_pallas_kernels_lower_to_triton_for_cuda(dims):
+    """The kernels (the explicit FMA emulation of taps included: bit casts, masks)
+    go through Pallas' Triton lowering (no GPU needed to lower)."""
     from sidebyside.sampling.pallas import grid_sample_pallas
 
-    x, g, c = jnp.zeros((2, 3, 7, 9)), jnp.zeros((2, 11, 13, 2)), jnp.zeros((2, 3, 11, 13))
-    for mode in ("nearest", "bilinear", "bicubic"):
+    if dims == 2:
+        x, g, c = jnp.zeros((2, 3, 7, 9)), jnp.zeros((2, 11, 13, 2)), jnp.zeros((2, 3, 11, 13))
+    else:
+        x, g, c = jnp.zeros((2, 3, 5, 7, 9)), jnp.zeros((2, 4, 11, 13, 3)), jnp.zeros((2, 3, 4, 11, 13))
+    for mode in ("nearest", "bilinear", "bicubic")[:3 if dims == 2 else 2]:
         def f(a, b, cc):
             out, vjp = jax.vjp(lambda p, q: grid_sample_pallas(p, q, mode, "reflection", False, False), a, b)
             return out, vjp(cc)
@@ -236,10 +241,11 @@ def test_implementation_choice_is_checked():
     x, g = jnp.zeros((1, 1, 4, 4)), jnp.zeros((1, 2, 2, 2))
     with pytest.raises(ValueError, match="implementation must be one of"):
         grid_sample(x, g, implementation="cuda")
-    with pytest.raises(ValueError, match="Pallas kernels take 4-D float32"):
+    with pytest.raises(ValueError, match="Pallas kernels take 4-D or 5-D float32"):
         grid_sample(x.astype(jnp.bfloat16), g.astype(jnp.bfloat16), implementation="pallas")
-    with pytest.raises(ValueError, match="Pallas kernels take 4-D float32"):
-        grid_sample(jnp.zeros((1, 1, 2, 4, 4)), jnp.zeros((1, 2, 2, 2, 3)), implementation="pallas")
+    with pytest.raises(ValueError, match="Pallas kernels take 4-D or 5-D float32"):
+        grid_sample(jnp.zeros((1, 1, 2, 4, 4), jnp.float16), jnp.zeros((1, 2, 2, 2, 3), jnp.float16),
+                    implementation="pallas")
     with pytest.raises(ValueError, match="native kernel takes 4-D or 5-D float32"):
         grid_sample(x.astype(jnp.float16), g.astype(jnp.float16), implementation="native")
 
@@ -283,8 +289,8 @@ def test_no_grid_gradient_where_clipped(padding_mode, align_corners, implementat
 @pytest.mark.parametrize("mode", ["nearest", "bilinear", "bicubic"])
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
 def test_non_finite_grid(dims, mode, padding_mode, implementation):
-    if dims == 3 and (mode == "bicubic" or implementation == "pallas"):
-        pytest.skip("no 3-D bicubic; the Pallas kernels are 2-D")
+    if dims == 3 and mode == "bicubic":
+        pytest.skip("no 3-D bicubic")
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 2) + (3, 4, 5)[3 - dims:]).astype(np.float32)
     bad = np.array([np.nan, np.inf, -np.inf, 0.25], np.float32)
@@ -354,7 +360,7 @@ def test_non_finite_grid_every_path_agrees(dims, mode, padding_mode):
     points = np.stack(np.meshgrid(*([bad] * dims), indexing="ij"), -1).reshape(-1, dims)
     g = jnp.asarray(points.reshape((1,) + (1,) * (dims - 1) + points.shape))
     results = {}
-    for impl in ("xla", "native") + (("pallas",) if dims == 2 else ()):
+    for impl in ("xla", "native", "pallas"):
         kw = dict(mode=mode, padding_mode=padding_mode, align_corners=False, implementation=impl)
         out, vjp = jax.vjp(lambda a, b: grid_sample(a, b, **kw), jnp.asarray(x), g)
         results[impl] = [np.asarray(t) for t in (out, *vjp(jnp.ones_like(out)))]
@@ -369,8 +375,6 @@ def test_non_finite_grid_every_path_agrees(dims, mode, padding_mode):
 @pytest.mark.parametrize("x_shape, g_shape", [((0, 3, 5, 6), (0, 4, 4, 2)), ((2, 0, 5, 6), (2, 4, 4, 2)),
                                               ((2, 3, 5, 6), (2, 0, 4, 2)), ((0, 2, 3, 5, 6), (0, 2, 4, 4, 3))])
 def test_empty_batch_returns_empty_like_torch(x_shape, g_shape, implementation):
-    if implementation == "pallas" and len(x_shape) == 5:
-        pytest.skip("the Pallas kernels are 2-D")
     want = F.grid_sample(torch.zeros(x_shape), torch.zeros(g_shape), align_corners=False)
     f = lambda a, b: grid_sample(a, b, implementation=implementation)
     out = jax.jit(f)(jnp.ones(x_shape), jnp.zeros(g_shape))

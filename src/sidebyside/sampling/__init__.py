@@ -142,7 +142,7 @@ def choose_implementation(input_shape, grid_shape, dtype, implementation: str = 
 
         if not pallas.supported(input_shape, grid_shape, dtype):
             raise ValueError(
-                "grid_sample(): the Pallas kernels take 4-D float32 input (and fewer than 2**31 elements); "
+                "grid_sample(): the Pallas kernels take 4-D or 5-D float32 input (and fewer than 2**31 elements); "
                 f"got input {list(input_shape)} of {jnp.dtype(dtype)}. Use implementation='xla' (or 'auto')."
             )
         return "pallas"
@@ -174,10 +174,10 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
     modes or paddings PyTorch rejects.
 
     ``implementation``: ``"xla"`` (gathers, any backend, every transformation),
-    ``"pallas"`` (the kernels of :mod:`sidebyside.sampling.pallas`: 4-D float32 only;
+    ``"pallas"`` (the kernels of :mod:`sidebyside.sampling.pallas`: float32 only;
     on a backend other than CUDA they run in Pallas' interpreter, slowly),
     ``"native"`` (the C++ CPU kernel of :mod:`sidebyside.sampling.native`: float32 on
-    the CPU), or ``"auto"`` (default): the Pallas kernels on a CUDA GPU (4-D float32)
+    the CPU), or ``"auto"`` (default): the Pallas kernels on a CUDA GPU (float32)
     and the native kernel on the CPU (float32) where they apply, else XLA. Both kernels
     support first-order reverse-mode differentiation only; ``jax.jvp``,
     ``jax.jacfwd`` or a gradient of a gradient through them raises a ``ValueError``
