@@ -424,7 +424,8 @@ def test_bench_returns_kernel_and_per_call_times():
         assert row["jax_kernel_ms"] > 0 and row["torch_kernel_ms"] > 0
         assert row["kernel_ratio"] == pytest.approx(row["jax_kernel_ms"] / row["torch_kernel_ms"])
         # Enough copies of the inputs to overflow the cache, each call on its own.
-        assert row["copies"] * (2 * 3 * 16 * 16 * 4 + 2 * 16 * 16 * 2 * 4) >= row["cache_bytes"]
+        assert row["inputs_exceed_cache"] and row["inputs_bytes"] > row["cache_bytes"]
+        assert row["inputs_bytes"] >= row["copies"] * (2 * 3 * 16 * 16 * 4 + 2 * 16 * 16 * 2 * 4)
     assert rows["bilinear/tiny/forward"]["naive_ms"] > 0
 
 

@@ -50,6 +50,7 @@ GOALS = {
 }
 
 _CPU_CACHE_BYTES = 32 * 2**20  # assumed last-level cache where none is reported
+_MAX_COPIES = 4096  # tiny inputs: enough to fill twice a 32 MiB cache with 8 KiB calls
 
 
 def configs(modes=("nearest", "bilinear", "bicubic"), sizes=None) -> list[dict]:
@@ -128,8 +129,9 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
     ``jax_ms``, ``torch_ms``, ``ratio``, ``jax_iqr_ms``, ``torch_iqr_ms``,
     ``jax_q1_ms``/``jax_q3_ms``/``torch_q1_ms``/``torch_q3_ms``, ``jax_compile_ms``;
     with ``kernel``: ``jax_kernel_ms``, ``torch_kernel_ms``, ``kernel_ratio`` and
-    their IQRs and quartiles, ``copies``, ``cache_bytes``, ``torch_kernel_tool``
-    ("cuda graph" or "loop"); ``shape``; ``implementation`` (the path ``jax_ms``
+    their IQRs and quartiles, ``copies``, ``inputs_bytes`` (all copies together),
+    ``cache_bytes``, ``inputs_exceed_cache`` (the L2 state: False only where
+    :data:`_MAX_COPIES` copies still fit), ``torch_kernel_tool`` ("cuda graph" or "loop"); ``shape``; ``implementation`` (the path ``jax_ms``
     took); ``xla_ms``/``xla_ratio`` (the XLA path, per call) where a kernel took it;
     ``naive_ms``/``naive_ratio`` for bilinear 2-D forward with ``naive``.
     """
@@ -171,7 +173,7 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
             return out, torch.autograd.grad(out, (a, b), c)
 
         bytes_per_call = x.nbytes + grid.nbytes + cot.nbytes
-        copies = max(2, min(64, math.ceil(2 * cache / bytes_per_call)))
+        copies = max(2, min(_MAX_COPIES, math.ceil(2 * cache / bytes_per_call)))
         for kind, with_grad in (("forward", False), ("forward+backward", True)):
             if with_grad and not backward:
                 continue
@@ -202,6 +204,7 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
                 row.update(_kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device, repeats,
                                          min_repeat_s))
                 row["cache_bytes"] = cache
+                row["inputs_exceed_cache"] = row["inputs_bytes"] > cache
             results[f"{cfg['name']}/{kind}"] = row
     return results
 
@@ -239,7 +242,8 @@ def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device,
     tool = "cuda graph" if getattr(torch_chain, "__name__", "") == "replay" else "loop"
     t = timing.compare({"jax": lambda: jax_chain(xs, gs, cs), "torch": torch_chain}, repeats=repeats,
                        min_repeat_s=min_repeat_s, pipelined=device == "cuda")
-    row = {"copies": copies, "torch_kernel_tool": tool,
+    bytes_per_call = x.nbytes + grid.nbytes + (cot.nbytes if with_grad else 0)
+    row = {"copies": copies, "torch_kernel_tool": tool, "inputs_bytes": copies * bytes_per_call,
            "kernel_ratio": timing.ratio(t["jax"], t["torch"])}
     for side in ("jax", "torch"):
         row.update({f"{side}_kernel_ms": t[side].median_s * 1e3 / copies,
