@@ -407,7 +407,7 @@ if slower_kernel:
     where_slower.append(f"JAX's kernel is slower than PyTorch's in {verdict.plural(len(slower_kernel), 'configuration')} "
                         f"of {len(speed)} ({', '.join(slower_kernel)})")
 if dispatch_bound:
-    where_slower.append(f"in {verdict.plural(len(dispatch_bound), 'configuration')} ({', '.join(dispatch_bound)}) JAX's "
+    where_slower.append(f"In {verdict.plural(len(dispatch_bound), 'configuration')} ({', '.join(dispatch_bound)}) JAX's "
                         "kernel is as fast or faster but its per-call time is slower: there JAX's dispatch, not its "
                         "kernel, sets the pace of a Python loop, and disappears inside a larger jitted model")
 gpu_note = ("" if on_gpu else
@@ -418,8 +418,11 @@ Markdown(
     f"{verdict.fmt_number(max(warp_diff.values()))} in any pixel. Non-finite grids follow PyTorch's CUDA rule on every "
     "path (finite output, zero gradient), where PyTorch's CPU kernels return NaN, clamp to different edges in 2-D and 3-D"
     + (", and crash in backward." if child.returncode < 0 else ".")
-    + "\n\n**Speed on " + record["device"] + ".** " + " ".join(v.sentence for v in speed_verdicts)
-    + (" " + "; ".join(where_slower).capitalize() + "." if where_slower else " JAX is not slower anywhere.")
+    + "\n\n**Speed on " + record["device"] + f", {headline_key}.** "
+    + " ".join(f"{label}: {v.sentence}" for label, v in zip(
+        (["Inside one compiled program (kernel time)"] if len(speed_verdicts) == 2 else []) + ["Per call from Python"],
+        speed_verdicts))
+    + (" " + ". ".join(where_slower) + "." if where_slower else " JAX is not slower anywhere in this run.")
     + gpu_note
 )
 
