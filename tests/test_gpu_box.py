@@ -408,9 +408,9 @@ def test_the_library_notes_the_data_and_sources_a_run_reads(monkeypatch):
     if data.find_dir() is None and not os.environ.get("FASHION_MNIST_DIR"):
         pytest.skip("FashionMNIST is not installed here")
     loaded = data.load()
-    from sidebyside import sampling_native
+    from sidebyside.sampling import native
 
-    sampling_native._library_path()
+    native._library_path()
     noted = runkey.recorded(ROOT)["data"]
     assert {Path(name).name for name in noted} == set(data.FILES) | {"grid_sample_cpu.cc"}
     assert runkey._path(next(n for n in noted if n.endswith("-ubyte.gz")), ROOT).parent == Path(loaded.source).resolve()

@@ -2,15 +2,21 @@
 
 Every mode x padding x align_corners x 2-D/3-D x dtype: outputs and both gradients,
 on grids that mix random points in [-2, 2] with pixel centres, pixel edges,
-half-pixels and points far outside (see sidebyside.sampling_parity). Tolerances
-are documented in sampling_parity.tolerance: nearest exact, float32 1e-5 and
-float64 1e-10 of the output's scale, half precision a few eps of the dtype.
-float64 runs inside `jax.enable_x64(True)` (in sampling_parity.measure), which is
-local to the call and does not leak into other tests.
+half-pixels and points far outside (the "special" case of sidebyside.sampling.parity),
+and on PyTorch's kind of reference case: a 345 x 456 image of 0-255 values under a
+45-degree affine warp (the "affine" case), where a coordinate rounded once more or
+less than PyTorch rounds it shows. Tolerances are documented in parity.tolerance:
+nearest exact, float32 1e-5 and float64 1e-10 of the output's scale, half precision
+a few eps of the dtype. float64 runs inside `jax.enable_x64(True)` (in
+parity.measure), which is local to the call and does not leak into other tests.
+
+Each matrix runs in full under `make test`; `pytest -m "not slow"` runs a sample
+spread over it (every k-th case, see `sampled`), which keeps that run fast.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -22,18 +28,28 @@ import torch
 import torch.nn.functional as F
 
 from sidebyside import grid_sample
-from sidebyside import sampling_parity as parity
+from sidebyside.sampling import parity
 
 ALL = parity.configs()
 
 
-@pytest.mark.parametrize("config", ALL, ids=[c.key for c in ALL])
+def sampled(cases, ids, every: int):
+    """``cases`` as pytest params, all but every ``every``-th marked ``slow``."""
+    return [pytest.param(*(c if isinstance(c, tuple) else (c,)), id=i,
+                         marks=() if k % every == 0 else pytest.mark.slow)
+            for k, (c, i) in enumerate(zip(cases, ids))]
+
+
+def assert_within(r, *context):
+    for q in ("", "grad_input_", "grad_grid_"):
+        assert r[f"{q}max_rel_err"] <= r[f"{q}tolerance"], (q or "output", *context, r)
+
+
+@pytest.mark.parametrize("config", sampled(ALL, [c.key for c in ALL], every=8))
 def test_matches_pytorch(config):
     # Op by op (no jit): each primitive compiles once and is reused across the 120
-    # configurations, which keeps this file fast. jit and vmap follow below.
-    r = parity.measure(config, transform="none", implementation="xla")
-    for q in ("", "grad_input_", "grad_grid_"):
-        assert r[f"{q}max_rel_err"] <= r[f"{q}tolerance"], (q or "output", r)
+    # configurations. jit and vmap follow below.
+    assert_within(parity.measure(config, transform="none", implementation="xla"))
 
 
 # The same comparison under jit and under vmap (over the batch), with another seed,
@@ -47,25 +63,21 @@ TRANSFORMED = [(c, t) for c in _cross_section("float32") for t in ("jit", "vmap"
 TRANSFORMED += [(c, "jit") for c in _cross_section("float64") if c.mode != "nearest"]
 
 
-@pytest.mark.parametrize("config, transform", TRANSFORMED, ids=[f"{c.key}-{t}" for c, t in TRANSFORMED])
+@pytest.mark.parametrize("config, transform", sampled(TRANSFORMED, [f"{c.key}-{t}" for c, t in TRANSFORMED], every=5))
 def test_matches_pytorch_transformed(config, transform):
-    r = parity.measure(config, transform=transform, seed=1, implementation="xla")
-    for q in ("", "grad_input_", "grad_grid_"):
-        assert r[f"{q}max_rel_err"] <= r[f"{q}tolerance"], (q or "output", transform, r)
+    assert_within(parity.measure(config, transform=transform, seed=1, implementation="xla"), transform)
 
 
-# The Pallas kernels (what a CUDA GPU runs for 4-D float32), here in Pallas'
-# interpreter: every 2-D float32 mode x padding x align_corners under jit, and a
+# The Pallas kernels (what a CUDA GPU runs for float32), here in Pallas' interpreter:
+# every float32 mode x padding x align_corners, 2-D and 3-D, under jit, and a
 # cross-section under vmap, held to the same tolerances.
-PALLAS = [(c, "jit") for c in parity.configs(("float32",)) if c.dims == 2]
-PALLAS += [(c, "vmap") for c in _cross_section("float32") if c.dims == 2]
+PALLAS = [(c, "jit") for c in parity.configs(("float32",))]
+PALLAS += [(c, "vmap") for c in _cross_section("float32")]
 
 
-@pytest.mark.parametrize("config, transform", PALLAS, ids=[f"{c.key}-{t}" for c, t in PALLAS])
+@pytest.mark.parametrize("config, transform", sampled(PALLAS, [f"{c.key}-{t}" for c, t in PALLAS], every=6))
 def test_pallas_kernels_match_pytorch(config, transform):
-    r = parity.measure(config, transform=transform, implementation="pallas", seed=2)
-    for q in ("", "grad_input_", "grad_grid_"):
-        assert r[f"{q}max_rel_err"] <= r[f"{q}tolerance"], (q or "output", transform, r)
+    assert_within(parity.measure(config, transform=transform, implementation="pallas", seed=2), transform)
 
 
 # The native CPU kernel (what "auto" runs on a CPU for float32): every float32
@@ -73,29 +85,124 @@ def test_pallas_kernels_match_pytorch(config, transform):
 NATIVE = [(c, t) for c in parity.configs(("float32",)) for t in ("none", "jit", "vmap")]
 
 
-@pytest.mark.parametrize("config, transform", NATIVE, ids=[f"{c.key}-{t}" for c, t in NATIVE])
+@pytest.mark.parametrize("config, transform", sampled(NATIVE, [f"{c.key}-{t}" for c, t in NATIVE], every=9))
 def test_native_kernel_matches_pytorch(config, transform):
-    r = parity.measure(config, transform=transform, implementation="native", seed=3)
-    for q in ("", "grad_input_", "grad_grid_"):
-        assert r[f"{q}max_rel_err"] <= r[f"{q}tolerance"], (q or "output", transform, r)
+    assert_within(parity.measure(config, transform=transform, implementation="native", seed=3), transform)
+
+
+# The affine case (issue 13): large images whose sides are not powers of two, 0-255
+# values, a 45-degree warp. Before the unnormalisation was rounded explicitly, the
+# XLA path run op by op differed from PyTorch by 1.3e-5 of the scale in 2-D (rounding
+# twice where PyTorch rounds once; 1.5e-5 in the input gradient at 7 x 1000) and the
+# jitted XLA path and the native kernel by 1.1e-5 in 3-D at 5 x 40 x 300 (fused where
+# PyTorch's 3-D CPU kernel rounds twice).
+AFFINE = [(c, impl, t) for c in parity.configs(("float32",))
+          for impl, t in (("xla", "none"), ("xla", "jit"), ("native", "jit"))]
+AFFINE_FAST = {"bilinear/zeros/False/2d/float32-xla-none", "bicubic/reflection/False/2d/float32-xla-none",
+               "bilinear/zeros/False/3d/float32-xla-jit", "bilinear/border/False/3d/float32-native-jit",
+               "bicubic/zeros/True/2d/float32-native-jit"}
+AFFINE_IDS = [f"{c.key}-{impl}-{t}" for c, impl, t in AFFINE]
+
+
+@pytest.mark.parametrize("config, implementation, transform",
+                         [pytest.param(*case, id=i, marks=() if i in AFFINE_FAST else pytest.mark.slow)
+                          for case, i in zip(AFFINE, AFFINE_IDS)])
+def test_affine_case_matches_pytorch(config, implementation, transform):
+    r = parity.measure(config, transform=transform, implementation=implementation, case="affine")
+    assert_within(r, implementation, transform)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", pytest.param("bicubic", marks=pytest.mark.slow),
+                                  pytest.param("nearest", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("implementation, transform", [pytest.param("xla", "none", marks=pytest.mark.slow),
+                                                       ("native", "jit")])
+def test_affine_case_7x1000(mode, implementation, transform):
+    config = parity.Config(mode, "zeros", False, 2, "float32")
+    r = parity.measure(config, transform=transform, implementation=implementation, case="affine", size=(7, 1000))
+    assert_within(r, implementation, transform)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_affine_case_pallas(mode, align_corners):
+    # Pallas' interpreter on a 7 x 1000 image (the 345 x 456 one takes minutes there).
+    config = parity.Config(mode, "reflection", align_corners, 2, "float32")
+    r = parity.measure(config, transform="jit", implementation="pallas", case="affine", size=(7, 1000), batch=1)
+    assert_within(r, "pallas")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_affine_case_float64(mode):
+    config = parity.Config(mode, "zeros", False, 2, "float64")
+    assert_within(parity.measure(config, transform="jit", implementation="xla", case="affine"), "float64")
 
 
 def test_native_build_says_what_is_missing(tmp_path, monkeypatch):
-    from sidebyside import sampling_native
+    from sidebyside.sampling import native
 
     monkeypatch.setenv("SIDEBYSIDE_NATIVE_CACHE", str(tmp_path))
     monkeypatch.setenv("CXX", "no-such-compiler")
-    with pytest.raises(sampling_native.NativeBuildError, match="apt-get install g\\+\\+"):
-        sampling_native.build()
+    with pytest.raises(native.NativeBuildError, match="apt-get install g\\+\\+"):
+        native.build()
     assert not list(tmp_path.iterdir())  # nothing half-built left behind
 
 
-def test_pallas_kernels_lower_to_triton_for_cuda():
-    """The kernels go through Pallas' Triton lowering (no GPU needed to lower)."""
-    from sidebyside.sampling_pallas import grid_sample_pallas
+_USE_NATIVE = """
+import sys, warnings
+import jax.numpy as jnp
+from sidebyside import grid_sample
+from sidebyside.sampling import native
+out = grid_sample(jnp.ones((1, 1, 4, 4)), jnp.zeros((1, 2, 2, 2)), implementation="native")
+print("sum", float(out.sum()), "verified", native.verified(native.build()))
+"""
 
-    x, g, c = jnp.zeros((2, 3, 7, 9)), jnp.zeros((2, 11, 13, 2)), jnp.zeros((2, 3, 11, 13))
-    for mode in ("nearest", "bilinear", "bicubic"):
+
+@pytest.mark.slow
+def test_truncated_native_library_is_rebuilt_not_loaded(tmp_path):
+    """A cached kernel cut short (a full disk, an interrupted copy) would kill the
+    process with SIGBUS when mapped; its recorded size and hash catch it first."""
+    env = {**os.environ, "SIDEBYSIDE_NATIVE_CACHE": str(tmp_path)}
+    run = lambda: subprocess.run([sys.executable, "-c", _USE_NATIVE], env=env, capture_output=True, text=True,
+                                 timeout=600)
+    first = run()
+    assert first.returncode == 0 and "sum 4.0 verified True" in first.stdout, first.stderr[-2000:]
+    (library,) = tmp_path.glob("grid_sample_cpu-*.so")
+    size = library.stat().st_size
+    with open(library, "r+b") as f:
+        f.truncate(size // 2)
+    second = run()
+    assert second.returncode == 0, (second.returncode, second.stderr[-2000:])  # no SIGBUS (-7)
+    assert "sum 4.0 verified True" in second.stdout
+    assert library.stat().st_size == size  # rebuilt
+
+
+def test_verified_checks_size_and_hash(tmp_path):
+    from sidebyside.sampling import native
+
+    lib = tmp_path / "x.so"
+    lib.write_bytes(b"\x7fELF" + bytes(100))
+    assert not native.verified(lib)  # no record
+    (tmp_path / "x.so.sha256").write_text(native._fingerprint(lib) + "\n")
+    assert native.verified(lib)
+    lib.write_bytes(b"\x7fELF" + bytes(99) + b"\x01")  # same size, other bytes
+    assert not native.verified(lib)
+    lib.write_bytes(b"\x7fELF")
+    assert not native.verified(lib)
+
+
+@pytest.mark.parametrize("dims", [2, 3])
+def test_pallas_kernels_lower_to_triton_for_cuda(dims):
+    """The kernels (the explicit FMA emulation of taps included: bit casts, masks)
+    go through Pallas' Triton lowering (no GPU needed to lower)."""
+    from sidebyside.sampling.pallas import grid_sample_pallas
+
+    if dims == 2:
+        x, g, c = jnp.zeros((2, 3, 7, 9)), jnp.zeros((2, 11, 13, 2)), jnp.zeros((2, 3, 11, 13))
+    else:
+        x, g, c = jnp.zeros((2, 3, 5, 7, 9)), jnp.zeros((2, 4, 11, 13, 3)), jnp.zeros((2, 3, 4, 11, 13))
+    for mode in ("nearest", "bilinear", "bicubic")[:3 if dims == 2 else 2]:
         def f(a, b, cc):
             out, vjp = jax.vjp(lambda p, q: grid_sample_pallas(p, q, mode, "reflection", False, False), a, b)
             return out, vjp(cc)
@@ -109,7 +216,7 @@ def test_pallas_backward_uses_relaxed_atomics(monkeypatch):
     default alone for every other kernel."""
     from jax._src.pallas.triton import lowering as triton_lowering
 
-    from sidebyside.sampling_pallas import grid_sample_pallas
+    from sidebyside.sampling.pallas import grid_sample_pallas
 
     semantics = []
     original = triton_lowering.tt_dialect.atomic_rmw
@@ -135,10 +242,11 @@ def test_implementation_choice_is_checked():
     x, g = jnp.zeros((1, 1, 4, 4)), jnp.zeros((1, 2, 2, 2))
     with pytest.raises(ValueError, match="implementation must be one of"):
         grid_sample(x, g, implementation="cuda")
-    with pytest.raises(ValueError, match="Pallas kernels take 4-D float32"):
+    with pytest.raises(ValueError, match="Pallas kernels take 4-D or 5-D float32"):
         grid_sample(x.astype(jnp.bfloat16), g.astype(jnp.bfloat16), implementation="pallas")
-    with pytest.raises(ValueError, match="Pallas kernels take 4-D float32"):
-        grid_sample(jnp.zeros((1, 1, 2, 4, 4)), jnp.zeros((1, 2, 2, 2, 3)), implementation="pallas")
+    with pytest.raises(ValueError, match="Pallas kernels take 4-D or 5-D float32"):
+        grid_sample(jnp.zeros((1, 1, 2, 4, 4), jnp.float16), jnp.zeros((1, 2, 2, 2, 3), jnp.float16),
+                    implementation="pallas")
     with pytest.raises(ValueError, match="native kernel takes 4-D or 5-D float32"):
         grid_sample(x.astype(jnp.float16), g.astype(jnp.float16), implementation="native")
 
@@ -177,7 +285,7 @@ def test_no_grid_gradient_where_clipped(padding_mode, align_corners, implementat
     assert j_gg[0, 0, 4, 0] != 0  # an interior point does get a gradient
 
 
-@pytest.mark.parametrize("implementation", ["xla", "auto"])  # auto: the native kernel
+@pytest.mark.parametrize("implementation", ["xla", "auto", pytest.param("pallas", marks=pytest.mark.slow)])  # auto: native
 @pytest.mark.parametrize("dims", [2, 3])
 @pytest.mark.parametrize("mode", ["nearest", "bilinear", "bicubic"])
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
@@ -238,6 +346,61 @@ def test_dtype_mismatch_raises():
         grid_sample(jnp.zeros((1, 1, 4, 4), jnp.float32), jnp.zeros((1, 2, 2, 2), jnp.bfloat16))
 
 
+@pytest.mark.parametrize("dims", [2, pytest.param(3, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("mode", ["bilinear", pytest.param("nearest", marks=pytest.mark.slow),
+                                  pytest.param("bicubic", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_non_finite_grid_every_path_agrees(dims, mode, padding_mode):
+    """The GPU kernels (Pallas, here interpreted), the native kernel and the XLA path
+    follow one rule for NaN and +-inf (PyTorch CUDA's): the same bits, gradients too."""
+    if dims == 3 and mode == "bicubic":
+        pytest.skip("no 3-D bicubic")
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 2) + (3, 4, 5)[3 - dims:]).astype(np.float32)
+    bad = np.array([np.nan, np.inf, -np.inf, 0.25, -3.0], np.float32)
+    points = np.stack(np.meshgrid(*([bad] * dims), indexing="ij"), -1).reshape(-1, dims)
+    g = jnp.asarray(points.reshape((1,) + (1,) * (dims - 1) + points.shape))
+    results = {}
+    for impl in ("xla", "native", "pallas"):
+        kw = dict(mode=mode, padding_mode=padding_mode, align_corners=False, implementation=impl)
+        out, vjp = jax.vjp(lambda a, b: grid_sample(a, b, **kw), jnp.asarray(x), g)
+        results[impl] = [np.asarray(t) for t in (out, *vjp(jnp.ones_like(out)))]
+    for impl, arrays in results.items():
+        for name, want, got in zip(("output", "grad_input", "grad_grid"), results["xla"], arrays):
+            # Same NaNs and infinities; finite values within the float32 tolerance of parity.tolerance.
+            scale = max(float(np.abs(want[np.isfinite(want)]).max(initial=0)), 1.0)
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * scale, equal_nan=True, err_msg=f"{impl} {name}")
+
+
+@pytest.mark.parametrize("implementation", ["xla", "native", "pallas"])
+@pytest.mark.parametrize("x_shape, g_shape", [((0, 3, 5, 6), (0, 4, 4, 2)), ((2, 0, 5, 6), (2, 4, 4, 2)),
+                                              ((2, 3, 5, 6), (2, 0, 4, 2)), ((0, 2, 3, 5, 6), (0, 2, 4, 4, 3))])
+def test_empty_batch_returns_empty_like_torch(x_shape, g_shape, implementation):
+    want = F.grid_sample(torch.zeros(x_shape), torch.zeros(g_shape), align_corners=False)
+    f = lambda a, b: grid_sample(a, b, implementation=implementation)
+    out = jax.jit(f)(jnp.ones(x_shape), jnp.zeros(g_shape))
+    assert out.shape == tuple(want.shape) and out.dtype == jnp.float32
+    gx, gg = jax.grad(lambda a, b: f(a, b).sum(), argnums=(0, 1))(jnp.ones(x_shape), jnp.zeros(g_shape))
+    assert gx.shape == x_shape and gg.shape == g_shape
+
+
+@pytest.mark.parametrize("implementation", ["auto", "native", "pallas"])  # auto on a CPU: the native kernel
+def test_forward_mode_on_a_kernel_says_to_use_xla(implementation):
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((1, 2, 5, 6)), jnp.float32)
+    g = jnp.asarray(np.random.default_rng(1).uniform(-1, 1, (1, 3, 4, 2)), jnp.float32)
+    f = lambda b: grid_sample(x, b, implementation=implementation).sum()
+    attempts = {
+        "jvp": lambda: jax.jvp(f, (g,), (jnp.ones_like(g),)),
+        "jacfwd": lambda: jax.jacfwd(f)(g),
+        "grad of grad": lambda: jax.grad(lambda b: jax.grad(f)(b).sum())(g),
+        "hessian": lambda: jax.hessian(f)(g),
+    }
+    for name, attempt in attempts.items():
+        with pytest.raises(ValueError, match='pass implementation="xla"'):
+            attempt()
+    assert np.isfinite(np.asarray(jax.grad(f)(g))).all()  # first-order reverse mode works
+
+
 def test_forward_mode_and_second_order():
     # The XLA path has no custom derivative rule: jvp and grad-of-grad work too.
     rng = np.random.default_rng(0)
@@ -250,16 +413,30 @@ def test_forward_mode_and_second_order():
     assert np.isfinite(np.asarray(hess_diag)).all()
 
 
-def test_bench_returns_ratios():
-    from sidebyside import bench
+def test_bench_returns_kernel_and_per_call_times():
+    from sidebyside.sampling import bench
 
-    configs = bench.grid_sample_configs(("bilinear",), {"tiny": (2, 3, 16, 16)})
-    rows = bench.bench_grid_sample(configs, repeats=1, min_repeat_s=0.001, naive=True)
+    configs = bench.configs(("bilinear",), {"tiny": (2, 3, 16, 16)})
+    rows = bench.bench(configs, repeats=1, min_repeat_s=0.001, naive=True)
     assert set(rows) == {"bilinear/tiny/forward", "bilinear/tiny/forward+backward"}
     for row in rows.values():
         assert row["jax_ms"] > 0 and row["torch_ms"] > 0
         assert row["ratio"] == pytest.approx(row["jax_ms"] / row["torch_ms"])
+        assert row["jax_kernel_ms"] > 0 and row["torch_kernel_ms"] > 0
+        assert row["kernel_ratio"] == pytest.approx(row["jax_kernel_ms"] / row["torch_kernel_ms"])
+        # Enough copies of the inputs to overflow the cache, each call on its own.
+        assert row["inputs_exceed_cache"] and row["inputs_bytes"] > row["cache_bytes"]
+        assert row["inputs_bytes"] >= row["copies"] * (2 * 3 * 16 * 16 * 4 + 2 * 16 * 16 * 2 * 4)
     assert rows["bilinear/tiny/forward"]["naive_ms"] > 0
+
+
+@pytest.mark.slow
+def test_bench_run_in_a_child_process():
+    from sidebyside.sampling import bench
+
+    out = bench.run({"tiny": (1, 2, 8, 8)}, modes=("nearest",), repeats=1, min_repeat_s=0.001, threads=1)
+    assert out["threads"] == 1 and set(out["results"]) == {"nearest/tiny/forward", "nearest/tiny/forward+backward"}
+    assert "--threads 1" in out["command"]
 
 
 def test_bench_cli_help():

@@ -6,8 +6,9 @@ One topic per module:
 - ``models``: the same architectures in PyTorch and Flax, with the same public names.
 - ``training``: training loops for both frameworks.
 - ``timing``: the one benchmark harness (warm-up and compilation apart, synchronised).
-- ``sampling``: ``grid_sample``, a JAX port with PyTorch's semantics, re-exported
-  here as ``sidebyside.grid_sample`` (the module has another name so that the
+- ``sampling``: the ``grid_sample`` package (a JAX port with PyTorch's semantics: XLA
+  path, Pallas and native kernels, parity harness, benchmark), its function re-exported
+  here as ``sidebyside.grid_sample`` (the package has another name so that the
   function is never shadowed by it).
 - ``viz``: shared colours, weight grids, computation graphs, plots.
 - ``provenance``: the hardware/version stamp and the results file of a run.

@@ -1,21 +1,22 @@
-"""Pallas kernels for 2-D ``grid_sample`` on NVIDIA GPUs (Triton backend).
+"""Pallas kernels for ``grid_sample`` (2-D and 3-D) on NVIDIA GPUs (Triton backend).
 
-Why: on a GPU, XLA turns :mod:`sidebyside.sampling`'s gathers into several kernels
+Why: on a GPU, XLA turns :mod:`.xla`'s gathers into several kernels
 (coordinates, gathers per corner, the weighted sum; in the backward pass a scatter
 for the input gradient), each reading and writing the whole intermediate. These
 kernels do what PyTorch's CUDA kernel does: one pass per output point, coordinates
 and weights computed once and kept in registers while the channels are read; the
 backward pass recomputes the taps and scatters the input gradient with atomic adds.
 
-Semantics are :mod:`sidebyside.sampling`'s, by construction: both paths build the
-taps with the same :func:`sidebyside.sampling.taps_2d`, and the grid gradient is the
+Semantics are the XLA path's, by construction: both paths build the
+taps with the same :func:`.taps.taps_2d`, and the grid gradient is the
 forward-mode derivative (``jax.jvp``) of those same weights, so every rule about
 borders, reflections, ties and non-finite values holds here too.
 
-Scope: 4-D float32 input (nearest, bilinear, bicubic; every padding and
-``align_corners``), on a CUDA device, or anywhere in Pallas' interpreter (slow; what
-the CPU tests use). Other dtypes, 5-D input and arrays of 2**31 elements or more use
-the XLA path. Under ``jit``, ``vmap`` and ``grad`` (reverse mode: the kernels carry a
+Scope: float32 input, 4-D (nearest, bilinear, bicubic) or 5-D (nearest, trilinear;
+the taps of :func:`.taps.taps_3d`, unnormalised with one rounding as PyTorch's CUDA
+kernel does), every padding and ``align_corners``, on a CUDA device, or anywhere in
+Pallas' interpreter (slow; what the CPU tests use). Other dtypes and arrays of 2**31
+elements or more use the XLA path. Under ``jit``, ``vmap`` and ``grad`` (reverse mode: the kernels carry a
 ``custom_vjp``; forward mode, ``jax.jvp`` of the sampler itself, needs the XLA path).
 """
 
@@ -27,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .sampling import _combine_rows, taps_2d
+from .taps import combine_rows, first_order_only, taps_2d, taps_3d
 
 __all__ = ["supported", "grid_sample_pallas"]
 
@@ -38,11 +39,13 @@ _INT32_LIMIT = 2**31
 
 def supported(input_shape, grid_shape, dtype) -> bool:
     """Whether the kernels handle this call (else use the XLA path)."""
-    if len(input_shape) != 4 or jnp.dtype(dtype) != jnp.float32:
+    if len(input_shape) not in (4, 5) or jnp.dtype(dtype) != jnp.float32:
         return False
     n, c = input_shape[:2]
-    points = int(np.prod(grid_shape[1:3]))
-    return int(np.prod(input_shape)) < _INT32_LIMIT and n * c * points < _INT32_LIMIT and 2 * n * points < _INT32_LIMIT
+    dims = len(input_shape) - 2
+    points = int(np.prod(grid_shape[1:-1]))
+    return (int(np.prod(input_shape)) < _INT32_LIMIT and n * c * points < _INT32_LIMIT
+            and dims * n * points < _INT32_LIMIT)
 
 
 def _pallas():
@@ -52,30 +55,39 @@ def _pallas():
     return pl, plgpu
 
 
-def _points(pl, grid_ref, n, j, points: int, block: int):
+def _points(pl, grid_ref, n, j, points: int, block: int, dims: int):
     """The block's lanes (clamped into range), whether each is a real point, and its
-    grid values; the grid is read in its (N, H_out, W_out, 2) layout."""
+    grid values (x, y[, z]); the grid is read in its (N, *out, dims) layout."""
     lane = j * block + jax.lax.iota(jnp.int32, block)
     valid = lane < points
     lane = jnp.where(valid, lane, 0)
-    at = (n * points + lane) * 2
-    return lane, valid, grid_ref[at], grid_ref[at + 1]
+    at = (n * points + lane) * dims
+    return lane, valid, [grid_ref[at + k] for k in range(dims)]
 
 
-def _static(mode, padding_mode, align_corners, c, h, w, points, padded, block):
+def _taps(gs, sizes, mode, padding_mode, align_corners):
+    """The taps of :mod:`.taps` for grid values ``gs`` (x, y[, z]) on an input of
+    spatial ``sizes`` ((H, W) or (D, H, W))."""
+    if len(sizes) == 2:
+        return taps_2d(*gs, *sizes, mode, padding_mode, align_corners)
+    return taps_3d(*gs, *sizes, mode, padding_mode, align_corners, fused=True)  # as PyTorch's CUDA kernel
+
+
+def _static(mode, padding_mode, align_corners, c, sizes, points, padded, block):
     return dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners,
-                c=c, h=h, w=w, points=points, padded=padded, block=block)
+                c=c, sizes=sizes, points=points, padded=padded, block=block)
 
 
-def _forward_kernel(grid_ref, x_ref, out_ref, *, mode, padding_mode, align_corners, c, h, w, points, padded, block):
+def _forward_kernel(grid_ref, x_ref, out_ref, *, mode, padding_mode, align_corners, c, sizes, points, padded, block):
     pl, _ = _pallas()
     n, j = pl.program_id(0), pl.program_id(1)
-    _, _, gx, gy = _points(pl, grid_ref, n, j, points, block)
-    rows = taps_2d(gx, gy, h, w, mode, padding_mode, align_corners)
+    _, _, gs = _points(pl, grid_ref, n, j, points, block, len(sizes))
+    rows = _taps(gs, sizes, mode, padding_mode, align_corners)
+    plane = int(np.prod(sizes))
 
     def channel(ch, carry):
-        base = (n * c + ch) * (h * w)
-        out_ref[pl.ds((n * c + ch) * padded + j * block, block)] = _combine_rows(rows, lambda index: x_ref[base + index])
+        base = (n * c + ch) * plane
+        out_ref[pl.ds((n * c + ch) * padded + j * block, block)] = combine_rows(rows, lambda index: x_ref[base + index])
         return carry
 
     jax.lax.fori_loop(0, c, channel, 0)
@@ -98,44 +110,48 @@ def _scatter_add(plgpu, ref, index, value, mask, interpret: bool):
     jax.lax.fori_loop(0, index.shape[0], lane, 0)
 
 
-def _backward_kernel(grid_ref, x_ref, cot_ref, zeros_ref, ggx_ref, ggy_ref, gin_ref, *, mode, padding_mode,
-                     align_corners, c, h, w, points, padded, block, interpret):
+def _backward_kernel(grid_ref, x_ref, cot_ref, zeros_ref, *refs, mode, padding_mode, align_corners, c, sizes,
+                     points, padded, block, interpret):
     del zeros_ref  # aliased to gin_ref: the input gradient starts at zero
+    *grad_grid_refs, gin_ref = refs  # one per grid axis (x, y[, z]), then the input gradient
     pl, plgpu = _pallas()
+    dims = len(sizes)
     n, j = pl.program_id(0), pl.program_id(1)
-    lane, valid, gx, gy = _points(pl, grid_ref, n, j, points, block)
-    rows = taps_2d(gx, gy, h, w, mode, padding_mode, align_corners)
+    lane, valid, gs = _points(pl, grid_ref, n, j, points, block, dims)
+    rows = _taps(gs, sizes, mode, padding_mode, align_corners)
     taps = [(index, inside) for _, cols in rows for index, inside, _ in cols]
 
-    def weights(gx, gy):
+    def weights(*gs):
         out = []
-        for row_weight, cols in taps_2d(gx, gy, h, w, mode, padding_mode, align_corners):
+        for row_weight, cols in _taps(gs, sizes, mode, padding_mode, align_corners):
             for _, _, weight in cols:
                 if weight is None:
-                    weight = jnp.ones_like(gx)
+                    weight = jnp.ones_like(gs[0])
                 out.append(weight if row_weight is None else weight * row_weight)
         return tuple(out)
 
-    ones, zeros = jnp.ones_like(gx), jnp.zeros_like(gx)
-    weight, d_dx = jax.jvp(weights, (gx, gy), (ones, zeros))
-    _, d_dy = jax.jvp(weights, (gx, gy), (zeros, ones))
+    ones, zeros = jnp.ones_like(gs[0]), jnp.zeros_like(gs[0])
+    derivatives = []  # per axis: d weight_k / d g_axis
+    for axis in range(dims):
+        weight, d = jax.jvp(weights, tuple(gs), tuple(ones if k == axis else zeros for k in range(dims)))
+        derivatives.append(d)
     with_grid = mode != "nearest"  # nearest passes no gradient to the grid
+    plane = int(np.prod(sizes))
 
     def channel(ch, acc):
-        ax, ay = acc
         cot = jnp.where(valid, cot_ref[(n * c + ch) * points + lane], 0)
-        base = (n * c + ch) * (h * w)
-        for (index, inside), wk, dxk, dyk in zip(taps, weight, d_dx, d_dy):
+        base = (n * c + ch) * plane
+        acc = list(acc)
+        for k, (index, inside) in enumerate(taps):
             if with_grid:
                 value = jnp.where(inside, x_ref[base + index], 0) * cot
-                ax = ax + value * dxk
-                ay = ay + value * dyk
-            _scatter_add(plgpu, gin_ref, base + index, cot * wk, inside & valid, interpret)
-        return ax, ay
+                acc = [a + value * d[k] for a, d in zip(acc, derivatives)]
+            _scatter_add(plgpu, gin_ref, base + index, cot * weight[k], inside & valid, interpret)
+        return tuple(acc)
 
-    ax, ay = jax.lax.fori_loop(0, c, channel, (zeros, zeros))
-    ggx_ref[pl.ds(n * padded + j * block, block)] = ax
-    ggy_ref[pl.ds(n * padded + j * block, block)] = ay
+    acc = jax.lax.fori_loop(0, c, channel, (zeros,) * dims)
+    for ref, a in zip(grad_grid_refs, acc):
+        ref[pl.ds(n * padded + j * block, block)] = a
 
 
 @functools.cache
@@ -189,37 +205,46 @@ def _call(kernel, out_shape, grid, interpret, **kw):
 
 
 def _geometry(input, grid, interpret):
-    n, c, h, w = input.shape
-    points = grid.shape[1] * grid.shape[2]
+    n, c = input.shape[:2]
+    sizes = tuple(input.shape[2:])
+    points = int(np.prod(grid.shape[1:-1]))
     block = INTERPRET_BLOCK if interpret else BLOCK
     blocks = -(-points // block)
-    return n, c, h, w, points, blocks * block, blocks, block
+    return n, c, sizes, points, blocks * block, blocks, block
 
 
-def _forward(input, grid, mode, padding_mode, align_corners, interpret):
-    n, c, h, w, points, padded, blocks, block = _geometry(input, grid, interpret)
-    kernel = functools.partial(_forward_kernel, **_static(mode, padding_mode, align_corners, c, h, w, points, padded, block))
+def _forward_call(input, grid, mode, padding_mode, align_corners, interpret):
+    n, c, sizes, points, padded, blocks, block = _geometry(input, grid, interpret)
+    kernel = functools.partial(_forward_kernel, **_static(mode, padding_mode, align_corners, c, sizes, points, padded,
+                                                          block))
     out = _call(kernel, jax.ShapeDtypeStruct((n * c * padded,), input.dtype), (n, blocks), interpret)(
         grid.reshape(-1), input.reshape(-1))
-    return out.reshape(n, c, padded)[:, :, :points].reshape(n, c, *grid.shape[1:3])
+    return out.reshape(n, c, padded)[:, :, :points].reshape(n, c, *grid.shape[1:-1])
 
 
-def _backward(input, grid, cot, mode, padding_mode, align_corners, interpret):
-    n, c, h, w, points, padded, blocks, block = _geometry(input, grid, interpret)
+_forward = first_order_only(_forward_call, "Pallas", (2, 3, 4, 5))
+
+
+def _backward_call(input, grid, cot, mode, padding_mode, align_corners, interpret):
+    n, c, sizes, points, padded, blocks, block = _geometry(input, grid, interpret)
+    dims = len(sizes)
     kernel = functools.partial(_backward_kernel, interpret=interpret,
-                               **_static(mode, padding_mode, align_corners, c, h, w, points, padded, block))
+                               **_static(mode, padding_mode, align_corners, c, sizes, points, padded, block))
     flat = jax.ShapeDtypeStruct((n * padded,), grid.dtype)
-    ggx, ggy, gin = _call(
-        kernel, (flat, flat, jax.ShapeDtypeStruct((input.size,), input.dtype)), (n, blocks), interpret,
-        input_output_aliases={3: 2},
+    *grads, gin = _call(
+        kernel, (flat,) * dims + (jax.ShapeDtypeStruct((input.size,), input.dtype),), (n, blocks), interpret,
+        input_output_aliases={3: dims},
     )(grid.reshape(-1), input.reshape(-1), cot.reshape(-1), jnp.zeros((input.size,), input.dtype))
-    grad_grid = jnp.stack([ggx.reshape(n, padded)[:, :points], ggy.reshape(n, padded)[:, :points]], axis=-1)
+    grad_grid = jnp.stack([g.reshape(n, padded)[:, :points] for g in grads], axis=-1)
     return gin.reshape(input.shape), grad_grid.reshape(grid.shape)
+
+
+_backward = first_order_only(_backward_call, "Pallas", (3, 4, 5, 6))
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4, 5))
 def grid_sample_pallas(input, grid, mode: str, padding_mode: str, align_corners: bool, interpret: bool = False):
-    """4-D float32 ``grid_sample`` through the Pallas kernels (arguments checked by
+    """float32 ``grid_sample`` (4-D or 5-D) through the Pallas kernels (arguments checked by
     :func:`sidebyside.grid_sample`, which calls this; ``interpret=True`` runs them in
     Pallas' interpreter on any backend)."""
     return _forward(input, grid, mode, padding_mode, align_corners, interpret)

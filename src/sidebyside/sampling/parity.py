@@ -5,9 +5,18 @@ same thing. Inputs: a configuration (mode, padding, align_corners, 2-D/3-D, dtyp
 name) and sizes; outputs: maximum absolute and relative errors of the output and of
 both gradients, and the tolerance each is held to.
 
-The sample points (:func:`make_grid`) mix uniform random points in [-2, 2] with the
-places where an implementation is most likely to differ: exactly on pixel centres,
-on pixel edges, at half-pixels, on the image border and far outside it.
+Two kinds of case (``case=``):
+
+- ``"special"`` (:func:`make_inputs`): small images of standard-normal values; the
+  sample points (:func:`make_grid`) mix uniform random points in [-2, 2] with the
+  places where an implementation is most likely to differ: exactly on pixel centres,
+  on pixel edges, at half-pixels, on the image border and far outside it.
+- ``"affine"`` (:func:`make_affine_inputs`): PyTorch's own kind of reference case, a
+  large image whose sides are not powers of two (2 x 3 x 345 x 456; 3-D 2 x 2 x 7 x
+  40 x 300) of integers 0-255, warped by a 45-degree rotation from ``affine_grid``.
+  There an unnormalisation rounded once where PyTorch rounds twice (or the reverse)
+  moves a coordinate by an ulp, which the slope of the image turns into errors of
+  1e-5 of the scale and more; small images and powers of two hide it.
 
 Gradients are those of ``sum(output * cotangent)`` for one random cotangent shared
 by both frameworks, i.e. one vector-Jacobian product each for input and grid.
@@ -20,7 +29,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DTYPES", "Config", "configs", "make_grid", "make_inputs", "tolerance", "measure", "run_torch", "run_jax"]
+__all__ = ["DTYPES", "CASES", "Config", "configs", "make_grid", "make_inputs", "make_affine_inputs", "tolerance",
+           "measure", "measure_torch_devices", "run_torch", "run_jax"]
+
+CASES = ("special", "affine")
+AFFINE_SIZES = {2: (345, 456), 3: (5, 40, 300)}
 
 DTYPES = ("float16", "bfloat16", "float32", "float64")
 
@@ -95,23 +108,46 @@ def make_inputs(config: Config, seed: int = 0, batch: int = 2, channels: int = 3
     return x, grid, cot
 
 
+def make_affine_inputs(config: Config, seed: int = 0, batch: int = 2, channels: int = 3, size=None,
+                       angle_deg: float = 45.0):
+    """Float64 NumPy arrays (input, grid, cotangent): integers 0-255 on an image of
+    ``size`` (default :data:`AFFINE_SIZES`), sampled on a grid of the same size from
+    ``torch.nn.functional.affine_grid`` (float32) of a rotation by ``angle_deg`` about
+    the image's centre (in 3-D, about the depth axis)."""
+    import torch
+    import torch.nn.functional as F
+
+    rng = np.random.default_rng(seed)
+    size = tuple(size or AFFINE_SIZES[config.dims])
+    x = rng.integers(0, 256, size=(batch, channels, *size)).astype(np.float64)
+    c, s = np.cos(np.deg2rad(angle_deg)), np.sin(np.deg2rad(angle_deg))
+    if config.dims == 2:
+        theta = np.array([[c, -s, 0.0], [s, c, 0.0]])
+    else:
+        theta = np.array([[c, -s, 0.0, 0.0], [s, c, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]])
+    theta = torch.tensor(np.broadcast_to(theta, (batch, *theta.shape)).copy(), dtype=torch.float32)
+    grid = F.affine_grid(theta, [batch, channels, *size], align_corners=config.align_corners)
+    cot = rng.standard_normal((batch, channels, *size))
+    return x, grid.double().numpy(), cot
+
+
 def _torch_dtype(name):
     import torch
 
     return getattr(torch, name)
 
 
-def run_torch(config: Config, x, grid, cot):
-    """PyTorch's output and gradients, as float64 NumPy arrays."""
+def run_torch(config: Config, x, grid, cot, device: str = "cpu"):
+    """PyTorch's output and gradients on ``device``, as float64 NumPy arrays."""
     import torch
     import torch.nn.functional as F
 
     dt = _torch_dtype(config.dtype)
-    xt = torch.tensor(x).to(dt).requires_grad_(True)
-    gt = torch.tensor(grid).to(dt).requires_grad_(True)
+    xt = torch.tensor(x).to(device, dt).requires_grad_(True)
+    gt = torch.tensor(grid).to(device, dt).requires_grad_(True)
     out = F.grid_sample(xt, gt, mode=config.mode, padding_mode=config.padding_mode, align_corners=config.align_corners)
-    gx, gg = torch.autograd.grad(out, (xt, gt), torch.tensor(cot).to(dt))
-    return tuple(t.detach().to(torch.float64).numpy() for t in (out, gx, gg))
+    gx, gg = torch.autograd.grad(out, (xt, gt), torch.tensor(cot).to(device, dt))
+    return tuple(t.detach().to("cpu", torch.float64).numpy() for t in (out, gx, gg))
 
 
 def run_jax(config: Config, x, grid, cot, transform: str = "jit", implementation: str = "auto"):
@@ -121,7 +157,7 @@ def run_jax(config: Config, x, grid, cot, transform: str = "jit", implementation
     import jax
     import jax.numpy as jnp
 
-    from .sampling import grid_sample
+    from . import grid_sample
 
     dt = jnp.dtype(config.dtype)
     xj, gj, cj = (jnp.asarray(np.asarray(a), dtype=dt) for a in (x, grid, cot))
@@ -158,10 +194,12 @@ def tolerance(config: Config, quantity: str = "output", atomic: bool = False) ->
       with atomic adds, in an order that changes from run to run, as PyTorch's CUDA
       kernel does): that sum gets the dtype's tolerance below, the copy stays exact.
     - float32: 1e-5, float64: 1e-10. Both frameworks make the same roundings for the
-      coordinates (same formulas, same order), so what remains is the order of a few
-      additions in the interpolation and the gradient sums: ~1e-7 and ~1e-16. A real
-      semantic difference (a wrong tap, a reflection off by half a pixel) moves a
-      value by O(scale), five orders of magnitude above the tolerance.
+      coordinates (the same formulas, each rounded once or twice where PyTorch's
+      kernel on that device rounds it: see :mod:`.taps`), so what remains is the
+      order of a few additions in the interpolation and the gradient sums, and a
+      multiply-add fused on one side of a weight and not on the other: ~1e-7 and
+      ~1e-16. A coordinate off by one ulp is not covered: on the "affine" case it
+      costs 1e-5 to 1e-4 of the scale in the output and O(1) in the grid gradient.
     - float16 (eps 2**-10) and bfloat16 (eps 2**-7): PyTorch rounds every operation
       to the dtype; so does JAX here, except that XLA may keep float32 between fused
       operations. Outputs: 2 eps (one rounding more or less). Gradients: 8 eps; each
@@ -193,24 +231,14 @@ def _errors(ref, got):
     return max_abs, (max_abs / scale if scale > 0 else max_abs), scale
 
 
-def measure(config: Config, seed: int = 0, transform: str = "jit", implementation: str = "auto", **sizes) -> dict:
-    """Compare both frameworks on one configuration. Returns ``max_abs_err``,
-    ``max_rel_err`` (relative to the reference's largest magnitude) and ``scale`` for
-    the output, ``grad_input_*`` and ``grad_grid_*`` likewise, each with its
-    ``*tolerance`` (see :func:`tolerance`), and ``passed``."""
-    x, grid, cot = make_inputs(config, seed=seed, **sizes)
-    x, grid, cot = (_round_to(a, config.dtype) for a in (x, grid, cot))  # identical values on both sides
-    ref = run_torch(config, x, grid, cot)
-    if config.dtype == "float64":
-        import jax
+def _case_inputs(config, seed, case, sizes):
+    if case not in CASES:
+        raise ValueError(f"case must be one of {CASES}, got {case!r}")
+    x, grid, cot = (make_inputs if case == "special" else make_affine_inputs)(config, seed=seed, **sizes)
+    return tuple(_round_to(a, config.dtype) for a in (x, grid, cot))  # identical values on both sides
 
-        with jax.enable_x64(True):
-            got = run_jax(config, x, grid, cot, transform, implementation)
-    else:
-        got = run_jax(config, x, grid, cot, transform, implementation)
-    import jax
 
-    atomic = jax.default_backend() == "gpu"
+def _compare(config, ref, got, atomic):
     result = {}
     for prefix, r, g in zip(("", "grad_input_", "grad_grid_"), ref, got):
         result[f"{prefix}tolerance"] = tolerance(config, prefix.rstrip("_") or "output", atomic)
@@ -220,3 +248,32 @@ def measure(config: Config, seed: int = 0, transform: str = "jit", implementatio
         result[f"{prefix}scale"] = scale
     result["passed"] = all(result[f"{p}max_rel_err"] <= result[f"{p}tolerance"] for p in ("", "grad_input_", "grad_grid_"))
     return result
+
+
+def measure_torch_devices(config: Config, seed: int = 0, case: str = "affine", device: str = "cuda", **sizes) -> dict:
+    """PyTorch on ``device`` against PyTorch on the CPU (the yardstick for the JAX
+    figures), in the form of :func:`measure`."""
+    x, grid, cot = _case_inputs(config, seed, case, sizes)
+    return _compare(config, run_torch(config, x, grid, cot), run_torch(config, x, grid, cot, device),
+                    atomic=device != "cpu")
+
+
+def measure(config: Config, seed: int = 0, transform: str = "jit", implementation: str = "auto", case: str = "special",
+            torch_device: str = "cpu", **sizes) -> dict:
+    """Compare both frameworks on one configuration (``case``: see the module
+    docstring; ``torch_device``: where PyTorch's reference runs). Returns
+    ``max_abs_err``, ``max_rel_err`` (relative to the reference's largest magnitude)
+    and ``scale`` for the output, ``grad_input_*`` and ``grad_grid_*`` likewise, each
+    with its ``*tolerance`` (see :func:`tolerance`), and ``passed``."""
+    x, grid, cot = _case_inputs(config, seed, case, sizes)
+    ref = run_torch(config, x, grid, cot, torch_device)
+    if config.dtype == "float64":
+        import jax
+
+        with jax.enable_x64(True):
+            got = run_jax(config, x, grid, cot, transform, implementation)
+    else:
+        got = run_jax(config, x, grid, cot, transform, implementation)
+    import jax
+
+    return _compare(config, ref, got, atomic=jax.default_backend() == "gpu")

@@ -1,7 +1,9 @@
-// grid_sample for 4-D float32 input on the CPU, as XLA FFI custom calls.
+// grid_sample for 4-D and 5-D float32 input on the CPU, as XLA FFI custom calls.
 //
-// Same semantics as sidebyside.sampling.taps_2d (PyTorch's vectorised CPU kernel):
-// unnormalisation, border/reflection on the float coordinate, non-finite coordinates
+// Same semantics as sidebyside.sampling.taps (taps_2d: PyTorch's vectorised CPU kernel;
+// taps_3d: its scalar 3-D kernel): the unnormalisation rounded once (std::fma) in 2-D
+// and twice in 3-D, as PyTorch's CPU kernels round it (built with -ffp-contract=off, so
+// the compiler fuses nothing else), border/reflection on the float coordinate, non-finite coordinates
 // sent out of bounds, nearest rounding half to even, bicubic (A = -0.75) with the
 // padding applied to each integer tap, and PyTorch's gradients (none through a clipped
 // coordinate, none to the grid in nearest). The Python tests hold it to PyTorch's
@@ -13,7 +15,7 @@
 // split over the cores this process may use (as PyTorch splits it).
 //
 // Layout: input (..., C, H, W), grid (..., H_out, W_out, 2); leading dimensions are the
-// batch (vmap adds more). Built by sidebyside.sampling_native with the headers of
+// batch (vmap adds more). Built by sidebyside.sampling.native with the headers of
 // jax.ffi.include_dir().
 
 #include <sched.h>
@@ -196,9 +198,9 @@ inline void MakeTaps(float gx, float gy, int64_t h, int64_t w, int64_t mode, int
   }
 }
 
-// 5-D input (nearest, trilinear): the arithmetic of PyTorch's scalar 3-D kernel, as
-// sidebyside.sampling's _sample_3d writes it (unnormalisation and reflection differ
-// from the 2-D kernel's in their order of operations).
+// 5-D input (nearest, trilinear): the arithmetic of PyTorch's scalar 3-D CPU kernel, as
+// sidebyside.sampling.taps.taps_3d writes it with fused=False (unnormalisation rounded
+// twice, reflection with fmod: both differ from the 2-D kernel's).
 inline Coord Unnormalize3(float g, int64_t size, bool align_corners) {
   if (align_corners) return {((g + 1.0f) / 2.0f) * static_cast<float>(size - 1), (size - 1) / 2.0f};
   return {((g + 1.0f) * static_cast<float>(size) - 1.0f) / 2.0f, size / 2.0f};

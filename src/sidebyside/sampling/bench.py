@@ -1,0 +1,354 @@
+"""Benchmark :func:`sidebyside.grid_sample` against ``torch.nn.functional.grid_sample``.
+
+Two times per configuration (float32, a random affine warp; forward, and forward +
+backward: the output and the gradient of ``sum(output * cotangent)`` with respect to
+input and grid), each measured with both frameworks in one interleaved run
+(:func:`sidebyside.timing.compare`):
+
+- **per call** (``jax_ms``, ``torch_ms``): a Python loop of calls to the jitted
+  function / to PyTorch, as a user's loop makes them, so each framework's dispatch is
+  included. On a GPU the calls of a repeat are issued back to back and waited for
+  once (the time is ``max(dispatch, kernel)`` per call); on the CPU each call is waited
+  for.
+- **kernel** (``jax_kernel_ms``, ``torch_kernel_ms``): ``copies`` calls chained inside
+  one program, each on its own copy of the inputs, so that together they are larger
+  than the last-level cache (``cache_bytes``; the L2 on a GPU) and every call reads
+  its inputs from memory: JAX runs them in one jitted ``lax.scan``, PyTorch as one
+  CUDA graph (on the CPU, a loop: its dispatch, about 10 us, is small against a CPU
+  kernel). Divided by ``copies``: what the call costs inside a larger jitted model,
+  where JAX's dispatch is paid once for the whole program.
+
+Library use: :func:`configs`, :func:`inputs` and :func:`bench` return plain data;
+:func:`run` runs the benchmark in a fresh process (the thread count of XLA's CPU
+client is fixed when JAX starts) and returns its JSON; ``python -m sidebyside.bench
+grid_sample`` prints the table (:func:`cli`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+__all__ = ["SIZES", "GOALS", "configs", "inputs", "bench", "run", "goal_for", "goals_table", "cli"]
+
+# (N, C, H, W) for 2-D, (N, C, D, H, W) for 3-D; the output has the input's size.
+SIZES = {
+    "2d_small": (32, 3, 128, 128),
+    "2d_large": (8, 3, 256, 256),
+    "3d": (4, 8, 32, 64, 64),
+}
+
+# JAX time / PyTorch time must stay at or below these (issue 5; per call).
+GOALS = {
+    "cpu": {"bilinear/forward": 1.5, "bicubic/forward": 2.0, "forward+backward": 2.0},  # nearest: no goal set
+    "gpu": {"forward": 1.0, "forward+backward": 1.5},  # at N=32, C=3, 256x256
+}
+
+_CPU_CACHE_BYTES = 32 * 2**20  # assumed last-level cache where none is reported
+_MAX_COPIES = 4096  # tiny inputs: enough to fill twice a 32 MiB cache with 8 KiB calls
+
+
+def configs(modes=("nearest", "bilinear", "bicubic"), sizes=None) -> list[dict]:
+    """The benchmark's configurations: each size with each mode it supports."""
+    sizes = sizes or SIZES
+    out = []
+    for size_name, shape in sizes.items():
+        for mode in modes:
+            if len(shape) == 5 and mode == "bicubic":
+                continue
+            out.append({"name": f"{mode}/{size_name}", "mode": mode, "shape": tuple(shape)})
+    return out
+
+
+def inputs(shape, seed: int = 0):
+    """float32 NumPy ``(input, grid)`` for an input of ``shape``: standard-normal values
+    and, per batch element, a random affine warp (rotation, scale, shift) plus a little
+    noise, partly outside the image: a realistic access pattern."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(np.float32)
+    n, spatial = shape[0], shape[2:]
+    dims = len(spatial)
+    axes = [np.linspace(-1, 1, s) for s in spatial[::-1]]  # x, y[, z]
+    mesh = np.stack(np.meshgrid(*axes[::-1], indexing="ij")[::-1], axis=-1)  # (*spatial, dims) in x,y,z order
+    grids = []
+    for _ in range(n):
+        a = np.eye(dims) * rng.uniform(0.8, 1.2)
+        t = rng.uniform(-0.5, 0.5)
+        a[:2, :2] = a[:2, :2] @ np.array([[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]])
+        shift = rng.uniform(-0.1, 0.1, dims)
+        grids.append(mesh @ a.T + shift + rng.normal(0, 0.01, mesh.shape))
+    return x, np.stack(grids).astype(np.float32)
+
+
+def _cache_bytes(device: str) -> int:
+    if device == "cuda":
+        import torch
+
+        return int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 * 2**20))
+    try:
+        return int(os.sysconf("SC_LEVEL3_CACHE_SIZE")) or _CPU_CACHE_BYTES
+    except (ValueError, OSError, AttributeError):
+        return _CPU_CACHE_BYTES
+
+
+def _torch_kernel_fn(calls, device):
+    """One callable running ``calls`` (zero-argument PyTorch callables) back to back:
+    a CUDA graph of them on a GPU (no launch overhead), else a loop."""
+    if device != "cuda":
+        return lambda: [call() for call in calls]
+    import torch
+
+    try:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for call in calls:  # warm up outside the capture, as torch.cuda.graph asks
+                call()
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for call in calls:
+                call()
+        return graph.replay
+    except RuntimeError:  # not capturable: a loop, pipelined
+        return lambda: [call() for call in calls]
+
+
+def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backward: bool = True, naive: bool = False,
+          kernel: bool = True, padding_mode: str = "zeros", align_corners: bool = False) -> dict[str, dict[str, Any]]:
+    """Time JAX and PyTorch on each configuration (see the module docstring).
+
+    Returns ``{"<mode>/<size>/<forward|forward+backward>": row}`` with, per call,
+    ``jax_ms``, ``torch_ms``, ``ratio``, ``jax_iqr_ms``, ``torch_iqr_ms``,
+    ``jax_q1_ms``/``jax_q3_ms``/``torch_q1_ms``/``torch_q3_ms``, ``jax_compile_ms``;
+    with ``kernel``: ``jax_kernel_ms``, ``torch_kernel_ms``, ``kernel_ratio`` and
+    their IQRs and quartiles, ``copies``, ``inputs_bytes`` (all copies together),
+    ``cache_bytes``, ``inputs_exceed_cache`` (the L2 state: False only where
+    :data:`_MAX_COPIES` copies still fit), ``torch_kernel_tool`` ("cuda graph" or "loop"); ``shape``; ``implementation`` (the path ``jax_ms``
+    took); ``xla_ms``/``xla_ratio`` (the XLA path, per call) where a kernel took it;
+    ``naive_ms``/``naive_ratio`` for bilinear 2-D forward with ``naive``.
+    """
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    from .. import timing
+    from . import choose_implementation, grid_sample, grid_sample_naive
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    gpu = jax.default_backend() == "gpu"
+    cache = _cache_bytes(device)
+    results: dict[str, dict[str, Any]] = {}
+    for cfg in configs_ or configs():
+        mode, shape = cfg["mode"], cfg["shape"]
+        x, grid = inputs(shape)
+        cot = np.random.default_rng(1).standard_normal((shape[0], shape[1], *grid.shape[1:-1])).astype(np.float32)
+        xt, gt, ct = (torch.from_numpy(a).to(device) for a in (x, grid, cot))
+        xj, gj, cj = (jnp.asarray(a) for a in (x, grid, cot))
+        kw = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+        path = choose_implementation(x.shape, grid.shape, x.dtype)  # what "jax" runs
+
+        def jax_step(a, b, c, implementation="auto", with_grad=False):
+            f = lambda p, q: grid_sample(p, q, **kw, implementation=implementation)
+            if not with_grad:
+                return f(a, b)
+            # Return the output too, as PyTorch's autograd computes it: otherwise XLA
+            # drops the forward wherever the gradients do not need it (nearest).
+            out, vjp = jax.vjp(f, a, b)
+            return out, vjp(c)
+
+        def torch_step(a, b, c, with_grad=False):
+            if not with_grad:
+                return F.grid_sample(a, b, **kw)
+            out = F.grid_sample(a, b, **kw)
+            return out, torch.autograd.grad(out, (a, b), c)
+
+        bytes_per_call = x.nbytes + grid.nbytes + cot.nbytes
+        copies = max(2, min(_MAX_COPIES, math.ceil(2 * cache / bytes_per_call)))
+        for kind, with_grad in (("forward", False), ("forward+backward", True)):
+            if with_grad and not backward:
+                continue
+            jax_call = jax.jit(lambda a, b, c: jax_step(a, b, c, with_grad=with_grad))
+            fns = {"jax": lambda: jax_call(xj, gj, cj)}
+            if with_grad:
+                xr, gr = xt.clone().requires_grad_(True), gt.clone().requires_grad_(True)
+                fns["torch"] = lambda: torch_step(xr, gr, ct, True)
+            else:
+                fns["torch"] = lambda: torch_step(xt, gt, ct)
+            if path != "xla":
+                xla_call = jax.jit(lambda a, b, c: jax_step(a, b, c, "xla", with_grad))
+                fns["xla"] = lambda: xla_call(xj, gj, cj)
+            if not with_grad and naive and mode == "bilinear" and len(shape) == 4 and padding_mode == "zeros":
+                naive_call = jax.jit(lambda a, b: grid_sample_naive(a, b, align_corners=align_corners))
+                fns["naive"] = lambda: naive_call(xj, gj)
+            t = timing.compare(fns, repeats=repeats, min_repeat_s=min_repeat_s, pipelined=gpu)
+            row = {"shape": list(shape), "implementation": path, "jax_compile_ms": t["jax"].compile_s * 1e3,
+                   "ratio": timing.ratio(t["jax"], t["torch"])}
+            for side in ("jax", "torch"):
+                row.update({f"{side}_ms": t[side].median_s * 1e3, f"{side}_iqr_ms": t[side].iqr_s * 1e3,
+                            f"{side}_q1_ms": t[side].q1_s * 1e3, f"{side}_q3_ms": t[side].q3_s * 1e3})
+            for extra in ("xla", "naive"):
+                if extra in t:
+                    row[f"{extra}_ms"] = t[extra].median_s * 1e3
+                    row[f"{extra}_ratio"] = timing.ratio(t[extra], t["torch"])
+            if kernel:
+                row.update(_kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device, repeats,
+                                         min_repeat_s))
+                row["cache_bytes"] = cache
+                row["inputs_exceed_cache"] = row["inputs_bytes"] > cache
+            results[f"{cfg['name']}/{kind}"] = row
+    return results
+
+
+def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device, repeats, min_repeat_s):
+    """Per-call time of ``copies`` chained calls on fresh copies of the inputs (see
+    the module docstring)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import torch
+
+    from .. import timing
+
+    stack = lambda a: np.broadcast_to(a, (copies, *a.shape))
+    xs, gs, cs = (jnp.asarray(stack(a)) for a in (x, grid, cot))  # distinct buffers per copy
+    xs, gs, cs = (a + jnp.zeros_like(a) for a in (xs, gs, cs))
+
+    @jax.jit
+    def jax_chain(xs, gs, cs):
+        def body(carry, abc):
+            return carry, jax_step(*abc, with_grad=with_grad)
+
+        return jax.lax.scan(body, 0, (xs, gs, cs))[1]
+
+    torch_inputs = []
+    for _ in range(copies):
+        xt, gt, ct = (torch.from_numpy(np.array(a)).to(device) for a in (x, grid, cot))
+        if with_grad:
+            xt.requires_grad_(True)
+            gt.requires_grad_(True)
+        torch_inputs.append((xt, gt, ct))
+    calls = [lambda a=a, b=b, c=c: torch_step(a, b, c, with_grad) for a, b, c in torch_inputs]
+    torch_chain = _torch_kernel_fn(calls, device)
+    tool = "cuda graph" if getattr(torch_chain, "__name__", "") == "replay" else "loop"
+    t = timing.compare({"jax": lambda: jax_chain(xs, gs, cs), "torch": torch_chain}, repeats=repeats,
+                       min_repeat_s=min_repeat_s, pipelined=device == "cuda")
+    bytes_per_call = x.nbytes + grid.nbytes + (cot.nbytes if with_grad else 0)
+    row = {"copies": copies, "torch_kernel_tool": tool, "inputs_bytes": copies * bytes_per_call,
+           "kernel_ratio": timing.ratio(t["jax"], t["torch"])}
+    for side in ("jax", "torch"):
+        row.update({f"{side}_kernel_ms": t[side].median_s * 1e3 / copies,
+                    f"{side}_kernel_iqr_ms": t[side].iqr_s * 1e3 / copies,
+                    f"{side}_kernel_q1_ms": t[side].q1_s * 1e3 / copies,
+                    f"{side}_kernel_q3_ms": t[side].q3_s * 1e3 / copies})
+    del xs, gs, cs, torch_inputs
+    return row
+
+
+def run(sizes: dict, modes=("nearest", "bilinear", "bicubic"), *, repeats: int = 7, min_repeat_s: float = 0.05,
+        threads: int | None = None, naive: bool = True, kernel: bool = True, timeout_s: float = 3600) -> dict:
+    """Run the benchmark in a fresh process (``python -m sidebyside.bench
+    grid_sample``) on ``sizes`` (``{name: shape}``) and return its JSON:
+    ``{"threads", "device_kind", "command", "results": {key: row}}`` (rows as
+    :func:`bench`). Raises ``RuntimeError`` with the child's error output if it fails."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "bench-grid-sample.json")
+        command = [sys.executable, "-m", "sidebyside.bench", "grid_sample", "--repeats", str(repeats),
+                   "--min-repeat-s", str(min_repeat_s), "--json", path, "--modes", *modes]
+        command += [arg for name, shape in sizes.items() for arg in ("--shape", f"{name}=" + ",".join(map(str, shape)))]
+        if naive:
+            command.append("--naive")
+        if not kernel:
+            command.append("--no-kernel")
+        if threads is not None:
+            command += ["--threads", str(threads)]
+        child = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+        if child.returncode != 0:
+            raise RuntimeError(f"benchmark failed ({' '.join(command[1:])}):\n{child.stderr[-3000:]}")
+        with open(path) as f:
+            out = json.load(f)
+    out["command"] = " ".join(["python", *command[1:]]).replace(path, "<json>")
+    return out
+
+
+def goal_for(key: str, device_kind: str) -> float | None:
+    """The per-call JAX/PyTorch ratio a result row must stay within, or None."""
+    mode, size, kind = key.split("/")
+    if device_kind == "gpu":
+        if size != "2d_large_gpu":
+            return None
+        return GOALS["gpu"][kind]
+    if kind == "forward+backward":
+        return GOALS["cpu"]["forward+backward"]
+    return GOALS["cpu"].get(f"{mode}/forward")
+
+
+def goals_table(results: dict[str, dict[str, Any]], device_kind: str):
+    """A DataFrame of results (per-call and kernel times) with each goal and whether
+    it is met."""
+    import pandas as pd
+
+    rows = []
+    for key, row in results.items():
+        goal = goal_for(key, device_kind)
+        rows.append({
+            "config": key,
+            "JAX per call (ms)": row["jax_ms"],
+            "PyTorch per call (ms)": row["torch_ms"],
+            "JAX / PyTorch per call": row["ratio"],
+            "JAX kernel (ms)": row.get("jax_kernel_ms"),
+            "PyTorch kernel (ms)": row.get("torch_kernel_ms"),
+            "JAX / PyTorch kernel": row.get("kernel_ratio"),
+            "naive JAX / PyTorch": row.get("naive_ratio"),
+            "XLA path / PyTorch": row.get("xla_ratio"),
+            "goal": goal,
+            "met": None if goal is None else bool(row["ratio"] <= goal),
+        })
+    return pd.DataFrame(rows).set_index("config").dropna(axis=1, how="all")
+
+
+def cli(args, threads: int) -> int:
+    """``python -m sidebyside.bench grid_sample``: the table, and ``--json``."""
+    import pandas as pd
+    import torch
+
+    sizes = dict(SIZES)
+    if args.sizes:
+        unknown = sorted(set(args.sizes) - set(SIZES))
+        if unknown:
+            raise SystemExit(f"--sizes: unknown {unknown}; choose from {sorted(SIZES)}")
+        sizes = {name: SIZES[name] for name in args.sizes}
+    if args.shape:
+        sizes = {} if not args.sizes else sizes
+        for spec in args.shape:
+            name, _, dims = spec.partition("=")
+            shape = tuple(int(d) for d in dims.split(","))
+            if len(shape) not in (4, 5) or not name:
+                raise SystemExit(f"--shape wants NAME=N,C,H,W or NAME=N,C,D,H,W, got {spec!r}")
+            sizes[name] = shape
+    gpu = torch.cuda.is_available()
+    if gpu and "2d_large_gpu" not in sizes:
+        sizes["2d_large_gpu"] = (32, 3, 256, 256)  # the GPU goal is stated at N = 32, C = 3, 256 x 256
+    results = bench(configs(tuple(args.modes), sizes), repeats=args.repeats, min_repeat_s=args.min_repeat_s,
+                    naive=args.naive, kernel=not args.no_kernel)
+    table = goals_table(results, "gpu" if gpu else "cpu")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"threads": threads, "device_kind": "gpu" if gpu else "cpu", "results": results}, f, indent=1)
+    with pd.option_context("display.width", 200, "display.max_rows", 200, "display.float_format", "{:.3g}".format):
+        print(f"grid_sample, float32, {'GPU' if gpu else f'CPU, {threads} thread(s) for both'}; medians of "
+              f"{args.repeats} interleaved repeats; per call: a Python loop of calls (dispatch included); kernel: "
+              "calls chained in one program on inputs larger than the last-level cache")
+        print(table.to_string())
+    met = table["met"].dropna() if "met" in table else []
+    print(f"per-call goals met: {int(sum(met))} of {len(met)}")
+    return 0
