@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, front_matter, make_site
-from sidebyside import publish, scoreboard, verdict
+from sidebyside import publish, verdict
+from sidebyside.publish import scoreboard
 from test_pairs import SLUG as FIXTURE, render_fixture
 from test_site import _jekyll, _serve
 
