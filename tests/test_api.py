@@ -160,3 +160,19 @@ def test_the_face_keeps_the_names_the_makefile_and_tests_use():
     out = subprocess.run([sys.executable, "-m", "sidebyside.publish", "--help"], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0 and "check-pairs" in out.stdout
+
+
+def test_a_real_run_saves_under_the_slug_of_its_header(tmp_path):
+    """A notebook that calls ``save_results(metrics)`` with no slug, run by the
+    publisher: the record carries the slug of the notebook's header."""
+    path = tmp_path / "01_no_slug.py"
+    path.write_text("\n".join([
+        "# ---", "# jupyter:", "#   kernelspec:", "#     display_name: Python 3", "#     language: python",
+        "#     name: python3", "#   sidebyside:", "#     slug: header-slug", "#     title: No slug", "#     date: '2026-11-22'",
+        "#     description: Its save_results names no slug.", "# ---", "",
+        '# %% tags=["parameters"]', "n = 3", "",
+        "# %%", "from sidebyside import provenance", "provenance.save_results({'n': n})", ""]))
+    info, nb = publish.read_notebook_info(path)
+    executed, saved = publish.execute(info, nb, "smoke", {"n": 5}, tmp_path / "build", root=ROOT, progress=False)
+    assert saved["slug"] == "header-slug" and saved["metrics"] == {"n": 5}
+    assert (tmp_path / "build" / "results" / "header-slug.json").is_file() and executed.is_file()
