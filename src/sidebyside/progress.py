@@ -2,15 +2,17 @@
 
 In an interactive notebook, ``bar`` is ``tqdm.auto`` (a widget). When a
 notebook runs headless (the publisher says so in the run context,
-:mod:`sidebyside.context`), a widget would leave only its first frame in the saved notebook,
-so ``bar`` is a plain text tqdm on stdout: the publisher keeps its final frame.
+:mod:`sidebyside.context`), a widget would leave only its first frame in the
+saved notebook, so ``bar`` is a plain text tqdm on stdout: the publisher
+keeps its final frame.
 """
 
 from __future__ import annotations
 
-
 import sys
 from typing import Iterable, TypeVar
+
+from sidebyside import context
 
 __all__ = ["bar", "headless"]
 
@@ -18,8 +20,7 @@ T = TypeVar("T")
 
 
 def headless() -> bool:
-    from sidebyside import context
-
+    """Whether this run is headless (the publisher's run context says so)."""
     return context.current().headless
 
 

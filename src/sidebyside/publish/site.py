@@ -292,8 +292,8 @@ def completed_run(executed: Path) -> tuple[dict[str, Any] | None, str]:
 
 def recover(site: Path) -> list[str]:
     """Roll back or complete a publication that an interrupted run left
-    behind (the journals of :class:`Transaction`); returns what was done, one sentence
-    each. Also removes the leftovers of the swaps of earlier versions."""
+    behind (the journals of :class:`Transaction`); returns what was done,
+    one sentence each. Also removes the leftovers of the swaps of earlier versions."""
     said = _recover_journals(site)
     images = site / "images"
     if images.is_dir():
@@ -350,11 +350,11 @@ def holding_lock(function):
     signature = inspect.signature(function)
 
     @functools.wraps(function)
-    def locked(*args, **kwargs):
+    def with_lock(*args, **kwargs):
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         with lock(Path(bound.arguments["site"]), Path(bound.arguments["build"])):
             return function(*args, **kwargs)
 
-    return locked
+    return with_lock
 
