@@ -16,7 +16,7 @@ document.addEventListener("DOMContentLoaded", function () {
   });
 });
 
-// Side-by-side pairs (sidebyside.pairs): a bar of buttons above each pair shows both frameworks, or
+// Side-by-side pairs (sidebyside.publish.pairs): a bar of buttons above each pair shows both frameworks, or
 // one only, in every pair of the page. Without JavaScript both columns simply stay visible.
 document.addEventListener("DOMContentLoaded", function () {
   var pairs = document.querySelectorAll(".pair");

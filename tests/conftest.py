@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from sidebyside import context
+
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ("_posts", "images", "_data")
 SITE_SKELETON = ("_config.yml", "_layouts", "_includes", "assets", "index.html")
@@ -64,5 +66,6 @@ def root() -> Path:
 @pytest.fixture(autouse=True)
 def _no_results_leak(monkeypatch, tmp_path):
     """save_results() in a test process writes to a temporary folder."""
-    monkeypatch.setenv("SIDEBYSIDE_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv(context.ENV["results_dir"], str(tmp_path / "results"))
+    monkeypatch.delenv(context.ENV["slug"], raising=False)
     yield

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, make_site
-from sidebyside import provenance, publish, runkey
+from sidebyside import context, provenance, publish, runkey
+from sidebyside.publish.running import check_before_running
 
 FIXTURES = ROOT / "tests" / "fixtures"
 H100 = "NVIDIA H100 80GB HBM3"
@@ -124,16 +125,16 @@ def test_guard_refuses_the_other_side_and_different_gpus():
 def test_collect_under_the_gpu_profile_refuses_a_one_sided_gpu(monkeypatch):
     monkeypatch.setattr(provenance, "devices", lambda: _found(H100, None))
     monkeypatch.setattr(provenance, "gpu_present", lambda: True)
-    monkeypatch.setenv(provenance.PROFILE_ENV, "gpu")
+    monkeypatch.setenv(context.ENV["profile"], "gpu")
     with pytest.raises(provenance.GPUProfileError, match="JAX sees no GPU"):
         provenance.collect()
-    monkeypatch.setenv(provenance.PROFILE_ENV, "cpu")  # a cpu run on such a box says what each side used
+    monkeypatch.setenv(context.ENV["profile"], "cpu")  # a cpu run on such a box says what each side used
     record = provenance.collect()
     assert record["device_kind"] == "cpu"
     assert record["device"].startswith(f"PyTorch: {H100}; JAX: cpu")
     assert (record["torch_device"], record["jax_device"]) == (H100, "cpu")
     monkeypatch.setattr(provenance, "devices", lambda: _found(H100, H100))
-    monkeypatch.setenv(provenance.PROFILE_ENV, "gpu")
+    monkeypatch.setenv(context.ENV["profile"], "gpu")
     record = provenance.collect()
     assert (record["device"], record["device_kind"], record["cuda"]) == (H100, "gpu", "13.0")
     assert (record["torch_cudnn"], record["jax_cuda"], record["jax_cudnn"]) == ("9.10.2", "13.0", "9.10.2")
@@ -248,7 +249,7 @@ def test_a_copy_without_git_must_be_given_the_commit(checkout, tmp_path, monkeyp
     with pytest.raises(runkey.StampError, match=r"not a git checkout.*will not guess.*SIDEBYSIDE_GIT_SHA=<commit>"):
         runkey.commit_stamp(copy, _paths(copy))
     with pytest.raises(publish.PublishError, match="SIDEBYSIDE_GIT_SHA=<commit>"):
-        publish._check_before_running("cpu", copy)
+        check_before_running("cpu", copy)
     assert provenance.git_sha(copy) is None  # a notebook run by hand (Colab) just has no commit
     monkeypatch.setenv(runkey.GIT_SHA_ENV, "0123456789ab")
     assert runkey.commit_stamp(copy, _paths(copy)) == "0123456789ab"
@@ -322,7 +323,7 @@ def test_note_input_records_data_files_and_modules(tmp_path, monkeypatch):
     runkey.note_input(data)
     found = runkey.recorded(ROOT)
     assert found["data"] == {str(data): runkey.digest(data)}
-    assert "src/sidebyside/runkey.py" in found["modules"] and "src/sidebyside/publish.py" in found["modules"]
+    assert "src/sidebyside/runkey.py" in found["modules"] and "src/sidebyside/publish/__init__.py" in found["modules"]
     assert not [m for m in found["modules"] if not m.startswith("src/sidebyside/")]
 
 
@@ -366,7 +367,7 @@ def test_a_run_records_the_modules_it_imported(recorded_run):
     record = json.loads((site / "_data" / "results" / "publisher-fixture.json").read_text())
     modules = set(record["inputs"]["modules"])
     assert {"src/sidebyside/provenance.py", "src/sidebyside/viz.py", "src/sidebyside/progress.py"} <= modules
-    assert "src/sidebyside/sampling.py" not in modules and "src/sidebyside/publish.py" not in modules
+    assert "src/sidebyside/sampling.py" not in modules and not [m for m in modules if m.startswith("src/sidebyside/publish/")]
     assert record["provenance"]["git_sha"] == _git(root, "rev-parse", "--short=12", "HEAD")
 
 

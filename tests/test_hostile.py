@@ -27,7 +27,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, make_site
-from sidebyside import escape, publish
+from sidebyside import publish
+from sidebyside.publish import escape
+from sidebyside.publish.rendering import scrub_rules
 
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile"
 SLUG = "hostile-output"
@@ -121,7 +123,7 @@ def test_drop_controls_and_alt_text():
 
 
 def test_scrub_catches_paths_and_host_before_any_punctuation(tmp_path):
-    rules = publish._scrub_rules(tmp_path)
+    rules = scrub_rules(tmp_path)
     host = socket.gethostname()
     for after in ")],;.:'\"> \n":
         for secret in (str(tmp_path), sys.prefix, str(Path.home()), host, host.upper()):

@@ -20,7 +20,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from conftest import ROOT
-from sidebyside import pairs, publish, tables, verdict
+from sidebyside import publish, tables, verdict
+from sidebyside.publish import pairs
 
 SLUG = "pairs-fixture"
 # A 1x1 PNG.
@@ -213,7 +214,7 @@ def test_parse_html_reads_cells_and_skips_nested_tables():
 
 
 def test_freshness_compares_the_cache_key_with_the_published_one(tmp_path):
-    from sidebyside import scoreboard
+    from sidebyside.publish import scoreboard
 
     everything = publish.discover(ROOT / "notebooks")
     infos = everything[:2]

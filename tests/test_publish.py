@@ -22,6 +22,7 @@ import yaml
 
 from conftest import ROOT, front_matter, make_site
 from sidebyside import publish
+from sidebyside.publish.rendering import check_date, scrub_rules, site_config
 
 FIXTURES = ROOT / "tests" / "fixtures"
 FIXTURE_NB = FIXTURES / "notebooks" / "00_fixture.py"
@@ -46,7 +47,7 @@ def test_kramdown_math_rewrites_inline_math_outside_code():
 
 
 def test_scrub_removes_paths_and_host(tmp_path):
-    rules = publish._scrub_rules(tmp_path)
+    rules = scrub_rules(tmp_path)
     host = socket.gethostname()
     text = f"{tmp_path}/notebooks/x.py on {host} via {sys.prefix}/bin/python; vmap stays"
     out = publish.scrub(text, rules)
@@ -68,7 +69,7 @@ def _write_nb(path: Path, header_extra: str = "", parameters: bool = True, meta:
     lines += ["# ---", ""]
     if parameters:
         lines += ['# %% tags=["parameters"]', "n = 3", ""]
-    lines += ["# %%", "from sidebyside import provenance", f"provenance.save_results({meta.get('slug', 'tiny')!r}, {{'n': n}})", ""]
+    lines += ["# %%", "from sidebyside import provenance", "provenance.save_results({'n': n})  # the publisher gives the slug", ""]
     path.write_text("\n".join(lines) + header_extra)
     return path
 
@@ -425,16 +426,16 @@ def test_colab_cells_install_from_the_configured_repository():
 
 
 def test_site_config_falls_back_to_the_repository_and_requires_a_repository(tmp_path):
-    config = publish._site_config(tmp_path)  # no _config.yml here: the repo's
+    config = site_config(tmp_path)  # no _config.yml here: the repo's
     assert config["repository"] == yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
     (tmp_path / "_config.yml").write_text("title: x\n")
     with pytest.raises(publish.PublishError, match="set 'repository: owner/name'"):
-        publish._site_config(tmp_path)
+        site_config(tmp_path)
 
 
 # --------------------------------------------------------------------------- publication is a transaction
 
-from sidebyside import sitefiles  # noqa: E402
+from sidebyside.publish import site as sitefiles  # noqa: E402
 
 NEW_POST = "---\nv: new\n---\n"
 NEW_IMAGES = {"a.png": b"new-a", "c.png": b"new-c"}
@@ -490,7 +491,7 @@ def test_kill_at_every_swap_point_then_next_run_rolls_back_or_completes(tmp_path
     script = (
         "import json, os, sys\n"
         "from pathlib import Path\n"
-        "from sidebyside import publish, sitefiles\n"
+        "from sidebyside import publish\nfrom sidebyside.publish import site as sitefiles\n"
         "count = [0]\n"
         "def die(label):\n"
         "    if count[0] == int(sys.argv[2]):\n"
@@ -706,10 +707,10 @@ def test_future_post_date_warns(capsys):
     import dataclasses
 
     info = dataclasses.replace(_info(), date="2999-01-01")
-    publish._check_date(info, {})
+    check_date(info, {})
     assert "date 2999-01-01 is in the future; Jekyll does not show the post" in capsys.readouterr().err
-    publish._check_date(info, {"future": True})
-    publish._check_date(_info(), {})
+    check_date(info, {"future": True})
+    check_date(_info(), {})
     assert capsys.readouterr().err == ""
 
 

@@ -20,7 +20,8 @@ from test_pairs import SLUG as FIXTURE
 from test_pairs import render_fixture
 from test_site import _jekyll, _serve
 
-from sidebyside import publish, scoreboard, verdict
+from sidebyside import publish, verdict
+from sidebyside.publish import scoreboard
 
 pytestmark = pytest.mark.slow
 

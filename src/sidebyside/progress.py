@@ -1,17 +1,19 @@
 """Progress bars that read well live and in a published post.
 
 In an interactive notebook, ``bar`` is ``tqdm.auto`` (a widget). When a
-notebook runs headless (papermill sets ``SIDEBYSIDE_HEADLESS=1`` through the
-publisher), a widget would leave only its first frame in the saved notebook,
-so ``bar`` is a plain text tqdm on stdout: the publisher keeps its final frame.
+notebook runs headless (the publisher says so in the run context,
+:mod:`sidebyside.context`), a widget would leave only its first frame in the
+saved notebook, so ``bar`` is a plain text tqdm on stdout: the publisher
+keeps its final frame.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterable
 from typing import TypeVar
+
+from sidebyside import context
 
 __all__ = ["bar", "headless"]
 
@@ -19,7 +21,8 @@ T = TypeVar("T")
 
 
 def headless() -> bool:
-    return os.environ.get("SIDEBYSIDE_HEADLESS") == "1"
+    """Whether this run is headless (the publisher's run context says so)."""
+    return context.current().headless
 
 
 def bar(iterable: Iterable[T] | None = None, *, desc: str | None = None, total: int | None = None, leave: bool = True, **kwargs):

@@ -15,10 +15,14 @@ commit; and the results file a notebook run leaves for the publisher.
 model; under the gpu profile ``collect()`` refuses anything else
 (:func:`check_gpu_profile`).
 
-``save_results(slug, metrics)`` writes ``{"slug", "provenance", "metrics",
-"inputs"}`` to ``$SIDEBYSIDE_RESULTS_DIR/<slug>.json`` (``build/results/`` by
-default), ``inputs`` being the library modules and data files the run used
-(:mod:`sidebyside.runkey`); the publisher adds profile, date and key.
+``save_results(metrics)`` writes ``{"slug", "provenance", "metrics",
+"inputs"}`` (built by :func:`sidebyside.context.results_record`) to
+``<results_dir>/<slug>.json`` of the run context (:mod:`sidebyside.context`:
+the slug and folder the publisher passes; ``build/results/`` by default),
+``inputs`` being the library modules and data files the run used
+(:mod:`sidebyside.runkey`); the publisher adds profile, date and key. A
+notebook run by hand, outside the publisher, names its slug:
+``save_results("my-slug", metrics)``.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import runkey
+from . import context, runkey
 
 __all__ = ["collect", "cpu_name", "gpu_name", "gpu_present", "devices", "threads", "check_gpu_profile",
            "GPUProfileError", "probe_devices", "differs_from_pins", "git_sha", "matmul_precision", "save_results",
@@ -302,25 +306,22 @@ def matmul_precision() -> dict[str, Any]:
 def git_sha(root: str | os.PathLike | None = None) -> str | None:
     """The commit of the project checkout, ``-dirty`` when its sources have
     uncommitted changes (the generated posts, images and results do not
-    count); ``$SIDEBYSIDE_GIT_SHA`` when set; None outside a checkout (a
+    count); the run context's ``commit`` when set; None outside a checkout (a
     notebook run by hand, e.g. on Colab). The publisher stamps a published
     run more narrowly: dirty only for that run's inputs
     (:func:`sidebyside.runkey.commit_stamp`)."""
     return runkey.commit_stamp(root, strict=False)
 
 
-PROFILE_ENV = "SIDEBYSIDE_PROFILE"  # set by the publisher for the kernel
-
-
 def collect() -> dict[str, Any]:
     """The provenance record of this process (see the module docstring).
 
-    Under the gpu profile (``$SIDEBYSIDE_PROFILE=gpu``, set by the publisher)
+    Under the gpu profile (the run context's ``profile``, set by the publisher)
     it raises :class:`GPUProfileError` unless PyTorch and JAX both compute on
     the same GPU, so a one-sided "gpu" run stops at its first cell.
     """
     found = devices()
-    profile = os.environ.get(PROFILE_ENV)
+    profile = context.current().profile
     if profile == "gpu":
         check_gpu_profile(found, driver_gpu=gpu_present())
     gpu = _same_gpu(found)
@@ -378,20 +379,37 @@ def to_jsonable(value: Any) -> Any:
 
 
 def results_dir() -> Path:
-    configured = os.environ.get("SIDEBYSIDE_RESULTS_DIR")
-    if configured:
-        return Path(configured)
-    return Path(__file__).resolve().parents[2] / "build" / "results"
+    """Where ``save_results`` writes: the run context's folder, else ``build/results/``."""
+    return context.current().results_path_dir()
 
 
-def save_results(slug: str, metrics: dict[str, Any], provenance: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_slug(slug: str | None = None) -> str:
+    """The slug of this run: the publisher's (the notebook's header, passed in
+    the run context), else ``slug``; both given and different is an error."""
+    given = context.current().slug
+    if given and slug and given != slug:
+        raise ValueError(f"save_results was given slug {slug!r}, but the publisher runs this notebook as {given!r} "
+                         "(the slug in its header): drop the slug argument, or make the two agree")
+    if not (given or slug):
+        raise ValueError("no slug: outside the publisher, name it: save_results('<slug from the header>', metrics)")
+    return given or slug
+
+
+def save_results(slug: str | dict[str, Any] | None = None, metrics: dict[str, Any] | None = None,
+                 provenance: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write this run's metrics, provenance and inputs for the publisher; return them.
 
-    Call once, at the end of a notebook. The publisher refuses to publish a
-    run that did not call this.
+    Call once, at the end of a notebook: ``save_results(metrics)`` (the
+    publisher gives the slug), or ``save_results(slug, metrics)`` by hand.
+    The publisher refuses to publish a run that did not call this.
     """
-    record = {"slug": slug, "provenance": provenance or collect(), "metrics": to_jsonable(metrics),
-              "inputs": runkey.recorded()}
+    if metrics is None and isinstance(slug, dict):
+        slug, metrics = None, slug
+    if metrics is None:
+        raise TypeError("save_results needs the metrics: save_results(metrics) or save_results(slug, metrics)")
+    slug = run_slug(slug)
+    record = context.results_record(slug=slug, provenance=provenance or collect(), metrics=to_jsonable(metrics),
+                                    inputs=runkey.recorded())
     directory = results_dir()
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{slug}.json"

@@ -41,6 +41,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
+from sidebyside import context
+
 __all__ = [
     "GIT_SHA_ENV",
     "StampError",
@@ -57,8 +59,7 @@ __all__ = [
     "commit_stamp",
 ]
 
-GIT_SHA_ENV = "SIDEBYSIDE_GIT_SHA"
-ROOT_ENV = "SIDEBYSIDE_ROOT"
+GIT_SHA_ENV = context.ENV["commit"]
 PACKAGE = "sidebyside"
 # What the publisher writes: never an input, never a reason to call a run dirty.
 GENERATED = ("_posts", "images", "_data")
@@ -70,10 +71,9 @@ class StampError(Exception):
 
 
 def project_root() -> Path:
-    """The checkout the run belongs to: ``$SIDEBYSIDE_ROOT`` (set by the
-    publisher for the kernel), else the tree this module sits in."""
-    configured = os.environ.get(ROOT_ENV)
-    return Path(configured) if configured else Path(__file__).resolve().parents[2]
+    """The checkout the run belongs to: the run context's ``root`` (set by the
+    publisher for the kernel, :mod:`sidebyside.context`), else the tree this module sits in."""
+    return context.current().project_root()
 
 
 # --------------------------------------------------------------------------- recording, inside the run
@@ -224,7 +224,8 @@ def run_key(info_path: Path, profile: str, params: dict[str, Any], inputs: dict 
 def freshness(info_path: Path, record: dict[str, Any], params: dict[str, Any], root: Path) -> tuple[bool, str]:
     """Whether a published ``record`` is current for the notebook at
     ``info_path`` with ``params`` (its profile's parameters): ``(current, key)``.
-    The one test of staleness, used by ``publish execute`` and ``publish list``."""
+    The one test of staleness, used by ``publish execute``, ``publish list`` and the scoreboard
+    (through :func:`sidebyside.publish.cache.freshness`)."""
     current = run_key(info_path, record.get("profile"), params, record.get("inputs"), root)
     return current == record.get("source_hash"), current
 
@@ -262,7 +263,7 @@ def commit_stamp(root: str | os.PathLike | None = None, paths: Iterable[str | os
     not its own checkout raises :class:`StampError` (``strict``) or gives
     None (a notebook run by hand, e.g. on Colab).
     """
-    given = os.environ.get(GIT_SHA_ENV, "").strip()
+    given = context.current().commit or ""
     if given:
         if not _SHA_RE.match(given):
             raise StampError(f"{GIT_SHA_ENV}={given!r} is not a commit: give the hexadecimal sha "

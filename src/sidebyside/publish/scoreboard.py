@@ -4,7 +4,7 @@ Jekyll cannot hash sources, so the publisher writes the answer into the site
 as ``_data/freshness.json`` at the end of every ``execute`` and ``render``:
 ``{slug: "current" | "stale"}``. A result is "current" when the cache key of
 its notebook, for the profile it was published with, still equals the
-``source_hash`` of its results file (``publish.freshness``, the one test
+``source_hash`` of its results file (``freshness``, the one test
 behind ``publish list`` and the cache); "stale" when one of its inputs
 changed since it ran. The answer holds as of that publisher
 run: a later commit changes it only at the next ``make``.
@@ -16,20 +16,20 @@ import json
 import os
 from pathlib import Path
 
+from sidebyside.publish.cache import freshness as record_freshness, published_record
+
 __all__ = ["freshness", "write_freshness"]
 
 
 def freshness(site: Path, infos, params_by_profile: dict, root: Path) -> dict[str, str]:
     """``{slug: "current" | "stale"}`` for each notebook in ``infos`` with a
     published result in ``site``."""
-    from sidebyside import publish
-
     states = {}
     for info in infos:
-        record = publish._published_record(site, info.slug)
+        record = published_record(site, info.slug)
         if record is None:
             continue
-        current, _ = publish.freshness(info, record, params_by_profile, root)
+        current, _ = record_freshness(info, record, params_by_profile, root)
         states[info.slug] = "current" if current else "stale"
     return states
 

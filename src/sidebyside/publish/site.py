@@ -1,7 +1,7 @@
 """The files of a site and of a build: a publication as a transaction, the
 lock of a checkout, and the record that ties an executed notebook to its run.
 
-Publication (:class:`Transaction`): a post, its images and its results file
+Publication (:class:`Transaction`, driven by :func:`publish`): a post, its images and its results file
 are replaced together or not at all, whatever instant the process dies. The
 new files are staged under ``<site>/.sidebyside/txn-<slug>/``, then a journal
 (``<site>/.sidebyside/journal-<slug>.json``) lists every swap; each target is
@@ -27,6 +27,8 @@ that starts removes it first, so a failed or interrupted run leaves none, and
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import inspect
 import fcntl
 import hashlib
 import json
@@ -37,8 +39,12 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-__all__ = ["Transaction", "recover", "locked", "LockHeld", "write_run_record", "forget_run", "completed_run",
-           "STATE_DIR"]
+from sidebyside.publish.common import PublishError, say
+from sidebyside.publish.discovery import NotebookInfo
+from sidebyside.publish.cache import is_post_of, post_path
+
+__all__ = ["Transaction", "recover", "publish", "lock", "holding_lock", "locked", "LockHeld", "write_run_record",
+           "forget_run", "completed_run", "STATE_DIR"]
 
 STATE_DIR = ".sidebyside"
 
@@ -146,7 +152,7 @@ def _rollback(site: Path, ops: list[dict[str, Any]]) -> None:
             _remove(target)  # there was nothing before, and the new version was moved in
 
 
-def recover(site: Path) -> list[str]:
+def _recover_journals(site: Path) -> list[str]:
     """Finish or undo publications that a dead process left half done.
     Returns one sentence per publication, saying which was done."""
     state_dir = Path(site) / STATE_DIR
@@ -279,3 +285,76 @@ def completed_run(executed: Path) -> tuple[dict[str, Any] | None, str]:
     if _sha256(executed) != digest:
         return None, f"{executed} changed after its run completed ({run_path} records another notebook)"
     return record, ""
+
+
+# --------------------------------------------------------------------------- publication
+
+
+def recover(site: Path) -> list[str]:
+    """Roll back or complete a publication that an interrupted run left
+    behind (the journals of :class:`Transaction`); returns what was done,
+    one sentence each. Also removes the leftovers of the swaps of earlier versions."""
+    said = _recover_journals(site)
+    images = site / "images"
+    if images.is_dir():
+        for old in images.glob(".*.old"):
+            slug = old.name[1:-4]
+            if (images / slug).exists():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                old.rename(images / slug)
+        for new in images.glob(".*.new"):
+            shutil.rmtree(new, ignore_errors=True)
+    for directory in (site / "_posts", site / "_data" / "results"):
+        if directory.is_dir():
+            for tmp in directory.glob(".*.tmp"):
+                tmp.unlink(missing_ok=True)
+    return said
+
+
+def publish(site: Path, info: NotebookInfo, post: str, images: dict[str, bytes], record: dict[str, Any]) -> Path:
+    """Replace the post, the images and the results of ``info`` in ``site``,
+    together or not at all (a :class:`Transaction`); a post of the
+    same slug under another date is removed in the same transaction."""
+    site = Path(site)
+    with lock(site):
+        for message in recover(site):
+            say(f"recovered {message}")
+        txn = Transaction(site, info.slug)
+        staged = txn.stage(f"images/{info.slug}")
+        staged.mkdir()
+        for name, payload in images.items():
+            (staged / name).write_bytes(payload)
+        target = post_path(site, info)
+        txn.stage(f"_posts/{target.name}").write_text(post)
+        for stale in sorted((site / "_posts").glob(f"*-{info.slug}.md")):
+            if stale != target and is_post_of(stale, info.slug):
+                txn.delete(f"_posts/{stale.name}")
+        txn.stage(f"_data/results/{info.slug}.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        txn.commit()
+    return target
+
+
+@contextmanager
+def lock(*directories: Path):
+    """Hold the lock of a site and a build folder: one run at a time on them."""
+    try:
+        with locked(*directories):
+            yield
+    except LockHeld as exc:
+        raise PublishError(str(exc)) from None
+
+
+def holding_lock(function):
+    """Run ``function`` holding the lock of its ``site`` and ``build`` arguments."""
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def with_lock(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        with lock(Path(bound.arguments["site"]), Path(bound.arguments["build"])):
+            return function(*args, **kwargs)
+
+    return with_lock
+

@@ -1,0 +1,90 @@
+"""From notebook to post: execution, cache, rendering, atomic publication.
+
+Flow (DESIGN.md)::
+
+    notebooks/NN_topic.py --jupytext--> notebook --papermill(params/<profile>.yaml)-->
+        build/executed/<slug>.ipynb + build/results/<slug>.json
+    --render (nbconvert exporter, our preprocessors, our template)-->
+        _posts/DATE-slug.md + images/<slug>/* + _data/results/<slug>.json
+
+One module per concern; this face re-exports their public names:
+
+- :mod:`.common`: the profiles, the project root, :class:`PublishError`.
+- :mod:`.discovery`: the notebooks (:func:`discover`, :func:`select`), their
+  header, read without jupytext, and their ``.ipynb`` pairs (:func:`check_pairs`).
+- :mod:`.params`: profiles (:func:`detect_profile`) and ``params/<profile>.yaml``
+  (:func:`load_params`).
+- :mod:`.cache`: the key and the plan. A notebook runs again only when its key changes
+  (its source, its parameters for the profile, the pinned requirements, and
+  the library modules and data files its last run used: see
+  :mod:`sidebyside.runkey`). The key is stored as ``source_hash`` in the
+  published results file, with the recorded ``inputs``, so a fresh clone
+  knows what is up to date. A published result of a larger profile
+  (gpu > cpu > smoke) is kept unless ``force``. :func:`freshness` is the one
+  test of staleness (``execute``, ``list``, the scoreboard).
+- :mod:`.running`: papermill, under the run context the notebook reads
+  (:mod:`sidebyside.context`), and the published record.
+- :mod:`.rendering`: the post (preprocessing, front matter, Markdown), with
+  :mod:`.escape` (every byte of cell output escaped; paths and the host name
+  scrubbed), :mod:`.pairs` (side-by-side cells) and :mod:`.downloads`.
+- :mod:`.site`: publication as a transaction per notebook. Everything is
+  rendered before anything is written; the post, its images and its results
+  are swapped in together under a journal, and a publication that died half
+  way is rolled back or completed by the next run, which says which. A run
+  holds the lock of its site and build folder.
+- :mod:`.scoreboard`: ``_data/freshness.json`` for the home page.
+- :mod:`.cli`: :func:`run` (``execute``), :func:`rerender` (``render``: only a
+  completed run whose record matches the published one), ``list``,
+  ``profile``, ``check-pairs``; :func:`main`.
+
+CLI: ``python -m sidebyside.publish {execute,render,list,profile,check-pairs} ...``
+(``--help`` on each). The Makefile drives it. Nothing here imports PyTorch or
+JAX; nbconvert, papermill and jupytext are imported only where they are used.
+"""
+
+from __future__ import annotations
+
+from sidebyside.publish.cli import list_notebooks, main, rerender, run
+from sidebyside.publish.common import PROFILES, ROOT, PublishError
+from sidebyside.publish.discovery import NotebookInfo, check_pairs, discover, notebook_info, read_notebook_info, select
+from sidebyside.publish.running import complete_record, execute
+from sidebyside.publish.params import check_profile, detect_profile, load_all_params, load_params
+from sidebyside.publish.cache import Decision, cache_key, freshness, plan
+from sidebyside.publish.rendering import (collapse_progress, drop_title_heading, front_matter, front_matter_text,
+                                       kramdown_math, render, scrub)
+from sidebyside.publish.site import publish, recover
+
+__all__ = [
+    "PROFILES",
+    "ROOT",
+    "PublishError",
+    "NotebookInfo",
+    "discover",
+    "select",
+    "notebook_info",
+    "read_notebook_info",
+    "check_pairs",
+    "detect_profile",
+    "check_profile",
+    "load_params",
+    "load_all_params",
+    "cache_key",
+    "freshness",
+    "Decision",
+    "plan",
+    "execute",
+    "complete_record",
+    "render",
+    "front_matter",
+    "front_matter_text",
+    "drop_title_heading",
+    "scrub",
+    "collapse_progress",
+    "kramdown_math",
+    "recover",
+    "publish",
+    "run",
+    "rerender",
+    "list_notebooks",
+    "main",
+]

@@ -1,0 +1,208 @@
+"""The publisher's commands: ``execute`` (:func:`run`), ``render``
+(:func:`rerender`), ``list``, ``profile``, ``check-pairs`` (:func:`main`).
+Every command that reads parameters reads them from ``--params``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+
+from sidebyside.publish.common import ROOT, PublishError, say
+from sidebyside.publish.discovery import check_pairs, discover, read_notebook_info, select
+from sidebyside.publish.running import check_before_running, complete_record, execute, key_and_stamp
+from sidebyside.publish.params import check_profile, detect_profile, load_all_params
+from sidebyside.publish.cache import freshness, plan, published_record
+from sidebyside.publish.rendering import check_date, render, site_config
+from sidebyside.publish.site import completed_run, forget_run, holding_lock, publish, recover, write_run_record
+
+__all__ = ["run", "rerender", "list_notebooks", "main"]
+
+
+@holding_lock
+def run(*, profile: str = "auto", only: str | None = None, force: bool = False, site: Path = ROOT,
+        build: Path = ROOT / "build", notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params",
+        root: Path = ROOT, progress: bool = True, dry_run: bool = False) -> int:
+    """Execute (when needed) and publish notebooks. Returns a process exit code."""
+    started = time.perf_counter()
+    if profile == "auto":
+        profile = detect_profile()
+        say(f"profile: {profile} (detected; PROFILE=smoke|cpu|gpu to choose)")
+    check_profile(profile)
+    everything = discover(notebooks)
+    infos = select(everything, only)
+    if not infos:
+        raise PublishError(f"no notebooks found in {notebooks} (expected NN_topic.py files)")
+    params_by_profile = load_all_params(params_dir, everything)
+    if profile not in params_by_profile:
+        raise PublishError(f"{params_dir / (profile + '.yaml')} is missing")
+    for message in recover(site):
+        say(f"recovered {message}")
+    decisions = plan(infos, profile, params_by_profile, site, force=force, root=root)
+    config = site_config(site, root)
+    if not dry_run and any(d.action == "run" for d in decisions):
+        check_before_running(profile, root)
+    for n, decision in enumerate(decisions, 1):
+        info = decision.info
+        label = f"[{n}/{len(decisions)}] {info.slug}"
+        if decision.action != "run":
+            say(f"{label}: {decision.action} ({decision.reason})")
+            continue
+        if dry_run:
+            say(f"{label}: would run ({decision.reason})")
+            continue
+        check_date(info, config)
+        say(f"{label}: running {info.relpath(root)} with the {profile} profile ({decision.reason}) ...")
+        t0 = time.perf_counter()
+        _, nb = read_notebook_info(info.path)
+        params = params_by_profile[profile][info.slug]
+        forget_run(build / "executed" / f"{info.slug}.ipynb")
+        executed, saved = execute(info, nb, profile, params, build, root=root, progress=progress)
+        key, saved["provenance"]["git_sha"] = key_and_stamp(info, profile, params, params_dir, saved, root)
+        record = complete_record(saved, info, profile, params, key, root)
+        write_run_record(executed, record)
+        import nbformat
+
+        post, images = render(nbformat.read(executed, as_version=4), record, info, config, root=root)
+        target = publish(site, info, post, images, record)
+        say(f"{label}: done in {time.perf_counter() - t0:.1f} s -> {target.relative_to(site)} "
+             f"(+{len(images)} image{'s' if len(images) != 1 else ''})")
+    if not dry_run:
+        from sidebyside.publish import scoreboard
+
+        scoreboard.write_freshness(site, infos, params_by_profile, root)
+    say(f"all {len(decisions)} notebook(s) handled in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+@holding_lock
+def rerender(*, only: str | None = None, site: Path = ROOT, build: Path = ROOT / "build",
+             notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params", root: Path = ROOT) -> int:
+    """Render the published runs again from ``build/executed`` (after a
+    template change), keeping each published results record.
+
+    Only a completed run is rendered, and only the one that is published:
+    the executed copy's run record (:func:`completed_run`) must
+    match the published record (profile, commit, key, time). Anything else
+    is refused before anything is written, with what to run instead."""
+    import nbformat
+
+    config = site_config(site, root)
+    for message in recover(site):
+        say(f"recovered {message}")
+    jobs, refused = [], []
+    for info in select(discover(notebooks), only):
+        executed = build / "executed" / f"{info.slug}.ipynb"
+        rerun = f"run `make execute ONLY={info.slug}` instead"
+        try:
+            published = published_record(site, info.slug)
+        except PublishError as exc:
+            refused.append(f"{info.slug}: {exc}")
+            continue
+        if published is None:
+            refused.append(f"{info.slug}: nothing is published to render again; {rerun}")
+            continue
+        ran, why = completed_run(executed)
+        if ran is None:
+            refused.append(f"{info.slug}: {why}; {rerun}")
+            continue
+        differ = [name for name, get in (("profile", lambda r: r.get("profile")),
+                                         ("commit", lambda r: (r.get("provenance") or {}).get("git_sha")),
+                                         ("key", lambda r: r.get("source_hash")),
+                                         ("time", lambda r: r.get("executed_at"))) if get(ran) != get(published)]
+        if differ:
+            refused.append(
+                f"{info.slug}: {executed} holds the {ran.get('profile')} run of {ran.get('executed_at')}, but the "
+                f"published result is the {published['profile']} run of {published['executed_at']} (they differ in "
+                f"{', '.join(differ)}); render only renders the published run again: {rerun} "
+                f"(with FORCE=1 to replace a larger profile)")
+            continue
+        jobs.append((info, executed, published))
+    if refused:
+        raise PublishError("render refused; nothing was changed:\n  " + "\n  ".join(refused))
+    for info, executed, record in jobs:
+        check_date(info, config)
+        post, images = render(nbformat.read(executed, as_version=4), record, info, config, root=root)
+        say(f"{info.slug}: rendered -> {publish(site, info, post, images, record).relative_to(site)}")
+    from sidebyside.publish import scoreboard
+
+    everything = discover(notebooks)
+    scoreboard.write_freshness(site, select(everything, only), load_all_params(params_dir, everything), root)
+    return 0
+
+
+def list_notebooks(*, only: str | None = None, site: Path = ROOT, notebooks: Path = ROOT / "notebooks",
+                   params_dir: Path = ROOT / "params", root: Path = ROOT) -> int:
+    """Print each notebook, its slug and what is published (current or stale,
+    by :func:`sidebyside.publish.cache.freshness` with the parameters of
+    ``params_dir``). Returns 2 when a published record is broken."""
+    everything = discover(notebooks)
+    params_by_profile = load_all_params(params_dir, everything)
+    broken = 0
+    for info in select(everything, only):
+        try:
+            record = published_record(site, info.slug)
+        except PublishError as exc:
+            print(f"{info.slug:31} {info.relpath(root):38} BROKEN (see below)")
+            print(f"error: {exc}", file=sys.stderr)
+            broken += 1
+            continue
+        state = "not published"
+        if record:
+            current, _ = freshness(info, record, params_by_profile, root)
+            said = {True: "current", False: "stale: its inputs changed since",
+                    None: f"unknown: no {params_dir}/{record.get('profile')}.yaml"}[current]
+            state = f"{record['profile']} run of {record['executed_at']} ({said})"
+        print(f"{info.slug:31} {info.relpath(root):38} {state}")
+    return 2 if broken else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sidebyside.publish",
+                                     description="From notebook to post: execution, cache, rendering, atomic publication.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--only", help="comma-separated slugs (default: all)")
+    common.add_argument("--site", type=Path, default=ROOT, help="site root holding _posts/, images/, _data/ (default: the repo)")
+    common.add_argument("--build", type=Path, default=ROOT / "build", help="where executed notebooks go (default: build/)")
+    common.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
+    common.add_argument("--params", type=Path, default=ROOT / "params", help="the folder of {smoke,cpu,gpu}.yaml")
+    ex = sub.add_parser("execute", parents=[common], help="run notebooks that need it and publish them")
+    ex.add_argument("--profile", default="auto", help="smoke, cpu, gpu or auto (gpu where a CUDA device is seen)")
+    ex.add_argument("--force", action="store_true", help="run even if up to date or a larger profile is published")
+    ex.add_argument("--dry-run", action="store_true", help="say what would run, run nothing")
+    ex.add_argument("--no-progress", action="store_true", help="no per-cell progress bar")
+    sub.add_parser("render", parents=[common], help="render published notebooks again from build/executed")
+    sub.add_parser("list", parents=[common], help="list notebooks, slugs and what is published")
+    sub.add_parser("profile", help="print the profile this machine supports")
+    pairs = sub.add_parser("check-pairs", help="fail if a .ipynb pair is missing, stale or holds outputs")
+    pairs.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "execute":
+            return run(profile=args.profile, only=args.only, force=args.force, site=args.site, build=args.build,
+                       notebooks=args.notebooks, params_dir=args.params, progress=not args.no_progress,
+                       dry_run=args.dry_run)
+        if args.command == "render":
+            return rerender(only=args.only, site=args.site, build=args.build, notebooks=args.notebooks,
+                            params_dir=args.params)
+        if args.command == "profile":
+            print(detect_profile())
+            return 0
+        if args.command == "check-pairs":
+            problems = check_pairs(args.notebooks)
+            for problem in problems:
+                print(problem, file=sys.stderr)
+            return 1 if problems else 0
+        return list_notebooks(only=args.only, site=args.site, notebooks=args.notebooks, params_dir=args.params)
+    except PublishError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: no post is left half published (a publication under way was rolled back, or the next "
+              "run rolls it back or completes it and says which); `make render` will not publish an interrupted run",
+              file=sys.stderr)
+        return 130
+

@@ -1,0 +1,225 @@
+"""The notebooks: discovery, their header, their parameters cell, and their
+``.ipynb`` pairs.
+
+A notebook's header (the YAML front matter in the leading comment block of a
+jupytext percent ``.py``) and its cells are read here without jupytext
+(importing it costs seconds); :func:`read_notebook_info` reads the
+notebook with jupytext only when it is to be run."""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sidebyside.publish.common import ROOT, PublishError
+
+__all__ = ["NotebookInfo", "read_header", "notebook_info", "read_notebook_info", "discover", "select", "check_pairs"]
+
+REQUIRED_METADATA = ("slug", "title", "date", "description")
+SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+
+
+@dataclass
+class NotebookInfo:
+    """A notebook source and the metadata the site needs."""
+
+    path: Path
+    slug: str
+    title: str
+    date: str
+    description: str
+    tags: list[str] = field(default_factory=list)
+    parameters: list[str] = field(default_factory=list)
+
+    def relpath(self, root: Path) -> str:
+        try:
+            return self.path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            return self.path.name
+
+
+def _parameter_names(source: str) -> list[str]:
+    names: list[str] = []
+    for node in ast.parse(source).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        for target in targets:
+            if isinstance(target, ast.Name):
+                names.append(target.id)
+    return names
+
+
+def read_header(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The notebook metadata and cells of ``path`` without jupytext:
+    ``(metadata, [{"cell_type", "metadata", "source"}, ...])``.
+
+    For a jupytext percent ``.py``: the YAML between the ``# ---`` lines of
+    its leading comment block, under ``jupyter:``, and one cell per ``# %%``
+    marker (``[markdown]``/``[raw]`` after it sets the type; ``key=value``
+    pairs, values in JSON, its metadata). For a ``.ipynb``: its JSON.
+    Raises ``ValueError`` on a file it cannot read.
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".ipynb":
+        nb = json.loads(text)
+        cells = [{"cell_type": c.get("cell_type"), "metadata": c.get("metadata") or {},
+                  "source": c["source"] if isinstance(c.get("source"), str) else "".join(c.get("source") or [])}
+                 for c in nb.get("cells", [])]
+        return nb.get("metadata") or {}, cells
+    lines = text.splitlines()
+    metadata: dict[str, Any] = {}
+    body_start = 0
+    skip = 1 if lines and lines[0].startswith("#!") else 0
+    if len(lines) > skip and lines[skip].rstrip() == "# ---":
+        for end in range(skip + 1, len(lines)):
+            if lines[end].rstrip() == "# ---":
+                break
+            if not (lines[end] == "#" or lines[end].startswith("# ")):
+                raise ValueError(f"line {end + 1} of the header is not a comment")
+        else:
+            raise ValueError("the header's '# ---' block is not closed")
+        header = yaml.safe_load("\n".join(line[2:] for line in lines[skip + 1:end])) or {}
+        if not isinstance(header, dict):
+            raise ValueError("the header is not a YAML mapping")
+        metadata = header.get("jupyter") or {}
+        body_start = end + 1
+    cells: list[dict[str, Any]] = []
+    for number, line in enumerate(lines[body_start:], body_start + 1):
+        match = _CELL_MARKER.match(line)
+        if match:
+            cells.append({"cell_type": {"md": "markdown"}.get(match.group(1), match.group(1) or "code"), "metadata": _cell_metadata(match.group(2), number),
+                          "source": []})
+        elif cells:
+            cells[-1]["source"].append(line)
+    for cell in cells:
+        cell["source"] = "\n".join(cell["source"]).strip("\n")
+    return metadata, cells
+
+
+_CELL_MARKER = re.compile(r"^# %%(?:\s+\[(markdown|md|raw)\])?(.*)$")
+_CELL_OPTION = re.compile(r"\s*([A-Za-z_][\w.-]*)=")
+
+
+def _cell_metadata(options: str, number: int) -> dict[str, Any]:
+    """``key=<json>`` pairs after a ``# %%`` marker (as jupytext writes
+    them); a title or anything else is not metadata."""
+    found: dict[str, Any] = {}
+    decoder = json.JSONDecoder()
+    rest = options
+    while rest.strip():
+        match = _CELL_OPTION.match(rest)
+        if not match:
+            break  # a cell title: jupytext keeps it as text, not metadata
+        try:
+            value, used = decoder.raw_decode(rest, match.end())
+        except ValueError:
+            raise ValueError(f"line {number}: cannot read the cell option {rest.strip()!r}") from None
+        found[match.group(1)] = value
+        rest = rest[used:]
+    return found
+
+
+def notebook_info(path: Path) -> NotebookInfo:
+    """Read a notebook's header (without jupytext: :func:`read_header`) and
+    check what publication needs; raises :class:`PublishError` naming the
+    notebook and what to add."""
+    try:
+        metadata, cells = read_header(path)
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+        raise PublishError(f"{path}: its header cannot be read ({exc})") from exc
+    meta = metadata.get("sidebyside") or {}
+    missing = [key for key in REQUIRED_METADATA if not meta.get(key)]
+    if missing:
+        raise PublishError(
+            f"{path}: its header lacks {', '.join(missing)}. Add them under 'sidebyside:' in the "
+            f"jupytext header, e.g.\n#   sidebyside:\n#     slug: my-topic\n#     title: \"My topic\"\n"
+            f"#     date: '{dt.date.today().isoformat()}'\n#     description: One sentence.\n#     tags: [pytorch, jax]"
+        )
+    slug = str(meta["slug"])
+    if not SLUG_RE.match(slug):
+        raise PublishError(f"{path}: slug {slug!r} must be lowercase words joined by hyphens, e.g. 'grid-sample-parity'")
+    try:
+        date = dt.date.fromisoformat(str(meta["date"])).isoformat()
+    except ValueError as exc:
+        raise PublishError(f"{path}: date {meta['date']!r} is not YYYY-MM-DD") from exc
+    if not metadata.get("kernelspec", {}).get("name"):
+        raise PublishError(f"{path}: no kernelspec; papermill needs one. Run: {sys.executable} -m jupytext "
+                           f"--set-kernel python3 {path} (jupytext is a module of the Python that runs the publisher)")
+    cells = [c for c in cells if "parameters" in (c["metadata"].get("tags") or [])]
+    if len(cells) != 1:
+        raise PublishError(
+            f"{path}: needs exactly one cell tagged 'parameters' (found {len(cells)}). "
+            "Put every size knob in one code cell that starts with: # %% tags=[\"parameters\"]"
+        )
+    tags = meta.get("tags") or []
+    info = NotebookInfo(path, slug, str(meta["title"]), date, str(meta["description"]),
+                        [str(t) for t in tags], _parameter_names(cells[0]["source"]))
+    return info
+
+
+def read_notebook_info(path: Path):
+    """:func:`notebook_info`, and the notebook as jupytext reads it (to run
+    it): ``(NotebookInfo, notebook)``."""
+    info = notebook_info(path)
+    import jupytext
+
+    try:
+        nb = jupytext.read(path)
+    except Exception as exc:
+        raise PublishError(f"{path}: jupytext cannot read it ({exc})") from exc
+    return info, nb
+
+
+def discover(notebooks_dir: Path) -> list[NotebookInfo]:
+    """All ``NN_topic.py`` notebooks in ``notebooks_dir``, checked, in order."""
+    paths = sorted(p for p in Path(notebooks_dir).glob("*.py") if not p.name.startswith("_"))
+    infos = [notebook_info(p) for p in paths]
+    seen: dict[str, Path] = {}
+    for info in infos:
+        if info.slug in seen:
+            raise PublishError(f"slug {info.slug!r} is used by both {seen[info.slug]} and {info.path}")
+        seen[info.slug] = info.path
+    return infos
+
+
+def select(infos: list[NotebookInfo], only: str | None) -> list[NotebookInfo]:
+    if not only:
+        return infos
+    wanted = [s.strip() for s in only.split(",") if s.strip()]
+    if not wanted:
+        raise PublishError(f"ONLY={only!r} names no slug: give slugs separated by commas (e.g. ONLY=xla-and-scipy), "
+                           "or leave ONLY empty for every notebook")
+    by_slug = {i.slug: i for i in infos}
+    unknown = [s for s in wanted if s not in by_slug]
+    if unknown:
+        raise PublishError(f"unknown slug {', '.join(unknown)}; valid slugs: {', '.join(by_slug) or '(none)'}")
+    return [by_slug[s] for s in wanted]
+
+
+def check_pairs(notebooks: Path = ROOT / "notebooks") -> list[str]:
+    """Problems with the .py/.ipynb pairs: missing, out of date, or with outputs."""
+    import jupytext
+
+    problems = []
+    for py in sorted(Path(notebooks).glob("*.py")):
+        ipynb = py.with_suffix(".ipynb")
+        if not ipynb.is_file():
+            problems.append(f"{ipynb} is missing (run: make sync)")
+            continue
+        a, b = jupytext.read(py), jupytext.read(ipynb)
+        if [(c.cell_type, c.source) for c in a.cells] != [(c.cell_type, c.source) for c in b.cells]:
+            problems.append(f"{ipynb} differs from {py.name} (run: make sync)")
+        if a.metadata.get("sidebyside") != b.metadata.get("sidebyside"):
+            problems.append(f"{ipynb} metadata differs from {py.name} (run: make sync)")
+        if any(c.get("outputs") or c.get("execution_count") for c in b.cells if c.cell_type == "code"):
+            problems.append(f"{ipynb} holds outputs; pairs are kept clean for Colab (run: make sync)")
+    return problems
+

@@ -1,0 +1,273 @@
+"""From an executed notebook to a post: our preprocessing (hidden cells,
+streams, figures, scrubbed paths and host name), the front matter, the
+side-by-side pairs (:mod:`.pairs`), the downloads (:mod:`.downloads`) and
+the escape filters (:mod:`.escape`)."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import functools
+import os
+import re
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sidebyside.publish import escape
+from sidebyside.publish.common import ANSI_RE, ROOT, TEMPLATES, PublishError, warn
+from sidebyside.publish.discovery import NotebookInfo
+
+__all__ = ["scrub_rules", "scrub", "collapse_progress", "kramdown_math", "site_config", "check_date", "front_matter",
+           "drop_title_heading", "render", "front_matter_text"]
+
+
+def scrub_rules(root: Path) -> list[tuple[re.Pattern, str]]:
+    """Absolute local paths and the host name never reach a post. Placeholders
+    use square brackets: angle brackets would read as HTML tags to kramdown.
+
+    Each place is matched as written and resolved (symlinks), wherever it
+    ends: before ``/``, a space, a quote or any punctuation (``)``, ``]``,
+    ``,``, ``;``, ``.``), just not inside a longer name (``/rootfs``)."""
+    import tempfile
+
+    places: dict[str, str] = {}
+    for place, replacement in ((root, "."), (sys.prefix, "[venv]"), (sys.base_prefix, "[python]"),
+                               (Path.home(), "~"), (tempfile.gettempdir(), "[tmp]"),
+                               (os.environ.get("TMPDIR", "/tmp"), "[tmp]")):
+        for form in {str(place), os.path.realpath(place), os.path.abspath(place)}:
+            form = form.rstrip("/")
+            if form and form != "/":
+                places.setdefault(form, replacement)
+    rules = [(re.compile(re.escape(p) + r"(?![\w-])"), r) for p, r in
+             sorted(places.items(), key=lambda kv: -len(kv[0]))]
+    for name in _host_names():
+        # Whole words only (any case): a host called "vm" must not turn "vmap" into "[host]ap".
+        rules.append((re.compile(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", re.I), "[host]"))
+    return rules
+
+
+@functools.lru_cache(maxsize=1)
+def _host_names() -> list[str]:
+    """This machine's names, longest first (once per process: getfqdn may wait on DNS)."""
+    names: set[str] = set()
+    for host in {socket.gethostname(), socket.getfqdn(), os.uname().nodename}:
+        names |= {host, host.split(".")[0]}
+    return sorted(names - {"", "localhost", "localhost.localdomain"}, key=len, reverse=True)
+
+
+def scrub(text: str, rules) -> str:
+    for pattern, replacement in rules:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def collapse_progress(text: str) -> str:
+    r"""Keep what a terminal would show: for each line, the text after its last
+    carriage return (tqdm redraws a bar with ``\r``)."""
+    lines = []
+    for line in text.split("\n"):
+        frames = [f for f in line.split("\r") if f.strip()]
+        lines.append(frames[-1] if frames else "")
+    return "\n".join(lines)
+
+
+
+_CODE_SPAN = re.compile(r"(```.*?```|~~~.*?~~~|`[^`\n]*`)", re.S)
+_INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)([^$\n]+?)(?<![\\$])\$(?!\$)")
+
+
+def kramdown_math(markdown: str) -> str:
+    """Jupyter writes inline math as ``$x$``; kramdown only protects ``$$x$$``
+    (it would read ``_`` inside as emphasis). Rewrite outside code."""
+    parts = _CODE_SPAN.split(markdown)
+    return "".join(part if i % 2 else _INLINE_MATH.sub(r"$$\1$$", part) for i, part in enumerate(parts))
+
+
+def _slugify(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "figure"
+
+
+
+_EXT = {"image/png": "png", "image/svg+xml": "svg", "image/jpeg": "jpg"}
+_SHOWN = ("text/plain", "text/html", "text/markdown", "text/latex", *_EXT)
+
+
+def _preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
+    """Our preprocessing, in place on a copy: hide tagged cells, drop the
+    parameter cells, clean streams, scrub paths, extract figures with stable
+    names. Returns the notebook and ``{filename: bytes}``."""
+    import copy
+
+    from nbconvert.preprocessors import TagRemovePreprocessor
+
+    nb = copy.deepcopy(nb)
+    nb.cells = [c for c in nb.cells if not {"parameters", "injected-parameters"} & set(c.metadata.get("tags", []))]
+    tag_remover = TagRemovePreprocessor(
+        remove_cell_tags={"remove_cell"}, remove_input_tags={"remove_input"},
+        remove_all_outputs_tags={"remove_output"}, enabled=True,
+    )
+    nb, _ = tag_remover.preprocess(nb, {})
+    rules = scrub_rules(root)
+    images: dict[str, bytes] = {}
+    unnamed = 0
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = kramdown_math(escape.drop_controls(cell.source))
+            continue
+        if cell.cell_type != "code":
+            continue
+        cell.source = scrub(escape.drop_controls(cell.source), rules)
+        outputs = []
+        for output in cell.get("outputs", []):
+            kind = output.get("output_type")
+            if kind == "stream":
+                # Chunks of one stream are one text: a tqdm frame may start in one chunk
+                # and be redrawn ("\r") in the next. Join raw, clean once at the end.
+                if outputs and outputs[-1].get("output_type") == "stream" and outputs[-1].get("name") == output.get("name"):
+                    outputs[-1]["text"] += output.get("text", "")
+                    continue
+            elif kind == "error":
+                output["traceback"] = [scrub(escape.drop_controls(ANSI_RE.sub("", line)), rules)
+                                       for line in output.get("traceback", [])]
+            elif kind in ("display_data", "execute_result"):
+                data = output.get("data", {})
+                for mime in [m for m in data if m not in _SHOWN]:
+                    data.pop(mime)  # JavaScript, widgets, anything the post template does not print safely
+                for mime in ("text/plain", "text/html", "text/markdown", "text/latex"):
+                    if mime in data:
+                        text = data[mime] if isinstance(data[mime], str) else "".join(data[mime])
+                        text = scrub(escape.drop_controls(ANSI_RE.sub("", text)), rules)
+                        data[mime] = kramdown_math(text) if mime == "text/markdown" else text
+                mime = next((m for m in _EXT if m in data), None)
+                if mime:
+                    base = cell.metadata.get("figure")
+                    if not base:
+                        unnamed += 1
+                        base = f"figure-{unnamed}"
+                    base = _slugify(str(base))
+                    name, n = f"{base}.{_EXT[mime]}", 2
+                    while name in images:
+                        name, n = f"{base}-{n}.{_EXT[mime]}", n + 1
+                    payload = data[mime]
+                    if mime == "image/svg+xml":
+                        payload = (payload if isinstance(payload, str) else "".join(payload)).encode()
+                    else:
+                        payload = base64.b64decode(payload)
+                    images[name] = payload
+                    meta = output.setdefault("metadata", {})
+                    meta["filenames"] = {mime: f"../../images/{slug}/{name}"}
+                    meta["alt"] = scrub(escape.drop_controls(str(cell.metadata.get("alt") or
+                                                                 f"Figure: {base.replace('-', ' ')}")), rules)
+                    for other in [m for m in data if m != mime and m.startswith("image/")]:
+                        data.pop(other)
+            outputs.append(output)
+        for output in outputs:
+            if output.get("output_type") == "stream":
+                text = escape.drop_controls(collapse_progress(ANSI_RE.sub("", output["text"])))
+                output["text"] = scrub(text, rules).strip("\n")
+        cell.outputs = [o for o in outputs if o.get("output_type") != "stream" or o["text"].strip()]
+    return nb, images
+
+
+def site_config(site: Path, root: Path = ROOT) -> dict[str, Any]:
+    """The site's _config.yml (the repository's when the site has none)."""
+    path = next((p for p in (site / "_config.yml", root / "_config.yml") if p.is_file()), None)
+    config = (yaml.safe_load(path.read_text()) or {}) if path else {}
+    if not re.match(r"^[\w.-]+/[\w.-]+$", str(config.get("repository", ""))):
+        raise PublishError(f"{path or site / '_config.yml'}: set 'repository: owner/name' (the GitHub repository "
+                           "that Colab, download and source links point to)")
+    return config
+
+
+def check_date(info: NotebookInfo, site_config: dict[str, Any]) -> None:
+    if not site_config.get("future") and dt.date.fromisoformat(info.date) > dt.date.today():
+        warn(f"{info.path}: date {info.date} is in the future; Jekyll does not show the post until that day "
+              "(set 'date:' in its header to today or earlier, or 'future: true' in _config.yml)")
+
+
+def front_matter(info: NotebookInfo, record: dict[str, Any], site_config: dict[str, Any], root: Path) -> dict[str, Any]:
+    repository = site_config.get("repository", "")
+    branch = site_config.get("branch", "main")
+    notebook = info.relpath(root)
+    ipynb = notebook[:-3] + ".ipynb" if notebook.endswith(".py") else notebook
+    prov = record["provenance"]
+    versions = {k: prov.get(k) for k in ("python", "torch", "jax", "jaxlib", "flax", "optax", "cuda") if prov.get(k)}
+    return {
+        "layout": "post",
+        "title": info.title,
+        "date": info.date,
+        "description": info.description,
+        "tags": info.tags,
+        "slug": info.slug,
+        "notebook": notebook,
+        "colab": f"https://colab.research.google.com/github/{repository}/blob/{branch}/{ipynb}",
+        "download": f"https://github.com/{repository}/raw/{branch}/{ipynb}",
+        "source": f"https://github.com/{repository}/blob/{branch}/{notebook}",
+        "profile": record["profile"],
+        "hardware": prov.get("device"),
+        "versions": versions,
+        "matmul_precision": prov.get("matmul_precision"),
+        "parameters": record.get("parameters", {}),
+        "executed_at": record["executed_at"],
+        "git_sha": prov.get("git_sha"),
+        "source_hash": record["source_hash"],
+        # Posts are code and outputs: never let Liquid read {{ }} or {% %} in them.
+        "render_with_liquid": False,
+    }
+
+
+def drop_title_heading(nb, title: str) -> None:
+    """The layout prints the post's title; a notebook opens with the same
+    title as a ``# Title`` heading (it reads as an article on Colab too).
+    Remove that heading from the first Markdown cell, in place, so the post
+    does not show it twice; a different first heading is kept."""
+    first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
+    if first is None:
+        return
+    lines = first.source.lstrip("\n").split("\n")
+    if lines and lines[0].startswith("# ") and lines[0][2:].strip() == title.strip():
+        first.source = "\n".join(lines[1:]).lstrip("\n")
+        if not first.source.strip():
+            nb.cells.remove(first)
+
+
+def render(executed_nb, record: dict[str, Any], info: NotebookInfo, site_config: dict[str, Any], *,
+           root: Path = ROOT) -> tuple[str, dict[str, bytes]]:
+    """Render an executed notebook: returns (post Markdown with front matter, images)."""
+    from nbconvert import MarkdownExporter
+
+    nb, images = _preprocess(executed_nb, info.slug, root)
+    drop_title_heading(nb, info.title)
+    from traitlets.config import Config
+
+    from sidebyside.publish import downloads, pairs
+
+    rules = scrub_rules(root)
+    images.update(downloads.files(info.slug, executed_nb, nb, record, lambda text: scrub(text, rules)))
+    try:
+        pairs.render_pairs(nb)
+    except pairs.PairError as exc:
+        raise PublishError(f"{info.path}: {exc}") from None
+
+    # Figures are extracted (with stable names) by _preprocess, not by nbconvert.
+    config = Config({"ExtractOutputPreprocessor": {"enabled": False}})
+    exporter = MarkdownExporter(config=config, extra_template_basedirs=[str(TEMPLATES)], template_name="sidebyside",
+                                filters=escape.FILTERS)
+    body, _ = exporter.from_notebook_node(nb, resources={"slug": info.slug})
+    body = re.sub(r"\n{3,}", "\n\n", body).strip() + "\n"
+    return f"---\n{front_matter_text(front_matter(info, record, site_config, root), root)}---\n\n{body}", images
+
+
+def front_matter_text(fields: dict[str, Any], root: Path = ROOT) -> str:
+    """The YAML of a post's front matter, safe to write: every string has its
+    control characters dropped and paths scrubbed before YAML quotes it (never
+    after, which could break the YAML). HTML in it is escaped where the
+    layouts print it (``| escape``)."""
+    rules = scrub_rules(root)
+    fields = escape.clean(fields, lambda text: scrub(escape.drop_controls(text), rules))
+    return yaml.safe_dump(fields, sort_keys=False, allow_unicode=True)
+

@@ -1,0 +1,126 @@
+"""Running one notebook with papermill, under the run context
+(:mod:`sidebyside.context`), and completing the record it saved."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from sidebyside import context, provenance, runkey
+from sidebyside.publish import escape
+from sidebyside.publish.common import ANSI_RE, ROOT, PublishError, say
+from sidebyside.publish.discovery import NotebookInfo
+from sidebyside.publish.cache import cache_key
+from sidebyside.publish.rendering import scrub, scrub_rules
+
+__all__ = ["execute", "complete_record", "check_before_running", "key_and_stamp"]
+
+
+def _format_failure(exc, info: NotebookInfo, nb_path: Path, executed: Path) -> str:
+    cell = getattr(exc, "cell_index", None)
+    source = (getattr(exc, "source", "") or "").strip().splitlines()
+    first = next((line for line in source if line.strip() and not line.startswith("#")), source[0] if source else "")
+    ename, evalue = getattr(exc, "ename", type(exc).__name__), getattr(exc, "evalue", str(exc))
+    return (
+        f"FAILED {info.slug} ({nb_path}): cell {cell} [{first[:80]}] raised {ename}: {ANSI_RE.sub('', str(evalue))}\n"
+        f"  the executed copy, with the traceback, is kept at {executed}\n"
+        f"  nothing published was changed"
+    )
+
+
+def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build: Path, *,
+            root: Path = ROOT, progress: bool = True, timeout: int | None = None) -> tuple[Path, dict[str, Any]]:
+    """Run one notebook with papermill into ``build/executed/<slug>.ipynb``.
+
+    Returns the executed path and the results record the notebook saved.
+    Raises :class:`PublishError` with the failing cell and error.
+    """
+    import jupytext
+    import papermill
+
+    executed_dir, results_dir, input_dir = build / "executed", build / "results", build / "input"
+    for d in (executed_dir, results_dir, input_dir):
+        d.mkdir(parents=True, exist_ok=True)
+    input_path = input_dir / f"{info.slug}.ipynb"
+    jupytext.write(nb, input_path)
+    executed = executed_dir / f"{info.slug}.ipynb"
+    results_path = results_dir / f"{info.slug}.json"
+    results_path.unlink(missing_ok=True)
+    run_context = context.RunContext(slug=info.slug, profile=profile, results_dir=results_dir, root=root,
+                                     headless=True)
+    env = {
+        **run_context.env(),
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        papermill.execute_notebook(
+            str(input_path), str(executed), parameters=params, kernel_name=nb.metadata["kernelspec"]["name"],
+            cwd=str(root), progress_bar=progress, log_output=False, execution_timeout=timeout,
+        )
+    except papermill.PapermillExecutionError as exc:
+        raise PublishError(_format_failure(exc, info, info.path, executed)) from None
+    except Exception as exc:
+        raise PublishError(f"FAILED {info.slug} ({info.path}): {type(exc).__name__}: {exc}\n"
+                           f"  executed copy (if any): {executed}; nothing published was changed") from exc
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    if not results_path.is_file():
+        raise PublishError(
+            f"FAILED {info.slug} ({info.path}): the run saved no results. End the notebook with "
+            f"sidebyside.provenance.save_results(metrics). Nothing published was changed."
+        )
+    record = json.loads(results_path.read_text())
+    if record.get("slug") != info.slug:
+        raise PublishError(f"{info.path}: save_results was called with slug {record.get('slug')!r}, expected {info.slug!r}")
+    return executed, record
+
+
+def complete_record(saved: dict[str, Any], info: NotebookInfo, profile: str, params: dict[str, Any], key: str, root: Path) -> dict[str, Any]:
+    """The published results file: what the notebook saved plus run facts,
+    every string without control characters, paths or the host name."""
+    rules = scrub_rules(root)
+    return escape.clean(context.results_record(
+        slug=info.slug,
+        notebook=info.relpath(root),
+        profile=profile,
+        executed_at=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+        source_hash=key,
+        inputs=saved.get("inputs"),
+        parameters=params,
+        provenance=saved["provenance"],
+        metrics=saved["metrics"],
+    ), lambda text: scrub(escape.drop_controls(text), rules))
+
+
+def check_before_running(profile: str, root: Path) -> None:
+    """Refuse, before anything runs, a tree whose commit cannot be told and a
+    gpu profile that PyTorch and JAX would not both run on the GPU."""
+    try:
+        runkey.commit_stamp(root, [])
+        if profile == "gpu":
+            gpu = provenance.check_gpu_profile(provenance.probe_devices(), driver_gpu=provenance.gpu_present())
+            say(f"gpu: PyTorch and JAX both compute on {gpu}")
+    except (runkey.StampError, provenance.GPUProfileError) as exc:
+        raise PublishError(str(exc)) from None
+
+
+def key_and_stamp(info: NotebookInfo, profile: str, params: dict[str, Any], params_dir: Path,
+                   saved: dict[str, Any], root: Path) -> tuple[str, str]:
+    """A finished run's key and commit, both from the inputs it recorded."""
+    inputs = saved.get("inputs")
+    paths = runkey.input_paths(info.path, Path(params_dir) / f"{profile}.yaml", profile, inputs, root)
+    try:
+        return cache_key(info, profile, params, root, inputs), runkey.commit_stamp(root, paths)
+    except runkey.StampError as exc:
+        raise PublishError(str(exc)) from None
+
