@@ -616,4 +616,4 @@ metrics = {
     "num_test": len(arrays.X_test),
     "epochs": {"mlp": mlp_epochs, "cnn": cnn_epochs},
 }
-provenance.save_results("fashion-mnist-pytorch-vs-flax", metrics)["metrics"]["speed"]["mlp"]["best"]
+provenance.save_results(metrics)["metrics"]["speed"]["mlp"]["best"]

@@ -713,4 +713,4 @@ metrics = {
     "num_train": len(arrays.X_train),
     "verdicts": [claim.to_dict() for claim in claims],
 }
-provenance.save_results("weight-visualisation", metrics)["metrics"]
+provenance.save_results(metrics)["metrics"]

@@ -450,4 +450,4 @@ metrics = {
     "timing_pitfall_ms": {"unsynchronised": wrong.median_s * 1e3, "synchronised": right.median_s * 1e3},
     "torch_cpu_nan_backward_returncode": child.returncode,
 }
-provenance.save_results("grid-sample-parity", metrics)["metrics"]["gpu_goals"]
+provenance.save_results(metrics)["metrics"]["gpu_goals"]

@@ -702,4 +702,4 @@ metrics = {
     "autograd_device": main_device,
     "verdicts": [v.to_dict() for v in verdicts],
 }
-provenance.save_results("jit-and-autograd-timing", metrics)["metrics"]["jit"][main_device][str(sizes[-1])]["best"]
+provenance.save_results(metrics)["metrics"]["jit"][main_device][str(sizes[-1])]["best"]

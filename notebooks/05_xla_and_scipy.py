@@ -789,4 +789,4 @@ metrics = {
                           "first_pass_s": row["first pass (ms)"] / 1e3, "second_pass_s": row["second pass (ms)"] / 1e3}
                       for a, row in static_table.iterrows()},
 }
-provenance.save_results("xla-and-scipy", metrics)["metrics"]["optimise"]
+provenance.save_results(metrics)["metrics"]["optimise"]

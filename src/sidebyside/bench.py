@@ -53,6 +53,7 @@ def _grid_sample_main(args) -> int:
 
 
 def main(argv=None) -> int:
+    """The command line (``argv``, default ``sys.argv[1:]``); returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m sidebyside.bench", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="benchmark", required=True)
     gs = sub.add_parser("grid_sample", help="JAX grid_sample against PyTorch's: kernel time and per-call time")

@@ -211,6 +211,7 @@ def epoch_permutation(n: int, seed: int, epoch: int) -> np.ndarray:
 
 
 def num_batches(n: int, batch_size: int, *, drop_last: bool = False) -> int:
+    """How many batches of ``batch_size`` cover ``n`` examples (the last one short unless ``drop_last``)."""
     return n // batch_size if drop_last else -(-n // batch_size)
 
 

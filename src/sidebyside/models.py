@@ -179,6 +179,7 @@ class FlaxCNN(nnx.Module):
 
 
 def is_torch(model: Any) -> bool:
+    """Whether ``model`` is a PyTorch module (else a Flax one)."""
     return isinstance(model, tnn.Module)
 
 

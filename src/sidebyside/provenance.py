@@ -34,6 +34,7 @@ import os
 import platform
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -383,15 +384,14 @@ def results_dir() -> Path:
     return context.current().results_path_dir()
 
 
-def run_slug(slug: str | None = None) -> str:
+def run_slug(slug: str | None = None) -> str | None:
     """The slug of this run: the publisher's (the notebook's header, passed in
-    the run context), else ``slug``; both given and different is an error."""
+    the run context), else ``slug``, else None (a notebook run by hand, on
+    Colab say); both given and different is an error."""
     given = context.current().slug
     if given and slug and given != slug:
         raise ValueError(f"save_results was given slug {slug!r}, but the publisher runs this notebook as {given!r} "
                          "(the slug in its header): drop the slug argument, or make the two agree")
-    if not (given or slug):
-        raise ValueError("no slug: outside the publisher, name it: save_results('<slug from the header>', metrics)")
     return given or slug
 
 
@@ -400,7 +400,8 @@ def save_results(slug: str | dict[str, Any] | None = None, metrics: dict[str, An
     """Write this run's metrics, provenance and inputs for the publisher; return them.
 
     Call once, at the end of a notebook: ``save_results(metrics)`` (the
-    publisher gives the slug), or ``save_results(slug, metrics)`` by hand.
+    publisher gives the slug), or ``save_results(slug, metrics)`` by hand;
+    by hand without a slug (Colab) the record is returned and not written.
     The publisher refuses to publish a run that did not call this.
     """
     if metrics is None and isinstance(slug, dict):
@@ -410,6 +411,11 @@ def save_results(slug: str | dict[str, Any] | None = None, metrics: dict[str, An
     slug = run_slug(slug)
     record = context.results_record(slug=slug, provenance=provenance or collect(), metrics=to_jsonable(metrics),
                                     inputs=runkey.recorded())
+    if slug is None:
+        # Run by hand (Colab, a plain Jupyter): the notebook's last cell still shows its results.
+        warnings.warn("not run by the publisher and no slug given: results returned, not written "
+                      "(to write them: save_results('<slug from the header>', metrics))", stacklevel=2)
+        return record
     directory = results_dir()
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{slug}.json"
