@@ -125,8 +125,8 @@ site: $(SETUP_DEPS)
 serve: $(SETUP_DEPS)
 	bundle exec jekyll serve --strict_front_matter
 
-## test: set up, then run every test (unit, parity, publisher, cache, smoke notebooks, site, browser)
-test: $(SETUP_DEPS)
+## test: set up, lint, then run every test (unit, parity, publisher, cache, smoke notebooks, site, browser)
+test: $(SETUP_DEPS) lint
 	$(PYTHON) -m pytest tests
 
 ## test-fast: the tests that execute no notebook and start no browser

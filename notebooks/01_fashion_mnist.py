@@ -83,11 +83,9 @@ from sidebyside import timing
 
 conditions = timing.same_conditions(threads=threads or None, tf32=False)
 
-import time
 import warnings
 
 import jax
-import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd

@@ -86,7 +86,6 @@ from sidebyside import timing
 conditions = timing.same_conditions(threads=threads or None, tf32=False)
 
 import logging
-import os
 import warnings
 
 import jax

@@ -84,7 +84,6 @@ import jax
 jax.config.update("jax_enable_x64", True)  # float64 in JAX; must come before any JAX array exists
 
 import functools
-import time
 
 import jax.numpy as jnp
 import jax.scipy.optimize
@@ -322,7 +321,7 @@ n_acc = sizes_on("cpu")[-1]
 inverse_rows = []
 a64 = rng.standard_normal((n_acc, n_acc))
 identity = np.eye(n_acc)
-for dtype, (np_dtype, torch_dtype) in DTYPES.items():
+for dtype, (np_dtype, _torch_dtype) in DTYPES.items():
     a = a64.astype(np_dtype)
     for device in devices:
         inverses = {"jax": np.asarray(jax_inv(jax.device_put(a, jax_devices[device]))),

@@ -13,7 +13,6 @@ import pytest
 
 from sidebyside import data, progress, provenance, timing
 
-
 # --------------------------------------------------------------------------- data
 
 

@@ -13,8 +13,8 @@ import types
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, make_site
+
 from sidebyside import context, provenance, publish, runkey
 from sidebyside.publish.running import check_before_running
 

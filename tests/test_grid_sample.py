@@ -395,7 +395,7 @@ def test_forward_mode_on_a_kernel_says_to_use_xla(implementation):
         "grad of grad": lambda: jax.grad(lambda b: jax.grad(f)(b).sum())(g),
         "hessian": lambda: jax.hessian(f)(g),
     }
-    for name, attempt in attempts.items():
+    for attempt in attempts.values():
         with pytest.raises(ValueError, match='pass implementation="xla"'):
             attempt()
     assert np.isfinite(np.asarray(jax.grad(f)(g))).all()  # first-order reverse mode works

@@ -18,7 +18,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
 from jax.extend.core import Literal
 
 from sidebyside.sampling import taps

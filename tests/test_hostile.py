@@ -25,8 +25,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, make_site
+
 from sidebyside import publish
 from sidebyside.publish import escape
 from sidebyside.publish.rendering import scrub_rules
@@ -198,7 +198,7 @@ def test_hostile_post_markdown_keeps_every_output_in_its_block(hostile_site):
 
 
 def _build_and_open(site: Path) -> dict:
-    from test_site import _browse, _jekyll
+    from test_site import _jekyll
 
     built = _jekyll(site)
     page = built / "posts" / SLUG / "index.html"
@@ -208,7 +208,6 @@ def _build_and_open(site: Path) -> dict:
 
 def _report(built: Path) -> dict:
     from playwright.sync_api import sync_playwright
-
     from test_site import _serve
 
     server = _serve(built)

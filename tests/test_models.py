@@ -1,9 +1,9 @@
 """The PyTorch and Flax models compute the same functions with the same parameter counts."""
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import torch
-import jax.numpy as jnp
 from flax import nnx
 
 from sidebyside import models

@@ -17,9 +17,9 @@ import re
 
 import nbformat
 import pytest
+from conftest import ROOT
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from conftest import ROOT
 from sidebyside import publish, tables, verdict
 from sidebyside.publish import pairs
 

@@ -8,8 +8,8 @@ hidden cells. It runs through papermill for real (about 10 s a run).
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT, front_matter, make_site
+
 from sidebyside import publish
 from sidebyside.publish.rendering import check_date, scrub_rules, site_config
 

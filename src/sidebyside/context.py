@@ -33,9 +33,10 @@ Imports nothing but the standard library: the kernel reads it at run time.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["RunContext", "current", "ENV", "results_record", "RECORD_FIELDS", "default_root"]
 

@@ -45,12 +45,11 @@ __all__ = [
     "is_torch",
 ]
 
-import torch
-from torch import nn as tnn
 import jax
 import jax.numpy as jnp
+import torch
 from flax import nnx
-
+from torch import nn as tnn
 
 # ---------------------------------------------------------------- PyTorch
 

@@ -26,8 +26,8 @@ import os
 import re
 import statistics
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 __all__ = ["GPU_PEAKS", "gpu_peaks", "peak_flops", "memory_bandwidth", "measure_copy_bandwidth", "floor_seconds",
            "cpu_peak_flops_estimate", "cpu_peak_flops", "PRECISIONS"]

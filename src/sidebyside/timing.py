@@ -44,7 +44,8 @@ import os
 import statistics
 import sys
 import time
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 __all__ = ["Timing", "block", "time_fn", "compare", "summarise", "ratio", "same_conditions", "conditions_sentence",
            "tf32", "warm_start", "NotApplicable", "ladder", "ladder_table"]

@@ -52,7 +52,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -213,7 +214,7 @@ def _bar(progress: bool | str, total: int, desc: str):
 # ---------------------------------------------------------------- PyTorch
 
 
-def _torch_device(model) -> "Any":
+def _torch_device(model) -> Any:
     return next(model.parameters()).device
 
 
@@ -367,7 +368,7 @@ class TorchTrainer:
         self.step_count += 1
         return loss
 
-    def run(self, batches) -> "Any":
+    def run(self, batches) -> Any:
         """Train on the given index batches; returns the summed loss (a tensor,
         not synchronised) and the number of steps."""
         import torch
@@ -492,7 +493,6 @@ class FlaxTrainer:
 
     def __init__(self, model, data: Any, config: TrainConfig, *, loop: str = "scan"):
         import jax
-        import jax.numpy as jnp
         import optax
         from flax import nnx
 
@@ -616,9 +616,8 @@ class FlaxTrainer:
 
     def sync(self):
         """Write the current parameters into the NNX model; returns it."""
-        from flax import nnx
-
         import jax
+        from flax import nnx
 
         # Copies, so that the next (donating) step cannot invalidate the model's arrays.
         nnx.update(self.model, jax.tree_util.tree_map(lambda a: a.copy(), self.params))

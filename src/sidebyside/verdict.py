@@ -37,7 +37,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 __all__ = [
     "FRAMEWORKS",

@@ -44,14 +44,21 @@ JAX; nbconvert, papermill and jupytext are imported only where they are used.
 
 from __future__ import annotations
 
+from sidebyside.publish.cache import Decision, cache_key, freshness, plan
 from sidebyside.publish.cli import list_notebooks, main, rerender, run
 from sidebyside.publish.common import PROFILES, ROOT, PublishError
 from sidebyside.publish.discovery import NotebookInfo, check_pairs, discover, notebook_info, read_notebook_info, select
-from sidebyside.publish.running import complete_record, execute
 from sidebyside.publish.params import check_profile, detect_profile, load_all_params, load_params
-from sidebyside.publish.cache import Decision, cache_key, freshness, plan
-from sidebyside.publish.rendering import (collapse_progress, drop_title_heading, front_matter, front_matter_text,
-                                       kramdown_math, render, scrub)
+from sidebyside.publish.rendering import (
+                                       collapse_progress,
+                                       drop_title_heading,
+                                       front_matter,
+                                       front_matter_text,
+                                       kramdown_math,
+                                       render,
+                                       scrub,
+)
+from sidebyside.publish.running import complete_record, execute
 from sidebyside.publish.site import publish, recover
 
 __all__ = [

@@ -9,13 +9,12 @@ import sys
 import time
 from pathlib import Path
 
-
+from sidebyside.publish.cache import freshness, plan, published_record
 from sidebyside.publish.common import ROOT, PublishError, say
 from sidebyside.publish.discovery import check_pairs, discover, read_notebook_info, select
-from sidebyside.publish.running import check_before_running, complete_record, execute, key_and_stamp
 from sidebyside.publish.params import check_profile, detect_profile, load_all_params
-from sidebyside.publish.cache import freshness, plan, published_record
 from sidebyside.publish.rendering import check_date, render, site_config
+from sidebyside.publish.running import check_before_running, complete_record, execute, key_and_stamp
 from sidebyside.publish.site import completed_run, forget_run, holding_lock, publish, recover, write_run_record
 
 __all__ = ["run", "rerender", "list_notebooks", "main"]

@@ -17,7 +17,8 @@ The post layout links each file that exists (``_includes/downloads.html``).
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from sidebyside.tables import parse_html, tables_csv
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 from html.parser import HTMLParser
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["drop_controls", "fenced", "safe_html", "safe_markdown", "image_alt", "clean", "FILTERS"]
 

@@ -11,9 +11,9 @@ from typing import Any
 
 from sidebyside import context, provenance, runkey
 from sidebyside.publish import escape
+from sidebyside.publish.cache import cache_key
 from sidebyside.publish.common import ANSI_RE, ROOT, PublishError, say
 from sidebyside.publish.discovery import NotebookInfo
-from sidebyside.publish.cache import cache_key
 from sidebyside.publish.rendering import scrub, scrub_rules
 
 __all__ = ["execute", "complete_record", "check_before_running", "key_and_stamp"]

@@ -16,7 +16,8 @@ import json
 import os
 from pathlib import Path
 
-from sidebyside.publish.cache import freshness as record_freshness, published_record
+from sidebyside.publish.cache import freshness as record_freshness
+from sidebyside.publish.cache import published_record
 
 __all__ = ["freshness", "write_freshness"]
 

@@ -27,21 +27,22 @@ that starts removes it first, so a failed or interrupted run leaves none, and
 from __future__ import annotations
 
 import datetime as dt
-import functools
-import inspect
 import fcntl
+import functools
 import hashlib
+import inspect
 import json
 import os
 import shutil
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
+from sidebyside.publish.cache import is_post_of, post_path
 from sidebyside.publish.common import PublishError, say
 from sidebyside.publish.discovery import NotebookInfo
-from sidebyside.publish.cache import is_post_of, post_path
 
 __all__ = ["Transaction", "recover", "publish", "lock", "holding_lock", "locked", "LockHeld", "write_run_record",
            "forget_run", "completed_run", "STATE_DIR"]

@@ -26,6 +26,7 @@ grid_sample`` prints the table (:func:`cli`).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -219,16 +220,17 @@ def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device,
 
     from .. import timing
 
-    stack = lambda a: np.broadcast_to(a, (copies, *a.shape))
-    xs, gs, cs = (jnp.asarray(stack(a)) for a in (x, grid, cot))  # distinct buffers per copy
-    xs, gs, cs = (a + jnp.zeros_like(a) for a in (xs, gs, cs))
+    def stacked(a):  # `copies` distinct buffers of the same values, one per chained call
+        return jnp.asarray(np.ascontiguousarray(np.broadcast_to(a, (copies, *a.shape))))
+
+    xs, gs, cs = stacked(x), stacked(grid), stacked(cot)
 
     @jax.jit
-    def jax_chain(xs, gs, cs):
+    def jax_chain(x_copies, grid_copies, cot_copies):
         def body(carry, abc):
             return carry, jax_step(*abc, with_grad=with_grad)
 
-        return jax.lax.scan(body, 0, (xs, gs, cs))[1]
+        return jax.lax.scan(body, 0, (x_copies, grid_copies, cot_copies))[1]
 
     torch_inputs = []
     for _ in range(copies):
@@ -240,7 +242,7 @@ def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device,
     calls = [lambda a=a, b=b, c=c: torch_step(a, b, c, with_grad) for a, b, c in torch_inputs]
     torch_chain = _torch_kernel_fn(calls, device)
     tool = "cuda graph" if getattr(torch_chain, "__name__", "") == "replay" else "loop"
-    t = timing.compare({"jax": lambda: jax_chain(xs, gs, cs), "torch": torch_chain}, repeats=repeats,
+    t = timing.compare({"jax": functools.partial(jax_chain, xs, gs, cs), "torch": torch_chain}, repeats=repeats,
                        min_repeat_s=min_repeat_s, pipelined=device == "cuda")
     bytes_per_call = x.nbytes + grid.nbytes + (cot.nbytes if with_grad else 0)
     row = {"copies": copies, "torch_kernel_tool": tool, "inputs_bytes": copies * bytes_per_call,
