@@ -243,10 +243,12 @@ def seeds(subject: Sequence[float], other: Sequence[float], *, question: str, qu
         better_subject = (diff > 0) == higher_is_better
         label = "higher" if diff > 0 else "lower"
         winner = subject_name if better_subject else other_name
+        loser = other_name if better_subject else subject_name
+        win_mean, lose_mean = (ma, mb) if better_subject else (mb, ma)
         sentence = (f"{_name(winner)} reaches a {'higher' if higher_is_better else 'lower'} {quantity}: "
-                    f"{fmt_number(ma)} against {fmt_number(mb)}{unit} ({_name(subject_name)} first) over "
-                    f"{seeds_text}, a difference of {sign_diff}{unit}, beyond two standard errors "
-                    f"({fmt_number(threshold)}{unit}).")
+                    f"{fmt_number(win_mean)}{unit} against {fmt_number(lose_mean)}{unit} for {_name(loser)} over "
+                    f"{seeds_text}, a difference of {fmt_signed(win_mean - lose_mean)}{unit}, beyond two standard "
+                    f"errors ({fmt_number(threshold)}{unit}).")
     if n < 2:
         sentence += " With one seed the spread is unknown; treat this as a single observation."
     if caveat:
