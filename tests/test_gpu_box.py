@@ -367,14 +367,14 @@ def test_a_run_records_the_modules_it_imported(recorded_run):
     record = json.loads((site / "_data" / "results" / "publisher-fixture.json").read_text())
     modules = set(record["inputs"]["modules"])
     assert {"src/sidebyside/provenance.py", "src/sidebyside/viz.py", "src/sidebyside/progress.py"} <= modules
-    assert "src/sidebyside/sampling.py" not in modules and not [m for m in modules if m.startswith("src/sidebyside/publish/")]
+    assert "src/sidebyside/sampling/__init__.py" not in modules and not [m for m in modules if m.startswith("src/sidebyside/publish/")]
     assert record["provenance"]["git_sha"] == _git(root, "rev-parse", "--short=12", "HEAD")
 
 
 def test_changing_an_imported_module_reruns_and_an_unimported_one_does_not(recorded_run):
     root, site, kw = recorded_run
     assert _plan(kw).action == "up to date"
-    unused, used = root / "src" / "sidebyside" / "sampling.py", root / "src" / "sidebyside" / "viz.py"
+    unused, used = root / "src" / "sidebyside" / "sampling" / "xla.py", root / "src" / "sidebyside" / "viz.py"
     for path, action in ((unused, "up to date"), (used, "run")):
         original = path.read_text()
         path.write_text(original + "\n# an edit\n")
