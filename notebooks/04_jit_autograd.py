@@ -98,8 +98,7 @@ import torch._dynamo.config
 import torch._inductor.config
 from IPython.display import Markdown
 
-from sidebyside import functions as F
-from sidebyside import peaks, progress, provenance, tables, verdict, viz
+from sidebyside import functions, peaks, progress, provenance, tables, verdict, viz
 
 tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 
@@ -140,9 +139,9 @@ Markdown(timing.conditions_sentence(conditions, on_gpu=on_gpu) + " One-time star
 x_demo = np.linspace(0, 4 * np.pi, 6, dtype=np.float32)
 pd.DataFrame({
     "x": x_demo,
-    "NumPy": F.f_numpy(x_demo),
-    "JAX": np.asarray(F.f_jax(jnp.asarray(x_demo))),
-    "PyTorch": F.f_torch(torch.from_numpy(x_demo)).numpy(),
+    "NumPy": functions.f_numpy(x_demo),
+    "JAX": np.asarray(functions.f_jax(jnp.asarray(x_demo))),
+    "PyTorch": functions.f_torch(torch.from_numpy(x_demo)).numpy(),
 })
 
 # %% [markdown]
@@ -178,12 +177,12 @@ pd.DataFrame(bandwidth).T.drop(columns="floor_bytes_per_s")
 # call compiles). A rung that fails keeps its row, with its error.
 
 # %% tags=["pair:jit:torch"]
-torch_static = torch.compile(F.f_torch_static, dynamic=False)
-torch_dynamic = torch.compile(F.f_torch_dynamic, dynamic=True)
-torch_cudagraphs = torch.compile(F.f_torch_cudagraphs, mode="reduce-overhead", dynamic=False)
+torch_static = torch.compile(functions.f_torch_static, dynamic=False)
+torch_dynamic = torch.compile(functions.f_torch_dynamic, dynamic=True)
+torch_cudagraphs = torch.compile(functions.f_torch_cudagraphs, mode="reduce-overhead", dynamic=False)
 
 # %% tags=["pair:jit:jax"]
-f_jit = jax.jit(F.f_jax)
+f_jit = jax.jit(functions.f_jax)
 
 # %%
 sizes = [10**e for e in range(1, jit_max_exponent + 1)]
@@ -201,16 +200,16 @@ def candidates(device, n):
     x_jax = jax.device_put(x_np, jax_devices[device])
     x_torch = torch.from_numpy(x_np).to(torch_devices[device])
     fns = {
-        "torch/eager": lambda: F.f_torch(x_torch),
+        "torch/eager": lambda: functions.f_torch(x_torch),
         "torch/compile": lambda: torch_static(x_torch),
         "torch/compile-dynamic": lambda: torch_dynamic(x_torch),
         "torch/compile-cudagraphs": (lambda: torch_cudagraphs(x_torch)) if device == "gpu" else
         timing.NotApplicable("CUDA graphs need a CUDA GPU"),
-        "jax/eager": lambda: F.f_jax(x_jax),
+        "jax/eager": lambda: functions.f_jax(x_jax),
         "jax/jit": lambda: f_jit(x_jax),
     }
     if device == "cpu":
-        fns["numpy/numpy"] = lambda: F.f_numpy(x_np)
+        fns["numpy/numpy"] = lambda: functions.f_numpy(x_np)
     return fns
 
 
@@ -257,7 +256,7 @@ for device in devices:
     for method in methods:
         points = [(n, jit_timings[device, n][method].median_s) for n in sizes if method in jit_timings[device, n]]
         if len(points) >= 2:
-            a, b = F.fit_overhead(*zip(*points))
+            a, b = functions.fit_overhead(*zip(*points))
             fits[device, method] = {"overhead (µs)": a * 1e6, "per element (ns)": b * 1e9,
                                     "crossover n*": a / b if b > 0 else float("inf")}
 fit_table = pd.DataFrame.from_dict(fits, orient="index").rename(index=LABEL, level=1)
@@ -399,13 +398,13 @@ pitfall.round(2)
 # %%
 x0 = 3.0
 x0_torch = torch.tensor(x0, requires_grad=True)
-F.f_torch(x0_torch).backward()
+functions.f_torch(x0_torch).backward()
 scalar = pd.DataFrame({
     "f'(3)": {
-        "exact (float64)": float(F.df(x0)),
-        "JAX jax.grad": float(jax.grad(F.f_jax)(jnp.float32(x0))),
+        "exact (float64)": float(functions.df(x0)),
+        "JAX jax.grad": float(jax.grad(functions.f_jax)(jnp.float32(x0))),
         "PyTorch backward()": float(x0_torch.grad),
-        "PyTorch torch.func.grad": float(torch.func.grad(F.f_torch)(torch.tensor(x0))),
+        "PyTorch torch.func.grad": float(torch.func.grad(functions.f_torch)(torch.tensor(x0))),
     }
 })
 scalar["error"] = scalar["f'(3)"] - scalar.loc["exact (float64)", "f'(3)"]
@@ -429,18 +428,18 @@ scalar
 # Everything runs on the main device, in float32, with the same input.
 
 # %% tags=["pair:grad:torch"]
-torch_vmap_grad = F.vmap_grad_f_torch                                  # torch.func.vmap(torch.func.grad(f))
-torch_vmap_grad_compiled = torch.compile(F.vmap_grad_f_torch, dynamic=False)
-torch_hvp, torch_hvp_compiled = F.hvp_f_torch, torch.compile(F.hvp_f_torch, dynamic=False)
+torch_vmap_grad = functions.vmap_grad_f_torch                                  # torch.func.vmap(torch.func.grad(f))
+torch_vmap_grad_compiled = torch.compile(functions.vmap_grad_f_torch, dynamic=False)
+torch_hvp, torch_hvp_compiled = functions.hvp_f_torch, torch.compile(functions.hvp_f_torch, dynamic=False)
 
 # %% tags=["pair:grad:jax"]
-jax_vmap_grad = F.vmap_grad_f_jax                                      # jax.vmap(jax.grad(f))
-jax_vmap_grad_jit = jax.jit(F.vmap_grad_f_jax)
-jax_hvp, jax_hvp_jit = F.hvp_f_jax, jax.jit(F.hvp_f_jax)
+jax_vmap_grad = functions.vmap_grad_f_jax                                      # jax.vmap(jax.grad(f))
+jax_vmap_grad_jit = jax.jit(functions.vmap_grad_f_jax)
+jax_hvp, jax_hvp_jit = functions.hvp_f_jax, jax.jit(functions.hvp_f_jax)
 
 # %%
 grad_sizes = [10**e for e in range(3, autograd_max_exponent + 1)]
-jax_jit_grad_sum = jax.jit(jax.grad(lambda x: F.f_jax(x).sum()))
+jax_jit_grad_sum = jax.jit(jax.grad(lambda x: functions.f_jax(x).sum()))
 
 
 def torch_grad_loop(x):
@@ -448,7 +447,7 @@ def torch_grad_loop(x):
     out = torch.empty_like(x)
     for i in range(x.shape[0]):
         xi = x[i].detach().requires_grad_()
-        F.f_torch(xi).backward()
+        functions.f_torch(xi).backward()
         out[i] = xi.grad
     return out
 
@@ -456,7 +455,7 @@ def torch_grad_loop(x):
 def torch_grad_sum(x):
     """Idiomatic PyTorch: one backward pass through the sum."""
     x = x.detach().requires_grad_()
-    (grad,) = torch.autograd.grad(F.f_torch(x).sum(), x)
+    (grad,) = torch.autograd.grad(functions.f_torch(x).sum(), x)
     return grad
 
 
@@ -489,7 +488,7 @@ for n in progress.bar(grad_sizes, desc="gradient sweep"):
     x_np, fns = grad_candidates(n)
     # Timed first, so that each first call (compilation included) is the ladder's.
     grad_entries[n], grad_timings[n] = timing.ladder(fns, repeats=repeats, min_repeat_s=min_repeat_s)
-    exact = F.df(x_np.astype(np.float64))
+    exact = functions.df(x_np.astype(np.float64))
     for method in grad_timings[n]:  # then the values: every method must give the same gradient
         value = fns[method]()
         value = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
@@ -545,7 +544,7 @@ plt.show()
 
 # %%
 def torch_double_backward_hvp(x, v):
-    return torch.autograd.functional.hvp(lambda y: F.f_torch(y).sum(), x, v)[1]
+    return torch.autograd.functional.hvp(lambda y: functions.f_torch(y).sum(), x, v)[1]
 
 
 x_np = rng.uniform(0, 4 * np.pi, hvp_size).astype(np.float32)
@@ -563,7 +562,7 @@ HVP_LABEL = {"jax/eager": "JAX jvp(grad)", "jax/jit": "JAX jit(jvp(grad))",
              "torch/func": "PyTorch torch.func jvp(grad)", "torch/func+compile": "PyTorch torch.compile(jvp(grad))",
              "torch/double-backward": "PyTorch double backward"}
 hvp_entries, hvp_timings = timing.ladder(hvp_fns, repeats=repeats, min_repeat_s=min_repeat_s)  # timed first
-exact_hvp = F.d2f(x_np.astype(np.float64)) * v_np
+exact_hvp = functions.d2f(x_np.astype(np.float64)) * v_np
 hvp_error = {}
 for method in hvp_timings:  # then the values, checked
     value = hvp_fns[method]()
@@ -609,7 +608,7 @@ def dispatch_note(ladder_entries, ns, timings_by_n):
                   if tool and f"{framework}/{tool}" in timings_by_n[n]]
         if len(points) < 2:
             continue
-        a, b = F.fit_overhead(*zip(*points))
+        a, b = functions.fit_overhead(*zip(*points))
         crossover = a / b if b > 0 else float("inf")
         if crossover > ns[-1]:
             notes.append(f"{verdict.FRAMEWORKS[framework]}'s best ({tool}) is still dispatch-bound at {ns[-1]:,} "

@@ -95,9 +95,7 @@ import scipy.optimize
 import torch
 from IPython.display import Markdown
 
-from sidebyside import functions as F
-from sidebyside import peaks as P
-from sidebyside import progress, provenance, tables, verdict, viz
+from sidebyside import functions, peaks, progress, provenance, tables, verdict, viz
 
 tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 
@@ -182,9 +180,9 @@ jax_matmul = jax_matmul_in("float32")
 jax_inv = jax_inverse_in("float32")
 OPS = {
     "matmul": {"numpy": lambda mode: np.matmul, "jax": jax_matmul_in, "torch": torch_matmul_in,
-               "flops": F.matmul_flops, "modes": ["float32", "tf32", "bfloat16", "float64"]},
+               "flops": functions.matmul_flops, "modes": ["float32", "tf32", "bfloat16", "float64"]},
     "inverse": {"numpy": lambda mode: np.linalg.inv, "jax": jax_inverse_in, "torch": torch_inverse_in,
-                "flops": F.inverse_flops, "modes": ["float32", "tf32", "float64"]},
+                "flops": functions.inverse_flops, "modes": ["float32", "tf32", "float64"]},
 }
 DTYPES = {"float32": (np.float32, torch.float32), "float64": (np.float64, torch.float64)}
 MODE_DTYPES = {"float32": (np.float32, jnp.float32, torch.float32), "tf32": (np.float32, jnp.float32, torch.float32),
@@ -252,24 +250,24 @@ def rate(op, n, entry):
 def peak(device, mode):
     """(FLOP/s, where the number comes from) for a device and arithmetic."""
     if device == "gpu":
-        value = P.peak_flops(record["device"], PRECISION_OF[mode])
+        value = peaks.peak_flops(record["device"], PRECISION_OF[mode])
         return value, (f"{record['device']} data sheet, {PRECISION_OF[mode]}" if value else "unknown GPU: not in the table")
     if mode in GPU_ONLY:
         return None, "not applicable on a CPU"
     measured = [rate(op, n, e) for (op, d, m, n), entries in linalg_entries.items() if d == device and m == mode
                 for e in entries.values() if e["median_s"]]
-    return P.cpu_peak_flops(mode, measured)
+    return peaks.cpu_peak_flops(mode, measured)
 
 
-peaks = {(device, mode): peak(device, mode) for device in devices for mode in MODE_DTYPES}
+device_peaks = {(device, mode): peak(device, mode) for device in devices for mode in MODE_DTYPES}
 pd.DataFrame([{"device": d, "arithmetic": t, "peak (GFLOP/s)": (p / 1e9 if p else None), "source": why}
-              for (d, t), (p, why) in peaks.items()]).set_index(["device", "arithmetic"])
+              for (d, t), (p, why) in device_peaks.items()]).set_index(["device", "arithmetic"])
 
 # %%
 rows = []
 for (op, device, mode, n), entries in linalg_entries.items():
     flops = OPS[op]["flops"](n)
-    peak_value = peaks[device, mode][0]
+    peak_value = device_peaks[device, mode][0]
     for name, e in entries.items():
         if e["median_s"] is None:
             continue
@@ -420,9 +418,9 @@ precision_table.assign(**{"relative error": precision_table["relative error"].ma
 # for PyTorch: its own `func_evals`).
 
 # %%
-data = F.calibration_data(seed, num_points)
+data = functions.calibration_data(seed, num_points)
 truth = np.array([data.slope, data.offset])
-best = F.calibration_lstsq(data.raw, data.reference)
+best = functions.calibration_lstsq(data.raw, data.reference)
 x0 = np.zeros(2)
 gtol = 1e-6
 opt_device = main_device
@@ -432,14 +430,14 @@ raw_torch, ref_torch = (torch.from_numpy(v).to(torch_devices[opt_device]) for v 
 
 
 def loss_jax(params):
-    return F.calibration_rmse_jax(params, raw_jax, ref_jax)
+    return functions.calibration_rmse_jax(params, raw_jax, ref_jax)
 
 
 value_and_grad_jax = jax.jit(jax.value_and_grad(loss_jax))
 
 
 def scipy_fd():
-    r = scipy.optimize.minimize(F.calibration_rmse_numpy, x0, args=(data.raw, data.reference),
+    r = scipy.optimize.minimize(functions.calibration_rmse_numpy, x0, args=(data.raw, data.reference),
                                 method="BFGS", options={"gtol": gtol})
     return r.x, r.nit, r.nfev, bool(r.success), int(r.status)
 
@@ -493,7 +491,7 @@ def torch_lbfgs():
 
     def closure():
         optimizer.zero_grad()
-        loss = F.calibration_rmse_torch(params, raw_torch, ref_torch)
+        loss = functions.calibration_rmse_torch(params, raw_torch, ref_torch)
         loss.backward()
         return loss
 
@@ -513,7 +511,7 @@ for name, run in progress.bar(OPTIMISERS.items(), desc="optimisers"):
     t = timing.time_fn(lambda: run()[0], repeats=repeats, min_repeat_s=min_repeat_s)
     params, nit, nfev, success, status = run()
     params = params.detach().cpu().numpy() if isinstance(params, torch.Tensor) else np.asarray(params)
-    loss = F.calibration_rmse_numpy(params, data.raw, data.reference)
+    loss = functions.calibration_rmse_numpy(params, data.raw, data.reference)
     grad_norm = float(np.max(np.abs(np.asarray(value_and_grad_jax(jnp.asarray(params))[1]))))
     optimise[name] = {"seconds": t.median_s, "iqr_s": t.iqr_s, "first_call_s": t.first_s, "nit": int(nit),
                       "nfev": int(nfev), "params": params.tolist(), "error": float(np.linalg.norm(params - truth)),
@@ -526,7 +524,7 @@ for name, run in progress.bar(OPTIMISERS.items(), desc="optimisers"):
                      "nit": int(nit), "nfev": int(nfev), "median (ms)": t.median_s * 1e3,
                      "IQR (ms)": t.iqr_s * 1e3, "first call (ms)": t.first_s * 1e3})
 opt_rows.append({"method": "exact least squares", "slope": best[0], "offset": best[1],
-                 "RMSE": F.calibration_rmse_numpy(best, data.raw, data.reference),
+                 "RMSE": functions.calibration_rmse_numpy(best, data.raw, data.reference),
                  "‖θ − θ_true‖": float(np.linalg.norm(best - truth)), "‖θ − θ_lstsq‖": 0.0})
 optimise_table = pd.DataFrame(opt_rows).set_index("method")
 FORMATS = {"reports": "{}", "‖∇‖∞": "{:.1e}", "slope": "{:.6f}", "offset": "{:.6f}", "RMSE": "{:.6f}", "‖θ − θ_true‖": "{:.2e}", "‖θ − θ_lstsq‖": "{:.1e}",
@@ -599,7 +597,7 @@ def pad(v, size):
 
 
 strategies = {
-    "naive": jax.jit(counted("naive", F.calibration_rmse_jax)),
+    "naive": jax.jit(counted("naive", functions.calibration_rmse_jax)),
     "padding": jax.jit(counted("padding", masked_rmse)),
     "padding, length static": jax.jit(counted("padding, length static", masked_rmse), static_argnames="n_valid"),
     "buckets": jax.jit(counted("buckets", masked_rmse)),
@@ -619,7 +617,7 @@ retrace_rows = []
 for strategy in progress.bar(strategies, desc="retracing"):
     for n in lengths:
         t = timing.time_fn(functools.partial(call, strategy, n, params0), repeats=3, min_repeat_s=min_repeat_s / 4)
-        np.testing.assert_allclose(float(call(strategy, n, params0)), F.calibration_rmse_numpy(
+        np.testing.assert_allclose(float(call(strategy, n, params0)), functions.calibration_rmse_numpy(
             truth, data.raw[:n], data.reference[:n]), rtol=1e-12)
         retrace_rows.append({"strategy": strategy, "length": n, "first call (ms)": t.first_s * 1e3,
                              "steady (ms)": t.median_s * 1e3})
@@ -714,7 +712,7 @@ for device in [main_device] + [d for d in devices if d != main_device]:
                                         f"{device.upper()}?")
             verdicts.append(v)
             share = []
-            peak_value, source = peaks[device, mode]
+            peak_value, source = device_peaks[device, mode]
             for name, e in entries.items():
                 if e["median_s"] and peak_value:
                     share.append(f"{viz.LABELS[name.split('/')[0]]} {verdict.fmt_number(100 * rate(op, n_big, e) / peak_value)}%")
@@ -776,7 +774,7 @@ metrics = {
     "inverse": {f"{d}/{t}/{n}": {"ladder": e, "best": verdict.best(e)}
                 for (op, d, t, n), e in linalg_entries.items() if op == "inverse"},
     "verdicts": [v.to_dict() for v in verdicts],
-    "peak_flops": {f"{d}/{t}": {"flops": p, "source": why} for (d, t), (p, why) in peaks.items()},
+    "peak_flops": {f"{d}/{t}": {"flops": p, "source": why} for (d, t), (p, why) in device_peaks.items()},
     "inverse_error": {f"{d}/{t}/{n_acc}": dict(row) for (t, d), row in inverse_accuracy.iterrows()},
     "matmul_precision": {f"{d}/{fw}/{s}": row for (d, fw, s), row in precision_table.to_dict(orient="index").items()},
     "optimise": optimise,
