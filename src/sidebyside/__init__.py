@@ -39,7 +39,7 @@ __all__ = [
 __version__ = "0.1.0"
 
 _SUBMODULES = {"data", "models", "training", "timing", "viz", "provenance", "progress", "publish", "bench", "sampling",
-               "verdict"}
+               "verdict", "swin"}
 
 
 def __getattr__(name: str):
