@@ -463,10 +463,10 @@ def randomise_torch_(torch_model, seed: int = 0, *, scale: float = 0.5) -> None:
 
 
 def parity(config: SwinConfig, *, batch_size: int = 4, seed: int = 0) -> dict[str, Any]:
-    """Same weights, same input, on the CPU in float32: timm against the port.
+    """Same weights, same input, float32: timm (on the CPU) against the port (on JAX's default device).
 
     Returns ``max_abs_logit_err`` (eval mode, largest |logit difference|),
-    ``max_rel_grad_err`` (one training step, stochastic depth off: the largest,
+    ``max_rel_grad_err`` (one training step's loss, stochastic depth off: the largest,
     over parameter tensors, of ||g_jax - g_torch|| / ||g_torch||), the tensor
     where it occurs, ``logit_scale`` (largest |logit|) and the count of
     parameter tensors compared.
@@ -484,24 +484,23 @@ def parity(config: SwinConfig, *, batch_size: int = 4, seed: int = 0) -> dict[st
     y = rng.integers(0, config.num_classes, batch_size)
     X_nhwc = X.transpose(0, 2, 3, 1)
 
+    # Stochastic depth is off, so eval mode and a training step compute the same function: one
+    # compiled program gives the eval-mode logits and the gradients of the step's loss.
     tmodel.eval()
-    fmodel.eval()
     with torch.no_grad():
         torch_logits = tmodel(torch.from_numpy(X)).numpy()
-    graphdef_eval, state_eval = nnx.split(fmodel)
-    flax_logits = np.asarray(jax.jit(lambda s, x: nnx.merge(graphdef_eval, s)(x))(state_eval, jnp.asarray(X_nhwc)))
-
     tmodel.train()
-    fmodel.train()
     loss = torch.nn.functional.cross_entropy(tmodel(torch.from_numpy(X)), torch.from_numpy(y))
     loss.backward()
+    fmodel.eval()
     graphdef, params, rest = nnx.split(fmodel, nnx.Param, ...)
 
     def loss_fn(params):
         logits = nnx.merge(graphdef, params, rest)(jnp.asarray(X_nhwc))
-        return optax.softmax_cross_entropy_with_integer_labels(logits, jnp.asarray(y)).mean()
+        return optax.softmax_cross_entropy_with_integer_labels(logits, jnp.asarray(y)).mean(), logits
 
-    flax_loss, grads = jax.jit(jax.value_and_grad(loss_fn))(params)
+    (flax_loss, flax_logits), grads = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))(params)
+    flax_logits = np.asarray(flax_logits)
     flat_grads = dict(nnx.to_flat_state(grads))
     worst, worst_name = 0.0, None
     for name, path in flax_param_names(fmodel).items():
