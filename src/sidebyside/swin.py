@@ -912,6 +912,10 @@ def ladder(config: SwinConfig, *, batch_size: int, phase: str, precision: str = 
         raise ValueError(f"phase must be 'train' or 'eval', got {phase!r}")
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    for tools, known in ((torch_tools, TORCH_TOOLS), (jax_tools, JAX_TOOLS)):
+        unknown = sorted(set(tools) - set(known))
+        if unknown:
+            raise ValueError(f"unknown tools {unknown}; choose from {known}")
     X, y = random_batches(config, batch_size, steps, seed)
     rungs: dict[str, Rung] = {}
     first: dict[str, float] = {}
