@@ -71,12 +71,12 @@ speed_depths = [2, 1]
 speed_num_heads = [2, 4]
 speed_window_size = 4
 speed_drop_path_rate = 0.1
-speed_batch_sizes = [8]
+speed_batch_sizes = [4]
 speed_phases = ["train", "eval"]
 precisions = ["float32"]   # "bfloat16" adds mixed-precision ladders on both sides
 torch_tools = ["eager", "cuda_graph"]  # of eager, compile, cuda_graph
 jax_tools = ["jit"]                    # of jit, jit_scan
-speed_steps = 2            # steps per timed call
+speed_steps = 1            # steps per timed call
 speed_repeats = 3
 allow_tf32 = False         # TensorFloat-32 matmuls on NVIDIA GPUs (both frameworks alike)
 
@@ -96,10 +96,15 @@ if "google.colab" in sys.modules:
 # usual mixed precision: `torch.autocast` in PyTorch, and in JAX float32
 # master weights cast to bfloat16 for the forward and backward pass (the
 # softmax stays in float32 on both sides). `torch.compile`'s caches are
-# disabled, so its compilation is timed cold, as JAX's is.
+# disabled, so its compilation is timed cold, as JAX's is. JAX is told not
+# to reserve most of the GPU's memory at start-up (its default): both
+# frameworks then allocate as they go and share the device, and the first
+# step's allocation is paid on both sides alike (section 5).
 
 # %%
-import dataclasses
+import os
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # before JAX starts; see above
 
 import jax
 import matplotlib.pyplot as plt
@@ -302,8 +307,8 @@ Markdown(accuracy_verdict.sentence + f" ({len(X_train):,} training images, {verd
 # call's excess is its compilation. Peak memory: `torch.cuda.max_memory_allocated`
 # during a call, less what other models held; for JAX, XLA's accounting of the
 # compiled program (arguments + outputs − donated buffers + temporaries),
-# since XLA reserves most of the GPU at start-up and the process's footprint
-# says nothing. Not timed: JAX op-by-op (eager) execution, which nobody
+# since the process's footprint mixes every program and both frameworks
+# (and, by default, XLA reserves most of the GPU at start-up). Not timed: JAX op-by-op (eager) execution, which nobody
 # trains a transformer with.
 
 # %%

@@ -814,8 +814,8 @@ def _torch_rung(config: SwinConfig, tool: str, phase: str, X: np.ndarray, y: np.
 
 def jax_peak_bytes(compiled) -> int | None:
     """Peak device memory of one compiled executable, from XLA's own accounting:
-    arguments + outputs - donated (aliased) buffers + temporaries. (XLA's allocator
-    reserves most of the GPU up front, so the process's footprint says nothing.)"""
+    arguments + outputs - donated (aliased) buffers + temporaries. (The process's footprint
+    mixes all programs, and by default XLA's allocator reserves most of the GPU up front.)"""
     try:
         m = compiled.memory_analysis()
     except Exception:  # noqa: BLE001  (not every backend reports it)
@@ -994,7 +994,8 @@ def first_step(entry: dict[str, Any], *, batch_size: int, epoch_images: int = 94
     timed ahead of time; PyTorch: what the first call costs beyond a call that re-allocates,
     i.e. ``torch.compile`` and the one-off set-up of the device's libraries), ``allocation_s``
     (PyTorch on CUDA: a call after ``torch.cuda.empty_cache()`` beyond a steady call; JAX: the
-    compiled program's first run beyond a steady one; None where it cannot be separated) and one
+    compiled program's first run beyond a steady one, which holds its buffers' allocation when
+    JAX does not preallocate the GPU; None where it cannot be separated) and one
     steady step. An epoch of ``epoch_images`` images (Imagenette's training set, the seed's data)
     is then ``first_step_s + (steps - 1) * steady_s``.
     """
