@@ -48,9 +48,11 @@ import math
 import time
 from typing import Any, Callable, Sequence
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from flax import nnx
 
-from . import data as sbs_data
 from . import training as sbs_training
 
 __all__ = [
@@ -199,10 +201,6 @@ def shift_mask(resolution: int, window: int, shift: int) -> np.ndarray | None:
 
 # ----------------------------------------------------------------------------- the Flax model
 # Attribute names follow timm's, so a parameter's path is its timm name (see copy_timm_weights).
-
-import jax  # noqa: E402  (the model needs them; the module docstring and tables above do not)
-import jax.numpy as jnp  # noqa: E402
-from flax import nnx  # noqa: E402
 
 # timm's trunc_normal_(std=.02) truncates at +-2 in absolute value, i.e. at +-100 standard
 # deviations: in effect a plain normal. JAX's truncated_normal cuts at +-2 std, so use normal.
@@ -568,8 +566,11 @@ def _torch_optimizer(model, config: sbs_training.TrainConfig, **kwargs):
 def _optax_optimizer(params, config: sbs_training.TrainConfig, steps_per_epoch: int):
     import optax
 
-    mask = jax.tree_util.tree_map_with_path(lambda path, p: decays(_timm_name([getattr(k, "key", getattr(k, "idx", k))
-                                                                                  for k in path]), p.ndim), params)
+    def name(path):  # the parameter's timm name from its pytree path (dict keys and list indices)
+        return _timm_name([getattr(k, "key", getattr(k, "idx", None)) for k in path
+                           if hasattr(k, "key") or hasattr(k, "idx")])
+
+    mask = jax.tree_util.tree_map_with_path(lambda path, p: decays(name(path), p.ndim), params)
 
     def schedule(count):
         return sbs_training.learning_rate(count, config, steps_per_epoch, xp=jnp)
