@@ -590,11 +590,16 @@ def predict_torch(model, X: np.ndarray, *, batch_size: int = 256) -> np.ndarray:
     return np.concatenate(out)
 
 
+_PREDICT_CACHE: dict = {}
+
+
 def predict_flax(model: FlaxSwinV2, X: np.ndarray, *, batch_size: int = 256) -> np.ndarray:
     """Classes predicted by the port (eval mode) for NCHW ``X`` (transposed here)."""
     model.eval()
     graphdef, state = nnx.split(model)
-    fn = jax.jit(lambda state, x: jnp.argmax(nnx.merge(graphdef, state)(x), axis=-1))
+    fn = _PREDICT_CACHE.get(graphdef)
+    if fn is None:  # one compiled program per network, not one per call (e.g. per epoch)
+        fn = _PREDICT_CACHE[graphdef] = jax.jit(lambda state, x: jnp.argmax(nnx.merge(graphdef, state)(x), axis=-1))
     return np.concatenate([np.asarray(fn(state, jnp.asarray(X[i:i + batch_size].transpose(0, 2, 3, 1))))
                            for i in range(0, len(X), batch_size)])
 
