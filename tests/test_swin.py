@@ -143,3 +143,48 @@ def test_first_step_adds_up():
     assert split["steady_epoch_s"] == pytest.approx(1.0)
     assert split["first_epoch_excess"] == pytest.approx(32.0 / 1.0)
     assert swin.first_step({"error": "boom"}, batch_size=32) == {"error": "boom"}
+
+
+def test_one_adamw_step_agrees_with_timms_model():
+    """The two training loops' optimisers: same weights, batch, schedule and weight-decay rule
+    -> the same parameters after two steps (AdamW's second step uses its moment estimates).
+
+    Tolerance, per tensor: ||update_jax - update_torch|| / ||update_torch|| <= 1e-2. Adam divides
+    each gradient entry by its running RMS, so an entry whose gradient is near zero (where float32
+    rounding decides its sign) can move by a fraction of the learning rate on one side only; a
+    wrong schedule or weight-decay rule (lr * 0.5 * |w| on every entry) moves whole tensors."""
+    import torch.nn.functional as F
+    from sidebyside import training
+
+    config = swin.SwinConfig(**{**TINY.to_dict(), "drop_path_rate": 0.0})
+    train_config = training.TrainConfig(num_epochs=1, lr=1e-2, optimizer="adam", schedule="cosine",
+                                        warmup_epochs=0.0, weight_decay=0.5)
+    torch_model = swin.torch_model(config)
+    swin.randomise_torch_(torch_model, 1)
+    flax_model = swin.copy_timm_weights(torch_model, swin.FlaxSwinV2(config, rngs=nnx.Rngs(0)))
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((2, 3, 2, 16, 16)).astype(np.float32)
+    y = rng.integers(0, 5, (2, 3))
+    before = {n: p.detach().numpy().copy() for n, p in torch_model.named_parameters()}
+    optimizer = swin._torch_optimizer(torch_model, train_config)
+    for step in range(2):
+        for group in optimizer.param_groups:
+            group["lr"] = float(training.learning_rate(step, train_config, 4))
+        optimizer.zero_grad()
+        F.cross_entropy(torch_model(torch.from_numpy(X[step])), torch.from_numpy(y[step])).backward()
+        optimizer.step()
+    flax_model.train()
+    graphdef, params, rest = nnx.split(flax_model, nnx.Param, ...)
+    tx = swin._optax_optimizer(params, train_config, 4)
+    opt_state = tx.init(params)
+    step_fn = jax.jit(swin._flax_train_step(graphdef, tx))
+    for step in range(2):
+        params, opt_state, rest, _ = step_fn(params, opt_state, rest, X[step].transpose(0, 2, 3, 1),
+                                             y[step].astype(np.int32))
+    flat = dict(nnx.to_flat_state(params))
+    for name, path in swin.flax_param_names(flax_model).items():
+        expected = dict(torch_model.named_parameters())[name].detach().numpy()
+        got = swin._flax_to_torch_layout(np.asarray(flat[path].get_value()))
+        update_torch, update_jax = expected - before[name], got - before[name]
+        assert np.linalg.norm(update_torch) > 0, name
+        assert np.linalg.norm(update_jax - update_torch) <= 1e-2 * np.linalg.norm(update_torch), name
