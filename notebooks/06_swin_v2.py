@@ -350,11 +350,12 @@ for ax, phase in zip(axes[0], speed_phases):
     low, high = part["batch"] / part["q3_s"], part["batch"] / part["q1_s"]
     ax.barh(labels, rate, xerr=np.array([rate - low, high - rate]), color=[viz.color(n.split("/")[0]) for n in part["name"]])
     ax.invert_yaxis()
-    ax.set(title=f"{phase}: Swin V2, {speed_config.img_size}² input ({prov['device']})",
-           xlabel="images per second (median; bars: interquartile range)")
-    ax.legend(handles=[Patch(color=viz.COLORS["torch"], label="PyTorch"), Patch(color=viz.COLORS["jax"], label="JAX")],
-              loc="lower right")
-fig.tight_layout()
+    ax.set_xlim(0, 1.1 * max(high.max(), 1e-9))
+    ax.set(title=f"{'Training' if phase == 'train' else 'Evaluation'} step, {speed_config.img_size}² input",
+           xlabel="images per second (median; bars: interquartile range)", ylabel="framework, tool, batch")
+fig.legend(handles=[Patch(color=viz.COLORS["torch"], label="PyTorch"), Patch(color=viz.COLORS["jax"], label="JAX")],
+           loc="upper center", ncol=2, title=f"Swin V2 throughput on {prov['device']}")
+fig.tight_layout(rect=(0, 0, 1, 0.82))
 plt.show()
 
 # %% [markdown]

@@ -722,8 +722,8 @@ TORCH_TOOLS = ("eager", "compile", "cuda_graph")
 JAX_TOOLS = ("jit", "jit_scan")
 TOOL_LABELS = {
     "torch/eager": "PyTorch, eager",
-    "torch/compile": "PyTorch, torch.compile (whole step)",
-    "torch/cuda_graph": "PyTorch, CUDA graph (compile, reduce-overhead)",
+    "torch/compile": "PyTorch, torch.compile",
+    "torch/cuda_graph": "PyTorch, CUDA graph",
     "jax/jit": "JAX, jit step",
     "jax/jit_scan": "JAX, jit + lax.scan",
 }
