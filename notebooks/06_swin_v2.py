@@ -340,7 +340,7 @@ speed_table.round(2)
 
 # %% figure="throughput" alt="Images per second of each tool, PyTorch in orange-red and JAX in blue, training and evaluation, with interquartile error bars"
 working = rows[rows["error"].isna()]
-fig, axes = plt.subplots(1, len(speed_phases), figsize=(11, 0.5 + 0.45 * max(len(working) // len(speed_phases), 4)),
+fig, axes = plt.subplots(1, len(speed_phases), figsize=(12, 1.8 + 0.45 * max(len(working) // len(speed_phases), 3)),
                          squeeze=False)
 for ax, phase in zip(axes[0], speed_phases):
     part = working[working["phase"] == phase]
@@ -352,7 +352,7 @@ for ax, phase in zip(axes[0], speed_phases):
     ax.invert_yaxis()
     ax.set_xlim(0, 1.1 * max(high.max(), 1e-9))
     ax.set(title=f"{'Training' if phase == 'train' else 'Evaluation'} step, {speed_config.img_size}² input",
-           xlabel="images per second (median; bars: interquartile range)", ylabel="framework, tool, batch")
+           xlabel="images per second (median; bars: IQR)", ylabel="framework, tool, batch" if ax is axes[0][0] else "")
 fig.legend(handles=[Patch(color=viz.COLORS["torch"], label="PyTorch"), Patch(color=viz.COLORS["jax"], label="JAX")],
            loc="upper center", ncol=2, title=f"Swin V2 throughput on {prov['device']}")
 fig.tight_layout(rect=(0, 0, 1, 0.82))
