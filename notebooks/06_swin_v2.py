@@ -79,6 +79,7 @@ jax_tools = ["jit"]                    # of jit, jit_scan
 speed_steps = 1            # steps per timed call
 speed_repeats = 3
 allow_tf32 = False         # TensorFloat-32 matmuls on NVIDIA GPUs (both frameworks alike)
+torch_threads = 0          # PyTorch's intra-op CPU threads; 0 keeps its default (one per core)
 
 # %% tags=["remove_cell"]
 import sys, subprocess
@@ -100,6 +101,12 @@ if "google.colab" in sys.modules:
 # to reserve most of the GPU's memory at start-up (its default): both
 # frameworks then allocate as they go and share the device, and the first
 # step's allocation is paid on both sides alike (section 5).
+#
+# On a CPU, PyTorch runs one OpenMP thread per core and XLA its own pool
+# over the same cores. On a machine shared with other work, OpenMP's
+# spinning barriers can make PyTorch many times slower than with one thread
+# (we saw 40× on a busy 2-core machine), so CPU figures are only meaningful
+# from an otherwise idle machine; `torch_threads` pins PyTorch's count.
 
 # %%
 import os
@@ -121,6 +128,8 @@ from sidebyside import data, progress, provenance, swin, training, verdict, viz
 
 viz.style()
 torch_device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+if torch_threads:
+    torch.set_num_threads(torch_threads)
 torch.set_float32_matmul_precision("high" if allow_tf32 else "highest")
 torch.backends.cudnn.allow_tf32 = allow_tf32
 jax.config.update("jax_default_matmul_precision", "tensorfloat32" if allow_tf32 else "highest")
