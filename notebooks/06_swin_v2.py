@@ -104,9 +104,9 @@ if "google.colab" in sys.modules:
 #
 # On a CPU, PyTorch runs one OpenMP thread per core and XLA its own pool
 # over the same cores. On a machine shared with other work, OpenMP's
-# spinning barriers can make PyTorch many times slower than with one thread
-# (we saw 40× on a busy 2-core machine), so CPU figures are only meaningful
-# from an otherwise idle machine; `torch_threads` pins PyTorch's count.
+# spinning barriers can make PyTorch far slower than with a single thread,
+# so CPU figures mean something only from an otherwise idle machine;
+# `torch_threads` pins PyTorch's count.
 
 # %%
 import os
