@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 NOTEBOOKS = publish.discover(ROOT / "notebooks")
 SLUGS = [info.slug for info in NOTEBOOKS]
 CONTRACT_SLUGS = ["fashion-mnist-pytorch-vs-flax", "weight-visualisation", "grid-sample-parity",
-                  "jit-and-autograd-timing", "xla-and-scipy"]
+                  "jit-and-autograd-timing", "xla-and-scipy", "swin-transformer-v2"]
 # Each notebook's issue names the metrics its results file must carry.
 REQUIRED_METRICS = {
     "fashion-mnist-pytorch-vs-flax": {"original_setting", "accuracy", "epoch_seconds", "compile_seconds"},
@@ -33,6 +33,7 @@ REQUIRED_METRICS = {
     "grid-sample-parity": {"parity", "speed"},
     "jit-and-autograd-timing": {"jit", "compile_s", "autograd"},
     "xla-and-scipy": {"matmul", "inverse", "optimise", "retrace"},
+    "swin-transformer-v2": {"parity", "accuracy", "speed", "verdicts"},
     "publisher-fixture": {"total"},
 }
 SCREENSHOTS = ROOT / "build" / "screenshots"

@@ -16,6 +16,8 @@ neither torch nor JAX; ``sidebyside.<module>`` imports it on first use):
   path, Pallas and native kernels, parity harness, benchmark), its function re-exported
   here as ``sidebyside.grid_sample`` (the package has another name so that the
   function is never shadowed by it).
+- ``swin``: Swin Transformer V2 in Flax NNX, a port of timm's with weight copying and a parity check, its
+  training and its speed ladder.
 - ``bench``: the command line of the benchmarks (``python -m sidebyside.bench grid_sample``).
 - ``viz``: shared colours, weight grids, computation graphs, plots.
 - ``tables``: tables a reader can read (numbers formatted once, no cell cut short).
@@ -44,6 +46,7 @@ __all__ = [
     "publish",
     "runkey",
     "sampling",
+    "swin",
     "tables",
     "timing",
     "training",

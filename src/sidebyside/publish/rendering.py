@@ -195,7 +195,7 @@ def front_matter(info: NotebookInfo, record: dict[str, Any], site_config: dict[s
     notebook = info.relpath(root)
     ipynb = notebook[:-3] + ".ipynb" if notebook.endswith(".py") else notebook
     prov = record["provenance"]
-    versions = {k: prov.get(k) for k in ("python", "torch", "jax", "jaxlib", "flax", "optax", "cuda") if prov.get(k)}
+    versions = {k: prov.get(k) for k in ("python", "torch", "jax", "jaxlib", "flax", "optax", "timm", "cuda") if prov.get(k)}
     return {
         "layout": "post",
         "title": info.title,
