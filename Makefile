@@ -119,6 +119,7 @@ list: $(SETUP_DEPS)
 
 ## site: build the blog into _site/ (strict front matter)
 site: $(SETUP_DEPS)
+	@$(PUBLISH) list --site . >/dev/null  # a corrupt results file is named here, not as Jekyll's bare YAML error
 	bundle exec jekyll build --strict_front_matter --quiet
 
 ## serve: serve the blog at http://127.0.0.1:4000
