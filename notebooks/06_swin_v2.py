@@ -349,12 +349,14 @@ speed_table = pd.DataFrame({
     "precision": rows["precision"], "phase": rows["phase"], "batch": rows["batch"], "tool": rows["tool"],
     "per step (ms, median)": 1e3 * rows["median_s"], "IQR (ms)": 1e3 * rows["iqr_s"],
     "images / s": rows["images_per_s"], "compile (s)": rows["compile_s"],
-    "peak memory (MiB)": rows["peak_memory_bytes"] / 2**20, "error": rows["error"].fillna(""),
+    "peak memory (MiB)": rows["peak_memory_bytes"] / 2**20,
+    "status": [("ran" if m == m else f"not applicable: {na}" if na else f"failed: {err}")  # m == m: not NaN
+               for m, na, err in zip(rows["median_s"], rows["not_applicable"], rows["error"])],
 }).set_index(["precision", "phase", "batch", "tool"])
 speed_table.round(2)
 
 # %% figure="throughput" alt="Images per second of each tool, PyTorch in orange-red and JAX in blue, training and evaluation, with interquartile error bars"
-working = rows[rows["error"].isna()]
+working = rows[rows["median_s"].notna()]
 fig, axes = plt.subplots(1, len(speed_phases), figsize=(12, 1.8 + 0.45 * max(len(working) // len(speed_phases), 3)),
                          squeeze=False)
 for ax, phase in zip(axes[0], speed_phases):
@@ -401,7 +403,8 @@ memory_table.round(0) if len(memory_table) else Markdown("No device memory stati
 first_steps = {
     f"{key}/{name}": {"precision": r["precision"], "batch": r["batch_size"], "tool": swin.TOOL_LABELS[name],
                       **swin.first_step(e, batch_size=r["batch_size"])}
-    for key, r in speed.items() if r["phase"] == "train" for name, e in r["ladder"].items() if not e["error"]
+    for key, r in speed.items() if r["phase"] == "train" for name, e in r["ladder"].items()
+    if e["median_s"] is not None
 }
 first_table = pd.DataFrame(first_steps.values()).set_index(["precision", "batch", "tool"])[
     ["compile_s", "allocation_s", "steady_s", "first_step_s", "first_epoch_s", "steady_epoch_s", "first_epoch_excess"]]
@@ -443,8 +446,8 @@ for key in order:
 seed_verdicts = []
 for key in order:
     entries = speed[key]["ladder"]
-    if speed[key]["precision"] == "float32" and not entries.get("torch/eager", {}).get("error") \
-            and not entries.get("jax/jit", {}).get("error") and "torch/eager" in entries and "jax/jit" in entries:
+    if speed[key]["precision"] == "float32" and all(entries.get(n, {}).get("median_s") is not None
+                                                    for n in ("torch/eager", "jax/jit")):
         seed_verdicts.append(verdict.speed(entries["torch/eager"], entries["jax/jit"],
                                            question=f"PyTorch eager against JAX jit ({setting_name(key)}), "
                                                     f"the seed's comparison", subject_tool="eager",
@@ -462,7 +465,7 @@ def answer(phase):
     entries, chosen = speed[key]["ladder"], speed[key]["best"]
     what = f"{'Training' if phase == 'train' else 'Evaluation'} at batch {speed[key]['batch_size']}"
     parts = []
-    if all(n in entries and not entries[n]["error"] for n in ("torch/eager", "jax/jit")):
+    if all(entries.get(n, {}).get("median_s") is not None for n in ("torch/eager", "jax/jit")):
         ratio = entries["torch/eager"]["median_s"] / entries["jax/jit"]["median_s"]
         parts.append(f"the seed's pairing, PyTorch eager against JAX jit, gives JAX {verdict.fmt_ratio(ratio)} "
                      f"PyTorch's throughput (the seed reported {verdict.fmt_ratio(SEED_RATIO[phase])})")

@@ -728,7 +728,7 @@ TOOL_LABELS = {
     "jax/jit": "JAX, jit step",
     "jax/jit_scan": "JAX, jit + lax.scan",
 }
-GPU_ONLY = {"cuda_graph": "not applicable: CUDA graphs need a CUDA device"}
+GPU_ONLY = {"cuda_graph": "CUDA graphs need a CUDA device"}
 PRECISIONS = ("float32", "bfloat16")
 
 
@@ -741,6 +741,7 @@ class Rung:
     compile_s: float | None = None          # JAX: ahead-of-time trace + compile, measured apart
     peak_memory_bytes: Callable[[], int | None] | None = None
     error: str | None = None
+    not_applicable: str | None = None       # why the tool cannot run on this machine (not a failure)
 
 
 def random_batches(config: SwinConfig, batch_size: int, steps: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -769,7 +770,7 @@ def _torch_rung(config: SwinConfig, tool: str, phase: str, X: np.ndarray, y: np.
     on_cuda = torch.cuda.is_available()
     device = torch.device("cuda" if on_cuda else "cpu")
     if tool in GPU_ONLY and not on_cuda:
-        return Rung(f"torch/{tool}", error=GPU_ONLY[tool])
+        return Rung(f"torch/{tool}", not_applicable=GPU_ONLY[tool])
     torch.manual_seed(seed)
     model = torch_model(config).to(device)
     amp = dict(device_type=device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
@@ -955,9 +956,10 @@ def ladder(config: SwinConfig, *, batch_size: int, phase: str, precision: str = 
                                  pipelined=_on_gpu()) if working else {}
     entries: dict[str, dict[str, Any]] = {}
     for name, rung in rungs.items():
-        if rung.error is not None:
-            entries[name] = {**sbs_verdict.ladder_entry(error=rung.error), "images_per_s": None,
-                             "peak_memory_bytes": None}
+        if rung.error is not None or rung.not_applicable is not None:
+            entry = (sbs_verdict.ladder_entry(error=rung.error) if rung.error is not None else
+                     sbs_verdict.ladder_entry(not_applicable=rung.not_applicable))
+            entries[name] = {**entry, "images_per_s": None, "peak_memory_bytes": None}
             continue
         t = timings[name]
         # The first call = compilation (torch.compile inside it; JAX's measured apart, ahead of time)
@@ -1008,6 +1010,8 @@ def first_step(entry: dict[str, Any], *, batch_size: int, epoch_images: int = 94
     """
     if entry.get("error"):
         return {"error": entry["error"]}
+    if entry.get("median_s") is None:  # a tool that does not apply here
+        return {"error": f"not applicable: {entry.get('not_applicable')}"}
     steady = entry["median_s"]
     steps = math.ceil(epoch_images / batch_size)
     first = (entry["compile_s"] or 0.0) + (entry["allocation_s"] or 0.0) + steady
