@@ -119,7 +119,8 @@ list: $(SETUP_DEPS)
 
 ## site: build the blog into _site/ (strict front matter)
 site: $(SETUP_DEPS)
-	@$(PUBLISH) list --site . >/dev/null  # a corrupt results file is named here, not as Jekyll's bare YAML error
+	@# names a corrupt results file (rather than Jekyll's bare YAML error) and refreshes the scoreboard's states
+	@$(PUBLISH) list --site . --freshness >/dev/null
 	bundle exec jekyll build --strict_front_matter --quiet
 
 ## serve: serve the blog at http://127.0.0.1:4000

@@ -228,6 +228,12 @@ def test_freshness_compares_the_cache_key_with_the_published_one(tmp_path):
                                                                "provenance": {}, "metrics": {}}))
     path = scoreboard.write_freshness(tmp_path, publish.discover(ROOT / "notebooks"), params, ROOT)
     assert json.loads(path.read_text()) == {current.slug: "current", edited.slug: "stale"}
+    # `make site` refreshes the states through `publish list --freshness`, the same test.
+    path.unlink()
+    from sidebyside.publish import cli
+
+    assert cli.list_notebooks(site=tmp_path, write_freshness=True) == 0
+    assert json.loads(path.read_text()) == {current.slug: "current", edited.slug: "stale"}
 
 
 def test_show_in_full_keeps_every_cell_and_formats_floats():

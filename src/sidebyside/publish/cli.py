@@ -133,10 +133,12 @@ def rerender(*, only: str | None = None, site: Path = ROOT, build: Path = ROOT /
 
 
 def list_notebooks(*, only: str | None = None, site: Path = ROOT, notebooks: Path = ROOT / "notebooks",
-                   params_dir: Path = ROOT / "params", root: Path = ROOT) -> int:
+                   params_dir: Path = ROOT / "params", root: Path = ROOT, write_freshness: bool = False) -> int:
     """Print each notebook, its slug and what is published (current or stale,
     by :func:`sidebyside.publish.cache.freshness` with the parameters of
-    ``params_dir``). Returns 2 when a published record is broken."""
+    ``params_dir``). Returns 2 when a published record is broken. With
+    ``write_freshness`` (``make site``), also write the answer into the
+    site's ``_data/freshness.json`` for the home page's scoreboard."""
     everything = discover(notebooks)
     params_by_profile = load_all_params(params_dir, everything)
     broken = 0
@@ -155,6 +157,10 @@ def list_notebooks(*, only: str | None = None, site: Path = ROOT, notebooks: Pat
                     None: f"unknown: no {params_dir}/{record.get('profile')}.yaml"}[current]
             state = f"{record['profile']} run of {record['executed_at']} ({said})"
         print(f"{info.slug:31} {info.relpath(root):38} {state}")
+    if write_freshness and not broken:
+        from sidebyside.publish import scoreboard
+
+        scoreboard.write_freshness(site, select(everything, only), params_by_profile, root)
     return 2 if broken else 0
 
 
@@ -174,7 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--dry-run", action="store_true", help="say what would run, run nothing")
     ex.add_argument("--no-progress", action="store_true", help="no per-cell progress bar")
     sub.add_parser("render", parents=[common], help="render published notebooks again from build/executed")
-    sub.add_parser("list", parents=[common], help="list notebooks, slugs and what is published")
+    listing = sub.add_parser("list", parents=[common], help="list notebooks, slugs and what is published")
+    listing.add_argument("--freshness", action="store_true",
+                         help="also write the answer into <site>/_data/freshness.json (the scoreboard's state)")
     sub.add_parser("profile", help="print the profile this machine supports")
     pairs = sub.add_parser("check-pairs", help="fail if a .ipynb pair is missing, stale or holds outputs")
     pairs.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
@@ -195,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
             for problem in problems:
                 print(problem, file=sys.stderr)
             return 1 if problems else 0
-        return list_notebooks(only=args.only, site=args.site, notebooks=args.notebooks, params_dir=args.params)
+        return list_notebooks(only=args.only, site=args.site, notebooks=args.notebooks, params_dir=args.params,
+                              write_freshness=args.freshness)
     except PublishError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
