@@ -83,7 +83,9 @@ import torch
 import torch.nn.functional as F
 from IPython.display import Markdown
 
-from sidebyside import grid_sample, progress, provenance, timing, verdict, viz
+from sidebyside import grid_sample, progress, provenance, tables, timing, verdict, viz
+
+tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 from sidebyside.sampling import bench as sampling_bench
 from sidebyside.sampling import parity
 

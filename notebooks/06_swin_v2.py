@@ -133,7 +133,9 @@ from flax import nnx
 from IPython.display import Markdown
 from matplotlib.patches import Patch
 
-from sidebyside import data, progress, provenance, swin, training, verdict, viz
+from sidebyside import data, progress, provenance, swin, tables, training, verdict, viz
+
+tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 
 viz.style()
 torch_device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
