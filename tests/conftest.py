@@ -50,6 +50,14 @@ def make_site(directory: Path, *, with_published: bool = False) -> Path:
     return directory
 
 
+def chromium(playwright):
+    """Debian's headless Chromium, as every browser test starts it: no sandbox (root), no GPU, and no
+    background connections (this machine's closed network refuses them)."""
+    return playwright.chromium.launch(executable_path="/usr/bin/chromium", args=[
+        "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"])
+
+
 def front_matter(post: str) -> dict:
     """The YAML front matter of a post's text."""
     import yaml

@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, make_site
+from conftest import ROOT, chromium, make_site
 
 from sidebyside import publish
 from sidebyside.publish import escape
@@ -214,8 +214,7 @@ def _report(built: Path) -> dict:
     base = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
-                "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"])
+            browser = chromium(p)
             try:
                 page = browser.new_page()
                 errors: list[str] = []

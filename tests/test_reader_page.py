@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ROOT, front_matter, make_site
+from conftest import ROOT, chromium, front_matter, make_site
 from test_pairs import SLUG as FIXTURE
 from test_pairs import render_fixture
 from test_site import _jekyll, _serve
@@ -102,8 +102,7 @@ def pages(reader_site):
     reports = {}
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
-                "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"])
+            browser = chromium(p)
             try:
                 for width_name, width in WIDTHS.items():
                     for name, path in [("index", "/")] + [(s, f"/posts/{s}/") for s in slugs]:

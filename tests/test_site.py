@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, front_matter, make_site
+from conftest import ROOT, chromium, front_matter, make_site
 
 from sidebyside import publish
 
@@ -110,9 +110,7 @@ def _browse(built: Path, slugs: list[str], prefix: str) -> dict[str, dict]:
     reports = {}
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
-                "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync"])
+            browser = chromium(p)
             try:
                 for name, path in [("index", "/")] + [(s, f"/posts/{s}/") for s in slugs]:
                     page = browser.new_page(viewport={"width": 1100, "height": 900})
