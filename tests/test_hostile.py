@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, chromium, make_site
+from conftest import ROOT, make_site
 
 from sidebyside import publish
 from sidebyside.publish import escape
@@ -207,41 +207,31 @@ def _build_and_open(site: Path) -> dict:
 
 
 def _report(built: Path) -> dict:
-    from playwright.sync_api import sync_playwright
-    from test_site import _serve
+    from test_site import browsing
 
-    server = _serve(built)
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
-        with sync_playwright() as p:
-            browser = chromium(p)
-            try:
-                page = browser.new_page()
-                errors: list[str] = []
-                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-                page.on("pageerror", lambda e: errors.append(str(e)))
-                page.goto(f"{base}/posts/{SLUG}/", wait_until="load")
-                page.wait_for_timeout(300)
-                return {
-                    "errors": errors,
-                    "pwned_output": page.evaluate("() => window.__pwned_output === undefined ? null : 1"),
-                    "pwned_meta": page.evaluate("() => window.__pwned_meta === undefined ? null : 1"),
-                    "content_scripts": page.evaluate(
-                        "() => document.querySelectorAll('.post-content script, .post-content iframe').length"),
-                    "inline_scripts": page.evaluate(
-                        "() => Array.from(document.scripts).filter(s => !s.src && /pwned/.test(s.text)"
-                        " && (!s.type || /javascript|module/.test(s.type))).length"),  # not JSON-LD data
-                    "handlers": page.evaluate("""() => Array.from(document.querySelectorAll('*')).flatMap(
-                        e => Array.from(e.attributes).filter(a => a.name.startsWith('on')).map(a => e.tagName))"""),
-                    "js_links": page.evaluate(
-                        "() => Array.from(document.links).filter(a => a.protocol === 'javascript:').length"),
-                    "header_html": page.evaluate("() => document.querySelector('.post-header').innerHTML"),
-                    "text": page.evaluate("() => document.body.innerText"),
-                }
-            finally:
-                browser.close()
-    finally:
-        server.shutdown()
+    with browsing(built) as (browser, base):
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{base}/posts/{SLUG}/", wait_until="load")
+        page.wait_for_timeout(300)
+        return {
+            "errors": errors,
+            "pwned_output": page.evaluate("() => window.__pwned_output === undefined ? null : 1"),
+            "pwned_meta": page.evaluate("() => window.__pwned_meta === undefined ? null : 1"),
+            "content_scripts": page.evaluate(
+                "() => document.querySelectorAll('.post-content script, .post-content iframe').length"),
+            "inline_scripts": page.evaluate(
+                "() => Array.from(document.scripts).filter(s => !s.src && /pwned/.test(s.text)"
+                " && (!s.type || /javascript|module/.test(s.type))).length"),  # not JSON-LD data
+            "handlers": page.evaluate("""() => Array.from(document.querySelectorAll('*')).flatMap(
+                e => Array.from(e.attributes).filter(a => a.name.startsWith('on')).map(a => e.tagName))"""),
+            "js_links": page.evaluate(
+                "() => Array.from(document.links).filter(a => a.protocol === 'javascript:').length"),
+            "header_html": page.evaluate("() => document.querySelector('.post-header').innerHTML"),
+            "text": page.evaluate("() => document.body.innerText"),
+        }
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ROOT, chromium, front_matter, make_site
+from conftest import ROOT, front_matter, make_site
 from test_pairs import SLUG as FIXTURE
 from test_pairs import render_fixture
-from test_site import _jekyll, _serve
+from test_site import _jekyll, browsing
 
 from sidebyside import publish, verdict
 from sidebyside.publish import scoreboard
@@ -93,51 +93,40 @@ def reader_site(tmp_path_factory):
 @pytest.fixture(scope="module")
 def pages(reader_site):
     """What each page reported, per (name, width)."""
-    from playwright.sync_api import sync_playwright
-
     site, built, slugs, _ = reader_site
     SHOTS.mkdir(parents=True, exist_ok=True)
-    server = _serve(built)
-    base = f"http://127.0.0.1:{server.server_address[1]}"
     reports = {}
-    try:
-        with sync_playwright() as p:
-            browser = chromium(p)
-            try:
-                for width_name, width in WIDTHS.items():
-                    for name, path in [("index", "/")] + [(s, f"/posts/{s}/") for s in slugs]:
-                        page = browser.new_page(viewport={"width": width, "height": 900})
-                        errors: list[str] = []
-                        page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
-                        page.on("requestfailed", lambda r, errors=errors: errors.append(f"failed: {r.url}"))
-                        page.on("dialog", lambda d, errors=errors: (errors.append(f"dialog: {d.message}"), d.dismiss()))
-                        response = page.goto(base + path, wait_until="load")
-                        page.wait_for_timeout(300)  # KaTeX, pairs.js
-                        report = {
-                            "status": response.status if response else None,
-                            "errors": errors,
-                            **page.evaluate(LAYOUT_PROBLEMS),
-                            "verdict": page.evaluate("() => (document.querySelector('.verdict') || {}).innerText || null"),
-                            "provenance": page.evaluate("() => (document.querySelector('.provenance') || {}).innerText || ''"),
-                            "title": page.evaluate("() => (document.querySelector('.post-title') || {}).textContent || ''"),
-                            "downloads": page.evaluate("() => Array.from(document.querySelectorAll('.downloads a')).map(a => a.href)"),
-                            "scoreboard": page.evaluate("() => Array.from(document.querySelectorAll('.scoreboard tbody tr')).map(r => r.innerText)"),
-                        }
-                        page.screenshot(path=str(SHOTS / f"{name}-{width_name}-top.png"))
-                        page.screenshot(path=str(SHOTS / f"{name}-{width_name}.png"), full_page=True)
-                        if name == FIXTURE:
-                            report["pair_columns"] = page.evaluate(
-                                "() => ['torch', 'jax'].map(s => document.querySelector('.pair-code.' + s).getBoundingClientRect().left)")
-                            page.click(".pair-toggle button[data-show='jax']")
-                            report["after_jax_only"] = page.evaluate("""() => ['torch', 'jax'].map(s =>
-                                getComputedStyle(document.querySelector('.pair-code.' + s)).display)""")
-                            report["download_status"] = [page.request.get(url).status for url in report["downloads"]]
-                        reports[name, width_name] = report
-                        page.close()
-            finally:
-                browser.close()
-    finally:
-        server.shutdown()
+    with browsing(built) as (browser, base):
+        for width_name, width in WIDTHS.items():
+            for name, path in [("index", "/")] + [(s, f"/posts/{s}/") for s in slugs]:
+                page = browser.new_page(viewport={"width": width, "height": 900})
+                errors: list[str] = []
+                page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+                page.on("requestfailed", lambda r, errors=errors: errors.append(f"failed: {r.url}"))
+                page.on("dialog", lambda d, errors=errors: (errors.append(f"dialog: {d.message}"), d.dismiss()))
+                response = page.goto(base + path, wait_until="load")
+                page.wait_for_timeout(300)  # KaTeX, pairs.js
+                report = {
+                    "status": response.status if response else None,
+                    "errors": errors,
+                    **page.evaluate(LAYOUT_PROBLEMS),
+                    "verdict": page.evaluate("() => (document.querySelector('.verdict') || {}).innerText || null"),
+                    "provenance": page.evaluate("() => (document.querySelector('.provenance') || {}).innerText || ''"),
+                    "title": page.evaluate("() => (document.querySelector('.post-title') || {}).textContent || ''"),
+                    "downloads": page.evaluate("() => Array.from(document.querySelectorAll('.downloads a')).map(a => a.href)"),
+                    "scoreboard": page.evaluate("() => Array.from(document.querySelectorAll('.scoreboard tbody tr')).map(r => r.innerText)"),
+                }
+                page.screenshot(path=str(SHOTS / f"{name}-{width_name}-top.png"))
+                page.screenshot(path=str(SHOTS / f"{name}-{width_name}.png"), full_page=True)
+                if name == FIXTURE:
+                    report["pair_columns"] = page.evaluate(
+                        "() => ['torch', 'jax'].map(s => document.querySelector('.pair-code.' + s).getBoundingClientRect().left)")
+                    page.click(".pair-toggle button[data-show='jax']")
+                    report["after_jax_only"] = page.evaluate("""() => ['torch', 'jax'].map(s =>
+                        getComputedStyle(document.querySelector('.pair-code.' + s)).display)""")
+                    report["download_status"] = [page.request.get(url).status for url in report["downloads"]]
+                reports[name, width_name] = report
+                page.close()
     return reports
 
 

@@ -6,6 +6,7 @@ or _data/ (conftest checks)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import json
@@ -100,44 +101,50 @@ def _serve(directory: Path):
     return server
 
 
-def _browse(built: Path, slugs: list[str], prefix: str) -> dict[str, dict]:
-    """Open the index and each post in headless Chromium; return what each page reported."""
+@contextlib.contextmanager
+def browsing(built: Path):
+    """Serve ``built`` on loopback and yield (headless Chromium, the base URL); close both after."""
     from playwright.sync_api import sync_playwright
 
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     server = _serve(built)
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    reports = {}
     try:
         with sync_playwright() as p:
             browser = chromium(p)
             try:
-                for name, path in [("index", "/")] + [(s, f"/posts/{s}/") for s in slugs]:
-                    page = browser.new_page(viewport={"width": 1100, "height": 900})
-                    errors: list[str] = []
-                    page.on("console", lambda m, errors=errors: errors.append(m.text) if m.type == "error" else None)
-                    page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
-                    page.on("requestfailed", lambda r, errors=errors: errors.append(f"failed: {r.url}"))
-                    response = page.goto(base + path, wait_until="load")
-                    page.wait_for_timeout(300)  # let KaTeX render
-                    images = page.evaluate("""() => Array.from(document.images).map(i => ({
-                        src: i.getAttribute('src'), ok: i.complete && i.naturalWidth > 0}))""")
-                    reports[name] = {
-                        "status": response.status if response else None,
-                        "errors": errors,
-                        "images": images,
-                        "katex": page.evaluate("() => document.querySelectorAll('.katex').length"),
-                        "provenance": page.evaluate("() => (document.querySelector('.provenance') || {}).innerText || ''"),
-                        "colab": page.evaluate("() => (document.querySelector('a.colab') || {}).href || ''"),
-                        "verdict": page.evaluate("() => !!document.querySelector('.verdict')"),
-                        "text": page.evaluate("() => document.body.innerText"),
-                    }
-                    page.screenshot(path=str(SCREENSHOTS / f"{prefix}-{name}.png"), full_page=name != "index")
-                    page.close()
+                yield browser, f"http://127.0.0.1:{server.server_address[1]}"
             finally:
                 browser.close()
     finally:
         server.shutdown()
+
+
+def _browse(built: Path, slugs: list[str], prefix: str) -> dict[str, dict]:
+    """Open the index and each post in headless Chromium; return what each page reported."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    reports = {}
+    with browsing(built) as (browser, base):
+        for name, path in [("index", "/")] + [(s, f"/posts/{s}/") for s in slugs]:
+            page = browser.new_page(viewport={"width": 1100, "height": 900})
+            errors: list[str] = []
+            page.on("console", lambda m, errors=errors: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+            page.on("requestfailed", lambda r, errors=errors: errors.append(f"failed: {r.url}"))
+            response = page.goto(base + path, wait_until="load")
+            page.wait_for_timeout(300)  # let KaTeX render
+            images = page.evaluate("""() => Array.from(document.images).map(i => ({
+                src: i.getAttribute('src'), ok: i.complete && i.naturalWidth > 0}))""")
+            reports[name] = {
+                "status": response.status if response else None,
+                "errors": errors,
+                "images": images,
+                "katex": page.evaluate("() => document.querySelectorAll('.katex').length"),
+                "provenance": page.evaluate("() => (document.querySelector('.provenance') || {}).innerText || ''"),
+                "colab": page.evaluate("() => (document.querySelector('a.colab') || {}).href || ''"),
+                "verdict": page.evaluate("() => !!document.querySelector('.verdict')"),
+                "text": page.evaluate("() => document.body.innerText"),
+            }
+            page.screenshot(path=str(SCREENSHOTS / f"{prefix}-{name}.png"), full_page=name != "index")
+            page.close()
     return reports
 
 
