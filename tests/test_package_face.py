@@ -29,9 +29,25 @@ def test_every_public_module_is_exported_and_listed_in_the_docstring():
     assert not undocumented, f"list in sidebyside's docstring: {undocumented}"
 
 
-@pytest.mark.parametrize("name", _public_modules())
+def _report_modules() -> list[str]:
+    import sidebyside.report
+
+    return [f"report.{name}" for name in sidebyside.report.__all__]
+
+
+def test_every_report_module_exists_and_is_listed():
+    import sidebyside.report
+
+    on_disk = sorted(m.name for m in pkgutil.iter_modules(sidebyside.report.__path__) if not m.name.startswith("_"))
+    assert on_disk == sorted(sidebyside.report.__all__)
+    assert all(f"``{name}``" in sidebyside.report.__doc__ for name in on_disk)
+
+
+@pytest.mark.parametrize("name", _public_modules() + _report_modules())
 def test_module_is_reachable_and_its_functions_are_documented(name):
-    module = getattr(sidebyside, name)
+    module = sidebyside
+    for part in name.split("."):
+        module = getattr(module, part)
     assert module is importlib.import_module(f"sidebyside.{name}")
     assert (module.__doc__ or "").strip(), f"sidebyside.{name} has no module docstring"
     public = getattr(module, "__all__", None) or [n for n in vars(module) if not n.startswith("_")]

@@ -11,6 +11,7 @@ neither torch nor JAX; ``sidebyside.<module>`` imports it on first use):
   the ladder of tools, the same conditions on both sides).
 - ``peaks``: the hardware floor: data-sheet peaks of GPUs, measured copy bandwidth.
 - ``verdict``: measured numbers into claims (faster / slower / within noise) and their sentences.
+- ``report``: each post's results record and generated conclusion, one module per post.
 - ``analysis``: representation similarity (CKA) and weight statistics.
 - ``sampling``: the ``grid_sample`` package (a JAX port with PyTorch's semantics: XLA
   path, Pallas and native kernels, parity harness, benchmark), its function re-exported
@@ -44,6 +45,7 @@ __all__ = [
     "progress",
     "provenance",
     "publish",
+    "report",
     "runkey",
     "sampling",
     "swin",

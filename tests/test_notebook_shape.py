@@ -1,0 +1,84 @@
+"""The notebooks narrate; the library decides (issue 17).
+
+Every notebook keeps its hidden code to plumbing (installing on Colab, saving results): under
+30 lines of code in cells the post does not show. Each has lower-case parameters, a Conclusion,
+and names that mean one thing across notebooks. These tests read the jupytext sources, so they
+run in a fraction of a second and fail the moment a notebook grows a hidden essay again.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.py"))
+HIDDEN_TAGS = {"remove_input", "remove_cell"}
+HIDDEN_BUDGET = 30  # lines of code (not blank, not comments) in hidden cells, the Colab install included
+
+_CELL = re.compile(r"^# %%(?P<kind> \[markdown\])?(?P<rest>.*)$")
+
+
+def cells(path: Path) -> list[dict]:
+    """The cells of a jupytext percent notebook: kind, tags and source lines."""
+    out: list[dict] = []
+    for line in path.read_text().splitlines():
+        m = _CELL.match(line)
+        if m:
+            tags = set(re.findall(r'"([^"]+)"', m["rest"].split("tags=", 1)[1])) if "tags=" in m["rest"] else set()
+            out.append({"kind": "markdown" if m["kind"] else "code", "tags": tags, "lines": []})
+        elif out:
+            out[-1]["lines"].append(line)
+    return out
+
+
+def code_lines(lines: list[str]) -> int:
+    return sum(1 for line in lines if line.strip() and not line.strip().startswith("#"))
+
+
+def test_the_notebooks_are_found():
+    assert len(NOTEBOOKS) >= 6
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_hidden_code_is_only_plumbing(path):
+    hidden = {i: code_lines(c["lines"]) for i, c in enumerate(cells(path))
+              if c["kind"] == "code" and c["tags"] & HIDDEN_TAGS}
+    total = sum(hidden.values())
+    assert total < HIDDEN_BUDGET, (
+        f"{path.name} hides {total} lines of code (cells {hidden}); the budget is under {HIDDEN_BUDGET}. "
+        "Move the deciding and the wording into a tested library function and call it.")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_parameters_are_lower_case(path):
+    params = [c for c in cells(path) if "parameters" in c["tags"]]
+    assert len(params) == 1, f"{path.name} needs exactly one cell tagged parameters"
+    names = [t.id for node in ast.parse("\n".join(params[0]["lines"])).body if isinstance(node, ast.Assign)
+             for t in node.targets if isinstance(t, ast.Name)]
+    assert names and all(n == n.lower() for n in names), f"{path.name}: upper-case parameters {names}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_notebook_has_a_conclusion(path):
+    text = path.read_text()
+    assert re.search(r"^#+ .*Conclusion", text, re.M) or re.search(r"## (\d+\. )?Conclusion", text), (
+        f"{path.name} has no Conclusion section")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_alias_means_two_things(path):
+    """`F` is torch.nn.functional wherever it appears; sidebyside modules go by their own names."""
+    for node in ast.walk(ast.parse(_code(path))):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.asname == "F":
+                    full = f"{getattr(node, 'module', '') or ''}.{alias.name}".strip(".")
+                    assert full == "torch.nn.functional", f"{path.name}: F means {full}"
+
+
+def _code(path: Path) -> str:
+    return "\n".join("\n".join(c["lines"]) for c in cells(path) if c["kind"] == "code"
+                     and not any(line.lstrip().startswith(("!", "%")) for line in c["lines"]))
