@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The gpu profile on an air-gapped GPU box, in one command: install what the box lacks from
+# .offline/ (made by `make offline` on a connected machine, from the committed tree), check
+# that PyTorch and JAX both compute on the GPU, optionally run GPU tests, execute the gpu
+# profile of the named posts, and pack what was published into one archive.
+#
+# Usage, from the repository root on the box (.offline/ copied or carried along):
+#   tools/device-run.sh [SLUGS]            SLUGS: comma-separated (default: every post a GPU changes)
+#   TESTS="tests/test_ladder.py" tools/device-run.sh ...   also run these tests first
+# Writes into $OUT (or build/device-run): gpu-run.tgz (_posts, images, _data, build/executed)
+# and the logs. Unpack the archive at the root of the same commit and commit it as it is.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+slugs=${1:-fashion-mnist-pytorch-vs-flax,jit-and-autograd-timing,xla-and-scipy,grid-sample-parity,swin-transformer-v2}
+out=${OUT:-build/device-run}
+mkdir -p "$out"
+if [ ! -f .offline/COMMIT ]; then
+  echo "no .offline/: run 'make offline' on a connected machine from the committed tree, and bring .offline/ here" >&2
+  exit 2
+fi
+python3 -m pip install -q --no-index --find-links .offline/wheels -r .offline/requirements-offline.txt
+export FASHION_MNIST_DIR=$PWD/.offline/fashion-mnist SIDEBYSIDE_GIT_SHA=$(cat .offline/COMMIT) PYTHONUNBUFFERED=1
+# Both frameworks on the same GPU, or stop here (the publisher asks again, per notebook).
+PYTHONPATH=src python3 -c "from sidebyside import provenance as p; print('both frameworks on', p.check_gpu_profile(p.devices()))" \
+  > "$out/check.log" 2>&1 || { cat "$out/check.log" >&2; exit 3; }
+cat "$out/check.log"
+if [ -n "${TESTS:-}" ]; then
+  # shellcheck disable=SC2086
+  PYTHONPATH=src python3 -m pytest -q -p no:cacheprovider $TESTS 2>&1 | tee "$out/tests.log" || true
+fi
+status=0
+make execute PROFILE=gpu FORCE=1 PYTHON=python3 SETUP=0 ONLY="$slugs" 2>&1 | tee "$out/execute.log" || status=$?
+tar czf "$out/gpu-run.tgz" _posts images _data build/executed 2>/dev/null || tar czf "$out/gpu-run.tgz" _posts images _data
+echo "packed $(du -h "$out/gpu-run.tgz" | cut -f1) into $out/gpu-run.tgz (commit $SIDEBYSIDE_GIT_SHA); make execute exited $status"
+exit "$status"
