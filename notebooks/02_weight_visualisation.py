@@ -85,7 +85,6 @@ if "google.colab" in sys.modules:
 # %%
 import copy
 import dataclasses
-import itertools
 import re
 
 import jax
@@ -100,7 +99,7 @@ from flax import nnx
 from IPython.display import Markdown, Pretty
 from torchviz import make_dot
 
-from sidebyside import analysis, data, models, provenance, tables, training, verdict, viz
+from sidebyside import analysis, data, models, provenance, report, tables, training, viz
 
 viz.style()
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -115,12 +114,8 @@ arrays = training.prepare(ds, num_train=num_train, num_test=num_test)
 X_cka = arrays.X_test[:num_cka]  # held out: never seen in training
 config = training.TrainConfig(num_epochs=num_epochs, batch_size=batch_size, lr=lr,
                               optimizer=optimizer, schedule=schedule)
-VARIANTS = {
-    "torch": "PyTorch (default init)",
-    "flax": "Flax (default init)",
-    "flax_torch_init": "Flax (PyTorch's init)",
-    "flax_same_init": "Flax (PyTorch's initial weights)",
-}
+post = report.weight_visualisation  # this post's tables, record and conclusion
+VARIANTS = post.VARIANTS  # torch, flax, flax_torch_init, flax_same_init -> how the tables name them
 tables.table(pd.DataFrame({"setting": ["training images", "test images", "held-out images for CKA", "epochs", "batch size",
                           "optimiser", "learning rate", "seeds per variant", "device"],
               "value": [len(arrays.X_train), len(arrays.X_test), len(X_cka), num_epochs, batch_size,
@@ -374,40 +369,8 @@ tables.table(pd.DataFrame({
 # ### 3.1 Weight statistics per layer
 
 # %%
-def mean_std(values):
-    values = np.asarray(values, dtype=float)
-    return values.mean(), (values.std(ddof=1) if len(values) > 1 else float("nan"))
-
-
-stats_rows = []
-per_network = {}
-for variant, rs in runs.items():
-    for layer in ("fc1", "fc2"):
-        per_seed = []
-        for r in rs:
-            W0, W1 = r["weights"][0][layer], r["weights"][num_epochs][layer]
-            shape = (28, 28) if layer == "fc1" else None
-            end_stats = analysis.weight_stats(W1, shape)
-            row = {
-                "norm at init": np.linalg.norm(W0),
-                "norm at end": end_stats["frobenius_norm"],
-                "relative change": analysis.relative_change(W0, W1),
-                "unit norm at end": end_stats["unit_norm_mean"],
-                "std at end": end_stats["std"],
-            }
-            if layer == "fc1":
-                row["TV at init"] = float(np.nanmean(analysis.total_variation(W0)))
-                row["TV at end"] = end_stats["tv_mean"]
-                row["TV of update"] = float(np.nanmean(analysis.total_variation(W1 - W0)))
-            per_seed.append(row)
-        per_network[variant, layer] = pd.DataFrame(per_seed)
-        summary = {"variant": VARIANTS[variant], "layer": layer, "seeds": len(rs)}
-        for column in per_network[variant, layer]:
-            m, s = mean_std(per_network[variant, layer][column])
-            summary[column] = verdict.fmt_number(m) + ("" if np.isnan(s) else f" ± {verdict.fmt_number(s)}")
-        stats_rows.append(summary)
-weight_table = pd.DataFrame(stats_rows).set_index(["variant", "layer"]).fillna("")
-weight_table
+per_network = post.weight_statistics(runs, num_epochs)  # (variant, layer) -> one row per seed
+post.weight_table(per_network)
 
 # %% [markdown]
 # Values are mean ± standard deviation over seeds; norms are Frobenius norms (unit norm: the L2 norm
@@ -418,7 +381,7 @@ weight_table
 # %% figure="total-variation" alt="Normalised total variation of first-layer templates at initialisation, at the end, and of the learned update, per variant, with one dot per seed"
 tv_variants = ["torch", "flax", "flax_torch_init"]
 tv_colors = {"torch": viz.COLORS["torch"], "flax": viz.COLORS["flax"], "flax_torch_init": "#8AB4F8"}
-columns = ["TV at init", "TV at end", "TV of update"]
+columns = ["tv_init", "tv_end", "tv_update"]
 fig, ax = plt.subplots(figsize=(8, 4.2))
 width = 0.26
 for i, variant in enumerate(tv_variants):
@@ -451,56 +414,14 @@ plt.show()
 networks = [(variant, r["seed"]) for variant, rs in runs.items() for r in rs]
 cka_trained = analysis.cka_matrix([r["hidden"] for rs in runs.values() for r in rs])
 cka_untrained = analysis.cka_matrix([r["hidden_init"] for rs in runs.values() for r in rs])
-
-
-def pairs(matrix, a, b, same_seed=False):
-    """CKA values between the networks of variants a and b: within one variant, every pair of
-    seeds; across variants, pairs with different seeds (or, with same_seed=True, equal seeds)."""
-    ia = [(seed, i) for i, (v, seed) in enumerate(networks) if v == a]
-    ib = [(seed, j) for j, (v, seed) in enumerate(networks) if v == b]
-    if a == b:
-        return np.array([matrix[i, j] for (_, i), (_, j) in itertools.combinations(ia, 2)])
-    return np.array([matrix[i, j] for si, i in ia for sj, j in ib if (si == sj) == same_seed])
-
-
-def cka_summary(matrix):
-    return {
-        "PyTorch vs PyTorch (seeds)": pairs(matrix, "torch", "torch"),
-        "Flax vs Flax (seeds)": pairs(matrix, "flax", "flax"),
-        "PyTorch vs Flax (default inits)": pairs(matrix, "torch", "flax"),
-        "PyTorch vs Flax (PyTorch's init)": pairs(matrix, "torch", "flax_torch_init"),
-        "PyTorch vs Flax (PyTorch's init), same seed: same batches": pairs(matrix, "torch", "flax_torch_init", True),
-        "Flax vs Flax (default vs PyTorch's init)": pairs(matrix, "flax", "flax_torch_init"),
-        "PyTorch vs Flax (same initial weights, same batches)": pairs(matrix, "torch", "flax_same_init", True),
-    }
-
-
-cka_end, cka_start = cka_summary(cka_trained), cka_summary(cka_untrained)
-cka_table = pd.DataFrame({
-    "pairs": [len(v) for v in cka_end.values()],
-    "CKA, trained (mean)": [v.mean() for v in cka_end.values()],
-    "CKA, trained (min–max)": [f"{v.min():.3f}–{v.max():.3f}" for v in cka_end.values()],
-    "CKA, untrained (mean)": [v.mean() for v in cka_start.values()],
-}, index=list(cka_end))
-tables.table(cka_table, 4)
+cka = post.cka_values(cka_trained, cka_untrained, networks)  # the pairs of each comparison in the table
+tables.table(post.cka_table(cka), 4)
 
 # %% figure="cka-matrix" alt="Linear CKA between the hidden layers of every trained network, PyTorch and Flax, every seed"
 short = {"torch": "PyTorch", "flax": "Flax", "flax_torch_init": "Flax, torch init", "flax_same_init": "Flax, copied init"}
-names = [(variant, f"{short[variant]} s{seed}") for variant, seed in networks]
-matrix = cka_trained
 fig, ax = plt.subplots(figsize=(7.5, 6.2))
-# The scale starts just below the smallest value: the differences are small and the colour bar says how small.
-image = ax.imshow(matrix, cmap="viridis", vmin=np.floor(matrix.min() * 100) / 100 - 0.01, vmax=1.0)
-ax.set_xticks(range(len(names)), [n for _, n in names], rotation=60, ha="right", fontsize=8)
-ax.set_yticks(range(len(names)), [n for _, n in names], fontsize=8)
-for tick_x, tick_y, (variant, _) in zip(ax.get_xticklabels(), ax.get_yticklabels(), names):
-    tick_x.set_color(viz.color(variant))
-    tick_y.set_color(viz.color(variant))
-for i in range(len(names)):
-    for j in range(len(names)):
-        ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", fontsize=6,
-                color="white" if matrix[i, j] < (1 + image.norm.vmin) / 2 else "black")
-ax.grid(False)
+image = viz.similarity_matrix(ax, cka_trained, [f"{short[variant]} s{seed}" for variant, seed in networks],
+                              colors=[viz.color(variant) for variant, _ in networks])
 fig.colorbar(image, ax=ax, label="linear CKA (unitless)")
 ax.set(title="Hidden-layer similarity, trained networks", xlabel="network (label colour: PyTorch red, Flax blue)",
        ylabel="network")
@@ -536,181 +457,22 @@ tables.table(same_start)
 # ## 4. Results
 
 # %%
-tv = {v: per_network[v, "fc1"]["TV at end"] for v in ("torch", "flax", "flax_torch_init")}
-tv_update = {v: per_network[v, "fc1"]["TV of update"] for v in ("torch", "flax", "flax_torch_init")}
-acc = {v: np.array([r["accuracy"] for r in rs]) for v, rs in runs.items()}
-results = pd.DataFrame({
-    "test accuracy (%)": {VARIANTS[v]: f"{100 * a.mean():.2f}" + (f" ± {100 * a.std(ddof=1):.2f}" if len(a) > 1 else "")
-                          for v, a in acc.items()},
-    "TV of final templates": {VARIANTS[v]: "{:.3f} ± {:.3f}".format(*mean_std(t)) for v, t in tv.items()},
-    "TV of learned update": {VARIANTS[v]: "{:.3f} ± {:.3f}".format(*mean_std(t)) for v, t in tv_update.items()},
-    "CKA with PyTorch (trained)": {
-        VARIANTS[v]: f"{cka_end[key].mean():.{digits}f}{note}" for v, key, digits, note in [
-            ("torch", "PyTorch vs PyTorch (seeds)", 3, " (other seeds)"),
-            ("flax", "PyTorch vs Flax (default inits)", 3, ""),
-            ("flax_torch_init", "PyTorch vs Flax (PyTorch's init)", 3, ""),
-            ("flax_same_init", "PyTorch vs Flax (same initial weights, same batches)", 4, " (same start)"),
-        ]
-    },
-}).fillna("")
-tables.table(results)
+metrics = post.summarise(
+    runs, cka, param_counts=param_counts, num_images=len(X_cka), num_epochs=num_epochs,
+    num_train=len(arrays.X_train), num_steps=num_epochs * config.steps_per_epoch(len(arrays.X_train)),
+    graph_equations={"forward": forward_graph.equations, "gradient": gradient_graph.equations})
+tables.table(post.results_table(metrics))
+
+# %% [markdown]
+# Test accuracy: mean ± standard deviation over seeds; TV: normalised total variation (section 3),
+# mean ± standard deviation over seeds; CKA with PyTorch: mean over pairs of networks (section 3.3).
+# Whether a difference is more than seed noise is decided below by one test for every quantity
+# (`sidebyside.verdict.seeds`: the difference of the means against two standard errors).
+#
+# ## 5. Conclusion
 
 # %% tags=["remove_input"]
-def gap(a, b):
-    """Difference of two seed means, and that difference in units of their seed-to-seed spread."""
-    (ma, sa), (mb, sb) = mean_std(a), mean_std(b)
-    spread = np.sqrt((sa**2 + sb**2) / 2)
-    return ma - mb, ((ma - mb) / spread if spread > 0 else float("nan"))
-
-
-def against_seeds(z):
-    if np.isnan(z):
-        return "too few seeds to compare with seed-to-seed variation"
-    return "far outside" if abs(z) > 3 else ("outside" if abs(z) > 2 else "within")
-
-
-def signed(x, digits=3):
-    """A difference with its sign: "+0.25", "-1.3", "0" (never "-0.0")."""
-    text = verdict.fmt_number(x, digits)
-    return text if text.startswith("-") or text in ("0", "n/a") else "+" + text
-
-
-def fmt_z(z):
-    return "n/a" if np.isnan(z) else signed(z, 2)
-
-
-tv_mean = {v: mean_std(t)[0] for v, t in tv.items()}
-tv_init = {v: mean_std(per_network[v, "fc1"]["TV at init"])[0] for v in tv}
-upd_mean = {v: mean_std(t)[0] for v, t in tv_update.items()}
-d_default, z_default = gap(tv["flax"], tv["torch"])
-d_control, z_control = gap(tv["flax_torch_init"], tv["torch"])
-cka_tt = cka_end["PyTorch vs PyTorch (seeds)"].mean()
-cka_ff = cka_end["Flax vs Flax (seeds)"].mean()
-cka_tf = cka_end["PyTorch vs Flax (default inits)"].mean()
-cka_tf_ti = cka_end["PyTorch vs Flax (PyTorch's init)"].mean()
-cka_same_batches = cka_end["PyTorch vs Flax (PyTorch's init), same seed: same batches"].mean()
-cka_same = cka_end["PyTorch vs Flax (same initial weights, same batches)"].mean()
-within = np.concatenate([cka_end["PyTorch vs PyTorch (seeds)"], cka_end["Flax vs Flax (seeds)"]])
-W_torch0 = runs["torch"][0]["weights"][num_epochs]["fc1"]
-W_copied = runs["flax_same_init"][0]["weights"][num_epochs]["fc1"]
-rel_diff = float(np.linalg.norm(W_copied - W_torch0) / np.linalg.norm(W_torch0))
-num_steps = num_epochs * config.steps_per_epoch(len(arrays.X_train))
-different_batches = cka_end["PyTorch vs Flax (PyTorch's init)"]
-if cka_same_batches > different_batches.max():
-    batches = (f"A PyTorch and a Flax network that share the seed's batch order (not its initial draw) score "
-               f"{cka_same_batches:.3f}, above every pair with different batches ({different_batches.min():.3f} "
-               f"to {different_batches.max():.3f}): part of what \"the seed\" decides is the order of the batches.")
-else:
-    batches = (f"Sharing the batch order (not the initial draw) changes little: {cka_same_batches:.3f} against "
-               f"{different_batches.min():.3f} to {different_batches.max():.3f} for pairs with different batches.")
-closeness = ("closer than any two seeds" if cka_same > max(within.max(), different_batches.max(), cka_same_batches)
-             else "about as close as two seeds")
-acc_ti_gap = 100 * (acc["flax_torch_init"].mean() - acc["torch"].mean())
-init_std_ratio = np.std(runs["flax"][0]["weights"][0]["fc1"]) / np.std(runs["torch"][0]["weights"][0]["fc1"])
-acc_gap = 100 * (acc["flax"].mean() - acc["torch"].mean())
-acc_spread = 100 * np.sqrt((np.var(acc["torch"], ddof=1) + np.var(acc["flax"], ddof=1)) / 2)
-
-# CKA across frameworks counts as "like within" when it lies inside the range of within-framework pairs
-# (widened by 0.005 for the few pairs a small run has).
-cka_like_within = within.min() - 0.005 <= cka_tf <= within.max() + 0.005
-init_explains = (not np.isnan(z_control)) and abs(z_control) <= 2
-if cka_like_within and init_explains:
-    headline = "The seed and the initialiser; not the framework."
-elif cka_like_within:
-    headline = "For what the networks compute, the seed; the look of the weights needs the details below."
-else:
-    headline = "Here the framework seems to matter; see the details below."
-
-if np.isnan(z_default):
-    look = (f"Flax's final templates score {tv_mean['flax']:.3f} in normalised total variation against "
-            f"PyTorch's {tv_mean['torch']:.3f} ({against_seeds(z_default)}).")
-elif abs(z_default) <= 2:
-    look = (f"With their default initialisers, Flax's final templates are no rougher than PyTorch's "
-            f"(normalised total variation {tv_mean['flax']:.3f} against {tv_mean['torch']:.3f}, "
-            f"{fmt_z(z_default)} seed standard deviations).")
-else:
-    look = (f"With their default initialisers, Flax's final templates are "
-            f"{'rougher' if d_default > 0 else 'smoother'} than PyTorch's: normalised total variation "
-            f"{tv_mean['flax']:.3f} against {tv_mean['torch']:.3f} ({fmt_z(z_default)} seed standard deviations, "
-            f"{against_seeds(z_default)} the seed-to-seed variation)"
-            + (", so the original post saw a real difference." if d_default > 0 else
-               ", the opposite of the original post's impression."))
-control = (f" Give Flax PyTorch's initialiser and the difference becomes {signed(d_control)} "
-           f"({fmt_z(z_control)} seed standard deviations, {against_seeds(z_control)} the seed-to-seed variation). "
-           f"The learned update (final minus initial weights) is about as smooth in both frameworks "
-           f"({upd_mean['torch']:.3f} in PyTorch, {upd_mean['flax']:.3f} in Flax, {upd_mean['flax_torch_init']:.3f} "
-           f"in Flax with PyTorch's init), far smoother than the initial weights, which are white noise "
-           f"({tv_init['torch']:.2f} in PyTorch, {tv_init['flax']:.2f} in Flax).")
-if init_explains and z_default > 2:
-    cause = (f" So the \"fine-grained variation\" is initial noise that {num_epochs} epochs of training did not "
-             f"wash out, and Flax's `lecun_normal` starts with {init_std_ratio:.2f} times as much of it "
-             f"(standard deviation) as PyTorch's uniform initialiser.")
-else:
-    cause = ""
-
-Markdown(f"""
-## 5. Conclusion
-
-**Does the framework matter, or the seed? {headline}**
-
-- *The look of the weights.* {look}{control}{cause}
-- *What the networks compute.* The hidden layers of a PyTorch and a Flax network with different seeds
-  have linear CKA {cka_tf:.3f} on {len(X_cka)} held-out images ({cka_tf_ti:.3f} with PyTorch's
-  initialiser in Flax), against {cka_tt:.3f} for two PyTorch networks and {cka_ff:.3f} for two Flax
-  networks (within-framework pairs range from {within.min():.3f} to {within.max():.3f}; untrained
-  networks score about {np.mean([v.mean() for k, v in cka_start.items() if 'same initial' not in k]):.2f}).
-  {batches} Started from the same weights on the same batches, the two frameworks' networks end
-  {closeness} (CKA {cka_same:.4f}), but not identical: last-bit differences in their float32
-  arithmetic, amplified by ReLU thresholds and Adam over {num_steps} steps, leave their first-layer
-  weights {100 * rel_diff:.2g}% apart (section 3.4).
-- *Accuracy.* With the same data, normalisation and optimiser, Flax's default networks score
-  {signed(acc_gap)} percentage points against PyTorch's ({100 * acc['flax'].mean():.2f}% vs
-  {100 * acc['torch'].mean():.2f}%, {verdict.plural(num_seeds, 'seed')} each; seed-to-seed standard deviation {verdict.fmt_number(acc_spread)}
-  points); with PyTorch's initialiser, Flax's networks score {100 * acc['flax_torch_init'].mean():.2f}%
-  ({signed(acc_ti_gap)} points against PyTorch).
-  The original's 57.6% (PyTorch) against 79.7% (JAX) says nothing about the frameworks: among other
-  differences, its PyTorch test set was normalised to [-1, 1] while its training set was not.
-- *Graphs.* JAX's counterpart of torchviz is its jaxpr, which a small renderer (`viz.jaxpr_graph`)
-  draws with graphviz: {forward_graph.equations} equations for the forward pass, {gradient_graph.equations}
-  for the gradient, against torchviz's view of the recorded backward functions.
-
-Measured with {verdict.plural(num_seeds, 'seed')} per variant, {len(arrays.X_train)} training images and {num_epochs}
-epochs, on {provenance.collect()['device']}. Nothing here is timed, so this post has no GPU figures to add.
-""")
+Markdown(post.conclusion(metrics))
 
 # %% tags=["remove_cell"]
-# The verdict box at the top of the post reads these (sidebyside.verdict; the headline first).
-claims = [
-    verdict.seeds(tv["torch"], tv["flax_torch_init"], subject_name="torch", other_name="jax",
-                  question="Given the same initialiser, are Flax's learned first-layer templates rougher than PyTorch's?",
-                  quantity="normalised total variation of the final templates", unit="", higher_is_better=False,
-                  caveat="Flax here is the Flax network with PyTorch's initialiser; with its own, its initial noise shows."),
-    verdict.seeds(100 * acc["torch"], 100 * acc["flax"], subject_name="torch", other_name="jax",
-                  question="With their default initialisers, which MLP reaches the higher test accuracy?"),
-]
-metrics = {
-    "cka": {"torch_vs_flax": cka_tf, "torch_vs_torch": cka_tt, "flax_vs_flax": cka_ff},
-    "cka_controls": {
-        "torch_vs_flax_torch_init": cka_tf_ti,
-        "torch_vs_flax_torch_init_same_batches": cka_same_batches,
-        "torch_vs_flax_same_init": cka_same,
-        "untrained_torch_vs_flax": cka_start["PyTorch vs Flax (default inits)"].mean(),
-        "untrained_torch_vs_torch": cka_start["PyTorch vs PyTorch (seeds)"].mean(),
-        "untrained_flax_vs_flax": cka_start["Flax vs Flax (seeds)"].mean(),
-        "num_images": num_cka,
-    },
-    "total_variation": {v: dict(zip(("mean", "std"), mean_std(tv[v]))) for v in ("torch", "flax")},
-    "total_variation_details": {
-        "definition": "mean |difference of 4-neighbour weights| / RMS of the 28x28 template; per network: mean over its units; mean and std over seeds",
-        "flax_torch_init": dict(zip(("mean", "std"), mean_std(tv["flax_torch_init"]))),
-        "update": {v: dict(zip(("mean", "std"), mean_std(t))) for v, t in tv_update.items()},
-        "init": {v: dict(zip(("mean", "std"), mean_std(per_network[v, "fc1"]["TV at init"]))) for v in tv},
-    },
-    "param_counts": param_counts,
-    "accuracy": {v: float(a.mean()) for v, a in acc.items()},
-    "num_seeds": num_seeds,
-    "num_epochs": num_epochs,
-    "num_train": len(arrays.X_train),
-    "verdicts": [claim.to_dict() for claim in claims],
-}
 provenance.save_results(metrics)["metrics"]

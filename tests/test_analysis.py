@@ -218,3 +218,47 @@ def test_relative_change(rng):
     assert analysis.relative_change(W0, W0) == 0.0
     with pytest.raises(ValueError):
         analysis.relative_change(W0, W0.T)
+
+
+def test_weight_change_separates_the_update_from_the_start(rng):
+    # A noisy start plus a smooth update: the final templates are rougher than the update alone.
+    W0 = rng.normal(size=(8, 784))
+    ramp = np.tile(np.linspace(-1, 1, 28), 28)  # smooth along each row of the 28x28 image
+    W1 = W0 + 5.0 * ramp
+    change = analysis.weight_change(W0, W1, shape=(28, 28))
+    assert change["norm_init"] == pytest.approx(np.linalg.norm(W0))
+    assert change["norm_end"] == pytest.approx(np.linalg.norm(W1))
+    assert change["relative_change"] == pytest.approx(np.linalg.norm(W1 - W0) / np.linalg.norm(W0))
+    assert change["unit_norm_end"] == pytest.approx(np.linalg.norm(W1, axis=1).mean())
+    assert change["std_end"] == pytest.approx(W1.std())
+    assert change["tv_init"] == pytest.approx(analysis.total_variation(W0).mean())
+    assert change["tv_update"] == pytest.approx(analysis.total_variation(np.tile(ramp, (8, 1))).mean())
+    assert change["tv_update"] < change["tv_end"] < change["tv_init"]
+    assert "tv_end" not in analysis.weight_change(W0, W1)
+    with pytest.raises(ValueError, match="same matrix"):
+        analysis.weight_change(W0, W1[:4])
+
+
+def test_mean_std_over_seeds():
+    assert analysis.mean_std([1.0, 2.0, 3.0]) == pytest.approx((2.0, 1.0))  # ddof=1: sample spread
+    mean, std = analysis.mean_std([0.7])
+    assert mean == 0.7 and math.isnan(std)
+    with pytest.raises(ValueError):
+        analysis.mean_std([])
+
+
+def test_cka_pairs_pick_the_right_entries():
+    # Entry (i, j) encodes the pair, so the selection can be read off the values.
+    labels = [("torch", 0), ("torch", 1), ("torch", 2), ("flax", 0), ("flax", 1)]
+    k = len(labels)
+    matrix = np.array([[10 * min(i, j) + max(i, j) for j in range(k)] for i in range(k)], dtype=float)
+    assert analysis.cka_pairs(matrix, labels, "torch", "torch").tolist() == [1, 2, 12]
+    assert analysis.cka_pairs(matrix, labels, "torch", "flax").tolist() == [4, 13, 23, 24]  # seeds differ
+    assert analysis.cka_pairs(matrix, labels, "torch", "flax", same_seed=True).tolist() == [3, 14]
+    assert analysis.cka_pairs(matrix, labels, "flax", "absent").size == 0
+    groups = analysis.cka_comparisons(matrix, labels, {"within": ("flax", "flax", False),
+                                                       "across": ("torch", "flax", True)})
+    assert list(groups) == ["within", "across"]
+    assert groups["within"].tolist() == [34] and groups["across"].tolist() == [3, 14]
+    with pytest.raises(ValueError, match="one row per label"):
+        analysis.cka_pairs(matrix[:4, :4], labels, "torch", "flax")

@@ -201,3 +201,19 @@ def test_graph_renders_to_svg(mlp_args):
     graph = viz.jaxpr_graph(jax.grad(loss), params, X, y, arg_names=["params", "X", "y"], expand_depth=2, title="grad")
     image = viz.svg(graph)
     assert "<svg" in image.data and "grad" in image.data
+
+
+def test_similarity_matrix_writes_each_value_and_colours_the_labels():
+    matrix = np.array([[1.0, 0.95, 0.9], [0.95, 1.0, 0.97], [0.9, 0.97, 1.0]])
+    fig, ax = plt.subplots()
+    image = viz.similarity_matrix(ax, matrix, ["a", "b", "c"], colors=[viz.COLORS["torch"], "#000000", "#1A73E8"])
+    assert image.norm.vmin == pytest.approx(0.89) and image.norm.vmax == 1.0  # just below the smallest value
+    texts = [t.get_text() for t in ax.texts]
+    assert len(texts) == 9 and texts[1] == "0.95" and texts[5] == "0.97"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
+    assert matplotlib.colors.to_hex(ax.get_yticklabels()[0].get_color()).upper() == viz.COLORS["torch"].upper()
+    with pytest.raises(ValueError, match="one colour per label"):
+        viz.similarity_matrix(ax, matrix, ["a", "b", "c"], colors=["#000000"])
+    with pytest.raises(ValueError, match="for 2 labels"):
+        viz.similarity_matrix(ax, matrix, ["a", "b"])
+    plt.close(fig)

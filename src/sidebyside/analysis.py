@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 
@@ -40,6 +40,10 @@ __all__ = [
     "total_variation",
     "relative_change",
     "weight_stats",
+    "weight_change",
+    "mean_std",
+    "cka_pairs",
+    "cka_comparisons",
 ]
 
 #: Expected normalised total variation of i.i.d. Gaussian noise: E|a - b| / sigma
@@ -209,3 +213,80 @@ def weight_stats(W, shape: tuple[int, int] | None = None) -> dict[str, float]:
         stats["tv_mean"] = float(np.nanmean(tv)) if np.any(np.isfinite(tv)) else float("nan")
         stats["tv_std"] = float(np.nanstd(tv)) if np.any(np.isfinite(tv)) else float("nan")
     return stats
+
+
+def weight_change(before, after, shape: tuple[int, int] | None = None) -> dict[str, float]:
+    """How one weight matrix ``(units, inputs)`` changed between two moments
+    (e.g. initialisation and the end of training).
+
+    Returns a dict of floats: ``norm_init`` and ``norm_end`` (Frobenius norms),
+    ``relative_change`` (:func:`relative_change`), ``unit_norm_end`` (mean L2
+    norm of a unit's incoming weights at the end) and ``std_end``; with
+    ``shape=(H, W)`` (rows are image templates) also the normalised
+    :func:`total_variation` of the templates, mean over units: ``tv_init``,
+    ``tv_end`` and ``tv_update`` (of ``after - before``, what training added).
+    """
+    before = np.asarray(before, dtype=np.float64)
+    after = np.asarray(after, dtype=np.float64)
+    if before.shape != after.shape:
+        raise ValueError(f"before and after must be the same matrix at two moments: {before.shape} vs {after.shape}")
+    end = weight_stats(after, shape)
+    out = {
+        "norm_init": float(np.linalg.norm(before)),
+        "norm_end": end["frobenius_norm"],
+        "relative_change": relative_change(before, after),
+        "unit_norm_end": end["unit_norm_mean"],
+        "std_end": end["std"],
+    }
+    if shape is not None:
+        out["tv_init"] = _nanmean(total_variation(before, shape))
+        out["tv_end"] = end["tv_mean"]
+        out["tv_update"] = _nanmean(total_variation(after - before, shape))
+    return out
+
+
+def _nanmean(values: np.ndarray) -> float:
+    return float(np.nanmean(values)) if np.any(np.isfinite(values)) else float("nan")
+
+
+def mean_std(values) -> tuple[float, float]:
+    """Mean and sample standard deviation (``ddof=1``) of a quantity measured
+    once per seed; the standard deviation is NaN for a single value (its
+    spread is unknown), and an empty input is an error."""
+    values = np.asarray(values, dtype=np.float64).ravel()
+    if values.size == 0:
+        raise ValueError("mean_std needs at least one value")
+    return float(values.mean()), (float(values.std(ddof=1)) if values.size > 1 else float("nan"))
+
+
+def cka_pairs(matrix, labels: Sequence[tuple[Hashable, Hashable]], a: Hashable, b: Hashable, *,
+              same_seed: bool = False) -> np.ndarray:
+    """The entries of a CKA matrix (e.g. :func:`cka_matrix`) between the
+    networks of groups ``a`` and ``b``.
+
+    ``labels[i] = (group, seed)`` names row and column ``i``. Within one
+    group (``a == b``) every unordered pair of its networks, in
+    ``itertools.combinations`` order; across groups, every pair whose seeds
+    differ or, with ``same_seed=True``, whose seeds are equal (networks that
+    share a seed may share what it fixes, such as the order of the batches).
+    Returns a 1-D float64 array (empty when no pair qualifies).
+    """
+    matrix = np.asarray(matrix, dtype=np.float64)
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] != len(labels):
+        raise ValueError(f"matrix must be square with one row per label: {matrix.shape} for {len(labels)} labels")
+    ia = [(seed, i) for i, (group, seed) in enumerate(labels) if group == a]
+    ib = [(seed, j) for j, (group, seed) in enumerate(labels) if group == b]
+    if a == b:
+        values = [matrix[i, j] for (_, i), (_, j) in itertools.combinations(ia, 2)]
+    else:
+        values = [matrix[i, j] for si, i in ia for sj, j in ib if (si == sj) == same_seed]
+    return np.array(values, dtype=np.float64)
+
+
+def cka_comparisons(matrix, labels: Sequence[tuple[Hashable, Hashable]],
+                    comparisons: Mapping[str, tuple[Hashable, Hashable, bool]]) -> dict[str, np.ndarray]:
+    """Several :func:`cka_pairs` selections of one matrix at once:
+    ``comparisons[name] = (a, b, same_seed)``; returns ``{name: values}`` in
+    the order of ``comparisons``."""
+    return {name: cka_pairs(matrix, labels, a, b, same_seed=same_seed)
+            for name, (a, b, same_seed) in comparisons.items()}

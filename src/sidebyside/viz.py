@@ -33,7 +33,7 @@ import numpy as np
 
 __all__ = [
     "COLORS", "LABELS", "DIVERGING_CMAP", "color", "style",
-    "weight_mosaic", "shared_vmax", "weight_grid", "jaxpr_graph", "svg",
+    "weight_mosaic", "shared_vmax", "weight_grid", "similarity_matrix", "jaxpr_graph", "svg",
 ]
 
 COLORS = {
@@ -150,6 +150,38 @@ def weight_grid(
     ax.set_xlabel(f"{k} units, {ncols} per row; each image {shape[0]}x{shape[1]} px (input pixels)")
     if title:
         ax.set_title(title)
+    return image
+
+
+def similarity_matrix(ax, matrix, labels: Sequence[str], *, colors: Sequence[str] | None = None,
+                      cmap: str = "viridis", digits: int = 2):
+    """Draw a symmetric similarity matrix ``(k, k)`` (e.g. linear CKA between
+    networks) on ``ax``, each cell written out to ``digits`` decimals, with
+    ``labels`` on both axes (tick label ``i`` in ``colors[i]``, e.g. the
+    framework colour of network ``i``). The scale runs from just below the
+    smallest value to 1, so that small differences stay visible and the
+    colour bar says how small. Returns the ``AxesImage`` (for a colorbar)."""
+    matrix = np.asarray(matrix, dtype=np.float64)
+    k = len(labels)
+    if matrix.shape != (k, k):
+        raise ValueError(f"matrix must be (k, k) for {k} labels, got {matrix.shape}")
+    if colors is not None and len(colors) != k:
+        raise ValueError(f"one colour per label: {len(colors)} colours for {k} labels")
+    vmin = min(np.floor(np.nanmin(matrix) * 100) / 100 - 0.01, 0.99)
+    image = ax.imshow(matrix, cmap=cmap, vmin=vmin, vmax=1.0)
+    fontsize = 8 if k <= 16 else 6
+    ax.set_xticks(range(k), labels, rotation=60, ha="right", fontsize=fontsize)
+    ax.set_yticks(range(k), labels, fontsize=fontsize)
+    if colors is not None:
+        for tick_x, tick_y, c in zip(ax.get_xticklabels(), ax.get_yticklabels(), colors):
+            tick_x.set_color(c)
+            tick_y.set_color(c)
+    middle = (1.0 + vmin) / 2
+    for i in range(k):
+        for j in range(k):
+            ax.text(j, i, f"{matrix[i, j]:.{digits}f}", ha="center", va="center", fontsize=6,
+                    color="white" if matrix[i, j] < middle else "black")
+    ax.grid(False)
     return image
 
 
