@@ -80,6 +80,10 @@ speed_steps = 1            # steps per timed call
 speed_repeats = 3
 allow_tf32 = False         # TensorFloat-32 matmuls on NVIDIA GPUs (both frameworks alike)
 threads = 0                # CPU threads for PyTorch, XLA and NumPy alike; 0: every core this process may use
+# A run in parts: each expensive part (parity, a seed's training, a speed setting) is saved to this
+# file as it finishes and read back by the next run; no part starts that would end past run_budget_s.
+checkpoint_file = ""       # "": off, everything is measured in this run
+run_budget_s = 0           # seconds; 0: no budget
 
 # %% tags=["remove_cell", "colab-install"]
 # On Colab: install what Colab lacks, and this library from the repository and branch that the
@@ -108,6 +112,14 @@ if "google.colab" in sys.modules:
 # to reserve most of the GPU's memory at start-up (its default): both
 # frameworks then allocate as they go and share the device, and the first
 # step's allocation is paid on both sides alike (section 5).
+#
+# Where a machine allows only a few minutes a command, the run is made in
+# parts (`checkpoint_file`, `run_budget_s`): parity, each seed's training and
+# each speed setting are saved as they finish, and a run that would overrun
+# stops before its next part; the same command again, on the same commit,
+# machine and libraries, reads the finished parts back and measures the rest.
+# Each speed setting is still one interleaved run; the record says which run
+# measured which part (`parts`).
 #
 # On a machine shared with other work, OpenMP's spinning barriers can make
 # PyTorch far slower with two threads than with one, so the cpu profile pins
@@ -143,6 +155,7 @@ torch._inductor.config.force_disable_caches = True
 prov = provenance.collect()
 prov["timm"] = timm.__version__
 on_gpu = prov["device_kind"] == "gpu"
+fashion = data.load()  # now, so that a machine without the data stops here and not after the parity check
 provenance.table(prov)
 
 # %% tags=["remove_input"]
@@ -175,6 +188,12 @@ speed_config = swin.SwinConfig(img_size=speed_img_size, patch_size=speed_patch_s
                                num_classes=10, embed_dim=speed_embed_dim, depths=tuple(speed_depths),
                                num_heads=tuple(speed_num_heads), window_size=speed_window_size,
                                drop_path_rate=speed_drop_path_rate)
+train_config = dict(num_epochs=num_epochs, batch_size=batch_size, lr=lr, optimizer="adam", schedule="cosine",
+                    warmup_epochs=warmup_epochs, weight_decay=weight_decay)
+# Parts already measured by an earlier run with the same stamp are read back (see the parameters).
+checkpoints = swin.Checkpoints(checkpoint_file, budget_s=run_budget_s, stamp={
+    "provenance": prov, "model": model_config, "speed_model": speed_config, "train": train_config,
+    "num_train": num_train, "num_test": num_test})
 
 # %% tags=["pair:model:torch"]
 torch_model = swin.torch_model(model_config)
@@ -213,9 +232,9 @@ pd.DataFrame({
 # without the shifted-window mask.
 
 # %%
-parity_runs = {"trained model": swin.parity(model_config, batch_size=parity_batch)}
+parity_runs = {"trained model": checkpoints("parity/trained", swin.parity, model_config, batch_size=parity_batch)}
 if parity_on_speed_model:
-    parity_runs["timed model"] = swin.parity(speed_config, batch_size=parity_batch)
+    parity_runs["timed model"] = checkpoints("parity/timed", swin.parity, speed_config, batch_size=parity_batch)
 # The trained model must pass, or nothing below compares the same network; the timed model's
 # result (deeper, larger activations) is reported as measured.
 assert report.swin_v2.within_tolerance(parity_runs["trained model"]), parity_runs["trained model"]
@@ -240,28 +259,31 @@ Markdown(report.swin_v2.parity_claim(report.swin_v2.parity_record(parity_runs)))
 # prior and learns slowly from few, small images without augmentation.
 
 # %%
-fashion = data.load()
 arrays = training.prepare(fashion, num_train=num_train, num_test=num_test)
 X_train, X_test = swin.fashion_inputs(arrays.X_train, model_config), swin.fashion_inputs(arrays.X_test, model_config)
-train_config = dict(num_epochs=num_epochs, batch_size=batch_size, lr=lr, optimizer="adam", schedule="cosine",
-                    warmup_epochs=warmup_epochs, weight_decay=weight_decay)
 pd.DataFrame({"examples": [len(X_train), len(X_test)], "model input": [X_train.shape[1:], X_test.shape[1:]]},
              index=["train", "test"])
 
 # %% tags=["pair:train:torch"]
-torch_histories = []
-for seed in progress.bar(seeds, desc="PyTorch seeds"):
+def torch_seed(seed):
     torch.manual_seed(seed)
     model = swin.torch_model(model_config).to(torch_device)
     config = training.TrainConfig(seed=seed, **train_config)
-    torch_histories.append(swin.train_torch(model, X_train, arrays.y_train, X_test, arrays.y_test, config))
+    return swin.train_torch(model, X_train, arrays.y_train, X_test, arrays.y_test, config)
+
+
+torch_histories = [checkpoints(f"accuracy/torch/{seed}", torch_seed, seed, decode=lambda h: training.History(**h))
+                   for seed in progress.bar(seeds, desc="PyTorch seeds")]
 
 # %% tags=["pair:train:jax"]
-jax_histories = []
-for seed in progress.bar(seeds, desc="JAX seeds"):
+def jax_seed(seed):
     model = swin.FlaxSwinV2(model_config, rngs=nnx.Rngs(seed))
     config = training.TrainConfig(seed=seed, **train_config)
-    jax_histories.append(swin.train_flax(model, X_train, arrays.y_train, X_test, arrays.y_test, config))
+    return swin.train_flax(model, X_train, arrays.y_train, X_test, arrays.y_test, config)
+
+
+jax_histories = [checkpoints(f"accuracy/jax/{seed}", jax_seed, seed, decode=lambda h: training.History(**h))
+                 for seed in progress.bar(seeds, desc="JAX seeds")]
 
 # %%
 accuracy = report.swin_v2.accuracy_record({"torch": torch_histories, "jax": jax_histories}, seeds)
@@ -305,9 +327,10 @@ Markdown(report.swin_v2.accuracy_claim(accuracy, num_train=len(X_train), num_epo
 
 # %%
 speed = {}
-settings = [(p, ph, b) for p in precisions for ph in speed_phases for b in speed_batch_sizes]
+settings = [(p, ph, b) for ph in speed_phases for p in precisions for b in speed_batch_sizes]
 for precision, phase, batch in progress.bar(settings, desc="speed ladders"):
-    speed[f"{precision}/{phase}/{batch}"] = swin.ladder(
+    speed[f"{precision}/{phase}/{batch}"] = checkpoints(
+        f"speed/{phase}/{precision}/{batch}", swin.ladder,
         speed_config, batch_size=batch, phase=phase, precision=precision, torch_tools=torch_tools,
         jax_tools=jax_tools, steps=speed_steps, repeats=speed_repeats)
 rows = report.swin_v2.speed_rows(speed)  # one row per rung; a failed tool's numbers are NaN
@@ -373,7 +396,7 @@ Markdown(report.swin_v2.first_epoch_claim(first_steps))
 metrics = report.swin_v2.summarise(
     parity_runs=parity_runs, accuracy=accuracy, speed=speed, model_config=model_config, speed_config=speed_config,
     num_train=len(X_train), num_test=len(X_test), num_epochs=num_epochs, allow_tf32=allow_tf32,
-    timm_version=timm.__version__, conditions=conditions, device=prov["device"], on_gpu=on_gpu)
+    timm_version=timm.__version__, conditions=conditions, device=prov["device"], on_gpu=on_gpu, parts=checkpoints.log)
 Markdown(report.swin_v2.conclusion(metrics))
 
 # %% tags=["remove_cell"]

@@ -231,10 +231,11 @@ def speed_verdicts(speed: Mapping[str, Mapping[str, Any]]) -> list[verdict.Verdi
 def summarise(*, parity_runs: Mapping[str, Mapping[str, Any]], accuracy: Mapping[str, Any],
               speed: Mapping[str, Mapping[str, Any]], model_config, speed_config, num_train: int, num_test: int,
               num_epochs: int, allow_tf32: bool, timm_version: str, conditions: Mapping[str, Any], device: str,
-              on_gpu: bool) -> dict[str, Any]:
+              on_gpu: bool, parts: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The post's results record: ``parity``, ``accuracy``, ``speed`` (per precision/phase/batch
     ladder), ``first_step``, ``verdicts`` (speed verdicts, then accuracy) and what the numbers were
-    measured on (models, data sizes, TF32, timm's version, the conditions, the device)."""
+    measured on (models, data sizes, TF32, timm's version, the conditions, the device) and, for a
+    run in parts (:class:`sidebyside.swin.Checkpoints`), which part each run measured (``parts``)."""
     verdicts = speed_verdicts(speed) + [accuracy_verdict(accuracy)]
     return {
         "parity": parity_record(parity_runs),
@@ -252,6 +253,7 @@ def summarise(*, parity_runs: Mapping[str, Mapping[str, Any]], accuracy: Mapping
         "conditions": dict(conditions),
         "device": device,
         "on_gpu": on_gpu,
+        "parts": dict(parts or {}),
     }
 
 
