@@ -80,6 +80,10 @@ speed_steps = 1            # steps per timed call
 speed_repeats = 3
 allow_tf32 = False         # TensorFloat-32 matmuls on NVIDIA GPUs (both frameworks alike)
 threads = 0                # CPU threads for PyTorch, XLA and NumPy alike; 0: every core this process may use
+# A run in parts: each expensive part (parity, a seed's training, a speed setting) is saved to this
+# file as it finishes and read back by the next run; no part starts that would end past run_budget_s.
+checkpoint_file = ""       # "": off, everything is measured in this run
+run_budget_s = 0           # seconds; 0: no budget
 
 # %% tags=["remove_cell", "colab-install"]
 # On Colab: install what Colab lacks, and this library from the repository and branch that the
@@ -109,6 +113,14 @@ if "google.colab" in sys.modules:
 # frameworks then allocate as they go and share the device, and the first
 # step's allocation is paid on both sides alike (section 5).
 #
+# Where a machine allows only a few minutes a command, the run is made in
+# parts (`checkpoint_file`, `run_budget_s`): parity, each seed's training and
+# each speed setting are saved as they finish, and a run that would overrun
+# stops before its next part; the same command again, on the same commit,
+# machine and libraries, reads the finished parts back and measures the rest.
+# Each speed setting is still one interleaved run; the record says which run
+# measured which part (`parts`).
+#
 # On a machine shared with other work, OpenMP's spinning barriers can make
 # PyTorch far slower with two threads than with one, so the cpu profile pins
 # one thread for every library (`threads`).
@@ -133,7 +145,7 @@ from flax import nnx
 from IPython.display import Markdown
 from matplotlib.patches import Patch
 
-from sidebyside import data, progress, provenance, swin, tables, training, verdict, viz
+from sidebyside import data, progress, provenance, report, swin, tables, training, viz
 
 tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 
@@ -143,6 +155,7 @@ torch._inductor.config.force_disable_caches = True
 prov = provenance.collect()
 prov["timm"] = timm.__version__
 on_gpu = prov["device_kind"] == "gpu"
+fashion = data.load()  # now, so that a machine without the data stops here and not after the parity check
 provenance.table(prov)
 
 # %% tags=["remove_input"]
@@ -175,6 +188,12 @@ speed_config = swin.SwinConfig(img_size=speed_img_size, patch_size=speed_patch_s
                                num_classes=10, embed_dim=speed_embed_dim, depths=tuple(speed_depths),
                                num_heads=tuple(speed_num_heads), window_size=speed_window_size,
                                drop_path_rate=speed_drop_path_rate)
+train_config = dict(num_epochs=num_epochs, batch_size=batch_size, lr=lr, optimizer="adam", schedule="cosine",
+                    warmup_epochs=warmup_epochs, weight_decay=weight_decay)
+# Parts already measured by an earlier run with the same stamp are read back (see the parameters).
+checkpoints = swin.Checkpoints(checkpoint_file, budget_s=run_budget_s, stamp={
+    "provenance": prov, "model": model_config, "speed_model": speed_config, "train": train_config,
+    "num_train": num_train, "num_test": num_test})
 
 # %% tags=["pair:model:torch"]
 torch_model = swin.torch_model(model_config)
@@ -213,31 +232,16 @@ pd.DataFrame({
 # without the shifted-window mask.
 
 # %%
-LOGIT_ATOL, GRAD_RTOL = 1e-5, 1e-3
-parity_runs = {"trained model": swin.parity(model_config, batch_size=parity_batch)}
+parity_runs = {"trained model": checkpoints("parity/trained", swin.parity, model_config, batch_size=parity_batch)}
 if parity_on_speed_model:
-    parity_runs["timed model"] = swin.parity(speed_config, batch_size=parity_batch)
+    parity_runs["timed model"] = checkpoints("parity/timed", swin.parity, speed_config, batch_size=parity_batch)
 # The trained model must pass, or nothing below compares the same network; the timed model's
 # result (deeper, larger activations) is reported as measured.
-parity = parity_runs["trained model"]
-assert parity["max_abs_logit_err"] <= LOGIT_ATOL and parity["max_rel_grad_err"] <= GRAD_RTOL, parity
-parity_table = pd.DataFrame({
-    name: {"largest |logit|": r["logit_scale"], "max |logit difference|": r["max_abs_logit_err"],
-           "loss difference": r["loss_err"], "max relative gradient error": r["max_rel_grad_err"],
-           "worst tensor": r["worst_grad"], "tensors compared": r["tensors_compared"],
-           "within tolerance": r["max_abs_logit_err"] <= LOGIT_ATOL and r["max_rel_grad_err"] <= GRAD_RTOL}
-    for name, r in parity_runs.items()
-}).T
-parity_table
+assert report.swin_v2.within_tolerance(parity_runs["trained model"]), parity_runs["trained model"]
+report.swin_v2.parity_table(parity_runs)
 
 # %% tags=["remove_input"]
-Markdown(
-    f"Same weights, same input: the logits differ by at most {verdict.fmt_number(parity['max_abs_logit_err'])} "
-    f"(tolerance {verdict.fmt_number(LOGIT_ATOL)}), and over all {parity['tensors_compared']} parameter tensors "
-    f"the largest relative gradient error is {verdict.fmt_number(parity['max_rel_grad_err'])} "
-    f"(`{parity['worst_grad']}`; tolerance {verdict.fmt_number(GRAD_RTOL)}): float32 rounding, in a different "
-    f"summation order. The two frameworks compute the same network."
-)
+Markdown(report.swin_v2.parity_claim(report.swin_v2.parity_record(parity_runs)))
 
 # %% [markdown]
 # ## 3. Accuracy on FashionMNIST
@@ -255,50 +259,43 @@ Markdown(
 # prior and learns slowly from few, small images without augmentation.
 
 # %%
-fashion = data.load()
 arrays = training.prepare(fashion, num_train=num_train, num_test=num_test)
 X_train, X_test = swin.fashion_inputs(arrays.X_train, model_config), swin.fashion_inputs(arrays.X_test, model_config)
-train_config = dict(num_epochs=num_epochs, batch_size=batch_size, lr=lr, optimizer="adam", schedule="cosine",
-                    warmup_epochs=warmup_epochs, weight_decay=weight_decay)
 pd.DataFrame({"examples": [len(X_train), len(X_test)], "model input": [X_train.shape[1:], X_test.shape[1:]]},
              index=["train", "test"])
 
 # %% tags=["pair:train:torch"]
-torch_histories = []
-for seed in progress.bar(seeds, desc="PyTorch seeds"):
+def torch_seed(seed):
     torch.manual_seed(seed)
     model = swin.torch_model(model_config).to(torch_device)
     config = training.TrainConfig(seed=seed, **train_config)
-    torch_histories.append(swin.train_torch(model, X_train, arrays.y_train, X_test, arrays.y_test, config))
+    return swin.train_torch(model, X_train, arrays.y_train, X_test, arrays.y_test, config)
+
+
+torch_histories = [checkpoints(f"accuracy/torch/{seed}", torch_seed, seed, decode=lambda h: training.History(**h))
+                   for seed in progress.bar(seeds, desc="PyTorch seeds")]
 
 # %% tags=["pair:train:jax"]
-jax_histories = []
-for seed in progress.bar(seeds, desc="JAX seeds"):
+def jax_seed(seed):
     model = swin.FlaxSwinV2(model_config, rngs=nnx.Rngs(seed))
     config = training.TrainConfig(seed=seed, **train_config)
-    jax_histories.append(swin.train_flax(model, X_train, arrays.y_train, X_test, arrays.y_test, config))
+    return swin.train_flax(model, X_train, arrays.y_train, X_test, arrays.y_test, config)
+
+
+jax_histories = [checkpoints(f"accuracy/jax/{seed}", jax_seed, seed, decode=lambda h: training.History(**h))
+                 for seed in progress.bar(seeds, desc="JAX seeds")]
 
 # %%
-histories = {"torch": torch_histories, "jax": jax_histories}
-accuracy = {
-    fw: {"mean": float(np.mean([h.test_accuracy[-1] for h in hs])),
-         "std": float(np.std([h.test_accuracy[-1] for h in hs], ddof=1)) if len(hs) > 1 else 0.0,
-         "seeds": list(seeds), "per_seed": [h.test_accuracy[-1] for h in hs]}
-    for fw, hs in histories.items()
-}
-accuracy_verdict = verdict.seeds([100 * a for a in accuracy["torch"]["per_seed"]],
-                                 [100 * a for a in accuracy["jax"]["per_seed"]],
-                                 question="Do the two frameworks train Swin V2 to the same accuracy?",
-                                 quantity="test accuracy", unit=" points")
+accuracy = report.swin_v2.accuracy_record({"torch": torch_histories, "jax": jax_histories}, seeds)
 pd.DataFrame([
     {"framework": viz.LABELS[fw], "epochs": num_epochs, "test accuracy (%)": 100 * a["mean"],
      "± std (%)": 100 * a["std"], "per seed (%)": ", ".join(f"{100 * v:.2f}" for v in a["per_seed"]),
-     "epoch time (s, median)": np.median([s for h in histories[fw] for s in h.epoch_seconds])}
+     "epoch time (s, median)": a["epoch_seconds_median"]}
     for fw, a in accuracy.items()
 ]).set_index("framework").round(2)
 
 # %% tags=["remove_input"]
-Markdown(accuracy_verdict.sentence + f" ({len(X_train):,} training images, {verdict.plural(num_epochs, 'epoch')}.)")
+Markdown(report.swin_v2.accuracy_claim(accuracy, num_train=len(X_train), num_epochs=num_epochs))
 
 # %% [markdown]
 # ## 4. Speed: each framework's ladder of tools
@@ -330,32 +327,14 @@ Markdown(accuracy_verdict.sentence + f" ({len(X_train):,} training images, {verd
 
 # %%
 speed = {}
-settings = [(p, ph, b) for p in precisions for ph in speed_phases for b in speed_batch_sizes]
+settings = [(p, ph, b) for ph in speed_phases for p in precisions for b in speed_batch_sizes]
 for precision, phase, batch in progress.bar(settings, desc="speed ladders"):
-    speed[f"{precision}/{phase}/{batch}"] = swin.ladder(
+    speed[f"{precision}/{phase}/{batch}"] = checkpoints(
+        f"speed/{phase}/{precision}/{batch}", swin.ladder,
         speed_config, batch_size=batch, phase=phase, precision=precision, torch_tools=torch_tools,
         jax_tools=jax_tools, steps=speed_steps, repeats=speed_repeats)
-
-
-def speed_rows():
-    for result in speed.values():
-        for name, e in result["ladder"].items():
-            yield {"precision": result["precision"], "phase": result["phase"], "batch": result["batch_size"],
-                   "tool": swin.TOOL_LABELS[name], "name": name, **e}
-
-
-rows = pd.DataFrame(list(speed_rows()))
-for column in ("median_s", "iqr_s", "q1_s", "q3_s", "images_per_s", "compile_s", "peak_memory_bytes"):
-    rows[column] = pd.to_numeric(rows[column], errors="coerce")  # a failed tool's None becomes NaN
-speed_table = pd.DataFrame({
-    "precision": rows["precision"], "phase": rows["phase"], "batch": rows["batch"], "tool": rows["tool"],
-    "per step (ms, median)": 1e3 * rows["median_s"], "IQR (ms)": 1e3 * rows["iqr_s"],
-    "images / s": rows["images_per_s"], "compile (s)": rows["compile_s"],
-    "peak memory (MiB)": rows["peak_memory_bytes"] / 2**20,
-    "status": [("ran" if m == m else f"not applicable: {na}" if na else f"failed: {err}")  # m == m: not NaN
-               for m, na, err in zip(rows["median_s"], rows["not_applicable"], rows["error"])],
-}).set_index(["precision", "phase", "batch", "tool"])
-speed_table.round(2)
+rows = report.swin_v2.speed_rows(speed)  # one row per rung; a failed tool's numbers are NaN
+report.swin_v2.speed_table(rows).round(2)
 
 # %% figure="throughput" alt="Images per second of each tool, PyTorch in orange-red and JAX in blue, training and evaluation, with interquartile error bars"
 working = rows[rows["median_s"].notna()]
@@ -402,112 +381,23 @@ memory_table.round(0) if len(memory_table) else Markdown("No device memory stati
 # taken as Imagenette's 9,469 training images.
 
 # %%
-first_steps = {
-    f"{key}/{name}": {"precision": r["precision"], "batch": r["batch_size"], "tool": swin.TOOL_LABELS[name],
-                      **swin.first_step(e, batch_size=r["batch_size"])}
-    for key, r in speed.items() if r["phase"] == "train" for name, e in r["ladder"].items()
-    if e["median_s"] is not None
-}
+first_steps = report.swin_v2.first_steps(speed)  # swin.first_step for each working training rung
 first_table = pd.DataFrame(first_steps.values()).set_index(["precision", "batch", "tool"])[
     ["compile_s", "allocation_s", "steady_s", "first_step_s", "first_epoch_s", "steady_epoch_s", "first_epoch_excess"]]
 first_table.round(3)
 
 # %% tags=["remove_input"]
-def first_epoch_sentence():
-    parts = []
-    for f in first_steps.values():
-        alloc = ("allocation cannot be separated on this device" if f["allocation_s"] is None else
-                 f"allocation {verdict.fmt_seconds(f['allocation_s'])}")
-        parts.append(f"{f['tool']} (batch {f['batch']}, {f['precision']}): compilation and one-off set-up "
-                     f"{verdict.fmt_seconds(f['compile_s'])}, {alloc}, a steady step "
-                     f"{verdict.fmt_seconds(f['steady_s'])}; the first epoch is "
-                     f"{verdict.fmt_number(100 * f['first_epoch_excess'])}% longer than a steady one")
-    return "; ".join(parts) + "."
-
-
-Markdown(first_epoch_sentence())
+Markdown(report.swin_v2.first_epoch_claim(first_steps))
 
 # %% [markdown]
 # ## 6. Conclusion
 
 # %% tags=["remove_input"]
-def setting_name(key):
-    precision, phase, batch = key.split("/")
-    return f"{'training' if phase == 'train' else 'evaluation'}, batch {batch}, {precision}"
-
-
-verdicts = []
-headline_key = max((k for k in speed if "/train/" in k and k.startswith("float32")),
-                   key=lambda k: speed[k]["batch_size"], default=next(iter(speed)))
-order = [headline_key] + [k for k in speed if k != headline_key]
-for key in order:
-    verdicts.append(verdict.ladder(
-        speed[key]["ladder"], question=f"Which framework is faster at Swin V2 {setting_name(key)}, best tool "
-                                       f"against best tool?"))
-# The seed's own comparison: PyTorch eager against JAX jit.
-seed_verdicts = []
-for key in order:
-    entries = speed[key]["ladder"]
-    if speed[key]["precision"] == "float32" and all(entries.get(n, {}).get("median_s") is not None
-                                                    for n in ("torch/eager", "jax/jit")):
-        seed_verdicts.append(verdict.speed(entries["torch/eager"], entries["jax/jit"],
-                                           question=f"PyTorch eager against JAX jit ({setting_name(key)}), "
-                                                    f"the seed's comparison", subject_tool="eager",
-                                           other_tool="jit"))
-verdicts += seed_verdicts + [accuracy_verdict]
-# The seed's figures as time ratios PyTorch / JAX: "27% faster" training, "140% faster" validation.
-SEED_RATIO = {"train": 1.27, "eval": 2.40}
-
-
-def answer(phase):
-    keys = [k for k in speed if speed[k]["precision"] == "float32" and speed[k]["phase"] == phase]
-    if not keys:
-        return None
-    key = max(keys, key=lambda k: speed[k]["batch_size"])
-    entries, chosen = speed[key]["ladder"], speed[key]["best"]
-    what = f"{'Training' if phase == 'train' else 'Evaluation'} at batch {speed[key]['batch_size']}"
-    parts = []
-    if all(entries.get(n, {}).get("median_s") is not None for n in ("torch/eager", "jax/jit")):
-        ratio = entries["torch/eager"]["median_s"] / entries["jax/jit"]["median_s"]
-        parts.append(f"the seed's pairing, PyTorch eager against JAX jit, gives JAX {verdict.fmt_ratio(ratio)} "
-                     f"PyTorch's throughput (the seed reported {verdict.fmt_ratio(SEED_RATIO[phase])})")
-    if chosen["ratio"] is not None:
-        parts.append(f"best against best (PyTorch {chosen['torch']}, JAX {chosen['jax']}) gives "
-                     f"{verdict.fmt_ratio(chosen['ratio'])}")
-    return f"{what}: " + "; ".join(parts) + "." if parts else None
-
-
-answers = [a for a in (answer("train"), answer("eval")) if a]
-gpu_note = ("" if on_gpu else " These are CPU figures at a small size; the seed's question is about a GPU, "
-            "which the `gpu` profile answers at the seed's size.")
-Markdown(
-    f"**Is JAX really 27% faster at training and 140% faster at validating?** Measured on {prov['device']}, "
-    f"{speed_config.img_size}×{speed_config.img_size} inputs, the same network on both sides "
-    f"(logits within {verdict.fmt_number(parity['max_abs_logit_err'])}): "
-    + verdicts[0].sentence + "\n\n" + " ".join(answers) + "\n\n"
-    + "\n\n".join(f"- {v.question} {v.sentence}" for v in verdicts[1:])
-    + "\n\nThe seed compared PyTorch eager with JAX's jit; each framework's best tool against the other's is the "
-      "fairer question, and the ladder shows how much of a gap comes from the tool rather than the framework."
-    + gpu_note
-)
+metrics = report.swin_v2.summarise(
+    parity_runs=parity_runs, accuracy=accuracy, speed=speed, model_config=model_config, speed_config=speed_config,
+    num_train=len(X_train), num_test=len(X_test), num_epochs=num_epochs, allow_tf32=allow_tf32,
+    timm_version=timm.__version__, conditions=conditions, device=prov["device"], on_gpu=on_gpu, parts=checkpoints.log)
+Markdown(report.swin_v2.conclusion(metrics))
 
 # %% tags=["remove_cell"]
-metrics = {
-    "parity": {"max_abs_logit_err": parity["max_abs_logit_err"], "max_rel_grad_err": parity["max_rel_grad_err"],
-               "worst_grad": parity["worst_grad"], "loss_err": parity["loss_err"],
-               "tolerance": {"abs_logit": LOGIT_ATOL, "rel_grad": GRAD_RTOL},
-               "runs": parity_runs},
-    "accuracy": accuracy,
-    "speed": speed,
-    "first_step": first_steps,
-    "verdicts": [v.to_dict() for v in verdicts],
-    "model": model_config.to_dict(),
-    "speed_model": speed_config.to_dict(),
-    "num_train": len(X_train),
-    "num_test": len(X_test),
-    "num_epochs": num_epochs,
-    "allow_tf32": allow_tf32,
-    "timm": timm.__version__,
-    "conditions": conditions,
-}
-provenance.save_results("swin-transformer-v2", metrics, prov)["metrics"]["parity"]
+provenance.save_results(metrics, provenance=prov)["metrics"]["parity"]

@@ -17,7 +17,7 @@ jax = pytest.importorskip("jax")
 
 from flax import nnx  # noqa: E402
 
-from sidebyside import swin  # noqa: E402
+from sidebyside import swin, training  # noqa: E402
 
 LOGIT_ATOL = 1e-5
 GRAD_RTOL = 1e-3
@@ -156,8 +156,6 @@ def test_one_adamw_step_agrees_with_timms_model():
     wrong schedule or weight-decay rule (lr * 0.5 * |w| on every entry) moves whole tensors."""
     import torch.nn.functional as F
 
-    from sidebyside import training
-
     config = swin.SwinConfig(**{**TINY.to_dict(), "drop_path_rate": 0.0})
     train_config = training.TrainConfig(num_epochs=1, lr=1e-2, optimizer="adam", schedule="cosine",
                                         warmup_epochs=0.0, weight_decay=0.5)
@@ -190,3 +188,67 @@ def test_one_adamw_step_agrees_with_timms_model():
         update_torch, update_jax = expected - before[name], got - before[name]
         assert np.linalg.norm(update_torch) > 0, name
         assert np.linalg.norm(update_jax - update_torch) <= 1e-2 * np.linalg.norm(update_torch), name
+
+
+def test_compiled_rungs_are_static_shapes(monkeypatch):
+    """torch.compile's automatic dynamic shapes would give the second batch size a symbolic batch
+    dimension: each compiled rung asks for static shapes."""
+    calls = []
+    monkeypatch.setattr(torch, "compile", lambda fn, **kwargs: calls.append(kwargs) or fn)
+    X, y = swin.random_batches(TINY, 2, 1)
+    rung = swin._torch_rung(TINY, "compile", "train", X, y, "float32", 0)
+    assert rung.run is not None and calls == [{"dynamic": False}]
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_checkpoints_save_each_part_and_read_it_back(tmp_path):
+    path = tmp_path / "parts.json"
+    calls = []
+
+    def part(n, *, scale=1):
+        calls.append(n)
+        return {"value": n * scale}
+
+    first = swin.Checkpoints(path, stamp={"device": "H100"})
+    assert first("speed/a", part, 2) == {"value": 2} and first.log["speed/a"]["measured"] == "this run"
+    again = swin.Checkpoints(path, stamp={"device": "H100"})
+    assert again("speed/a", part, 2) == {"value": 2} and calls == [2]
+    assert again.log["speed/a"]["measured"] == "earlier run"
+    assert again("speed/a", part, 2, scale=3) == {"value": 6} and calls == [2, 2]  # other arguments: measured
+    other = swin.Checkpoints(path, stamp={"device": "H200"})
+    other("speed/a", part, 2, scale=3)
+    assert calls == [2, 2, 2]  # another machine: measured again
+    history = swin.Checkpoints(path)("accuracy/torch/0", lambda: training.History("torch", "eager", test_accuracy=[0.5]))
+    back = swin.Checkpoints(path)("accuracy/torch/0", lambda: None, decode=lambda h: training.History(**h))
+    assert back == history
+    off = swin.Checkpoints("")
+    off("speed/a", part, 2)
+    off("speed/a", part, 2)
+    assert calls == [2, 2, 2, 2, 2]  # off: always measured
+
+
+def test_checkpoints_stop_before_a_part_that_would_not_fit(tmp_path):
+    clock = _Clock()
+    parts = swin.Checkpoints(tmp_path / "parts.json", budget_s=100, clock=clock)
+
+    def slow(seconds):
+        clock.now += seconds
+        return seconds
+
+    parts("speed/train/float32/32", slow, 40)  # nothing alike known: it starts
+    assert parts.predicted_s("speed/train/float32/64") == 40  # its kind
+    assert parts.predicted_s("speed/train/bfloat16/32") == 40  # its kind's kind
+    assert parts.predicted_s("speed/eval/float32/32") == 0  # nothing alike
+    parts("speed/eval/float32/32", slow, 30)  # 70 s have passed
+    with pytest.raises(swin.BudgetSpent, match="2 parts were measured in this run.*Run the same command again"):
+        parts("speed/train/float32/64", slow, 40)  # 70 + 40 > 100
+    resumed = swin.Checkpoints(tmp_path / "parts.json", budget_s=100, clock=clock)
+    assert resumed("speed/train/float32/32", slow, 40) == 40 and resumed("speed/train/float32/64", slow, 40) == 40
+    assert resumed.log["speed/train/float32/32"]["measured"] == "earlier run"
