@@ -143,6 +143,8 @@ def test_tf32_rows_are_not_applicable_on_a_cpu_with_a_reason(arrays):
         pytest.skip("a CUDA device is present")
     candidates = {
         "torch/compile": training.torch_rung(models.TorchMLP, arrays, CONFIG, 2, loop="compile", precision="tf32"),
+        "torch/cuda-graph": training.torch_rung(models.TorchMLP, arrays, CONFIG, 2, loop="cuda_graph",
+                                                precision="tf32"),
         "jax/jit+scan": training.flax_rung(lambda: models.FlaxMLP(rngs=nnx.Rngs(0)), arrays, CONFIG, 2,
                                            precision="tf32"),
     }

@@ -802,6 +802,10 @@ def torch_rung(make_model: Callable[[], Any], data: Any, config: TrainConfig, st
     from .timing import NotApplicable
 
     device = torch.device(device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu"))
+    capability = torch.cuda.get_device_capability(device) if device.type == "cuda" else None
+    reason = precision_not_applicable(precision, device.type, capability)  # before the loop's: it is the row's cause
+    if reason is not None:
+        return NotApplicable(reason)
     if loop in CUDA_GRAPH_LOOPS and device.type != "cuda":
         return NotApplicable(f"CUDA graphs need a CUDA GPU; this run is on the {device.type.upper()}")
     try:

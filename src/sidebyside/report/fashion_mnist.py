@@ -393,12 +393,12 @@ def precision_claim(metrics: Mapping[str, Any], kind: str, precision: str) -> st
     switch = _switch(metrics, kind, precision)
     if switch:
         changes = ("bfloat16 rounds the network's inputs, weights and activations to 8 significant bits, so its "
-                   "losses differ from float32's by a few tenths of a percent, which the library's tests bound on "
+                   "losses leave float32's, within the bfloat16 rounding bound that the library's tests check on "
                    "both sides" if precision == "bfloat16" else
                    "TF32 rounds the inputs of matmuls and convolutions to 11 significant bits")
         text += (f" The switch changes the arithmetic as well as the time: {changes}. Against each side's own "
-                 f"float32 best, {switch}. That is a trade of precision for speed, not the same work done faster, "
-                 f"so these rows stand beside the float32 ladder rather than race it.")
+                 f"float32 best, {switch}. A different computation, not the same work done faster or slower, so "
+                 f"these rows stand beside the float32 ladder rather than race it.")
     return text
 
 
