@@ -54,6 +54,8 @@ flax_cnn_loop = "device"   # JAX loop for the CNN's training runs: "device" (jit
 speed_steps = 5            # training steps per timed call in section 5 (scaled to an epoch)
 cnn_speed_steps = 1        # CNN steps per timed call in section 5
 speed_repeats = 3
+speed_precisions = ["tf32", "bfloat16"]  # rows beside float32 (TF32 off), each on each side's best tools
+precision_models = ["mlp"]  # models that get the precision rows; the gpu profile adds "cnn"
 threads = 0                # CPU threads for PyTorch, XLA and NumPy alike; 0: every core this process may use
 
 # %% tags=["remove_cell", "colab-install"]
@@ -95,7 +97,7 @@ from flax import nnx
 from IPython.display import Markdown
 from matplotlib.patches import Patch
 
-from sidebyside import data, models, progress, provenance, tables, training, verdict, viz
+from sidebyside import data, models, progress, provenance, report, tables, training, viz
 
 tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 
@@ -113,9 +115,7 @@ print(f"PyTorch device: {torch_device}; JAX devices: {jax.devices()}")
 provenance.table(prov)
 
 # %% tags=["remove_input"]
-Markdown(timing.conditions_sentence(conditions, on_gpu=on_gpu) + " One-time start-up, paid before any timing: "
-         f"`torch.compile` {verdict.fmt_seconds(startup['torch_compile_startup_s'])}, `jax.jit` "
-         f"{verdict.fmt_seconds(startup['jax_jit_startup_s'])}.")
+Markdown(report.fashion_mnist.conditions_text(conditions, startup, on_gpu=on_gpu))
 
 # %% [markdown]
 # ## 1. The data
@@ -222,44 +222,11 @@ for name, seed in progress.bar(runs, desc="original setting"):
     original_accuracy[name].append(accuracy)
 
 # %% tags=["remove_input"]
-published = {"torch": 0.576, "flax": 0.797}
-acc = {name: 100 * np.mean(v) for name, v in original_accuracy.items()}
-normalisation_effect = acc["torch_fixed_normalisation"] - acc["torch"]
-init_effect = acc["flax"] - acc["flax_with_torch_init"]
-framework_gap = acc["flax_with_torch_init"] - acc["torch_fixed_normalisation"]
-explanation = {
-    "torch": "The published mismatch: trained on [0, 1] images, tested on [-1, 1] ones.",
-    "flax": "The published Flax run: no mismatch, Flax's default initialisation.",
-    "torch_fixed_normalisation": f"Only the test scaling changed: {verdict.fmt_signed(normalisation_effect, 2)} points.",
-    "flax_with_torch_init": f"Only the initialisation changed: {verdict.fmt_signed(-init_effect, 2)} points; "
-                            f"{verdict.fmt_signed(framework_gap, 2)} from the fixed PyTorch run.",
-}
-original_table = pd.DataFrame([
-    {
-        "run": variants[name][0],
-        "pixel range": variants[name][1],
-        "test accuracy (%)": 100 * np.mean(accs),
-        "± std over seeds": 100 * np.std(accs, ddof=1) if len(accs) > 1 else np.nan,
-        "original post (%)": 100 * published[name] if name in published else np.nan,
-        "what it shows": explanation[name],
-    }
-    for name, accs in original_accuracy.items()
-]).set_index("run")
-original_table.round(1)
+original = report.fashion_mnist.original_record(original_accuracy, original_seeds, num_train=len(unit_range.X_train))
+report.fashion_mnist.original_table(original).round(1)
 
 # %% tags=["remove_input"]
-Markdown(
-    f"With {verdict.plural(len(original_seeds), 'seed')} and {len(unit_range.X_train):,} training images, the "
-    f"published setting gives {acc['torch']:.1f}% for PyTorch against {acc['flax']:.1f}% for Flax (the post reported "
-    f"57.6% and 79.7%). Scaling the test images like the training images moves PyTorch by "
-    f"{verdict.fmt_signed(normalisation_effect, 2)} points, to {acc['torch_fixed_normalisation']:.1f}%. Flax's default "
-    f"initialisation is worth {verdict.fmt_signed(init_effect, 2)} points "
-    f"over PyTorch's in this setting: two epochs of SGD at a learning rate of 0.001 leave both networks far from "
-    f"converged, so where they start still shows. With the same data and the same initialisation scheme, "
-    f"Flax ends {verdict.fmt_signed(framework_gap, 2)} points from PyTorch"
-    + (" (the spread over seeds is in the table)." if len(original_seeds) > 1 else " (one seed).")
-    + " No theory about JAX picking up finer spatial variation is needed."
-)
+Markdown(report.fashion_mnist.original_claim(original))
 
 # %% [markdown]
 # ## 4. A proper comparison
@@ -304,17 +271,7 @@ for kind, overrides in runs_config.items():
         final_models[kind, "flax", seed] = flax_model
 
 # %%
-accuracy = {
-    kind: {
-        fw: {
-            "mean": float(np.mean([h.test_accuracy[-1] for h in histories[kind, fw]])),
-            "std": float(np.std([h.test_accuracy[-1] for h in histories[kind, fw]], ddof=1)) if len(seeds) > 1 else 0.0,
-            "seeds": list(seeds),
-        }
-        for fw in ("torch", "flax")
-    }
-    for kind in runs_config
-}
+accuracy = report.fashion_mnist.accuracy_record(histories, seeds)
 accuracy_table = pd.DataFrame([
     {
         "model": kind.upper(),
@@ -397,80 +354,63 @@ pd.DataFrame({f"{kind.upper()} {viz.LABELS[fw]} (%)": per_class[kind, fw]
 # `sidebyside.timing` (results waited for, the first call, with any
 # compilation, timed apart and reported as compile time; the repeats of all
 # rows interleaved). An epoch's time is the median per-call time scaled to
-# the steps of a full epoch (60,000 images).
+# the steps of a full epoch (60,000 images). Each rung is built by
+# `training.torch_rung` / `training.flax_rung`: a runner, or the reason it
+# does not apply here, or the error that building it raised, kept as a row.
 
 # %% tags=["pair:ladder:torch"]
-def torch_rung(loop, make_model, config, steps):
-    """A PyTorch training runner for the ladder; a rung that cannot be built keeps its error."""
-    if loop in training.CUDA_GRAPH_LOOPS and torch_device.type != "cuda":
-        return timing.NotApplicable("CUDA graphs need a CUDA GPU; this run is on the CPU")
-    try:
-        torch.manual_seed(0)
-        return training.TorchTrainer(make_model().to(torch_device), arrays, config, loop=loop).runner(steps)
-    except Exception as error:  # a failure is a finding: the row stays, with its error
-        return error
-
-
-def torch_ladder(make_model, config, steps):
-    return {
-        "torch/eager": torch_rung("device", make_model, config, steps),
-        "torch/compile": torch_rung("compile", make_model, config, steps),
-        "torch/cuda-graph": torch_rung("cuda_graph", make_model, config, steps),
-        "torch/cuda-graph+fused": torch_rung("cuda_graph_fused", make_model, config, steps),
-    }
+def torch_ladder(make_model, config, steps, precision="float32"):
+    return {name: training.torch_rung(make_model, arrays, config, steps, loop=loop, precision=precision,
+                                      device=torch_device)
+            for name, loop in report.fashion_mnist.ladder_tools("torch", precision).items()}
 
 
 # %% tags=["pair:ladder:jax"]
-def jax_rung(loop, make_model, config, steps):
-    """A JAX training runner for the ladder; a rung that cannot be built keeps its error."""
-    try:
-        return training.FlaxTrainer(make_model(), arrays, config, loop=loop).runner(steps)
-    except Exception as error:
-        return error
-
-
-def jax_ladder(make_model, config, steps):
-    return {
-        "jax/jit": jax_rung("device", make_model, config, steps),
-        "jax/jit+scan": jax_rung("scan", make_model, config, steps),
-    }
+def jax_ladder(make_model, config, steps, precision="float32"):
+    return {name: training.flax_rung(make_model, arrays, config, steps, loop=loop, precision=precision)
+            for name, loop in report.fashion_mnist.ladder_tools("jax", precision).items()}
 
 
 # %%
-NEEDS = {"torch/compile": "a working Inductor back end (a C++ compiler on a CPU, Triton on a GPU)",
-         "torch/cuda-graph": "a CUDA GPU and an optimiser with capturable=True",
-         "torch/cuda-graph+fused": "a CUDA GPU and the fused Adam (fused=True)"}
-LABELS = {"torch/eager": "PyTorch, eager", "torch/compile": "PyTorch, torch.compile (whole step)",
-          "torch/cuda-graph": "PyTorch, CUDA graph (capturable Adam)",
-          "torch/cuda-graph+fused": "PyTorch, CUDA graph (fused Adam)", "jax/jit": "JAX, jit per step",
-          "jax/jit+scan": "JAX, jit + lax.scan", "torch/dataloader": "PyTorch, DataLoader (host batches)",
-          "jax/jit-host": "JAX, jit per step (host batches)"}
-HOST_FED = ("torch/dataloader", "jax/jit-host")
-
-speed_config = training.TrainConfig(batch_size=batch_size, optimizer="adam", lr=mlp_lr, num_epochs=1)
-steps_per_epoch = speed_config.steps_per_epoch(60_000)
-mlp_candidates = {
-    **torch_ladder(models.TorchMLP, speed_config, speed_steps),
-    **jax_ladder(lambda: models.FlaxMLP(rngs=nnx.Rngs(0)), speed_config, speed_steps),
-    "torch/dataloader": torch_rung("dataloader", models.TorchMLP, speed_config, speed_steps),
-    "jax/jit-host": jax_rung("jit_step", lambda: models.FlaxMLP(rngs=nnx.Rngs(0)), speed_config, speed_steps),
+make = {
+    "mlp": (models.TorchMLP, lambda: models.FlaxMLP(rngs=nnx.Rngs(0)), mlp_lr, speed_steps),
+    "cnn": (lambda: models.TorchCNN(tuple(cnn_channels), cnn_hidden),
+            lambda: models.FlaxCNN(tuple(cnn_channels), cnn_hidden, rngs=nnx.Rngs(0)), cnn_lr, cnn_speed_steps),
 }
-mlp_entries, mlp_timings = timing.ladder(mlp_candidates, needs=NEEDS, repeats=speed_repeats)
-scale = steps_per_epoch / speed_steps
-mlp_epoch = verdict.scaled({k: e for k, e in mlp_entries.items() if k not in HOST_FED}, scale)
-host_epoch = verdict.scaled({k: mlp_entries[k] for k in HOST_FED}, scale)
-timing.ladder_table({**mlp_epoch, **host_epoch}, labels=LABELS, unit="s").round(3)
+steps_per_epoch = training.TrainConfig(batch_size=batch_size).steps_per_epoch(60_000)
+speed = {}
+
+
+def time_ladder(kind, precision="float32", extra=None):
+    """Time one model's ladder in one precision, keep its record in `speed`, show it per epoch."""
+    make_torch, make_flax, lr, steps = make[kind]
+    config = training.TrainConfig(batch_size=batch_size, optimizer="adam", lr=lr, num_epochs=1)
+    candidates = {**torch_ladder(make_torch, config, steps, precision),
+                  **jax_ladder(make_flax, config, steps, precision), **(extra or {})}
+    entries, _ = timing.ladder(candidates, needs=report.fashion_mnist.NEEDS, repeats=speed_repeats)
+    name = kind if precision == "float32" else f"{kind}/{precision}"
+    speed[name] = report.fashion_mnist.speed_record(entries, steps_per_call=steps, steps_per_epoch=steps_per_epoch,
+                                                    precision=precision)
+    return report.fashion_mnist.ladder_table(speed, [name]).round(3)
+
+
+mlp_config = training.TrainConfig(batch_size=batch_size, optimizer="adam", lr=mlp_lr, num_epochs=1)
+time_ladder("mlp", extra={
+    "torch/dataloader": training.torch_rung(models.TorchMLP, arrays, mlp_config, speed_steps, loop="dataloader",
+                                            device=torch_device),
+    "jax/jit-host": training.flax_rung(lambda: models.FlaxMLP(rngs=nnx.Rngs(0)), arrays, mlp_config, speed_steps,
+                                       loop="jit_step"),
+})
 
 # %% figure="epoch-time" alt="Training throughput of the MLP per tool, PyTorch in orange-red and JAX in blue, each framework's ladder and the host-fed loops"
-fig, ax = plt.subplots(figsize=(8, 4.2))
-ran = [n for n, e in {**mlp_epoch, **host_epoch}.items() if e["median_s"] is not None]
+rows = {**speed["mlp"]["ladder"], **speed["mlp"]["host_fed"]}
+ran = [n for n, e in rows.items() if e["median_s"] is not None]
 samples = steps_per_epoch * batch_size
-throughput = [samples / {**mlp_epoch, **host_epoch}[n]["median_s"] for n in ran]
-low = [samples / {**mlp_epoch, **host_epoch}[n]["q3_s"] for n in ran]
-high = [samples / {**mlp_epoch, **host_epoch}[n]["q1_s"] for n in ran]
-err = np.array([np.subtract(throughput, low), np.subtract(high, throughput)])
-ax.barh([LABELS[n] for n in ran], throughput, xerr=err, color=[viz.COLORS[n.split("/")[0]] for n in ran],
-        hatch=None)
+throughput = [samples / rows[n]["median_s"] for n in ran]
+low, high = [samples / rows[n]["q3_s"] for n in ran], [samples / rows[n]["q1_s"] for n in ran]
+fig, ax = plt.subplots(figsize=(8, 4.2))
+ax.barh([report.fashion_mnist.LABELS[n] for n in ran], throughput, color=[viz.COLORS[n.split("/")[0]] for n in ran],
+        xerr=np.array([np.subtract(throughput, low), np.subtract(high, throughput)]))
 ax.invert_yaxis()
 ax.set(title=f"MLP training throughput, batch {batch_size} ({prov['device']})",
        xlabel="samples per second (median; bars: interquartile range)", ylabel="framework, tool")
@@ -487,131 +427,55 @@ plt.show()
 # `cnn_speed_steps` steps per call.
 
 # %%
-cnn_speed_config = training.TrainConfig(batch_size=batch_size, optimizer="adam", lr=cnn_lr, num_epochs=1)
-cnn_candidates = {
-    **torch_ladder(lambda: models.TorchCNN(tuple(cnn_channels), cnn_hidden), cnn_speed_config, cnn_speed_steps),
-    **jax_ladder(lambda: models.FlaxCNN(tuple(cnn_channels), cnn_hidden, rngs=nnx.Rngs(0)), cnn_speed_config,
-                 cnn_speed_steps),
-}
-cnn_entries, cnn_timings = timing.ladder(cnn_candidates, needs=NEEDS, repeats=speed_repeats)
-cnn_epoch = verdict.scaled(cnn_entries, steps_per_epoch / cnn_speed_steps)
-timing.ladder_table(cnn_epoch, labels=LABELS, unit="s").round(3)
+time_ladder("cnn")
 
 # %% tags=["remove_input"]
-def scan_against_jit(epoch_entries, model_name):
-    """What lax.scan buys over a jitted step on this device, as a sentence from the numbers."""
-    scan, jit = epoch_entries["jax/jit+scan"], epoch_entries["jax/jit"]
-    if scan["median_s"] is None or jit["median_s"] is None:
-        return f"For the {model_name}, one of JAX's two rungs did not run, so the two cannot be compared here."
-    v = verdict.speed(scan, jit, question=f"Does lax.scan speed up JAX's {model_name} epoch?", subject_name="jax",
-                      other_name="jax", subject_tool="jit + scan", other_tool="jit per step")
-    return f"For the {model_name}: {v.sentence}"
+Markdown(report.fashion_mnist.scan_claim(speed, device=prov["device"], cnn_loop=flax_cnn_loop))
 
+# %% [markdown]
+# ### Other precisions: TF32 and bfloat16, on both sides alike
+#
+# Everything above is float32 with TF32 off on both sides. Two other
+# settings are common in practice, and each gets its own ladder on each
+# side's best tools (PyTorch's `torch.compile` and CUDA graphs, JAX's
+# jit + scan), always the same setting on both sides:
+#
+# - **TF32**: float32 storage, with matmuls and convolutions on the
+#   TensorFloat-32 tensor cores of NVIDIA GPUs (Ampere and newer): PyTorch's
+#   cuBLAS and cuDNN switches on, and JAX's default matmul precision
+#   `tensorfloat32`. A CPU has no such mode; there the rows say so.
+# - **bfloat16 mixed precision**: the network computes in bfloat16 from
+#   float32 master weights; the loss, the gradients and Adam's state stay in
+#   float32. PyTorch wraps the forward pass in
+#   `torch.autocast(dtype=torch.bfloat16)`; the JAX step casts the
+#   parameters and the batch to bfloat16 inside the differentiated loss.
+#
+# Either changes the arithmetic, not only the speed, so each precision is
+# raced within itself, best against best, and never against the float32
+# ladder as if it were the same work. `precision_models` says which models
+# get these rows.
 
-Markdown(scan_against_jit(mlp_epoch, "MLP") + " " + scan_against_jit(cnn_epoch, "CNN")
-         + f" (measured on {prov['device']}; the CNN's training runs in section 4 used `{flax_cnn_loop}`.)")
+# %%
+for kind in precision_models:
+    for precision in speed_precisions:
+        time_ladder(kind, precision)
+report.fashion_mnist.ladder_table(speed, [n for n in speed if "/" in n]).round(3)
 
 # %% [markdown]
 # ## 6. Results
 
 # %% tags=["remove_input"]
-verdicts = {
-    "mlp_speed": verdict.ladder(mlp_epoch, question="Which framework trains the MLP's epoch faster, each at its best?"),
-    "cnn_speed": verdict.ladder(cnn_epoch, question="Which framework trains the CNN's epoch faster, each at its best?"),
-    "mlp_accuracy": verdict.seeds([100 * h.test_accuracy[-1] for h in histories["mlp", "torch"]],
-                                  [100 * h.test_accuracy[-1] for h in histories["mlp", "flax"]],
-                                  question="Do PyTorch and Flax reach the same MLP test accuracy?",
-                                  subject_name="torch", other_name="jax", unit=" points"),
-    "cnn_accuracy": verdict.seeds([100 * h.test_accuracy[-1] for h in histories["cnn", "torch"]],
-                                  [100 * h.test_accuracy[-1] for h in histories["cnn", "flax"]],
-                                  question="Do PyTorch and Flax reach the same CNN test accuracy?",
-                                  subject_name="torch", other_name="jax", unit=" points"),
-}
-mlp_best, cnn_best = verdict.best(mlp_epoch), verdict.best(cnn_epoch)
-
-
-def best_cell(epoch_entries, chosen, framework):
-    tool = chosen[framework]
-    if tool is None:
-        return "no tool ran"
-    e = epoch_entries[f"{framework}/{tool}"]
-    return f"{verdict.fmt_seconds(e['median_s'])} ± {verdict.fmt_seconds(e['iqr_s'] / 2)} ({tool})"
-
-
-results_table = pd.DataFrame({
-    "PyTorch": [
-        f"{100 * np.mean(original_accuracy['torch']):.1f}%",
-        f"{100 * np.mean(original_accuracy['torch_fixed_normalisation']):.1f}%",
-        f"{100 * accuracy['mlp']['torch']['mean']:.2f} ± {100 * accuracy['mlp']['torch']['std']:.2f}%",
-        f"{100 * accuracy['cnn']['torch']['mean']:.2f} ± {100 * accuracy['cnn']['torch']['std']:.2f}%",
-        best_cell(mlp_epoch, mlp_best, "torch"),
-        best_cell(cnn_epoch, cnn_best, "torch"),
-    ],
-    "Flax / JAX": [
-        f"{100 * np.mean(original_accuracy['flax']):.1f}%",
-        f"{100 * np.mean(original_accuracy['flax_with_torch_init']):.1f}% (PyTorch's init)",
-        f"{100 * accuracy['mlp']['flax']['mean']:.2f} ± {100 * accuracy['mlp']['flax']['std']:.2f}%",
-        f"{100 * accuracy['cnn']['flax']['mean']:.2f} ± {100 * accuracy['cnn']['flax']['std']:.2f}%",
-        best_cell(mlp_epoch, mlp_best, "jax"),
-        best_cell(cnn_epoch, cnn_best, "jax"),
-    ],
-}, index=["original setting, as published", "original setting, fixed", f"MLP, {mlp_epochs} epochs (Adam)",
-          f"CNN, {cnn_epochs} epochs (Adam)", "best MLP epoch (median ± IQR/2, tool)",
-          "best CNN epoch (median ± IQR/2, tool)"])
-results_table
+metrics = report.fashion_mnist.summarise(
+    original=original, accuracy=accuracy, speed=speed, conditions=conditions, startup=startup,
+    device=prov["device"], batch_size=batch_size, num_test=len(arrays.X_test),
+    epochs={"mlp": mlp_epochs, "cnn": cnn_epochs}, flax_cnn_loop=flax_cnn_loop)
+report.fashion_mnist.results_table(metrics)
 
 # %% [markdown]
 # ## 7. Conclusion
 
 # %% tags=["remove_input"]
-host = {k: e for k, e in host_epoch.items() if e["median_s"] is not None}
-host_text = ""
-if len(host) == 2 and mlp_epoch["torch/eager"]["median_s"] and mlp_epoch["jax/jit"]["median_s"]:
-    host_text = (" The loops most tutorials write, with batches sent from the host: a PyTorch `DataLoader` epoch takes "
-                 + verdict.relative(host["torch/dataloader"]["median_s"], mlp_epoch["torch/eager"]["median_s"],
-                                    "the same eager step on device-resident data")
-                 + ", and a jitted JAX step fed NumPy batches "
-                 + verdict.relative(host["jax/jit-host"]["median_s"], mlp_epoch["jax/jit"]["median_s"],
-                                    "the device-resident jitted step") + ".")
-COMPILED_TOOLS = ("torch/compile", "torch/cuda-graph", "torch/cuda-graph+fused", "jax/jit", "jax/jit+scan")
-compiled = {k: mlp_entries[k]["compile_s"] for k in COMPILED_TOOLS if mlp_entries[k].get("compile_s") is not None}
-compile_text = (" First-call overhead of the MLP's compiled rungs (compilation, or graph capture), paid once in a "
-                "warm process: " + ", ".join(f"{LABELS[k]} {verdict.fmt_seconds(v)}" for k, v in compiled.items())
-                + ".") if compiled else ""
-Markdown(
-    f"**Is JAX more accurate than PyTorch?** No. The original post's 22-point gap came from outside the "
-    f"frameworks: a test set normalised differently from the training set (fixing it moves PyTorch from "
-    f"{acc['torch']:.1f}% to {acc['torch_fixed_normalisation']:.1f}%), and two default initialisations that matter "
-    f"while two epochs of slow SGD leave a network far from converged (Flax with PyTorch's initialisation: "
-    f"{acc['flax_with_torch_init']:.1f}%). Trained properly and identically, the MLP: "
-    f"{verdicts['mlp_accuracy'].sentence} The CNN: {verdicts['cnn_accuracy'].sentence} Started from the same "
-    f"weights, the two frameworks follow the same loss curve to float32 rounding (the library's tests check it).\n\n"
-    f"**Where they differ is speed**, on {prov['device']}, each framework with its whole ladder of tools. "
-    f"The MLP's epoch: {verdicts['mlp_speed'].sentence}\n\n"
-    f"The CNN's epoch: {verdicts['cnn_speed'].sentence}{host_text}{compile_text}"
-)
+Markdown(report.fashion_mnist.conclusion(metrics))
 
 # %% tags=["remove_cell"]
-metrics = {
-    "original_setting": {name: float(np.mean(v)) for name, v in original_accuracy.items()},
-    "original_setting_seeds": list(original_seeds),
-    "accuracy": accuracy,
-    "conditions": conditions,
-    "startup_s": startup,
-    "speed": {
-        "mlp": {"ladder": mlp_epoch, "best": mlp_best, "host_fed": host_epoch, "unit": "seconds per epoch",
-                "steps_per_call": speed_steps, "per_call_ladder": mlp_entries},
-        "cnn": {"ladder": cnn_epoch, "best": cnn_best, "unit": "seconds per epoch", "steps_per_call": cnn_speed_steps,
-                "per_call_ladder": cnn_entries},
-    },
-    "epoch_seconds": {name: {"median": e["median_s"], "iqr": e["iqr_s"]} for name, e in {**mlp_epoch, **host_epoch}.items()},
-    "compile_seconds": {name: e["compile_s"] for name, e in mlp_entries.items()},
-    "verdicts": [v.to_dict() for v in verdicts.values()],
-    "speed_model": "mlp",
-    "speed_steps_per_call": speed_steps,
-    "batch_size": batch_size,
-    "num_train": len(arrays.X_train),
-    "num_test": len(arrays.X_test),
-    "epochs": {"mlp": mlp_epochs, "cnn": cnn_epochs},
-}
 provenance.save_results(metrics)["metrics"]["speed"]["mlp"]["best"]

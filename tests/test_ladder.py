@@ -89,6 +89,101 @@ def test_jax_rungs_match_torch_eager(arrays, eager, loop):
     np.testing.assert_allclose(losses, eager[0], rtol=1e-4)
 
 
+# ----------------------------------------------------------------------------- precision rows
+
+# bfloat16 keeps 8 significant bits: unit roundoff u = 2**-8 (0.39%). Under the mixed-precision policy the
+# inputs, weights and activations of the network are rounded to bf16 (the logits carry about u of relative
+# error: 0.34% for PyTorch, 0.40% for JAX at this size), the loss is taken in float32 from those logits, and
+# six Adam steps from float32 master weights add a little divergence. Four unit roundoffs (1.6%) bound that
+# with room (observed: 0.06% PyTorch, 0.5% JAX); a float32 step agrees to 1e-5, so the lower bound below
+# shows the bf16 path was taken at all.
+BF16_RTOL = 4 * 2.0**-8
+FLOAT32_RTOL = 1e-5
+
+
+def _assert_bf16_losses(losses, reference):
+    np.testing.assert_allclose(losses, reference, rtol=BF16_RTOL)
+    assert np.max(np.abs(np.asarray(losses) / np.asarray(reference) - 1)) > FLOAT32_RTOL, "no bf16 rounding seen"
+
+
+@pytest.mark.parametrize("loop,kwargs", [("compile", {}), ("cuda_graph", {"capture": False})],
+                         ids=["compile", "cuda_graph-uncaptured"])
+def test_torch_bf16_rung_matches_float32_eager_within_bf16_rounding(arrays, eager, loop, kwargs):
+    losses, weights = _torch_losses(arrays, loop, precision="bfloat16", **kwargs)
+    _assert_bf16_losses(losses, eager[0])
+    assert weights.dtype == np.float32  # float32 master weights
+
+
+def test_flax_bf16_rung_matches_float32_eager_within_bf16_rounding(arrays, eager):
+    torch.manual_seed(0)
+    torch_model = models.TorchMLP(hidden=32)
+    flax_model = models.copy_torch_to_flax(torch_model, models.FlaxMLP(hidden=32, rngs=nnx.Rngs(0)))
+    trainer = training.FlaxTrainer(flax_model, arrays, CONFIG, loop="scan", precision="bfloat16")
+    batches = training.index_batches(trainer.n, CONFIG, 0)[:STEPS]
+    losses = [float(trainer.run(batches[i:i + 1])[0]) for i in range(STEPS)]
+    _assert_bf16_losses(losses, eager[0])
+    floats = [a.dtype for a in jax.tree_util.tree_leaves((trainer.params, trainer.opt_state))
+              if jnp.issubdtype(a.dtype, jnp.floating)]
+    assert floats and all(d == jnp.float32 for d in floats)  # master weights and Adam's moments stay float32
+
+
+def test_bf16_rungs_time_on_both_sides(arrays):
+    config = training.TrainConfig(num_epochs=1, batch_size=64, optimizer="adam")
+    entries, timings = timing.ladder({
+        "torch/eager": training.torch_rung(lambda: models.TorchMLP(hidden=16), arrays, config, 2, precision="bfloat16"),
+        "jax/jit+scan": training.flax_rung(lambda: models.FlaxMLP(hidden=16, rngs=nnx.Rngs(0)), arrays, config, 2,
+                                           precision="bfloat16"),
+    }, repeats=2, min_repeat_s=0.0)
+    assert set(timings) == {"torch/eager", "jax/jit+scan"}
+    assert all(e["error"] is None and e["median_s"] > 0 for e in entries.values())
+
+
+def test_tf32_rows_are_not_applicable_on_a_cpu_with_a_reason(arrays):
+    if CUDA:
+        pytest.skip("a CUDA device is present")
+    candidates = {
+        "torch/compile": training.torch_rung(models.TorchMLP, arrays, CONFIG, 2, loop="compile", precision="tf32"),
+        "torch/cuda-graph": training.torch_rung(models.TorchMLP, arrays, CONFIG, 2, loop="cuda_graph",
+                                                precision="tf32"),
+        "jax/jit+scan": training.flax_rung(lambda: models.FlaxMLP(rngs=nnx.Rngs(0)), arrays, CONFIG, 2,
+                                           precision="tf32"),
+    }
+    entries, timings = timing.ladder(candidates, repeats=2)
+    assert timings == {}
+    for entry in entries.values():
+        assert entry["error"] is None and entry["median_s"] is None
+        assert "TF32" in entry["not_applicable"] and "CPU" in entry["not_applicable"]
+    with pytest.raises(timing.NotApplicable, match="TF32"):
+        training.TorchTrainer(models.TorchMLP(hidden=8), arrays, CONFIG, precision="tf32")
+
+
+def test_precision_not_applicable_reads_the_device():
+    assert training.precision_not_applicable("float32", "cpu") is None
+    assert training.precision_not_applicable("bfloat16", "cpu") is None
+    assert "CPU" in training.precision_not_applicable("tf32", "cpu")
+    assert training.precision_not_applicable("tf32", "cuda", (9, 0)) is None
+    assert training.precision_not_applicable("tf32", "gpu", (8, 0)) is None
+    assert "7.0" in training.precision_not_applicable("tf32", "cuda", (7, 0))
+    with pytest.raises(ValueError, match="precision"):
+        training.precision_not_applicable("float16", "cpu")
+
+
+@pytest.mark.skipif(not CUDA, reason="TF32 needs an NVIDIA GPU")
+def test_tf32_rung_matches_eager_on_a_gpu(arrays):
+    # TF32 keeps 11 significant bits (u = 2**-11) in the matmuls' inputs: well inside the bf16 bound.
+    torch.manual_seed(0)
+    reference = models.TorchMLP(hidden=32).cuda()
+    tf32_model = models.TorchMLP(hidden=32).cuda()
+    tf32_model.load_state_dict(reference.state_dict())
+    batches = training.index_batches(len(arrays.X_train), CONFIG, 0)[:STEPS]
+    ref = training.TorchTrainer(reference, arrays, CONFIG, loop="device")
+    fast = training.TorchTrainer(tf32_model, arrays, CONFIG, loop="device", precision="tf32")
+    a = [float(ref.run(batches[i:i + 1])[0]) for i in range(STEPS)]
+    b = [float(fast.run(batches[i:i + 1])[0]) for i in range(STEPS)]
+    np.testing.assert_allclose(b, a, rtol=BF16_RTOL)
+    assert not torch.backends.cuda.matmul.allow_tf32  # switched back off after each call
+
+
 # ----------------------------------------------------------------------------- jit and autograd rungs
 
 X32 = np.linspace(0.1, 12.0, 257, dtype=np.float32)

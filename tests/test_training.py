@@ -57,6 +57,20 @@ def test_cnn_training_matches_across_frameworks(arrays):
                                torch_model(torch.from_numpy(X)).detach().numpy(), atol=1e-3)
 
 
+def test_bf16_training_matches_across_frameworks_and_learns(arrays):
+    # The same mixed-precision policy on both sides (bf16 network, float32 loss, master weights and Adam
+    # state): two epochs from the same weights stay within four bf16 unit roundoffs (4 * 2**-8, see
+    # tests/test_ladder.py) of each other, while each side's rounding differs (accumulation order).
+    config = CONFIGS["adamw+cosine"]
+    torch_model, flax_model = _pair("mlp")
+    _, torch_history = training.train_torch(torch_model, arrays, config, progress=False, precision="bfloat16")
+    _, flax_history = training.train_flax(flax_model, arrays, config, progress=False, precision="bfloat16")
+    assert torch_history.train_loss[1] < torch_history.train_loss[0]
+    np.testing.assert_allclose(flax_history.train_loss, torch_history.train_loss, rtol=4 * 2.0**-8)
+    assert abs(flax_history.test_accuracy[-1] - torch_history.test_accuracy[-1]) <= 0.02  # <= 10 of 500
+    assert all(p.dtype == torch.float32 for p in torch_model.parameters())
+
+
 def test_loop_styles_compute_the_same_thing(arrays):
     config = CONFIGS["sgd+wd"]
     torch_model, flax_model = _pair("mlp")

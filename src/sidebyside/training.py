@@ -41,6 +41,23 @@ Loop styles (``loop=``)
   Whether a convolution runs slower inside ``lax.scan`` than jitted alone
   depends on the backend: fashion-mnist's notebook measures it on its device.
 
+Precision (``precision=``, both trainers alike; one setting for both sides, never one side only)
+- ``"float32"`` (default): float32 throughout; TF32 stays as :func:`sidebyside.timing.same_conditions`
+  set it (off).
+- ``"tf32"``: float32 storage, matmuls and convolutions on TensorFloat-32 tensor cores on both sides
+  (PyTorch's cuBLAS and cuDNN switches around each call; JAX's default matmul precision
+  ``"tensorfloat32"`` while its steps are traced). Only NVIDIA GPUs of compute capability 8.0 or
+  newer have it: elsewhere the trainers raise :class:`sidebyside.timing.NotApplicable` with the
+  reason (:func:`precision_not_applicable`).
+- ``"bfloat16"``: mixed precision with one policy on both sides: the network computes in bfloat16
+  from float32 master weights (PyTorch ``torch.autocast(dtype=torch.bfloat16)``; JAX casts the
+  parameters and the batch to bfloat16 inside the differentiated loss), the logits go back to
+  float32 for the softmax cross-entropy, and gradients, optimiser state and weights stay float32.
+
+:func:`torch_rung` and :func:`flax_rung` build one ready-to-time rung of the speed ladder
+(:func:`sidebyside.timing.ladder`): a runner, or a ``NotApplicable`` with its reason, or the error
+that building it raised (a failure is a finding, kept as a row).
+
 Outputs: ``train_torch`` / ``train_flax`` return ``(model, History)``; the
 Flax model is updated in place too. ``on_epoch_end(epoch, model)`` is called
 with ``epoch=0`` before training (the initial model) and after every epoch
@@ -78,11 +95,40 @@ __all__ = [
     "TORCH_LOOPS",
     "CUDA_GRAPH_LOOPS",
     "FLAX_LOOPS",
+    "PRECISIONS",
+    "precision_not_applicable",
+    "torch_rung",
+    "flax_rung",
 ]
 
 TORCH_LOOPS = ("dataloader", "device", "compile", "cuda_graph", "cuda_graph_fused")
 CUDA_GRAPH_LOOPS = ("cuda_graph", "cuda_graph_fused")
 FLAX_LOOPS = ("jit_step", "device", "scan")
+PRECISIONS = ("float32", "tf32", "bfloat16")
+
+
+def _check_precision(precision: str) -> None:
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+
+
+def precision_not_applicable(precision: str, platform: str, capability: tuple[int, int] | None = None) -> str | None:
+    """Why ``precision`` cannot run on a device, or None where it can.
+
+    ``platform``: ``"cuda"``/``"gpu"`` or ``"cpu"`` (PyTorch's device type or JAX's platform);
+    ``capability``: an NVIDIA GPU's compute capability ``(major, minor)`` where known. Only TF32
+    depends on the device: it is a mode of NVIDIA tensor cores (compute capability 8.0, Ampere, or
+    newer); a CPU has no TF32 mode, so a TF32 row there would repeat the float32 one."""
+    _check_precision(precision)
+    if precision != "tf32":
+        return None
+    if platform not in ("cuda", "gpu"):
+        return ("TF32 is a tensor-core mode of NVIDIA GPUs (Ampere or newer); a CPU computes float32 matmuls "
+                "in float32 whatever the setting, so this row would repeat the float32 one")
+    if capability is not None and tuple(capability) < (8, 0):
+        return (f"TF32 needs an NVIDIA GPU of compute capability 8.0 (Ampere) or newer; this one is "
+                f"{capability[0]}.{capability[1]}")
+    return None
 
 
 # ---------------------------------------------------------------- data and configuration
@@ -244,18 +290,30 @@ class TorchTrainer:
 
     ``capture`` (CUDA graph loops only): ``True`` captures the step in a CUDA
     graph (needs a CUDA device); ``False`` runs the very same static-buffer
-    step without capture, which is what a CPU can test."""
+    step without capture, which is what a CPU can test.
 
-    def __init__(self, model, data: Any, config: TrainConfig, *, loop: str = "device", capture: bool = True):
+    ``precision``: ``"float32"``, ``"tf32"`` or ``"bfloat16"`` (see the module's docstring); a
+    precision the device lacks raises :class:`sidebyside.timing.NotApplicable` with the reason."""
+
+    def __init__(self, model, data: Any, config: TrainConfig, *, loop: str = "device", capture: bool = True,
+                 precision: str = "float32"):
         import torch
 
         if loop not in TORCH_LOOPS:
             raise ValueError(f"PyTorch loop must be one of {TORCH_LOOPS}, got {loop!r}")
-        self.model, self.config, self.loop = model, config, loop
+        self.model, self.config, self.loop, self.precision = model, config, loop, precision
         self.arrays = _as_arrays(data)
         self.device = _torch_device(model)
+        capability = torch.cuda.get_device_capability(self.device) if self.device.type == "cuda" else None
+        reason = precision_not_applicable(precision, self.device.type, capability)
+        if reason is not None:
+            from .timing import NotApplicable
+
+            raise NotApplicable(reason)
         graph = loop in CUDA_GRAPH_LOOPS
         self.capture = graph and capture
+        # bf16 mixed precision: autocast's cache of cast weights must be off inside a captured graph.
+        self._autocast = {"device_type": self.device.type, "dtype": torch.bfloat16, "cache_enabled": not graph}
         if self.capture and self.device.type != "cuda":
             raise RuntimeError(f"loop={loop!r} captures a CUDA graph and needs the model on a CUDA device; it is on "
                                f"{self.device}. Move the model to 'cuda', or pass capture=False to run the same "
@@ -314,15 +372,26 @@ class TorchTrainer:
         backward, optimiser step. What ``"compile"`` compiles and the CUDA
         graph loops capture."""
         self.optimizer.zero_grad(set_to_none=True)
-        loss = self.loss_fn(self.model(self.X[index]), self.y[index])
+        loss = self._loss(self.X[index], self.y[index])
         loss.backward()
         self.optimizer.step()
         return loss.detach()
 
+    def _loss(self, xb, yb):
+        """The loss of a batch; in bfloat16 mode the network runs under autocast and the
+        cross-entropy takes its logits back in float32, as the JAX side does."""
+        if self.precision != "bfloat16":
+            return self.loss_fn(self.model(xb), yb)
+        import torch
+
+        with torch.autocast(**self._autocast):
+            logits = self.model(xb)
+        return self.loss_fn(logits.float(), yb)
+
     def _step(self, xb, yb):
         self._set_lr()
         self.optimizer.zero_grad(set_to_none=True)
-        loss = self.loss_fn(self.model(xb), yb)
+        loss = self._loss(xb, yb)
         loss.backward()
         self.optimizer.step()
         self.step_count += 1
@@ -370,7 +439,17 @@ class TorchTrainer:
 
     def run(self, batches) -> Any:
         """Train on the given index batches; returns the summed loss (a tensor,
-        not synchronised) and the number of steps."""
+        not synchronised) and the number of steps. In ``"tf32"`` mode PyTorch's
+        TF32 switches are on for the call (compilation and capture included) and
+        restored after it."""
+        if self.precision == "tf32":
+            from .timing import tf32
+
+            with tf32(True, frameworks=("torch",)):
+                return self._run(batches)
+        return self._run(batches)
+
+    def _run(self, batches) -> Any:
         import torch
 
         self.model.train()
@@ -414,12 +493,13 @@ class TorchTrainer:
 
 def train_torch(model, data: Any, config: TrainConfig, *, loop: str = "device",
                 on_epoch_end: Callable[[int, Any], None] | None = None,
-                progress: bool | str = True, evaluate: bool = True, capture: bool = True) -> tuple[Any, History]:
+                progress: bool | str = True, evaluate: bool = True, capture: bool = True,
+                precision: str = "float32") -> tuple[Any, History]:
     """Train a PyTorch model in place; returns ``(model, History)``.
-    ``capture``: see :class:`TorchTrainer` (CUDA graph loops only)."""
+    ``capture``, ``precision``: see :class:`TorchTrainer`."""
     import torch
 
-    trainer = TorchTrainer(model, data, config, loop=loop, capture=capture)
+    trainer = TorchTrainer(model, data, config, loop=loop, capture=capture, precision=precision)
     arrays = trainer.arrays
     torch.manual_seed(config.seed)  # nothing random in these models, but dropout-safe
     history = History("torch", loop)
@@ -489,15 +569,28 @@ def evaluate_flax(model, X: np.ndarray, y: np.ndarray, *, batch_size: int = 2000
 
 class FlaxTrainer:
     """The JAX side: parameters and optimiser state as pytrees, pure jitted
-    steps; :meth:`sync` writes the parameters back into the NNX model."""
+    steps; :meth:`sync` writes the parameters back into the NNX model.
 
-    def __init__(self, model, data: Any, config: TrainConfig, *, loop: str = "scan"):
+    ``precision``: ``"float32"``, ``"tf32"`` or ``"bfloat16"`` (see the module's docstring); a
+    precision the device lacks raises :class:`sidebyside.timing.NotApplicable` with the reason."""
+
+    def __init__(self, model, data: Any, config: TrainConfig, *, loop: str = "scan", precision: str = "float32"):
         import jax
+        import jax.numpy as jnp
         import optax
         from flax import nnx
 
         if loop not in FLAX_LOOPS:
             raise ValueError(f"JAX loop must be one of {FLAX_LOOPS}, got {loop!r}")
+        device = jax.devices()[0]
+        capability = getattr(device, "compute_capability", None) if device.platform == "gpu" else None
+        capability = tuple(int(v) for v in str(capability).split(".")[:2]) if capability else None
+        reason = precision_not_applicable(precision, device.platform, capability)
+        if reason is not None:
+            from .timing import NotApplicable
+
+            raise NotApplicable(reason)
+        self.precision = precision
         if loop == "scan" and not config.drop_last:
             raise ValueError("loop='scan' needs drop_last=True (every step the same shape)")
         self.model, self.config, self.loop = model, config, loop
@@ -509,8 +602,13 @@ class FlaxTrainer:
         self.opt_state = self.tx.init(self.params)
         graphdef, tx = self.graphdef, self.tx
 
+        bf16 = precision == "bfloat16"
+
         def loss_fn(params, rest, xb, yb):
-            logits = nnx.merge(graphdef, params, rest)(xb)
+            if bf16:  # mixed precision: a bfloat16 network from float32 master weights, whose gradients stay float32
+                params = jax.tree_util.tree_map(lambda p: p.astype(jnp.bfloat16), params)
+                xb = xb.astype(jnp.bfloat16)
+            logits = nnx.merge(graphdef, params, rest)(xb).astype(jnp.float32)
             return optax.softmax_cross_entropy_with_integer_labels(logits, yb).mean()
 
         def step(params, opt_state, rest, xb, yb):
@@ -550,31 +648,51 @@ class FlaxTrainer:
 
     def _compile(self, num_steps: int):
         """Ahead-of-time compilation for a given number of steps, timed apart."""
-        import jax
-
         key = num_steps if self.loop in ("scan", "device") else "step"
         if key not in self._compiled:
-            start = time.perf_counter()
-            bs = self.config.batch_size
-            if self.loop == "scan":
-                batches = jax.ShapeDtypeStruct((num_steps, bs), np.int32)
-                compiled = self._scan.lower(self.params, self.opt_state, self.rest, self.X, self.y, batches).compile()
-            elif self.loop == "device":
-                batches = jax.ShapeDtypeStruct((num_steps, bs), np.int32)
-                counter = jax.ShapeDtypeStruct((), np.int32)
-                compiled = self._counted_step.lower(self.params, self.opt_state, self.rest, self.X, self.y, batches,
-                                                    counter).compile()
-            else:
-                xb = jax.ShapeDtypeStruct((bs,) + self.arrays.X_train.shape[1:], np.float32)
-                yb = jax.ShapeDtypeStruct((bs,), np.int32)
-                compiled = self._step.lower(self.params, self.opt_state, self.rest, xb, yb).compile()
-            self._compiled[key] = compiled
-            self.compile_seconds += time.perf_counter() - start
+            with self._precision():
+                self._compile_now(key, num_steps)
         return self._compiled[key]
+
+    def _compile_now(self, key, num_steps: int) -> None:
+        import jax
+
+        start = time.perf_counter()
+        bs = self.config.batch_size
+        if self.loop == "scan":
+            batches = jax.ShapeDtypeStruct((num_steps, bs), np.int32)
+            compiled = self._scan.lower(self.params, self.opt_state, self.rest, self.X, self.y, batches).compile()
+        elif self.loop == "device":
+            batches = jax.ShapeDtypeStruct((num_steps, bs), np.int32)
+            counter = jax.ShapeDtypeStruct((), np.int32)
+            compiled = self._counted_step.lower(self.params, self.opt_state, self.rest, self.X, self.y, batches,
+                                                counter).compile()
+        else:
+            xb = jax.ShapeDtypeStruct((bs,) + self.arrays.X_train.shape[1:], np.float32)
+            yb = jax.ShapeDtypeStruct((bs,), np.int32)
+            compiled = self._step.lower(self.params, self.opt_state, self.rest, xb, yb).compile()
+        self._compiled[key] = compiled
+        self.compile_seconds += time.perf_counter() - start
 
     def run(self, batches) -> Any:
         """Train on the given index batches; returns the summed loss (a JAX
-        scalar, not synchronised) and the number of steps."""
+        scalar, not synchronised) and the number of steps. In ``"tf32"`` mode
+        the steps are traced (and compiled) with JAX's default matmul precision
+        ``"tensorfloat32"``."""
+        with self._precision():
+            return self._run(batches)
+
+    def _precision(self):
+        """The context in which this trainer's steps are traced: TF32 matmuls in ``"tf32"`` mode."""
+        import contextlib
+
+        import jax
+
+        if self.precision == "tf32":
+            return jax.default_matmul_precision("tensorfloat32")
+        return contextlib.nullcontext()
+
+    def _run(self, batches) -> Any:
         import jax.numpy as jnp
 
         if self.loop == "scan":
@@ -635,11 +753,11 @@ class FlaxTrainer:
 
 def train_flax(model, data: Any, config: TrainConfig, *, loop: str = "scan",
                on_epoch_end: Callable[[int, Any], None] | None = None,
-               progress: bool | str = True, evaluate: bool = True) -> tuple[Any, History]:
+               progress: bool | str = True, evaluate: bool = True, precision: str = "float32") -> tuple[Any, History]:
     """Train a Flax NNX model (updated in place); returns ``(model, History)``.
     ``History.compile_seconds`` holds the ahead-of-time compilation, which
-    ``epoch_seconds`` exclude."""
-    trainer = FlaxTrainer(model, data, config, loop=loop)
+    ``epoch_seconds`` exclude. ``precision``: see :class:`FlaxTrainer`."""
+    trainer = FlaxTrainer(model, data, config, loop=loop, precision=precision)
     arrays = trainer.arrays
     history = History("flax", loop)
     if on_epoch_end:
@@ -667,3 +785,43 @@ def train_flax(model, data: Any, config: TrainConfig, *, loop: str = "scan",
         bar.close()
     history.compile_seconds = trainer.compile_seconds
     return model, history
+
+
+# ---------------------------------------------------------------- rungs of the speed ladder
+
+
+def torch_rung(make_model: Callable[[], Any], data: Any, config: TrainConfig, steps: int, *, loop: str = "device",
+               precision: str = "float32", device: Any = None) -> Any:
+    """One PyTorch rung for :func:`sidebyside.timing.ladder`: a zero-argument runner training
+    ``steps`` steps of a fresh ``make_model()`` (seeded with 0) on ``device`` (default: CUDA where
+    present, else the CPU), or a :class:`sidebyside.timing.NotApplicable` with its reason (a CUDA
+    graph on a CPU, TF32 without tensor cores), or the exception that building it raised, which
+    the ladder keeps as a failed row."""
+    import torch
+
+    from .timing import NotApplicable
+
+    device = torch.device(device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu"))
+    capability = torch.cuda.get_device_capability(device) if device.type == "cuda" else None
+    reason = precision_not_applicable(precision, device.type, capability)  # before the loop's: it is the row's cause
+    if reason is not None:
+        return NotApplicable(reason)
+    if loop in CUDA_GRAPH_LOOPS and device.type != "cuda":
+        return NotApplicable(f"CUDA graphs need a CUDA GPU; this run is on the {device.type.upper()}")
+    try:
+        torch.manual_seed(0)
+        return TorchTrainer(make_model().to(device), data, config, loop=loop, precision=precision).runner(steps)
+    except Exception as error:  # noqa: BLE001  (a failure is a finding: the row stays, with its error)
+        return error
+
+
+def flax_rung(make_model: Callable[[], Any], data: Any, config: TrainConfig, steps: int, *, loop: str = "scan",
+              precision: str = "float32") -> Any:
+    """One JAX rung for :func:`sidebyside.timing.ladder`: a zero-argument runner training
+    ``steps`` steps of ``make_model()`` on JAX's default device (its first call compiles), or a
+    :class:`sidebyside.timing.NotApplicable` with its reason, or the exception that building it
+    raised."""
+    try:
+        return FlaxTrainer(make_model(), data, config, loop=loop, precision=precision).runner(steps)
+    except Exception as error:  # noqa: BLE001
+        return error
