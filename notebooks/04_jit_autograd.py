@@ -98,7 +98,7 @@ import torch._dynamo.config
 import torch._inductor.config
 from IPython.display import Markdown
 
-from sidebyside import functions, peaks, progress, provenance, tables, verdict, viz
+from sidebyside import functions, peaks, progress, provenance, report, tables, viz
 
 tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 
@@ -126,9 +126,7 @@ startup = timing.warm_start("cuda" if on_gpu else "cpu")  # ... in a warm proces
 provenance.table(record)
 
 # %% tags=["remove_input"]
-Markdown(timing.conditions_sentence(conditions, on_gpu=on_gpu) + " One-time start-up, paid before any timing: "
-         f"`torch.compile` {verdict.fmt_seconds(startup['torch_compile_startup_s'])}, `jax.jit` "
-         f"{verdict.fmt_seconds(startup['jax_jit_startup_s'])}.")
+Markdown(report.jit_autograd.setup_sentence(conditions, startup, on_gpu=on_gpu))
 
 # %% [markdown]
 # The function, written once per framework in `sidebyside.functions` (`f_numpy`, `f_jax`,
@@ -463,7 +461,6 @@ GRAD_LABEL = {"jax/eager": "JAX vmap(grad)", "jax/jit": "JAX jit(vmap(grad))",
               "jax/jit-grad-sum": "JAX jit(grad(sum))", "torch/autograd": "PyTorch autograd on sum",
               "torch/func": "PyTorch torch.func vmap(grad)", "torch/func+compile": "PyTorch torch.compile(vmap(grad))",
               "torch/loop": "PyTorch loop of backward() (the original's)"}
-OUTSIDE_LADDER = ("torch/loop",)
 
 
 def grad_candidates(n):
@@ -593,111 +590,18 @@ for device in devices:
 results = pd.DataFrame(summary_rows).set_index(["device", "method"])
 results.round(2)
 
+# %% [markdown]
+# ## 4. Conclusion
+#
+# Written from the results record by `sidebyside.report.jit_autograd`, so that every number below is the run's.
+
 # %% tags=["remove_input"]
-def ladder_only(entries):
-    return {k: e for k, e in entries.items() if k not in OUTSIDE_LADDER and not k.startswith("numpy/")}
-
-
-def dispatch_note(ladder_entries, ns, timings_by_n):
-    """Whether the biggest size still measures dispatch: the best tools' fitted crossover lies beyond it."""
-    chosen = verdict.best(ladder_entries[ns[-1]])
-    notes = []
-    for framework in ("torch", "jax"):
-        tool = chosen[framework]
-        points = [(n, timings_by_n[n][f"{framework}/{tool}"].median_s) for n in ns
-                  if tool and f"{framework}/{tool}" in timings_by_n[n]]
-        if len(points) < 2:
-            continue
-        a, b = functions.fit_overhead(*zip(*points))
-        crossover = a / b if b > 0 else float("inf")
-        if crossover > ns[-1]:
-            notes.append(f"{verdict.FRAMEWORKS[framework]}'s best ({tool}) is still dispatch-bound at {ns[-1]:,} "
-                         f"elements (fitted crossover {'beyond the sweep' if not np.isfinite(crossover) else f'{crossover:,.0f}'})")
-        else:
-            notes.append(f"{verdict.FRAMEWORKS[framework]}'s best ({tool}) is work-bound there (fitted crossover "
-                         f"{crossover:,.0f})")
-    return ("; ".join(notes) + ".") if notes else ""
-
-
-verdicts = []
-lines = []
-for device in [main_device] + [d for d in devices if d != main_device]:
-    v_big = verdict.ladder(ladder_only(jit_entries[device, big]),
-                           question=f"Which framework evaluates f on {big:,} floats faster on the {device.upper()}, "
-                                    f"each at its best?")
-    v_small = verdict.ladder(ladder_only(jit_entries[device, small]),
-                             question=f"Which framework has the cheaper call at {small:,} floats on the "
-                                      f"{device.upper()}, each at its best?")
-    verdicts += [v_big, v_small]
-    chosen = verdict.best(jit_entries[device, big])
-    floor_text = ""
-    for framework in ("torch", "jax"):
-        if chosen[framework]:
-            e = jit_entries[device, big][f"{framework}/{chosen[framework]}"]
-            floor_text += (f" {verdict.FRAMEWORKS[framework]}'s best moves {verdict.fmt_number(8 * big / e['median_s'] / 1e9)} "
-                           f"GB/s, {verdict.fmt_number(100 * floor_s(device, big) / e['median_s'])}% of the "
-                           f"{bandwidth[device]['floor uses']} bandwidth.")
-    numpy_text = ""
-    if "numpy/numpy" in jit_timings[device, big] and "jax/jit" in jit_timings[device, big]:
-        numpy_text = (f" NumPy takes {verdict.fmt_ratio(r(jit_timings[device, big], 'numpy/numpy', 'jax/jit'))} the "
-                      f"time of `jax.jit` there.")
-    lines.append(f"**{device.upper()}, {big:,} elements.** {v_big.sentence}{floor_text}{numpy_text}\n\n"
-                 f"**{device.upper()}, {small:,} elements**, where a call is mostly dispatch: {v_small.sentence}")
-    cs = compile_s[device]
-    lines.append("Compilation, in a warm process: "
-                 + (f"{verdict.fmt_seconds(cs['jax_jit'])} per new length for `jax.jit`, " if cs["jax_jit"] else "")
-                 + (f"{verdict.fmt_seconds(cs['torch_compile'])} per new length for static `torch.compile`, "
-                    if cs["torch_compile"] else "")
-                 + (f"{verdict.fmt_seconds(cs['torch_compile_dynamic'])} once for `torch.compile(dynamic=True)`"
-                    if cs["torch_compile_dynamic"] is not None else "dynamic `torch.compile` failed")
-                 + f"; one-time start-up apart ({verdict.fmt_seconds(startup['torch_compile_startup_s'])} for "
-                 f"`torch.compile`, {verdict.fmt_seconds(startup['jax_jit_startup_s'])} for `jax.jit`).")
-
-g_big = grad_sizes[-1]
-grad_ladder = {n: ladder_only(grad_entries[n]) for n in grad_sizes}
-v_grad = verdict.ladder(grad_ladder[g_big], question=f"Which framework computes the gradient over {g_big:,} "
-                                                     f"elements faster on the {main_device.upper()}, each at its best?")
-v_hvp = verdict.ladder(hvp_entries, question=f"Which framework computes a Hessian-vector product on {hvp_size:,} "
-                                             f"elements faster on the {main_device.upper()}, each at its best?")
-verdicts += [v_grad, v_hvp]
-grad_text = (f"**Gradients** ({main_device.upper()}, {g_big:,} elements): {v_grad.sentence} "
-             + dispatch_note(grad_ladder, grad_sizes, grad_timings))
-loop_sizes = [n for n in grad_sizes if "torch/loop" in grad_timings[n]]
-if loop_sizes and "torch/autograd" in grad_timings[loop_sizes[-1]]:
-    n_loop = loop_sizes[-1]
-    tl = grad_timings[n_loop]
-    grad_text += (f" The original's per-element loop is the outlier: at {n_loop:,} elements it takes "
-                  f"{verdict.fmt_seconds(tl['torch/loop'].median_s)}, "
-                  f"{verdict.fmt_ratio(r(tl, 'torch/loop', 'torch/autograd'))} the idiomatic PyTorch call, so the "
-                  f"original's comparison measured a Python loop, not PyTorch's autograd.")
-hvp_text = f"**Hessian-vector product** ({hvp_size:,} elements): {v_hvp.sentence}"
-pit_text = ""
-if (main_device, "jax.jit") in pitfall.index:
-    pit = pitfall.loc[(main_device, "jax.jit")]
-    pit_text = (f"**The pitfall.** Without waiting for the result, `jax.jit` at {big:,} elements appears to take "
-                f"{verdict.fmt_seconds(pit['no sync (µs), WRONG'] * 1e-6)} instead of "
-                f"{verdict.fmt_seconds(pit['synchronised median (µs), right'] * 1e-6)} "
-                + (f"(a factor of {verdict.fmt_number(1 / pit['no sync / right'])} too fast)"
-                   if pit["no sync / right"] < 0.5 else f"({verdict.fmt_ratio(pit['no sync / right'])} the true time)")
-                + f", and a first call that includes compilation reports "
-                f"{verdict.fmt_seconds(pit['first call (µs), WRONG'] * 1e-6)}.")
-Markdown("## Conclusion\n\n" + "\n\n".join(lines + [grad_text, hvp_text, pit_text]))
+metrics = report.jit_autograd.summarise(
+    conditions=conditions, startup=startup, bandwidth=bandwidth, jit_entries=jit_entries,
+    floors={(d, n): floor_s(d, n) for d, n in jit_entries}, compile_s=compile_s, fits=fits,
+    grad_entries=grad_entries, grad_errors=grad_errors, hvp_entries=hvp_entries, hvp_size=hvp_size,
+    pitfall=pitfall, main_device=main_device)
+Markdown(report.jit_autograd.conclusion(metrics))
 
 # %% tags=["remove_cell"]
-metrics = {
-    "conditions": conditions,
-    "startup_s": startup,
-    "bandwidth": {d: {k: v for k, v in b.items()} for d, b in bandwidth.items()},
-    "jit": {device: {str(n): {"ladder": jit_entries[device, n], "best": verdict.best(jit_entries[device, n]),
-                              "memory_floor_s": floor_s(device, n)} for n in sizes} for device in devices},
-    "compile_s": compile_s,
-    "crossover": {device: {m: fits[device, m]["crossover n*"] for m in methods if (device, m) in fits}
-                  for device in devices},
-    "autograd": {str(n): {"ladder": grad_entries[n], "best": verdict.best(grad_ladder[n])} for n in grad_sizes},
-    "autograd_max_error": grad_errors,
-    "hvp": {str(hvp_size): {"ladder": hvp_entries, "best": verdict.best(hvp_entries)}},
-    "pitfall": {f"{d}/{m}": row for (d, m), row in pitfall.to_dict(orient="index").items()},
-    "autograd_device": main_device,
-    "verdicts": [v.to_dict() for v in verdicts],
-}
 provenance.save_results(metrics)["metrics"]["jit"][main_device][str(sizes[-1])]["best"]

@@ -95,7 +95,7 @@ import scipy.optimize
 import torch
 from IPython.display import Markdown
 
-from sidebyside import functions, peaks, progress, provenance, tables, verdict, viz
+from sidebyside import functions, peaks, progress, provenance, report, tables, viz
 
 tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 
@@ -502,10 +502,7 @@ def torch_lbfgs():
 
 OPTIMISERS = {"scipy_bfgs_finite_diff": scipy_fd, "scipy_bfgs_jax_grad": scipy_jax_grad,
               "jax_scipy_bfgs_legacy": jax_scipy, "optax_lbfgs": optax_lbfgs, "torch_lbfgs": torch_lbfgs}
-OPT_LABEL = {"scipy_bfgs_finite_diff": "SciPy BFGS, finite differences",
-             "scipy_bfgs_jax_grad": "SciPy BFGS, jax.grad gradients",
-             "jax_scipy_bfgs_legacy": "jax.scipy.optimize BFGS (legacy)",
-             "optax_lbfgs": "optax L-BFGS", "torch_lbfgs": "torch.optim.LBFGS"}
+OPT_LABEL = report.xla_and_scipy.OPTIMISER_LABELS
 optimise, opt_rows = {}, []
 for name, run in progress.bar(OPTIMISERS.items(), desc="optimisers"):
     t = timing.time_fn(lambda: run()[0], repeats=repeats, min_repeat_s=min_repeat_s)
@@ -532,27 +529,7 @@ FORMATS = {"reports": "{}", "‖∇‖∞": "{:.1e}", "slope": "{:.6f}", "offset
 optimise_table.apply(lambda col: col.map(lambda v: "–" if pd.isna(v) else FORMATS[col.name].format(v)))
 
 # %% tags=["remove_input"]
-converged = [k for k, o in optimise.items() if o["error_vs_optimum"] < 1e-4]
-stalled = [k for k in optimise if k not in converged]
-text = (f"The distance to the truth ({np.linalg.norm(best - truth):.1e} for the exact optimum) is set by the noise; "
-        f"{len(converged)} of {len(optimise)} methods land on the least-squares optimum to within "
-        f"{max(optimise[k]['error_vs_optimum'] for k in converged):.0e}, the precision of their stopping rules, "
-        "and differ only in the work and time it takes them. "
-        "‖∇‖∞ is the largest gradient component at the result, computed the same way for all (with `jax.grad`); "
-        "\"reports\" is the optimiser's own verdict where it gives one. "
-        "The first call of each method is timed apart from the median: for the jitted ones it holds compilation.")
-for k in stalled:
-    o = optimise[k]
-    text += (f"\n\n**{OPT_LABEL[k]} stopped short**: after {o['nit']} iterations at ({o['params'][0]:.4f}, "
-             f"{o['params'][1]:.4f}), {o['error_vs_optimum']:.1e} away from the optimum, with a gradient of "
-             f"{o['grad_inf_norm']:.1e}" + (f", and reports status {o['status']}"
-                                            + (" (line-search failure)" if k == "jax_scipy_bfgs_legacy" and o["status"] >= 2 else "")
-                                            if o["status"] is not None else "") + ".")
-    if k == "jax_scipy_bfgs_legacy":
-        text += (" Nothing raises: only `success` and `status` in the result tell, so check them. (The original "
-                 "write-up's `jax.scipy` run did report success; its JAX and SciPy fits cannot be compared, as their "
-                 "final RMSEs, 0.445 and 0.081, say they did not fit the same data.)")
-Markdown(text)
+Markdown(report.xla_and_scipy.optimise_note(optimise, truth, best))
 
 # %% [markdown]
 # ## 3. Recompilation when shapes change
@@ -694,96 +671,18 @@ for op in OPS:
 results = pd.DataFrame(summary_rows).set_index(["op", "device", "arithmetic"])
 results.round(2)
 
+# %% [markdown]
+# ## 5. Conclusion
+#
+# Written from the results record by `sidebyside.report.xla_and_scipy`, so that every number below is the run's.
+
 # %% tags=["remove_input"]
-verdicts = []
-lines = []
-for device in [main_device] + [d for d in devices if d != main_device]:
-    n_big = sizes_on(device)[-1]
-    parts = []
-    for op in OPS:
-        for mode in OPS[op]["modes"]:
-            entries = linalg_entries[op, device, mode, n_big]
-            reasons = {e["not_applicable"] or e["error"] for e in entries.values()}
-            if all(e["median_s"] is None for e in entries.values()):  # e.g. a GPU-only arithmetic on the CPU
-                parts.append(f"*{op}, {mode}*: not run here ({'; '.join(sorted(r for r in reasons if r))}).")
-                continue
-            v = verdict.ladder({k: e for k, e in entries.items() if not k.startswith("numpy/")},
-                               question=f"Which framework computes a {n_big}×{n_big} {op} in {mode} faster on the "
-                                        f"{device.upper()}?")
-            verdicts.append(v)
-            share = []
-            peak_value, source = device_peaks[device, mode]
-            for name, e in entries.items():
-                if e["median_s"] and peak_value:
-                    share.append(f"{viz.LABELS[name.split('/')[0]]} {verdict.fmt_number(100 * rate(op, n_big, e) / peak_value)}%")
-            numpy_e = entries.get("numpy/numpy")
-            numpy_text = ""
-            if numpy_e and numpy_e["median_s"] and entries["jax/jit"]["median_s"]:
-                numpy_text = f" NumPy takes {verdict.fmt_ratio(numpy_e['median_s'] / entries['jax/jit']['median_s'])} the time of JAX."
-            parts.append(f"*{op}, {mode}*: {v.sentence}{numpy_text}"
-                         + (f" Share of the peak ({source}): " + ", ".join(share) + "." if share else ""))
-    lines.append(f"**{device.upper()}, n = {n_big}.** " + " ".join(parts))
-
-acc32 = inverse_accuracy.loc[("float32", main_device)]
-acc64 = inverse_accuracy.loc[("float64", main_device)]
-lines.append(f"**Inverse accuracy** (n = {n_acc}, condition number {condition:.0f}): ‖A·A⁻¹ − I‖_F is "
-             + ", ".join(f"{fw} {v:.1e}" for fw, v in acc32.items()) + " in float32 and "
-             + ", ".join(f"{fw} {v:.1e}" for fw, v in acc64.items()) + " in float64"
-             + (" (NumPy inverts float32 input in float64 and rounds the result)." if "NumPy" in acc32 else "."))
-prec = precision_table.loc[main_device]
-jax_default_err = prec.loc[("JAX", "default (precision=None)"), "relative error"]
-torch_default_err = prec.loc[("PyTorch", 'default ("highest")'), "relative error"]
-tf32_seen = jax_default_err > 1e-4
-jax_highest_err = prec.loc[("JAX", 'precision="highest"'), "relative error"]
-lines.append(f"**Default float32 precision** on the {main_device.upper()}: a {n_prec}×{n_prec} product has a relative "
-             f"error of {jax_default_err:.1e} in JAX and {torch_default_err:.1e} in PyTorch by default — "
-             + ("JAX used TF32 where PyTorch did not; `precision=\"highest\"` brings JAX to "
-                f"{jax_highest_err:.1e}."
-                if tf32_seen else "both full FP32 here: the TF32 difference appears only on GPUs with tensor cores."))
-
-fd, legacy = optimise["scipy_bfgs_finite_diff"], optimise["jax_scipy_bfgs_legacy"]
-opt_line = (f"**Calibration fit.** {len(converged)} of {len(optimise)} methods find slope and offset within "
-            f"{max(optimise[k]['error_vs_optimum'] for k in converged):.0e} of the exact least-squares optimum "
-            f"({best[0]:.4f}, {best[1]:.4f}; truth 1.5, 3.0)"
-            + (f"; {', '.join(OPT_LABEL[k] for k in stalled)} stopped short of it" if stalled else "")
-            + ". Per fit: "
-            + ", ".join(f"{OPT_LABEL[k]} {o['seconds'] * 1e3:.2f} ms ({o['nit']} iterations, {o['nfev']} evaluations)"
-                        for k, o in optimise.items())
-            + f". The jitted ones pay their compilation once, in a first call of {legacy['first_call_s']:.2f} s for "
-            f"`jax.scipy` and {optimise['optax_lbfgs']['first_call_s']:.2f} s for optax.")
-lines.append(opt_line)
-rt = retrace_table
-lines.append(f"**Recompilation.** {len(lengths)} data lengths cost the naive `jit` {rt.loc['naive', 'traces']} "
-             f"compilations ({rt.loc['naive', 'first calls, total (ms)']:.0f} ms of first calls in all); padding to "
-             f"{pad_to} with a traced length needs {rt.loc['padding', 'traces']} "
-             f"({rt.loc['padding', 'first calls, total (ms)']:.0f} ms), buckets {rt.loc['buckets', 'traces']}, and "
-             f"marking the length static brings back {rt.loc['padding, length static', 'traces']}. For configuration, "
-             f"a fresh `jit` per call traced {static_table.loc['new jit per call', 'traces in both passes']} times in two "
-             f"passes of {static_table.loc['new jit per call', 'calls per pass']} calls (second pass "
-             f"{static_table.loc['new jit per call', 'second pass (ms)']:.0f} ms), a static argument "
-             f"{static_table.loc['static argument', 'traces in both passes']} times (second pass "
-             f"{static_table.loc['static argument', 'second pass (ms)']:.1f} ms).")
-Markdown("## Conclusion\n\n" + "\n\n".join(lines))
+metrics = report.xla_and_scipy.summarise(
+    conditions=conditions, startup=startup, linalg_entries=linalg_entries, device_peaks=device_peaks,
+    inverse_accuracy=inverse_accuracy, n_acc=n_acc, condition=condition, precision_table=precision_table,
+    precision_size=n_prec, optimise=optimise, truth=truth, optimum=best, retrace_table=retrace_table,
+    lengths=lengths, pad_to=pad_to, static_table=static_table)
+Markdown(report.xla_and_scipy.conclusion(metrics))
 
 # %% tags=["remove_cell"]
-metrics = {
-    "conditions": conditions,
-    "startup_s": startup,
-    "matmul": {f"{d}/{t}/{n}": {"ladder": e, "best": verdict.best(e)}
-               for (op, d, t, n), e in linalg_entries.items() if op == "matmul"},
-    "inverse": {f"{d}/{t}/{n}": {"ladder": e, "best": verdict.best(e)}
-                for (op, d, t, n), e in linalg_entries.items() if op == "inverse"},
-    "verdicts": [v.to_dict() for v in verdicts],
-    "peak_flops": {f"{d}/{t}": {"flops": p, "source": why} for (d, t), (p, why) in device_peaks.items()},
-    "inverse_error": {f"{d}/{t}/{n_acc}": dict(row) for (t, d), row in inverse_accuracy.iterrows()},
-    "matmul_precision": {f"{d}/{fw}/{s}": row for (d, fw, s), row in precision_table.to_dict(orient="index").items()},
-    "optimise": optimise,
-    "retrace": {s: {"traces": int(row["traces"]), "first_calls_total_s": row["first calls, total (ms)"] / 1e3,
-                    "first_call_max_s": row["first call, max (ms)"] / 1e3, "steady_median_s": row["steady, median (ms)"] / 1e3}
-                for s, row in retrace_table.iterrows()},
-    "retrace_lengths": lengths,
-    "static_config": {a: {"calls_per_pass": int(row["calls per pass"]), "traces_two_passes": int(row["traces in both passes"]),
-                          "first_pass_s": row["first pass (ms)"] / 1e3, "second_pass_s": row["second pass (ms)"] / 1e3}
-                      for a, row in static_table.iterrows()},
-}
 provenance.save_results(metrics)["metrics"]["optimise"]

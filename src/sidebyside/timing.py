@@ -16,6 +16,10 @@ Rules it enforces, so that every published figure is comparable:
   per-call time: median, quartiles and IQR come from those.
 - Nothing is printed: functions return data for the notebook to show.
 
+One measuring loop does all of this (``_measure``): :func:`time_fn` (one
+function), :func:`compare` (several, interleaved) and :func:`ladder` (several,
+interleaved, failures kept as rows) are views of it, so they cannot drift apart.
+
 Inputs: a zero-argument callable (use ``functools.partial`` or a lambda).
 Outputs: :class:`Timing` records, or a dict of them from :func:`compare`.
 
@@ -201,6 +205,81 @@ def _validate(repeats: int, warmup: int) -> None:
         raise ValueError(f"warmup must be >= 0, got {warmup}")
 
 
+def _measure(
+    fns: Mapping[str, Callable[[], Any]],
+    *,
+    repeats: int,
+    warmup: int,
+    number: int | None,
+    min_repeat_s: float,
+    max_number: int,
+    synchronize: bool,
+    pipelined: bool,
+    keep_errors: bool,
+) -> tuple[dict[str, Timing], dict[str, BaseException]]:
+    """The one measuring loop behind :func:`time_fn`, :func:`compare` and :func:`ladder`.
+
+    Each function is called once alone (timed: ``first_s``, compilation included), warmed up
+    ``warmup`` times, and given its ``number`` of calls per repeat (chosen from synchronised
+    calls unless given); then the repeats alternate between the functions (A B C A B C ...).
+    Every clock read follows a synchronised result, except with ``synchronize=False`` (the
+    pitfall, shown on purpose), where the queue is drained, outside the clock, before another
+    function's repeat and at the end. ``pipelined=True`` waits once per repeat, for its last
+    call. With ``keep_errors`` a function that raises (first call, warm-up, or a repeat) is
+    dropped from the run and its exception returned; otherwise the exception propagates.
+    Returns ``(timings, errors)``, each keyed by name, in the order of ``fns``.
+    """
+    _validate(repeats, warmup)
+    first: dict[str, float] = {}
+    numbers: dict[str, int] = {}
+    errors: dict[str, BaseException] = {}
+    running: dict[str, Callable[[], Any]] = {}
+    for name, fn in fns.items():
+        try:
+            start = time.perf_counter()
+            _call(fn, synchronize)
+            first[name] = time.perf_counter() - start
+            for _ in range(warmup):
+                _call(fn, synchronize)
+            numbers[name] = number if number is not None else _choose_number(fn, min_repeat_s, max_number)
+            running[name] = fn
+        except Exception as error:
+            if not keep_errors:
+                raise
+            errors[name] = error
+    times: dict[str, list[float]] = {name: [] for name in running}
+    queued: dict[str, Any] = {}  # unsynchronised results not yet waited for
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            for name, fn in list(running.items()):
+                n = numbers[name]
+                try:
+                    start = time.perf_counter()
+                    for _ in range(n):
+                        result = _call(fn, synchronize and not pipelined)
+                    if pipelined and synchronize:
+                        block(result)  # the repeat ends when its last call is done
+                    times[name].append((time.perf_counter() - start) / n)
+                    if not synchronize:
+                        queued[name] = result
+                        if len(running) > 1:
+                            block(queued.pop(name))  # drain before another function's repeat
+                except Exception as error:
+                    if not keep_errors:
+                        raise
+                    errors[name] = error
+                    del running[name]
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    for result in queued.values():
+        block(result)  # drain what the unsynchronised repeats left queued
+    timings = {name: Timing(name, times[name], numbers[name], first[name], synchronize) for name in running}
+    return timings, errors
+
+
 def time_fn(
     fn: Callable[[], Any],
     *,
@@ -219,29 +298,10 @@ def time_fn(
     (``number=None`` picks one so a repeat lasts at least ``min_repeat_s``).
     Returns a :class:`Timing` with per-call seconds.
     """
-    _validate(repeats, warmup)
-    start = time.perf_counter()
-    _call(fn, synchronize)
-    first_s = time.perf_counter() - start
-    for _ in range(warmup):
-        _call(fn, synchronize)
-    if number is None:
-        number = _choose_number(fn, min_repeat_s, max_number)
-    times = []
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for _ in range(repeats):
-            start = time.perf_counter()
-            for _ in range(number):
-                result = _call(fn, synchronize)
-            times.append((time.perf_counter() - start) / number)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    if not synchronize:
-        block(result)  # drain what the unsynchronised repeats left queued
-    return Timing(name or getattr(fn, "__name__", "fn"), times, number, first_s, synchronize)
+    name = name or getattr(fn, "__name__", "fn")
+    timings, _ = _measure({name: fn}, repeats=repeats, warmup=warmup, number=number, min_repeat_s=min_repeat_s,
+                          max_number=max_number, synchronize=synchronize, pipelined=False, keep_errors=False)
+    return timings[name]
 
 
 def compare(
@@ -271,34 +331,9 @@ def compare(
     _validate(repeats, warmup)
     if not fns:
         raise ValueError("compare() needs at least one function")
-    first: dict[str, float] = {}
-    numbers: dict[str, int] = {}
-    for name, fn in fns.items():
-        start = time.perf_counter()
-        _call(fn, synchronize)
-        first[name] = time.perf_counter() - start
-        for _ in range(warmup):
-            _call(fn, synchronize)
-        numbers[name] = _choose_number(fn, min_repeat_s, max_number)
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for _ in range(repeats):
-            for name, fn in fns.items():
-                n = numbers[name]
-                start = time.perf_counter()
-                for _ in range(n):
-                    result = _call(fn, synchronize and not pipelined)
-                if pipelined and synchronize:
-                    block(result)  # the repeat ends when its last call is done
-                times[name].append((time.perf_counter() - start) / n)
-                if not synchronize:
-                    block(result)  # drain before the next function's repeat
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    return {name: Timing(name, times[name], numbers[name], first[name], synchronize) for name in fns}
+    timings, _ = _measure(fns, repeats=repeats, warmup=warmup, number=None, min_repeat_s=min_repeat_s,
+                          max_number=max_number, synchronize=synchronize, pipelined=pipelined, keep_errors=False)
+    return timings
 
 
 def ratio(numerator: Timing, denominator: Timing) -> float:
@@ -556,9 +591,6 @@ def ladder(
     _validate(repeats, warmup)
     needs = dict(needs or {})
     entries: dict[str, dict[str, Any]] = {}
-    first: dict[str, float] = {}
-    numbers: dict[str, int] = {}
-    fns: dict[str, Callable[[], Any]] = {}
 
     def fail(name: str, error: BaseException | str) -> None:
         text = error if isinstance(error, str) else _one_line(error)
@@ -566,46 +598,20 @@ def ladder(
             text += f" (needs {needs[name]})"
         entries[name] = verdict.ladder_entry(error=text)
 
+    callables: dict[str, Callable[[], Any]] = {}
     for name, candidate in candidates.items():
         verdict._split(name)  # "<framework>/<tool>" or a clear error
         if isinstance(candidate, NotApplicable):
             entries[name] = verdict.ladder_entry(not_applicable=str(candidate))
-            continue
-        if isinstance(candidate, BaseException):
+        elif isinstance(candidate, BaseException):
             fail(name, candidate)
-            continue
-        entries[name] = {}  # keeps the order of the candidates
-        try:
-            start = time.perf_counter()
-            _call(candidate, True)
-            first[name] = time.perf_counter() - start
-            for _ in range(warmup):
-                _call(candidate, True)
-            numbers[name] = _choose_number(candidate, min_repeat_s, max_number)
-            fns[name] = candidate
-        except Exception as error:  # a failing tool is a finding: keep its row
-            fail(name, error)
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for _ in range(repeats):
-            for name, fn in list(fns.items()):
-                n = numbers[name]
-                try:
-                    start = time.perf_counter()
-                    for _ in range(n):
-                        result = _call(fn, not pipelined)
-                    if pipelined:
-                        block(result)
-                    times[name].append((time.perf_counter() - start) / n)
-                except Exception as error:
-                    fail(name, error)
-                    del fns[name]
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    timings = {name: Timing(name, times[name], numbers[name], first[name]) for name in fns}
+        else:
+            entries[name] = {}  # keeps the order of the candidates
+            callables[name] = candidate
+    timings, errors = _measure(callables, repeats=repeats, warmup=warmup, number=None, min_repeat_s=min_repeat_s,
+                               max_number=max_number, synchronize=True, pipelined=pipelined, keep_errors=True)
+    for name, error in errors.items():  # a failing tool is a finding: keep its row
+        fail(name, error)
     for name, t in timings.items():
         entries[name] = verdict.ladder_entry(t)
     return entries, timings
