@@ -123,7 +123,8 @@ def _torch_kernel_fn(calls, device):
 
 
 def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backward: bool = True, naive: bool = False,
-          kernel: bool = True, padding_mode: str = "zeros", align_corners: bool = False) -> dict[str, dict[str, Any]]:
+          kernel: bool = True, padding_mode: str = "zeros", align_corners: bool = False,
+          copies: int | None = None) -> dict[str, dict[str, Any]]:
     """Time JAX and PyTorch on each configuration (see the module docstring).
 
     Returns ``{"<mode>/<size>/<forward|forward+backward>": row}`` with, per call,
@@ -135,7 +136,14 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
     :data:`_MAX_COPIES` copies still fit), ``torch_kernel_tool`` ("cuda graph" or "loop"); ``shape``; ``implementation`` (the path ``jax_ms``
     took); ``xla_ms``/``xla_ratio`` (the XLA path, per call) where a kernel took it;
     ``naive_ms``/``naive_ratio`` for bilinear 2-D forward with ``naive``.
+
+    ``copies``: how many calls the kernel time chains (default: enough copies of the
+    inputs to fill twice the last-level cache, at most :data:`_MAX_COPIES`). A smaller
+    number runs faster, and ``inputs_exceed_cache`` then says whether the inputs still
+    came from memory.
     """
+    if copies is not None and copies < 1:
+        raise ValueError(f"copies must be at least 1, got {copies}")
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -174,7 +182,7 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
             return out, torch.autograd.grad(out, (a, b), c)
 
         bytes_per_call = x.nbytes + grid.nbytes + cot.nbytes
-        copies = max(2, min(_MAX_COPIES, math.ceil(2 * cache / bytes_per_call)))
+        chained = copies or max(2, min(_MAX_COPIES, math.ceil(2 * cache / bytes_per_call)))
         for kind, with_grad in (("forward", False), ("forward+backward", True)):
             if with_grad and not backward:
                 continue
@@ -202,7 +210,7 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
                     row[f"{extra}_ms"] = t[extra].median_s * 1e3
                     row[f"{extra}_ratio"] = timing.ratio(t[extra], t["torch"])
             if kernel:
-                row.update(_kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device, repeats,
+                row.update(_kernel_times(jax_step, torch_step, x, grid, cot, chained, with_grad, device, repeats,
                                          min_repeat_s))
                 row["cache_bytes"] = cache
                 row["inputs_exceed_cache"] = row["inputs_bytes"] > cache
@@ -257,11 +265,12 @@ def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device,
 
 
 def run(sizes: dict, modes=("nearest", "bilinear", "bicubic"), *, repeats: int = 7, min_repeat_s: float = 0.05,
-        threads: int | None = None, naive: bool = True, kernel: bool = True, timeout_s: float = 3600) -> dict:
+        threads: int | None = None, naive: bool = True, kernel: bool = True, copies: int | None = None,
+        timeout_s: float = 3600) -> dict:
     """Run the benchmark in a fresh process (``python -m sidebyside.bench
     grid_sample``) on ``sizes`` (``{name: shape}``) and return its JSON:
     ``{"threads", "device_kind", "command", "results": {key: row}}`` (rows as
-    :func:`bench`). Raises ``RuntimeError`` with the child's error output if it fails."""
+    :func:`bench`; ``copies`` as there). Raises ``RuntimeError`` with the child's error output if it fails."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "bench-grid-sample.json")
         command = [sys.executable, "-m", "sidebyside.bench", "grid_sample", "--repeats", str(repeats),
@@ -271,6 +280,8 @@ def run(sizes: dict, modes=("nearest", "bilinear", "bicubic"), *, repeats: int =
             command.append("--naive")
         if not kernel:
             command.append("--no-kernel")
+        if copies is not None:
+            command += ["--copies", str(copies)]
         if threads is not None:
             command += ["--threads", str(threads)]
         child = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
@@ -341,7 +352,7 @@ def cli(args, threads: int) -> int:
     if gpu and "2d_large_gpu" not in sizes:
         sizes["2d_large_gpu"] = (32, 3, 256, 256)  # the GPU goal is stated at N = 32, C = 3, 256 x 256
     results = bench(configs(tuple(args.modes), sizes), repeats=args.repeats, min_repeat_s=args.min_repeat_s,
-                    naive=args.naive, kernel=not args.no_kernel)
+                    naive=args.naive, kernel=not args.no_kernel, copies=args.copies)
     table = goals_table(results, "gpu" if gpu else "cpu")
     if args.json:
         with open(args.json, "w") as f:
