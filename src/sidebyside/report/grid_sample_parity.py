@@ -37,7 +37,8 @@ SPEED_KEYS = ("jax_ms", "torch_ms", "ratio", "jax_iqr_ms", "torch_iqr_ms", "jax_
               "torch_q3_ms", "naive_ms", "implementation", "xla_ms", "xla_ratio", "shape", "jax_kernel_ms",
               "torch_kernel_ms", "kernel_ratio", "jax_kernel_iqr_ms", "torch_kernel_iqr_ms", "jax_kernel_q1_ms",
               "jax_kernel_q3_ms", "torch_kernel_q1_ms", "torch_kernel_q3_ms", "copies", "inputs_bytes",
-              "cache_bytes", "inputs_exceed_cache", "torch_kernel_tool")
+              "cache_bytes", "inputs_exceed_cache", "torch_kernel_tool", "pallas_channels_ms", "pallas_channels_ratio",
+              "jax_channels_kernel_ms", "channels_kernel_ratio")
 
 
 # ----------------------------------------------------------------------------- the record
