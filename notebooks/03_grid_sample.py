@@ -39,8 +39,9 @@ parity_dtypes = ["float32"]
 parity_seed = 0
 # How the JAX side runs in the parity table: "jit", "vmap" (over the batch) or "none" (op by op).
 parity_transform = "jit"
-# The large non-power-of-two case (0-255 values under a 45-degree warp): the 2-D image size and the modes.
+# The large non-power-of-two case (0-255 values under a 45-degree warp): the 2-D and 3-D image sizes and the modes.
 affine_size = [345, 456]
+affine_size_3d = [5, 40, 300]
 affine_modes = ["bilinear", "bicubic"]
 # The photograph, resized to image_size x image_size pixels.
 image_size = 96
@@ -51,6 +52,8 @@ bench_repeats = 3
 # Cores for both libraries in the speed section (None: every core this process may use).
 bench_threads = None
 bench_min_repeat_s = 0.02
+# Calls chained for the kernel time (None: enough copies of the inputs to fill twice the last-level cache).
+bench_copies = None
 
 # %% tags=["remove_cell", "colab-install"]
 # On Colab: install what Colab lacks, and this library from the repository and branch that the
@@ -83,7 +86,7 @@ import torch
 import torch.nn.functional as F
 from IPython.display import Markdown
 
-from sidebyside import grid_sample, progress, provenance, tables, timing, verdict, viz
+from sidebyside import grid_sample, progress, provenance, report, tables, timing, verdict, viz
 
 tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 from sidebyside.sampling import bench as sampling_bench
@@ -132,32 +135,14 @@ for config in progress.bar(parity.configs(tuple(parity_dtypes)), desc="parity"):
 
 parity_table = pd.DataFrame.from_dict(parity_rows, orient="index")
 parity_table.index.name = "mode/padding/align_corners/dims/dtype"
-error_columns = ["max_rel_err", "grad_input_max_rel_err", "grad_grid_max_rel_err"]
 shown = parity_table[["max_abs_err", "max_rel_err", "grad_input_max_abs_err", "grad_input_max_rel_err",
                       "grad_grid_max_abs_err", "grad_grid_max_rel_err", "tolerance", "passed"]]
 with pd.option_context("display.max_rows", 200, "display.float_format", "{:.2e}".format):
     display(shown)
 
 # %% tags=["remove_input"]
-n_passed = int(parity_table["passed"].sum())
-jax_backend = jax.default_backend()
-worst = {dtype: parity_table[parity_table.index.str.endswith("/" + dtype)][error_columns].to_numpy().max()
-         for dtype in parity_dtypes}
-Markdown(
-    f"JAX run: `{parity_transform}` on the {jax_backend.upper()}"
-    + (" (float32 2-D through the Pallas kernels)" if on_gpu else " (float32 through the native kernel)")
-    + f", PyTorch on the {torch_device.upper()}" + (" (half precision on the CPU)" if on_gpu else "") + f". **{n_passed} of {len(parity_table)} configurations** are within "
-    "tolerance for the output and both gradients. "
-    + ("Tolerances: nearest must be exact; " if not on_gpu else
-       "Tolerances: nearest's output must be exact; its input gradient, a sum that a GPU adds with atomics in no fixed order "
-       "(PyTorch's CUDA kernel too), gets the dtype's tolerance; ")
-    + "float32 within 1e-5 and float64 within 1e-10 of the output's scale. "
-    "Both sides round the coordinates alike (the same formulas, each rounded once or twice where PyTorch's kernel on "
-    "that device rounds it); what is left is the order of a few additions and whether a multiply-add inside a weight "
-    "is fused, around 1e-7 and 1e-16. float16 and bfloat16 get 2 units in the last place for outputs and 8 for "
-    "gradients, which are sums of up to 16 terms rounded to the dtype in a different order. "
-    "Largest relative error per dtype: " + ", ".join(f"{d} {verdict.fmt_number(v)}" for d, v in worst.items()) + "."
-)
+Markdown(report.grid_sample_parity.parity_note(parity_rows, transform=parity_transform, backend=jax.default_backend(),
+                                               torch_device=torch_device))
 
 # %% [markdown]
 # ### The large non-power-of-two case
@@ -168,11 +153,11 @@ Markdown(
 affine_rows = {}
 affine_configs = [c for c in parity.configs(("float32",)) if c.mode in affine_modes]
 for config in progress.bar(affine_configs, desc="affine case"):
-    size = {"size": tuple(affine_size)} if config.dims == 2 else {}
-    row = parity.measure(config, transform="jit", case="affine", torch_device=torch_device, **size)
+    size = tuple(affine_size if config.dims == 2 else affine_size_3d)
+    row = parity.measure(config, transform="jit", case="affine", torch_device=torch_device, size=size)
     if on_gpu:
-        yardstick = parity.measure_torch_devices(config, case="affine", device="cuda", **size)
-        row.update({f"torch_cuda_vs_cpu_{k}": yardstick[k] for k in error_columns})
+        yardstick = parity.measure_torch_devices(config, case="affine", device="cuda", size=size)
+        row.update({f"torch_cuda_vs_cpu_{k}": yardstick[k] for k in report.grid_sample_parity.ERROR_COLUMNS})
     affine_rows[config.key] = row
 affine_table = pd.DataFrame.from_dict(affine_rows, orient="index")
 affine_table.index.name = "mode/padding/align_corners/dims/dtype"
@@ -181,16 +166,7 @@ with pd.option_context("display.max_rows", 200, "display.float_format", "{:.2e}"
     display(affine_shown)
 
 # %% tags=["remove_input"]
-affine_passed = int(affine_table["passed"].sum())
-affine_worst = float(affine_table[error_columns].to_numpy().max())
-Markdown(
-    f"On {' x '.join(map(str, affine_size))} images (3-D: {' x '.join(map(str, parity.AFFINE_SIZES[3]))}) of 0-255 values "
-    f"under a 45-degree warp, **{affine_passed} of {len(affine_table)} configurations** are within tolerance; the largest "
-    f"relative error of the output or either gradient is {verdict.fmt_number(affine_worst)}."
-    + (f" PyTorch's CUDA kernel against its own CPU kernel: at most "
-       f"{verdict.fmt_number(float(affine_table[[f'torch_cuda_vs_cpu_{k}' for k in error_columns]].to_numpy().max()))}."
-       if on_gpu else "")
-)
+Markdown(report.grid_sample_parity.affine_note(affine_rows, affine_size, affine_size_3d))
 
 # %% [markdown]
 # ## 3. A photograph, warped both ways
@@ -248,11 +224,12 @@ plt.show()
 # - **Kernel time**: what one call costs inside a larger compiled program. Many calls are chained in one program, each on its own copy of the inputs, the copies together at least twice the size of the last-level cache (the L2 on a GPU), so that every call reads its inputs from memory rather than from a cache warmed by the previous call: JAX as one jitted `lax.scan`, PyTorch as one CUDA graph on a GPU (a loop on the CPU). Inside a jitted model, JAX's dispatch is paid once for the whole program, so this is the number that matters there.
 # - **Per-call time**: a Python loop of calls, as a script that calls `grid_sample` on its own makes them. Each framework's dispatch is included: JAX's costs tens of microseconds per call whatever the size of the problem, PyTorch's about ten, so a small problem can be faster in JAX's kernel and slower in JAX's loop. On a GPU the calls of a repeat are issued back to back and waited for once.
 #
-# Where `grid_sample` takes a kernel (Pallas on a GPU, native on a CPU), the `jax.numpy` (XLA) path is timed in the same run; in bilinear 2-D forward the naive formulation (gather the four corners of every point from a zero-padded image, weight and sum) runs alongside, as the baseline most ports use. The benchmark runs in a fresh process, `python -m sidebyside.bench grid_sample`, because the thread count of XLA's CPU client is fixed when JAX starts: there both libraries get the same cores.
+# Where `grid_sample` takes a kernel (Pallas on a GPU, native on a CPU), the `jax.numpy` (XLA) path is timed in the same run; in bilinear 2-D forward the naive formulation (gather the four corners of every point from a zero-padded image, weight and sum) runs alongside, as the baseline most ports use. On a GPU the Pallas kernels are also timed in their second layout (`pallas_layout="channels"`: tiles of points by channels, each point's taps reused across a block of channels), which may suit many channels better; `implementation="auto"` keeps the first until such a run shows which wins. The benchmark runs in a fresh process, `python -m sidebyside.bench grid_sample`, because the thread count of XLA's CPU client is fixed when JAX starts: there both libraries get the same cores.
 
 # %%
 bench_run = sampling_bench.run({k: tuple(v) for k, v in bench_sizes.items()}, tuple(bench_modes),
-                               repeats=bench_repeats, min_repeat_s=bench_min_repeat_s, threads=bench_threads)
+                               repeats=bench_repeats, min_repeat_s=bench_min_repeat_s, threads=bench_threads,
+                               copies=bench_copies)
 speed = bench_run["results"]
 goals = sampling_bench.goals_table(speed, record["device_kind"])
 goals.insert(0, "JAX implementation", [speed[k]["implementation"] for k in goals.index])
@@ -306,12 +283,7 @@ pitfall = timing.summarise({"wrong": wrong, "right": right})
 pitfall
 
 # %% tags=["remove_input"]
-Markdown(
-    f"Without waiting, the timer reports {verdict.fmt_seconds(wrong.median_s)} per call for {first_cfg['name']}; "
-    f"the computation actually takes {verdict.fmt_seconds(right.median_s)}, {verdict.fmt_ratio(right.median_s / wrong.median_s)} longer. "
-    "The unsynchronised figure is the time to queue the work: it hardly depends on the size of the problem. "
-    "A published JAX timing that never calls `block_until_ready` cannot be compared with anything."
-)
+Markdown(report.grid_sample_parity.pitfall_note(first_cfg["name"], wrong, right))
 
 # %% [markdown]
 # ## 5. Where the frameworks differ by design: non-finite grids
@@ -353,103 +325,21 @@ pd.DataFrame({
 
 # %% [markdown]
 # ## 6. Results
+#
+# The results record, from everything measured above (`sidebyside.report.grid_sample_parity` turns it into the table below and into the conclusion):
 
 # %%
-summary = pd.DataFrame({
-    "configurations within tolerance": [f"{n_passed} / {len(parity_table)}"],
-    "largest relative error": [float(parity_table[error_columns].to_numpy().max())],
-    "large non-power-of-two case within tolerance": [f"{affine_passed} / {len(affine_table)}"],
-    "photo warps, max |difference|": [max(warp_diff.values())],
-    "per-call speed goals met": [f"{int(goals['met'].dropna().sum())} / {int(goals['met'].notna().sum())}"
-                                 if "met" in goals else "none set"],
-    "device": [record["device"]],
-}).T.rename(columns={0: "value"})
-summary
+metrics = report.grid_sample_parity.summarise(
+    parity_rows, affine_rows, speed, device=record["device"], device_kind=record["device_kind"],
+    torch_device=torch_device, parity_transform=parity_transform, warp_diff=warp_diff,
+    pitfall={"unsynchronised": wrong, "synchronised": right}, nan_backward_returncode=child.returncode)
+report.grid_sample_parity.results_table(metrics)
 
-# %% tags=["remove_cell"]
-def _timing(row, side, kind):
-    if kind == "kernel":
-        return {"median_s": row[f"{side}_kernel_ms"] / 1e3, "q1_s": row[f"{side}_kernel_q1_ms"] / 1e3,
-                "q3_s": row[f"{side}_kernel_q3_ms"] / 1e3}
-    return {"median_s": row[f"{side}_ms"] / 1e3, "q1_s": row[f"{side}_q1_ms"] / 1e3, "q3_s": row[f"{side}_q3_ms"] / 1e3}
-
-
-n_configs = len(parity_table) + len(affine_table)
-n_within = n_passed + affine_passed
-largest = float(max(parity_table[error_columns].to_numpy().max(), affine_worst))
-parity_verdict = verdict.Verdict(
-    question="Does sidebyside.grid_sample give PyTorch's numbers?",
-    label="same" if n_within == n_configs else "different",
-    sentence=(f"JAX gives PyTorch's numbers: in {n_within} of {n_configs} configurations (every mode, padding, "
-              f"align_corners and dimensionality, in {', '.join(parity_dtypes)}, plus the large non-power-of-two case) "
-              f"the output and both gradients agree within the tolerance; the largest relative error is "
-              f"{verdict.fmt_number(largest)}." if n_within == n_configs else
-              f"JAX does not give PyTorch's numbers everywhere: {verdict.plural(n_configs - n_within, 'configuration')} of "
-              f"{n_configs} exceed their tolerance (largest relative error {verdict.fmt_number(largest)})."),
-    test="largest error of output, input gradient and grid gradient within the documented tolerance, per configuration",
-    subject="jax", other="torch", winner=None,
-)
-# The speed verdicts: the largest 2-D configuration's bilinear forward, kernel and per call.
-size_2d = max((k for k, v in bench_sizes.items() if len(v) == 4), key=lambda k: np.prod(bench_sizes[k]))
-headline_key = f"bilinear/{size_2d}/forward" if f"bilinear/{size_2d}/forward" in speed else next(iter(speed))
-headline_row = speed[headline_key]
-speed_verdicts = []
-if "jax_kernel_ms" in headline_row:
-    speed_verdicts.append(verdict.speed(
-        _timing(headline_row, "torch", "kernel"), _timing(headline_row, "jax", "kernel"),
-        question=f"Which grid_sample kernel is faster ({headline_key}, inside one compiled program)?",
-        subject_tool="CUDA graph" if headline_row.get("torch_kernel_tool") == "cuda graph" else "loop",
-        other_tool="jit + scan"))
-speed_verdicts.append(verdict.speed(
-    _timing(headline_row, "torch", "call"), _timing(headline_row, "jax", "call"),
-    question=f"Which is faster per call from Python ({headline_key})?", subject_tool="eager", other_tool="jit"))
-slower_kernel = [k for k, v in speed.items() if v.get("kernel_ratio", 0) > 1]
-slower_call = [k for k, v in speed.items() if v["ratio"] > 1]
-dispatch_bound = [k for k in slower_call if speed[k].get("kernel_ratio", np.inf) <= 1]
-verdicts = [parity_verdict, *speed_verdicts]
+# %% [markdown]
+# ## 7. Conclusion
 
 # %% tags=["remove_input"]
-where_slower = []
-if slower_kernel:
-    where_slower.append(f"JAX's kernel is slower than PyTorch's in {verdict.plural(len(slower_kernel), 'configuration')} "
-                        f"of {len(speed)} ({', '.join(slower_kernel)})")
-if dispatch_bound:
-    where_slower.append(f"In {verdict.plural(len(dispatch_bound), 'configuration')} ({', '.join(dispatch_bound)}) JAX's "
-                        "kernel is as fast or faster but its per-call time is slower: there JAX's dispatch, not its "
-                        "kernel, sets the pace of a Python loop, and disappears inside a larger jitted model")
-gpu_note = ("" if on_gpu else
-            " These timings are from a CPU; the GPU kernels (Pallas) and the GPU goals are measured by the `gpu` profile.")
-Markdown(
-    "## Conclusion\n\n"
-    + f"**{parity_verdict.sentence}** The warped photograph differs by at most "
-    f"{verdict.fmt_number(max(warp_diff.values()))} in any pixel. Non-finite grids follow PyTorch's CUDA rule on every "
-    "path (finite output, zero gradient), where PyTorch's CPU kernels return NaN, clamp to different edges in 2-D and 3-D"
-    + (", and crash in backward." if child.returncode < 0 else ".")
-    + "\n\n**Speed on " + record["device"] + f", {headline_key}.** "
-    + " ".join(f"{label}: {v.sentence}" for label, v in zip(
-        (["Inside one compiled program (kernel time)"] if len(speed_verdicts) == 2 else []) + ["Per call from Python"],
-        speed_verdicts))
-    + (" " + ". ".join(where_slower) + "." if where_slower else " JAX is not slower anywhere in this run.")
-    + gpu_note
-)
+Markdown(report.grid_sample_parity.conclusion(metrics))
 
 # %% tags=["remove_cell"]
-metrics = {
-    "verdicts": [v.to_dict() for v in verdicts],
-    "parity": {k: {q: r[q] for q in ("max_abs_err", "grad_input_max_abs_err", "grad_grid_max_abs_err", "max_rel_err",
-                                     "grad_input_max_rel_err", "grad_grid_max_rel_err", "passed")}
-               for k, r in parity_rows.items()},
-    "parity_affine": {k: {q: v for q, v in r.items() if q.endswith("_err") or q == "passed"} for k, r in affine_rows.items()},
-    "parity_reference_device": torch_device,
-    "speed": {k: {**{q: v.get(q) for q in ("jax_ms", "torch_ms", "ratio", "jax_iqr_ms", "torch_iqr_ms", "naive_ms",
-                                           "implementation", "xla_ms", "xla_ratio", "shape", "jax_kernel_ms",
-                                           "torch_kernel_ms", "kernel_ratio", "jax_kernel_iqr_ms", "torch_kernel_iqr_ms",
-                                           "copies", "inputs_bytes", "cache_bytes", "inputs_exceed_cache",
-                                           "torch_kernel_tool")},
-                  "goal": sampling_bench.goal_for(k, record["device_kind"])} for k, v in speed.items()},
-    "gpu_goals": "measured" if on_gpu else "not yet measured",
-    "photo_max_abs_diff": max(warp_diff.values()),
-    "timing_pitfall_ms": {"unsynchronised": wrong.median_s * 1e3, "synchronised": right.median_s * 1e3},
-    "torch_cpu_nan_backward_returncode": child.returncode,
-}
 provenance.save_results(metrics)["metrics"]["gpu_goals"]

@@ -10,8 +10,13 @@ nearest exact, float32 1e-5 and float64 1e-10 of the output's scale, half precis
 a few eps of the dtype. float64 runs inside `jax.enable_x64(True)` (in
 parity.measure), which is local to the call and does not leak into other tests.
 
-Each matrix runs in full under `make test`; `pytest -m "not slow"` runs a sample
-spread over it (every k-th case, see `sampled`), which keeps that run fast.
+Each matrix runs in full under `make test` (and in CI); `pytest -m "not slow"` runs a
+chosen sample of it (`sampled`: the cases named in FAST, every other case marked slow),
+which keeps that run to seconds. The sample is chosen so that together its cases cover
+every mode, padding, align_corners, 2-D/3-D, dtype and implementation (xla op by op,
+under jit and under vmap; the native kernel; the Pallas kernels), and
+test_fast_sample_covers_every_option checks that it still does. Nothing is left out of
+the full run; a case only moves between the two.
 """
 
 from __future__ import annotations
@@ -33,11 +38,24 @@ from sidebyside.sampling import parity
 ALL = parity.configs()
 
 
-def sampled(cases, ids, every: int):
-    """``cases`` as pytest params, all but every ``every``-th marked ``slow``."""
+# The fast sample of each parity matrix, by test id (see the module docstring).
+FAST = {
+    "matches_pytorch": {"nearest/zeros/False/2d/float16", "bilinear/border/True/3d/bfloat16"},
+    "transformed": {"bicubic/border/True/2d/float64-jit", "bilinear/zeros/False/3d/float32-vmap"},
+    "pallas": {"bilinear/reflection/True/2d/float32-jit", "nearest/border/False/3d/float32-jit"},
+    "native": {"nearest/reflection/True/3d/float32-none", "bilinear/zeros/False/2d/float32-vmap",
+               "bicubic/border/False/2d/float32-jit"},
+    "affine": {"bilinear/border/False/3d/float32-native-jit"},
+}
+
+
+def sampled(cases, ids, fast: set[str]):
+    """``cases`` as pytest params; all but those whose id is in ``fast`` marked ``slow``."""
+    unknown = fast - set(ids)
+    assert not unknown, f"FAST names cases that do not exist: {sorted(unknown)}"
     return [pytest.param(*(c if isinstance(c, tuple) else (c,)), id=i,
-                         marks=() if k % every == 0 else pytest.mark.slow)
-            for k, (c, i) in enumerate(zip(cases, ids))]
+                         marks=() if i in fast else pytest.mark.slow)
+            for c, i in zip(cases, ids)]
 
 
 def assert_within(r, *context):
@@ -45,7 +63,7 @@ def assert_within(r, *context):
         assert r[f"{q}max_rel_err"] <= r[f"{q}tolerance"], (q or "output", *context, r)
 
 
-@pytest.mark.parametrize("config", sampled(ALL, [c.key for c in ALL], every=8))
+@pytest.mark.parametrize("config", sampled(ALL, [c.key for c in ALL], FAST["matches_pytorch"]))
 def test_matches_pytorch(config):
     # Op by op (no jit): each primitive compiles once and is reused across the 120
     # configurations. jit and vmap follow below.
@@ -63,7 +81,7 @@ TRANSFORMED = [(c, t) for c in _cross_section("float32") for t in ("jit", "vmap"
 TRANSFORMED += [(c, "jit") for c in _cross_section("float64") if c.mode != "nearest"]
 
 
-@pytest.mark.parametrize("config, transform", sampled(TRANSFORMED, [f"{c.key}-{t}" for c, t in TRANSFORMED], every=5))
+@pytest.mark.parametrize("config, transform", sampled(TRANSFORMED, [f"{c.key}-{t}" for c, t in TRANSFORMED], FAST["transformed"]))
 def test_matches_pytorch_transformed(config, transform):
     assert_within(parity.measure(config, transform=transform, seed=1, implementation="xla"), transform)
 
@@ -75,7 +93,7 @@ PALLAS = [(c, "jit") for c in parity.configs(("float32",))]
 PALLAS += [(c, "vmap") for c in _cross_section("float32")]
 
 
-@pytest.mark.parametrize("config, transform", sampled(PALLAS, [f"{c.key}-{t}" for c, t in PALLAS], every=6))
+@pytest.mark.parametrize("config, transform", sampled(PALLAS, [f"{c.key}-{t}" for c, t in PALLAS], FAST["pallas"]))
 def test_pallas_kernels_match_pytorch(config, transform):
     assert_within(parity.measure(config, transform=transform, implementation="pallas", seed=2), transform)
 
@@ -85,7 +103,7 @@ def test_pallas_kernels_match_pytorch(config, transform):
 NATIVE = [(c, t) for c in parity.configs(("float32",)) for t in ("none", "jit", "vmap")]
 
 
-@pytest.mark.parametrize("config, transform", sampled(NATIVE, [f"{c.key}-{t}" for c, t in NATIVE], every=9))
+@pytest.mark.parametrize("config, transform", sampled(NATIVE, [f"{c.key}-{t}" for c, t in NATIVE], FAST["native"]))
 def test_native_kernel_matches_pytorch(config, transform):
     assert_within(parity.measure(config, transform=transform, implementation="native", seed=3), transform)
 
@@ -98,15 +116,13 @@ def test_native_kernel_matches_pytorch(config, transform):
 # PyTorch's 3-D CPU kernel rounds twice).
 AFFINE = [(c, impl, t) for c in parity.configs(("float32",))
           for impl, t in (("xla", "none"), ("xla", "jit"), ("native", "jit"))]
-AFFINE_FAST = {"bilinear/zeros/False/2d/float32-xla-none", "bicubic/reflection/False/2d/float32-xla-none",
-               "bilinear/zeros/False/3d/float32-xla-jit", "bilinear/border/False/3d/float32-native-jit",
-               "bicubic/zeros/True/2d/float32-native-jit"}
 AFFINE_IDS = [f"{c.key}-{impl}-{t}" for c, impl, t in AFFINE]
 
 
-@pytest.mark.parametrize("config, implementation, transform",
-                         [pytest.param(*case, id=i, marks=() if i in AFFINE_FAST else pytest.mark.slow)
-                          for case, i in zip(AFFINE, AFFINE_IDS)])
+# The fast set keeps the 3-D native case (PyTorch's CPU kernel rounds twice there) and,
+# below, 7 x 1000 through the native kernel (once); taps' rounding is pinned in
+# isolation by test_grid_sample_rounding.py.
+@pytest.mark.parametrize("config, implementation, transform", sampled(AFFINE, AFFINE_IDS, FAST["affine"]))
 def test_affine_case_matches_pytorch(config, implementation, transform):
     r = parity.measure(config, transform=transform, implementation=implementation, case="affine")
     assert_within(r, implementation, transform)
@@ -137,6 +153,25 @@ def test_affine_case_pallas(mode, align_corners):
 def test_affine_case_float64(mode):
     config = parity.Config(mode, "zeros", False, 2, "float64")
     assert_within(parity.measure(config, transform="jit", implementation="xla", case="affine"), "float64")
+
+
+def test_fast_sample_covers_every_option():
+    """The fast parity sample, taken together, still holds every mode, padding,
+    align_corners, dimensionality, dtype and implementation."""
+    chosen = {(key, impl) for key in FAST["matches_pytorch"] for impl in ("xla-none",)}
+    chosen |= {(i.rsplit("-", 1)[0], "xla-" + i.rsplit("-", 1)[1]) for i in FAST["transformed"]}
+    chosen |= {(i.rsplit("-", 1)[0], "pallas") for i in FAST["pallas"]}
+    chosen |= {(i.rsplit("-", 1)[0], "native") for i in FAST["native"]}
+    fields = [key.split("/") for key, _ in chosen]
+    assert {f[0] for f in fields} == {"nearest", "bilinear", "bicubic"}
+    assert {f[1] for f in fields} == {"zeros", "border", "reflection"}
+    assert {f[2] for f in fields} == {"False", "True"}
+    assert {f[3] for f in fields} == {"2d", "3d"}
+    assert {f[4] for f in fields} == set(parity.DTYPES)
+    assert {impl for _, impl in chosen} == {"xla-none", "xla-jit", "xla-vmap", "pallas", "native"}
+    for impl in ("pallas", "native"):  # each kernel: 2-D and 3-D, both align_corners
+        mine = [key.split("/") for key, i in chosen if i == impl]
+        assert {f[3] for f in mine} == {"2d", "3d"} and {f[2] for f in mine} == {"False", "True"}, impl
 
 
 def test_native_build_says_what_is_missing(tmp_path, monkeypatch):
@@ -192,7 +227,7 @@ def test_verified_checks_size_and_hash(tmp_path):
     assert not native.verified(lib)
 
 
-@pytest.mark.parametrize("dims", [2, 3])
+@pytest.mark.parametrize("dims", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_pallas_kernels_lower_to_triton_for_cuda(dims):
     """The kernels (the explicit FMA emulation of taps included: bit casts, masks)
     go through Pallas' Triton lowering (no GPU needed to lower)."""
@@ -261,14 +296,16 @@ def _torch_grads(x, g, **kw):
 
 def _jax_grads(x, g, **kw):
     f = lambda a, b: grid_sample(a, b, **kw).sum()
-    out = grid_sample(jnp.asarray(x), jnp.asarray(g), **kw)
-    gx, gg = jax.grad(f, argnums=(0, 1))(jnp.asarray(x), jnp.asarray(g))
+    out = jax.jit(lambda a, b: grid_sample(a, b, **kw))(jnp.asarray(x), jnp.asarray(g))
+    gx, gg = jax.jit(jax.grad(f, argnums=(0, 1)))(jnp.asarray(x), jnp.asarray(g))
     return np.asarray(out), np.asarray(gx), np.asarray(gg)
 
 
-@pytest.mark.parametrize("implementation", ["xla", "native"])
-@pytest.mark.parametrize("padding_mode", ["border", "reflection"])
-@pytest.mark.parametrize("align_corners", [False, True])
+CLIPPED = [(ac, p, impl) for impl in ("xla", "native") for p in ("border", "reflection") for ac in (False, True)]
+
+
+@pytest.mark.parametrize("align_corners, padding_mode, implementation", sampled(
+    CLIPPED, [f"{ac}-{p}-{impl}" for ac, p, impl in CLIPPED], {"False-border-xla", "True-reflection-native"}))
 def test_no_grid_gradient_where_clipped(padding_mode, align_corners, implementation):
     # Points exactly on the clip limits: torch passes no gradient there; jnp.clip
     # (or maximum/minimum) would pass half of it.
@@ -285,13 +322,14 @@ def test_no_grid_gradient_where_clipped(padding_mode, align_corners, implementat
     assert j_gg[0, 0, 4, 0] != 0  # an interior point does get a gradient
 
 
-@pytest.mark.parametrize("implementation", ["xla", "auto", pytest.param("pallas", marks=pytest.mark.slow)])  # auto: native
-@pytest.mark.parametrize("dims", [2, 3])
-@pytest.mark.parametrize("mode", ["nearest", "bilinear", "bicubic"])
-@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+NON_FINITE = [(p, m, d, impl) for impl in ("xla", "auto", "pallas") for d in (2, 3)  # auto on a CPU: native
+              for m in ("nearest", "bilinear", "bicubic")[:3 if d == 2 else 2] for p in ("zeros", "border", "reflection")]
+
+
+@pytest.mark.parametrize("padding_mode, mode, dims, implementation", sampled(
+    NON_FINITE, ["-".join(map(str, case)) for case in NON_FINITE],
+    {"zeros-nearest-2-xla", "reflection-bicubic-2-auto", "border-bilinear-3-auto"}))
 def test_non_finite_grid(dims, mode, padding_mode, implementation):
-    if dims == 3 and mode == "bicubic":
-        pytest.skip("no 3-D bicubic")
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 2) + (3, 4, 5)[3 - dims:]).astype(np.float32)
     bad = np.array([np.nan, np.inf, -np.inf, 0.25], np.float32)
@@ -299,7 +337,8 @@ def test_non_finite_grid(dims, mode, padding_mode, implementation):
     g = points.reshape((1,) + (1,) * (dims - 1) + points.shape)  # (1, [1,] 1, P, dims)
     kw = dict(mode=mode, padding_mode=padding_mode, align_corners=False, implementation=implementation)
     out = np.asarray(jax.jit(lambda a, b: grid_sample(a, b, **kw))(x, g))[..., :]
-    gx, gg = jax.grad(lambda a, b: grid_sample(a, b, **kw).sum(), argnums=(0, 1))(jnp.asarray(x), jnp.asarray(g))
+    gx, gg = jax.jit(jax.grad(lambda a, b: grid_sample(a, b, **kw).sum(), argnums=(0, 1)))(jnp.asarray(x),
+                                                                                          jnp.asarray(g))
     finite = np.isfinite(points).all(-1)  # (P,)
     if mode == "bicubic":
         # Weights of a non-finite coordinate are NaN, as in both PyTorch backends.
@@ -346,15 +385,15 @@ def test_dtype_mismatch_raises():
         grid_sample(jnp.zeros((1, 1, 4, 4), jnp.float32), jnp.zeros((1, 2, 2, 2), jnp.bfloat16))
 
 
-@pytest.mark.parametrize("dims", [2, pytest.param(3, marks=pytest.mark.slow)])
-@pytest.mark.parametrize("mode", ["bilinear", pytest.param("nearest", marks=pytest.mark.slow),
-                                  pytest.param("bicubic", marks=pytest.mark.slow)])
-@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+EVERY_PATH = [(p, m, d) for d in (2, 3) for m in ("nearest", "bilinear", "bicubic")[:3 if d == 2 else 2]
+              for p in ("zeros", "border", "reflection")]
+
+
+@pytest.mark.parametrize("padding_mode, mode, dims", sampled(
+    EVERY_PATH, ["-".join(map(str, case)) for case in EVERY_PATH], {"zeros-bilinear-2"}))
 def test_non_finite_grid_every_path_agrees(dims, mode, padding_mode):
     """The GPU kernels (Pallas, here interpreted), the native kernel and the XLA path
     follow one rule for NaN and +-inf (PyTorch CUDA's): the same bits, gradients too."""
-    if dims == 3 and mode == "bicubic":
-        pytest.skip("no 3-D bicubic")
     rng = np.random.default_rng(1)
     x = rng.standard_normal((1, 2) + (3, 4, 5)[3 - dims:]).astype(np.float32)
     bad = np.array([np.nan, np.inf, -np.inf, 0.25, -3.0], np.float32)
@@ -363,8 +402,11 @@ def test_non_finite_grid_every_path_agrees(dims, mode, padding_mode):
     results = {}
     for impl in ("xla", "native", "pallas"):
         kw = dict(mode=mode, padding_mode=padding_mode, align_corners=False, implementation=impl)
-        out, vjp = jax.vjp(lambda a, b: grid_sample(a, b, **kw), jnp.asarray(x), g)
-        results[impl] = [np.asarray(t) for t in (out, *vjp(jnp.ones_like(out)))]
+        def value_and_grads(a, b, kw=kw):
+            out, vjp = jax.vjp(lambda p, q: grid_sample(p, q, **kw), a, b)
+            return (out, *vjp(jnp.ones_like(out)))
+
+        results[impl] = [np.asarray(t) for t in jax.jit(value_and_grads)(jnp.asarray(x), g)]
     for impl, arrays in results.items():
         for name, want, got in zip(("output", "grad_input", "grad_grid"), results["xla"], arrays):
             # Same NaNs and infinities; finite values within the float32 tolerance of parity.tolerance.
@@ -372,9 +414,14 @@ def test_non_finite_grid_every_path_agrees(dims, mode, padding_mode):
             np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * scale, equal_nan=True, err_msg=f"{impl} {name}")
 
 
-@pytest.mark.parametrize("implementation", ["xla", "native", "pallas"])
-@pytest.mark.parametrize("x_shape, g_shape", [((0, 3, 5, 6), (0, 4, 4, 2)), ((2, 0, 5, 6), (2, 4, 4, 2)),
-                                              ((2, 3, 5, 6), (2, 0, 4, 2)), ((0, 2, 3, 5, 6), (0, 2, 4, 4, 3))])
+EMPTY_SHAPES = [((0, 3, 5, 6), (0, 4, 4, 2)), ((2, 0, 5, 6), (2, 4, 4, 2)), ((2, 3, 5, 6), (2, 0, 4, 2)),
+                ((0, 2, 3, 5, 6), (0, 2, 4, 4, 3))]
+EMPTY = [(x, g, impl) for impl in ("xla", "native", "pallas") for x, g in EMPTY_SHAPES]
+
+
+@pytest.mark.parametrize("x_shape, g_shape, implementation", sampled(
+    EMPTY, [f"{impl}-{'x'.join(map(str, x))}" for x, _, impl in EMPTY],
+    {"xla-0x3x5x6", "native-0x2x3x5x6", "pallas-2x3x5x6", "native-2x0x5x6"}))
 def test_empty_batch_returns_empty_like_torch(x_shape, g_shape, implementation):
     want = F.grid_sample(torch.zeros(x_shape), torch.zeros(g_shape), align_corners=False)
     f = lambda a, b: grid_sample(a, b, implementation=implementation)
@@ -384,7 +431,8 @@ def test_empty_batch_returns_empty_like_torch(x_shape, g_shape, implementation):
     assert gx.shape == x_shape and gg.shape == g_shape
 
 
-@pytest.mark.parametrize("implementation", ["auto", "native", "pallas"])  # auto on a CPU: the native kernel
+@pytest.mark.parametrize("implementation", ["auto", pytest.param("native", marks=pytest.mark.slow),
+                                            pytest.param("pallas", marks=pytest.mark.slow)])  # auto on a CPU: native
 def test_forward_mode_on_a_kernel_says_to_use_xla(implementation):
     x = jnp.asarray(np.random.default_rng(0).standard_normal((1, 2, 5, 6)), jnp.float32)
     g = jnp.asarray(np.random.default_rng(1).uniform(-1, 1, (1, 3, 4, 2)), jnp.float32)
@@ -401,18 +449,36 @@ def test_forward_mode_on_a_kernel_says_to_use_xla(implementation):
     assert np.isfinite(np.asarray(jax.grad(f)(g))).all()  # first-order reverse mode works
 
 
-def test_forward_mode_and_second_order():
+@pytest.mark.parametrize("mode", ["bilinear", pytest.param("bicubic", marks=pytest.mark.slow)])
+def test_forward_mode_and_second_order(mode):
     # The XLA path has no custom derivative rule: jvp and grad-of-grad work too.
     rng = np.random.default_rng(0)
     x = jnp.asarray(rng.standard_normal((1, 2, 5, 6)), jnp.float32)
     g = jnp.asarray(rng.uniform(-1, 1, (1, 3, 4, 2)), jnp.float32)
-    f = lambda b: grid_sample(x, b, mode="bicubic", implementation="xla").sum()
-    _, tangent = jax.jvp(f, (g,), (jnp.ones_like(g),))
-    np.testing.assert_allclose(tangent, jax.grad(f)(g).sum(), rtol=1e-4)
-    hess_diag = jax.grad(lambda b: jax.grad(f)(b).sum())(g)
+    f = lambda b: grid_sample(x, b, mode=mode, implementation="xla").sum()
+    _, tangent = jax.jit(lambda b: jax.jvp(f, (b,), (jnp.ones_like(b),)))(g)
+    np.testing.assert_allclose(tangent, jax.jit(jax.grad(f))(g).sum(), rtol=1e-4)
+    hess_diag = jax.jit(jax.grad(lambda b: jax.grad(f)(b).sum()))(g)
     assert np.isfinite(np.asarray(hess_diag)).all()
 
 
+def test_bench_forward_with_few_copies():
+    """The quick version of the benchmark's check: forward only, the kernel time over 3
+    chained calls (which stay in the cache, and the row says so)."""
+    from sidebyside.sampling import bench
+
+    rows = bench.bench(bench.configs(("bilinear",), {"tiny": (1, 2, 8, 8)}), repeats=1, min_repeat_s=0.001,
+                       naive=True, backward=False, copies=3)
+    (row,) = rows.values()
+    assert set(rows) == {"bilinear/tiny/forward"} and row["copies"] == 3
+    assert row["jax_ms"] > 0 and row["torch_ms"] > 0 and row["naive_ms"] > 0 and row["jax_kernel_ms"] > 0
+    assert row["kernel_ratio"] == pytest.approx(row["jax_kernel_ms"] / row["torch_kernel_ms"])
+    assert row["inputs_bytes"] == 3 * (2 * 8 * 8 * 4 + 8 * 8 * 2 * 4) and not row["inputs_exceed_cache"]
+    with pytest.raises(ValueError, match="copies must be at least 1"):
+        bench.bench(bench.configs(("bilinear",), {"tiny": (1, 2, 8, 8)}), copies=0)
+
+
+@pytest.mark.slow
 def test_bench_returns_kernel_and_per_call_times():
     from sidebyside.sampling import bench
 
@@ -434,9 +500,10 @@ def test_bench_returns_kernel_and_per_call_times():
 def test_bench_run_in_a_child_process():
     from sidebyside.sampling import bench
 
-    out = bench.run({"tiny": (1, 2, 8, 8)}, modes=("nearest",), repeats=1, min_repeat_s=0.001, threads=1)
+    out = bench.run({"tiny": (1, 2, 8, 8)}, modes=("nearest",), repeats=1, min_repeat_s=0.001, threads=1, copies=2)
     assert out["threads"] == 1 and set(out["results"]) == {"nearest/tiny/forward", "nearest/tiny/forward+backward"}
-    assert "--threads 1" in out["command"]
+    assert "--threads 1" in out["command"] and "--copies 2" in out["command"]
+    assert out["results"]["nearest/tiny/forward"]["copies"] == 2
 
 
 def test_bench_cli_help():

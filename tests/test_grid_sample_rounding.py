@@ -51,8 +51,13 @@ def hard_values(size: int, count: int = 400, seed: int = 0) -> np.ndarray:
     return np.concatenate([hard, g[:count], np.float32([-1, 1, 0, -0.5, 0.5])])
 
 
-@pytest.mark.parametrize("size", SIZES)
-@pytest.mark.parametrize("run", ["eager", "jit"])
+# The fast set: a few sizes (`pytest -m "not slow"`); every size in the full run.
+def _sizes(fast):
+    return [pytest.param(s, marks=() if s in fast else pytest.mark.slow) for s in SIZES]
+
+
+@pytest.mark.parametrize("size, run", [pytest.param(size, run, marks=() if (size, run) in {(345, "eager"), (4095, "jit")}
+                                                    else pytest.mark.slow) for size in SIZES for run in ("eager", "jit")])
 def test_fma_rn_rounds_once(size, run):
     g = hard_values(size)
     a = (g + np.float32(1)).astype(np.float32)
@@ -92,7 +97,7 @@ def test_unnormalize_gradient_is_the_scale():
         np.testing.assert_array_equal(np.asarray(t), np.full(7, scale, np.float32))
 
 
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", _sizes({456}))
 def test_unfused_unnormalize_rounds_twice(size):
     # PyTorch's 3-D CPU kernel: ((g + 1) * size - 1) / 2, every operation rounded.
     g = hard_values(size)
@@ -163,7 +168,7 @@ def _both_ways(fn, g):
     return np.asarray(plain), np.asarray(fused)
 
 
-@pytest.mark.parametrize("size", [345, 1000])
+@pytest.mark.parametrize("size", [345, pytest.param(1000, marks=pytest.mark.slow)])
 def test_unnormalize_does_not_depend_on_what_the_compiler_fuses(size):
     g = jnp.asarray(hard_values(size, count=150))
     want = exact_fma((np.asarray(g) + np.float32(1)).astype(np.float32), size / 2, -0.5)

@@ -66,6 +66,10 @@ def main(argv=None) -> int:
                     choices=["nearest", "bilinear", "bicubic"])
     gs.add_argument("--naive", action="store_true", help="also time the naive gather-all-corners JAX baseline")
     gs.add_argument("--no-kernel", action="store_true", help="skip the kernel times (chained calls in one program)")
+    gs.add_argument("--copies", type=int, default=None,
+                    help="calls chained for the kernel time (default: enough inputs to fill twice the last-level cache)")
+    gs.add_argument("--pallas-layouts", nargs="+", default=["points", "channels"], choices=["points", "channels"],
+                    help="layouts of the Pallas kernels to time where they run (a CUDA GPU)")
     gs.add_argument("--min-repeat-s", type=float, default=0.05, help="shortest duration of one repeat (s)")
     gs.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     gs.set_defaults(run=_grid_sample_main)

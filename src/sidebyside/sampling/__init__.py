@@ -164,7 +164,7 @@ def _output_shape(input_shape, grid_shape):
 
 
 def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners: bool = False, *,
-                implementation: str = "auto"):
+                implementation: str = "auto", pallas_layout: str = "points"):
     """Sample ``input`` at the locations in ``grid``, exactly as
     ``torch.nn.functional.grid_sample`` does (see the package docstring).
 
@@ -182,8 +182,15 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
     support first-order reverse-mode differentiation only; ``jax.jvp``,
     ``jax.jacfwd`` or a gradient of a gradient through them raises a ``ValueError``
     that says to pass ``implementation="xla"``.
+
+    ``pallas_layout``: how the Pallas kernels split the work, ``"points"`` (default)
+    or ``"channels"`` (tiles of points x channels, the taps reused across a block of
+    channels; see :mod:`sidebyside.sampling.pallas`). Same results; only the speed
+    differs, and only where the Pallas kernels run.
     """
     check_inputs(input, grid, mode, padding_mode)
+    if pallas_layout not in ("points", "channels"):
+        raise ValueError(f"grid_sample(): pallas_layout must be 'points' or 'channels', got {pallas_layout!r}")
     input = jnp.asarray(input)
     grid = jnp.asarray(grid)
     align_corners = bool(align_corners)
@@ -201,7 +208,7 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
             from . import pallas
 
             interpret = jax.default_backend() != "gpu"
-            return pallas.grid_sample_pallas(input, grid, mode, padding_mode, align_corners, interpret)
+            return pallas.grid_sample_pallas(input, grid, mode, padding_mode, align_corners, interpret, pallas_layout)
         except TypeError as exc:  # jax.jvp of the custom_vjp itself
             if "forward-mode" in str(exc) or "jvp" in str(exc):
                 raise ValueError(FORWARD_MODE_HELP.format(path=path)) from exc

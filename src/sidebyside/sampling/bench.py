@@ -18,6 +18,12 @@ input and grid), each measured with both frameworks in one interleaved run
   kernel). Divided by ``copies``: what the call costs inside a larger jitted model,
   where JAX's dispatch is paid once for the whole program.
 
+Where the Pallas kernels run (a CUDA GPU), each layout of ``pallas_layouts`` other
+than the default ``"points"`` is timed in the same run, per call
+(``pallas_<layout>_ms``, ``pallas_<layout>_ratio``) and as a kernel
+(``jax_<layout>_kernel_ms``, ``<layout>_kernel_ratio``), so that a GPU run shows
+whether the channel-blocked layout wins (``implementation="auto"`` keeps "points").
+
 Library use: :func:`configs`, :func:`inputs` and :func:`bench` return plain data;
 :func:`run` runs the benchmark in a fresh process (the thread count of XLA's CPU
 client is fixed when JAX starts) and returns its JSON; ``python -m sidebyside.bench
@@ -123,7 +129,9 @@ def _torch_kernel_fn(calls, device):
 
 
 def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backward: bool = True, naive: bool = False,
-          kernel: bool = True, padding_mode: str = "zeros", align_corners: bool = False) -> dict[str, dict[str, Any]]:
+          kernel: bool = True, padding_mode: str = "zeros", align_corners: bool = False,
+          copies: int | None = None, pallas_layouts=("points", "channels"),
+          implementation: str = "auto") -> dict[str, dict[str, Any]]:
     """Time JAX and PyTorch on each configuration (see the module docstring).
 
     Returns ``{"<mode>/<size>/<forward|forward+backward>": row}`` with, per call,
@@ -135,7 +143,18 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
     :data:`_MAX_COPIES` copies still fit), ``torch_kernel_tool`` ("cuda graph" or "loop"); ``shape``; ``implementation`` (the path ``jax_ms``
     took); ``xla_ms``/``xla_ratio`` (the XLA path, per call) where a kernel took it;
     ``naive_ms``/``naive_ratio`` for bilinear 2-D forward with ``naive``.
+
+    ``copies``: how many calls the kernel time chains (default: enough copies of the
+    inputs to fill twice the last-level cache, at most :data:`_MAX_COPIES`). A smaller
+    number runs faster, and ``inputs_exceed_cache`` then says whether the inputs still
+    came from memory.
+
+    ``implementation``: the path the JAX side takes (default ``"auto"``, what a user
+    gets; ``"pallas"`` on a CPU runs the kernels in Pallas' interpreter, which checks
+    this code, not their speed).
     """
+    if copies is not None and copies < 1:
+        raise ValueError(f"copies must be at least 1, got {copies}")
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -156,10 +175,10 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
         xt, gt, ct = (torch.from_numpy(a).to(device) for a in (x, grid, cot))
         xj, gj, cj = (jnp.asarray(a) for a in (x, grid, cot))
         kw = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
-        path = choose_implementation(x.shape, grid.shape, x.dtype)  # what "jax" runs
+        path = choose_implementation(x.shape, grid.shape, x.dtype, implementation)  # what "jax" runs
 
-        def jax_step(a, b, c, implementation="auto", with_grad=False):
-            f = lambda p, q: grid_sample(p, q, **kw, implementation=implementation)
+        def jax_step(a, b, c, implementation=implementation, with_grad=False, layout="points"):
+            f = lambda p, q: grid_sample(p, q, **kw, implementation=implementation, pallas_layout=layout)
             if not with_grad:
                 return f(a, b)
             # Return the output too, as PyTorch's autograd computes it: otherwise XLA
@@ -174,7 +193,7 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
             return out, torch.autograd.grad(out, (a, b), c)
 
         bytes_per_call = x.nbytes + grid.nbytes + cot.nbytes
-        copies = max(2, min(_MAX_COPIES, math.ceil(2 * cache / bytes_per_call)))
+        chained = copies or max(2, min(_MAX_COPIES, math.ceil(2 * cache / bytes_per_call)))
         for kind, with_grad in (("forward", False), ("forward+backward", True)):
             if with_grad and not backward:
                 continue
@@ -188,6 +207,10 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
             if path != "xla":
                 xla_call = jax.jit(lambda a, b, c: jax_step(a, b, c, "xla", with_grad))
                 fns["xla"] = lambda: xla_call(xj, gj, cj)
+            layouts = [layout for layout in pallas_layouts if layout != "points"] if path == "pallas" else []
+            for layout in layouts:
+                call = jax.jit(functools.partial(jax_step, implementation="pallas", with_grad=with_grad, layout=layout))
+                fns[f"pallas_{layout}"] = functools.partial(call, xj, gj, cj)
             if not with_grad and naive and mode == "bilinear" and len(shape) == 4 and padding_mode == "zeros":
                 naive_call = jax.jit(lambda a, b: grid_sample_naive(a, b, align_corners=align_corners))
                 fns["naive"] = lambda: naive_call(xj, gj)
@@ -197,22 +220,22 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
             for side in ("jax", "torch"):
                 row.update({f"{side}_ms": t[side].median_s * 1e3, f"{side}_iqr_ms": t[side].iqr_s * 1e3,
                             f"{side}_q1_ms": t[side].q1_s * 1e3, f"{side}_q3_ms": t[side].q3_s * 1e3})
-            for extra in ("xla", "naive"):
+            for extra in ("xla", "naive", *(f"pallas_{layout}" for layout in layouts)):
                 if extra in t:
                     row[f"{extra}_ms"] = t[extra].median_s * 1e3
                     row[f"{extra}_ratio"] = timing.ratio(t[extra], t["torch"])
             if kernel:
-                row.update(_kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device, repeats,
-                                         min_repeat_s))
+                row.update(_kernel_times(jax_step, torch_step, x, grid, cot, chained, with_grad, device, repeats,
+                                         min_repeat_s, layouts))
                 row["cache_bytes"] = cache
                 row["inputs_exceed_cache"] = row["inputs_bytes"] > cache
             results[f"{cfg['name']}/{kind}"] = row
     return results
 
 
-def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device, repeats, min_repeat_s):
+def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device, repeats, min_repeat_s, layouts=()):
     """Per-call time of ``copies`` chained calls on fresh copies of the inputs (see
-    the module docstring)."""
+    the module docstring); ``layouts``: other Pallas layouts to chain alike."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -225,12 +248,19 @@ def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device,
 
     xs, gs, cs = stacked(x), stacked(grid), stacked(cot)
 
-    @jax.jit
-    def jax_chain(x_copies, grid_copies, cot_copies):
-        def body(carry, abc):
-            return carry, jax_step(*abc, with_grad=with_grad)
+    def chain(step):
+        @jax.jit
+        def chained(x_copies, grid_copies, cot_copies):
+            def body(carry, abc):
+                return carry, step(*abc)
 
-        return jax.lax.scan(body, 0, (x_copies, grid_copies, cot_copies))[1]
+            return jax.lax.scan(body, 0, (x_copies, grid_copies, cot_copies))[1]
+
+        return functools.partial(chained, xs, gs, cs)
+
+    fns = {"jax": chain(functools.partial(jax_step, with_grad=with_grad))}
+    for layout in layouts:
+        fns[layout] = chain(functools.partial(jax_step, implementation="pallas", with_grad=with_grad, layout=layout))
 
     torch_inputs = []
     for _ in range(copies):
@@ -242,8 +272,8 @@ def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device,
     calls = [lambda a=a, b=b, c=c: torch_step(a, b, c, with_grad) for a, b, c in torch_inputs]
     torch_chain = _torch_kernel_fn(calls, device)
     tool = "cuda graph" if getattr(torch_chain, "__name__", "") == "replay" else "loop"
-    t = timing.compare({"jax": functools.partial(jax_chain, xs, gs, cs), "torch": torch_chain}, repeats=repeats,
-                       min_repeat_s=min_repeat_s, pipelined=device == "cuda")
+    t = timing.compare({**fns, "torch": torch_chain}, repeats=repeats, min_repeat_s=min_repeat_s,
+                       pipelined=device == "cuda")
     bytes_per_call = x.nbytes + grid.nbytes + (cot.nbytes if with_grad else 0)
     row = {"copies": copies, "torch_kernel_tool": tool, "inputs_bytes": copies * bytes_per_call,
            "kernel_ratio": timing.ratio(t["jax"], t["torch"])}
@@ -252,16 +282,20 @@ def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device,
                     f"{side}_kernel_iqr_ms": t[side].iqr_s * 1e3 / copies,
                     f"{side}_kernel_q1_ms": t[side].q1_s * 1e3 / copies,
                     f"{side}_kernel_q3_ms": t[side].q3_s * 1e3 / copies})
-    del xs, gs, cs, torch_inputs
+    for layout in layouts:
+        row[f"jax_{layout}_kernel_ms"] = t[layout].median_s * 1e3 / copies
+        row[f"{layout}_kernel_ratio"] = timing.ratio(t[layout], t["torch"])
+    del torch_inputs, fns
     return row
 
 
 def run(sizes: dict, modes=("nearest", "bilinear", "bicubic"), *, repeats: int = 7, min_repeat_s: float = 0.05,
-        threads: int | None = None, naive: bool = True, kernel: bool = True, timeout_s: float = 3600) -> dict:
+        threads: int | None = None, naive: bool = True, kernel: bool = True, copies: int | None = None,
+        pallas_layouts=("points", "channels"), timeout_s: float = 3600) -> dict:
     """Run the benchmark in a fresh process (``python -m sidebyside.bench
     grid_sample``) on ``sizes`` (``{name: shape}``) and return its JSON:
     ``{"threads", "device_kind", "command", "results": {key: row}}`` (rows as
-    :func:`bench`). Raises ``RuntimeError`` with the child's error output if it fails."""
+    :func:`bench`; ``copies`` as there). Raises ``RuntimeError`` with the child's error output if it fails."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "bench-grid-sample.json")
         command = [sys.executable, "-m", "sidebyside.bench", "grid_sample", "--repeats", str(repeats),
@@ -271,6 +305,9 @@ def run(sizes: dict, modes=("nearest", "bilinear", "bicubic"), *, repeats: int =
             command.append("--naive")
         if not kernel:
             command.append("--no-kernel")
+        if copies is not None:
+            command += ["--copies", str(copies)]
+        command += ["--pallas-layouts", *pallas_layouts]
         if threads is not None:
             command += ["--threads", str(threads)]
         child = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
@@ -312,6 +349,8 @@ def goals_table(results: dict[str, dict[str, Any]], device_kind: str):
             "JAX / PyTorch kernel": row.get("kernel_ratio"),
             "naive JAX / PyTorch": row.get("naive_ratio"),
             "XLA path / PyTorch": row.get("xla_ratio"),
+            "Pallas channels layout / PyTorch per call": row.get("pallas_channels_ratio"),
+            "Pallas channels layout / PyTorch kernel": row.get("channels_kernel_ratio"),
             "goal": goal,
             "met": None if goal is None else bool(row["ratio"] <= goal),
         })
@@ -341,7 +380,8 @@ def cli(args, threads: int) -> int:
     if gpu and "2d_large_gpu" not in sizes:
         sizes["2d_large_gpu"] = (32, 3, 256, 256)  # the GPU goal is stated at N = 32, C = 3, 256 x 256
     results = bench(configs(tuple(args.modes), sizes), repeats=args.repeats, min_repeat_s=args.min_repeat_s,
-                    naive=args.naive, kernel=not args.no_kernel)
+                    naive=args.naive, kernel=not args.no_kernel, copies=args.copies,
+                    pallas_layouts=tuple(args.pallas_layouts))
     table = goals_table(results, "gpu" if gpu else "cpu")
     if args.json:
         with open(args.json, "w") as f:

@@ -12,6 +12,30 @@ taps with the same :func:`.taps.taps_2d`, and the grid gradient is the
 forward-mode derivative (``jax.jvp``) of those same weights, so every rule about
 borders, reflections, ties and non-finite values holds here too.
 
+Two layouts of the work (``layout=``), the same arithmetic:
+
+- ``"points"`` (the default, what ``implementation="auto"`` runs): a program takes
+  :data:`BLOCK` output points of one batch element, computes their taps once and
+  loops over the channels one at a time, one gather of ``BLOCK`` values per tap and
+  channel. Few programs and a serial loop when there are many channels.
+- ``"channels"`` (issue 13: at 8 x 64 x 128^2 the points layout takes 79 us against
+  torch's 44 us in bilinear): a program takes a tile of :data:`CHANNEL_POINTS` points
+  by up to :data:`CHANNEL_BLOCK` channels. The taps are computed once per point and
+  reused across the block's channels, and each tap is one gather of the whole
+  (channels x points) tile: every row reads neighbouring points of one channel plane,
+  and all the block's loads are issued together instead of one channel after another.
+  The forward pass puts the channel blocks on the launch grid too (more programs at
+  large C); the backward pass loops over them, summing the grid gradient of a block
+  across its channels first, and scatters the input gradient of a whole tile in one
+  atomic add. Same taps and the same order of the sum per channel as the points
+  layout: nearest gives the same bits; elsewhere a compiler may contract a multiply-add
+  of the tile where it did not in a row (an ulp, seen in bicubic in the interpreter), and
+  the grid gradient sums the channels in another order.
+
+Which layout is faster is for a GPU to say (``python -m sidebyside.bench grid_sample
+--pallas-layouts points channels``); ``implementation="auto"`` keeps ``"points"``
+until it does.
+
 Scope: float32 input, 4-D (nearest, bilinear, bicubic) or 5-D (nearest, trilinear;
 the taps of :func:`.taps.taps_3d`, unnormalised with one rounding as PyTorch's CUDA
 kernel does), every padding and ``align_corners``, on a CUDA device, or anywhere in
@@ -30,10 +54,14 @@ import numpy as np
 
 from .taps import combine_rows, first_order_only, taps_2d, taps_3d
 
-__all__ = ["supported", "grid_sample_pallas"]
+__all__ = ["LAYOUTS", "supported", "grid_sample_pallas"]
 
+LAYOUTS = ("points", "channels")
 BLOCK = 256  # output points per program (a power of two, as Triton wants)
 INTERPRET_BLOCK = 64  # smaller blocks keep the interpreter's tests quick
+CHANNEL_BLOCK = 16  # "channels" layout: channels per tile (a power of two; fewer when C is smaller)
+CHANNEL_POINTS = 128  # "channels" layout: output points per tile
+INTERPRET_CHANNEL_POINTS = 32
 _INT32_LIMIT = 2**31
 
 
@@ -93,14 +121,34 @@ def _forward_kernel(grid_ref, x_ref, out_ref, *, mode, padding_mode, align_corne
     jax.lax.fori_loop(0, c, channel, 0)
 
 
+def _channel_rows(n, k, c, cblock):
+    """The channels of tile ``k`` (clamped into range) and whether each is real."""
+    ch = k * cblock + jax.lax.iota(jnp.int32, cblock)
+    real = ch < c
+    return jnp.where(real, ch, 0), real
+
+
+def _forward_kernel_channels(grid_ref, x_ref, out_ref, *, mode, padding_mode, align_corners, c, sizes, points, padded,
+                             block, cblock, cpad):
+    pl, _ = _pallas()
+    n, j, k = pl.program_id(0), pl.program_id(1), pl.program_id(2)
+    _, _, gs = _points(pl, grid_ref, n, j, points, block, len(sizes))
+    rows = _taps(gs, sizes, mode, padding_mode, align_corners)
+    ch, _ = _channel_rows(n, k, c, cblock)
+    base = ((n * c + ch) * int(np.prod(sizes)))[:, None]  # (cblock, 1): each row one channel plane
+    tile = combine_rows(rows, lambda index: x_ref[base + index[None, :]], expand=lambda a: a[None, :])
+    # Rows of channels past C land in the padding of the output, which the caller drops.
+    out_ref[pl.ds(n * cpad + k * cblock, cblock), pl.ds(j * block, block)] = tile
+
+
 def _scatter_add(plgpu, ref, index, value, mask, interpret: bool):
-    """``ref[index] += value`` where ``mask``, with repeated indices summed. On the GPU
-    an atomic add; Pallas' interpreter does not sum repeated indices of one atomic add,
-    so there it adds one lane at a time."""
+    """``ref[index] += value`` where ``mask``, with repeated indices summed (``index``
+    of any shape). On the GPU an atomic add; Pallas' interpreter does not sum repeated
+    indices of one atomic add, so there it adds one element at a time."""
     if not interpret:
         plgpu.atomic_add(ref, index, value, mask=mask)
         return
-    value = jnp.where(mask, value, 0)
+    index, value = index.reshape(-1), jnp.where(mask, value, 0).reshape(-1)
 
     def lane(k, carry):
         i = index[k]
@@ -118,6 +166,65 @@ def _backward_kernel(grid_ref, x_ref, cot_ref, zeros_ref, *refs, mode, padding_m
     dims = len(sizes)
     n, j = pl.program_id(0), pl.program_id(1)
     lane, valid, gs = _points(pl, grid_ref, n, j, points, block, dims)
+    taps, weight, derivatives = _taps_and_derivatives(gs, sizes, mode, padding_mode, align_corners)
+    with_grid = mode != "nearest"  # nearest passes no gradient to the grid
+    plane = int(np.prod(sizes))
+    zeros = jnp.zeros_like(gs[0])
+
+    def channel(ch, acc):
+        cot = jnp.where(valid, cot_ref[(n * c + ch) * points + lane], 0)
+        base = (n * c + ch) * plane
+        acc = list(acc)
+        for k, (index, inside) in enumerate(taps):
+            if with_grid:
+                value = jnp.where(inside, x_ref[base + index], 0) * cot
+                acc = [a + value * d[k] for a, d in zip(acc, derivatives)]
+            _scatter_add(plgpu, gin_ref, base + index, cot * weight[k], inside & valid, interpret)
+        return tuple(acc)
+
+    acc = jax.lax.fori_loop(0, c, channel, (zeros,) * dims)
+    for ref, a in zip(grad_grid_refs, acc):
+        ref[pl.ds(n * padded + j * block, block)] = a
+
+
+def _backward_kernel_channels(grid_ref, x_ref, cot_ref, zeros_ref, *refs, mode, padding_mode, align_corners, c, sizes,
+                              points, padded, block, cblock, cpad, interpret):
+    del zeros_ref, cpad  # zeros_ref: aliased to gin_ref
+    *grad_grid_refs, gin_ref = refs
+    pl, plgpu = _pallas()
+    dims = len(sizes)
+    n, j = pl.program_id(0), pl.program_id(1)
+    lane, valid, gs = _points(pl, grid_ref, n, j, points, block, dims)
+    taps, weight, derivatives = _taps_and_derivatives(gs, sizes, mode, padding_mode, align_corners)
+    with_grid = mode != "nearest"
+    plane = int(np.prod(sizes))
+    zeros = jnp.zeros_like(gs[0])
+
+    def channel_block(k, acc):
+        ch, real = _channel_rows(n, k, c, cblock)
+        live = real[:, None] & valid[None, :]  # (cblock, block)
+        cot = jnp.where(live, cot_ref[((n * c + ch) * points)[:, None] + lane[None, :]], 0)
+        base = ((n * c + ch) * plane)[:, None]
+        acc = list(acc)
+        for t, (index, inside) in enumerate(taps):
+            at = base + index[None, :]
+            if with_grid:
+                value = jnp.where(inside[None, :], x_ref[at], 0) * cot
+                # This block's channels summed first, then added to the point's running sum.
+                acc = [a + jnp.sum(value * d[t][None, :], axis=0) for a, d in zip(acc, derivatives)]
+            _scatter_add(plgpu, gin_ref, at, cot * weight[t][None, :], live & inside[None, :], interpret)
+        return tuple(acc)
+
+    acc = jax.lax.fori_loop(0, -(-c // cblock), channel_block, (zeros,) * dims)
+    for ref, a in zip(grad_grid_refs, acc):
+        ref[pl.ds(n * padded + j * block, block)] = a
+
+
+def _taps_and_derivatives(gs, sizes, mode, padding_mode, align_corners):
+    """For grid values ``gs``: the taps ``(index, inside)`` in :func:`.taps.combine_rows`'
+    order, each tap's weight, and per grid axis the derivative of every weight (the
+    forward-mode derivative of the same tap arithmetic)."""
+    dims = len(sizes)
     rows = _taps(gs, sizes, mode, padding_mode, align_corners)
     taps = [(index, inside) for _, cols in rows for index, inside, _ in cols]
 
@@ -135,23 +242,7 @@ def _backward_kernel(grid_ref, x_ref, cot_ref, zeros_ref, *refs, mode, padding_m
     for axis in range(dims):
         weight, d = jax.jvp(weights, tuple(gs), tuple(ones if k == axis else zeros for k in range(dims)))
         derivatives.append(d)
-    with_grid = mode != "nearest"  # nearest passes no gradient to the grid
-    plane = int(np.prod(sizes))
-
-    def channel(ch, acc):
-        cot = jnp.where(valid, cot_ref[(n * c + ch) * points + lane], 0)
-        base = (n * c + ch) * plane
-        acc = list(acc)
-        for k, (index, inside) in enumerate(taps):
-            if with_grid:
-                value = jnp.where(inside, x_ref[base + index], 0) * cot
-                acc = [a + value * d[k] for a, d in zip(acc, derivatives)]
-            _scatter_add(plgpu, gin_ref, base + index, cot * weight[k], inside & valid, interpret)
-        return tuple(acc)
-
-    acc = jax.lax.fori_loop(0, c, channel, (zeros,) * dims)
-    for ref, a in zip(grad_grid_refs, acc):
-        ref[pl.ds(n * padded + j * block, block)] = a
+    return taps, weight, derivatives
 
 
 @functools.cache
@@ -204,32 +295,57 @@ def _call(kernel, out_shape, grid, interpret, **kw):
     return pl.pallas_call(kernel, out_shape=out_shape, grid=grid, interpret=interpret, **kw, **extra)
 
 
-def _geometry(input, grid, interpret):
+def _geometry(input, grid, interpret, layout="points"):
     n, c = input.shape[:2]
     sizes = tuple(input.shape[2:])
     points = int(np.prod(grid.shape[1:-1]))
-    block = INTERPRET_BLOCK if interpret else BLOCK
+    if layout == "channels":
+        block = INTERPRET_CHANNEL_POINTS if interpret else CHANNEL_POINTS
+    else:
+        block = INTERPRET_BLOCK if interpret else BLOCK
     blocks = -(-points // block)
     return n, c, sizes, points, blocks * block, blocks, block
 
 
-def _forward_call(input, grid, mode, padding_mode, align_corners, interpret):
-    n, c, sizes, points, padded, blocks, block = _geometry(input, grid, interpret)
-    kernel = functools.partial(_forward_kernel, **_static(mode, padding_mode, align_corners, c, sizes, points, padded,
-                                                          block))
+def _channel_tiles(c):
+    """Channels per tile (a power of two, at most :data:`CHANNEL_BLOCK`) and C padded
+    to a whole number of tiles."""
+    cblock = min(CHANNEL_BLOCK, 1 << max(c - 1, 0).bit_length())
+    return cblock, -(-c // cblock) * cblock
+
+
+def _check_layout(layout):
+    if layout not in LAYOUTS:
+        raise ValueError(f"grid_sample(): pallas_layout must be one of {LAYOUTS}, got {layout!r}")
+
+
+def _forward_call(input, grid, mode, padding_mode, align_corners, interpret, layout):
+    n, c, sizes, points, padded, blocks, block = _geometry(input, grid, interpret, layout)
+    static = _static(mode, padding_mode, align_corners, c, sizes, points, padded, block)
+    if layout == "channels":
+        cblock, cpad = _channel_tiles(c)
+        kernel = functools.partial(_forward_kernel_channels, **static, cblock=cblock, cpad=cpad)
+        out = _call(kernel, jax.ShapeDtypeStruct((n * cpad, padded), input.dtype), (n, blocks, cpad // cblock),
+                    interpret)(grid.reshape(-1), input.reshape(-1))
+        return out.reshape(n, cpad, padded)[:, :c, :points].reshape(n, c, *grid.shape[1:-1])
+    kernel = functools.partial(_forward_kernel, **static)
     out = _call(kernel, jax.ShapeDtypeStruct((n * c * padded,), input.dtype), (n, blocks), interpret)(
         grid.reshape(-1), input.reshape(-1))
     return out.reshape(n, c, padded)[:, :, :points].reshape(n, c, *grid.shape[1:-1])
 
 
-_forward = first_order_only(_forward_call, "Pallas", (2, 3, 4, 5))
+_forward = first_order_only(_forward_call, "Pallas", (2, 3, 4, 5, 6))
 
 
-def _backward_call(input, grid, cot, mode, padding_mode, align_corners, interpret):
-    n, c, sizes, points, padded, blocks, block = _geometry(input, grid, interpret)
+def _backward_call(input, grid, cot, mode, padding_mode, align_corners, interpret, layout):
+    n, c, sizes, points, padded, blocks, block = _geometry(input, grid, interpret, layout)
     dims = len(sizes)
-    kernel = functools.partial(_backward_kernel, interpret=interpret,
-                               **_static(mode, padding_mode, align_corners, c, sizes, points, padded, block))
+    static = _static(mode, padding_mode, align_corners, c, sizes, points, padded, block)
+    if layout == "channels":
+        cblock, cpad = _channel_tiles(c)
+        kernel = functools.partial(_backward_kernel_channels, interpret=interpret, **static, cblock=cblock, cpad=cpad)
+    else:
+        kernel = functools.partial(_backward_kernel, interpret=interpret, **static)
     flat = jax.ShapeDtypeStruct((n * padded,), grid.dtype)
     *grads, gin = _call(
         kernel, (flat,) * dims + (jax.ShapeDtypeStruct((input.size,), input.dtype),), (n, blocks), interpret,
@@ -239,24 +355,28 @@ def _backward_call(input, grid, cot, mode, padding_mode, align_corners, interpre
     return gin.reshape(input.shape), grad_grid.reshape(grid.shape)
 
 
-_backward = first_order_only(_backward_call, "Pallas", (3, 4, 5, 6))
+_backward = first_order_only(_backward_call, "Pallas", (3, 4, 5, 6, 7))
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4, 5))
-def grid_sample_pallas(input, grid, mode: str, padding_mode: str, align_corners: bool, interpret: bool = False):
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3, 4, 5, 6))
+def grid_sample_pallas(input, grid, mode: str, padding_mode: str, align_corners: bool, interpret: bool = False,
+                       layout: str = "points"):
     """float32 ``grid_sample`` (4-D or 5-D) through the Pallas kernels (arguments checked by
     :func:`sidebyside.grid_sample`, which calls this; ``interpret=True`` runs them in
-    Pallas' interpreter on any backend)."""
-    return _forward(input, grid, mode, padding_mode, align_corners, interpret)
+    Pallas' interpreter on any backend; ``layout``: one of :data:`LAYOUTS`, see the
+    module docstring)."""
+    _check_layout(layout)
+    return _forward(input, grid, mode, padding_mode, align_corners, interpret, layout)
 
 
-def _vjp_forward(input, grid, mode, padding_mode, align_corners, interpret):
-    return _forward(input, grid, mode, padding_mode, align_corners, interpret), (input, grid)
+def _vjp_forward(input, grid, mode, padding_mode, align_corners, interpret, layout):
+    _check_layout(layout)
+    return _forward(input, grid, mode, padding_mode, align_corners, interpret, layout), (input, grid)
 
 
-def _vjp_backward(mode, padding_mode, align_corners, interpret, residuals, cot):
+def _vjp_backward(mode, padding_mode, align_corners, interpret, layout, residuals, cot):
     input, grid = residuals
-    return _backward(input, grid, cot, mode, padding_mode, align_corners, interpret)
+    return _backward(input, grid, cot, mode, padding_mode, align_corners, interpret, layout)
 
 
 grid_sample_pallas.defvjp(_vjp_forward, _vjp_backward)

@@ -150,9 +150,11 @@ def run_torch(config: Config, x, grid, cot, device: str = "cpu"):
     return tuple(t.detach().to("cpu", torch.float64).numpy() for t in (out, gx, gg))
 
 
-def run_jax(config: Config, x, grid, cot, transform: str = "jit", implementation: str = "auto"):
+def run_jax(config: Config, x, grid, cot, transform: str = "jit", implementation: str = "auto",
+            pallas_layout: str = "points"):
     """JAX's output and gradients (``transform``: "none", "jit" or "vmap";
-    ``implementation`` as in :func:`sidebyside.grid_sample`), as float64 NumPy arrays.
+    ``implementation`` and ``pallas_layout`` as in :func:`sidebyside.grid_sample`), as
+    float64 NumPy arrays.
     Enable x64 for float64 (``with jax.enable_x64(True):``)."""
     import jax
     import jax.numpy as jnp
@@ -165,7 +167,8 @@ def run_jax(config: Config, x, grid, cot, transform: str = "jit", implementation
         raise RuntimeError("float64 needs x64 enabled: wrap the call in `with jax.enable_x64(True):`")
 
     def f(xx, gg):
-        return grid_sample(xx, gg, config.mode, config.padding_mode, config.align_corners, implementation=implementation)
+        return grid_sample(xx, gg, config.mode, config.padding_mode, config.align_corners, implementation=implementation,
+                           pallas_layout=pallas_layout)
 
     def value_and_grads(xx, gg, cc):
         out, vjp = jax.vjp(f, xx, gg)
@@ -259,9 +262,10 @@ def measure_torch_devices(config: Config, seed: int = 0, case: str = "affine", d
 
 
 def measure(config: Config, seed: int = 0, transform: str = "jit", implementation: str = "auto", case: str = "special",
-            torch_device: str = "cpu", **sizes) -> dict:
+            torch_device: str = "cpu", pallas_layout: str = "points", **sizes) -> dict:
     """Compare both frameworks on one configuration (``case``: see the module
-    docstring; ``torch_device``: where PyTorch's reference runs). Returns
+    docstring; ``torch_device``: where PyTorch's reference runs; ``pallas_layout``: as
+    in :func:`sidebyside.grid_sample`). Returns
     ``max_abs_err``, ``max_rel_err`` (relative to the reference's largest magnitude)
     and ``scale`` for the output, ``grad_input_*`` and ``grad_grid_*`` likewise, each
     with its ``*tolerance`` (see :func:`tolerance`), and ``passed``."""
@@ -271,9 +275,9 @@ def measure(config: Config, seed: int = 0, transform: str = "jit", implementatio
         import jax
 
         with jax.enable_x64(True):
-            got = run_jax(config, x, grid, cot, transform, implementation)
+            got = run_jax(config, x, grid, cot, transform, implementation, pallas_layout)
     else:
-        got = run_jax(config, x, grid, cot, transform, implementation)
+        got = run_jax(config, x, grid, cot, transform, implementation, pallas_layout)
     import jax
 
     return _compare(config, ref, got, atomic=jax.default_backend() == "gpu")
