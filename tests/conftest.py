@@ -37,6 +37,17 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
 
 
+# Module fixtures that execute a notebook through papermill (the real pipeline). A test that uses
+# one is marked slow (pyproject's marker: `make test-fast` runs none of them; `make test` and CI run all).
+EXECUTING_FIXTURES = {"fixture_site", "hostile_site", "recorded_run", "smoke_site"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if EXECUTING_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 def make_site(directory: Path, *, with_published: bool = False) -> Path:
     """A scratch Jekyll site: the repo's layouts, config and assets, and
     (optionally) a copy of the published posts, images and results."""

@@ -164,6 +164,7 @@ def test_the_face_keeps_the_names_the_makefile_and_tests_use():
     assert out.returncode == 0 and "check-pairs" in out.stdout
 
 
+@pytest.mark.slow  # executes a notebook through papermill
 def test_a_real_run_saves_under_the_slug_of_its_header(tmp_path):
     """A notebook that calls ``save_results(metrics)`` with no slug, run by the
     publisher: the record carries the slug of the notebook's header."""

@@ -340,6 +340,7 @@ def test_failing_notebook_keeps_published_files(tmp_path, fixture_site):
     assert {p: p.read_bytes() for p in site.rglob("*") if p.is_file() and "_site" not in p.parts} == snapshot
 
 
+@pytest.mark.slow  # executes the fixture notebook through papermill
 def test_cli_failure_exit_code(tmp_path):
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
@@ -353,6 +354,7 @@ def test_cli_failure_exit_code(tmp_path):
     assert not (tmp_path / "site" / "_posts").exists() or not any((tmp_path / "site" / "_posts").iterdir())
 
 
+@pytest.mark.slow  # executes the fixture notebook through papermill
 def test_notebook_without_save_results_is_refused(tmp_path):
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
@@ -483,6 +485,7 @@ def test_publication_passes_every_swap_point_in_order(tmp_path, monkeypatch):
     assert seen == SWAP_POINTS
 
 
+@pytest.mark.slow  # a fresh process per swap point; test_ctrl_c_at_every_swap_point covers the points in-process
 def test_kill_at_every_swap_point_then_next_run_rolls_back_or_completes(tmp_path):
     """The process dies (os._exit: no cleanup of any kind) at each swap point
     in turn; the next run's recovery leaves the old publication or the new
@@ -567,6 +570,7 @@ def test_run_says_what_recovery_did(tmp_path, monkeypatch, capsys):
 # --------------------------------------------------------------------------- render publishes only a completed run
 
 
+@pytest.mark.slow  # executes the fixture notebook through papermill
 def test_render_publishes_only_the_completed_published_run(tmp_path):
     site, build = make_site(tmp_path / "site"), tmp_path / "build"
     assert _run(site, build) == 0
@@ -658,6 +662,7 @@ def test_make_force_other_values_are_refused():
 # --------------------------------------------------------------------------- one run at a time
 
 
+@pytest.mark.slow  # executes the fixture notebook through papermill
 def test_two_concurrent_runs_second_exits_naming_the_first(tmp_path):
     site, build = make_site(tmp_path / "site"), tmp_path / "build"
     slow = tmp_path / "slow"

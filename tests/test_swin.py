@@ -75,6 +75,7 @@ def test_gradients_of_one_training_step_agree(tiny_parity):
     assert tiny_parity["max_rel_grad_err"] <= GRAD_RTOL, tiny_parity["worst_grad"]
 
 
+@pytest.mark.slow  # a second full parity run (the negative check); the parity itself stays in the fast set
 def test_parity_catches_a_missing_shift_mask(monkeypatch):
     """The check has teeth: a port without the shifted-window mask disagrees."""
     monkeypatch.setattr(swin, "shift_mask", lambda resolution, window, shift: None)
@@ -146,6 +147,7 @@ def test_first_step_adds_up():
     assert swin.first_step({"error": "boom"}, batch_size=32) == {"error": "boom"}
 
 
+@pytest.mark.slow  # compiles a whole AdamW step on both sides
 def test_one_adamw_step_agrees_with_timms_model():
     """The two training loops' optimisers: same weights, batch, schedule and weight-decay rule
     -> the same parameters after two steps (AdamW's second step uses its moment estimates).
