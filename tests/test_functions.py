@@ -99,3 +99,4 @@ def test_cpu_peak_estimate_scales_and_states_its_assumption():
     assert f32 == 2 * f64 and f64_4 == 2 * f64
     assert 2 * 2e9 * 4 <= f64 <= 2 * 2e9 * 32  # between SSE and AVX-512 with 2 FMA units
     assert "assumed" in why and "2 cores" in why
+    assert F.cpu_peak_flops_estimate("float64", cores=1, ghz=2.0)[1].startswith("1 core ×")

@@ -49,7 +49,7 @@ def test_conclusion_states_each_claim_from_the_record():
     text = rep.conclusion(_record())
     assert "**CPU, 100,000 elements.** Best against best: JAX (jit) is" in text
     assert "**CPU, 10 elements**, where a call is mostly dispatch" in text
-    assert "NumPy takes" in text and "of the measured copy bandwidth" in text
+    assert "NumPy takes" in text and "the time of `jax.jit` there." in text and "of the measured copy bandwidth" in text
     assert "50 ms per new length for `jax.jit`" in text and "1.5 s once for `torch.compile(dynamic=True)`" in text
     assert "The original's per-element loop is the outlier: at 1,000 elements it takes 40 ms" in text
     assert "**Hessian-vector product** (10,000 elements): Best against best: JAX (jit) is 2× faster" in text
@@ -104,3 +104,11 @@ def test_the_loop_stays_outside_the_verdicts_and_summarise_keeps_every_key():
     assert metrics["autograd"]["1000"]["best"]["torch"] == "autograd"
     assert [v["question"].split(" faster")[0] for v in metrics["verdicts"]][0].startswith("Which framework evaluates f")
     assert len(metrics["verdicts"]) == 4 and metrics["crossover"] == {"cpu": {"jax/jit": 5.0}}
+
+
+def test_numpy_sentence_reads_right_whichever_side_is_faster():
+    metrics = _record()
+    entries = metrics["jit"]["cpu"][max(metrics["jit"]["cpu"], key=int)]["ladder"]
+    entries["numpy/numpy"] = {**entries["numpy/numpy"], "median_s": entries["jax/jit"]["median_s"] / 4}
+    text = rep.conclusion(metrics)
+    assert "NumPy is 4× faster than `jax.jit` there." in text and "NumPy takes" not in text

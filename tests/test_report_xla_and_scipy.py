@@ -97,3 +97,10 @@ def test_optimise_note_names_the_methods_that_stopped_short():
     for o in inputs["optimise"].values():
         o["error_vs_optimum"] = 1e-6
     assert "stopped short" not in rep.optimise_note(inputs["optimise"], inputs["truth"], inputs["optimum"])
+
+
+def test_numpy_sentence_reads_right_whichever_side_is_faster():
+    metrics = rep.summarise(**_inputs())
+    metrics["matmul"]["cpu/float32/512"]["ladder"]["numpy/numpy"]["median_s"] = 0.00025
+    text = rep.conclusion(metrics)
+    assert "NumPy is 4× faster than JAX." in text and "NumPy takes 4×" not in text

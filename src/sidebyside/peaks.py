@@ -179,8 +179,8 @@ def cpu_peak_flops_estimate(dtype: str, cores: int | None = None, ghz: float | N
     width = {"float32": 32, "float64": 64}[dtype]
     per_cycle = 2 * 2 * bits // width  # 2 FMA units × 2 FLOPs per FMA × lanes
     flops = cores * ghz * 1e9 * per_cycle
-    assumption = (f"{cores} cores × {ghz:.2f} GHz ({clock_source}) × {per_cycle} {dtype} FLOPs/cycle "
-                  f"({isa}, 2 FMA units assumed)")
+    assumption = (f"{cores} {'core' if cores == 1 else 'cores'} × {ghz:.2f} GHz ({clock_source}) × {per_cycle} "
+                  f"{dtype} FLOPs/cycle ({isa}, 2 FMA units assumed)")
     return flops, assumption
 
 

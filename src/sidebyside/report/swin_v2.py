@@ -220,8 +220,9 @@ def speed_verdicts(speed: Mapping[str, Mapping[str, Any]]) -> list[verdict.Verdi
         entries = speed[key]["ladder"]
         if speed[key]["precision"] == "float32" and _both_ran(entries):
             out.append(verdict.speed(entries["torch/eager"], entries["jax/jit"], subject_tool="eager",
-                                     other_tool="jit", question=f"PyTorch eager against JAX jit "
-                                                                f"({setting_name(key)}), the seed's comparison"))
+                                     other_tool="jit", question=f"With the seed's pairing, PyTorch eager against "
+                                                                f"JAX jit, which is faster at Swin V2 "
+                                                                f"{setting_name(key)}?"))
     return out
 
 
