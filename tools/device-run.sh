@@ -7,8 +7,11 @@
 # Usage, from the repository root on the box (.offline/ copied or carried along):
 #   tools/device-run.sh [SLUGS]            SLUGS: comma-separated (default: every post a GPU changes)
 #   TESTS="tests/test_ladder.py" tools/device-run.sh ...   also run these tests first
-# Writes into $OUT (or build/device-run): gpu-run.tgz (_posts, images, _data, build/executed)
-# and the logs. Unpack the archive at the root of the same commit and commit it as it is.
+# Writes into $OUT (or build/device-run): gpu-run.tgz (_posts, images, _data, build/executed,
+# build/checkpoints) and the logs. Unpack the archive at the root of the same commit and commit
+# what it published as it is. A run in parts (swin-transformer-v2's gpu profile stops when its
+# time budget is spent, keeping what it measured in build/checkpoints/) goes on where it stopped
+# when the next call carries build/checkpoints/ back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 slugs=${1:-fashion-mnist-pytorch-vs-flax,jit-and-autograd-timing,xla-and-scipy,grid-sample-parity,swin-transformer-v2}
@@ -30,6 +33,7 @@ if [ -n "${TESTS:-}" ]; then
 fi
 status=0
 make execute PROFILE=gpu FORCE=1 PYTHON=python3 SETUP=0 ONLY="$slugs" 2>&1 | tee "$out/execute.log" || status=$?
-tar czf "$out/gpu-run.tgz" _posts images _data build/executed 2>/dev/null || tar czf "$out/gpu-run.tgz" _posts images _data
+# build/checkpoints: the parts a run in parts has measured (swin's gpu profile), to carry into the next call.
+tar czf "$out/gpu-run.tgz" _posts images _data $(ls -d build/executed build/checkpoints 2>/dev/null)
 echo "packed $(du -h "$out/gpu-run.tgz" | cut -f1) into $out/gpu-run.tgz (commit $SIDEBYSIDE_GIT_SHA); make execute exited $status"
 exit "$status"
