@@ -69,6 +69,17 @@ def chromium(playwright):
         "--disable-component-update", "--disable-sync"])
 
 
+class Lazy:
+    """Stands in for an asynchronous array (a JAX result): counts the waits on it."""
+
+    def __init__(self):
+        self.blocked = 0
+
+    def block_until_ready(self):
+        self.blocked += 1
+        return self
+
+
 def front_matter(post: str) -> dict:
     """The YAML front matter of a post's text."""
     import yaml

@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import Lazy
 
 from sidebyside import data, progress, provenance, timing
 
@@ -134,22 +135,11 @@ def test_unsynchronised_timing_picks_number_from_synchronised_calls():
     assert t.number <= 8  # ~0.02 s / 0.005 s per synchronised call, not thousands
 
 
-class _Lazy:
-    """Stands in for an asynchronous array: records whether it was waited for."""
-
-    def __init__(self):
-        self.blocked = 0
-
-    def block_until_ready(self):
-        self.blocked += 1
-        return self
-
-
 def test_block_waits_on_nested_results_and_synchronize_false_does_not():
-    a, b = _Lazy(), _Lazy()
+    a, b = Lazy(), Lazy()
     assert timing.block({"x": [a, (b, 3)]}) == {"x": [a, (b, 3)]}
     assert a.blocked == 1 and b.blocked == 1
-    lazy = _Lazy()
+    lazy = Lazy()
     timing.time_fn(lambda: lazy, repeats=2, number=2, warmup=0, synchronize=False)
     assert lazy.blocked == 1  # only the final drain: no call inside the timed repeats waited
     timing.time_fn(lambda: lazy, repeats=2, number=2, warmup=0)
@@ -175,7 +165,7 @@ def test_compare_pipelined_waits_once_per_repeat():
     lazies = []
 
     def fn():
-        lazies.append(_Lazy())
+        lazies.append(Lazy())
         return lazies[-1]
 
     ts = timing.compare({"f": fn}, repeats=3, warmup=0, min_repeat_s=1.0, max_number=4, pipelined=True)

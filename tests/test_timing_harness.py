@@ -5,26 +5,16 @@ ladder adds only the keeping of failures."""
 from __future__ import annotations
 
 import pytest
+from conftest import Lazy
 
 from sidebyside import timing
-
-
-class _Lazy:
-    """Stands in for an asynchronous array: counts the waits."""
-
-    def __init__(self):
-        self.blocked = 0
-
-    def block_until_ready(self):
-        self.blocked += 1
-        return self
 
 
 def _counting():
     log = []
 
     def fn():
-        log.append(_Lazy())
+        log.append(Lazy())
         return log[-1]
 
     return fn, log
@@ -67,11 +57,11 @@ def test_a_rung_that_fails_during_the_repeats_keeps_its_row_and_the_others_finis
 
 
 def test_unsynchronised_compare_drains_before_the_other_function_and_time_fn_only_at_the_end():
-    a, b = _Lazy(), _Lazy()
+    a, b = Lazy(), Lazy()
     timing.compare({"a": lambda: a, "b": lambda: b}, repeats=3, warmup=0, min_repeat_s=0.0, max_number=1,
                    synchronize=False)
     # no call inside a repeat waits; each of the 3 repeats is drained after its clock stopped
     assert (a.blocked, b.blocked) == (3, 3)
-    alone = _Lazy()
+    alone = Lazy()
     timing.time_fn(lambda: alone, repeats=3, number=2, warmup=0, synchronize=False)
     assert alone.blocked == 1  # nothing waited inside the repeats; one drain at the end
