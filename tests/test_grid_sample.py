@@ -22,6 +22,7 @@ the full run; a case only moves between the two.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -478,11 +479,35 @@ def test_bench_forward_with_few_copies():
         bench.bench(bench.configs(("bilinear",), {"tiny": (1, 2, 8, 8)}), copies=0)
 
 
+def test_bench_chain_calls_the_kernel_once_per_copy_and_copies_nothing():
+    """The kernel time's JAX program: one call per copy, in order, and no data moved
+    around the calls (a lax.scan over stacked copies slices every copy out and writes
+    every output back, a cost PyTorch's loop does not pay)."""
+    from sidebyside.sampling import bench, native
+
+    copies = 3
+    x, grid = bench.inputs((2, 3, 8, 9))
+    xs = [jnp.asarray(x + i) for i in range(copies)]
+    gs = [jnp.asarray(grid * (1 - 0.1 * i)) for i in range(copies)]
+    step = lambda a, b: grid_sample(a, b, mode="bilinear")
+    program = bench.chain_program(step, copies)
+    outs = program(xs, gs)
+    assert len(outs) == copies
+    for out, a, b in zip(outs, xs, gs):
+        np.testing.assert_array_equal(out, jax.jit(step)(a, b))
+    text = program.lower(xs, gs).compile().as_text()
+    ops = re.findall(r"= \S+ ([a-z-]+)\(", text)
+    assert not {"copy", "dynamic-slice", "slice", "dynamic-update-slice"} & set(ops), sorted(set(ops))
+    if native.available():
+        assert ops.count("custom-call") == copies
+
+
 @pytest.mark.slow
-def test_bench_returns_kernel_and_per_call_times():
+def test_bench_returns_kernel_and_per_call_times(monkeypatch):
     from sidebyside.sampling import bench
 
     configs = bench.configs(("bilinear",), {"tiny": (2, 3, 16, 16)})
+    monkeypatch.setattr(bench, "_cache_bytes", lambda device: 64 * 2**10)  # a 64 KiB cache: 8 copies overflow it
     rows = bench.bench(configs, repeats=1, min_repeat_s=0.001, naive=True)
     assert set(rows) == {"bilinear/tiny/forward", "bilinear/tiny/forward+backward"}
     for row in rows.values():

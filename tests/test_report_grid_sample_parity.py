@@ -95,7 +95,7 @@ def test_speed_claim_names_the_winner_and_changes_with_the_numbers():
     metrics = _record()
     text = gsp.speed_claim(metrics)
     assert "Inside one compiled program (kernel time): PyTorch (loop) is 2× faster" not in text  # JAX wins here
-    assert "JAX (jit + scan) is 2× faster than PyTorch (loop)" in text
+    assert "JAX (one jit, chained) is 2× faster than PyTorch (loop)" in text
     assert "JAX (jit) is 2× faster than PyTorch (eager)" in text
     slow = _record(**{"speed.bilinear/large/forward.jax_ms": 8.0, "speed.bilinear/large/forward.jax_q1_ms": 7.9,
                       "speed.bilinear/large/forward.jax_q3_ms": 8.1})

@@ -146,7 +146,7 @@ def speed_verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
             _timing(row, "torch", "kernel"), _timing(row, "jax", "kernel"),
             question=f"Which grid_sample kernel is faster ({key}, inside one compiled program)?",
             subject_tool="CUDA graph" if row.get("torch_kernel_tool") == "cuda graph" else "loop",
-            other_tool="jit + scan"))
+            other_tool="one jit, chained"))
     out.append(verdict.speed(_timing(row, "torch", "call"), _timing(row, "jax", "call"),
                              question=f"Which is faster per call from Python ({key})?", subject_tool="eager",
                              other_tool="jit"))
