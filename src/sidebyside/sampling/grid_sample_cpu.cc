@@ -12,7 +12,8 @@
 // Why it exists: XLA:CPU compiles the gathers of the jax.numpy path into a scalar loop
 // that recomputes every point's coordinates for every channel; here each point's taps
 // and weights are computed once and the channels read in a tight loop, with the batch
-// split over the cores this process may use (as PyTorch splits it).
+// split over the cores this process may use (as PyTorch splits it), on XLA's own
+// intra-op thread pool.
 //
 // Layout: input (..., C, H, W), grid (..., H_out, W_out, 2); leading dimensions are the
 // batch (vmap adds more). Built by sidebyside.sampling.native with the headers of
@@ -24,10 +25,13 @@
 #include <immintrin.h>
 #endif
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <thread>
-#include <vector>
 
 #include "xla/ffi/api/ffi.h"
 
@@ -447,21 +451,36 @@ int Cores() {
   return 1;
 }
 
-// Runs body(b) for every batch element b in [0, batch), split over the cores.
+// Runs body(b) for every batch element b in [0, batch) on XLA's intra-op thread pool,
+// the threads XLA's own CPU operations use: no thread is started per call, and the
+// kernel does not compete with XLA for the cores. The batch elements are claimed one at
+// a time, by the calling thread too, so the call finishes even where no pool thread is
+// free, and it waits only for elements that a pool thread has claimed (a task that starts
+// late finds nothing left and never touches `body`).
 template <typename Body>
-void ParallelBatches(int64_t batch, Body body) {
-  const int64_t workers = std::min<int64_t>(batch, Cores());
+void ParallelBatches(ffi::ThreadPool& pool, int64_t batch, const Body& body) {
+  const int64_t workers = std::min<int64_t>({batch, static_cast<int64_t>(Cores()), pool.num_threads()});
   if (workers <= 1) {
     for (int64_t b = 0; b < batch; ++b) body(b);
     return;
   }
-  std::vector<std::thread> threads;
-  for (int64_t t = 0; t < workers; ++t) {
-    threads.emplace_back([=, &body] {
-      for (int64_t b = t; b < batch; b += workers) body(b);
-    });
-  }
-  for (auto& thread : threads) thread.join();
+  struct State {
+    std::atomic<int64_t> next{0}, done{0};
+    int64_t batch = 0;
+    std::function<void(int64_t)> body;
+  };
+  auto state = std::make_shared<State>();
+  state->batch = batch;
+  state->body = [&body](int64_t b) { body(b); };
+  const auto work = [](State& s) {
+    for (int64_t b = s.next.fetch_add(1); b < s.batch; b = s.next.fetch_add(1)) {
+      s.body(b);
+      s.done.fetch_add(1, std::memory_order_release);
+    }
+  };
+  for (int64_t t = 1; t < workers; ++t) pool.Schedule([state, work] { work(*state); });
+  work(*state);
+  while (state->done.load(std::memory_order_acquire) < batch) std::this_thread::yield();
 }
 
 struct Shape {
@@ -543,7 +562,7 @@ void Backward3Batch(const float* x, const float* g, const float* c, float* gin_b
   }
 }
 
-ffi::Error Forward(ffi::Buffer<ffi::F32> input, ffi::Buffer<ffi::F32> grid, ffi::ResultBuffer<ffi::F32> out,
+ffi::Error Forward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> input, ffi::Buffer<ffi::F32> grid, ffi::ResultBuffer<ffi::F32> out,
                    int64_t mode, int64_t padding, bool align_corners) {
   Shape s;
   if (auto error = GetShape(input, grid, &s); error.failure()) return error;
@@ -559,11 +578,11 @@ ffi::Error Forward(ffi::Buffer<ffi::F32> input, ffi::Buffer<ffi::F32> grid, ffi:
     return ffi::Error::InvalidArgument("grid_sample_cpu: unknown mode or padding");
   }
   if (s.dims == 3) {
-    ParallelBatches(s.batch, [&](int64_t b) { Forward3Batch(x, g, o, b, s, mode, padding, align_corners); });
+    ParallelBatches(pool, s.batch, [&](int64_t b) { Forward3Batch(x, g, o, b, s, mode, padding, align_corners); });
     return ffi::Error::Success();
   }
   const Batch batch = kBatch[mode][padding];
-  ParallelBatches(s.batch, [&](int64_t b) { batch(x, g, o, b, s.c, s.h, s.w, s.points, align_corners); });
+  ParallelBatches(pool, s.batch, [&](int64_t b) { batch(x, g, o, b, s.c, s.h, s.w, s.points, align_corners); });
   return ffi::Error::Success();
 }
 
@@ -592,7 +611,7 @@ void NearestBackwardBatch(const float* c, float* gin_b, float* gg, int64_t b, in
   }
 }
 
-ffi::Error Backward(ffi::Buffer<ffi::F32> input, ffi::Buffer<ffi::F32> grid, ffi::Buffer<ffi::F32> cot,
+ffi::Error Backward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> input, ffi::Buffer<ffi::F32> grid, ffi::Buffer<ffi::F32> cot,
                     ffi::ResultBuffer<ffi::F32> grad_input, ffi::ResultBuffer<ffi::F32> grad_grid, int64_t mode,
                     int64_t padding, bool align_corners) {
   Shape s;
@@ -605,7 +624,7 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> input, ffi::Buffer<ffi::F32> grid, ffi
   if (mode < 0 || mode > 2 || padding < 0 || padding > 2 || (s.dims == 3 && mode == kBicubic)) {
     return ffi::Error::InvalidArgument("grid_sample_cpu: unknown mode or padding");
   }
-  ParallelBatches(s.batch, [&](int64_t b) {  // each batch element owns its slice of gin
+  ParallelBatches(pool, s.batch, [&](int64_t b) {  // each batch element owns its slice of gin
     float* gin_b = gin + b * s.c * s.d * s.h * s.w;
     std::fill(gin_b, gin_b + s.c * s.d * s.h * s.w, 0.0f);
     if (s.dims == 3) {
@@ -649,6 +668,7 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> input, ffi::Buffer<ffi::F32> grid, ffi
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(SidebysideGridSampleForward, Forward,
                               ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Ret<ffi::Buffer<ffi::F32>>()
@@ -658,6 +678,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(SidebysideGridSampleForward, Forward,
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(SidebysideGridSampleBackward, Backward,
                               ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
