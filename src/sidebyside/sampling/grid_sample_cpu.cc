@@ -284,6 +284,11 @@ inline float SampleScalar(const float* plane, const int32_t (*index)[kChunk], co
 template <int kRows, int kCols, int kChunk>
 inline __m256 SampleAvx2(const float* plane, const int32_t (*index)[kChunk], const uint32_t (*mask)[kChunk],
                          const float (*weight)[kChunk], const float (*row_weight)[kChunk], int p) {
+  if constexpr (kRows == 1 && kCols == 1) {  // nearest: weight 1, the product is the value itself
+    const __m256i idx = _mm256_load_si256(reinterpret_cast<const __m256i*>(&index[0][p]));
+    const __m256 inside = _mm256_load_ps(reinterpret_cast<const float*>(&mask[0][p]));
+    return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), plane, idx, inside, 4);
+  }
   __m256 value = _mm256_setzero_ps();
   for (int j = 0; j < kRows; ++j) {
     __m256 row = _mm256_setzero_ps();
@@ -304,7 +309,7 @@ inline __m256 SampleAvx2(const float* plane, const int32_t (*index)[kChunk], con
 
 #ifdef __AVX2__
 // The coordinate functions above for 8 points at once, operation for operation (the
-// forward pass of nearest and bilinear; everything else uses the scalar ones).
+// 2-D forward pass and nearest's backward; everything else uses the scalar ones).
 inline __m256 UnnormalizeV(__m256 g, int64_t size, bool align_corners) {
   const __m256 g1 = _mm256_add_ps(g, _mm256_set1_ps(1.0f));
   if (align_corners) return _mm256_mul_ps(g1, _mm256_set1_ps((size - 1) / 2.0f));
@@ -383,21 +388,82 @@ inline void TapsV(const float* gp, int64_t h, int64_t w, bool align_corners, int
     TapV<kChunk>(x1, y1, _mm256_mul_ps(ny, wx), h, w, 3, p, index, mask, weight);
   }
 }
+
+// Bicubic taps of the 8 points from grid pair pointer gp, operation for operation as
+// MakeTapsT<kBicubic> (the coefficients as CubicFar and CubicNear write them, a product
+// and a sum apiece, never fused): 16 taps, 4 column weights per row and 4 row weights.
+inline __m256 CubicFarV(__m256 x) {  // ((A x - 5A) x + 8A) x - 4A
+  __m256 r = _mm256_sub_ps(_mm256_mul_ps(_mm256_set1_ps(kCubicA), x), _mm256_set1_ps(5 * kCubicA));
+  r = _mm256_add_ps(_mm256_mul_ps(r, x), _mm256_set1_ps(8 * kCubicA));
+  return _mm256_sub_ps(_mm256_mul_ps(r, x), _mm256_set1_ps(4 * kCubicA));
+}
+
+inline __m256 CubicNearV(__m256 x) {  // ((A + 2) x - (A + 3)) x x + 1
+  const __m256 r = _mm256_sub_ps(_mm256_mul_ps(_mm256_set1_ps(kCubicA + 2), x), _mm256_set1_ps(kCubicA + 3));
+  return _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(r, x), x), _mm256_set1_ps(1.0f));
+}
+
+// The four taps along one axis: integer coordinate (0 where outside), inside mask and
+// cubic coefficient, from the unnormalised coordinate v of 8 points.
+template <int64_t kPadding>
+inline void CubicAxisV(__m256 v, int64_t size, bool align_corners, __m256i index[4], __m256 inside[4],
+                       __m256 coefficient[4]) {
+  const __m256 one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
+  const __m256 v0 = _mm256_floor_ps(v);
+  const __m256 t = _mm256_sub_ps(v, v0);
+  coefficient[0] = CubicFarV(_mm256_add_ps(t, one));
+  coefficient[1] = CubicNearV(t);
+  coefficient[2] = CubicNearV(_mm256_sub_ps(one, t));
+  coefficient[3] = CubicFarV(_mm256_sub_ps(two, t));
+  const __m256 low = _mm256_set1_ps(-1.0f), high = _mm256_set1_ps(static_cast<float>(size));
+  for (int k = 0; k < 4; ++k) {
+    __m256 tap = _mm256_add_ps(v0, _mm256_set1_ps(static_cast<float>(k - 1)));
+    if constexpr (kPadding == kBorder) tap = ClipV(tap, size);
+    if constexpr (kPadding == kReflection) tap = ClipV(ReflectV(tap, size, align_corners), size);
+    inside[k] = _mm256_and_ps(_mm256_cmp_ps(tap, low, _CMP_GT_OQ), _mm256_cmp_ps(tap, high, _CMP_LT_OQ));
+    index[k] = _mm256_and_si256(_mm256_cvttps_epi32(_mm256_and_ps(tap, inside[k])), _mm256_castps_si256(inside[k]));
+  }
+}
+
+template <int64_t kPadding, int kChunk>
+inline void TapsCubicV(const float* gp, int64_t h, int64_t w, bool align_corners, int p, int32_t (*index)[kChunk],
+                       uint32_t (*mask)[kChunk], float (*weight)[kChunk], float (*row_weight)[kChunk]) {
+  const __m256 lo = _mm256_loadu_ps(gp), hi = _mm256_loadu_ps(gp + 8);  // x0 y0 x1 y1 ... x7 y7
+  const __m256 gx = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0x88)), 0xD8));
+  const __m256 gy = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xDD)), 0xD8));
+  __m256i ix[4], iy[4];
+  __m256 mx[4], my[4], cx[4], cy[4];
+  CubicAxisV<kPadding>(UnnormalizeV(gx, w, align_corners), w, align_corners, ix, mx, cx);
+  CubicAxisV<kPadding>(UnnormalizeV(gy, h, align_corners), h, align_corners, iy, my, cy);
+  const __m256i width = _mm256_set1_epi32(static_cast<int32_t>(w));
+  for (int j = 0; j < 4; ++j) {
+    _mm256_store_ps(&row_weight[j][p], cy[j]);
+    const __m256i row = _mm256_mullo_epi32(iy[j], width);
+    for (int i = 0; i < 4; ++i) {
+      const int k = 4 * j + i;
+      _mm256_store_si256(reinterpret_cast<__m256i*>(&index[k][p]), _mm256_add_epi32(row, ix[i]));
+      _mm256_store_ps(reinterpret_cast<float*>(&mask[k][p]), _mm256_and_ps(mx[i], my[j]));
+      _mm256_store_ps(&weight[k][p], cx[i]);
+    }
+  }
+}
 #endif
 
 // The taps of the chunk's points [0, count), which start at point `start` of batch
-// element b, into the chunk's arrays: 8 points at a time with AVX2 (nearest and
-// bilinear), the rest one by one.
+// element b, into the chunk's arrays: 8 points at a time with AVX2 (nearest, bilinear
+// and bicubic), the rest one by one.
 template <int64_t kMode, int64_t kPadding, int kChunk, int kRows, int kTaps>
 void ChunkTaps(const float* g, int64_t b, int64_t points, int64_t start, int count, int64_t h, int64_t w,
                bool align_corners, int32_t (*index)[kChunk], uint32_t (*mask)[kChunk], float (*weight)[kChunk],
                float (*row_weight)[kChunk]) {
   int first = 0;
 #ifdef __AVX2__
-  if constexpr (kMode != kBicubic) {
-    for (; first + 8 <= count; first += 8) {
-      TapsV<kMode, kPadding, kChunk>(g + 2 * (b * points + start + first), h, w, align_corners, first, index, mask,
-                                      weight);
+  for (; first + 8 <= count; first += 8) {
+    const float* gp = g + 2 * (b * points + start + first);
+    if constexpr (kMode == kBicubic) {
+      TapsCubicV<kPadding, kChunk>(gp, h, w, align_corners, first, index, mask, weight, row_weight);
+    } else {
+      TapsV<kMode, kPadding, kChunk>(gp, h, w, align_corners, first, index, mask, weight);
     }
   }
 #endif

@@ -3,7 +3,7 @@
 Why: on a CPU, XLA compiles :mod:`.xla`'s gathers into one scalar
 loop that recomputes each point's coordinates for every channel, 2 to 6 times
 PyTorch's time. ``native/grid_sample_cpu.cc`` computes each point's taps and weights
-once (nearest and bilinear 2-D: 8 points at a time with AVX2), reads the channels
+once (2-D: 8 points at a time with AVX2), reads the channels
 with AVX2 gathers, and splits the batch over the cores this process may use, as
 PyTorch does. Its semantics are those of :mod:`.taps` (``taps_2d`` and ``taps_3d``),
 written once more in C++ (``grid_sample_cpu.cc``, beside this file): the
