@@ -186,22 +186,6 @@ inline __attribute__((always_inline)) void MakeTapsT(float gx, float gy, int64_t
   }
 }
 
-// MakeTapsT with the mode and padding chosen at run time (the backward pass).
-inline void MakeTaps(float gx, float gy, int64_t h, int64_t w, int64_t mode, int64_t padding, bool align_corners,
-                     Taps* taps) {
-  switch (mode * 3 + padding) {
-    case kNearest * 3 + kZeros: return MakeTapsT<kNearest, kZeros>(gx, gy, h, w, align_corners, taps);
-    case kNearest * 3 + kBorder: return MakeTapsT<kNearest, kBorder>(gx, gy, h, w, align_corners, taps);
-    case kNearest * 3 + kReflection: return MakeTapsT<kNearest, kReflection>(gx, gy, h, w, align_corners, taps);
-    case kBilinear * 3 + kZeros: return MakeTapsT<kBilinear, kZeros>(gx, gy, h, w, align_corners, taps);
-    case kBilinear * 3 + kBorder: return MakeTapsT<kBilinear, kBorder>(gx, gy, h, w, align_corners, taps);
-    case kBilinear * 3 + kReflection: return MakeTapsT<kBilinear, kReflection>(gx, gy, h, w, align_corners, taps);
-    case kBicubic * 3 + kZeros: return MakeTapsT<kBicubic, kZeros>(gx, gy, h, w, align_corners, taps);
-    case kBicubic * 3 + kBorder: return MakeTapsT<kBicubic, kBorder>(gx, gy, h, w, align_corners, taps);
-    default: return MakeTapsT<kBicubic, kReflection>(gx, gy, h, w, align_corners, taps);
-  }
-}
-
 // 5-D input (nearest, trilinear): the arithmetic of PyTorch's scalar 3-D CPU kernel, as
 // sidebyside.sampling.taps.taps_3d writes it with fused=False (unnormalisation rounded
 // twice, reflection with fmod: both differ from the 2-D kernel's).
@@ -677,6 +661,33 @@ void NearestBackwardBatch(const float* c, float* gin_b, float* gg, int64_t b, in
   }
 }
 
+// Bilinear and bicubic backward for one batch element, point by point, with the mode and
+// padding known at compile time (so the taps' loop has a fixed length).
+template <int64_t kMode, int64_t kPadding>
+void Backward2Batch(const float* x, const float* g, const float* c, float* gin_b, float* gg, int64_t b,
+                    const Shape& s, bool align_corners) {
+  Taps taps;
+  for (int64_t p = 0; p < s.points; ++p) {
+    const float* gp = g + 2 * (b * s.points + p);
+    MakeTapsT<kMode, kPadding>(gp[0], gp[1], s.h, s.w, align_corners, &taps);
+    float ax = 0.0f, ay = 0.0f;
+    for (int64_t ch = 0; ch < s.c; ++ch) {
+      const float ct = c[(b * s.c + ch) * s.points + p];
+      const float* plane = x + (b * s.c + ch) * s.h * s.w;
+      float* gplane = gin_b + ch * s.h * s.w;
+      for (int k = 0; k < taps.n; ++k) {
+        // as the jax.numpy path: 0 * NaN stays NaN (bicubic at a NaN point)
+        const float v = (taps.inside[k] ? plane[taps.index[k]] : 0.0f) * ct;
+        ax += v * taps.dwdx[k];
+        ay += v * taps.dwdy[k];
+        if (taps.inside[k]) gplane[taps.index[k]] += ct * taps.weight[k];
+      }
+    }
+    gg[2 * (b * s.points + p)] = ax;
+    gg[2 * (b * s.points + p) + 1] = ay;
+  }
+}
+
 ffi::Error Backward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> input, ffi::Buffer<ffi::F32> grid, ffi::Buffer<ffi::F32> cot,
                     ffi::ResultBuffer<ffi::F32> grad_input, ffi::ResultBuffer<ffi::F32> grad_grid, int64_t mode,
                     int64_t padding, bool align_corners) {
@@ -705,27 +716,11 @@ ffi::Error Backward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> input, ffi::Buff
       }
       return;
     }
-    Taps taps;
-    for (int64_t p = 0; p < s.points; ++p) {
-      const float* gp = g + 2 * (b * s.points + p);
-      MakeTaps(gp[0], gp[1], s.h, s.w, mode, padding, align_corners, &taps);
-      float ax = 0.0f, ay = 0.0f;
-      for (int64_t ch = 0; ch < s.c; ++ch) {
-        const float ct = c[(b * s.c + ch) * s.points + p];
-        const float* plane = x + (b * s.c + ch) * s.h * s.w;
-        float* gplane = gin_b + ch * s.h * s.w;
-        for (int k = 0; k < taps.n; ++k) {
-          if (mode != kNearest) {  // as the jax.numpy path: 0 * NaN stays NaN (bicubic at a NaN point)
-            const float v = (taps.inside[k] ? plane[taps.index[k]] : 0.0f) * ct;
-            ax += v * taps.dwdx[k];
-            ay += v * taps.dwdy[k];
-          }
-          if (taps.inside[k]) gplane[taps.index[k]] += ct * taps.weight[k];
-        }
-      }
-      gg[2 * (b * s.points + p)] = ax;
-      gg[2 * (b * s.points + p) + 1] = ay;
-    }
+    using Batch = void (*)(const float*, const float*, const float*, float*, float*, int64_t, const Shape&, bool);
+    static constexpr Batch kBatch[2][3] = {
+        {Backward2Batch<kBilinear, kZeros>, Backward2Batch<kBilinear, kBorder>, Backward2Batch<kBilinear, kReflection>},
+        {Backward2Batch<kBicubic, kZeros>, Backward2Batch<kBicubic, kBorder>, Backward2Batch<kBicubic, kReflection>}};
+    kBatch[mode - kBilinear][padding](x, g, c, gin_b, gg, b, s, align_corners);
   });
   return ffi::Error::Success();
 }
