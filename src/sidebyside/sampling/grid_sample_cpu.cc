@@ -194,19 +194,21 @@ inline Coord Unnormalize3(float g, int64_t size, bool align_corners) {
   return {((g + 1.0f) * static_cast<float>(size) - 1.0f) / 2.0f, size / 2.0f};
 }
 
-inline Coord Coord3(float g, int64_t size, int64_t padding, bool align_corners) {
+template <int64_t kPadding>
+inline Coord Coord3(float g, int64_t size, bool align_corners) {
   Coord x = Unnormalize3(g, size, align_corners);
-  if (padding == kBorder) x = Clip(x, size);
-  if (padding == kReflection) x = Clip(Reflect(x, size, align_corners, /*vectorised=*/false), size);
+  if constexpr (kPadding == kBorder) x = Clip(x, size);
+  if constexpr (kPadding == kReflection) x = Clip(Reflect(x, size, align_corners, /*vectorised=*/false), size);
   return FiniteOrOut(x);
 }
 
-void MakeTaps3(const float* gp, int64_t d, int64_t h, int64_t w, int64_t mode, int64_t padding, bool align_corners,
-               Taps* taps) {
-  const Coord x = Coord3(gp[0], w, padding, align_corners);
-  const Coord y = Coord3(gp[1], h, padding, align_corners);
-  const Coord z = Coord3(gp[2], d, padding, align_corners);
-  if (mode == kNearest) {
+template <int64_t kMode, int64_t kPadding>
+inline __attribute__((always_inline)) void MakeTaps3(const float* gp, int64_t d, int64_t h, int64_t w,
+                                                     bool align_corners, Taps* taps) {
+  const Coord x = Coord3<kPadding>(gp[0], w, align_corners);
+  const Coord y = Coord3<kPadding>(gp[1], h, align_corners);
+  const Coord z = Coord3<kPadding>(gp[2], d, align_corners);
+  if constexpr (kMode == kNearest) {
     const float xn = std::nearbyint(x.value), yn = std::nearbyint(y.value), zn = std::nearbyint(z.value);
     taps->n = 1;
     taps->inside[0] = InsideInt(xn, w) && InsideInt(yn, h) && InsideInt(zn, d);
@@ -565,17 +567,18 @@ ffi::Error GetShape(const ffi::Buffer<ffi::F32>& input, const ffi::Buffer<ffi::F
 }
 
 // 3-D forward and backward, one batch element, point by point (PyTorch's 3-D CPU
-// kernel is scalar too).
-void Forward3Batch(const float* x, const float* g, float* o, int64_t b, const Shape& s, int64_t mode,
-                   int64_t padding, bool align_corners) {
+// kernel is scalar too), with the mode and padding fixed at compile time.
+template <int64_t kMode, int64_t kPadding>
+void Forward3Batch(const float* x, const float* g, float* o, int64_t b, const Shape& s, bool align_corners) {
+  constexpr int kTaps = kMode == kNearest ? 1 : 8;
   Taps taps;
   const int64_t volume = s.d * s.h * s.w;
   for (int64_t p = 0; p < s.points; ++p) {
-    MakeTaps3(g + 3 * (b * s.points + p), s.d, s.h, s.w, mode, padding, align_corners, &taps);
+    MakeTaps3<kMode, kPadding>(g + 3 * (b * s.points + p), s.d, s.h, s.w, align_corners, &taps);
     for (int64_t ch = 0; ch < s.c; ++ch) {
       const float* plane = x + (b * s.c + ch) * volume;
       float value = 0.0f;
-      for (int k = 0; k < taps.n; ++k) {
+      for (int k = 0; k < kTaps; ++k) {
         const float term = (taps.inside[k] ? plane[taps.index[k]] : 0.0f) * taps.weight[k];
         value = k == 0 ? term : value + term;
       }
@@ -584,19 +587,20 @@ void Forward3Batch(const float* x, const float* g, float* o, int64_t b, const Sh
   }
 }
 
+template <int64_t kMode, int64_t kPadding>
 void Backward3Batch(const float* x, const float* g, const float* c, float* gin_b, float* gg, int64_t b,
-                    const Shape& s, int64_t mode, int64_t padding, bool align_corners) {
+                    const Shape& s, bool align_corners) {
   Taps taps;
   const int64_t volume = s.d * s.h * s.w;
   for (int64_t p = 0; p < s.points; ++p) {
-    MakeTaps3(g + 3 * (b * s.points + p), s.d, s.h, s.w, mode, padding, align_corners, &taps);
+    MakeTaps3<kMode, kPadding>(g + 3 * (b * s.points + p), s.d, s.h, s.w, align_corners, &taps);
     float ax = 0.0f, ay = 0.0f, az = 0.0f;
     for (int64_t ch = 0; ch < s.c; ++ch) {
       const float ct = c[(b * s.c + ch) * s.points + p];
       const float* plane = x + (b * s.c + ch) * volume;
       float* gplane = gin_b + ch * volume;
       for (int k = 0; k < taps.n; ++k) {
-        if (mode != kNearest) {
+        if constexpr (kMode != kNearest) {
           const float v = (taps.inside[k] ? plane[taps.index[k]] : 0.0f) * ct;
           ax += v * taps.dwdx[k];
           ay += v * taps.dwdy[k];
@@ -628,7 +632,12 @@ ffi::Error Forward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> input, ffi::Buffe
     return ffi::Error::InvalidArgument("grid_sample_cpu: unknown mode or padding");
   }
   if (s.dims == 3) {
-    ParallelBatches(pool, s.batch, [&](int64_t b) { Forward3Batch(x, g, o, b, s, mode, padding, align_corners); });
+    using Batch3 = void (*)(const float*, const float*, float*, int64_t, const Shape&, bool);
+    static constexpr Batch3 kBatch3[2][3] = {
+        {Forward3Batch<kNearest, kZeros>, Forward3Batch<kNearest, kBorder>, Forward3Batch<kNearest, kReflection>},
+        {Forward3Batch<kBilinear, kZeros>, Forward3Batch<kBilinear, kBorder>, Forward3Batch<kBilinear, kReflection>}};
+    const Batch3 batch3 = kBatch3[mode][padding];
+    ParallelBatches(pool, s.batch, [&](int64_t b) { batch3(x, g, o, b, s, align_corners); });
     return ffi::Error::Success();
   }
   const Batch batch = kBatch[mode][padding];
@@ -705,7 +714,12 @@ ffi::Error Backward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> input, ffi::Buff
     float* gin_b = gin + b * s.c * s.d * s.h * s.w;
     std::fill(gin_b, gin_b + s.c * s.d * s.h * s.w, 0.0f);
     if (s.dims == 3) {
-      Backward3Batch(x, g, c, gin_b, gg, b, s, mode, padding, align_corners);
+      using Batch3 = void (*)(const float*, const float*, const float*, float*, float*, int64_t, const Shape&, bool);
+      static constexpr Batch3 kBatch3[2][3] = {
+          {Backward3Batch<kNearest, kZeros>, Backward3Batch<kNearest, kBorder>, Backward3Batch<kNearest, kReflection>},
+          {Backward3Batch<kBilinear, kZeros>, Backward3Batch<kBilinear, kBorder>,
+           Backward3Batch<kBilinear, kReflection>}};
+      kBatch3[mode][padding](x, g, c, gin_b, gg, b, s, align_corners);
       return;
     }
     if (mode == kNearest) {
