@@ -202,7 +202,7 @@ def candidates(device, n):
         "torch/compile": lambda: torch_static(x_torch),
         "torch/compile-dynamic": lambda: torch_dynamic(x_torch),
         "torch/compile-cudagraphs": (lambda: torch_cudagraphs(x_torch)) if device == "gpu" else
-        timing.NotApplicable("CUDA graphs need a CUDA GPU"),
+        timing.NotApplicable.cuda_graphs(device),
         "jax/eager": lambda: functions.f_jax(x_jax),
         "jax/jit": lambda: f_jit(x_jax),
     }

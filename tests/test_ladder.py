@@ -337,6 +337,9 @@ def test_scaled_entries_keep_errors_and_compile_times():
 def test_relative_reads_as_a_factor_of_at_least_one():
     assert verdict.relative(2.7, 1.0, "eager") == "2.7× the time of eager"
     assert verdict.relative(1.0, 1.5, "eager") == "1.5× faster than eager"
+    # With a subject, the verb follows the direction: never "takes 1.5× faster".
+    assert verdict.relative(2.7, 1.0, "eager", "NumPy") == "NumPy takes 2.7× the time of eager"
+    assert verdict.relative(1.0, 1.5, "eager", "NumPy") == "NumPy is 1.5× faster than eager"
 
 
 def test_same_conditions_pins_every_library_in_a_fresh_process():

@@ -131,7 +131,7 @@ def test_ladder_keeps_every_row_and_marks_gpu_only_tools():
     if not torch.cuda.is_available():
         graph = result["ladder"]["torch/cuda_graph"]
         assert graph["median_s"] is None and graph["error"] is None
-        assert graph["not_applicable"] == "CUDA graphs need a CUDA device"
+        assert graph["not_applicable"] == "CUDA graphs need a CUDA GPU; this run is on the CPU"
     assert result["best"]["torch"] == "eager" and result["best"]["jax"] is None
     with pytest.raises(ValueError, match="unknown tools"):
         swin.ladder(TINY, batch_size=2, phase="eval", torch_tools=("eagre",), jax_tools=())

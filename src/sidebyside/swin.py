@@ -58,6 +58,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from . import timing as sbs_timing
 from . import training as sbs_training
 
 __all__ = [
@@ -643,9 +644,7 @@ def train_torch(model, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, y_test:
         history.train_loss.append(float(total) / max(steps, 1))
         history.epoch_seconds.append(time.perf_counter() - start)
         history.test_accuracy.append(float(np.mean(predict_torch(model, X_test) == y_test)))
-        if bar is not None:
-            bar.set_postfix(loss=f"{history.train_loss[-1]:.3f}", acc=f"{history.test_accuracy[-1]:.3f}")
-            bar.update(1)
+        sbs_training._epoch_done(bar, history)
     if bar is not None:
         bar.close()
     return history
@@ -711,9 +710,7 @@ def train_flax(model: FlaxSwinV2, X: np.ndarray, y: np.ndarray, X_test: np.ndarr
         model.train()
         # Copies: the next (donating) step must not free the arrays the model now holds.
         _, params, rest = jax.tree_util.tree_map(lambda a: a.copy(), nnx.split(model, nnx.Param, ...))
-        if bar is not None:
-            bar.set_postfix(loss=f"{history.train_loss[-1]:.3f}", acc=f"{history.test_accuracy[-1]:.3f}")
-            bar.update(1)
+        sbs_training._epoch_done(bar, history)
     if bar is not None:
         bar.close()
     return history
@@ -734,7 +731,7 @@ TOOL_LABELS = {
     "jax/jit": "JAX, jit step",
     "jax/jit_scan": "JAX, jit + lax.scan",
 }
-GPU_ONLY = {"cuda_graph": "CUDA graphs need a CUDA device"}
+GPU_ONLY = ("cuda_graph",)  # rungs that need a CUDA device (timing.NotApplicable.cuda_graphs says why)
 PRECISIONS = ("float32", "bfloat16")
 
 
@@ -776,7 +773,7 @@ def _torch_rung(config: SwinConfig, tool: str, phase: str, X: np.ndarray, y: np.
     on_cuda = torch.cuda.is_available()
     device = torch.device("cuda" if on_cuda else "cpu")
     if tool in GPU_ONLY and not on_cuda:
-        return Rung(f"torch/{tool}", not_applicable=GPU_ONLY[tool])
+        return Rung(f"torch/{tool}", not_applicable=str(sbs_timing.NotApplicable.cuda_graphs(device.type)))
     torch.manual_seed(seed)
     model = torch_model(config).to(device)
     amp = dict(device_type=device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
@@ -921,7 +918,6 @@ def ladder(config: SwinConfig, *, batch_size: int, phase: str, precision: str = 
     ``compile_s``, ``first_s``, ``error``) plus ``images_per_s``, ``peak_memory_bytes``. A tool that
     fails (or cannot run on this device) keeps its row with the error.
     """
-    from . import timing as sbs_timing
     from . import verdict as sbs_verdict
 
     if phase not in ("train", "eval"):

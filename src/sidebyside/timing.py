@@ -556,6 +556,11 @@ class NotApplicable(Exception):
     """A rung that cannot run here, with the reason (e.g. a CUDA-graph rung on
     a machine without a GPU). :func:`ladder` keeps its row as not applicable."""
 
+    @classmethod
+    def cuda_graphs(cls, device_type: str) -> NotApplicable:
+        """The one reason every CUDA-graph rung gives off a CUDA device."""
+        return cls(f"CUDA graphs need a CUDA GPU; this run is on the {device_type.upper()}")
+
 
 def _one_line(error: BaseException) -> str:
     text = f"{type(error).__name__}: {error}"

@@ -257,6 +257,15 @@ def _bar(progress: bool | str, total: int, desc: str):
     return sbs_progress.bar(total=total, desc=desc if progress is True else str(progress))
 
 
+def _epoch_done(bar, history: History) -> None:
+    """Move the epoch bar (if any) on by one, showing the epoch's training loss and, where
+    it was evaluated, its test accuracy."""
+    if bar is not None:
+        evaluated = len(history.test_accuracy) == len(history.train_loss)
+        bar.set_postfix(loss=f"{history.train_loss[-1]:.3f}", acc=f"{history.test_accuracy[-1]:.3f}" if evaluated else "-")
+        bar.update(1)
+
+
 # ---------------------------------------------------------------- PyTorch
 
 
@@ -513,9 +522,7 @@ def train_torch(model, data: Any, config: TrainConfig, *, loop: str = "device",
         history.train_loss.append(loss)
         if evaluate:
             history.test_accuracy.append(evaluate_torch(model, arrays.X_test, arrays.y_test))
-        if bar is not None:
-            bar.set_postfix(loss=f"{loss:.3f}", acc=f"{history.test_accuracy[-1]:.3f}" if evaluate else "-")
-            bar.update(1)
+        _epoch_done(bar, history)
         if on_epoch_end:
             on_epoch_end(epoch + 1, model)
     if bar is not None:
@@ -776,9 +783,7 @@ def train_flax(model, data: Any, config: TrainConfig, *, loop: str = "scan",
         trainer.sync()
         if evaluate:
             history.test_accuracy.append(evaluate_flax(model, arrays.X_test, arrays.y_test))
-        if bar is not None:
-            bar.set_postfix(loss=f"{loss:.3f}", acc=f"{history.test_accuracy[-1]:.3f}" if evaluate else "-")
-            bar.update(1)
+        _epoch_done(bar, history)
         if on_epoch_end:
             on_epoch_end(epoch + 1, model)
     if bar is not None:
@@ -807,7 +812,7 @@ def torch_rung(make_model: Callable[[], Any], data: Any, config: TrainConfig, st
     if reason is not None:
         return NotApplicable(reason)
     if loop in CUDA_GRAPH_LOOPS and device.type != "cuda":
-        return NotApplicable(f"CUDA graphs need a CUDA GPU; this run is on the {device.type.upper()}")
+        return NotApplicable.cuda_graphs(device.type)
     try:
         torch.manual_seed(0)
         return TorchTrainer(make_model().to(device), data, config, loop=loop, precision=precision).runner(steps)

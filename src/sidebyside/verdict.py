@@ -335,12 +335,16 @@ def best(entries: Mapping[str, Any], frameworks: Sequence[str] = ("torch", "jax"
     return out
 
 
-def relative(seconds: float, reference_s: float, reference: str) -> str:
+def relative(seconds: float, reference_s: float, reference: str, subject: str = "") -> str:
     """``seconds`` against ``reference_s`` as a factor >= 1: "2.7× the time of
-    <reference>" or "1.5× faster than <reference>"."""
+    <reference>" or "1.5× faster than <reference>"; with a ``subject``, a clause
+    with the verb that fits: "<subject> takes 2.7× the time of <reference>" or
+    "<subject> is 1.5× faster than <reference>"."""
     if seconds >= reference_s:
-        return f"{fmt_ratio(seconds / reference_s)} the time of {reference}"
-    return f"{fmt_ratio(reference_s / seconds)} faster than {reference}"
+        text, verb = f"{fmt_ratio(seconds / reference_s)} the time of {reference}", "takes"
+    else:
+        text, verb = f"{fmt_ratio(reference_s / seconds)} faster than {reference}", "is"
+    return f"{subject} {verb} {text}" if subject else text
 
 
 def _against(seconds: float, rival_s: float, rival: str) -> str:

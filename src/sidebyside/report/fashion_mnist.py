@@ -345,10 +345,12 @@ def host_claim(metrics: Mapping[str, Any]) -> str:
     eager, jit = mlp["ladder"]["torch/eager"]["median_s"], mlp["ladder"]["jax/jit"]["median_s"]
     if len(host) < 2 or not eager or not jit:
         return ""
-    return ("The loops most tutorials write, with batches sent from the host: a PyTorch `DataLoader` epoch takes "
-            + verdict.relative(host["torch/dataloader"]["median_s"], eager, "the same eager step on device-resident data")
-            + ", and a jitted JAX step fed NumPy batches "
-            + verdict.relative(host["jax/jit-host"]["median_s"], jit, "the device-resident jitted step") + ".")
+    return ("The loops most tutorials write, with batches sent from the host: "
+            + verdict.relative(host["torch/dataloader"]["median_s"], eager, "the same eager step on device-resident data",
+                               "a PyTorch `DataLoader` epoch")
+            + ", and "
+            + verdict.relative(host["jax/jit-host"]["median_s"], jit, "the device-resident jitted step",
+                               "a jitted JAX step fed NumPy batches") + ".")
 
 
 def compile_claim(metrics: Mapping[str, Any]) -> str:
@@ -369,10 +371,9 @@ def _switch(metrics: Mapping[str, Any], kind: str, precision: str) -> str:
         tool, base_tool = record["best"][fw], base["best"][fw]
         if tool is None or base_tool is None:
             continue
-        how = verdict.relative(record["ladder"][f"{fw}/{tool}"]["median_s"], base["ladder"][f"{fw}/{base_tool}"]["median_s"],
-                               f"its float32 best ({base_tool})")
-        verb = "takes" if "the time of" in how else "is"
-        parts.append(f"{verdict.FRAMEWORKS[fw]}'s best in {precision} ({tool}) {verb} {how}")
+        parts.append(verdict.relative(record["ladder"][f"{fw}/{tool}"]["median_s"],
+                                      base["ladder"][f"{fw}/{base_tool}"]["median_s"], f"its float32 best ({base_tool})",
+                                      f"{verdict.FRAMEWORKS[fw]}'s best in {precision} ({tool})"))
     return "; ".join(parts)
 
 

@@ -148,8 +148,7 @@ def jit_claim(metrics: Mapping[str, Any], device: str) -> str:
     v_big, v_small = _jit_verdicts(metrics, device)
     entries = metrics["jit"][device][str(big)]["ladder"]
     numpy_s, jit_s = _median(entries, "numpy/numpy"), _median(entries, "jax/jit")
-    numpy_text = (f" NumPy {'takes' if numpy_s >= jit_s else 'is'} {verdict.relative(numpy_s, jit_s, '`jax.jit`')} "
-                  "there." if numpy_s and jit_s else "")
+    numpy_text = f" {verdict.relative(numpy_s, jit_s, '`jax.jit`', 'NumPy')} there." if numpy_s and jit_s else ""
     where = device.upper()
     return (f"**{where}, {big:,} elements.** {v_big.sentence}{_floor_text(metrics, device, big)}{numpy_text}\n\n"
             f"**{where}, {small:,} elements**, where a call is mostly dispatch: {v_small.sentence}")

@@ -14,12 +14,11 @@ PyTorch / JAX of 1.27 and 2.40 (:data:`SEED_RATIO`).
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import verdict
+from .. import analysis, verdict
 
 __all__ = [
     "TOLERANCE",
@@ -104,26 +103,21 @@ def parity_claim(parity: Mapping[str, Any]) -> str:
 
 def accuracy_record(histories: Mapping[str, Sequence[Any]], seeds: Sequence[int]) -> dict[str, Any]:
     """The record's ``accuracy``: per framework, the final test accuracy's ``mean``, ``std``
-    (over seeds, ddof 1; 0 with one seed), ``seeds``, ``per_seed`` and the median epoch time."""
+    (over seeds, :func:`analysis.mean_std`: ddof 1, NaN with one seed, whose spread is
+    unknown; null in the JSON), ``seeds``, ``per_seed`` and the median epoch time."""
     out = {}
     for framework, runs in histories.items():
         final = [float(h.test_accuracy[-1]) for h in runs]
         epochs = [s for h in runs for s in h.epoch_seconds]
+        mean, std = analysis.mean_std(final)
         out[framework] = {
-            "mean": sum(final) / len(final),
-            "std": _std(final),
+            "mean": mean,
+            "std": std,
             "seeds": list(seeds),
             "per_seed": final,
             "epoch_seconds_median": statistics.median(epochs) if epochs else None,
         }
     return out
-
-
-def _std(values: Sequence[float]) -> float:
-    if len(values) < 2:
-        return 0.0
-    mean = sum(values) / len(values)
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
 def accuracy_verdict(accuracy: Mapping[str, Any]) -> verdict.Verdict:

@@ -140,8 +140,7 @@ def linalg_claim(metrics: Mapping[str, Any], device: str) -> str:
                  for name, e in entries.items() if e.get("median_s") and peak.get("flops")]
         numpy_s = (entries.get("numpy/numpy") or {}).get("median_s")
         jax_s = (entries.get("jax/jit") or {}).get("median_s")
-        numpy_text = (f" NumPy {'takes' if numpy_s >= jax_s else 'is'} {verdict.relative(numpy_s, jax_s, 'JAX')}."
-                      if numpy_s and jax_s else "")
+        numpy_text = f" {verdict.relative(numpy_s, jax_s, 'JAX', 'NumPy')}." if numpy_s and jax_s else ""
         parts.append(f"*{op}, {mode}*: {v.sentence}{numpy_text}"
                      + (f" Share of the peak ({peak['source']}): " + ", ".join(share) + "." if share else ""))
     return f"**{device.upper()}, n = {n}.** " + " ".join(parts)
