@@ -23,7 +23,7 @@ input and grid), each measured with both frameworks in one interleaved run
   data), so it moves no more bytes than PyTorch's loop. A ``lax.scan`` over stacked
   copies would not: it slices each copy out and writes each output into the stacked
   result, two extra copies per call that PyTorch does not make (on a 2-core CPU they
-  made JAX's "kernel" time 1.3 to 2.8 times its per-call time). :func:`chain_program`
+  made JAX's "kernel" time up to 2.7 times its per-call time). :func:`chain_program`
   builds it; a test holds its compiled program free of copies and slices.
 
 Where the Pallas kernels run (a CUDA GPU), each layout of ``pallas_layouts`` other
