@@ -258,19 +258,28 @@ def test_verified_checks_size_and_hash(tmp_path):
     assert not native.verified(lib)
 
 
+# Each Pallas layout with a channel count, padding and align_corners of its own: "points"
+# keeps a few channels in one program, "channels" tiles many (20: a partial block).
+LOWERING = [("points", 3, "reflection", False), ("channels", 20, "border", True)]
+
+
+@pytest.mark.parametrize("layout, channels, padding_mode, align_corners", LOWERING, ids=[c[0] for c in LOWERING])
 @pytest.mark.parametrize("dims", [2, pytest.param(3, marks=pytest.mark.slow)])
-def test_pallas_kernels_lower_to_triton_for_cuda(dims):
-    """The kernels (the explicit FMA emulation of taps included: bit casts, masks)
-    go through Pallas' Triton lowering (no GPU needed to lower)."""
+def test_pallas_kernels_lower_to_triton_for_cuda(dims, layout, channels, padding_mode, align_corners):
+    """The kernels of each layout (the explicit FMA emulation of taps included: bit
+    casts, masks; the channels layout's (channels x points) gathers, stores and atomic
+    adds) go through Pallas' Triton lowering (no GPU needed to lower)."""
     from sidebyside.sampling.pallas import grid_sample_pallas
 
     if dims == 2:
-        x, g, c = jnp.zeros((2, 3, 7, 9)), jnp.zeros((2, 11, 13, 2)), jnp.zeros((2, 3, 11, 13))
+        x, g, c = jnp.zeros((2, channels, 7, 9)), jnp.zeros((2, 11, 13, 2)), jnp.zeros((2, channels, 11, 13))
     else:
-        x, g, c = jnp.zeros((2, 3, 5, 7, 9)), jnp.zeros((2, 4, 11, 13, 3)), jnp.zeros((2, 3, 4, 11, 13))
+        x, g = jnp.zeros((2, channels, 5, 7, 9)), jnp.zeros((2, 4, 11, 13, 3))
+        c = jnp.zeros((2, channels, 4, 11, 13))
     for mode in ("nearest", "bilinear", "bicubic")[:3 if dims == 2 else 2]:
         def f(a, b, cc):
-            out, vjp = jax.vjp(lambda p, q: grid_sample_pallas(p, q, mode, "reflection", False, False), a, b)
+            out, vjp = jax.vjp(
+                lambda p, q: grid_sample_pallas(p, q, mode, padding_mode, align_corners, False, layout), a, b)
             return out, vjp(cc)
         text = jax.jit(f).trace(x, g, c).lower(lowering_platforms=("cuda",)).as_text()
         assert text.count("__gpu$xla.gpu.triton") == 2, mode  # one forward and one backward kernel

@@ -77,24 +77,6 @@ def test_unknown_layout_is_refused():
         grid_sample(x, g, implementation="pallas", pallas_layout="rows")
 
 
-@pytest.mark.parametrize("dims", [2, pytest.param(3, marks=pytest.mark.slow)])
-def test_channels_layout_lowers_to_triton_for_cuda(dims):
-    """Pallas' Triton lowering takes the (channels x points) gathers, stores and atomic
-    adds without a GPU: one forward and one backward kernel per mode."""
-    if dims == 2:
-        x, g, c = jnp.zeros((2, 20, 7, 9)), jnp.zeros((2, 11, 13, 2)), jnp.zeros((2, 20, 11, 13))
-    else:
-        x, g, c = jnp.zeros((2, 20, 5, 7, 9)), jnp.zeros((2, 4, 11, 13, 3)), jnp.zeros((2, 20, 4, 11, 13))
-    for mode in ("nearest", "bilinear", "bicubic")[:3 if dims == 2 else 2]:
-        def f(a, b, cc):
-            out, vjp = jax.vjp(lambda p, q: pallas.grid_sample_pallas(p, q, mode, "border", True, False, "channels"),
-                               a, b)
-            return out, vjp(cc)
-
-        text = jax.jit(f).trace(x, g, c).lower(lowering_platforms=("cuda",)).as_text()
-        assert text.count("__gpu$xla.gpu.triton") == 2, mode
-
-
 @pytest.mark.slow
 def test_bench_times_both_layouts_where_the_pallas_kernels_run():
     """On a GPU the benchmark times the channels layout beside the points layout; here
