@@ -351,13 +351,10 @@ inline void TapV(__m256 xk, __m256 yk, __m256 weight_k, int64_t h, int64_t w, in
   _mm256_store_ps(&weight[k][p], weight_k);
 }
 
-// Nearest or bilinear taps of the 8 points from grid pair pointer gp (x, y interleaved).
+// Nearest or bilinear taps of the 8 points whose grid coordinates are gx, gy.
 template <int64_t kMode, int64_t kPadding, int kChunk>
-inline void TapsV(const float* gp, int64_t h, int64_t w, bool align_corners, int p, int32_t (*index)[kChunk],
+inline void TapsV(__m256 gx, __m256 gy, int64_t h, int64_t w, bool align_corners, int p, int32_t (*index)[kChunk],
                   uint32_t (*mask)[kChunk], float (*weight)[kChunk]) {
-  const __m256 lo = _mm256_loadu_ps(gp), hi = _mm256_loadu_ps(gp + 8);  // x0 y0 x1 y1 ... x7 y7
-  const __m256 gx = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0x88)), 0xD8));
-  const __m256 gy = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xDD)), 0xD8));
   const __m256 x = CoordV<kPadding>(gx, w, align_corners), y = CoordV<kPadding>(gy, h, align_corners);
   if constexpr (kMode == kNearest) {
     const int r = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;  // half to even
@@ -375,7 +372,7 @@ inline void TapsV(const float* gp, int64_t h, int64_t w, bool align_corners, int
   }
 }
 
-// Bicubic taps of the 8 points from grid pair pointer gp, operation for operation as
+// Bicubic taps of the 8 points whose grid coordinates are gx, gy, operation for operation as
 // MakeTapsT<kBicubic> (the coefficients as CubicFar and CubicNear write them, a product
 // and a sum apiece, never fused): 16 taps, 4 column weights per row and 4 row weights.
 inline __m256 CubicFarV(__m256 x) {  // ((A x - 5A) x + 8A) x - 4A
@@ -412,11 +409,8 @@ inline void CubicAxisV(__m256 v, int64_t size, bool align_corners, __m256i index
 }
 
 template <int64_t kPadding, int kChunk>
-inline void TapsCubicV(const float* gp, int64_t h, int64_t w, bool align_corners, int p, int32_t (*index)[kChunk],
+inline void TapsCubicV(__m256 gx, __m256 gy, int64_t h, int64_t w, bool align_corners, int p, int32_t (*index)[kChunk],
                        uint32_t (*mask)[kChunk], float (*weight)[kChunk], float (*row_weight)[kChunk]) {
-  const __m256 lo = _mm256_loadu_ps(gp), hi = _mm256_loadu_ps(gp + 8);  // x0 y0 x1 y1 ... x7 y7
-  const __m256 gx = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0x88)), 0xD8));
-  const __m256 gy = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xDD)), 0xD8));
   __m256i ix[4], iy[4];
   __m256 mx[4], my[4], cx[4], cy[4];
   CubicAxisV<kPadding>(UnnormalizeV(gx, w, align_corners), w, align_corners, ix, mx, cx);
@@ -446,10 +440,13 @@ void ChunkTaps(const float* g, int64_t b, int64_t points, int64_t start, int cou
 #ifdef __AVX2__
   for (; first + 8 <= count; first += 8) {
     const float* gp = g + 2 * (b * points + start + first);
+    const __m256 lo = _mm256_loadu_ps(gp), hi = _mm256_loadu_ps(gp + 8);  // x0 y0 x1 y1 ... x7 y7
+    const __m256 gx = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0x88)), 0xD8));
+    const __m256 gy = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xDD)), 0xD8));
     if constexpr (kMode == kBicubic) {
-      TapsCubicV<kPadding, kChunk>(gp, h, w, align_corners, first, index, mask, weight, row_weight);
+      TapsCubicV<kPadding, kChunk>(gx, gy, h, w, align_corners, first, index, mask, weight, row_weight);
     } else {
-      TapsV<kMode, kPadding, kChunk>(gp, h, w, align_corners, first, index, mask, weight);
+      TapsV<kMode, kPadding, kChunk>(gx, gy, h, w, align_corners, first, index, mask, weight);
     }
   }
 #endif
@@ -616,8 +613,8 @@ void Backward3Batch(const float* x, const float* g, const float* c, float* gin_b
   }
 }
 
-ffi::Error Forward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> input, ffi::Buffer<ffi::F32> grid, ffi::ResultBuffer<ffi::F32> out,
-                   int64_t mode, int64_t padding, bool align_corners) {
+ffi::Error Forward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> input, ffi::Buffer<ffi::F32> grid,
+                   ffi::ResultBuffer<ffi::F32> out, int64_t mode, int64_t padding, bool align_corners) {
   Shape s;
   if (auto error = GetShape(input, grid, &s); error.failure()) return error;
   const float* x = input.typed_data();
@@ -697,9 +694,9 @@ void Backward2Batch(const float* x, const float* g, const float* c, float* gin_b
   }
 }
 
-ffi::Error Backward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> input, ffi::Buffer<ffi::F32> grid, ffi::Buffer<ffi::F32> cot,
-                    ffi::ResultBuffer<ffi::F32> grad_input, ffi::ResultBuffer<ffi::F32> grad_grid, int64_t mode,
-                    int64_t padding, bool align_corners) {
+ffi::Error Backward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> input, ffi::Buffer<ffi::F32> grid,
+                    ffi::Buffer<ffi::F32> cot, ffi::ResultBuffer<ffi::F32> grad_input,
+                    ffi::ResultBuffer<ffi::F32> grad_grid, int64_t mode, int64_t padding, bool align_corners) {
   Shape s;
   if (auto error = GetShape(input, grid, &s); error.failure()) return error;
   const float* x = input.typed_data();
