@@ -8,6 +8,8 @@ from flax import nnx
 
 from sidebyside import models
 
+pytestmark = pytest.mark.usefixtures("float32_on_both_sides")
+
 
 def _images(n=6, seed=0):
     return np.random.default_rng(seed).normal(size=(n, 28, 28)).astype(np.float32)

@@ -19,6 +19,8 @@ from flax import nnx  # noqa: E402
 
 from sidebyside import swin, training  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("float32_on_both_sides")
+
 LOGIT_ATOL = 1e-5
 GRAD_RTOL = 1e-3
 

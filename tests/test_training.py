@@ -10,6 +10,8 @@ from flax import nnx
 
 from sidebyside import data, models, training
 
+pytestmark = pytest.mark.usefixtures("float32_on_both_sides")
+
 
 @pytest.fixture(scope="module")
 def arrays():
