@@ -561,13 +561,29 @@ def test_bench_returns_kernel_and_per_call_times(monkeypatch):
 
 
 @pytest.mark.slow
-def test_bench_run_in_a_child_process():
+def test_bench_run_in_a_child_process(capfd):
     from sidebyside.sampling import bench
 
     out = bench.run({"tiny": (1, 2, 8, 8)}, modes=("nearest",), repeats=1, min_repeat_s=0.001, threads=1, copies=2)
     assert out["threads"] == 1 and set(out["results"]) == {"nearest/tiny/forward", "nearest/tiny/forward+backward"}
     assert "--threads 1" in out["command"] and "--copies 2" in out["command"]
     assert out["results"]["nearest/tiny/forward"]["copies"] == 2
+    shown = capfd.readouterr().err  # the child's progress, passed on as it ran
+    assert "grid_sample bench" in shown and "1/1" in shown and "nearest/tiny" in shown
+
+
+def test_bench_child_stderr_is_passed_on_as_it_comes_and_its_tail_kept(capfd):
+    from sidebyside.sampling import bench
+
+    code = "import sys; sys.stderr.write('x' * 5000 + 'end'); sys.exit(3)"
+    returncode, tail = bench._run_passing_stderr_on([sys.executable, "-c", code], timeout_s=60)
+    assert returncode == 3 and tail == ("x" * 5000 + "end")[-3000:]
+    assert capfd.readouterr().err == "x" * 5000 + "end"
+    # A child that hangs is stopped at the timeout; what it wrote before came through while it ran.
+    code = "import sys, time; sys.stderr.write('started'); sys.stderr.flush(); time.sleep(60)"
+    returncode, tail = bench._run_passing_stderr_on([sys.executable, "-c", code], timeout_s=3)
+    assert returncode == "stopped after timeout_s=3 s" and tail == "started"
+    assert capfd.readouterr().err == "started"
 
 
 def test_bench_cli_help():

@@ -170,13 +170,17 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
     import torch.nn.functional as F
 
     from .. import timing
+    from ..progress import bar as progress_bar
     from . import choose_implementation, grid_sample, grid_sample_naive
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     gpu = jax.default_backend() == "gpu"
     cache = _cache_bytes(device)
     results: dict[str, dict[str, Any]] = {}
-    for cfg in configs_ or configs():
+    todo = list(configs_ or configs())
+    shown = progress_bar(todo, desc="grid_sample bench", total=len(todo), file=sys.stderr, unit="config")
+    for cfg in shown:
+        shown.set_postfix_str(cfg["name"], refresh=True)
         mode, shape = cfg["mode"], cfg["shape"]
         x, grid = inputs(shape)
         cot = np.random.default_rng(1).standard_normal((shape[0], shape[1], *grid.shape[1:-1])).astype(np.float32)
@@ -316,7 +320,10 @@ def run(sizes: dict, modes=("nearest", "bilinear", "bicubic"), *, repeats: int =
     """Run the benchmark in a fresh process (``python -m sidebyside.bench
     grid_sample``) on ``sizes`` (``{name: shape}``) and return its JSON:
     ``{"threads", "device_kind", "command", "results": {key: row}}`` (rows as
-    :func:`bench`; ``copies`` as there). Raises ``RuntimeError`` with the child's error output if it fails."""
+    :func:`bench`; ``copies`` as there). The child's progress (one step per configuration) and
+    warnings are passed on to ``sys.stderr`` as they come, so that a long run shows how far it got,
+    also in a notebook saved while it runs. Raises ``RuntimeError`` with the end of the child's error
+    output if it fails or outlasts ``timeout_s``."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "bench-grid-sample.json")
         command = [sys.executable, "-m", "sidebyside.bench", "grid_sample", "--repeats", str(repeats),
@@ -331,13 +338,43 @@ def run(sizes: dict, modes=("nearest", "bilinear", "bicubic"), *, repeats: int =
         command += ["--pallas-layouts", *pallas_layouts]
         if threads is not None:
             command += ["--threads", str(threads)]
-        child = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
-        if child.returncode != 0:
-            raise RuntimeError(f"benchmark failed ({' '.join(command[1:])}):\n{child.stderr[-3000:]}")
+        returncode, tail = _run_passing_stderr_on(command, timeout_s)
+        if returncode != 0:
+            raise RuntimeError(f"benchmark failed ({' '.join(command[1:])}; exit: {returncode}):\n{tail}")
         with open(path) as f:
             out = json.load(f)
     out["command"] = " ".join(["python", *command[1:]]).replace(path, "<json>")
     return out
+
+
+def _run_passing_stderr_on(command: list[str], timeout_s: float, keep: int = 3000) -> tuple[int | str, str]:
+    """Run ``command`` with its stdout discarded and its stderr written on to ours as it comes;
+    returns its exit code (or a sentence saying it was stopped at ``timeout_s``) and the last
+    ``keep`` characters of its stderr."""
+    import codecs
+    import threading
+
+    tail = [""]
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    decode = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def pump():
+        for raw in iter(lambda: child.stderr.read1(4096), b""):
+            text = decode.decode(raw)
+            sys.stderr.write(text)
+            sys.stderr.flush()
+            tail[0] = (tail[0] + text)[-keep:]
+
+    pumping = threading.Thread(target=pump, daemon=True)
+    pumping.start()
+    try:
+        returncode: int | str = child.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+        returncode = f"stopped after timeout_s={timeout_s:g} s"
+    pumping.join(timeout=10)
+    return returncode, tail[0]
 
 
 def goal_for(key: str, device_kind: str) -> float | None:
