@@ -391,7 +391,9 @@ def test_interrupted_run_leaves_published_files_intact_and_next_run_recovers(tmp
     shutil.copytree(site, work_site)
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
-    slow = FIXTURE_NB.read_text().replace("total = 0\n", "import time\ntime.sleep(60)\ntotal = 0\n")
+    started = tmp_path / "slow-cell-started"
+    slow = FIXTURE_NB.read_text().replace(
+        "total = 0\n", f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(60)\ntotal = 0\n")
     (notebooks / FIXTURE_NB.name).write_text(slow)
     snapshot = {p: p.read_bytes() for p in work_site.rglob("*") if p.is_file()}
     proc = subprocess.Popen([sys.executable, "-m", "sidebyside.publish", "execute", "--profile", "smoke", "--no-progress",
@@ -399,10 +401,12 @@ def test_interrupted_run_leaves_published_files_intact_and_next_run_recovers(tmp
                              "--site", str(work_site), "--build", str(tmp_path / "build")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     executed = tmp_path / "build" / "executed" / f"{SLUG}.ipynb"
+    # Interrupt once the kernel runs the slow cell. Sooner, while the kernel is still starting, nbclient's
+    # SIGINT handler shuts down a kernel that is not there yet, and the run goes on (seen on a loaded CI box).
     deadline = time.time() + 120
-    while not executed.exists() and time.time() < deadline:  # papermill writes it once the kernel runs
-        time.sleep(0.5)
-    time.sleep(3)
+    while not started.exists() and time.time() < deadline:
+        time.sleep(0.2)
+    assert started.exists(), "the slow cell never started"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode != 0
