@@ -58,9 +58,12 @@ for slug in ${slugs//,/ }; do
   fi
   echo "$slug: exit $rc after $((SECONDS - t0)) s$([ "$rc" = 124 ] && echo ' (stopped at the deadline)')" \
     | tee -a "$out/timings.log"
-  [ "$rc" = 0 ] || status=$rc
-  # a stopped run's notebook kernel lives in a session of its own: end it before the next post is timed
-  [ "$rc" = 0 ] || { pkill -f ipykernel_launcher || true; sleep 2; }
+  if [ "$rc" != 0 ]; then
+    status=$rc
+    # a stopped run's notebook kernel lives in a session of its own: end it before the next post is timed
+    pkill -f ipykernel_launcher || true
+    sleep 2
+  fi
 done
 # build/checkpoints: the parts a run in parts has measured (swin's gpu profile), to carry into the next call.
 tar czf "$out/gpu-run.tgz" _posts images _data $(ls -d build/executed build/checkpoints 2>/dev/null)
