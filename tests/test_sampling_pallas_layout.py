@@ -48,18 +48,21 @@ def test_channels_layout_matches_points_layout_and_pytorch(mode, dims, padding_m
                        channels=channels, **SIZES)
     for q in ("", "grad_input_", "grad_grid_"):
         assert r[f"{q}max_rel_err"] <= r[f"{q}tolerance"], (q or "output", r)
-    # Against the points layout: nearest (a copy) bit for bit; otherwise within parity's
+    # Against the points layout: nearest's output (a copy) bit for bit; otherwise within parity's
     # float32 tolerance (same taps, same order of the sum per channel, but a compiler may
-    # contract a multiply-add in a (channels x points) tile where it did not in a row).
+    # contract a multiply-add in a (channels x points) tile where it did not in a row). On a GPU
+    # both layouts sum the input gradient with atomic adds, in an order that changes from run to
+    # run: nearest's input gradient then gets the sum tolerance too (an H100 run differed by 1 ulp).
     x, grid, cot = (jnp.asarray(a, jnp.float32) for a in parity.make_inputs(config, seed=5, channels=channels, **SIZES))
     kw = dict(mode=mode, padding_mode=padding_mode, align_corners=config.align_corners, implementation="pallas")
     points = _value_and_grads(x, grid, cot, **kw, pallas_layout="points")
     channel = _value_and_grads(x, grid, cot, **kw, pallas_layout="channels")
+    atomic = jax.default_backend() == "gpu"
     if mode == "nearest":
         np.testing.assert_array_equal(channel[0], points[0])
     for name, want, got in zip(("output", "grad_input", "grad_grid"), points, channel):
         scale = max(float(np.abs(want).max()), 1.0)
-        np.testing.assert_allclose(got, want, rtol=0, atol=parity.tolerance(config, "grad_input") * scale,
+        np.testing.assert_allclose(got, want, rtol=0, atol=parity.tolerance(config, "grad_input", atomic=atomic) * scale,
                                    err_msg=name)
 
 
