@@ -54,6 +54,10 @@ bench_threads = None
 bench_min_repeat_s = 0.02
 # Calls chained for the kernel time (None: enough copies of the inputs to fill twice the last-level cache).
 bench_copies = None
+# A run in parts: the parity tables and each benchmark configuration are saved to this file as they
+# finish and read back by the next run; no part starts that would end past run_budget_s.
+checkpoint_file = ""       # "": off, everything is measured in this run (the benchmark in one process)
+run_budget_s = 0           # seconds; 0: no budget
 
 # %% tags=["remove_cell", "colab-install"]
 # On Colab: install what Colab lacks, and this library from the repository and branch that the
@@ -86,7 +90,7 @@ import torch
 import torch.nn.functional as F
 from IPython.display import Markdown
 
-from sidebyside import grid_sample, progress, provenance, report, tables, timing, verdict, viz
+from sidebyside import bench, grid_sample, progress, provenance, report, tables, timing, verdict, viz
 
 tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 from sidebyside.sampling import bench as sampling_bench
@@ -98,6 +102,10 @@ key = jax.random.key(0)
 record = provenance.collect()
 on_gpu = record["device_kind"] == "gpu"
 torch_device = "cuda" if torch.cuda.is_available() else "cpu"
+# Where a machine allows only a few minutes a command, the run is made in parts (sidebyside.bench.Checkpoints):
+# a part is read back while everything it ran with (code, notebook, parameters, pins) is unchanged.
+parts = bench.Checkpoints(checkpoint_file, budget_s=run_budget_s, commit=record["git_sha"],
+                                stamp={"provenance": {k: v for k, v in record.items() if k != "git_sha"}})
 provenance.table(record)
 
 # %% [markdown]
@@ -128,10 +136,13 @@ def reference_device(config):
     return torch_device if config.dtype in ("float32", "float64") else "cpu"
 
 
-parity_rows = {}
-for config in progress.bar(parity.configs(tuple(parity_dtypes)), desc="parity"):
-    parity_rows[config.key] = parity.measure(config, seed=parity_seed, transform=parity_transform,
-                                             torch_device=reference_device(config))
+def parity_rows_for(dtypes):
+    return {config.key: parity.measure(config, seed=parity_seed, transform=parity_transform,
+                                       torch_device=reference_device(config))
+            for config in progress.bar(parity.configs(tuple(dtypes)), desc="parity")}
+
+
+parity_rows = parts("parity", parity_rows_for, parity_dtypes)
 
 parity_table = pd.DataFrame.from_dict(parity_rows, orient="index")
 parity_table.index.name = "mode/padding/align_corners/dims/dtype"
@@ -150,15 +161,19 @@ Markdown(report.grid_sample_parity.parity_note(parity_rows, transform=parity_tra
 # The grids above are small. PyTorch's own kind of reference case is larger: an image of integers 0-255 whose sides are not powers of two, warped by a 45-degree rotation from `affine_grid`. There a coordinate rounded once where PyTorch rounds twice (or the reverse) is off by an ulp of a few hundred pixels, and with image values of 255 that is an error above the 1e-5 tolerance; with sides that are powers of two the product is exact and nothing shows. On a GPU the same case also compares PyTorch's CUDA kernel with its CPU kernel, the yardstick for what "the same numbers" can mean across devices.
 
 # %%
-affine_rows = {}
-affine_configs = [c for c in parity.configs(("float32",)) if c.mode in affine_modes]
-for config in progress.bar(affine_configs, desc="affine case"):
-    size = tuple(affine_size if config.dims == 2 else affine_size_3d)
-    row = parity.measure(config, transform="jit", case="affine", torch_device=torch_device, size=size)
-    if on_gpu:
-        yardstick = parity.measure_torch_devices(config, case="affine", device="cuda", size=size)
-        row.update({f"torch_cuda_vs_cpu_{k}": yardstick[k] for k in report.grid_sample_parity.ERROR_COLUMNS})
-    affine_rows[config.key] = row
+def affine_rows_for(modes, size_2d, size_3d):
+    rows = {}
+    for config in progress.bar([c for c in parity.configs(("float32",)) if c.mode in modes], desc="affine case"):
+        size = tuple(size_2d if config.dims == 2 else size_3d)
+        row = parity.measure(config, transform="jit", case="affine", torch_device=torch_device, size=size)
+        if on_gpu:
+            yardstick = parity.measure_torch_devices(config, case="affine", device="cuda", size=size)
+            row.update({f"torch_cuda_vs_cpu_{k}": yardstick[k] for k in report.grid_sample_parity.ERROR_COLUMNS})
+        rows[config.key] = row
+    return rows
+
+
+affine_rows = parts("affine", affine_rows_for, affine_modes, affine_size, affine_size_3d)
 affine_table = pd.DataFrame.from_dict(affine_rows, orient="index")
 affine_table.index.name = "mode/padding/align_corners/dims/dtype"
 affine_shown = affine_table[[c for c in affine_table.columns if c.endswith("max_rel_err")] + ["passed"]]
@@ -221,15 +236,15 @@ plt.show()
 #
 # Two different questions get two different numbers, both measured with PyTorch and JAX in one interleaved run (`sidebyside.timing.compare`: first call and compilation apart, every result waited for, median and quartiles of the repeats), float32, a random affine warp; forward+backward is the output and the gradient with respect to both input and grid.
 #
-# - **Kernel time**: what one call costs inside a larger compiled program. Many calls are chained in one program, each on its own copy of the inputs, the copies together at least twice the size of the last-level cache (the L2 on a GPU), so that every call reads its inputs from memory rather than from a cache warmed by the previous call: JAX as one jitted program that calls the kernel once per copy, in order, PyTorch as one CUDA graph on a GPU (a loop on the CPU). Neither side moves any data between calls: a `lax.scan` over stacked copies would slice each copy out and write each output back, two copies per call that PyTorch's loop does not make, which would count against JAX. Inside a jitted model, JAX's dispatch is paid once for the whole program, so this is the number that matters there.
+# - **Kernel time**: what one call costs inside a larger compiled program. Many calls are chained in one program, each on its own copy of the inputs, the copies together at least twice the size of the last-level cache (the L2 on a GPU), so that every call reads its inputs from memory rather than from a cache warmed by the previous call: JAX as one jitted program that calls the kernel once per copy, in order, PyTorch as one CUDA graph on a GPU (a loop on the CPU). Neither side moves any data between calls: a `lax.scan` over stacked copies would slice each copy out and write each output back, two copies per call that PyTorch's loop does not make, which would count against JAX. Inside a jitted model, JAX's dispatch is paid once for the whole program, so this is the number that matters there. On a GPU the chain makes at least 32 calls, going round the copies as often as that takes: a chain of two large calls runs about as long as JAX takes to dispatch it, and would time the dispatch, not the kernels.
 # - **Per-call time**: a Python loop of calls, as a script that calls `grid_sample` on its own makes them. Each framework's dispatch is included: JAX's costs tens of microseconds per call whatever the size of the problem, PyTorch's about ten, so a small problem can be faster in JAX's kernel and slower in JAX's loop. On a GPU the calls of a repeat are issued back to back and waited for once.
 #
-# Where `grid_sample` takes a kernel (Pallas on a GPU, native on a CPU), the `jax.numpy` (XLA) path is timed in the same run; in bilinear 2-D forward the naive formulation (gather the four corners of every point from a zero-padded image, weight and sum) runs alongside, as the baseline most ports use. On a GPU the Pallas kernels are also timed in their second layout (`pallas_layout="channels"`: tiles of points by channels, each point's taps reused across a block of channels), which may suit many channels better; `implementation="auto"` keeps the first until such a run shows which wins. The benchmark runs in a fresh process, `python -m sidebyside.bench grid_sample`, because the thread count of XLA's CPU client is fixed when JAX starts: there both libraries get the same cores.
+# Where `grid_sample` takes a kernel (Pallas on a GPU, native on a CPU), the `jax.numpy` (XLA) path is timed in the same run; in bilinear 2-D forward the naive formulation (gather the four corners of every point from a zero-padded image, weight and sum) runs alongside, as the baseline most ports use. On a GPU the Pallas kernels are also timed in their second layout (`pallas_layout="channels"`: tiles of points by channels, each point's taps reused across a block of channels), which may suit many channels better; `implementation="auto"` keeps the first until such a run shows which wins. The benchmark runs in a fresh process, `python -m sidebyside.bench grid_sample`, because the thread count of XLA's CPU client is fixed when JAX starts: there both libraries get the same cores. A run in parts (the gpu profile, made in device calls of a few minutes) starts one such process per configuration and saves each configuration as it finishes.
 
 # %%
-bench_run = sampling_bench.run({k: tuple(v) for k, v in bench_sizes.items()}, tuple(bench_modes),
-                               repeats=bench_repeats, min_repeat_s=bench_min_repeat_s, threads=bench_threads,
-                               copies=bench_copies)
+bench_run = sampling_bench.run_each({k: tuple(v) for k, v in bench_sizes.items()}, tuple(bench_modes),
+                                    part=parts if checkpoint_file else None, repeats=bench_repeats,
+                                    min_repeat_s=bench_min_repeat_s, threads=bench_threads, copies=bench_copies)
 speed = bench_run["results"]
 goals = sampling_bench.goals_table(speed, record["device_kind"])
 goals.insert(0, "JAX implementation", [speed[k]["implementation"] for k in goals.index])
@@ -339,7 +354,7 @@ report.grid_sample_parity.results_table(metrics)
 # ## 7. Conclusion
 
 # %% tags=["remove_input"]
-Markdown(report.grid_sample_parity.conclusion(metrics))
+Markdown(report.grid_sample_parity.conclusion(metrics) + "\n\n" + bench.describe_parts(parts.log))
 
 # %% tags=["remove_cell"]
 provenance.save_results(metrics)["metrics"]["gpu_goals"]

@@ -116,10 +116,12 @@ if "google.colab" in sys.modules:
 # Where a machine allows only a few minutes a command, the run is made in
 # parts (`checkpoint_file`, `run_budget_s`): parity, each seed's training and
 # each speed setting are saved as they finish, and a run that would overrun
-# stops before its next part; the same command again, on the same commit,
-# machine and libraries, reads the finished parts back and measures the rest.
-# Each speed setting is still one interleaved run; the record says which run
-# measured which part (`parts`).
+# stops before its next part; the same command again, on the same machine and
+# libraries, reads the finished parts back and measures the rest. A part is
+# read back only while everything it ran with is unchanged (library code,
+# notebook, parameters, pins, data), so a later commit that changed none of it
+# keeps the work done. Each speed setting is still one interleaved run; the
+# end of the post says which commit measured which part.
 #
 # On a machine shared with other work, OpenMP's spinning barriers can make
 # PyTorch far slower with two threads than with one, so the cpu profile pins
@@ -145,7 +147,7 @@ from flax import nnx
 from IPython.display import Markdown
 from matplotlib.patches import Patch
 
-from sidebyside import data, progress, provenance, report, swin, tables, training, viz
+from sidebyside import bench, data, progress, provenance, report, swin, tables, training, viz
 
 tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 
@@ -191,9 +193,11 @@ speed_config = swin.SwinConfig(img_size=speed_img_size, patch_size=speed_patch_s
 train_config = dict(num_epochs=num_epochs, batch_size=batch_size, lr=lr, optimizer="adam", schedule="cosine",
                     warmup_epochs=warmup_epochs, weight_decay=weight_decay)
 # Parts already measured by an earlier run with the same stamp are read back (see the parameters).
-checkpoints = swin.Checkpoints(checkpoint_file, budget_s=run_budget_s, stamp={
-    "provenance": prov, "model": model_config, "speed_model": speed_config, "train": train_config,
-    "num_train": num_train, "num_test": num_test})
+# The key of a part leaves the commit out: a part is read back while the code, notebook, parameters,
+# pins and data it ran with are unchanged (sidebyside.bench.Checkpoints), and keeps the commit that measured it.
+parts = bench.Checkpoints(checkpoint_file, budget_s=run_budget_s, commit=prov["git_sha"], stamp={
+    "provenance": {k: v for k, v in prov.items() if k != "git_sha"}, "model": model_config,
+    "speed_model": speed_config, "train": train_config, "num_train": num_train, "num_test": num_test})
 
 # %% tags=["pair:model:torch"]
 torch_model = swin.torch_model(model_config)
@@ -232,9 +236,9 @@ pd.DataFrame({
 # without the shifted-window mask.
 
 # %%
-parity_runs = {"trained model": checkpoints("parity/trained", swin.parity, model_config, batch_size=parity_batch)}
+parity_runs = {"trained model": parts("parity/trained", swin.parity, model_config, batch_size=parity_batch)}
 if parity_on_speed_model:
-    parity_runs["timed model"] = checkpoints("parity/timed", swin.parity, speed_config, batch_size=parity_batch)
+    parity_runs["timed model"] = parts("parity/timed", swin.parity, speed_config, batch_size=parity_batch)
 # The trained model must pass, or nothing below compares the same network; the timed model's
 # result (deeper, larger activations) is reported as measured.
 assert report.swin_v2.within_tolerance(parity_runs["trained model"]), parity_runs["trained model"]
@@ -272,7 +276,7 @@ def torch_seed(seed):
     return swin.train_torch(model, X_train, arrays.y_train, X_test, arrays.y_test, config)
 
 
-torch_histories = [checkpoints(f"accuracy/torch/{seed}", torch_seed, seed, decode=lambda h: training.History(**h))
+torch_histories = [parts(f"accuracy/torch/{seed}", torch_seed, seed, decode=lambda h: training.History(**h))
                    for seed in progress.bar(seeds, desc="PyTorch seeds")]
 
 # %% tags=["pair:train:jax"]
@@ -282,7 +286,7 @@ def jax_seed(seed):
     return swin.train_flax(model, X_train, arrays.y_train, X_test, arrays.y_test, config)
 
 
-jax_histories = [checkpoints(f"accuracy/jax/{seed}", jax_seed, seed, decode=lambda h: training.History(**h))
+jax_histories = [parts(f"accuracy/jax/{seed}", jax_seed, seed, decode=lambda h: training.History(**h))
                  for seed in progress.bar(seeds, desc="JAX seeds")]
 
 # %%
@@ -329,7 +333,7 @@ Markdown(report.swin_v2.accuracy_claim(accuracy, num_train=len(X_train), num_epo
 speed = {}
 settings = [(p, ph, b) for ph in speed_phases for p in precisions for b in speed_batch_sizes]
 for precision, phase, batch in progress.bar(settings, desc="speed ladders"):
-    speed[f"{precision}/{phase}/{batch}"] = checkpoints(
+    speed[f"{precision}/{phase}/{batch}"] = parts(
         f"speed/{phase}/{precision}/{batch}", swin.ladder,
         speed_config, batch_size=batch, phase=phase, precision=precision, torch_tools=torch_tools,
         jax_tools=jax_tools, steps=speed_steps, repeats=speed_repeats)
@@ -396,8 +400,8 @@ Markdown(report.swin_v2.first_epoch_claim(first_steps))
 metrics = report.swin_v2.summarise(
     parity_runs=parity_runs, accuracy=accuracy, speed=speed, model_config=model_config, speed_config=speed_config,
     num_train=len(X_train), num_test=len(X_test), num_epochs=num_epochs, allow_tf32=allow_tf32,
-    timm_version=timm.__version__, conditions=conditions, device=prov["device"], on_gpu=on_gpu, parts=checkpoints.log)
-Markdown(report.swin_v2.conclusion(metrics))
+    timm_version=timm.__version__, conditions=conditions, device=prov["device"], on_gpu=on_gpu, parts=parts.log)
+Markdown(report.swin_v2.conclusion(metrics) + "\n\n" + bench.describe_parts(parts.log))
 
 # %% tags=["remove_cell"]
 provenance.save_results(metrics, provenance=prov)["metrics"]["parity"]

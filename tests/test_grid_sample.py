@@ -21,6 +21,7 @@ the full run; a case only moves between the two.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -518,10 +519,13 @@ def test_bench_forward_with_few_copies():
         bench.bench(bench.configs(("bilinear",), {"tiny": (1, 2, 8, 8)}), copies=0)
 
 
-def test_bench_chain_calls_the_kernel_once_per_copy_and_copies_nothing():
-    """The kernel time's JAX program: one call per copy, in order, and no data moved
-    around the calls (a lax.scan over stacked copies slices every copy out and writes
-    every output back, a cost PyTorch's loop does not pay)."""
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_bench_chain_calls_the_kernel_once_per_copy_and_copies_nothing(rounds):
+    """The kernel time's JAX program: one call per copy (per round), in order, and no data
+    moved around the calls (a lax.scan over stacked copies slices every copy out and writes
+    every output back, a cost PyTorch's loop does not pay); a second round over the same
+    copies (fed with the first round's outputs) is computed again, not merged with the first,
+    as XLA merged it when both rounds read the same arguments."""
     from sidebyside.sampling import bench, native
 
     copies = 3
@@ -529,16 +533,31 @@ def test_bench_chain_calls_the_kernel_once_per_copy_and_copies_nothing():
     xs = [jnp.asarray(x + i) for i in range(copies)]
     gs = [jnp.asarray(grid * (1 - 0.1 * i)) for i in range(copies)]
     step = lambda a, b: grid_sample(a, b, mode="bilinear")
-    program = bench.chain_program(step, copies)
+    program = bench.chain_program(step, copies, rounds)
     outs = program(xs, gs)
-    assert len(outs) == copies
-    for out, a, b in zip(outs, xs, gs):
-        np.testing.assert_array_equal(out, jax.jit(step)(a, b))
+    assert len(outs) == copies * rounds
+    fed = list(xs)
+    for i, out in zip(list(range(copies)) * rounds, outs):
+        np.testing.assert_array_equal(out, jax.jit(step)(fed[i], gs[i]))
+        fed[i] = out
     text = program.lower(xs, gs).compile().as_text()
     ops = re.findall(r"= \S+ ([a-z-]+)\(", text)
     assert not {"copy", "dynamic-slice", "slice", "dynamic-update-slice"} & set(ops), sorted(set(ops))
     if native.available():
-        assert ops.count("custom-call") == copies
+        assert ops.count("custom-call") == copies * rounds
+
+
+def test_bench_chain_is_long_against_dispatch_on_a_gpu():
+    from sidebyside.sampling import bench
+
+    mb = 2**20
+    # 32x3x256x256 float32 with its grid and cotangent (67 MB) against an H100's 50 MB L2: two copies fill
+    # twice the cache, and on a GPU 16 rounds over them make the 32 calls that outlast one dispatch.
+    assert bench.chain_shape(67 * mb, 50 * mb, gpu=True) == (2, 16)
+    assert bench.chain_shape(67 * mb, 50 * mb, gpu=False) == (2, 1)  # the CPU waits for each call: no rounds
+    assert bench.chain_shape(10 * mb, 50 * mb, gpu=True) == (10, 4)  # 40 calls
+    assert bench.chain_shape(1 * mb, 50 * mb, gpu=True) == (bench._MAX_COPIES, 1)
+    assert bench.chain_shape(67 * mb, 50 * mb, copies=5, gpu=True) == (5, 7)
 
 
 @pytest.mark.slow
@@ -570,6 +589,35 @@ def test_bench_run_in_a_child_process(capfd):
     assert out["results"]["nearest/tiny/forward"]["copies"] == 2
     shown = capfd.readouterr().err  # the child's progress, passed on as it ran
     assert "grid_sample bench" in shown and "1/1" in shown and "nearest/tiny" in shown
+
+
+@pytest.mark.slow
+def test_bench_run_each_saves_each_configuration_and_reads_it_back(tmp_path, monkeypatch):
+    from sidebyside.bench import Checkpoints
+    from sidebyside.sampling import bench
+
+    children = []
+
+    @functools.wraps(bench.run)
+    def counted(*args, **kwargs):
+        children.append(args)
+        return real_run(*args, **kwargs)
+
+    real_run = bench.run
+    monkeypatch.setattr(bench, "run", counted)
+    sizes, modes = {"tiny": (1, 2, 8, 8)}, ("nearest", "bilinear")
+    settings = dict(repeats=1, min_repeat_s=0.001, threads=1, copies=2, naive=False)
+    out = bench.run_each(sizes, modes, part=Checkpoints(tmp_path / "parts.json"), **settings)
+    # One child process per configuration, merged into run()'s record, with the command that runs them all.
+    assert children == [({"tiny": (1, 2, 8, 8)}, ("nearest",)), ({"tiny": (1, 2, 8, 8)}, ("bilinear",))]
+    assert set(out["results"]) == {f"{m}/tiny/{k}" for m in modes for k in ("forward", "forward+backward")}
+    assert out["threads"] == 1 and out["device_kind"] == "cpu"
+    assert out["command"] == ("python -m sidebyside.bench grid_sample --repeats 1 --min-repeat-s 0.001 --json <json> "
+                              "--modes nearest bilinear --shape tiny=1,2,8,8 --copies 2 --pallas-layouts points "
+                              "channels --threads 1")
+    again = Checkpoints(tmp_path / "parts.json")
+    assert bench.run_each(sizes, modes, part=again, **settings) == out and len(children) == 2  # read back
+    assert sorted(again.log) == ["bench/bilinear/tiny", "bench/nearest/tiny"]
 
 
 def test_bench_child_stderr_is_passed_on_as_it_comes_and_its_tail_kept(capfd):

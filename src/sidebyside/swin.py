@@ -44,13 +44,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
-import json
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -78,8 +74,6 @@ __all__ = [
     "JAX_TOOLS",
     "ladder",
     "first_step",
-    "Checkpoints",
-    "BudgetSpent",
 ]
 
 LOGIT_SCALE_MAX = math.log(1.0 / 0.01)  # timm clamps the learned scale at 100
@@ -1027,92 +1021,3 @@ def first_step(entry: dict[str, Any], *, batch_size: int, epoch_images: int = 94
             "first_step_s": first, "steps_per_epoch": steps, "epoch_images": epoch_images,
             "first_epoch_s": first + (steps - 1) * steady, "steady_epoch_s": steps * steady,
             "first_epoch_excess": (first - steady) / (steps * steady), "error": None}
-
-
-# ============================================================================= a run in parts
-
-
-class BudgetSpent(RuntimeError):
-    """A run stopped before a part that would not fit in its time budget; what finished is saved."""
-
-
-class Checkpoints:
-    """The expensive parts of a run (parity, each seed's training, each speed setting), saved to
-    one JSON file as each finishes, so that a run cut short by a time limit resumes where it stopped.
-
-    ``path``: the file ("" or None: off, every part is computed and nothing is saved).
-    ``budget_s``: seconds (from this object's creation) past which no part may be expected to end:
-    a part whose predicted cost (:meth:`predicted_s`) would take the run past it does not start,
-    and :class:`BudgetSpent` says so; 0: no budget.
-    A part is read back only if its name, its arguments and ``stamp`` (the device, the libraries'
-    versions, the commit; this module's and the timing harness's source are added) are the same:
-    anything else measures it again. ``log`` says, per part, whether this run measured it or read
-    it back, and its cost in seconds.
-    """
-
-    def __init__(self, path: str | os.PathLike | None = None, *, budget_s: float = 0.0,
-                 stamp: dict[str, Any] | None = None, clock: Callable[[], float] = time.monotonic):
-        from . import timing as sbs_timing
-
-        self.path = Path(path) if path else None
-        self.budget_s = float(budget_s or 0.0)
-        self.clock = clock
-        self.start = clock()
-        code = hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (sbs_timing, sbs_training))
-                              + Path(__file__).read_bytes()).hexdigest()[:16]
-        self.stamp = {**(stamp or {}), "code": code}
-        self.saved: dict[str, Any] = {}
-        if self.path is not None and self.path.is_file():
-            self.saved = json.loads(self.path.read_text())
-        self.log: dict[str, dict[str, Any]] = {}
-
-    def _key(self, name: str, args: tuple, kwargs: dict) -> str:
-        text = json.dumps({"name": name, "args": args, "kwargs": kwargs, "stamp": self.stamp},
-                          sort_keys=True, default=repr)
-        return hashlib.sha256(text.encode()).hexdigest()
-
-    def predicted_s(self, name: str) -> float:
-        """The cost of part ``name``: the largest measured so far of its kind (the name up to its
-        last "/"), else of its kind's kind ("speed/train/bfloat16/32" is first predicted by
-        "speed/train/float32/..."), else 0: a part of which nothing alike is known always starts."""
-        parts = name.split("/")
-        for depth in (len(parts) - 1, len(parts) - 2):
-            if depth < 1:
-                break
-            costs = [p["seconds"] for n, p in self.saved.items() if n.split("/")[:depth] == parts[:depth]
-                     and len(n.split("/")) == len(parts)]
-            if costs:
-                return max(costs)
-        return 0.0
-
-    def __call__(self, name: str, fn: Callable[..., Any], *args: Any,
-                 decode: Callable[[Any], Any] | None = None, **kwargs: Any) -> Any:
-        """``fn(*args, **kwargs)``, or its saved value (through ``decode``) when this part ran before
-        with the same arguments, stamp and code. A dataclass value is saved as its fields."""
-        if self.path is None:
-            return fn(*args, **kwargs)
-        key = self._key(name, args, kwargs)
-        saved = self.saved.get(name)
-        if saved is not None and saved["key"] == key:
-            self.log[name] = {"measured": "earlier run", "seconds": saved["seconds"]}
-            return decode(saved["value"]) if decode else saved["value"]
-        elapsed = self.clock() - self.start
-        predicted = self.predicted_s(name)
-        if self.budget_s and elapsed + predicted > self.budget_s:
-            done = sum(1 for p in self.log.values() if p["measured"] == "this run")
-            raise BudgetSpent(
-                f"the time budget of this run ({self.budget_s:.0f} s) is spent: {elapsed:.0f} s have passed and "
-                f"the next part, {name!r}, is expected to take {predicted:.0f} s. {done} parts were measured in "
-                f"this run and saved, with those of earlier runs, in {self.path}. Run the same command again, "
-                f"with that file in place (same commit, machine and libraries), to measure the rest.")
-        start = self.clock()
-        value = fn(*args, **kwargs)
-        seconds = self.clock() - start
-        stored = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
-        self.saved[name] = {"key": key, "seconds": seconds, "value": stored}
-        self.log[name] = {"measured": "this run", "seconds": seconds}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.saved, default=float))
-        os.replace(tmp, self.path)
-        return value

@@ -36,7 +36,7 @@ _PARITY_KEYS = ("max_abs_err", "grad_input_max_abs_err", "grad_grid_max_abs_err"
 SPEED_KEYS = ("jax_ms", "torch_ms", "ratio", "jax_iqr_ms", "torch_iqr_ms", "jax_q1_ms", "jax_q3_ms", "torch_q1_ms",
               "torch_q3_ms", "naive_ms", "implementation", "xla_ms", "xla_ratio", "shape", "jax_kernel_ms",
               "torch_kernel_ms", "kernel_ratio", "jax_kernel_iqr_ms", "torch_kernel_iqr_ms", "jax_kernel_q1_ms",
-              "jax_kernel_q3_ms", "torch_kernel_q1_ms", "torch_kernel_q3_ms", "copies", "inputs_bytes",
+              "jax_kernel_q3_ms", "torch_kernel_q1_ms", "torch_kernel_q3_ms", "copies", "calls", "inputs_bytes",
               "cache_bytes", "inputs_exceed_cache", "torch_kernel_tool", "pallas_channels_ms", "pallas_channels_ratio",
               "jax_channels_kernel_ms", "channels_kernel_ratio")
 

@@ -230,7 +230,8 @@ def summarise(*, parity_runs: Mapping[str, Mapping[str, Any]], accuracy: Mapping
     """The post's results record: ``parity``, ``accuracy``, ``speed`` (per precision/phase/batch
     ladder), ``first_step``, ``verdicts`` (speed verdicts, then accuracy) and what the numbers were
     measured on (models, data sizes, TF32, timm's version, the conditions, the device) and, for a
-    run in parts (:class:`sidebyside.swin.Checkpoints`), which part each run measured (``parts``)."""
+    run in parts (:class:`sidebyside.bench.Checkpoints`), which run measured each part, at
+    which commit (``parts``)."""
     verdicts = speed_verdicts(speed) + [accuracy_verdict(accuracy)]
     return {
         "parity": parity_record(parity_runs),

@@ -15,8 +15,17 @@ input and grid), each measured with both frameworks in one interleaved run
   than the last-level cache (``cache_bytes``; the L2 on a GPU) and every call reads
   its inputs from memory: JAX runs them in one jitted program, PyTorch as one
   CUDA graph (on the CPU, a loop: its dispatch, about 10 us, is small against a CPU
-  kernel). Divided by ``copies``: what the call costs inside a larger jitted model,
-  where JAX's dispatch is paid once for the whole program.
+  kernel). Divided by the number of calls: what the call costs inside a larger jitted
+  model, where JAX's dispatch is paid once for the whole program.
+
+  On a GPU the chain makes at least :data:`_MIN_GPU_CALLS` calls, going round the
+  copies as often as that takes (``calls``; each call still reads its copy from memory,
+  since the calls between two uses of a copy move more bytes than the L2 holds). With
+  only the copies (two at 32x3x256x256), one chain ran about as long as JAX's dispatch
+  of it: an H100 run measured JAX's "kernel" at 82 us a call where Nsight had
+  measured 33 us, against PyTorch's CUDA graph, whose launch costs a few
+  microseconds. The chain must be long against the dispatch for the time to be the
+  kernel's.
 
   The JAX program takes each copy as its own argument and calls the kernel once per
   copy, one after the other (an ``optimization_barrier`` orders them without moving
@@ -41,15 +50,20 @@ grid_sample`` prints the table (:func:`cli`).
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import math
 import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["SIZES", "GOALS", "configs", "inputs", "bench", "chain_program", "run", "goal_for", "goals_table", "cli"]
+from .. import progress
+
+__all__ = ["SIZES", "GOALS", "configs", "inputs", "bench", "chain_shape", "chain_program", "run", "run_each",
+           "goal_for", "goals_table", "cli"]
 
 # (N, C, H, W) for 2-D, (N, C, D, H, W) for 3-D; the output has the input's size.
 SIZES = {
@@ -66,6 +80,7 @@ GOALS = {
 
 _CPU_CACHE_BYTES = 32 * 2**20  # assumed last-level cache where none is reported
 _MAX_COPIES = 64  # the chain is unrolled: tiny inputs stop here (inputs_exceed_cache then says so)
+_MIN_GPU_CALLS = 32  # calls per chain on a GPU: 32 kernels of >= 20 us outlast one dispatch (30-160 us)
 
 
 def configs(modes=("nearest", "bilinear", "bicubic"), sizes=None) -> list[dict]:
@@ -148,7 +163,8 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
     with ``kernel``: ``jax_kernel_ms``, ``torch_kernel_ms``, ``kernel_ratio`` and
     their IQRs and quartiles, ``copies``, ``inputs_bytes`` (all copies together),
     ``cache_bytes``, ``inputs_exceed_cache`` (the L2 state: False only where
-    :data:`_MAX_COPIES` copies still fit), ``torch_kernel_tool`` ("cuda graph" or "loop"); ``shape``; ``implementation`` (the path ``jax_ms``
+    :data:`_MAX_COPIES` copies still fit), ``calls`` (chained calls per program: ``copies``, or on a
+    GPU at least :data:`_MIN_GPU_CALLS`, going round the copies), ``torch_kernel_tool`` ("cuda graph" or "loop"); ``shape``; ``implementation`` (the path ``jax_ms``
     took); ``xla_ms``/``xla_ratio`` (the XLA path, per call) where a kernel took it;
     ``naive_ms``/``naive_ratio`` for bilinear 2-D forward with ``naive``.
 
@@ -170,7 +186,6 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
     import torch.nn.functional as F
 
     from .. import timing
-    from ..progress import bar as progress_bar
     from . import choose_implementation, grid_sample, grid_sample_naive
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -178,7 +193,7 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
     cache = _cache_bytes(device)
     results: dict[str, dict[str, Any]] = {}
     todo = list(configs_ or configs())
-    shown = progress_bar(todo, desc="grid_sample bench", total=len(todo), file=sys.stderr, unit="config")
+    shown = progress.bar(todo, desc="grid_sample bench", total=len(todo), file=sys.stderr, unit="config")
     for cfg in shown:
         shown.set_postfix_str(cfg["name"], refresh=True)
         mode, shape = cfg["mode"], cfg["shape"]
@@ -205,7 +220,7 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
             return out, torch.autograd.grad(out, (a, b), c)
 
         bytes_per_call = x.nbytes + grid.nbytes + cot.nbytes
-        chained = copies or max(2, min(_MAX_COPIES, math.ceil(2 * cache / bytes_per_call)))
+        chained, rounds = chain_shape(bytes_per_call, cache, copies, gpu=device == "cuda")
         for kind, with_grad in (("forward", False), ("forward+backward", True)):
             if with_grad and not backward:
                 continue
@@ -238,38 +253,60 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
                     row[f"{extra}_ratio"] = timing.ratio(t[extra], t["torch"])
             if kernel:
                 row.update(_kernel_times(jax_step, torch_step, x, grid, cot, chained, with_grad, device, repeats,
-                                         min_repeat_s, layouts))
+                                         min_repeat_s, layouts, rounds=rounds))
                 row["cache_bytes"] = cache
                 row["inputs_exceed_cache"] = row["inputs_bytes"] > cache
             results[f"{cfg['name']}/{kind}"] = row
     return results
 
 
-def chain_program(step, copies: int):
+def chain_shape(bytes_per_call: int, cache_bytes: int, copies: int | None = None, *, gpu: bool) -> tuple[int, int]:
+    """``(copies, rounds)`` of the kernel time's chain: ``copies`` (default: enough copies of the
+    inputs to fill twice the last-level cache, 2 to :data:`_MAX_COPIES`) and, on a GPU, enough
+    rounds over them for at least :data:`_MIN_GPU_CALLS` calls (see the module docstring)."""
+    chained = copies or max(2, min(_MAX_COPIES, math.ceil(2 * cache_bytes / bytes_per_call)))
+    return chained, (math.ceil(_MIN_GPU_CALLS / chained) if gpu else 1)
+
+
+def _output(result):
+    """A step's output: the result itself, or its first element (a step that also returns gradients)."""
+    return result[0] if isinstance(result, tuple) else result
+
+
+def chain_program(step, copies: int, rounds: int = 1):
     """A jitted function of ``copies`` lists of arguments (``step``'s arguments, one list
-    per argument, one entry per copy) that calls ``step`` on each copy in turn inside
-    one program and returns every result. Each call waits for the previous one (an
-    ``optimization_barrier`` on its result and the next copy's arguments, which moves
-    no data), as PyTorch's loop of calls does; no argument is sliced or copied."""
+    per argument, one entry per copy) that calls ``step`` on each copy in turn, ``rounds``
+    times round, inside one program and returns every result. Each call waits for the
+    previous one (an ``optimization_barrier`` on its result and the next copy's
+    arguments, which moves no data), as PyTorch's loop of calls does; no argument is
+    sliced or copied. From the second round on, a copy's first argument is its output of
+    the round before (the step's output must have its first argument's shape, as
+    grid_sample's has here): the same bytes read as a fresh input would be, and a call
+    the compiler cannot merge with the one before on the same copy, as it would merge
+    two calls on the same arguments."""
     import jax
 
     @jax.jit
     def chained(*argument_lists):
         outs, previous = [], None
-        for i in range(copies):
-            args = tuple(arguments[i] for arguments in argument_lists)
+        fed = list(argument_lists[0])
+        for i in list(range(copies)) * rounds:
+            args = (fed[i], *(arguments[i] for arguments in argument_lists[1:]))
             if previous is not None:
                 previous, args = jax.lax.optimization_barrier((previous, args))
             previous = step(*args)
+            fed[i] = _output(previous)
             outs.append(previous)
         return outs
 
     return chained
 
 
-def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device, repeats, min_repeat_s, layouts=()):
-    """Per-call time of ``copies`` chained calls on fresh copies of the inputs (see
-    the module docstring); ``layouts``: other Pallas layouts to chain alike."""
+def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device, repeats, min_repeat_s, layouts=(),
+                  rounds: int = 1):
+    """Per-call time of ``copies * rounds`` chained calls going ``rounds`` times round ``copies``
+    copies of the inputs (see the module docstring); ``layouts``: other Pallas layouts to chain
+    alike."""
     import jax.numpy as jnp
     import numpy as np
     import torch
@@ -281,7 +318,7 @@ def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device,
     xs, gs, cs = ([jnp.asarray(np.array(a)) for _ in range(copies)] for a in (x, grid, cot))
 
     def chain(step):
-        return functools.partial(chain_program(step, copies), xs, gs, cs)
+        return functools.partial(chain_program(step, copies, rounds), xs, gs, cs)
 
     fns = {"jax": chain(functools.partial(jax_step, with_grad=with_grad))}
     for layout in layouts:
@@ -294,21 +331,28 @@ def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device,
             xt.requires_grad_(True)
             gt.requires_grad_(True)
         torch_inputs.append((xt, gt, ct))
-    calls = [lambda a=a, b=b, c=c: torch_step(a, b, c, with_grad) for a, b, c in torch_inputs]
-    torch_chain = _torch_kernel_fn(calls, device)
+
+    def torch_calls(inputs=tuple(torch_inputs)):  # the JAX chain's order and feeding (chain_program)
+        fed = [a for a, _, _ in inputs]
+        for i in list(range(copies)) * rounds:
+            _, b, c = inputs[i]
+            fed[i] = _output(torch_step(fed[i], b, c, with_grad))
+
+    torch_chain = _torch_kernel_fn([torch_calls], device)
     tool = "cuda graph" if getattr(torch_chain, "__name__", "") == "replay" else "loop"
     t = timing.compare({**fns, "torch": torch_chain}, repeats=repeats, min_repeat_s=min_repeat_s,
                        pipelined=device == "cuda")
     bytes_per_call = x.nbytes + grid.nbytes + (cot.nbytes if with_grad else 0)
-    row = {"copies": copies, "torch_kernel_tool": tool, "inputs_bytes": copies * bytes_per_call,
+    n = copies * rounds
+    row = {"copies": copies, "calls": n, "torch_kernel_tool": tool, "inputs_bytes": copies * bytes_per_call,
            "kernel_ratio": timing.ratio(t["jax"], t["torch"])}
     for side in ("jax", "torch"):
-        row.update({f"{side}_kernel_ms": t[side].median_s * 1e3 / copies,
-                    f"{side}_kernel_iqr_ms": t[side].iqr_s * 1e3 / copies,
-                    f"{side}_kernel_q1_ms": t[side].q1_s * 1e3 / copies,
-                    f"{side}_kernel_q3_ms": t[side].q3_s * 1e3 / copies})
+        row.update({f"{side}_kernel_ms": t[side].median_s * 1e3 / n,
+                    f"{side}_kernel_iqr_ms": t[side].iqr_s * 1e3 / n,
+                    f"{side}_kernel_q1_ms": t[side].q1_s * 1e3 / n,
+                    f"{side}_kernel_q3_ms": t[side].q3_s * 1e3 / n})
     for layout in layouts:
-        row[f"jax_{layout}_kernel_ms"] = t[layout].median_s * 1e3 / copies
+        row[f"jax_{layout}_kernel_ms"] = t[layout].median_s * 1e3 / n
         row[f"{layout}_kernel_ratio"] = timing.ratio(t[layout], t["torch"])
     del torch_inputs, fns
     return row
@@ -326,24 +370,55 @@ def run(sizes: dict, modes=("nearest", "bilinear", "bicubic"), *, repeats: int =
     output if it fails or outlasts ``timeout_s``."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "bench-grid-sample.json")
-        command = [sys.executable, "-m", "sidebyside.bench", "grid_sample", "--repeats", str(repeats),
-                   "--min-repeat-s", str(min_repeat_s), "--json", path, "--modes", *modes]
-        command += [arg for name, shape in sizes.items() for arg in ("--shape", f"{name}=" + ",".join(map(str, shape)))]
-        if naive:
-            command.append("--naive")
-        if not kernel:
-            command.append("--no-kernel")
-        if copies is not None:
-            command += ["--copies", str(copies)]
-        command += ["--pallas-layouts", *pallas_layouts]
-        if threads is not None:
-            command += ["--threads", str(threads)]
+        command = [sys.executable, *_arguments(sizes, modes, repeats=repeats, min_repeat_s=min_repeat_s,
+                                               threads=threads, naive=naive, kernel=kernel, copies=copies,
+                                               pallas_layouts=pallas_layouts, json_path=path)]
         returncode, tail = _run_passing_stderr_on(command, timeout_s)
         if returncode != 0:
             raise RuntimeError(f"benchmark failed ({' '.join(command[1:])}; exit: {returncode}):\n{tail}")
         with open(path) as f:
             out = json.load(f)
     out["command"] = " ".join(["python", *command[1:]]).replace(path, "<json>")
+    return out
+
+
+def _arguments(sizes: dict, modes, *, repeats: int, min_repeat_s: float, threads: int | None, naive: bool,
+               kernel: bool, copies: int | None, pallas_layouts, json_path: str = "<json>") -> list[str]:
+    """The command line of ``python -m sidebyside.bench grid_sample`` for these settings."""
+    args = ["-m", "sidebyside.bench", "grid_sample", "--repeats", str(repeats), "--min-repeat-s", str(min_repeat_s),
+            "--json", json_path, "--modes", *modes]
+    args += [arg for name, shape in sizes.items() for arg in ("--shape", f"{name}=" + ",".join(map(str, shape)))]
+    if naive:
+        args.append("--naive")
+    if not kernel:
+        args.append("--no-kernel")
+    if copies is not None:
+        args += ["--copies", str(copies)]
+    args += ["--pallas-layouts", *pallas_layouts]
+    if threads is not None:
+        args += ["--threads", str(threads)]
+    return args
+
+
+def run_each(sizes: dict, modes=("nearest", "bilinear", "bicubic"), *, part: Callable[..., Any] | None = None,
+             **kwargs: Any) -> dict:
+    """:func:`run`, for a run in parts: one configuration at a time, each in a fresh process,
+    merged into the record :func:`run` returns (``command``: the one command that measures them
+    all). ``part(name, fn, *args, **kwargs)`` runs each configuration: a
+    :class:`sidebyside.bench.Checkpoints` saves each as it finishes (part ``bench/<config>``),
+    reads back those an earlier run measured and stops before one that would overrun its budget.
+    Without ``part``: :func:`run`, in one process."""
+    if part is None:
+        return run(sizes, modes, **kwargs)
+    out: dict[str, Any] = {"results": {}}
+    for cfg in progress.bar(configs(tuple(modes), sizes), desc="grid_sample bench, per configuration"):
+        size = cfg["name"].split("/", 1)[1]
+        one = part(f"bench/{cfg['name']}", run, {size: tuple(cfg["shape"])}, (cfg["mode"],), **kwargs)
+        out["results"].update(one["results"])
+        out.update(threads=one["threads"], device_kind=one["device_kind"])
+    settings = {name: kwargs.get(name, p.default) for name, p in inspect.signature(run).parameters.items()
+                if p.kind is p.KEYWORD_ONLY and name != "timeout_s"}
+    out["command"] = " ".join(["python", *_arguments(sizes, tuple(modes), **settings)])
     return out
 
 
@@ -435,7 +510,7 @@ def cli(args, threads: int) -> int:
                 raise SystemExit(f"--shape wants NAME=N,C,H,W or NAME=N,C,D,H,W, got {spec!r}")
             sizes[name] = shape
     gpu = torch.cuda.is_available()
-    if gpu and "2d_large_gpu" not in sizes:
+    if gpu and not (args.sizes or args.shape):
         sizes["2d_large_gpu"] = (32, 3, 256, 256)  # the GPU goal is stated at N = 32, C = 3, 256 x 256
     results = bench(configs(tuple(args.modes), sizes), repeats=args.repeats, min_repeat_s=args.min_repeat_s,
                     naive=args.naive, kernel=not args.no_kernel, copies=args.copies,
