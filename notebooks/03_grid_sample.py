@@ -347,7 +347,8 @@ pd.DataFrame({
 metrics = report.grid_sample_parity.summarise(
     parity_rows, affine_rows, speed, device=record["device"], device_kind=record["device_kind"],
     torch_device=torch_device, parity_transform=parity_transform, warp_diff=warp_diff,
-    pitfall={"unsynchronised": wrong, "synchronised": right}, nan_backward_returncode=child.returncode)
+    pitfall={"unsynchronised": wrong, "synchronised": right}, nan_backward_returncode=child.returncode,
+    parts=parts.log)
 report.grid_sample_parity.results_table(metrics)
 
 # %% [markdown]

@@ -68,6 +68,19 @@ def test_record_keeps_every_key_the_site_and_the_tests_read():
     row = metrics["speed"]["nearest/3d/forward+backward"]
     assert row["goal"] == 2.0 and row["jax_kernel_q1_ms"] == pytest.approx(0.891)
     assert [v["question"] for v in metrics["verdicts"]][0].startswith("Does sidebyside.grid_sample")
+    assert metrics["parts"] == {}  # a run in one go
+
+
+def test_record_says_which_run_measured_each_part():
+    parity_rows, affine_rows, speed = _inputs()
+    parts = {"parity": {"measured": "earlier run", "seconds": 120.0, "commit": "aaa"},
+             "bench/bilinear/large": {"measured": "this run", "seconds": 40.0, "commit": "bbb"}}
+    metrics = gsp.summarise(parity_rows, affine_rows, speed, device="Test GPU", device_kind="gpu", torch_device="cuda",
+                            parity_transform="jit", warp_diff={"a": 0.0}, pitfall={
+                                "unsynchronised": SimpleNamespace(median_s=1e-5),
+                                "synchronised": SimpleNamespace(median_s=2e-3)},
+                            nan_backward_returncode=0, parts=parts)
+    assert metrics["parts"] == parts
     assert len(metrics["verdicts"]) == 3  # parity, kernel, per call
 
 

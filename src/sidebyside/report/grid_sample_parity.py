@@ -47,14 +47,16 @@ SPEED_KEYS = ("jax_ms", "torch_ms", "ratio", "jax_iqr_ms", "torch_iqr_ms", "jax_
 def summarise(parity_rows: Mapping[str, Mapping[str, Any]], affine_rows: Mapping[str, Mapping[str, Any]],
               speed: Mapping[str, Mapping[str, Any]], *, device: str, device_kind: str, torch_device: str,
               parity_transform: str, warp_diff: Mapping[str, float], pitfall: Mapping[str, Any],
-              nan_backward_returncode: int) -> dict[str, Any]:
+              nan_backward_returncode: int, parts: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The post's results record from what the notebook measured.
 
     ``parity_rows``/``affine_rows``: :func:`sidebyside.sampling.parity.measure` per
     configuration key; ``speed``: the benchmark's ``results``; ``warp_diff``: the
     photograph's largest difference per mode/padding; ``pitfall``: the two timings
     (``"unsynchronised"``, ``"synchronised"``: anything with ``median_s``);
-    ``nan_backward_returncode``: the exit code of PyTorch's CPU backward on a NaN grid.
+    ``nan_backward_returncode``: the exit code of PyTorch's CPU backward on a NaN grid;
+    ``parts``: for a run in parts (:class:`sidebyside.bench.Checkpoints`), which run measured each
+    part, at which commit.
     """
     from ..sampling import bench as sampling_bench
 
@@ -72,6 +74,7 @@ def summarise(parity_rows: Mapping[str, Mapping[str, Any]], affine_rows: Mapping
         "torch_cpu_nan_backward_returncode": int(nan_backward_returncode),
         "device": device,
         "device_kind": device_kind,
+        "parts": dict(parts or {}),
     }
     metrics["verdicts"] = [v.to_dict() for v in verdicts(metrics)]
     return metrics
