@@ -52,7 +52,7 @@ bench_repeats = 3
 # Cores for both libraries in the speed section (None: every core this process may use).
 bench_threads = None
 bench_min_repeat_s = 0.02
-# Calls chained for the kernel time (None: enough copies of the inputs to fill twice the last-level cache).
+# Copies of the inputs that the kernel time's chain goes round (None: enough to fill twice the last-level cache).
 bench_copies = None
 # A run in parts: the parity tables and each benchmark configuration are saved to this file as they
 # finish and read back by the next run; no part starts that would end past run_budget_s.

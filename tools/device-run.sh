@@ -13,9 +13,10 @@
 # each took are in timings.log.
 # Writes into $OUT (or build/device-run): gpu-run.tgz (_posts, images, _data, build/executed,
 # build/checkpoints) and the logs. Unpack the archive at the root of the same commit and commit
-# what it published as it is. A run in parts (swin-transformer-v2's gpu profile stops when its
-# time budget is spent, keeping what it measured in build/checkpoints/) goes on where it stopped
-# when the next call carries build/checkpoints/ back.
+# what it published as it is. A run in parts (the gpu profiles of grid-sample-parity and
+# swin-transformer-v2 stop when their time budget is spent, keeping what they measured in
+# build/checkpoints/) goes on where it stopped when the next call carries build/checkpoints/ back,
+# also at a later commit that changed none of the notebook's inputs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 slugs=${1:-fashion-mnist-pytorch-vs-flax,jit-and-autograd-timing,xla-and-scipy,grid-sample-parity,swin-transformer-v2}

@@ -249,7 +249,8 @@ def main(argv=None) -> int:
     gs.add_argument("--naive", action="store_true", help="also time the naive gather-all-corners JAX baseline")
     gs.add_argument("--no-kernel", action="store_true", help="skip the kernel times (chained calls in one program)")
     gs.add_argument("--copies", type=int, default=None,
-                    help="calls chained for the kernel time (default: enough inputs to fill twice the last-level cache)")
+                    help="copies of the inputs that the kernel time's chain goes round (default: enough to fill twice "
+                    "the last-level cache; on a GPU the chain makes at least 32 calls)")
     gs.add_argument("--pallas-layouts", nargs="+", default=["points", "channels"], choices=["points", "channels"],
                     help="layouts of the Pallas kernels to time where they run (a CUDA GPU)")
     gs.add_argument("--min-repeat-s", type=float, default=0.05, help="shortest duration of one repeat (s)")

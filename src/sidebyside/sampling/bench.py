@@ -164,14 +164,15 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
     their IQRs and quartiles, ``copies``, ``inputs_bytes`` (all copies together),
     ``cache_bytes``, ``inputs_exceed_cache`` (the L2 state: False only where
     :data:`_MAX_COPIES` copies still fit), ``calls`` (chained calls per program: ``copies``, or on a
-    GPU at least :data:`_MIN_GPU_CALLS`, going round the copies), ``torch_kernel_tool`` ("cuda graph" or "loop"); ``shape``; ``implementation`` (the path ``jax_ms``
-    took); ``xla_ms``/``xla_ratio`` (the XLA path, per call) where a kernel took it;
+    GPU at least :data:`_MIN_GPU_CALLS`, going round the copies), ``torch_kernel_tool`` ("cuda
+    graph" or "loop"); ``shape``; ``implementation`` (the path ``jax_ms`` took);
+    ``xla_ms``/``xla_ratio`` (the XLA path, per call) where a kernel took it;
     ``naive_ms``/``naive_ratio`` for bilinear 2-D forward with ``naive``.
 
-    ``copies``: how many calls the kernel time chains (default: enough copies of the
-    inputs to fill twice the last-level cache, at most :data:`_MAX_COPIES`). A smaller
-    number runs faster, and ``inputs_exceed_cache`` then says whether the inputs still
-    came from memory.
+    ``copies``: how many copies of the inputs the kernel time's chain goes round (default:
+    enough to fill twice the last-level cache, at most :data:`_MAX_COPIES`; see
+    :func:`chain_shape`). A smaller number runs faster, and ``inputs_exceed_cache`` then
+    says whether the inputs still came from memory.
 
     ``implementation``: the path the JAX side takes (default ``"auto"``, what a user
     gets; ``"pallas"`` on a CPU runs the kernels in Pallas' interpreter, which checks
