@@ -105,7 +105,7 @@ torch_device = "cuda" if torch.cuda.is_available() else "cpu"
 # Where a machine allows only a few minutes a command, the run is made in parts (sidebyside.bench.Checkpoints):
 # a part is read back while everything it ran with (code, notebook, parameters, pins) is unchanged.
 parts = bench.Checkpoints(checkpoint_file, budget_s=run_budget_s, commit=record["git_sha"],
-                                stamp={"provenance": {k: v for k, v in record.items() if k != "git_sha"}})
+                          stamp={"provenance": {k: v for k, v in record.items() if k != "git_sha"}})
 provenance.table(record)
 
 # %% [markdown]

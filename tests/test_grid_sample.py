@@ -560,6 +560,28 @@ def test_bench_chain_is_long_against_dispatch_on_a_gpu():
     assert bench.chain_shape(67 * mb, 50 * mb, copies=5, gpu=True) == (5, 7)
 
 
+def test_bench_kernel_chain_in_rounds_runs_on_both_sides_with_gradients():
+    """Rounds over the copies (as on a GPU), forward+backward: from the second round on, each side's
+    input is its output of the round before (for PyTorch a tensor with a history, not a leaf); both
+    chains run, and the time is per call of the whole chain."""
+    from sidebyside.sampling import bench
+
+    x, grid = bench.inputs((1, 2, 6, 7))
+    cot = np.ones_like(x)
+
+    def jax_step(a, b, c, with_grad=False):
+        out, vjp = jax.vjp(lambda p, q: grid_sample(p, q), a, b)
+        return (out, vjp(c)) if with_grad else out
+
+    def torch_step(a, b, c, with_grad=False):
+        out = F.grid_sample(a, b, align_corners=False)
+        return (out, torch.autograd.grad(out, (a, b), c)) if with_grad else out
+
+    row = bench._kernel_times(jax_step, torch_step, x, grid, cot, 2, True, "cpu", 1, 0.001, rounds=3)
+    assert row["copies"] == 2 and row["calls"] == 6 and row["torch_kernel_tool"] == "loop"
+    assert row["jax_kernel_ms"] > 0 and row["torch_kernel_ms"] > 0
+
+
 @pytest.mark.slow
 def test_bench_returns_kernel_and_per_call_times(monkeypatch):
     from sidebyside.sampling import bench

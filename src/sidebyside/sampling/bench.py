@@ -337,7 +337,9 @@ def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device,
         fed = [a for a, _, _ in inputs]
         for i in list(range(copies)) * rounds:
             _, b, c = inputs[i]
-            fed[i] = _output(torch_step(fed[i], b, c, with_grad))
+            # the output as a new leaf (no copy): the next call differentiates with respect to it as to a
+            # fresh input, not back through the call that made it
+            fed[i] = _output(torch_step(fed[i], b, c, with_grad)).detach().requires_grad_(with_grad)
 
     torch_chain = _torch_kernel_fn([torch_calls], device)
     tool = "cuda graph" if getattr(torch_chain, "__name__", "") == "replay" else "loop"
