@@ -185,3 +185,74 @@ def test_unnormalize_does_not_depend_on_what_the_compiler_fuses(size):
     plain, fused = _both_ways(lambda v: taps.unnormalize(v, size, False, fused=False), g)
     np.testing.assert_array_equal(plain, twice)
     np.testing.assert_array_equal(fused, twice)
+
+
+# ------------------------------------------------ a compiler that keeps excess precision
+
+HALF = (np.dtype(jnp.float16), np.dtype(jnp.bfloat16))
+
+
+def evaluate_wide(jaxpr, consts, args):
+    """Evaluate a closed jaxpr with every float16/bfloat16 value held in float32: arithmetic on
+    them is not rounded to the dtype and casts to them are skipped, as XLA may do inside a fusion
+    where it allows excess precision (an H100 did; XLA:CPU did not). ``reduce_precision`` runs."""
+    env = {}
+
+    def widen(a):
+        a = np.asarray(a)
+        return a.astype(np.float32) if a.dtype in HALF else a
+
+    def read(v):
+        return widen(v.val if isinstance(v, Literal) else env[v])
+
+    for v, c in zip(jaxpr.constvars, consts):
+        env[v] = widen(c)
+    for v, a in zip(jaxpr.invars, args):
+        env[v] = widen(a)
+    for eqn in jaxpr.eqns:
+        vals = [read(v) for v in eqn.invars]
+        inner = eqn.params.get("call_jaxpr") or eqn.params.get("jaxpr")
+        if inner is not None and hasattr(inner, "jaxpr"):
+            outs = evaluate_wide(inner.jaxpr, inner.consts, vals)
+        elif eqn.primitive.name == "convert_element_type" and np.dtype(eqn.params["new_dtype"]) in HALF:
+            outs = [vals[0]]
+        else:
+            outs = eqn.primitive.bind(*vals, **eqn.params)
+            outs = outs if eqn.primitive.multiple_results else [outs]
+        for v, o in zip(eqn.outvars, outs):
+            env[v] = widen(o)
+    return [read(v) for v in jaxpr.outvars]
+
+
+def _plain_and_wide(fn, g):
+    closed = jax.make_jaxpr(fn)(g)
+    plain = evaluate(closed.jaxpr, closed.consts, [g], fuse=False)[0]
+    wide = evaluate_wide(closed.jaxpr, closed.consts, [g])[0]
+    return np.asarray(plain).astype(np.float32), np.asarray(wide)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, jnp.bfloat16])
+@pytest.mark.parametrize("size", [345, 456])
+def test_half_precision_coordinates_do_not_depend_on_excess_precision(size, dtype):
+    """In float16 and bfloat16 the coordinate arithmetic (unnormalise, then reflect) rounds to the
+    dtype after every operation, as PyTorch's CPU kernels do, and keeps that rounding when the
+    compiler keeps float32 between operations. The plain expression it replaced does not: on an
+    H100, XLA's excess precision moved coordinates across pixel and reflection boundaries (a float16
+    3-D reflection case failed parity in its grid gradient)."""
+    g = jnp.asarray(np.concatenate([hard_values(size, count=300), np.linspace(-3, 3, 601, dtype=np.float32)]),
+                    dtype)
+    g16 = np.asarray(g)
+    one, scale, half = (np.asarray(c, dtype) for c in (1, size / 2, 0.5))
+    want = ((g16 + one) * scale) - half  # NumPy rounds each operation to the dtype
+    for fused in (True, False):
+        for padding in ("zeros", "reflection"):
+            fn = lambda v, fused=fused, padding=padding: taps.pad(  # noqa: E731
+                taps.unnormalize(v, size, False, fused=fused), size, padding, False)
+            plain, wide = _plain_and_wide(fn, g)
+            np.testing.assert_array_equal(wide, plain, err_msg=f"fused={fused}, {padding}")
+    plain, _ = _plain_and_wide(lambda v: taps.unnormalize(v, size, False), g)
+    np.testing.assert_array_equal(plain, want.astype(np.float32))
+    # The plain expression the half-precision path used before: excess precision changes it.
+    plain, wide = _plain_and_wide(lambda v: (v + 1) * (size / 2) - 0.5, g)
+    np.testing.assert_array_equal(plain, want.astype(np.float32))
+    assert (wide != plain).sum() >= 20

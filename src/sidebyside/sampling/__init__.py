@@ -29,8 +29,10 @@ What "PyTorch's semantics" means here, point by point:
 - Bicubic uses A = -0.75 and applies the padding to each of its 16 integer taps.
 - Nearest rounds half to even.
 - Half precision (float16, bfloat16) is computed in the dtype, as PyTorch's CPU
-  kernels do. XLA may keep float32 between fused operations, which changes the last
-  bit of some gradients.
+  kernels do. The coordinates round every operation to the dtype explicitly
+  (``taps.round_to_dtype``), so that which pixel a point falls in does not depend on
+  XLA keeping float32 between fused operations; elsewhere it may, which changes the
+  last bit of some outputs and gradients.
 - Gradients (with respect to input and grid) are those of PyTorch's backward: a
   coordinate clipped at a border, or equal to it, passes no gradient to the grid (the
   clip is written with ``where``, never ``clip``/``maximum``, which would split a

@@ -204,8 +204,9 @@ def tolerance(config: Config, quantity: str = "output", atomic: bool = False) ->
       ~1e-16. A coordinate off by one ulp is not covered: on the "affine" case it
       costs 1e-5 to 1e-4 of the scale in the output and O(1) in the grid gradient.
     - float16 (eps 2**-10) and bfloat16 (eps 2**-7): PyTorch rounds every operation
-      to the dtype; so does JAX here, except that XLA may keep float32 between fused
-      operations. Outputs: 2 eps (one rounding more or less). Gradients: 8 eps; each
+      to the dtype; so does JAX here, explicitly for the coordinates (:mod:`.taps`),
+      while in the interpolation XLA may keep float32 between fused operations.
+      Outputs: 2 eps (one rounding more or less). Gradients: 8 eps; each
       gradient element is a sum, in the dtype, of up to 16 products (bicubic's taps)
       accumulated in a different order, and every rounding of a partial sum can
       differ by eps of it.

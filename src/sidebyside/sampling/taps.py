@@ -29,7 +29,15 @@ the CPU)
 
 (``(g + 1) / 2`` and the final ``/ 2`` are exact, so both tables agree with torch's
 formulas bit for bit.) float16 and bfloat16 keep the plain expressions, rounded in
-the dtype as PyTorch's CPU kernels round them.
+the dtype after every operation as PyTorch's CPU kernels round them. XLA may keep
+half-precision intermediates in float32 inside a fusion ("excess precision", allowed by
+default; an H100 run did so where the CPU did not), which moves a coordinate across a
+pixel or reflection boundary now and then. So the coordinate arithmetic of those dtypes
+(:func:`unnormalize`, :func:`reflect`) runs in float32 with an explicit rounding to the
+dtype after each operation (``lax.reduce_precision``, which XLA keeps): every float32
+result of two half-precision operands is exact or, for a quotient, rounded finely
+enough that rounding it again to the dtype gives the correctly rounded result, so this
+is the dtype's own arithmetic whatever XLA fuses.
 """
 
 from __future__ import annotations
@@ -40,7 +48,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["FORWARD_MODE_HELP", "first_order_only", "MODES", "PADDING_MODES", "fma_rn", "mul_rn", "unnormalize", "pad", "round_half_even", "finite_or_out",
+__all__ = ["FORWARD_MODE_HELP", "first_order_only", "MODES", "PADDING_MODES", "fma_rn", "mul_rn", "round_to_dtype",
+           "unnormalize", "pad", "round_half_even", "finite_or_out",
            "cubic_coefficients", "axis_taps", "taps_2d", "taps_3d", "combine_rows"]
 
 MODES = ("nearest", "bilinear", "bicubic")
@@ -80,6 +89,45 @@ def first_order_only(fn, path: str, static: tuple[int, ...]):
 
 def _exact_dtype(x) -> bool:
     return np.dtype(x.dtype) in _SPLIT
+
+
+# (exponent bits, significand bits without the implicit one) of the half-precision dtypes
+_HALF_FORMATS = {np.dtype(jnp.float16): (5, 10), np.dtype(jnp.bfloat16): (8, 7)}
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1,))
+def round_to_dtype(v, dtype):
+    """float32 ``v`` rounded to the half-precision ``dtype`` (to nearest, ties to even), kept in
+    float32: what ``v.astype(dtype).astype(float32)`` gives, in operations XLA does not remove
+    (it may drop that pair of casts where it allows excess precision). ``reduce_precision``
+    flushes float16's subnormals to zero, so those are rounded on their own grid; bfloat16 has
+    float32's exponent range, and its subnormals are float32's, which XLA flushes anyway.
+    Derivative: 1."""
+    rounded = jax.lax.reduce_precision(v, *_HALF_FORMATS[np.dtype(dtype)])
+    info = jnp.finfo(dtype)
+    if float(info.smallest_normal) <= float(jnp.finfo(jnp.float32).smallest_normal):
+        return rounded
+    step = float(info.smallest_subnormal)
+    subnormal = jnp.round(v / step) * step  # exact scalings by a power of two; round is ties-to-even
+    return jnp.where(jnp.abs(v) < float(info.smallest_normal), subnormal, rounded)
+
+
+@round_to_dtype.defjvp
+def _round_to_dtype_jvp(dtype, primals, tangents):
+    return round_to_dtype(primals[0], dtype), tangents[0]
+
+
+def _in_dtype_arithmetic(x):
+    """``(value, rounded, constant, back)`` for arithmetic that rounds like ``x``'s dtype after
+    every operation: for float32/float64 ``x`` itself and identities; for float16/bfloat16 ``x`` in
+    float32, :func:`round_to_dtype` (apply it to every operation's result), a Python constant
+    rounded to the dtype, and the cast back (see the module docstring)."""
+    if np.dtype(x.dtype) not in _HALF_FORMATS:
+        same = lambda v: v  # noqa: E731
+        return x, same, same, same
+    dtype = x.dtype
+    return (x.astype(jnp.float32), lambda v: round_to_dtype(v, dtype),
+            lambda c: float(np.asarray(c, dtype)), lambda v: v.astype(dtype))
 
 
 def _significant_bits(b: float) -> int:
@@ -188,10 +236,11 @@ def unnormalize(g, size: int, align_corners: bool, fused: bool = True):
     """Grid value in [-1, 1] -> pixel coordinate, with PyTorch's roundings: ``fused``
     as its CUDA and 2-D CPU kernels (one rounding), else as its 3-D CPU kernel (see
     the module docstring). Gradient: ``size / 2`` (``(size - 1) / 2``)."""
-    if not _exact_dtype(g):  # half precision: as written, in the dtype
+    if not _exact_dtype(g):  # half precision: as written, each operation rounded to the dtype
+        v, r, c, back = _in_dtype_arithmetic(g)
         if align_corners:
-            return (g + 1) * ((size - 1) / 2) if fused else ((g + 1) / 2) * (size - 1)
-        return (g + 1) * (size / 2) - 0.5 if fused else ((g + 1) * size - 1) / 2
+            return back(r(r(v + 1) * c((size - 1) / 2)) if fused else r(r(r(v + 1) / 2) * c(size - 1)))
+        return back(r(r(r(v + 1) * c(size / 2)) - 0.5) if fused else r(r(r(r(v + 1) * c(size)) - 1) / 2))
     if align_corners:
         return mul_rn(g + 1, (size - 1) / 2) if fused else mul_rn((g + 1) / 2, float(size - 1))
     if fused:
@@ -220,20 +269,22 @@ def reflect(x, size: int, align_corners: bool, vectorised: bool):
         low, span = -0.5, float(size)
     if span == 0:
         return jnp.zeros_like(x)
-    t = x - low
+    v, r, c, back = _in_dtype_arithmetic(x)  # half precision: each operation rounded to the dtype
+    span = c(span)
+    t = r(v - low)
     negative = t < 0
     a = jnp.where(negative, -t, t)  # d a / d x is -1 or +1 (+1 at 0, as PyTorch)
     if vectorised:
-        twice = 2 * span
-        double_flips = jax.lax.stop_gradient(jnp.trunc(a / twice))
-        extra = a - double_flips * twice
-        reflected = twice - extra
+        twice = c(2 * span)
+        double_flips = jax.lax.stop_gradient(jnp.trunc(r(a / twice)))
+        extra = r(a - r(double_flips * twice))
+        reflected = r(twice - extra)
         flip = extra > reflected
-        return jnp.where(flip, reflected, extra) + low
-    extra = jnp.fmod(a, span)
-    flips = jax.lax.stop_gradient(jnp.floor(a / span))
+        return back(r(jnp.where(flip, reflected, extra) + low))
+    extra = r(jnp.fmod(a, span))
+    flips = jax.lax.stop_gradient(jnp.floor(r(a / span)))
     odd = jnp.fmod(flips, 2) == 1
-    return jnp.where(odd, span - extra + low, extra + low)
+    return back(jnp.where(odd, r(r(span - extra) + low), r(extra + low)))
 
 
 def pad(x, size: int, padding_mode: str, align_corners: bool, vectorised: bool = True):
