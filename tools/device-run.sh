@@ -66,7 +66,8 @@ for slug in ${slugs//,/ }; do
     sleep 2
   fi
 done
-# build/checkpoints: the parts a run in parts has measured (swin's gpu profile), to carry into the next call.
+# build/checkpoints: the parts a run in parts has measured (grid-sample-parity and swin-transformer-v2), to carry
+# into the next call.
 tar czf "$out/gpu-run.tgz" _posts images _data $(ls -d build/executed build/checkpoints 2>/dev/null)
 cat "$out/timings.log"
 echo "packed $(du -h "$out/gpu-run.tgz" | cut -f1) into $out/gpu-run.tgz (commit $SIDEBYSIDE_GIT_SHA); exit $status"
