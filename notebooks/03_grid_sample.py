@@ -84,6 +84,7 @@ import jax
 import jax.numpy as jnp
 import matplotlib.cbook
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 import numpy as np
 import pandas as pd
 import torch
@@ -120,7 +121,7 @@ provenance.table(record)
 #
 # `sidebyside.sampling` is a package with a small face: `grid_sample` checks its arguments and picks a path; one module (`taps`) holds the arithmetic above, and every path builds on it. The plain `jax.numpy` path (`implementation="xla"`) has no custom derivative rule, so `jit`, `vmap`, `grad` and forward mode all apply.
 #
-# On a CUDA GPU, 4-D float32 calls take two Pallas kernels (Triton), one for the forward pass and one for the backward pass, which do what PyTorch's CUDA kernel does: one pass per output point, the coordinates and weights computed once and kept in registers while the channels are read, the input gradient scattered with atomic adds. They build their taps with the same `taps` module and take the grid gradient as the forward-mode derivative of those same weights; the tests run them in Pallas' interpreter against PyTorch on the CPU. On a CPU, float32 calls (2-D and 3-D) go to a C++ kernel called through XLA's FFI (`sidebyside.sampling.native`, built with `g++` on first use and verified by size and hash before it is loaded), which splits the batch over XLA's own CPU thread pool as PyTorch splits it over its threads. Both kernels carry a custom VJP: `jit`, `vmap` and `grad` work; forward mode or a gradient of a gradient raises an error that says to pass `implementation="xla"`.
+# On a CUDA GPU, float32 calls (4-D in every mode, 5-D in nearest and trilinear) take two Pallas kernels (Triton), one for the forward pass and one for the backward pass, which do what PyTorch's CUDA kernel does: one pass per output point, the coordinates and weights computed once and kept in registers while the channels are read, the input gradient scattered with atomic adds. They build their taps with the same `taps` module and take the grid gradient as the forward-mode derivative of those same weights; the tests run them in Pallas' interpreter against PyTorch on the CPU. On a CPU, float32 calls (2-D and 3-D) go to a C++ kernel called through XLA's FFI (`sidebyside.sampling.native`, built with `g++` on first use and verified by size and hash before it is loaded), which splits the batch over XLA's own CPU thread pool as PyTorch splits it over its threads. Both kernels carry a custom VJP: `jit`, `vmap` and `grad` work; forward mode or a gradient of a gradient raises an error that says to pass `implementation="xla"`.
 
 # %% [markdown]
 # ## 2. Parity, configuration by configuration
@@ -237,21 +238,31 @@ plt.show()
 # Two different questions get two different numbers, both measured with PyTorch and JAX in one interleaved run (`sidebyside.timing.compare`: first call and compilation apart, every result waited for, median and quartiles of the repeats), float32, a random affine warp; forward+backward is the output and the gradient with respect to both input and grid.
 #
 # - **Kernel time**: what one call costs inside a larger compiled program. Many calls are chained in one program, each on its own copy of the inputs, the copies together at least twice the size of the last-level cache (the L2 on a GPU), so that every call reads its inputs from memory rather than from a cache warmed by the previous call: JAX as one jitted program that calls the kernel once per copy, in order, PyTorch as one CUDA graph on a GPU (a loop on the CPU). Neither side moves any data between calls: a `lax.scan` over stacked copies would slice each copy out and write each output back, two copies per call that PyTorch's loop does not make, which would count against JAX. Inside a jitted model, JAX's dispatch is paid once for the whole program, so this is the number that matters there. On a GPU the chain makes at least 32 calls, going round the copies as often as that takes: a chain of two large calls runs about as long as JAX takes to dispatch it, and would time the dispatch, not the kernels.
+# - **The memory floor**: the time a call would take if it did nothing but move its data: each array it reads or writes, once (input, grid and output; in forward+backward also the grid, the cotangent and, except in nearest, the input again, and both gradients), at the speed of a plain copy (PyTorch's `copy_` of a buffer four times the last-level cache) measured on the same device in the same run. A kernel's share of the floor's speed is the floor divided by its kernel time: 100% would be a kernel as fast as a copy of its data. Where a kernel is far below it, arithmetic or scattered reads set its pace, not memory.
 # - **Per-call time**: a Python loop of calls, as a script that calls `grid_sample` on its own makes them. Each framework's dispatch is included: JAX's costs tens of microseconds per call whatever the size of the problem, PyTorch's about ten, so a small problem can be faster in JAX's kernel and slower in JAX's loop. On a GPU the calls of a repeat are issued back to back and waited for once.
 #
-# Where `grid_sample` takes a kernel (Pallas on a GPU, native on a CPU), the `jax.numpy` (XLA) path is timed in the same run; in bilinear 2-D forward the naive formulation (gather the four corners of every point from a zero-padded image, weight and sum) runs alongside, as the baseline most ports use. On a GPU the Pallas kernels are also timed in their second layout (`pallas_layout="channels"`: tiles of points by channels, each point's taps reused across a block of channels), which may suit many channels better; `implementation="auto"` keeps the first until such a run shows which wins. The benchmark runs in a fresh process, `python -m sidebyside.bench grid_sample`, because the thread count of XLA's CPU client is fixed when JAX starts: there both libraries get the same cores. A run in parts (the gpu profile, made in device calls of a few minutes) starts one such process per configuration and saves each configuration as it finishes.
+# Where `grid_sample` takes a kernel (Pallas on a GPU, native on a CPU), the `jax.numpy` (XLA) path is timed in the same run; in bilinear 2-D forward the naive formulation (gather the four corners of every point from a zero-padded image, weight and sum) runs alongside, as the baseline most ports use. On a GPU the Pallas kernels are also timed in their second layout (`pallas_layout="channels"`: tiles of points by channels, each point's taps reused across a block of channels), which may suit many channels better; `implementation="auto"` keeps the first, which was the faster in every configuration of an earlier run on an H100; the columns "Pallas channels layout / PyTorch" show this run's figures. The benchmark runs in a fresh process, `python -m sidebyside.bench grid_sample`, because the thread count of XLA's CPU client is fixed when JAX starts: there both libraries get the same cores. A run in parts (the gpu profile, made in device calls of a few minutes) starts one such process per configuration and saves each configuration as it finishes.
 
 # %%
 bench_run = sampling_bench.run_each({k: tuple(v) for k, v in bench_sizes.items()}, tuple(bench_modes),
                                     part=parts if checkpoint_file else None, repeats=bench_repeats,
                                     min_repeat_s=bench_min_repeat_s, threads=bench_threads, copies=bench_copies)
 speed = bench_run["results"]
-goals = sampling_bench.goals_table(speed, record["device_kind"])
-goals.insert(0, "JAX implementation", [speed[k]["implementation"] for k in goals.index])
+speed_rows = sampling_bench.speed_table(speed)
+speed_rows.insert(0, "JAX implementation", [speed[k]["implementation"] for k in speed_rows.index])
 with pd.option_context("display.float_format", "{:.3g}".format, "display.width", 200):
-    display(goals)
+    display(speed_rows)
 Markdown(f"{bench_run['device_kind'].upper()}, {verdict.plural(bench_run['threads'], 'thread')} for both libraries: "
          f"`{bench_run['command']}`")
+
+# %% [markdown]
+# The goals this device is held to (`sidebyside.sampling.bench.goals`): per call everywhere they are set; on a GPU also each kernel against PyTorch's CUDA kernel (at most 0.8 of its time at 32×3×256², 8×64×128² and 4×8×32×64², forward and forward+backward) and the forward at 32×3×256² at 70% of the memory floor's speed or more.
+
+# %%
+goals = sampling_bench.goals_table(speed, record["device_kind"])
+with pd.option_context("display.float_format", "{:.3g}".format, "display.width", 200):
+    display(goals.set_index(["config", "goal"]))
+Markdown(sampling_bench.goals_summary(goals))
 
 # %% figure="speed-ratios" alt="Bar chart of JAX time divided by PyTorch time for each grid_sample configuration, per kernel and per call, with the goals marked"
 fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(speed) + 1.4))
@@ -267,10 +278,14 @@ if xla_keys:
                color="black", marker="o", facecolors="none", zorder=3, label="JAX XLA path, per call")
 ax.axvline(1.0, color=viz.COLORS["torch"], lw=2, label="PyTorch (= 1)")
 for k in labels:
-    g = sampling_bench.goal_for(k, record["device_kind"])
-    if g is not None:
-        ax.plot([g, g], [labels.index(k), labels.index(k) + 0.4], color="black", lw=1.5)
+    for g in sampling_bench.goals(k, speed[k], record["device_kind"]):
+        if g["goal"] == "per call":
+            ax.plot([g["limit"]] * 2, [labels.index(k), labels.index(k) + 0.4], color="black", lw=1.5)
+        if g["goal"] == "kernel":
+            ax.plot([g["limit"]] * 2, [labels.index(k) - 0.4, labels.index(k)], color="black", lw=1.5, ls=":")
 ax.plot([], [], color="black", lw=1.5, label="per-call goal")
+if any(g["goal"] == "kernel" for k in labels for g in sampling_bench.goals(k, speed[k], record["device_kind"])):
+    ax.plot([], [], color="black", lw=1.5, ls=":", label="kernel goal")
 ax.set_xscale("log")
 ax.set_yticks(ypos, labels, fontsize=7)
 ax.invert_yaxis()
@@ -278,6 +293,30 @@ ax.set(xlabel="time relative to PyTorch (JAX / PyTorch, log scale)", ylabel="con
        title=f"grid_sample speed on {record['device']}")
 ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
 plt.show()
+
+# %% figure="floor-speed" alt="Bar chart of each grid_sample kernel's share of the memory floor's speed, JAX and PyTorch side by side for each configuration, with the goal marked where one is set"
+floor_keys = [k for k in labels if speed[k].get("jax_floor_speed") is not None]
+if floor_keys:
+    fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(floor_keys) + 1.4))
+    ypos = np.arange(len(floor_keys))
+    ax.barh(ypos - 0.2, [speed[k]["jax_floor_speed"] for k in floor_keys], height=0.4, color=viz.COLORS["jax"],
+            label="JAX kernel")
+    ax.barh(ypos + 0.2, [speed[k]["torch_floor_speed"] for k in floor_keys], height=0.4, color=viz.COLORS["torch"],
+            label="PyTorch kernel")
+    floor_goals = [(i, g["limit"]) for i, k in enumerate(floor_keys)
+                   for g in sampling_bench.goals(k, speed[k], record["device_kind"]) if g["goal"] == "memory floor"]
+    for i, limit in floor_goals:
+        ax.plot([limit, limit], [i - 0.4, i], color="black", lw=1.5)
+    if floor_goals:
+        ax.plot([], [], color="black", lw=1.5, label="goal (JAX)")
+    ax.axvline(1.0, color="grey", ls="--", lw=1, label="the floor: a plain copy's speed")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+    ax.set_yticks(ypos, floor_keys, fontsize=7)
+    ax.invert_yaxis()
+    ax.set(xlabel="share of the memory floor's speed (floor time / kernel time)", ylabel="configuration",
+           title=f"How close each kernel comes to moving only its data, {record['device']}")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3)
+    plt.show()
 
 # %% [markdown]
 # ### The asynchronous-timing pitfall

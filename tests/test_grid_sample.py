@@ -515,8 +515,66 @@ def test_bench_forward_with_few_copies():
     assert row["jax_ms"] > 0 and row["torch_ms"] > 0 and row["naive_ms"] > 0 and row["jax_kernel_ms"] > 0
     assert row["kernel_ratio"] == pytest.approx(row["jax_kernel_ms"] / row["torch_kernel_ms"])
     assert row["inputs_bytes"] == 3 * (2 * 8 * 8 * 4 + 8 * 8 * 2 * 4) and not row["inputs_exceed_cache"]
+    # The memory floor: input, grid and output once, at the copy speed measured in the same process.
+    assert row["min_bytes"] == 2 * 8 * 8 * 4 + 8 * 8 * 2 * 4 + 2 * 8 * 8 * 4
+    assert row["floor_ms"] == pytest.approx(row["min_bytes"] / (row["copy_gbs"] * 1e9) * 1e3)
+    assert row["jax_floor_speed"] == pytest.approx(row["floor_ms"] / row["jax_kernel_ms"])
+    assert row["torch_floor_speed"] == pytest.approx(row["floor_ms"] / row["torch_kernel_ms"])
     with pytest.raises(ValueError, match="copies must be at least 1"):
         bench.bench(bench.configs(("bilinear",), {"tiny": (1, 2, 8, 8)}), copies=0)
+
+
+def test_bench_min_bytes_counts_each_array_once():
+    from sidebyside.sampling import bench
+
+    i, g, o = 100, 20, 50  # input, grid, output bytes
+    assert bench.min_bytes(i, g, o, "bilinear", with_grad=False) == i + g + o
+    # backward: read grid, cotangent (the output's size) and input; write both gradients
+    assert bench.min_bytes(i, g, o, "bilinear", with_grad=True) == (i + g + o) + (g + o + i) + (i + g)
+    # nearest's backward never reads the input (its grid gradient is zero)
+    assert bench.min_bytes(i, g, o, "nearest", with_grad=True) == (i + g + o) + (g + o) + (i + g)
+
+
+def test_bench_copy_bandwidth_is_a_plausible_memory_speed():
+    from sidebyside.sampling import bench
+
+    speed = bench.copy_bandwidth("cpu", 2**20, repeats=2, min_repeat_s=0.01)
+    assert 1e8 < speed < 1e13  # bytes/s: 0.1 GB/s to 10 TB/s
+
+
+def _goal_row(shape, ratio=0.9, kernel_ratio=0.7, floor_speed=0.75):
+    return {"shape": list(shape), "ratio": ratio, "kernel_ratio": kernel_ratio, "jax_floor_speed": floor_speed}
+
+
+def test_bench_goals_follow_the_device_the_shape_and_the_numbers():
+    from sidebyside.sampling import bench
+
+    named = lambda found: {g["goal"]: g["met"] for g in found}
+    # On a GPU at 32x3x256x256, the forward has all three goals; they flip with their numbers.
+    assert named(bench.goals("bilinear/2d_large_gpu/forward", _goal_row((32, 3, 256, 256)), "gpu")) == {
+        "per call": True, "kernel": True, "memory floor": True}
+    assert named(bench.goals("bilinear/2d_large_gpu/forward", _goal_row((32, 3, 256, 256), 1.1, 0.85, 0.6), "gpu")) == {
+        "per call": False, "kernel": False, "memory floor": False}
+    # forward+backward: no floor goal; 8x64x128x128 and the 3-D size: the kernel goal alone.
+    assert named(bench.goals("nearest/2d_large_gpu/forward+backward", _goal_row((32, 3, 256, 256)), "gpu")) == {
+        "per call": True, "kernel": True}
+    assert named(bench.goals("bicubic/2d_channels/forward", _goal_row((8, 64, 128, 128)), "gpu")) == {"kernel": True}
+    assert named(bench.goals("bilinear/3d/forward+backward", _goal_row((4, 8, 32, 64, 64), kernel_ratio=0.9),
+                             "gpu")) == {"kernel": False}
+    assert bench.goals("bilinear/2d_small/forward", _goal_row((32, 3, 128, 128)), "gpu") == []
+    # A run without kernel times: the kernel goal is there, not measured.
+    row = {"shape": [8, 64, 128, 128], "ratio": 1.0}
+    (goal,) = bench.goals("nearest/2d_channels/forward", row, "gpu")
+    assert goal["value"] is None and goal["met"] is None
+    # On a CPU only the per-call goals (none for nearest's forward), whatever the shape.
+    assert named(bench.goals("bilinear/x/forward", _goal_row((32, 3, 256, 256), ratio=1.6), "cpu")) == {"per call": False}
+    assert bench.goals("nearest/x/forward", _goal_row((32, 3, 256, 256)), "cpu") == []
+    rows = {"bilinear/2d_large_gpu/forward": _goal_row((32, 3, 256, 256), 1.1),
+            "bilinear/2d_channels/forward": {"shape": [8, 64, 128, 128], "ratio": 1.0}}
+    table = bench.goals_table(rows, "gpu")
+    assert list(table["goal"]) == ["per call", "kernel", "memory floor", "kernel"]
+    assert bench.goals_summary(table) == "goals met: per call 0 of 1, kernel 1 of 1 (1 not measured), memory floor 1 of 1"
+    assert bench.goals_summary(bench.goals_table({}, "gpu")) == "goals met: none set"
 
 
 @pytest.mark.parametrize("rounds", [1, 2])

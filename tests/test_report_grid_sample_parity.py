@@ -192,5 +192,53 @@ def test_results_table_reads_the_record():
     metrics = _record()
     table = gsp.results_table(metrics)["value"]
     assert table["configurations within tolerance"] == "3 / 3"
-    assert table["per-call speed goals met"] == "2 / 3"  # bilinear forward goal 1.5 met twice; 3d fwd+bwd 2.0 missed
+    assert table["per call goals met"] == "2 / 3"  # bilinear forward goal 1.5 met twice; 3d fwd+bwd 2.0 missed
+    assert "kernel goals met" not in table  # none set on a CPU
     assert table["device"] == "Test CPU"
+    gpu = gsp.results_table(_gpu_record())["value"]
+    assert gpu["per call goals met"] == "1 / 1" and gpu["kernel goals met"] == "1 / 2"
+    assert gpu["memory floor goals met"] == "0 / 1"
+
+
+def _gpu_record(**changes):
+    """A GPU run's record at the sizes where the GPU goals are set (per call, kernel and memory floor at
+    32x3x256x256; the kernel alone at 8x64x128x128)."""
+    parity_rows, affine_rows, _ = _inputs()
+    speed = {"bilinear/2d_large_gpu/forward": _speed_row((32, 3, 256, 256), 0.05, 0.06, 0.03, 0.04),
+             "bilinear/2d_channels/forward": _speed_row((8, 64, 128, 128), 0.09, 0.06, 0.08, 0.045),
+             "bilinear/2d_small/forward": _speed_row((32, 3, 128, 128), 0.04, 0.02, 0.01, 0.015)}
+    for row in speed.values():
+        row.update(copy_gbs=3000.0, floor_ms=0.02)
+        row.update(jax_floor_speed=0.02 / row["jax_kernel_ms"], torch_floor_speed=0.02 / row["torch_kernel_ms"])
+    speed.update(changes)
+    return gsp.summarise(parity_rows, affine_rows, speed, device="Test GPU", device_kind="gpu", torch_device="cuda",
+                         parity_transform="jit", warp_diff={"a": 0.0},
+                         pitfall={"unsynchronised": SimpleNamespace(median_s=1e-5),
+                                  "synchronised": SimpleNamespace(median_s=2e-3)}, nan_backward_returncode=0)
+
+
+def test_headline_is_where_the_gpu_goals_are_set_when_measured():
+    # 8x64x128x128 has more elements than 32x3x256x256, but the goals (and the reader's question) are at the latter.
+    assert gsp.headline_key(_gpu_record()["speed"]) == "bilinear/2d_large_gpu/forward"
+
+
+def test_floor_claim_states_each_sides_share_of_the_floor_speed():
+    text = gsp.floor_claim(_gpu_record())
+    assert "at the 3,000 GB/s of a plain copy measured in the same run" in text
+    assert "JAX's kernel runs at 67% of the floor's speed there and PyTorch's at 50%" in text
+    assert gsp.floor_claim(_record()) == ""  # no floor measured: nothing said
+
+
+def test_goals_claim_names_each_missed_goal_and_changes_with_the_numbers():
+    text = gsp.goals_claim(_gpu_record())
+    # kernel at 32x3x256x256: 0.03 / 0.04 = 0.75, met; at 8x64x128x128: 1.78, missed; floor 0.67 < 0.7, missed
+    assert text.startswith("Goals met: per call 1 of 1, kernel 1 of 2, memory floor 0 of 1. Missed: ")
+    assert "kernel at bilinear/2d_channels/forward (1.78 against 0.8)" in text
+    assert "memory floor at bilinear/2d_large_gpu/forward (0.667 against 0.7)" in text
+    faster = _gpu_record(**{"bilinear/2d_channels/forward": {
+        **_speed_row((8, 64, 128, 128), 0.05, 0.06, 0.03, 0.045), "copy_gbs": 3000.0, "floor_ms": 0.02,
+        "jax_floor_speed": 0.67, "torch_floor_speed": 0.44}})
+    faster["speed"]["bilinear/2d_large_gpu/forward"]["goals"][2].update(value=0.8, met=True)
+    assert gsp.goals_claim(faster) == "Every goal set for this device is met (per call 1 of 1, kernel 2 of 2, " \
+                                      "memory floor 1 of 1)."
+    assert "Goals met" in gsp.conclusion(_gpu_record())
