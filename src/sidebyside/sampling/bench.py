@@ -244,7 +244,7 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
     bandwidth = copy_bandwidth(device, cache, repeats=repeats, min_repeat_s=min_repeat_s) if kernel else None
     results: dict[str, dict[str, Any]] = {}
     todo = list(configs_ or configs())
-    shown = progress.bar(todo, desc="grid_sample bench", total=len(todo), file=sys.stderr, unit="config")
+    shown = progress.bar(todo, desc="grid_sample bench", file=sys.stderr, unit="config")
     for cfg in shown:
         shown.set_postfix_str(cfg["name"], refresh=True)
         mode, shape = cfg["mode"], cfg["shape"]
@@ -324,6 +324,12 @@ def chain_shape(bytes_per_call: int, cache_bytes: int, copies: int | None = None
     return chained, (math.ceil(_MIN_GPU_CALLS / chained) if gpu else 1)
 
 
+def _chain_order(copies: int, rounds: int) -> list[int]:
+    """The copy each chained call reads, in order: round after round over the copies (both
+    sides' chains follow it: :func:`chain_program` and :func:`_kernel_times`)."""
+    return list(range(copies)) * rounds
+
+
 def _output(result):
     """A step's output: the result itself, or its first element (a step that also returns gradients)."""
     return result[0] if isinstance(result, tuple) else result
@@ -346,7 +352,7 @@ def chain_program(step, copies: int, rounds: int = 1):
     def chained(*argument_lists):
         outs, previous = [], None
         fed = list(argument_lists[0])
-        for i in list(range(copies)) * rounds:
+        for i in _chain_order(copies, rounds):
             args = (fed[i], *(arguments[i] for arguments in argument_lists[1:]))
             if previous is not None:
                 previous, args = jax.lax.optimization_barrier((previous, args))
@@ -388,9 +394,9 @@ def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device,
             gt.requires_grad_(True)
         torch_inputs.append((xt, gt, ct))
 
-    def torch_calls(inputs=tuple(torch_inputs)):  # the JAX chain's order and feeding (chain_program)
+    def torch_calls(inputs=tuple(torch_inputs)):  # chain_program's order and feeding
         fed = [a for a, _, _ in inputs]
-        for i in list(range(copies)) * rounds:
+        for i in _chain_order(copies, rounds):
             _, b, c = inputs[i]
             # the output as a new leaf (no copy): the next call differentiates with respect to it as to a
             # fresh input, not back through the call that made it
