@@ -520,6 +520,9 @@ def test_bench_forward_with_few_copies():
     assert row["floor_ms"] == pytest.approx(row["min_bytes"] / (row["copy_gbs"] * 1e9) * 1e3)
     assert row["jax_floor_speed"] == pytest.approx(row["floor_ms"] / row["jax_kernel_ms"])
     assert row["torch_floor_speed"] == pytest.approx(row["floor_ms"] / row["torch_kernel_ms"])
+    # each timed function's first call (compilation included), to show where a configuration's time goes
+    assert {"jax", "torch", "naive"} <= set(row["first_call_ms"]) and set(row["kernel_first_call_ms"]) == {"jax", "torch"}
+    assert all(ms > 0 for ms in [*row["first_call_ms"].values(), *row["kernel_first_call_ms"].values()])
     with pytest.raises(ValueError, match="copies must be at least 1"):
         bench.bench(bench.configs(("bilinear",), {"tiny": (1, 2, 8, 8)}), copies=0)
 

@@ -216,7 +216,8 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
     ``floor_ms``, and ``jax_floor_speed``/``torch_floor_speed`` (the floor divided by each
     kernel time);
     ``xla_ms``/``xla_ratio`` (the XLA path, per call) where a kernel took it;
-    ``naive_ms``/``naive_ratio`` for bilinear 2-D forward with ``naive``.
+    ``naive_ms``/``naive_ratio`` for bilinear 2-D forward with ``naive``; ``first_call_ms`` (and with
+    ``kernel``, ``kernel_first_call_ms``): each timed function's first call, compilation included.
 
     ``copies``: how many copies of the inputs the kernel time's chain goes round (default:
     enough to fill twice the last-level cache, at most :data:`_MAX_COPIES`; see
@@ -299,6 +300,8 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
             for side in ("jax", "torch"):
                 row.update({f"{side}_ms": t[side].median_s * 1e3, f"{side}_iqr_ms": t[side].iqr_s * 1e3,
                             f"{side}_q1_ms": t[side].q1_s * 1e3, f"{side}_q3_ms": t[side].q3_s * 1e3})
+            # the first call of each (compilation included): where a configuration's time goes
+            row["first_call_ms"] = {name: timed.first_s * 1e3 for name, timed in t.items()}
             for extra in ("xla", "naive", *(f"pallas_{layout}" for layout in layouts)):
                 if extra in t:
                     row[f"{extra}_ms"] = t[extra].median_s * 1e3
@@ -409,7 +412,8 @@ def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device,
     bytes_per_call = x.nbytes + grid.nbytes + (cot.nbytes if with_grad else 0)
     n = copies * rounds
     row = {"copies": copies, "calls": n, "torch_kernel_tool": tool, "inputs_bytes": copies * bytes_per_call,
-           "kernel_ratio": timing.ratio(t["jax"], t["torch"])}
+           "kernel_ratio": timing.ratio(t["jax"], t["torch"]),
+           "kernel_first_call_ms": {name: timed.first_s * 1e3 for name, timed in t.items()}}
     for side in ("jax", "torch"):
         row.update({f"{side}_kernel_ms": t[side].median_s * 1e3 / n,
                     f"{side}_kernel_iqr_ms": t[side].iqr_s * 1e3 / n,
