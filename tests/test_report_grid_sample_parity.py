@@ -46,8 +46,8 @@ def _record(device_kind="cpu", returncode=-11, **changes):
     parity_rows, affine_rows, speed = _inputs()
     metrics = gsp.summarise(parity_rows, affine_rows, speed, device="Test CPU", device_kind=device_kind,
                             torch_device="cpu", parity_transform="jit", warp_diff={"a": 1e-7, "b": 3.45e-7},
-                            pitfall={"unsynchronised": SimpleNamespace(median_s=1e-5),
-                                     "synchronised": SimpleNamespace(median_s=2e-3)},
+                            pitfall={"xla": {"unsynchronised": SimpleNamespace(median_s=1e-5),
+                                             "synchronised": SimpleNamespace(median_s=2e-3)}},
                             nan_backward_returncode=returncode)
     for path, value in changes.items():
         *outer, last = path.split(".")
@@ -62,7 +62,7 @@ def test_record_keeps_every_key_the_site_and_the_tests_read():
     metrics = _record()
     assert {"parity", "speed", "parity_affine", "verdicts", "gpu_goals", "photo_max_abs_diff", "timing_pitfall_ms",
             "torch_cpu_nan_backward_returncode", "parity_reference_device"} <= set(metrics)
-    assert metrics["timing_pitfall_ms"] == pytest.approx({"unsynchronised": 1e-2, "synchronised": 2.0})
+    assert metrics["timing_pitfall_ms"] == {"xla": pytest.approx({"unsynchronised": 1e-2, "synchronised": 2.0})}
     assert metrics["photo_max_abs_diff"] == 3.45e-7
     assert metrics["gpu_goals"] == "not yet measured"
     row = metrics["speed"]["nearest/3d/forward+backward"]
@@ -76,9 +76,9 @@ def test_record_says_which_run_measured_each_part():
     parts = {"parity": {"measured": "earlier run", "seconds": 120.0, "commit": "aaa"},
              "bench/bilinear/large": {"measured": "this run", "seconds": 40.0, "commit": "bbb"}}
     metrics = gsp.summarise(parity_rows, affine_rows, speed, device="Test GPU", device_kind="gpu", torch_device="cuda",
-                            parity_transform="jit", warp_diff={"a": 0.0}, pitfall={
+                            parity_transform="jit", warp_diff={"a": 0.0}, pitfall={"pallas": {
                                 "unsynchronised": SimpleNamespace(median_s=1e-5),
-                                "synchronised": SimpleNamespace(median_s=2e-3)},
+                                "synchronised": SimpleNamespace(median_s=2e-3)}},
                             nan_backward_returncode=0, parts=parts)
     assert metrics["parts"] == parts
     assert len(metrics["verdicts"]) == 3  # parity, kernel, per call
@@ -184,8 +184,16 @@ def test_notes_under_the_tables():
     assert "345 x 456 images (3-D: 5 x 40 x 300)" in affine and "CUDA" not in affine
     affine_rows["bilinear/zeros/False/2d/float32"]["torch_cuda_vs_cpu_max_rel_err"] = 2.56e-6
     assert "at most 2.56e-06" in gsp.affine_note(affine_rows, (345, 456), (5, 40, 300))
-    pitfall = gsp.pitfall_note("bilinear/large", SimpleNamespace(median_s=1e-5), SimpleNamespace(median_s=2e-3))
-    assert "10 µs" in pitfall and "2 ms" in pitfall and "200× longer" in pitfall
+    timed = lambda wrong, right: {"unsynchronised": SimpleNamespace(median_s=wrong),
+                                  "synchronised": SimpleNamespace(median_s=right)}
+    pitfall = gsp.pitfall_note("bilinear/large", {"xla": timed(1e-5, 2e-3)})
+    assert "Through the xla path, the timer that does not wait reports 10 µs per call for bilinear/large; the " \
+           "computation takes 2 ms, 200× longer" in pitfall and "does not show" not in pitfall
+    # A path that JAX runs before returning (the native CPU kernel): the mistake does not show, and the note says so.
+    both = gsp.pitfall_note("bilinear/large", {"native": timed(7.1e-3, 4.2e-3), "xla": timed(1.5e-4, 2.7e-2)})
+    assert "Through the native path, the timer that does not wait reports 7.1 ms against 4.2 ms for bilinear/large: " \
+           "JAX returned only once the work was done" in both and "longer" not in both.split("Through the xla")[0]
+    assert "Through the xla path" in both and "180× longer" in both
 
 
 def test_results_table_reads_the_record():
@@ -213,8 +221,8 @@ def _gpu_record(**changes):
     speed.update(changes)
     return gsp.summarise(parity_rows, affine_rows, speed, device="Test GPU", device_kind="gpu", torch_device="cuda",
                          parity_transform="jit", warp_diff={"a": 0.0},
-                         pitfall={"unsynchronised": SimpleNamespace(median_s=1e-5),
-                                  "synchronised": SimpleNamespace(median_s=2e-3)}, nan_backward_returncode=0)
+                         pitfall={"xla": {"unsynchronised": SimpleNamespace(median_s=1e-5),
+                                          "synchronised": SimpleNamespace(median_s=2e-3)}}, nan_backward_returncode=0)
 
 
 def test_headline_is_where_the_gpu_goals_are_set_when_measured():
