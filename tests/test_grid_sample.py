@@ -286,6 +286,29 @@ def test_pallas_kernels_lower_to_triton_for_cuda(dims, layout, channels, padding
         assert text.count("__gpu$xla.gpu.triton") == 2, mode  # one forward and one backward kernel
 
 
+def test_a_program_of_many_calls_lowers_each_kernel_once():
+    """The benchmark's chain (32 calls on a GPU) and a model's layers call the kernels many times
+    with the same shapes: each kernel is lowered to Triton once, and called where it is used (on a
+    GPU the chain's lowering took seconds per configuration when every call lowered its own copy)."""
+    from sidebyside.sampling import bench
+    from sidebyside.sampling.pallas import grid_sample_pallas
+
+    copies, rounds = 2, 4
+    x, g = bench.inputs((2, 3, 7, 9))
+    c = np.ones((2, 3, 7, 9), np.float32)
+
+    def step(a, b, cc):
+        out, vjp = jax.vjp(lambda p, q: grid_sample_pallas(p, q, "bicubic", "zeros", False, False), a, b)
+        return out, vjp(cc)
+
+    program = bench.chain_program(step, copies, rounds)
+    xs, gs, cs = ([jnp.asarray(a)] * copies for a in (x, g, c))
+    text = program.trace(xs, gs, cs).lower(lowering_platforms=("cuda",)).as_text()
+    assert text.count("__gpu$xla.gpu.triton") == 2  # one forward and one backward kernel, lowered once
+    calls = re.findall(r"call @(\S+)\(", text)
+    assert len(calls) >= 2 * copies * rounds, calls  # ... and called once per chained call
+
+
 def test_pallas_backward_uses_relaxed_atomics(monkeypatch):
     """Pallas' default acquire-release atomics cost 1.8-2.2x in forward+backward on
     an H100; the kernels lower theirs relaxed, as PyTorch's atomicAdd, and leave the

@@ -74,8 +74,14 @@ def first_order_only(fn, path: str, static: tuple[int, ...]):
     """``fn`` (a kernel call with static arguments at positions ``static``) wrapped
     so that differentiating it in forward mode, which a gradient of a gradient does
     to the backward kernel, raises ``ValueError`` with :data:`FORWARD_MODE_HELP`
-    instead of JAX's generic message about custom calls."""
-    wrapped = jax.custom_jvp(fn, nondiff_argnums=static)
+    instead of JAX's generic message about custom calls.
+
+    ``fn`` is jitted too, so that a program calling the kernel many times with the same
+    shapes and static arguments (a model's layers, the benchmark's chain of 32 calls)
+    lowers it once: without the inner ``jit`` each call site lowers it again, the Triton
+    kernel included (0.3 s per bicubic forward+backward call when cross-lowered for CUDA
+    on a 2-core CPU), although XLA then compiles the identical kernels only once."""
+    wrapped = jax.custom_jvp(jax.jit(fn, static_argnums=static), nondiff_argnums=static)
 
     @wrapped.defjvp
     def _jvp(*args):
