@@ -12,11 +12,11 @@
 # Each post runs on its own, in the order given: one that fails or is stopped does not stop the next. The seconds
 # each took are in timings.log.
 # Writes into $OUT (or build/device-run): gpu-run.tgz (_posts, images, _data, build/executed,
-# build/checkpoints) and the logs. Unpack the archive at the root of the same commit and commit
+# checkpoints) and the logs. Unpack the archive at the root of the same commit and commit
 # what it published as it is. A run in parts (the gpu profiles of grid-sample-parity and
 # swin-transformer-v2 stop when their time budget is spent, keeping what they measured in
-# build/checkpoints/) goes on where it stopped when the next call carries build/checkpoints/ back,
-# also at a later commit that changed none of the notebook's inputs.
+# checkpoints/) goes on where it stopped once checkpoints/ is committed (the next call takes the
+# committed tree), also at a later commit that changed none of the notebook's inputs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 slugs=${1:-fashion-mnist-pytorch-vs-flax,jit-and-autograd-timing,xla-and-scipy,grid-sample-parity,swin-transformer-v2}
@@ -66,9 +66,9 @@ for slug in ${slugs//,/ }; do
     sleep 2
   fi
 done
-# build/checkpoints: the parts a run in parts has measured (grid-sample-parity and swin-transformer-v2), to carry
-# into the next call.
-tar czf "$out/gpu-run.tgz" _posts images _data $(ls -d build/executed build/checkpoints 2>/dev/null)
+# checkpoints: the parts a run in parts has measured (grid-sample-parity and swin-transformer-v2), to commit for
+# the next call and session.
+tar czf "$out/gpu-run.tgz" _posts images _data $(ls -d build/executed checkpoints 2>/dev/null)
 cat "$out/timings.log"
 echo "packed $(du -h "$out/gpu-run.tgz" | cut -f1) into $out/gpu-run.tgz (commit $SIDEBYSIDE_GIT_SHA); exit $status"
 exit "$status"
