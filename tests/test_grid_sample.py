@@ -546,6 +546,10 @@ def test_bench_forward_with_few_copies():
     # each timed function's first call (compilation included), to show where a configuration's time goes
     assert {"jax", "torch", "naive"} <= set(row["first_call_ms"]) and set(row["kernel_first_call_ms"]) == {"jax", "torch"}
     assert all(ms > 0 for ms in [*row["first_call_ms"].values(), *row["kernel_first_call_ms"].values()])
+    # ... and the wall time of each measurement, which holds the first calls
+    assert set(row["seconds"]) == {"per_call", "kernel"}
+    assert row["seconds"]["per_call"] * 1e3 > sum(row["first_call_ms"].values())
+    assert row["seconds"]["kernel"] * 1e3 > sum(row["kernel_first_call_ms"].values())
     with pytest.raises(ValueError, match="copies must be at least 1"):
         bench.bench(bench.configs(("bilinear",), {"tiny": (1, 2, 8, 8)}), copies=0)
 

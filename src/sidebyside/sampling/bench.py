@@ -68,6 +68,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -217,7 +218,9 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
     kernel time);
     ``xla_ms``/``xla_ratio`` (the XLA path, per call) where a kernel took it;
     ``naive_ms``/``naive_ratio`` for bilinear 2-D forward with ``naive``; ``first_call_ms`` (and with
-    ``kernel``, ``kernel_first_call_ms``): each timed function's first call, compilation included.
+    ``kernel``, ``kernel_first_call_ms``): each timed function's first call, compilation included;
+    ``seconds``: the wall time of the row's measurement, ``per_call`` and ``kernel`` (with the first
+    calls, what a run of the benchmark spends where).
 
     ``copies``: how many copies of the inputs the kernel time's chain goes round (default:
     enough to fill twice the last-level cache, at most :data:`_MAX_COPIES`; see
@@ -293,6 +296,7 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
             if not with_grad and naive and mode == "bilinear" and len(shape) == 4 and padding_mode == "zeros":
                 naive_call = jax.jit(lambda a, b: grid_sample_naive(a, b, align_corners=align_corners))
                 fns["naive"] = lambda: naive_call(xj, gj)
+            started = time.perf_counter()
             t = timing.compare(fns, repeats=repeats, min_repeat_s=min_repeat_s, pipelined=gpu)
             row = {"shape": list(shape), "implementation": path, "jax_compile_ms": t["jax"].compile_s * 1e3,
                    "ratio": timing.ratio(t["jax"], t["torch"]),
@@ -306,7 +310,9 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
                 if extra in t:
                     row[f"{extra}_ms"] = t[extra].median_s * 1e3
                     row[f"{extra}_ratio"] = timing.ratio(t[extra], t["torch"])
+            row["seconds"] = {"per_call": time.perf_counter() - started}
             if kernel:
+                started = time.perf_counter()
                 row.update(_kernel_times(jax_step, torch_step, x, grid, cot, chained, with_grad, device, repeats,
                                          min_repeat_s, layouts, rounds=rounds))
                 row["cache_bytes"] = cache
@@ -315,6 +321,7 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
                 row["floor_ms"] = row["min_bytes"] / bandwidth * 1e3
                 for side in ("jax", "torch"):
                     row[f"{side}_floor_speed"] = row["floor_ms"] / row[f"{side}_kernel_ms"]
+                row["seconds"]["kernel"] = time.perf_counter() - started
             results[f"{cfg['name']}/{kind}"] = row
     return results
 
