@@ -264,24 +264,32 @@ def test_verified_checks_size_and_hash(tmp_path):
 LOWERING = [("points", 3, "reflection", False), ("channels", 20, "border", True)]
 
 
+def _lowered_step(mode, padding_mode="zeros", align_corners=False, layout="points"):
+    """A forward+backward step through the Pallas kernels, compiled for a GPU (not interpreted):
+    ``(input, grid, cotangent) -> (output, (input gradient, grid gradient))``, to lower for CUDA."""
+    from sidebyside.sampling.pallas import grid_sample_pallas
+
+    def step(a, b, cc):
+        out, vjp = jax.vjp(lambda p, q: grid_sample_pallas(p, q, mode, padding_mode, align_corners, False, layout),
+                           a, b)
+        return out, vjp(cc)
+
+    return step
+
+
 @pytest.mark.parametrize("layout, channels, padding_mode, align_corners", LOWERING, ids=[c[0] for c in LOWERING])
 @pytest.mark.parametrize("dims", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_pallas_kernels_lower_to_triton_for_cuda(dims, layout, channels, padding_mode, align_corners):
     """The kernels of each layout (the explicit FMA emulation of taps included: bit
     casts, masks; the channels layout's (channels x points) gathers, stores and atomic
     adds) go through Pallas' Triton lowering (no GPU needed to lower)."""
-    from sidebyside.sampling.pallas import grid_sample_pallas
-
     if dims == 2:
         x, g, c = jnp.zeros((2, channels, 7, 9)), jnp.zeros((2, 11, 13, 2)), jnp.zeros((2, channels, 11, 13))
     else:
         x, g = jnp.zeros((2, channels, 5, 7, 9)), jnp.zeros((2, 4, 11, 13, 3))
         c = jnp.zeros((2, channels, 4, 11, 13))
     for mode in ("nearest", "bilinear", "bicubic")[:3 if dims == 2 else 2]:
-        def f(a, b, cc):
-            out, vjp = jax.vjp(
-                lambda p, q: grid_sample_pallas(p, q, mode, padding_mode, align_corners, False, layout), a, b)
-            return out, vjp(cc)
+        f = _lowered_step(mode, padding_mode, align_corners, layout)
         text = jax.jit(f).trace(x, g, c).lower(lowering_platforms=("cuda",)).as_text()
         assert text.count("__gpu$xla.gpu.triton") == 2, mode  # one forward and one backward kernel
 
@@ -291,17 +299,12 @@ def test_a_program_of_many_calls_lowers_each_kernel_once():
     with the same shapes: each kernel is lowered to Triton once, and called where it is used (on a
     GPU the chain's lowering took seconds per configuration when every call lowered its own copy)."""
     from sidebyside.sampling import bench
-    from sidebyside.sampling.pallas import grid_sample_pallas
 
     copies, rounds = 2, 4
     x, g = bench.inputs((2, 3, 7, 9))
     c = np.ones((2, 3, 7, 9), np.float32)
 
-    def step(a, b, cc):
-        out, vjp = jax.vjp(lambda p, q: grid_sample_pallas(p, q, "bicubic", "zeros", False, False), a, b)
-        return out, vjp(cc)
-
-    program = bench.chain_program(step, copies, rounds)
+    program = bench.chain_program(_lowered_step("bicubic"), copies, rounds)
     xs, gs, cs = ([jnp.asarray(a)] * copies for a in (x, g, c))
     text = program.trace(xs, gs, cs).lower(lowering_platforms=("cuda",)).as_text()
     assert text.count("__gpu$xla.gpu.triton") == 2  # one forward and one backward kernel, lowered once
@@ -315,8 +318,6 @@ def test_pallas_backward_uses_relaxed_atomics(monkeypatch):
     default alone for every other kernel."""
     from jax._src.pallas.triton import lowering as triton_lowering
 
-    from sidebyside.sampling.pallas import grid_sample_pallas
-
     semantics = []
     original = triton_lowering.tt_dialect.atomic_rmw
 
@@ -328,11 +329,7 @@ def test_pallas_backward_uses_relaxed_atomics(monkeypatch):
     default = triton_lowering._atomic_rmw.__defaults__
     x, g, c = jnp.zeros((2, 3, 7, 9)), jnp.zeros((2, 11, 13, 2)), jnp.zeros((2, 3, 11, 13))
 
-    def f(a, b, cc):
-        out, vjp = jax.vjp(lambda p, q: grid_sample_pallas(p, q, "bicubic", "zeros", False, False), a, b)
-        return out, vjp(cc)
-
-    jax.jit(f).trace(x, g, c).lower(lowering_platforms=("cuda",))
+    jax.jit(_lowered_step("bicubic")).trace(x, g, c).lower(lowering_platforms=("cuda",))
     assert semantics == ["relaxed"] * 16  # 16 taps, one atomic add each
     assert triton_lowering._atomic_rmw.__defaults__ == default
 
