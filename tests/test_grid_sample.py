@@ -116,13 +116,22 @@ def test_native_kernel_matches_pytorch(config, transform):
 def test_native_vector_and_scalar_taps_agree_bit_for_bit(mode, padding_mode, align_corners):
     """The native kernel computes the taps of 8 points at a time with AVX2 and the rest
     one by one; both must give the same bits, at edges, half-way points, far outside and
-    at non-finite coordinates. 64 points go the vector way, one point the scalar way."""
+    at non-finite coordinates. 64 points go the vector way, one point the scalar way.
+    Bilinear's vector way reads each row's two taps as one pair of pixels, clamped inside
+    the row at its edges: hence an image two pixels wide, and non-finite pixels at the
+    edges, which a tap outside the image must not let through."""
     from sidebyside.sampling import native
 
     if not native.available():
         pytest.skip("the native kernel cannot be built here")
     rng = np.random.default_rng(7)
-    x = jnp.asarray(rng.uniform(0, 255, (1, 3, 7, 10)).astype(np.float32))
+    wide = rng.uniform(0, 255, (1, 3, 7, 10)).astype(np.float32)
+    wide[0, 0, 0, 0], wide[0, 1, 3, -1], wide[0, 2, -1, 0] = np.nan, np.inf, -np.inf
+    for x in (wide, rng.uniform(0, 255, (1, 2, 5, 2)).astype(np.float32)):
+        _vector_and_scalar_taps_agree(jnp.asarray(x), rng, mode, padding_mode, align_corners)
+
+
+def _vector_and_scalar_taps_agree(x, rng, mode, padding_mode, align_corners):
     special = np.array([np.nan, np.inf, -np.inf, -1.0, 1.0, 0.0, 1 / 7, -1 / 7, 1.1, -3.5, 1e10, 0.05])
     g = rng.uniform(-1.3, 1.3, (64, 2))
     g[:len(special), 0] = special
@@ -645,12 +654,13 @@ def test_bench_chain_is_long_against_dispatch_on_a_gpu():
     assert bench.chain_shape(67 * mb, 50 * mb, copies=5, gpu=True) == (5, 7)
 
 
-def test_bench_kernel_chain_in_rounds_runs_on_both_sides_with_gradients():
+def test_bench_kernel_chain_in_rounds_runs_on_both_sides_with_gradients(monkeypatch):
     """Rounds over the copies (as on a GPU), forward+backward: from the second round on, each side's
     input is its output of the round before (for PyTorch a tensor with a history, not a leaf); both
     chains run, and the time is per call of the whole chain."""
     from sidebyside.sampling import bench
 
+    bench_torch_tensor = bench.torch_tensor
     x, grid = bench.inputs((1, 2, 6, 7))
     cot = np.ones_like(x)
 
@@ -662,9 +672,33 @@ def test_bench_kernel_chain_in_rounds_runs_on_both_sides_with_gradients():
         out = F.grid_sample(a, b, align_corners=False)
         return (out, torch.autograd.grad(out, (a, b), c)) if with_grad else out
 
+    made = []
+
+    def torch_tensor(a, device):
+        made.append((a, bench_torch_tensor(a, device)))
+        return made[-1][1]
+
+    monkeypatch.setattr(bench, "torch_tensor", torch_tensor)
     row = bench._kernel_times(jax_step, torch_step, x, grid, cot, 2, True, "cpu", 1, 0.001, rounds=3)
     assert row["copies"] == 2 and row["calls"] == 6 and row["torch_kernel_tool"] == "loop"
     assert row["jax_kernel_ms"] > 0 and row["torch_kernel_ms"] > 0
+    # PyTorch's inputs (three arrays per copy) are its own copies, not views of NumPy's memory
+    assert len(made) == 6
+    for array, tensor in made:
+        np.testing.assert_array_equal(tensor.detach().numpy(), array)
+        assert not np.shares_memory(tensor.detach().numpy(), array)
+
+
+def test_bench_gives_pytorch_memory_of_its_own():
+    """NumPy asks Linux for 2 MiB pages for arrays of 4 MiB and more; ``torch.from_numpy`` would
+    hand PyTorch those pages while XLA copies into 4 KiB ones, a lead of the page size alone."""
+    from sidebyside.sampling import bench
+
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = bench.torch_tensor(a, "cpu")
+    assert t.dtype == torch.float32 and t.shape == (3, 4)
+    np.testing.assert_array_equal(t.numpy(), a)
+    assert not np.shares_memory(t.numpy(), a)
 
 
 @pytest.mark.slow

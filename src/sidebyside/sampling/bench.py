@@ -35,6 +35,13 @@ input and grid), each measured with both frameworks in one interleaved run
   made JAX's "kernel" time up to 2.7 times its per-call time). :func:`chain_program`
   builds it; a test holds its compiled program free of copies and slices.
 
+**Memory of the same kind** (:func:`torch_tensor`): each side's inputs are in memory its own
+framework allocated, never shared with NumPy. NumPy asks Linux for 2 MiB pages for arrays
+of 4 MiB and more (``madvise(MADV_HUGEPAGE)``) and ``torch.from_numpy`` shares them, while
+XLA's buffers lie on 4 KiB pages: on a 2-core EPYC, PyTorch's gathers ran about 10% faster
+on NumPy's memory (nearest and bilinear forward at 32x3x128x128), a lead that belonged to
+the page size, not to PyTorch.
+
 **The memory floor** (``floor_ms``, with the kernel times): the bytes a call cannot avoid
 moving (:func:`min_bytes`: each array it reads or writes, once) at the speed of a plain copy
 on the same device, measured in the same process (:func:`copy_bandwidth`, ``copy_gbs``).
@@ -75,7 +82,7 @@ from typing import Any
 from .. import progress
 
 __all__ = ["SIZES", "GOALS", "KERNEL_GOAL", "KERNEL_GOAL_SHAPES", "FLOOR_GOAL", "FLOOR_GOAL_SHAPE", "configs",
-           "inputs", "bench", "min_bytes", "copy_bandwidth", "chain_shape", "chain_program", "run", "run_each",
+           "inputs", "torch_tensor", "bench", "min_bytes", "copy_bandwidth", "chain_shape", "chain_program", "run", "run_each",
            "goal_for", "goals", "speed_table", "goals_table", "goals_summary", "cli"]
 
 # (N, C, H, W) for 2-D, (N, C, D, H, W) for 3-D; the output has the input's size.
@@ -175,6 +182,15 @@ def copy_bandwidth(device: str, cache_bytes: int, *, repeats: int = 7, min_repea
     return 2 * size * 4 / t.median_s
 
 
+def torch_tensor(a, device: str):
+    """``a`` (a NumPy array) as a PyTorch tensor in memory PyTorch allocated (a copy, even
+    on the CPU, where ``torch.from_numpy`` would share NumPy's pages: see the module
+    docstring), as JAX's inputs are in memory XLA allocated."""
+    import torch
+
+    return torch.from_numpy(a).to(device, copy=True)
+
+
 def _torch_kernel_fn(calls, device):
     """One callable running ``calls`` (zero-argument PyTorch callables) back to back:
     a CUDA graph of them on a GPU (no launch overhead), else a loop."""
@@ -254,7 +270,7 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
         mode, shape = cfg["mode"], cfg["shape"]
         x, grid = inputs(shape)
         cot = np.random.default_rng(1).standard_normal((shape[0], shape[1], *grid.shape[1:-1])).astype(np.float32)
-        xt, gt, ct = (torch.from_numpy(a).to(device) for a in (x, grid, cot))
+        xt, gt, ct = (torch_tensor(a, device) for a in (x, grid, cot))
         xj, gj, cj = (jnp.asarray(a) for a in (x, grid, cot))
         kw = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
         path = choose_implementation(x.shape, grid.shape, x.dtype, implementation)  # what "jax" runs
@@ -381,7 +397,6 @@ def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device,
     alike."""
     import jax.numpy as jnp
     import numpy as np
-    import torch
 
     from .. import timing
 
@@ -398,7 +413,7 @@ def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device,
 
     torch_inputs = []
     for _ in range(copies):
-        xt, gt, ct = (torch.from_numpy(np.array(a)).to(device) for a in (x, grid, cot))
+        xt, gt, ct = (torch_tensor(a, device) for a in (x, grid, cot))
         if with_grad:
             xt.requires_grad_(True)
             gt.requires_grad_(True)

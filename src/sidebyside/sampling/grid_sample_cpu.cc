@@ -11,7 +11,8 @@
 //
 // Why it exists: XLA:CPU compiles the gathers of the jax.numpy path into a scalar loop
 // that recomputes every point's coordinates for every channel; here each point's taps
-// and weights are computed once and the channels read in a tight loop, with the batch
+// and weights are computed once and the channels read in a tight loop (bilinear: a
+// row's two taps in one 8-byte read, Windows below), with the batch
 // split over the cores this process may use (as PyTorch splits it), on XLA's own
 // intra-op thread pool.
 //
@@ -244,6 +245,18 @@ inline __attribute__((always_inline)) void MakeTaps3(const float* gp, int64_t d,
   }
 }
 
+// Bilinear's two taps in a row are neighbours in memory: one 8-byte read fetches both.
+// Per point and row, `start` is the flat index of a pair of pixels inside the row,
+// clamp(x0, 0, w - 2) (so that the read never leaves the plane, at x0 = -1 or w - 1 too),
+// and `shift` is x0 minus that column: 0, or 1 where x0 = w - 1 (the left tap is the
+// pair's second pixel), or below 0 where x0 < 0 (the right tap is the first). A tap
+// outside the image is masked as before, whatever it reads. Needs w >= 2.
+template <int kChunk>
+struct Windows {
+  alignas(64) int32_t start[2][kChunk];
+  alignas(64) int32_t shift[kChunk];
+};
+
 // One output value of the chunk's point p from its taps, in the order of the jax.numpy
 // path: within a row, where(inside, value, 0) * weight summed left to right, then the
 // row times its weight (bicubic; other modes are one row of weight 1).
@@ -351,10 +364,12 @@ inline void TapV(__m256 xk, __m256 yk, __m256 weight_k, int64_t h, int64_t w, in
   _mm256_store_ps(&weight[k][p], weight_k);
 }
 
-// Nearest or bilinear taps of the 8 points whose grid coordinates are gx, gy.
+
+// Nearest or bilinear taps of the 8 points whose grid coordinates are gx, gy (bilinear:
+// and the row windows, where `windows` is given).
 template <int64_t kMode, int64_t kPadding, int kChunk>
 inline void TapsV(__m256 gx, __m256 gy, int64_t h, int64_t w, bool align_corners, int p, int32_t (*index)[kChunk],
-                  uint32_t (*mask)[kChunk], float (*weight)[kChunk]) {
+                  uint32_t (*mask)[kChunk], float (*weight)[kChunk], Windows<kChunk>* windows = nullptr) {
   const __m256 x = CoordV<kPadding>(gx, w, align_corners), y = CoordV<kPadding>(gy, h, align_corners);
   if constexpr (kMode == kNearest) {
     const int r = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;  // half to even
@@ -369,7 +384,55 @@ inline void TapsV(__m256 gx, __m256 gy, int64_t h, int64_t w, bool align_corners
     TapV<kChunk>(x1, y0, _mm256_mul_ps(sy, wx), h, w, 1, p, index, mask, weight);
     TapV<kChunk>(x0, y1, _mm256_mul_ps(ny, ex), h, w, 2, p, index, mask, weight);
     TapV<kChunk>(x1, y1, _mm256_mul_ps(ny, wx), h, w, 3, p, index, mask, weight);
+    if (windows != nullptr) {
+      // x0, y0 are integral (or -100 for a non-finite coordinate); clamped before the conversion
+      const __m256 zero = _mm256_setzero_ps(), hmax = _mm256_set1_ps(static_cast<float>(h - 1));
+      const __m256i column = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(x0, zero),
+                                                               _mm256_set1_ps(static_cast<float>(w - 2))));
+      const __m256i left = _mm256_cvttps_epi32(_mm256_max_ps(x0, _mm256_set1_ps(-2.0f)));  // -2: below 0 whatever it was
+      _mm256_store_si256(reinterpret_cast<__m256i*>(&windows->shift[p]), _mm256_sub_epi32(left, column));
+      const __m256i width = _mm256_set1_epi32(static_cast<int32_t>(w));
+      const __m256 ys[2] = {y0, y1};
+      for (int j = 0; j < 2; ++j) {
+        const __m256i row = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(ys[j], zero), hmax));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(&windows->start[j][p]),
+                           _mm256_add_epi32(_mm256_mullo_epi32(row, width), column));
+      }
+    }
   }
+}
+
+// Bilinear's value for 8 points from the row windows: per row one masked 8-byte gather
+// per 4 points (half the reads of four 4-byte gathers), the pairs split into the left
+// and right taps, each tap where(inside, value, 0) * weight, summed in SampleAvx2's order.
+template <int kChunk>
+inline __m256 SampleBilinearPairs(const float* plane, const Windows<kChunk>& windows, const uint32_t (*mask)[kChunk],
+                                  const float (*weight)[kChunk], int p) {
+  const __m256i shift = _mm256_load_si256(reinterpret_cast<const __m256i*>(&windows.shift[p]));
+  const __m256 left_is_second = _mm256_castsi256_ps(_mm256_cmpeq_epi32(shift, _mm256_set1_epi32(1)));
+  const __m256 right_is_first = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_setzero_si256(), shift));
+  const double* pairs = reinterpret_cast<const double*>(plane);
+  __m256 value = _mm256_setzero_ps();
+  for (int j = 0; j < 2; ++j) {
+    const __m256 inside_left = _mm256_load_ps(reinterpret_cast<const float*>(&mask[2 * j][p]));
+    const __m256 inside_right = _mm256_load_ps(reinterpret_cast<const float*>(&mask[2 * j + 1][p]));
+    const __m256i either = _mm256_castps_si256(_mm256_or_ps(inside_left, inside_right));
+    const __m256i start = _mm256_load_si256(reinterpret_cast<const __m256i*>(&windows.start[j][p]));
+    const __m256d a = _mm256_mask_i32gather_pd(_mm256_setzero_pd(), pairs, _mm256_castsi256_si128(start),
+        _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(either))), 4);
+    const __m256d b = _mm256_mask_i32gather_pd(_mm256_setzero_pd(), pairs, _mm256_extracti128_si256(start, 1),
+        _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm256_extracti128_si256(either, 1))), 4);
+    // a: points 0-3 as (first, second) pairs, b: points 4-7; split into firsts and seconds in point order
+    const __m256 fa = _mm256_castpd_ps(a), fb = _mm256_castpd_ps(b);
+    const __m256 first = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(fa, fb, 0x88)), 0xD8));
+    const __m256 second = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(fa, fb, 0xDD)), 0xD8));
+    const __m256 left = _mm256_and_ps(_mm256_blendv_ps(first, second, left_is_second), inside_left);
+    const __m256 right = _mm256_and_ps(_mm256_blendv_ps(second, first, right_is_first), inside_right);
+    const __m256 term_left = _mm256_mul_ps(left, _mm256_load_ps(&weight[2 * j][p]));
+    const __m256 term_right = _mm256_mul_ps(right, _mm256_load_ps(&weight[2 * j + 1][p]));
+    value = j == 0 ? _mm256_add_ps(term_left, term_right) : _mm256_add_ps(_mm256_add_ps(value, term_left), term_right);
+  }
+  return value;
 }
 
 // Bicubic taps of the 8 points whose grid coordinates are gx, gy, operation for operation as
@@ -435,7 +498,7 @@ inline void TapsCubicV(__m256 gx, __m256 gy, int64_t h, int64_t w, bool align_co
 template <int64_t kMode, int64_t kPadding, int kChunk, int kRows, int kTaps>
 void ChunkTaps(const float* g, int64_t b, int64_t points, int64_t start, int count, int64_t h, int64_t w,
                bool align_corners, int32_t (*index)[kChunk], uint32_t (*mask)[kChunk], float (*weight)[kChunk],
-               float (*row_weight)[kChunk]) {
+               float (*row_weight)[kChunk], Windows<kChunk>* windows = nullptr) {
   int first = 0;
 #ifdef __AVX2__
   for (; first + 8 <= count; first += 8) {
@@ -446,7 +509,7 @@ void ChunkTaps(const float* g, int64_t b, int64_t points, int64_t start, int cou
     if constexpr (kMode == kBicubic) {
       TapsCubicV<kPadding, kChunk>(gx, gy, h, w, align_corners, first, index, mask, weight, row_weight);
     } else {
-      TapsV<kMode, kPadding, kChunk>(gx, gy, h, w, align_corners, first, index, mask, weight);
+      TapsV<kMode, kPadding, kChunk>(gx, gy, h, w, align_corners, first, index, mask, weight, windows);
     }
   }
 #endif
@@ -476,15 +539,26 @@ void ForwardBatch(const float* x, const float* g, float* o, int64_t b, int64_t c
   alignas(64) uint32_t mask[kTaps][kChunk];
   alignas(64) float weight[kTaps][kChunk];  // bicubic: the column weight
   alignas(64) float row_weight[kRows][kChunk];
+  Windows<kChunk> windows;  // bilinear with AVX2, where a row holds a pair of pixels
+#ifdef __AVX2__
+  const bool pairs = kMode == kBilinear && w >= 2;
+#else
+  const bool pairs = false;
+#endif
   for (int64_t start = 0; start < points; start += kChunk) {
     const int count = static_cast<int>(std::min<int64_t>(kChunk, points - start));
     ChunkTaps<kMode, kPadding, kChunk, kRows, kTaps>(g, b, points, start, count, h, w, align_corners, index, mask,
-                                                     weight, row_weight);
+                                                     weight, row_weight, pairs ? &windows : nullptr);
     for (int64_t ch = 0; ch < c; ++ch) {
       const float* plane = x + (b * c + ch) * h * w;
       float* out = o + (b * c + ch) * points + start;
       int p = 0;
 #ifdef __AVX2__
+      if constexpr (kMode == kBilinear) {
+        for (; pairs && p + 8 <= count; p += 8) {
+          _mm256_storeu_ps(out + p, SampleBilinearPairs<kChunk>(plane, windows, mask, weight, p));
+        }
+      }
       for (; p + 8 <= count; p += 8) {
         _mm256_storeu_ps(out + p, SampleAvx2<kRows, kCols, kChunk>(plane, index, mask, weight, row_weight, p));
       }

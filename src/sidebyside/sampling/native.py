@@ -4,7 +4,8 @@ Why: on a CPU, XLA compiles :mod:`.xla`'s gathers into one scalar
 loop that recomputes each point's coordinates for every channel, 2 to 6 times
 PyTorch's time. ``native/grid_sample_cpu.cc`` computes each point's taps and weights
 once (2-D: 8 points at a time with AVX2), reads the channels
-with AVX2 gathers, and splits the batch over the cores this process may use, as
+with AVX2 gathers (bilinear: each row's two neighbouring taps in one 8-byte read, half
+the reads of one per tap), and splits the batch over the cores this process may use, as
 PyTorch does. Its semantics are those of :mod:`.taps` (``taps_2d`` and ``taps_3d``),
 written once more in C++ (``grid_sample_cpu.cc``, beside this file): the
 unnormalisation is ``std::fma`` where PyTorch rounds once (2-D) and a product and a
