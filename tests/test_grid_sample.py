@@ -119,13 +119,14 @@ def test_native_vector_and_scalar_taps_agree_bit_for_bit(mode, padding_mode, ali
     at non-finite coordinates. 64 points go the vector way, one point the scalar way.
     Bilinear's vector way reads each row's two taps as one pair of pixels, clamped inside
     the row at its edges: hence an image two pixels wide, and non-finite pixels at the
-    edges, which a tap outside the image must not let through."""
+    edges, which a tap outside the image must not let through; six channels, so that nearest,
+    which samples four at a time, also takes a part block."""
     from sidebyside.sampling import native
 
     if not native.available():
         pytest.skip("the native kernel cannot be built here")
     rng = np.random.default_rng(7)
-    wide = rng.uniform(0, 255, (1, 3, 7, 10)).astype(np.float32)
+    wide = rng.uniform(0, 255, (1, 6, 7, 10)).astype(np.float32)  # nearest: two blocks of channels
     wide[0, 0, 0, 0], wide[0, 1, 3, -1], wide[0, 2, -1, 0] = np.nan, np.inf, -np.inf
     for x in (wide, rng.uniform(0, 255, (1, 2, 5, 2)).astype(np.float32)):
         _vector_and_scalar_taps_agree(jnp.asarray(x), rng, mode, padding_mode, align_corners)
