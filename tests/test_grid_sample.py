@@ -692,7 +692,7 @@ def test_bench_kernel_chain_in_rounds_runs_on_both_sides_with_gradients(monkeypa
 
 def test_bench_gives_pytorch_memory_of_its_own():
     """NumPy asks Linux for 2 MiB pages for arrays of 4 MiB and more; ``torch.from_numpy`` would
-    hand PyTorch those pages while XLA copies into 4 KiB ones, a lead of the page size alone."""
+    hand PyTorch those pages while XLA copies into 4 KiB ones: each side gets its own memory."""
     from sidebyside.sampling import bench
 
     a = np.arange(12, dtype=np.float32).reshape(3, 4)

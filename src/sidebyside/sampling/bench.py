@@ -37,10 +37,10 @@ input and grid), each measured with both frameworks in one interleaved run
 
 **Memory of the same kind** (:func:`torch_tensor`): each side's inputs are in memory its own
 framework allocated, never shared with NumPy. NumPy asks Linux for 2 MiB pages for arrays
-of 4 MiB and more (``madvise(MADV_HUGEPAGE)``) and ``torch.from_numpy`` shares them, while
-XLA's buffers lie on 4 KiB pages: on a 2-core EPYC, PyTorch's gathers ran about 10% faster
-on NumPy's memory (nearest and bilinear forward at 32x3x128x128), a lead that belonged to
-the page size, not to PyTorch.
+of 4 MiB and more (``madvise(MADV_HUGEPAGE)``) and ``torch.from_numpy`` would share them,
+while XLA's buffers lie on 4 KiB pages. PyTorch's CPU grid_sample, timed in C++ on both kinds
+of page (2-core EPYC, 32x3x128x128, nearest and bilinear), showed no difference, so this
+changed no figure there; it keeps the page size out of every comparison all the same.
 
 **The memory floor** (``floor_ms``, with the kernel times): the bytes a call cannot avoid
 moving (:func:`min_bytes`: each array it reads or writes, once) at the speed of a plain copy

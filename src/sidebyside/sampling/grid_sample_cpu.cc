@@ -370,7 +370,6 @@ inline void TapV(__m256 xk, __m256 yk, __m256 weight_k, int64_t h, int64_t w, in
   _mm256_store_ps(&weight[k][p], weight_k);
 }
 
-
 // Nearest or bilinear taps of the 8 points whose grid coordinates are gx, gy (bilinear:
 // and the row windows, where `windows` is given).
 template <int64_t kMode, int64_t kPadding, int kChunk>
