@@ -120,7 +120,8 @@ def test_native_vector_and_scalar_taps_agree_bit_for_bit(mode, padding_mode, ali
     Bilinear's vector way reads each row's two taps as one pair of pixels, clamped inside
     the row at its edges: hence an image two pixels wide, and non-finite pixels at the
     edges, which a tap outside the image must not let through; six channels, so that nearest,
-    which samples four at a time, also takes a part block."""
+    which samples four at a time, also takes a part block. The same for the backward passes'
+    taps and sums (the grid's and the input's gradients)."""
     from sidebyside.sampling import native
 
     if not native.available():
@@ -128,26 +129,37 @@ def test_native_vector_and_scalar_taps_agree_bit_for_bit(mode, padding_mode, ali
     rng = np.random.default_rng(7)
     wide = rng.uniform(0, 255, (1, 6, 7, 10)).astype(np.float32)  # nearest: two blocks of channels
     wide[0, 0, 0, 0], wide[0, 1, 3, -1], wide[0, 2, -1, 0] = np.nan, np.inf, -np.inf
-    for x in (wide, rng.uniform(0, 255, (1, 2, 5, 2)).astype(np.float32)):
+    images = [wide, rng.uniform(0, 255, (1, 2, 5, 2)).astype(np.float32)]
+    if mode != "bicubic":  # 3-D: the backward pass's sums, 8 points at a time or one by one
+        images.append(rng.uniform(0, 255, (1, 3, 4, 7, 10)).astype(np.float32))
+    for x in images:
         _vector_and_scalar_taps_agree(jnp.asarray(x), rng, mode, padding_mode, align_corners)
 
 
 def _vector_and_scalar_taps_agree(x, rng, mode, padding_mode, align_corners):
+    dims = x.ndim - 2
     special = np.array([np.nan, np.inf, -np.inf, -1.0, 1.0, 0.0, 1 / 7, -1 / 7, 1.1, -3.5, 1e10, 0.05])
-    g = rng.uniform(-1.3, 1.3, (64, 2))
-    g[:len(special), 0] = special
-    g[len(special):2 * len(special), 1] = special
-    g = jnp.asarray(g.reshape(1, 1, 64, 2).astype(np.float32))
+    g = rng.uniform(-1.3, 1.3, (64, dims))
+    for axis in range(dims):
+        g[axis * len(special):(axis + 1) * len(special), axis] = special
+    g = jnp.asarray(g.reshape((1,) * dims + (64, dims)).astype(np.float32))
     kw = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners, implementation="native")
     whole = jax.jit(lambda a, b: grid_sample(a, b, **kw))(x, g)
     one = jax.jit(lambda a, b: grid_sample(a, b, **kw))
-    apart = jnp.concatenate([one(x, g[:, :, p:p + 1]) for p in range(64)], axis=-1)
+    apart = jnp.concatenate([one(x, g[..., p:p + 1, :]) for p in range(64)], axis=-1)
     np.testing.assert_array_equal(np.asarray(whole), np.asarray(apart))
-    if mode == "nearest":  # nearest's backward takes the vector taps too
-        grad = jax.jit(jax.grad(lambda a, b: grid_sample(a, b, **kw).sum()))
-        whole_grad = grad(x, g)
-        apart_grad = sum(grad(x, g[:, :, p:p + 1]) for p in range(64))
-        np.testing.assert_array_equal(np.asarray(whole_grad), np.asarray(apart_grad))
+    # The backward passes take the vector taps too, on a random cotangent. Each point's grid
+    # gradient is its own; the input gradient adds the points' terms in point order, as the
+    # sum of the points' gradients does, where a point's taps are distinct pixels (nearest:
+    # one tap; zeros padding: taps are never clamped onto each other).
+    cot = jnp.asarray(rng.standard_normal((1, x.shape[1]) + (1,) * (dims - 1) + (64,)).astype(np.float32))
+    loss = jax.jit(jax.grad(lambda a, b, c: (grid_sample(a, b, **kw) * c).sum(), argnums=(0, 1)))
+    whole_input, whole_grid = loss(x, g, cot)
+    apart = [loss(x, g[..., p:p + 1, :], cot[..., p:p + 1]) for p in range(64)]
+    if mode != "nearest":
+        np.testing.assert_array_equal(np.asarray(whole_grid), np.concatenate([a[1] for a in apart], axis=-2))
+    if mode == "nearest" or padding_mode == "zeros":
+        np.testing.assert_array_equal(np.asarray(whole_input), np.asarray(sum(a[0] for a in apart)))
 
 
 # The affine case (issue 13): large images whose sides are not powers of two, 0-255
@@ -355,6 +367,18 @@ def test_implementation_choice_is_checked():
                     implementation="pallas")
     with pytest.raises(ValueError, match="native kernel takes 4-D or 5-D float32"):
         grid_sample(x.astype(jnp.float16), g.astype(jnp.float16), implementation="native")
+    # An image of 2**31 pixels or more (8 GiB a channel) overflows the kernel's 32-bit
+    # indices: "auto" takes the XLA path there, "native" says why not (shapes only, no data).
+    from sidebyside.sampling import choose_implementation, native
+
+    huge = (1, 1, 2**16, 2**15)
+    assert not native.supported(huge, (1, 1, 1, 2), jnp.float32)
+    assert not native.supported((1, 1, 2**10, 2**11, 2**10), (1, 1, 1, 1, 3), jnp.float32)
+    assert native.supported((1, 1, 2**16, 2**15 - 1), (1, 1, 1, 2), jnp.float32)
+    if jax.default_backend() == "cpu":
+        assert choose_implementation(huge, (1, 1, 1, 2), jnp.float32) == "xla"
+        with pytest.raises(ValueError, match=r"under 2\*\*31 pixels"):
+            choose_implementation(huge, (1, 1, 1, 2), jnp.float32, implementation="native")
 
 
 def _torch_grads(x, g, **kw):

@@ -135,7 +135,8 @@ def choose_implementation(input_shape, grid_shape, dtype, implementation: str = 
             raise ValueError(f"grid_sample(): the native kernel runs on the CPU backend; this is {backend!r}. "
                              "Use implementation='auto'.")
         if not native.supported(input_shape, grid_shape, dtype):
-            raise ValueError("grid_sample(): the native kernel takes 4-D or 5-D float32 input; got input "
+            raise ValueError("grid_sample(): the native kernel takes 4-D or 5-D float32 input, each image under "
+                             "2**31 pixels; got input "
                              f"{list(input_shape)} of {jnp.dtype(dtype)}. Use implementation='xla' (or 'auto').")
         native.build()  # raises NativeBuildError with the reason
         return "native"

@@ -30,6 +30,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import math
 import os
 import platform
 import shutil
@@ -59,8 +60,10 @@ class NativeBuildError(RuntimeError):
 
 
 def supported(input_shape, grid_shape, dtype) -> bool:
-    """Whether the kernel handles this call (4-D or 5-D float32; else the XLA path)."""
-    return len(input_shape) in (4, 5) and jnp.dtype(dtype) == jnp.float32
+    """Whether the kernel handles this call (4-D or 5-D float32, each image under 2**31
+    pixels, since the kernel indexes an image with 32-bit integers; else the XLA path)."""
+    return (len(input_shape) in (4, 5) and jnp.dtype(dtype) == jnp.float32
+            and math.prod(input_shape[2:]) < 2**31)
 
 
 def _cpu_signature() -> str:
@@ -108,19 +111,26 @@ def verified(target: Path) -> bool:
         return False
 
 
+def compiler() -> str:
+    """The C++ compiler's path: ``$CXX``, else ``g++``. Raises NativeBuildError saying what to
+    install where there is none."""
+    found = shutil.which(os.environ.get("CXX", "g++"))
+    if found is None:
+        raise NativeBuildError("no C++ compiler found to build the native grid_sample kernel; install it "
+                               "(sudo apt-get install g++) or set CXX, or use implementation='xla'")
+    return found
+
+
 def build() -> Path:
     """Compile the kernel unless a verified build is cached; return the library's path."""
     target = _library_path()
     if verified(target):
         return target
-    compiler = shutil.which(os.environ.get("CXX", "g++"))
-    if compiler is None:
-        raise NativeBuildError("no C++ compiler found to build the native grid_sample kernel; install it "
-                               "(sudo apt-get install g++) or set CXX, or use implementation='xla'")
+    cxx = compiler()
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         built = Path(tmp) / target.name
-        command = [compiler, *FLAGS, "-isystem", jax.ffi.include_dir(), "-o", str(built), str(SOURCE)]
+        command = [cxx, *FLAGS, "-isystem", jax.ffi.include_dir(), "-o", str(built), str(SOURCE)]
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:
             raise NativeBuildError(f"building the native grid_sample kernel failed ({' '.join(command)}):\n"
