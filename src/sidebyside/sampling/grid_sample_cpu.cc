@@ -770,23 +770,71 @@ ffi::Error GetShape(const ffi::Buffer<ffi::F32>& input, const ffi::Buffer<ffi::F
   return ffi::Error::Success();
 }
 
-// 3-D forward, one batch element, point by point (PyTorch's 3-D CPU kernel is scalar
-// too), with the mode and padding fixed at compile time.
+// The taps of the chunk's points [first, count), which start at point `start` of batch
+// element b, one point at a time (2-D: MakeTapsT; 3-D: MakeTaps3): index, mask and weight
+// and, where `dw` is given, the weight's derivatives by each grid coordinate.
+template <int kDims, int64_t kMode, int64_t kPadding, int kChunk, int kTaps>
+void ScalarTaps(const float* g, int64_t b, const Shape& s, int64_t start, int first, int count, bool align_corners,
+                int32_t (*index)[kChunk], uint32_t (*mask)[kChunk], float (*weight)[kChunk],
+                float (*dw)[kTaps][kChunk] = nullptr) {
+  Taps taps;
+  for (int p = first; p < count; ++p) {
+    const float* gp = g + kDims * (b * s.points + start + p);
+    if constexpr (kDims == 2) {
+      MakeTapsT<kMode, kPadding>(gp[0], gp[1], s.h, s.w, align_corners, &taps);
+    } else {
+      MakeTaps3<kMode, kPadding>(gp, s.d, s.h, s.w, align_corners, &taps);
+    }
+    const float* derivatives[3] = {taps.dwdx, taps.dwdy, taps.dwdz};
+    for (int k = 0; k < kTaps; ++k) {
+      index[k][p] = static_cast<int32_t>(taps.index[k]);
+      mask[k][p] = taps.inside[k] ? 0xFFFFFFFFu : 0u;
+      weight[k][p] = taps.weight[k];
+      if (dw != nullptr) {
+        for (int a = 0; a < kDims; ++a) dw[a][k][p] = derivatives[a][k];
+      }
+    }
+  }
+}
+
+// 3-D forward for one batch element, with the taps computed one point at a time
+// (PyTorch's 3-D CPU kernel is scalar too). Nearest reads every channel at each point's
+// one tap. Trilinear works in chunks of points: the chunk's taps first, then channel by
+// channel, 8 points at a time with AVX2 gathers, the 8 taps' terms summed in tap order
+// either way (0.87x the time of the point-by-point loop at 4x8x32x64x64; for nearest that
+// order took 1.25x).
 template <int64_t kMode, int64_t kPadding>
 void Forward3Batch(const float* x, const float* g, float* o, int64_t b, const Shape& s, bool align_corners) {
-  constexpr int kTaps = kMode == kNearest ? 1 : 8;
-  Taps taps;
   const int64_t volume = s.d * s.h * s.w;
-  for (int64_t p = 0; p < s.points; ++p) {
-    MakeTaps3<kMode, kPadding>(g + 3 * (b * s.points + p), s.d, s.h, s.w, align_corners, &taps);
+  if constexpr (kMode == kNearest) {
+    Taps taps;
+    for (int64_t p = 0; p < s.points; ++p) {
+      MakeTaps3<kMode, kPadding>(g + 3 * (b * s.points + p), s.d, s.h, s.w, align_corners, &taps);
+      for (int64_t ch = 0; ch < s.c; ++ch) {
+        const float* plane = x + (b * s.c + ch) * volume;
+        o[(b * s.c + ch) * s.points + p] = (taps.inside[0] ? plane[taps.index[0]] : 0.0f) * taps.weight[0];
+      }
+    }
+    return;
+  }
+  constexpr int kChunk = 64;
+  constexpr int kTaps = 8;
+  alignas(64) int32_t index[kTaps][kChunk];
+  alignas(64) uint32_t mask[kTaps][kChunk];
+  alignas(64) float weight[kTaps][kChunk];
+  for (int64_t start = 0; start < s.points; start += kChunk) {
+    const int count = static_cast<int>(std::min<int64_t>(kChunk, s.points - start));
+    ScalarTaps<3, kMode, kPadding, kChunk, kTaps>(g, b, s, start, 0, count, align_corners, index, mask, weight);
     for (int64_t ch = 0; ch < s.c; ++ch) {
       const float* plane = x + (b * s.c + ch) * volume;
-      float value = 0.0f;
-      for (int k = 0; k < kTaps; ++k) {
-        const float term = (taps.inside[k] ? plane[taps.index[k]] : 0.0f) * taps.weight[k];
-        value = k == 0 ? term : value + term;
+      float* out = o + (b * s.c + ch) * s.points + start;
+      int q = 0;
+#ifdef __AVX2__
+      for (; q + 8 <= count; q += 8) {
+        _mm256_storeu_ps(out + q, SampleAvx2<1, kTaps, kChunk>(plane, index, mask, weight, weight, q));
       }
-      o[(b * s.c + ch) * s.points + p] = value;
+#endif
+      for (; q < count; ++q) out[q] = SampleScalar<1, kTaps, kChunk>(plane, index, mask, weight, weight, q);
     }
   }
 }
@@ -869,7 +917,6 @@ void BackwardBatch(const float* x, const float* g, const float* c, float* gin_b,
   alignas(64) float dw[kDims][kTaps][kChunk];  // d weight / d grid coordinate (x, y, z)
   alignas(64) float sum[kDims][kChunk];  // the grid gradient of the chunk's points
   const int64_t volume = s.d * s.h * s.w;
-  Taps taps;
   for (int64_t start = 0; start < s.points; start += kChunk) {
     const int count = static_cast<int>(std::min<int64_t>(kChunk, s.points - start));
     int first = 0;
@@ -884,21 +931,8 @@ void BackwardBatch(const float* x, const float* g, const float* c, float* gin_b,
       }
     }
 #endif
-    for (int p = first; p < count; ++p) {
-      const float* gp = g + kDims * (b * s.points + start + p);
-      if constexpr (kDims == 2) {
-        MakeTapsT<kMode, kPadding>(gp[0], gp[1], s.h, s.w, align_corners, &taps);
-      } else {
-        MakeTaps3<kMode, kPadding>(gp, s.d, s.h, s.w, align_corners, &taps);
-      }
-      const float* derivatives[3] = {taps.dwdx, taps.dwdy, taps.dwdz};
-      for (int k = 0; k < kTaps; ++k) {
-        index[k][p] = static_cast<int32_t>(taps.index[k]);
-        mask[k][p] = taps.inside[k] ? 0xFFFFFFFFu : 0u;
-        weight[k][p] = taps.weight[k];
-        for (int a = 0; a < kDims; ++a) dw[a][k][p] = derivatives[a][k];
-      }
-    }
+    ScalarTaps<kDims, kMode, kPadding, kChunk, kTaps>(g, b, s, start, first, count, align_corners, index, mask, weight,
+                                                      dw);
     for (int a = 0; a < kDims; ++a) std::fill(sum[a], sum[a] + count, 0.0f);
     for (int64_t ch = 0; ch < s.c; ++ch) {
       const float* ct = c + (b * s.c + ch) * s.points + start;
