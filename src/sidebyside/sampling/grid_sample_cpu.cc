@@ -893,8 +893,8 @@ void NearestBackwardBatch(const float* c, float* gin_b, float* gg, int64_t b, in
   }
 }
 
-// Backward for one batch element (2-D bilinear and bicubic, 3-D nearest and trilinear), in
-// chunks of points: first the chunk's taps (index, mask, weight and the weight's
+// Backward for one batch element (2-D bilinear and bicubic, 3-D nearest and trilinear);
+// all but 3-D nearest in chunks of points: first the chunk's taps (index, mask, weight and the weight's
 // derivatives by the grid's coordinates; 8 points at a time with AVX2 in 2-D), then one
 // channel at a time over the whole chunk: the grid gradient's terms 8 points at a time
 // with AVX2, then the input gradient's additions point by point. Each point's grid
@@ -908,15 +908,25 @@ void NearestBackwardBatch(const float* c, float* gin_b, float* gg, int64_t b, in
 template <int kDims, int64_t kMode, int64_t kPadding>
 void BackwardBatch(const float* x, const float* g, const float* c, float* gin_b, float* gg, int64_t b,
                    const Shape& s, bool align_corners) {
+  const int64_t volume = s.d * s.h * s.w;
+  if constexpr (kMode == kNearest) {  // 3-D (2-D: NearestBackwardBatch): one tap, no grid gradient, point by point
+    Taps taps;                        // (in chunks it took 1.085x the time at 4x8x32x64x64)
+    for (int64_t p = 0; p < s.points; ++p) {
+      MakeTaps3<kMode, kPadding>(g + 3 * (b * s.points + p), s.d, s.h, s.w, align_corners, &taps);
+      for (int64_t ch = 0; ch < s.c; ++ch) {
+        if (taps.inside[0]) gin_b[ch * volume + taps.index[0]] += c[(b * s.c + ch) * s.points + p] * taps.weight[0];
+      }
+    }
+    std::fill(gg + kDims * b * s.points, gg + kDims * (b + 1) * s.points, 0.0f);
+    return;
+  }
   constexpr int kChunk = 64;
-  constexpr int kTaps = kDims == 3 ? (kMode == kNearest ? 1 : 8) : (kMode == kBicubic ? 16 : 4);
-  constexpr bool kGridGradient = kMode != kNearest;  // nearest's is 0
+  constexpr int kTaps = kDims == 3 ? 8 : (kMode == kBicubic ? 16 : 4);
   alignas(64) int32_t index[kTaps][kChunk];
   alignas(64) uint32_t mask[kTaps][kChunk];
   alignas(64) float weight[kTaps][kChunk];
   alignas(64) float dw[kDims][kTaps][kChunk];  // d weight / d grid coordinate (x, y, z)
   alignas(64) float sum[kDims][kChunk];  // the grid gradient of the chunk's points
-  const int64_t volume = s.d * s.h * s.w;
   for (int64_t start = 0; start < s.points; start += kChunk) {
     const int count = static_cast<int>(std::min<int64_t>(kChunk, s.points - start));
     int first = 0;
@@ -938,28 +948,26 @@ void BackwardBatch(const float* x, const float* g, const float* c, float* gin_b,
       const float* ct = c + (b * s.c + ch) * s.points + start;
       const float* plane = x + (b * s.c + ch) * volume;
       float* gplane = gin_b + ch * volume;
-      if constexpr (kGridGradient) {
-        int q = 0;
+      int q = 0;
 #ifdef __AVX2__
-        for (; q + 8 <= count; q += 8) {
-          const __m256 cv = _mm256_loadu_ps(ct + q);
-          __m256 acc[kDims];
-          for (int a = 0; a < kDims; ++a) acc[a] = _mm256_load_ps(sum[a] + q);
-          for (int k = 0; k < kTaps; ++k) {
-            const __m256i idx = _mm256_load_si256(reinterpret_cast<const __m256i*>(&index[k][q]));
-            const __m256 inside = _mm256_load_ps(reinterpret_cast<const float*>(&mask[k][q]));
-            // where(inside, value, 0) * cotangent: 0 * NaN stays NaN, as the jax.numpy path
-            const __m256 v = _mm256_mul_ps(_mm256_and_ps(_mm256_i32gather_ps(plane, idx, 4), inside), cv);
-            for (int a = 0; a < kDims; ++a) acc[a] = _mm256_add_ps(acc[a], _mm256_mul_ps(v, _mm256_load_ps(&dw[a][k][q])));
-          }
-          for (int a = 0; a < kDims; ++a) _mm256_store_ps(sum[a] + q, acc[a]);
+      for (; q + 8 <= count; q += 8) {
+        const __m256 cv = _mm256_loadu_ps(ct + q);
+        __m256 acc[kDims];
+        for (int a = 0; a < kDims; ++a) acc[a] = _mm256_load_ps(sum[a] + q);
+        for (int k = 0; k < kTaps; ++k) {
+          const __m256i idx = _mm256_load_si256(reinterpret_cast<const __m256i*>(&index[k][q]));
+          const __m256 inside = _mm256_load_ps(reinterpret_cast<const float*>(&mask[k][q]));
+          // where(inside, value, 0) * cotangent: 0 * NaN stays NaN, as the jax.numpy path
+          const __m256 v = _mm256_mul_ps(_mm256_and_ps(_mm256_i32gather_ps(plane, idx, 4), inside), cv);
+          for (int a = 0; a < kDims; ++a) acc[a] = _mm256_add_ps(acc[a], _mm256_mul_ps(v, _mm256_load_ps(&dw[a][k][q])));
         }
+        for (int a = 0; a < kDims; ++a) _mm256_store_ps(sum[a] + q, acc[a]);
+      }
 #endif
-        for (; q < count; ++q) {
-          for (int k = 0; k < kTaps; ++k) {
-            const float v = (mask[k][q] ? plane[index[k][q]] : 0.0f) * ct[q];
-            for (int a = 0; a < kDims; ++a) sum[a][q] += v * dw[a][k][q];
-          }
+      for (; q < count; ++q) {
+        for (int k = 0; k < kTaps; ++k) {
+          const float v = (mask[k][q] ? plane[index[k][q]] : 0.0f) * ct[q];
+          for (int a = 0; a < kDims; ++a) sum[a][q] += v * dw[a][k][q];
         }
       }
       for (int p = 0; p < count; ++p) {
