@@ -23,40 +23,6 @@
 
 namespace {
 
-template <int64_t kMode>
-void OursForMode(const float* x, const float* g, float* o, int64_t n, int64_t c, int64_t h, int64_t w,
-                 int64_t padding, bool align_corners) {
-  for (int64_t b = 0; b < n; ++b) {
-    if (padding == kZeros) ForwardBatch<kMode, kZeros>(x, g, o, b, c, h, w, h * w, align_corners);
-    if (padding == kBorder) ForwardBatch<kMode, kBorder>(x, g, o, b, c, h, w, h * w, align_corners);
-    if (padding == kReflection) ForwardBatch<kMode, kReflection>(x, g, o, b, c, h, w, h * w, align_corners);
-  }
-}
-
-// The backward pass, as Backward runs it for each batch element: the input gradient
-// zeroed, then accumulated; the grid gradient written.
-template <int64_t kMode, int64_t kPadding>
-void OursBackwardPadded(const float* x, const float* g, const float* c, float* gin, float* gg, const Shape& s,
-                        bool align_corners) {
-  for (int64_t b = 0; b < s.batch; ++b) {
-    float* gin_b = gin + b * s.c * s.h * s.w;
-    std::fill(gin_b, gin_b + s.c * s.h * s.w, 0.0f);
-    if constexpr (kMode == kNearest) {
-      NearestBackwardBatch<kPadding>(c, gin_b, gg, b, s.c, s.h, s.w, s.points, align_corners, g);
-    } else {
-      BackwardBatch<2, kMode, kPadding>(x, g, c, gin_b, gg, b, s, align_corners);
-    }
-  }
-}
-
-template <int64_t kMode>
-void OursBackward(const float* x, const float* g, const float* c, float* gin, float* gg, const Shape& s,
-                  int64_t padding, bool align_corners) {
-  if (padding == kZeros) OursBackwardPadded<kMode, kZeros>(x, g, c, gin, gg, s, align_corners);
-  if (padding == kBorder) OursBackwardPadded<kMode, kBorder>(x, g, c, gin, gg, s, align_corners);
-  if (padding == kReflection) OursBackwardPadded<kMode, kReflection>(x, g, c, gin, gg, s, align_corners);
-}
-
 // Largest |ours - theirs| over the largest |theirs|: 0 for the same values.
 double RelativeError(const at::Tensor& ours, const at::Tensor& theirs) {
   const double scale = theirs.abs().max().item<double>();
@@ -89,19 +55,14 @@ int main(int argc, char** argv) {
   const at::Tensor xt = at::from_blob(x.data(), {n, c, h, w}), gt = at::from_blob(g.data(), {n, h, w, 2});
   const at::Tensor ct = at::from_blob(cot.data(), {n, c, h, w});
   at::Tensor theirs_out, theirs_gin, theirs_gg;
-  const auto ours = [&] {
-    if (backward) {
-      if (mode == kNearest) OursBackward<kNearest>(x.data(), g.data(), cot.data(), gin.data(), gg.data(), shape,
-                                                   padding, align_corners);
-      if (mode == kBilinear) OursBackward<kBilinear>(x.data(), g.data(), cot.data(), gin.data(), gg.data(), shape,
-                                                     padding, align_corners);
-      if (mode == kBicubic) OursBackward<kBicubic>(x.data(), g.data(), cot.data(), gin.data(), gg.data(), shape,
-                                                   padding, align_corners);
-      return;
+  const auto ours = [&] {  // batch element by batch element, as Forward and Backward run them on one thread
+    for (int64_t b = 0; b < n; ++b) {
+      if (backward) {
+        BackwardOne(x.data(), g.data(), cot.data(), gin.data(), gg.data(), b, shape, mode, padding, align_corners);
+      } else {
+        ForwardOne(x.data(), g.data(), o.data(), b, shape, mode, padding, align_corners);
+      }
     }
-    if (mode == kNearest) OursForMode<kNearest>(x.data(), g.data(), o.data(), n, c, h, w, padding, align_corners);
-    if (mode == kBilinear) OursForMode<kBilinear>(x.data(), g.data(), o.data(), n, c, h, w, padding, align_corners);
-    if (mode == kBicubic) OursForMode<kBicubic>(x.data(), g.data(), o.data(), n, c, h, w, padding, align_corners);
   };
   // PyTorch numbers its modes bilinear 0, nearest 1, bicubic 2
   const int64_t torch_mode = mode == kNearest ? 1 : (mode == kBilinear ? 0 : 2);
@@ -132,7 +93,8 @@ int main(int argc, char** argv) {
   std::printf("ours_ms %.4f torch_ms %.4f ratio %.4f q1 %.4f q3 %.4f", Median(ours_s) * 1e3, Median(theirs_s) * 1e3,
               ratio[ratio.size() / 2], ratio[ratio.size() / 4], ratio[3 * ratio.size() / 4]);
   if (backward) {  // the sums run in another order than PyTorch's: close, not the same bits
-    const at::Tensor ours_gin = at::from_blob(gin.data(), {n, c, h, w}), ours_gg = at::from_blob(gg.data(), {n, h, w, 2});
+    const at::Tensor ours_gin = at::from_blob(gin.data(), {n, c, h, w});
+    const at::Tensor ours_gg = at::from_blob(gg.data(), {n, h, w, 2});
     std::printf(" grad_input_rel_err %.3g grad_grid_rel_err %.3g\n", RelativeError(ours_gin, theirs_gin),
                 RelativeError(ours_gg, theirs_gg));
   } else {

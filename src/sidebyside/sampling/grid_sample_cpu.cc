@@ -57,12 +57,12 @@ struct Coord {
   float grad;  // d value / d grid
 };
 
+// d unnormalised coordinate / d grid value
+inline float Scale(int64_t size, bool align_corners) { return align_corners ? (size - 1) / 2.0f : size / 2.0f; }
+
 inline Coord Unnormalize(float g, int64_t size, bool align_corners) {
-  if (align_corners) {
-    const float scale = (size - 1) / 2.0f;
-    return {(g + 1.0f) * scale, scale};
-  }
-  const float scale = size / 2.0f;
+  const float scale = Scale(size, align_corners);
+  if (align_corners) return {(g + 1.0f) * scale, scale};
   return {std::fma(g + 1.0f, scale, -0.5f), scale};  // one rounding, as PyTorch's kernel
 }
 
@@ -198,8 +198,8 @@ inline __attribute__((always_inline)) void MakeTapsT(float gx, float gy, int64_t
 // sidebyside.sampling.taps.taps_3d writes it with fused=False (unnormalisation rounded
 // twice, reflection with fmod: both differ from the 2-D kernel's).
 inline Coord Unnormalize3(float g, int64_t size, bool align_corners) {
-  if (align_corners) return {((g + 1.0f) / 2.0f) * static_cast<float>(size - 1), (size - 1) / 2.0f};
-  return {((g + 1.0f) * static_cast<float>(size) - 1.0f) / 2.0f, size / 2.0f};
+  if (align_corners) return {((g + 1.0f) / 2.0f) * static_cast<float>(size - 1), Scale(size, align_corners)};
+  return {((g + 1.0f) * static_cast<float>(size) - 1.0f) / 2.0f, Scale(size, align_corners)};
 }
 
 template <int64_t kPadding>
@@ -317,9 +317,9 @@ inline __m256 SampleAvx2(const float* plane, const int32_t (*index)[kChunk], con
 // The coordinate functions above for 8 points at once, operation for operation (the
 // 2-D passes; 3-D uses the scalar ones).
 inline __m256 UnnormalizeV(__m256 g, int64_t size, bool align_corners) {
-  const __m256 g1 = _mm256_add_ps(g, _mm256_set1_ps(1.0f));
-  if (align_corners) return _mm256_mul_ps(g1, _mm256_set1_ps((size - 1) / 2.0f));
-  return _mm256_fmadd_ps(g1, _mm256_set1_ps(size / 2.0f), _mm256_set1_ps(-0.5f));
+  const __m256 g1 = _mm256_add_ps(g, _mm256_set1_ps(1.0f)), scale = _mm256_set1_ps(Scale(size, align_corners));
+  if (align_corners) return _mm256_mul_ps(g1, scale);
+  return _mm256_fmadd_ps(g1, scale, _mm256_set1_ps(-0.5f));
 }
 
 inline __m256 ClipV(__m256 x, int64_t size) {
@@ -328,10 +328,15 @@ inline __m256 ClipV(__m256 x, int64_t size) {
   return _mm256_blendv_ps(x, high, _mm256_cmp_ps(x, high, _CMP_GE_OQ));
 }
 
-inline __m256 ReflectV(__m256 x, int64_t size, bool align_corners) {
+// `turned`, where given: the lanes whose gradient Reflect turns over (negative side xor
+// odd flip), all ones or zero.
+inline __m256 ReflectV(__m256 x, int64_t size, bool align_corners, __m256* turned = nullptr) {
   const float low_s = align_corners ? 0.0f : -0.5f;
   const float span = align_corners ? static_cast<float>(size - 1) : static_cast<float>(size);
-  if (span == 0.0f) return _mm256_setzero_ps();
+  if (span == 0.0f) {
+    if (turned != nullptr) *turned = _mm256_setzero_ps();
+    return _mm256_setzero_ps();
+  }
   const __m256 low = _mm256_set1_ps(low_s), twice = _mm256_set1_ps(2.0f * span);
   const __m256 t = _mm256_sub_ps(x, low);
   const __m256 negative = _mm256_cmp_ps(t, _mm256_setzero_ps(), _CMP_LT_OQ);
@@ -340,54 +345,40 @@ inline __m256 ReflectV(__m256 x, int64_t size, bool align_corners) {
   const __m256 extra = _mm256_fnmadd_ps(double_flips, twice, a);
   const __m256 reflected = _mm256_sub_ps(twice, extra);
   const __m256 flip = _mm256_cmp_ps(extra, reflected, _CMP_GT_OQ);
+  if (turned != nullptr) *turned = _mm256_xor_ps(negative, flip);
   return _mm256_add_ps(_mm256_blendv_ps(extra, reflected, flip), low);
 }
 
+// Unnormalize, Pad and FiniteOrOut; where `grad` is given, also the coordinate's
+// derivative by the grid value as they carry it (the backward pass): the scale, turned
+// over by a reflection, 0 where clipped or not finite.
 template <int64_t kPadding>
-inline __m256 CoordV(__m256 g, int64_t size, bool align_corners) {  // Unnormalize, Pad, FiniteOrOut
+inline __m256 CoordV(__m256 g, int64_t size, bool align_corners, __m256* grad = nullptr) {
   __m256 x = UnnormalizeV(g, size, align_corners);
-  if constexpr (kPadding == kBorder) x = ClipV(x, size);
-  if constexpr (kPadding == kReflection) x = ClipV(ReflectV(x, size, align_corners), size);
+  __m256 d = _mm256_set1_ps(Scale(size, align_corners));
+  if constexpr (kPadding == kReflection) {
+    __m256 turned;
+    x = ReflectV(x, size, align_corners, &turned);
+    d = _mm256_xor_ps(d, _mm256_and_ps(turned, _mm256_set1_ps(-0.0f)));
+  }
+  if constexpr (kPadding != kZeros) {  // Clip: gradient 0 unless strictly inside (0, size - 1)
+    const __m256 high = _mm256_set1_ps(static_cast<float>(size - 1));
+    d = _mm256_and_ps(d, _mm256_and_ps(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ),
+                                       _mm256_cmp_ps(x, high, _CMP_LT_OQ)));
+    x = ClipV(x, size);
+  }
   const __m256 abs = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
   const __m256 finite = _mm256_cmp_ps(abs, _mm256_set1_ps(3.4028235e38f), _CMP_LE_OQ);  // false for NaN, inf
+  if (grad != nullptr) *grad = _mm256_and_ps(d, finite);
   return _mm256_blendv_ps(_mm256_set1_ps(kOutOfBounds), x, finite);
 }
 
-// CoordV with the coordinate's derivative by the grid value, as Unnormalize, Pad and
-// FiniteOrOut carry it: the scale, its sign flipped by a reflection, 0 where clipped or
-// not finite (the backward pass).
-template <int64_t kPadding>
-inline __m256 CoordGradV(__m256 g, int64_t size, bool align_corners, __m256* grad) {
-  const __m256 zero = _mm256_setzero_ps();
-  __m256 x = UnnormalizeV(g, size, align_corners);
-  __m256 d = _mm256_set1_ps(align_corners ? (size - 1) / 2.0f : size / 2.0f);
-  const auto clip = [&] {  // Clip: gradient 0 unless strictly inside (0, size - 1)
-    const __m256 high = _mm256_set1_ps(static_cast<float>(size - 1));
-    d = _mm256_and_ps(d, _mm256_and_ps(_mm256_cmp_ps(x, zero, _CMP_GT_OQ), _mm256_cmp_ps(x, high, _CMP_LT_OQ)));
-    x = ClipV(x, size);
-  };
-  if constexpr (kPadding == kBorder) clip();
-  if constexpr (kPadding == kReflection) {
-    const float low = align_corners ? 0.0f : -0.5f;
-    const float span = align_corners ? static_cast<float>(size - 1) : static_cast<float>(size);
-    if (span == 0.0f) {
-      x = d = zero;
-    } else {  // Reflect's sign: negative side and odd flip each turn the gradient over
-      const __m256 t = _mm256_sub_ps(x, _mm256_set1_ps(low)), twice = _mm256_set1_ps(2.0f * span);
-      const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), t);
-      const __m256 extra = _mm256_fnmadd_ps(
-          _mm256_round_ps(_mm256_div_ps(a, twice), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC), twice, a);
-      const __m256 flip = _mm256_cmp_ps(extra, _mm256_sub_ps(twice, extra), _CMP_GT_OQ);
-      const __m256 negative = _mm256_cmp_ps(t, zero, _CMP_LT_OQ);
-      d = _mm256_xor_ps(d, _mm256_and_ps(_mm256_xor_ps(negative, flip), _mm256_set1_ps(-0.0f)));
-      x = ReflectV(x, size, align_corners);
-      clip();
-    }
-  }
-  const __m256 abs = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
-  const __m256 finite = _mm256_cmp_ps(abs, _mm256_set1_ps(3.4028235e38f), _CMP_LE_OQ);
-  *grad = _mm256_and_ps(d, finite);
-  return _mm256_blendv_ps(_mm256_set1_ps(kOutOfBounds), x, finite);
+// The grid coordinates of 8 consecutive points, stored x0 y0 x1 y1 ... x7 y7, split into
+// their x's and y's in point order.
+inline void LoadGrid8(const float* gp, __m256* gx, __m256* gy) {
+  const __m256 lo = _mm256_loadu_ps(gp), hi = _mm256_loadu_ps(gp + 8);
+  *gx = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0x88)), 0xD8));
+  *gy = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xDD)), 0xD8));
 }
 
 // One tap of 8 points at integer-valued coordinates (xk, yk): index (0 where outside),
@@ -498,7 +489,8 @@ inline __m256 CubicFarDV(__m256 x) {  // (3A x - 10A) x + 8A
 }
 
 inline __m256 CubicNearDV(__m256 x) {  // (3 (A + 2) x - 2 (A + 3)) x
-  const __m256 r = _mm256_sub_ps(_mm256_mul_ps(_mm256_set1_ps(3 * (kCubicA + 2)), x), _mm256_set1_ps(2 * (kCubicA + 3)));
+  const __m256 r =
+      _mm256_sub_ps(_mm256_mul_ps(_mm256_set1_ps(3 * (kCubicA + 2)), x), _mm256_set1_ps(2 * (kCubicA + 3)));
   return _mm256_mul_ps(r, x);
 }
 
@@ -564,8 +556,7 @@ inline void GradTapsV(__m256 gx, __m256 gy, int64_t h, int64_t w, bool align_cor
     __m256 mx[4], my[4], cx[4], cy[4], dcx[4], dcy[4];
     CubicAxisV<kPadding>(UnnormalizeV(gx, w, align_corners), w, align_corners, ix, mx, cx, dcx);
     CubicAxisV<kPadding>(UnnormalizeV(gy, h, align_corners), h, align_corners, iy, my, cy, dcy);
-    const __m256 sx = _mm256_set1_ps(align_corners ? (w - 1) / 2.0f : w / 2.0f);
-    const __m256 sy = _mm256_set1_ps(align_corners ? (h - 1) / 2.0f : h / 2.0f);
+    const __m256 sx = _mm256_set1_ps(Scale(w, align_corners)), sy = _mm256_set1_ps(Scale(h, align_corners));
     const __m256i width = _mm256_set1_epi32(static_cast<int32_t>(w));
     for (int j = 0; j < 4; ++j) {
       const __m256i row = _mm256_mullo_epi32(iy[j], width);
@@ -580,7 +571,7 @@ inline void GradTapsV(__m256 gx, __m256 gy, int64_t h, int64_t w, bool align_cor
     }
   } else {  // bilinear
     __m256 xg, yg;
-    const __m256 x = CoordGradV<kPadding>(gx, w, align_corners, &xg), y = CoordGradV<kPadding>(gy, h, align_corners, &yg);
+    const __m256 x = CoordV<kPadding>(gx, w, align_corners, &xg), y = CoordV<kPadding>(gy, h, align_corners, &yg);
     const __m256 one = _mm256_set1_ps(1.0f);
     const __m256 x0 = _mm256_floor_ps(x), y0 = _mm256_floor_ps(y);
     const __m256 wx = _mm256_sub_ps(x, x0), ny = _mm256_sub_ps(y, y0);
@@ -609,10 +600,8 @@ void ChunkTaps(const float* g, int64_t b, int64_t points, int64_t start, int cou
   int first = 0;
 #ifdef __AVX2__
   for (; first + 8 <= count; first += 8) {
-    const float* gp = g + 2 * (b * points + start + first);
-    const __m256 lo = _mm256_loadu_ps(gp), hi = _mm256_loadu_ps(gp + 8);  // x0 y0 x1 y1 ... x7 y7
-    const __m256 gx = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0x88)), 0xD8));
-    const __m256 gy = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xDD)), 0xD8));
+    __m256 gx, gy;
+    LoadGrid8(g + 2 * (b * points + start + first), &gx, &gy);
     if constexpr (kMode == kBicubic) {
       TapsCubicV<kPadding, kChunk>(gx, gy, h, w, align_corners, first, index, mask, weight, row_weight);
     } else {
@@ -839,32 +828,41 @@ void Forward3Batch(const float* x, const float* g, float* o, int64_t b, const Sh
   }
 }
 
-ffi::Error Forward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> input, ffi::Buffer<ffi::F32> grid,
-                   ffi::ResultBuffer<ffi::F32> out, int64_t mode, int64_t padding, bool align_corners) {
-  Shape s;
-  if (auto error = GetShape(input, grid, &s); error.failure()) return error;
-  const float* x = input.typed_data();
-  const float* g = grid.typed_data();
-  float* o = out->typed_data();
-  using Batch = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t, bool);
-  static constexpr Batch kBatch[3][3] = {
-      {ForwardBatch<kNearest, kZeros>, ForwardBatch<kNearest, kBorder>, ForwardBatch<kNearest, kReflection>},
-      {ForwardBatch<kBilinear, kZeros>, ForwardBatch<kBilinear, kBorder>, ForwardBatch<kBilinear, kReflection>},
-      {ForwardBatch<kBicubic, kZeros>, ForwardBatch<kBicubic, kBorder>, ForwardBatch<kBicubic, kReflection>}};
-  if (mode < 0 || mode > 2 || padding < 0 || padding > 2 || (s.dims == 3 && mode == kBicubic)) {
-    return ffi::Error::InvalidArgument("grid_sample_cpu: unknown mode or padding");
-  }
+// The forward pass of batch element b, with the mode and padding chosen at run time
+// (both checked by the caller; 3-D has no bicubic).
+void ForwardOne(const float* x, const float* g, float* o, int64_t b, const Shape& s, int64_t mode, int64_t padding,
+                bool align_corners) {
   if (s.dims == 3) {
     using Batch3 = void (*)(const float*, const float*, float*, int64_t, const Shape&, bool);
     static constexpr Batch3 kBatch3[2][3] = {
         {Forward3Batch<kNearest, kZeros>, Forward3Batch<kNearest, kBorder>, Forward3Batch<kNearest, kReflection>},
         {Forward3Batch<kBilinear, kZeros>, Forward3Batch<kBilinear, kBorder>, Forward3Batch<kBilinear, kReflection>}};
-    const Batch3 batch3 = kBatch3[mode][padding];
-    ParallelBatches(pool, s.batch, [&](int64_t b) { batch3(x, g, o, b, s, align_corners); });
-    return ffi::Error::Success();
+    kBatch3[mode][padding](x, g, o, b, s, align_corners);
+    return;
   }
-  const Batch batch = kBatch[mode][padding];
-  ParallelBatches(pool, s.batch, [&](int64_t b) { batch(x, g, o, b, s.c, s.h, s.w, s.points, align_corners); });
+  using Batch = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t, bool);
+  static constexpr Batch kBatch[3][3] = {
+      {ForwardBatch<kNearest, kZeros>, ForwardBatch<kNearest, kBorder>, ForwardBatch<kNearest, kReflection>},
+      {ForwardBatch<kBilinear, kZeros>, ForwardBatch<kBilinear, kBorder>, ForwardBatch<kBilinear, kReflection>},
+      {ForwardBatch<kBicubic, kZeros>, ForwardBatch<kBicubic, kBorder>, ForwardBatch<kBicubic, kReflection>}};
+  kBatch[mode][padding](x, g, o, b, s.c, s.h, s.w, s.points, align_corners);
+}
+
+bool KnownModeAndPadding(const Shape& s, int64_t mode, int64_t padding) {
+  return mode >= 0 && mode <= 2 && padding >= 0 && padding <= 2 && !(s.dims == 3 && mode == kBicubic);
+}
+
+ffi::Error Forward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> input, ffi::Buffer<ffi::F32> grid,
+                   ffi::ResultBuffer<ffi::F32> out, int64_t mode, int64_t padding, bool align_corners) {
+  Shape s;
+  if (auto error = GetShape(input, grid, &s); error.failure()) return error;
+  if (!KnownModeAndPadding(s, mode, padding)) {
+    return ffi::Error::InvalidArgument("grid_sample_cpu: unknown mode or padding");
+  }
+  const float* x = input.typed_data();
+  const float* g = grid.typed_data();
+  float* o = out->typed_data();
+  ParallelBatches(pool, s.batch, [&](int64_t b) { ForwardOne(x, g, o, b, s, mode, padding, align_corners); });
   return ffi::Error::Success();
 }
 
@@ -933,10 +931,8 @@ void BackwardBatch(const float* x, const float* g, const float* c, float* gin_b,
 #ifdef __AVX2__
     if constexpr (kDims == 2) {
       for (; first + 8 <= count; first += 8) {
-        const float* gp = g + 2 * (b * s.points + start + first);
-        const __m256 lo = _mm256_loadu_ps(gp), hi = _mm256_loadu_ps(gp + 8);  // x0 y0 x1 y1 ... x7 y7
-        const __m256 gx = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0x88)), 0xD8));
-        const __m256 gy = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xDD)), 0xD8));
+        __m256 gx, gy;
+        LoadGrid8(g + 2 * (b * s.points + start + first), &gx, &gy);
         GradTapsV<kMode, kPadding, kChunk>(gx, gy, s.h, s.w, align_corners, first, index, mask, weight, dw[0], dw[1]);
       }
     }
@@ -959,7 +955,9 @@ void BackwardBatch(const float* x, const float* g, const float* c, float* gin_b,
           const __m256 inside = _mm256_load_ps(reinterpret_cast<const float*>(&mask[k][q]));
           // where(inside, value, 0) * cotangent: 0 * NaN stays NaN, as the jax.numpy path
           const __m256 v = _mm256_mul_ps(_mm256_and_ps(_mm256_i32gather_ps(plane, idx, 4), inside), cv);
-          for (int a = 0; a < kDims; ++a) acc[a] = _mm256_add_ps(acc[a], _mm256_mul_ps(v, _mm256_load_ps(&dw[a][k][q])));
+          for (int a = 0; a < kDims; ++a) {
+            acc[a] = _mm256_add_ps(acc[a], _mm256_mul_ps(v, _mm256_load_ps(&dw[a][k][q])));
+          }
         }
         for (int a = 0; a < kDims; ++a) _mm256_store_ps(sum[a] + q, acc[a]);
       }
@@ -982,47 +980,52 @@ void BackwardBatch(const float* x, const float* g, const float* c, float* gin_b,
   }
 }
 
+// The backward pass of batch element b, which owns its slice of the input gradient
+// `gin` (zeroed here) and of the grid gradient `gg`; mode and padding as ForwardOne.
+void BackwardOne(const float* x, const float* g, const float* c, float* gin, float* gg, int64_t b, const Shape& s,
+                 int64_t mode, int64_t padding, bool align_corners) {
+  float* gin_b = gin + b * s.c * s.d * s.h * s.w;
+  std::fill(gin_b, gin_b + s.c * s.d * s.h * s.w, 0.0f);
+  using Batch = void (*)(const float*, const float*, const float*, float*, float*, int64_t, const Shape&, bool);
+  if (s.dims == 3) {
+    static constexpr Batch kBatch3[2][3] = {
+        {BackwardBatch<3, kNearest, kZeros>, BackwardBatch<3, kNearest, kBorder>,
+         BackwardBatch<3, kNearest, kReflection>},
+        {BackwardBatch<3, kBilinear, kZeros>, BackwardBatch<3, kBilinear, kBorder>,
+         BackwardBatch<3, kBilinear, kReflection>}};
+    kBatch3[mode][padding](x, g, c, gin_b, gg, b, s, align_corners);
+    return;
+  }
+  if (mode == kNearest) {
+    if (padding == kZeros) NearestBackwardBatch<kZeros>(c, gin_b, gg, b, s.c, s.h, s.w, s.points, align_corners, g);
+    if (padding == kBorder) NearestBackwardBatch<kBorder>(c, gin_b, gg, b, s.c, s.h, s.w, s.points, align_corners, g);
+    if (padding == kReflection) {
+      NearestBackwardBatch<kReflection>(c, gin_b, gg, b, s.c, s.h, s.w, s.points, align_corners, g);
+    }
+    return;
+  }
+  static constexpr Batch kBatch[2][3] = {
+      {BackwardBatch<2, kBilinear, kZeros>, BackwardBatch<2, kBilinear, kBorder>,
+       BackwardBatch<2, kBilinear, kReflection>},
+      {BackwardBatch<2, kBicubic, kZeros>, BackwardBatch<2, kBicubic, kBorder>,
+       BackwardBatch<2, kBicubic, kReflection>}};
+  kBatch[mode - kBilinear][padding](x, g, c, gin_b, gg, b, s, align_corners);
+}
+
 ffi::Error Backward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> input, ffi::Buffer<ffi::F32> grid,
                     ffi::Buffer<ffi::F32> cot, ffi::ResultBuffer<ffi::F32> grad_input,
                     ffi::ResultBuffer<ffi::F32> grad_grid, int64_t mode, int64_t padding, bool align_corners) {
   Shape s;
   if (auto error = GetShape(input, grid, &s); error.failure()) return error;
+  if (!KnownModeAndPadding(s, mode, padding)) {
+    return ffi::Error::InvalidArgument("grid_sample_cpu: unknown mode or padding");
+  }
   const float* x = input.typed_data();
   const float* g = grid.typed_data();
   const float* c = cot.typed_data();
   float* gin = grad_input->typed_data();
   float* gg = grad_grid->typed_data();
-  if (mode < 0 || mode > 2 || padding < 0 || padding > 2 || (s.dims == 3 && mode == kBicubic)) {
-    return ffi::Error::InvalidArgument("grid_sample_cpu: unknown mode or padding");
-  }
-  ParallelBatches(pool, s.batch, [&](int64_t b) {  // each batch element owns its slice of gin
-    float* gin_b = gin + b * s.c * s.d * s.h * s.w;
-    std::fill(gin_b, gin_b + s.c * s.d * s.h * s.w, 0.0f);
-    using Batch = void (*)(const float*, const float*, const float*, float*, float*, int64_t, const Shape&, bool);
-    if (s.dims == 3) {
-      static constexpr Batch kBatch3[2][3] = {
-          {BackwardBatch<3, kNearest, kZeros>, BackwardBatch<3, kNearest, kBorder>,
-           BackwardBatch<3, kNearest, kReflection>},
-          {BackwardBatch<3, kBilinear, kZeros>, BackwardBatch<3, kBilinear, kBorder>,
-           BackwardBatch<3, kBilinear, kReflection>}};
-      kBatch3[mode][padding](x, g, c, gin_b, gg, b, s, align_corners);
-      return;
-    }
-    if (mode == kNearest) {
-      if (padding == kZeros) NearestBackwardBatch<kZeros>(c, gin_b, gg, b, s.c, s.h, s.w, s.points, align_corners, g);
-      if (padding == kBorder) NearestBackwardBatch<kBorder>(c, gin_b, gg, b, s.c, s.h, s.w, s.points, align_corners, g);
-      if (padding == kReflection) {
-        NearestBackwardBatch<kReflection>(c, gin_b, gg, b, s.c, s.h, s.w, s.points, align_corners, g);
-      }
-      return;
-    }
-    static constexpr Batch kBatch[2][3] = {
-        {BackwardBatch<2, kBilinear, kZeros>, BackwardBatch<2, kBilinear, kBorder>,
-         BackwardBatch<2, kBilinear, kReflection>},
-        {BackwardBatch<2, kBicubic, kZeros>, BackwardBatch<2, kBicubic, kBorder>,
-         BackwardBatch<2, kBicubic, kReflection>}};
-    kBatch[mode - kBilinear][padding](x, g, c, gin_b, gg, b, s, align_corners);
-  });
+  ParallelBatches(pool, s.batch, [&](int64_t b) { BackwardOne(x, g, c, gin, gg, b, s, mode, padding, align_corners); });
   return ffi::Error::Success();
 }
 
