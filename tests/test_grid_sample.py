@@ -557,15 +557,22 @@ def test_forward_mode_and_second_order(mode):
     assert np.isfinite(np.asarray(hess_diag)).all()
 
 
-def test_bench_forward_with_few_copies():
+def test_bench_forward_with_few_copies(monkeypatch):
     """The quick version of the benchmark's check: forward only, the kernel time over 3
     chained calls (which stay in the cache, and the row says so)."""
+    from sidebyside import timing
     from sidebyside.sampling import bench
 
+    runs, compare = [], timing.compare
+    monkeypatch.setattr(timing, "compare", lambda fns, **kw: runs.append(list(fns)) or compare(fns, **kw))
     rows = bench.bench(bench.configs(("bilinear",), {"tiny": (1, 2, 8, 8)}), repeats=1, min_repeat_s=0.001,
                        naive=True, backward=False, copies=3)
     (row,) = rows.values()
     assert set(rows) == {"bilinear/tiny/forward"} and row["copies"] == 3
+    # JAX and PyTorch per call in a run of their own; the alternatives against PyTorch in a second one,
+    # which gives their ratios; then the chained kernels
+    alternatives = ["torch", "naive"] + (["xla"] if row["implementation"] != "xla" else [])
+    assert [sorted(r) for r in runs] == [["jax", "torch"], sorted(alternatives), ["jax", "torch"]]
     assert row["jax_ms"] > 0 and row["torch_ms"] > 0 and row["naive_ms"] > 0 and row["jax_kernel_ms"] > 0
     assert row["kernel_ratio"] == pytest.approx(row["jax_kernel_ms"] / row["torch_kernel_ms"])
     assert row["inputs_bytes"] == 3 * (2 * 8 * 8 * 4 + 8 * 8 * 2 * 4) and not row["inputs_exceed_cache"]
