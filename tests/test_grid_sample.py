@@ -130,7 +130,7 @@ def test_native_vector_and_scalar_taps_agree_bit_for_bit(mode, padding_mode, ali
     wide = rng.uniform(0, 255, (1, 6, 7, 10)).astype(np.float32)  # nearest: two blocks of channels
     wide[0, 0, 0, 0], wide[0, 1, 3, -1], wide[0, 2, -1, 0] = np.nan, np.inf, -np.inf
     images = [wide, rng.uniform(0, 255, (1, 2, 5, 2)).astype(np.float32)]
-    if mode != "bicubic":  # 3-D: the backward pass's sums, 8 points at a time or one by one
+    if mode != "bicubic":  # 3-D: trilinear's taps (zeros, border) and the backward's sums, 8 points at a time or one by one
         images.append(rng.uniform(0, 255, (1, 3, 4, 7, 10)).astype(np.float32))
     for x in images:
         _vector_and_scalar_taps_agree(jnp.asarray(x), rng, mode, padding_mode, align_corners)

@@ -315,11 +315,19 @@ inline __m256 SampleAvx2(const float* plane, const int32_t (*index)[kChunk], con
 
 #ifdef __AVX2__
 // The coordinate functions above for 8 points at once, operation for operation (the
-// 2-D passes; 3-D uses the scalar ones).
+// 2-D passes, and 3-D trilinear in zeros and border padding; 3-D's reflection, with
+// fmod, and 3-D nearest stay scalar).
 inline __m256 UnnormalizeV(__m256 g, int64_t size, bool align_corners) {
   const __m256 g1 = _mm256_add_ps(g, _mm256_set1_ps(1.0f)), scale = _mm256_set1_ps(Scale(size, align_corners));
   if (align_corners) return _mm256_mul_ps(g1, scale);
   return _mm256_fmadd_ps(g1, scale, _mm256_set1_ps(-0.5f));
+}
+
+inline __m256 Unnormalize3V(__m256 g, int64_t size, bool align_corners) {  // rounded twice, as Unnormalize3
+  const __m256 g1 = _mm256_add_ps(g, _mm256_set1_ps(1.0f)), two = _mm256_set1_ps(2.0f);
+  if (align_corners) return _mm256_mul_ps(_mm256_div_ps(g1, two), _mm256_set1_ps(static_cast<float>(size - 1)));
+  return _mm256_div_ps(_mm256_sub_ps(_mm256_mul_ps(g1, _mm256_set1_ps(static_cast<float>(size))), _mm256_set1_ps(1.0f)),
+                       two);
 }
 
 inline __m256 ClipV(__m256 x, int64_t size) {
@@ -349,12 +357,13 @@ inline __m256 ReflectV(__m256 x, int64_t size, bool align_corners, __m256* turne
   return _mm256_add_ps(_mm256_blendv_ps(extra, reflected, flip), low);
 }
 
-// Unnormalize, Pad and FiniteOrOut; where `grad` is given, also the coordinate's
-// derivative by the grid value as they carry it (the backward pass): the scale, turned
-// over by a reflection, 0 where clipped or not finite.
-template <int64_t kPadding>
+// Unnormalize, Pad and FiniteOrOut (3-D: Coord3); where `grad` is given, also the
+// coordinate's derivative by the grid value as they carry it (the backward pass): the
+// scale, turned over by a reflection, 0 where clipped or not finite.
+template <int64_t kPadding, int kDims = 2>
 inline __m256 CoordV(__m256 g, int64_t size, bool align_corners, __m256* grad = nullptr) {
-  __m256 x = UnnormalizeV(g, size, align_corners);
+  static_assert(kDims == 2 || kPadding != kReflection, "3-D reflection (fmod) is scalar only");
+  __m256 x = kDims == 2 ? UnnormalizeV(g, size, align_corners) : Unnormalize3V(g, size, align_corners);
   __m256 d = _mm256_set1_ps(Scale(size, align_corners));
   if constexpr (kPadding == kReflection) {
     __m256 turned;
@@ -381,19 +390,24 @@ inline void LoadGrid8(const float* gp, __m256* gx, __m256* gy) {
   *gy = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xDD)), 0xD8));
 }
 
-// One tap of 8 points at integer-valued coordinates (xk, yk): index (0 where outside),
-// mask and weight into the chunk's arrays at [k][p].
-template <int kChunk>
-inline void TapV(__m256 xk, __m256 yk, __m256 weight_k, int64_t h, int64_t w, int k, int p,
+// One tap of 8 points at integer-valued coordinates at = {x, y} (3-D: {x, y, z}) in an
+// image of sizes = {w, h} ({w, h, d}): flat index (0 where outside), mask and weight into
+// the chunk's arrays at [k][p].
+template <int kChunk, int kDims>
+inline void TapV(const __m256 (&at)[kDims], const int64_t (&sizes)[kDims], __m256 weight_k, int k, int p,
                  int32_t (*index)[kChunk], uint32_t (*mask)[kChunk], float (*weight)[kChunk]) {
   const __m256 zero = _mm256_setzero_ps();
-  const __m256 wmax = _mm256_set1_ps(static_cast<float>(w - 1)), hmax = _mm256_set1_ps(static_cast<float>(h - 1));
-  const __m256 inside = _mm256_and_ps(
-      _mm256_and_ps(_mm256_cmp_ps(xk, zero, _CMP_GE_OQ), _mm256_cmp_ps(xk, wmax, _CMP_LE_OQ)),
-      _mm256_and_ps(_mm256_cmp_ps(yk, zero, _CMP_GE_OQ), _mm256_cmp_ps(yk, hmax, _CMP_LE_OQ)));
-  const __m256i ix = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(xk, zero), wmax));
-  const __m256i iy = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(yk, zero), hmax));
-  const __m256i flat = _mm256_add_epi32(_mm256_mullo_epi32(iy, _mm256_set1_epi32(static_cast<int32_t>(w))), ix);
+  __m256 inside = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+  __m256i flat = _mm256_setzero_si256();
+  for (int a = kDims - 1; a >= 0; --a) {  // flat = (z * h + y) * w + x
+    const __m256 high = _mm256_set1_ps(static_cast<float>(sizes[a] - 1));
+    inside = _mm256_and_ps(inside, _mm256_and_ps(_mm256_cmp_ps(at[a], zero, _CMP_GE_OQ),
+                                                 _mm256_cmp_ps(at[a], high, _CMP_LE_OQ)));
+    const __m256i i = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(at[a], zero), high));
+    flat = a == kDims - 1
+               ? i
+               : _mm256_add_epi32(_mm256_mullo_epi32(flat, _mm256_set1_epi32(static_cast<int32_t>(sizes[a]))), i);
+  }
   _mm256_store_si256(reinterpret_cast<__m256i*>(&index[k][p]), _mm256_and_si256(flat, _mm256_castps_si256(inside)));
   _mm256_store_ps(reinterpret_cast<float*>(&mask[k][p]), inside);
   _mm256_store_ps(&weight[k][p], weight_k);
@@ -407,17 +421,18 @@ inline void TapsV(__m256 gx, __m256 gy, int64_t h, int64_t w, bool align_corners
   const __m256 x = CoordV<kPadding>(gx, w, align_corners), y = CoordV<kPadding>(gy, h, align_corners);
   if constexpr (kMode == kNearest) {
     const int r = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;  // half to even
-    TapV<kChunk>(_mm256_round_ps(x, r), _mm256_round_ps(y, r), _mm256_set1_ps(1.0f), h, w, 0, p, index, mask, weight);
+    TapV<kChunk, 2>({_mm256_round_ps(x, r), _mm256_round_ps(y, r)}, {w, h}, _mm256_set1_ps(1.0f), 0, p, index, mask,
+                    weight);
   } else {
     const __m256 one = _mm256_set1_ps(1.0f);
     const __m256 x0 = _mm256_floor_ps(x), y0 = _mm256_floor_ps(y);
     const __m256 wx = _mm256_sub_ps(x, x0), ex = _mm256_sub_ps(one, wx);
     const __m256 ny = _mm256_sub_ps(y, y0), sy = _mm256_sub_ps(one, ny);
     const __m256 x1 = _mm256_add_ps(x0, one), y1 = _mm256_add_ps(y0, one);
-    TapV<kChunk>(x0, y0, _mm256_mul_ps(sy, ex), h, w, 0, p, index, mask, weight);
-    TapV<kChunk>(x1, y0, _mm256_mul_ps(sy, wx), h, w, 1, p, index, mask, weight);
-    TapV<kChunk>(x0, y1, _mm256_mul_ps(ny, ex), h, w, 2, p, index, mask, weight);
-    TapV<kChunk>(x1, y1, _mm256_mul_ps(ny, wx), h, w, 3, p, index, mask, weight);
+    TapV<kChunk, 2>({x0, y0}, {w, h}, _mm256_mul_ps(sy, ex), 0, p, index, mask, weight);
+    TapV<kChunk, 2>({x1, y0}, {w, h}, _mm256_mul_ps(sy, wx), 1, p, index, mask, weight);
+    TapV<kChunk, 2>({x0, y1}, {w, h}, _mm256_mul_ps(ny, ex), 2, p, index, mask, weight);
+    TapV<kChunk, 2>({x1, y1}, {w, h}, _mm256_mul_ps(ny, wx), 3, p, index, mask, weight);
     if (windows != nullptr) {
       // x0, y0 are integral (or -100 for a non-finite coordinate); clamped before the conversion
       const __m256 zero = _mm256_setzero_ps(), hmax = _mm256_set1_ps(static_cast<float>(h - 1));
@@ -581,9 +596,52 @@ inline void GradTapsV(__m256 gx, __m256 gy, int64_t h, int64_t w, bool align_cor
     for (int j = 0; j < 2; ++j) {
       for (int i = 0; i < 2; ++i) {
         const int k = 2 * j + i;
-        TapV<kChunk>(xs[i], ys[j], _mm256_mul_ps(wys[j], wxs[i]), h, w, k, p, index, mask, weight);
+        TapV<kChunk, 2>({xs[i], ys[j]}, {w, h}, _mm256_mul_ps(wys[j], wxs[i]), k, p, index, mask, weight);
         _mm256_store_ps(&dwdx[k][p], _mm256_mul_ps(wys[j], dxs[i]));
         _mm256_store_ps(&dwdy[k][p], _mm256_mul_ps(dys[j], wxs[i]));
+      }
+    }
+  }
+}
+
+// Trilinear taps of the 8 points whose grid coordinates start at gp (x y z of each point
+// in turn), operation for operation as MakeTaps3, into the chunk's arrays at [k][p]; where
+// `dw` is given, the weight's derivatives by x, y and z too (dw[a][k][p]). Zeros and
+// border padding.
+template <int64_t kPadding, int kChunk>
+inline void Taps3V(const float* gp, int64_t d, int64_t h, int64_t w, bool align_corners, int p,
+                   int32_t (*index)[kChunk], uint32_t (*mask)[kChunk], float (*weight)[kChunk],
+                   float (*dw)[8][kChunk] = nullptr) {
+  const __m256i stride = _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21);
+  const int64_t sizes[3] = {w, h, d};
+  const __m256 one = _mm256_set1_ps(1.0f), negate = _mm256_set1_ps(-0.0f);
+  __m256 corner[3][2], distance[3][2], grad[3][2];  // per axis: the two corners, their weights, d weight / d grid
+  for (int a = 0; a < 3; ++a) {
+    __m256 coordinate_grad;
+    const __m256 v = CoordV<kPadding, 3>(_mm256_i32gather_ps(gp + a, stride, 4), sizes[a], align_corners,
+                                         &coordinate_grad);
+    corner[a][0] = _mm256_floor_ps(v);
+    corner[a][1] = _mm256_add_ps(corner[a][0], one);
+    distance[a][0] = _mm256_sub_ps(corner[a][1], v);  // far corner minus point, as MakeTaps3
+    distance[a][1] = _mm256_sub_ps(v, corner[a][0]);
+    grad[a][0] = _mm256_xor_ps(coordinate_grad, negate);
+    grad[a][1] = coordinate_grad;
+  }
+  for (int k_z = 0; k_z < 2; ++k_z) {
+    for (int k_y = 0; k_y < 2; ++k_y) {
+      for (int k_x = 0; k_x < 2; ++k_x) {
+        const int k = 4 * k_z + 2 * k_y + k_x;
+        const __m256 wx = distance[0][k_x], wy = distance[1][k_y], wz = distance[2][k_z];
+        const __m256 wxy = _mm256_mul_ps(wx, wy);
+        TapV<kChunk, 3>({corner[0][k_x], corner[1][k_y], corner[2][k_z]}, sizes, _mm256_mul_ps(wxy, wz), k, p, index,
+                        mask, weight);
+        if (dw != nullptr) {  // the sign as MakeTaps3 multiplies it in: first in x, second in y, third in z
+          _mm256_store_ps(&dw[0][k][p], _mm256_mul_ps(_mm256_mul_ps(grad[0][k_x], wy), wz));
+          const __m256 wx_signed = k_y ? wx : _mm256_xor_ps(wx, negate);
+          _mm256_store_ps(&dw[1][k][p], _mm256_mul_ps(_mm256_mul_ps(wx_signed, grad[1][1]), wz));
+          const __m256 wxy_signed = k_z ? wxy : _mm256_xor_ps(wxy, negate);
+          _mm256_store_ps(&dw[2][k][p], _mm256_mul_ps(wxy_signed, grad[2][1]));
+        }
       }
     }
   }
@@ -786,12 +844,14 @@ void ScalarTaps(const float* g, int64_t b, const Shape& s, int64_t start, int fi
   }
 }
 
-// 3-D forward for one batch element, with the taps computed one point at a time
-// (PyTorch's 3-D CPU kernel is scalar too). Nearest reads every channel at each point's
-// one tap. Trilinear works in chunks of points: the chunk's taps first, then channel by
-// channel, 8 points at a time with AVX2 gathers, the 8 taps' terms summed in tap order
-// either way (0.87x the time of the point-by-point loop at 4x8x32x64x64; for nearest that
-// order took 1.25x).
+// 3-D forward for one batch element (PyTorch's 3-D CPU kernel is scalar). Nearest goes
+// point by point, reading every channel at each point's one tap. Trilinear works in
+// chunks of points: the chunk's taps first (8 points at a time with AVX2, Taps3V, in
+// zeros and border padding; one by one in reflection), then channel by channel, 8 points
+// at a time with AVX2 gathers, the 8 taps' terms summed in tap order either way. At
+// 4x8x32x64x64, one thread: the chunks took 0.87x the time of the point-by-point loop
+// (for nearest, 1.25x), and with the vector taps the forward took 0.78-0.80x the time it
+// took with scalar ones.
 template <int64_t kMode, int64_t kPadding>
 void Forward3Batch(const float* x, const float* g, float* o, int64_t b, const Shape& s, bool align_corners) {
   const int64_t volume = s.d * s.h * s.w;
@@ -813,7 +873,16 @@ void Forward3Batch(const float* x, const float* g, float* o, int64_t b, const Sh
   alignas(64) float weight[kTaps][kChunk];
   for (int64_t start = 0; start < s.points; start += kChunk) {
     const int count = static_cast<int>(std::min<int64_t>(kChunk, s.points - start));
-    ScalarTaps<3, kMode, kPadding, kChunk, kTaps>(g, b, s, start, 0, count, align_corners, index, mask, weight);
+    int first = 0;
+#ifdef __AVX2__
+    if constexpr (kPadding != kReflection) {
+      for (; first + 8 <= count; first += 8) {
+        Taps3V<kPadding, kChunk>(g + 3 * (b * s.points + start + first), s.d, s.h, s.w, align_corners, first, index,
+                                 mask, weight);
+      }
+    }
+#endif
+    ScalarTaps<3, kMode, kPadding, kChunk, kTaps>(g, b, s, start, first, count, align_corners, index, mask, weight);
     for (int64_t ch = 0; ch < s.c; ++ch) {
       const float* plane = x + (b * s.c + ch) * volume;
       float* out = o + (b * s.c + ch) * s.points + start;
@@ -893,7 +962,9 @@ void NearestBackwardBatch(const float* c, float* gin_b, float* gg, int64_t b, in
 
 // Backward for one batch element (2-D bilinear and bicubic, 3-D nearest and trilinear);
 // all but 3-D nearest in chunks of points: first the chunk's taps (index, mask, weight and the weight's
-// derivatives by the grid's coordinates; 8 points at a time with AVX2 in 2-D), then one
+// derivatives by the grid's coordinates; 8 points at a time with AVX2 in 2-D and in 3-D
+// trilinear with zeros or border padding, where the backward took 0.81-0.88x the time it
+// took with scalar taps at 4x8x32x64x64), then one
 // channel at a time over the whole chunk: the grid gradient's terms 8 points at a time
 // with AVX2, then the input gradient's additions point by point. Each point's grid
 // gradient sums channel by channel, tap by tap, and each pixel of the input gradient adds
@@ -934,6 +1005,11 @@ void BackwardBatch(const float* x, const float* g, const float* c, float* gin_b,
         __m256 gx, gy;
         LoadGrid8(g + 2 * (b * s.points + start + first), &gx, &gy);
         GradTapsV<kMode, kPadding, kChunk>(gx, gy, s.h, s.w, align_corners, first, index, mask, weight, dw[0], dw[1]);
+      }
+    } else if constexpr (kPadding != kReflection) {
+      for (; first + 8 <= count; first += 8) {
+        Taps3V<kPadding, kChunk>(g + 3 * (b * s.points + start + first), s.d, s.h, s.w, align_corners, first, index,
+                                 mask, weight, dw);
       }
     }
 #endif
