@@ -762,13 +762,14 @@ int Cores() {
 // late finds nothing left and never touches `body`).
 //
 // The pool's threads sleep between calls; PyTorch's OpenMP threads spin for a while
-// after a call and find the next one awake. Timed with an instrumented build in a Python
-// loop of nearest forward calls (8x3x256x256, 2 threads, 2-core EPYC VM), the pool
-// thread started on its share 160-190 us after it was scheduled, and the calling thread
-// then waited 100-150 us for the last batch element, in calls of about 2 ms. Splitting the
-// forward into pieces of points (8 per thread) halved that wait, but made bilinear and
-// bicubic 5-13% slower per call, for a reason not found, so the units stay whole batch
-// elements.
+// after a call and find the next one awake. Timed with an instrumented build (nearest
+// forward, 8x3x256x256, 2 threads, 2-core EPYC VM; means over 100-500 calls), the pool
+// thread started on its share 45-190 us after it was scheduled in a Python loop of calls
+// of 0.7-2.4 ms, the calling thread then waiting 6-150 us for the last batch element, and
+// 135-165 us late between calls of about 2 ms chained in one jitted program (the
+// benchmark's kernel time). Splitting the forward into pieces of points (8 per thread)
+// halved the wait, but made bilinear and bicubic 5-13% slower per call, for a reason not
+// found, so the units stay whole batch elements.
 template <typename Body>
 void ParallelBatches(ffi::ThreadPool& pool, int64_t batch, const Body& body) {
   const int64_t workers = std::min<int64_t>({batch, static_cast<int64_t>(Cores()), pool.num_threads()});
