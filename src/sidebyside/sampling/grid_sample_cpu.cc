@@ -615,17 +615,13 @@ inline void Taps3V(const float* gp, int64_t d, int64_t h, int64_t w, bool align_
   const __m256i stride = _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21);
   const int64_t sizes[3] = {w, h, d};
   const __m256 one = _mm256_set1_ps(1.0f), negate = _mm256_set1_ps(-0.0f);
-  __m256 corner[3][2], distance[3][2], grad[3][2];  // per axis: the two corners, their weights, d weight / d grid
+  __m256 corner[3][2], distance[3][2], grad[3];  // per axis: the two corners, their weights, d coordinate / d grid
   for (int a = 0; a < 3; ++a) {
-    __m256 coordinate_grad;
-    const __m256 v = CoordV<kPadding, 3>(_mm256_i32gather_ps(gp + a, stride, 4), sizes[a], align_corners,
-                                         &coordinate_grad);
+    const __m256 v = CoordV<kPadding, 3>(_mm256_i32gather_ps(gp + a, stride, 4), sizes[a], align_corners, &grad[a]);
     corner[a][0] = _mm256_floor_ps(v);
     corner[a][1] = _mm256_add_ps(corner[a][0], one);
     distance[a][0] = _mm256_sub_ps(corner[a][1], v);  // far corner minus point, as MakeTaps3
     distance[a][1] = _mm256_sub_ps(v, corner[a][0]);
-    grad[a][0] = _mm256_xor_ps(coordinate_grad, negate);
-    grad[a][1] = coordinate_grad;
   }
   for (int k_z = 0; k_z < 2; ++k_z) {
     for (int k_y = 0; k_y < 2; ++k_y) {
@@ -636,11 +632,12 @@ inline void Taps3V(const float* gp, int64_t d, int64_t h, int64_t w, bool align_
         TapV<kChunk, 3>({corner[0][k_x], corner[1][k_y], corner[2][k_z]}, sizes, _mm256_mul_ps(wxy, wz), k, p, index,
                         mask, weight);
         if (dw != nullptr) {  // the sign as MakeTaps3 multiplies it in: first in x, second in y, third in z
-          _mm256_store_ps(&dw[0][k][p], _mm256_mul_ps(_mm256_mul_ps(grad[0][k_x], wy), wz));
+          const __m256 gx_signed = k_x ? grad[0] : _mm256_xor_ps(grad[0], negate);
+          _mm256_store_ps(&dw[0][k][p], _mm256_mul_ps(_mm256_mul_ps(gx_signed, wy), wz));
           const __m256 wx_signed = k_y ? wx : _mm256_xor_ps(wx, negate);
-          _mm256_store_ps(&dw[1][k][p], _mm256_mul_ps(_mm256_mul_ps(wx_signed, grad[1][1]), wz));
+          _mm256_store_ps(&dw[1][k][p], _mm256_mul_ps(_mm256_mul_ps(wx_signed, grad[1]), wz));
           const __m256 wxy_signed = k_z ? wxy : _mm256_xor_ps(wxy, negate);
-          _mm256_store_ps(&dw[2][k][p], _mm256_mul_ps(wxy_signed, grad[2][1]));
+          _mm256_store_ps(&dw[2][k][p], _mm256_mul_ps(wxy_signed, grad[2]));
         }
       }
     }
@@ -854,6 +851,26 @@ void ScalarTaps(const float* g, int64_t b, const Shape& s, int64_t start, int fi
   }
 }
 
+// The 3-D trilinear taps of the chunk's points [0, count), which start at point `start` of
+// batch element b: 8 points at a time with AVX2 (Taps3V) in zeros and border padding, the
+// rest (and reflection, whose fmod stays scalar) one by one; with `dw`, the weight's
+// derivatives too.
+template <int64_t kPadding, int kChunk>
+void Chunk3Taps(const float* g, int64_t b, const Shape& s, int64_t start, int count, bool align_corners,
+                int32_t (*index)[kChunk], uint32_t (*mask)[kChunk], float (*weight)[kChunk],
+                float (*dw)[8][kChunk] = nullptr) {
+  int first = 0;
+#ifdef __AVX2__
+  if constexpr (kPadding != kReflection) {
+    for (; first + 8 <= count; first += 8) {
+      Taps3V<kPadding, kChunk>(g + 3 * (b * s.points + start + first), s.d, s.h, s.w, align_corners, first, index,
+                               mask, weight, dw);
+    }
+  }
+#endif
+  ScalarTaps<3, kBilinear, kPadding, kChunk, 8>(g, b, s, start, first, count, align_corners, index, mask, weight, dw);
+}
+
 // 3-D forward for one batch element (PyTorch's 3-D CPU kernel is scalar). Nearest goes
 // point by point, reading every channel at each point's one tap. Trilinear works in
 // chunks of points: the chunk's taps first (8 points at a time with AVX2, Taps3V, in
@@ -883,16 +900,7 @@ void Forward3Batch(const float* x, const float* g, float* o, int64_t b, const Sh
   alignas(64) float weight[kTaps][kChunk];
   for (int64_t start = 0; start < s.points; start += kChunk) {
     const int count = static_cast<int>(std::min<int64_t>(kChunk, s.points - start));
-    int first = 0;
-#ifdef __AVX2__
-    if constexpr (kPadding != kReflection) {
-      for (; first + 8 <= count; first += 8) {
-        Taps3V<kPadding, kChunk>(g + 3 * (b * s.points + start + first), s.d, s.h, s.w, align_corners, first, index,
-                                 mask, weight);
-      }
-    }
-#endif
-    ScalarTaps<3, kMode, kPadding, kChunk, kTaps>(g, b, s, start, first, count, align_corners, index, mask, weight);
+    Chunk3Taps<kPadding, kChunk>(g, b, s, start, count, align_corners, index, mask, weight);
     for (int64_t ch = 0; ch < s.c; ++ch) {
       const float* plane = x + (b * s.c + ch) * volume;
       float* out = o + (b * s.c + ch) * s.points + start;
@@ -1008,23 +1016,20 @@ void BackwardBatch(const float* x, const float* g, const float* c, float* gin_b,
   alignas(64) float sum[kDims][kChunk];  // the grid gradient of the chunk's points
   for (int64_t start = 0; start < s.points; start += kChunk) {
     const int count = static_cast<int>(std::min<int64_t>(kChunk, s.points - start));
-    int first = 0;
+    if constexpr (kDims == 3) {
+      Chunk3Taps<kPadding, kChunk>(g, b, s, start, count, align_corners, index, mask, weight, dw);
+    } else {
+      int first = 0;
 #ifdef __AVX2__
-    if constexpr (kDims == 2) {
       for (; first + 8 <= count; first += 8) {
         __m256 gx, gy;
         LoadGrid8(g + 2 * (b * s.points + start + first), &gx, &gy);
         GradTapsV<kMode, kPadding, kChunk>(gx, gy, s.h, s.w, align_corners, first, index, mask, weight, dw[0], dw[1]);
       }
-    } else if constexpr (kPadding != kReflection) {
-      for (; first + 8 <= count; first += 8) {
-        Taps3V<kPadding, kChunk>(g + 3 * (b * s.points + start + first), s.d, s.h, s.w, align_corners, first, index,
-                                 mask, weight, dw);
-      }
-    }
 #endif
-    ScalarTaps<kDims, kMode, kPadding, kChunk, kTaps>(g, b, s, start, first, count, align_corners, index, mask, weight,
-                                                      dw);
+      ScalarTaps<2, kMode, kPadding, kChunk, kTaps>(g, b, s, start, first, count, align_corners, index, mask, weight,
+                                                    dw);
+    }
     for (int a = 0; a < kDims; ++a) std::fill(sum[a], sum[a] + count, 0.0f);
     for (int64_t ch = 0; ch < s.c; ++ch) {
       const float* ct = c + (b * s.c + ch) * s.points + start;
