@@ -66,7 +66,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q -r requirements.txt
 	$(VENV)/bin/python -m pip install -q --no-deps -e .
-	$(VENV)/bin/python -m sidebyside.sampling.native  # build grid_sample's CPU kernel (g++)
+	$(VENV)/bin/python -m sidebyside.posts.grid_sample.native  # build grid_sample's CPU kernel (g++)
 	@touch $@
 
 ## gpu: add CUDA builds of PyTorch and JAX to .venv for the driver's CUDA major, then check both see the GPU (GPU=1)
@@ -77,7 +77,7 @@ $(VENV)/.installed-gpu: $(VENV)/.installed $(wildcard requirements-gpu-cuda*.txt
 	the pinned JAX has builds for CUDA 12 and 13. Install or update the NVIDIA driver, pass CUDA_MAJOR=12|13, or GPU=0." >&2; exit 1;; esac
 	$(VENV)/bin/python -m pip install -q -r requirements-gpu-cuda$(CUDA_MAJOR).txt
 	@if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then \
-	  $(VENV)/bin/python -c "from sidebyside import provenance as p; print('GPU set-up: PyTorch and JAX both compute on', p.check_gpu_profile(p.devices()))" || exit 1; \
+	  $(VENV)/bin/python -c "from sidebyside.run import provenance as p; print('GPU set-up: PyTorch and JAX both compute on', p.check_gpu_profile(p.devices()))" || exit 1; \
 	else echo "GPU set-up: CUDA $(CUDA_MAJOR) builds installed; no GPU visible here to check them on"; fi
 	@touch $@
 

@@ -81,7 +81,7 @@ if "google.colab" in sys.modules:
 # compile times in section 5 are those of a warm process.
 
 # %%
-from sidebyside import timing
+from sidebyside.lab import timing
 
 conditions = timing.same_conditions(threads=threads or None, tf32=False)
 
@@ -97,7 +97,9 @@ from flax import nnx
 from IPython.display import Markdown
 from matplotlib.patches import Patch
 
-from sidebyside import data, models, progress, provenance, report, tables, training, viz
+from sidebyside.lab import data, models, progress, tables, training, viz
+from sidebyside.posts.fashion_mnist import report
+from sidebyside.run import provenance
 
 tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 
@@ -115,12 +117,12 @@ print(f"PyTorch device: {torch_device}; JAX devices: {jax.devices()}")
 provenance.table(prov)
 
 # %% tags=["remove_input"]
-Markdown(report.fashion_mnist.conditions_text(conditions, startup, on_gpu=on_gpu))
+Markdown(report.conditions_text(conditions, startup, on_gpu=on_gpu))
 
 # %% [markdown]
 # ## 1. The data
 #
-# `sidebyside.data` reads the real FashionMNIST files once, as NumPy arrays.
+# `sidebyside.lab.data` reads the real FashionMNIST files once, as NumPy arrays.
 # Both frameworks get the same split (the official 60,000/10,000), the same
 # normalisation (the training set's mean and standard deviation), and the
 # same batches: the order of epoch *e* is a permutation drawn from
@@ -140,7 +142,7 @@ pd.DataFrame({
 # %% [markdown]
 # ## 2. The models
 #
-# Two networks, written once per framework in `sidebyside.models` with the
+# Two networks, written once per framework in `sidebyside.lab.models` with the
 # same layer names: the post's MLP (784-128-10, ReLU) and a small CNN (two
 # 3×3 conv blocks with ReLU and 2×2 max-pooling, then a dense head). PyTorch
 # convolves NCHW tensors, Flax NHWC ones; the models take `(N, 28, 28)`
@@ -222,11 +224,11 @@ for name, seed in progress.bar(runs, desc="original setting"):
     original_accuracy[name].append(accuracy)
 
 # %% tags=["remove_input"]
-original = report.fashion_mnist.original_record(original_accuracy, original_seeds, num_train=len(unit_range.X_train))
-report.fashion_mnist.original_table(original).round(1)
+original = report.original_record(original_accuracy, original_seeds, num_train=len(unit_range.X_train))
+report.original_table(original).round(1)
 
 # %% tags=["remove_input"]
-Markdown(report.fashion_mnist.original_claim(original))
+Markdown(report.original_claim(original))
 
 # %% [markdown]
 # ## 4. A proper comparison
@@ -271,7 +273,7 @@ for kind, overrides in runs_config.items():
         final_models[kind, "flax", seed] = flax_model
 
 # %%
-accuracy = report.fashion_mnist.accuracy_record(histories, seeds)
+accuracy = report.accuracy_record(histories, seeds)
 accuracy_table = pd.DataFrame([
     {
         "model": kind.upper(),
@@ -351,7 +353,7 @@ pd.DataFrame({f"{kind.upper()} {viz.LABELS[fw]} (%)": per_class[kind, fw]
 # (their data is not on the device) but show what the loop costs.
 #
 # Each call trains `speed_steps` steps; every timing goes through
-# `sidebyside.timing` (results waited for, the first call, with any
+# `sidebyside.lab.timing` (results waited for, the first call, with any
 # compilation, timed apart and reported as compile time; the repeats of all
 # rows interleaved). An epoch's time is the median per-call time scaled to
 # the steps of a full epoch (60,000 images). Each rung is built by
@@ -362,13 +364,13 @@ pd.DataFrame({f"{kind.upper()} {viz.LABELS[fw]} (%)": per_class[kind, fw]
 def torch_ladder(make_model, config, steps, precision="float32"):
     return {name: training.torch_rung(make_model, arrays, config, steps, loop=loop, precision=precision,
                                       device=torch_device)
-            for name, loop in report.fashion_mnist.ladder_tools("torch", precision).items()}
+            for name, loop in report.ladder_tools("torch", precision).items()}
 
 
 # %% tags=["pair:ladder:jax"]
 def jax_ladder(make_model, config, steps, precision="float32"):
     return {name: training.flax_rung(make_model, arrays, config, steps, loop=loop, precision=precision)
-            for name, loop in report.fashion_mnist.ladder_tools("jax", precision).items()}
+            for name, loop in report.ladder_tools("jax", precision).items()}
 
 
 # %%
@@ -387,11 +389,11 @@ def time_ladder(kind, precision="float32", extra=None):
     config = training.TrainConfig(batch_size=batch_size, optimizer="adam", lr=lr, num_epochs=1)
     candidates = {**torch_ladder(make_torch, config, steps, precision),
                   **jax_ladder(make_flax, config, steps, precision), **(extra or {})}
-    entries, _ = timing.ladder(candidates, needs=report.fashion_mnist.NEEDS, repeats=speed_repeats)
+    entries, _ = timing.ladder(candidates, needs=report.NEEDS, repeats=speed_repeats)
     name = kind if precision == "float32" else f"{kind}/{precision}"
-    speed[name] = report.fashion_mnist.speed_record(entries, steps_per_call=steps, steps_per_epoch=steps_per_epoch,
+    speed[name] = report.speed_record(entries, steps_per_call=steps, steps_per_epoch=steps_per_epoch,
                                                     precision=precision)
-    return report.fashion_mnist.ladder_table(speed, [name]).round(3)
+    return report.ladder_table(speed, [name]).round(3)
 
 
 mlp_config = training.TrainConfig(batch_size=batch_size, optimizer="adam", lr=mlp_lr, num_epochs=1)
@@ -409,7 +411,7 @@ samples = steps_per_epoch * batch_size
 throughput = [samples / rows[n]["median_s"] for n in ran]
 low, high = [samples / rows[n]["q3_s"] for n in ran], [samples / rows[n]["q1_s"] for n in ran]
 fig, ax = plt.subplots(figsize=(8, 4.2))
-ax.barh([report.fashion_mnist.LABELS[n] for n in ran], throughput, color=[viz.COLORS[n.split("/")[0]] for n in ran],
+ax.barh([report.LABELS[n] for n in ran], throughput, color=[viz.COLORS[n.split("/")[0]] for n in ran],
         xerr=np.array([np.subtract(throughput, low), np.subtract(high, throughput)]))
 ax.invert_yaxis()
 ax.set(title=f"MLP training throughput, batch {batch_size} ({prov['device']})",
@@ -430,7 +432,7 @@ plt.show()
 time_ladder("cnn")
 
 # %% tags=["remove_input"]
-Markdown(report.fashion_mnist.scan_claim(speed, device=prov["device"], cnn_loop=flax_cnn_loop))
+Markdown(report.scan_claim(speed, device=prov["device"], cnn_loop=flax_cnn_loop))
 
 # %% [markdown]
 # ### Other precisions: TF32 and bfloat16, on both sides alike
@@ -459,23 +461,23 @@ Markdown(report.fashion_mnist.scan_claim(speed, device=prov["device"], cnn_loop=
 for kind in precision_models:
     for precision in speed_precisions:
         time_ladder(kind, precision)
-report.fashion_mnist.ladder_table(speed, [n for n in speed if "/" in n]).round(3)
+report.ladder_table(speed, [n for n in speed if "/" in n]).round(3)
 
 # %% [markdown]
 # ## 6. Results
 
 # %% tags=["remove_input"]
-metrics = report.fashion_mnist.summarise(
+metrics = report.summarise(
     original=original, accuracy=accuracy, speed=speed, conditions=conditions, startup=startup,
     device=prov["device"], batch_size=batch_size, num_test=len(arrays.X_test),
     epochs={"mlp": mlp_epochs, "cnn": cnn_epochs}, flax_cnn_loop=flax_cnn_loop)
-report.fashion_mnist.results_table(metrics)
+report.results_table(metrics)
 
 # %% [markdown]
 # ## 7. Conclusion
 
 # %% tags=["remove_input"]
-Markdown(report.fashion_mnist.conclusion(metrics))
+Markdown(report.conclusion(metrics))
 
 # %% tags=["remove_cell"]
 provenance.save_results(metrics)["metrics"]["speed"]["mlp"]["best"]

@@ -70,7 +70,7 @@ if "google.colab" in sys.modules:
 # with standard deviation $1/\sqrt{\text{fan-in}}$, i.e. $\sqrt 3\approx1.7$ times wider, and zero
 # biases) and the **test-set normalisation** (the PyTorch test set was normalised to [-1, 1], its
 # training set was not). Here both frameworks get the same data, normalisation, batches and optimiser
-# (`sidebyside.training`), and each network is trained from several seeds, in four variants:
+# (`sidebyside.lab.training`), and each network is trained from several seeds, in four variants:
 #
 # | variant | framework | initialisation | what it isolates |
 # |---|---|---|---|
@@ -99,7 +99,9 @@ from flax import nnx
 from IPython.display import Markdown, Pretty
 from torchviz import make_dot
 
-from sidebyside import analysis, data, models, provenance, report, tables, training, viz
+from sidebyside.lab import analysis, data, models, tables, training, viz
+from sidebyside.posts.weight_visualisation import report
+from sidebyside.run import provenance
 
 viz.style()
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -161,7 +163,7 @@ def finish(run, model, history):
 runs = {variant: [] for variant in VARIANTS}
 
 # %% [markdown]
-# PyTorch on the left, Flax on the right: the same loop over seeds, through `sidebyside.training`.
+# PyTorch on the left, Flax on the right: the same loop over seeds, through `sidebyside.lab.training`.
 
 # %% tags=["pair:training:torch"]
 torch_initial = {}  # seed -> an untouched copy of the initial network, for the same-init control
@@ -467,7 +469,7 @@ tables.table(post.results_table(metrics))
 # Test accuracy: mean ± standard deviation over seeds; TV: normalised total variation (section 3),
 # mean ± standard deviation over seeds; CKA with PyTorch: mean over pairs of networks (section 3.3).
 # Whether a difference is more than seed noise is decided below by one test for every quantity
-# (`sidebyside.verdict.seeds`: the difference of the means against two standard errors).
+# (`sidebyside.lab.verdict.seeds`: the difference of the means against two standard errors).
 #
 # ## 5. Conclusion
 

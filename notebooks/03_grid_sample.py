@@ -92,11 +92,14 @@ import torch
 import torch.nn.functional as F
 from IPython.display import Markdown
 
-from sidebyside import bench, grid_sample, progress, provenance, report, tables, timing, verdict, viz
+from sidebyside import grid_sample
+from sidebyside.lab import progress, tables, timing, verdict, viz
+from sidebyside.posts.grid_sample import report
+from sidebyside.run import checkpoints, provenance
 
 tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
-from sidebyside.sampling import bench as sampling_bench
-from sidebyside.sampling import choose_implementation, parity
+from sidebyside.posts.grid_sample import bench as sampling_bench
+from sidebyside.posts.grid_sample import choose_implementation, parity
 
 viz.style()
 torch.manual_seed(0)
@@ -104,9 +107,9 @@ key = jax.random.key(0)
 record = provenance.collect()
 on_gpu = record["device_kind"] == "gpu"
 torch_device = "cuda" if torch.cuda.is_available() else "cpu"
-# Where a machine allows only a few minutes a command, the run is made in parts (sidebyside.bench.Checkpoints):
+# Where a machine allows only a few minutes a command, the run is made in parts (sidebyside.run.checkpoints.Checkpoints):
 # a part is read back while everything it ran with (code, notebook, parameters, pins) is unchanged.
-parts = bench.Checkpoints(checkpoint_file, budget_s=run_budget_s, commit=record["git_sha"],
+parts = checkpoints.Checkpoints(checkpoint_file, budget_s=run_budget_s, commit=record["git_sha"],
                           stamp={"provenance": {k: v for k, v in record.items() if k != "git_sha"}})
 provenance.table(record)
 
@@ -120,9 +123,9 @@ provenance.table(record)
 # - **Bicubic** is Keys' kernel with A = -0.75. **Nearest** rounds half to even.
 # - **Gradients.** A clamped coordinate, *including one exactly on the limit*, passes no gradient to the grid; nearest passes none at all. Writing the clamp as `jnp.clip` would hand half a gradient to a point sitting exactly on the border, so `sidebyside.grid_sample` writes it with `where`.
 #
-# `sidebyside.sampling` is a package with a small face: `grid_sample` checks its arguments and picks a path; one module (`taps`) holds the arithmetic above, and every path builds on it. The plain `jax.numpy` path (`implementation="xla"`) has no custom derivative rule, so `jit`, `vmap`, `grad` and forward mode all apply.
+# `sidebyside.posts.grid_sample` is a package with a small face: `grid_sample` checks its arguments and picks a path; one module (`taps`) holds the arithmetic above, and every path builds on it. The plain `jax.numpy` path (`implementation="xla"`) has no custom derivative rule, so `jit`, `vmap`, `grad` and forward mode all apply.
 #
-# On a CUDA GPU, float32 calls (4-D in every mode, 5-D in nearest and trilinear) take two Pallas kernels (Triton), one for the forward pass and one for the backward pass, which do what PyTorch's CUDA kernel does: one pass per output point, the coordinates and weights computed once and kept in registers while the channels are read, the input gradient scattered with atomic adds. They build their taps with the same `taps` module and take the grid gradient as the forward-mode derivative of those same weights; the tests run them in Pallas' interpreter against PyTorch on the CPU. On a CPU, float32 calls (2-D and 3-D) go to a C++ kernel called through XLA's FFI (`sidebyside.sampling.native`, built with `g++` on first use and verified by size and hash before it is loaded), which splits the batch over XLA's own CPU thread pool as PyTorch splits it over its threads. Both kernels carry a custom VJP: `jit`, `vmap` and `grad` work; forward mode or a gradient of a gradient raises an error that says to pass `implementation="xla"`.
+# On a CUDA GPU, float32 calls (4-D in every mode, 5-D in nearest and trilinear) take two Pallas kernels (Triton), one for the forward pass and one for the backward pass, which do what PyTorch's CUDA kernel does: one pass per output point, the coordinates and weights computed once and kept in registers while the channels are read, the input gradient scattered with atomic adds. They build their taps with the same `taps` module and take the grid gradient as the forward-mode derivative of those same weights; the tests run them in Pallas' interpreter against PyTorch on the CPU. On a CPU, float32 calls (2-D and 3-D) go to a C++ kernel called through XLA's FFI (`sidebyside.posts.grid_sample.native`, built with `g++` on first use and verified by size and hash before it is loaded), which splits the batch over XLA's own CPU thread pool as PyTorch splits it over its threads. Both kernels carry a custom VJP: `jit`, `vmap` and `grad` work; forward mode or a gradient of a gradient raises an error that says to pass `implementation="xla"`.
 
 # %% [markdown]
 # ## 2. Parity, configuration by configuration
@@ -154,7 +157,7 @@ with pd.option_context("display.max_rows", 200, "display.float_format", "{:.2e}"
     display(shown)
 
 # %% tags=["remove_input"]
-Markdown(report.grid_sample_parity.parity_note(parity_rows, transform=parity_transform, backend=jax.default_backend(),
+Markdown(report.parity_note(parity_rows, transform=parity_transform, backend=jax.default_backend(),
                                                torch_device=torch_device))
 
 # %% [markdown]
@@ -170,7 +173,7 @@ def affine_rows_for(modes, size_2d, size_3d):
         row = parity.measure(config, transform="jit", case="affine", torch_device=torch_device, size=size)
         if on_gpu:
             yardstick = parity.measure_torch_devices(config, case="affine", device="cuda", size=size)
-            row.update({f"torch_cuda_vs_cpu_{k}": yardstick[k] for k in report.grid_sample_parity.ERROR_COLUMNS})
+            row.update({f"torch_cuda_vs_cpu_{k}": yardstick[k] for k in report.ERROR_COLUMNS})
         rows[config.key] = row
     return rows
 
@@ -183,7 +186,7 @@ with pd.option_context("display.max_rows", 200, "display.float_format", "{:.2e}"
     display(affine_shown)
 
 # %% tags=["remove_input"]
-Markdown(report.grid_sample_parity.affine_note(affine_rows, affine_size, affine_size_3d))
+Markdown(report.affine_note(affine_rows, affine_size, affine_size_3d))
 
 # %% [markdown]
 # ## 3. A photograph, warped both ways
@@ -236,15 +239,15 @@ plt.show()
 # %% [markdown]
 # ## 4. Speed: the kernel and the call
 #
-# Two different questions get two different numbers, both measured with PyTorch and JAX in one interleaved run (`sidebyside.timing.compare`: first call and compilation apart, every result waited for, median and quartiles of the repeats), float32, a random affine warp; forward+backward is the output and the gradient with respect to both input and grid.
+# Two different questions get two different numbers, both measured with PyTorch and JAX in one interleaved run (`sidebyside.lab.timing.compare`: first call and compilation apart, every result waited for, median and quartiles of the repeats), float32, a random affine warp; forward+backward is the output and the gradient with respect to both input and grid.
 #
 # - **Kernel time**: what one call costs inside a larger compiled program. Many calls are chained in one program, each on its own copy of the inputs, the copies together at least twice the size of the last-level cache (the L2 on a GPU), so that every call reads its inputs from memory rather than from a cache warmed by the previous call: JAX as one jitted program that calls the kernel once per copy, in order, PyTorch as one CUDA graph on a GPU (a loop on the CPU). Neither side moves any data between calls: a `lax.scan` over stacked copies would slice each copy out and write each output back, two copies per call that PyTorch's loop does not make, which would count against JAX. Inside a jitted model, JAX's dispatch is paid once for the whole program, so this is the number that matters there. On a GPU the chain makes at least 32 calls, going round the copies as often as that takes: a chain of two large calls runs about as long as JAX takes to dispatch it, and would time the dispatch, not the kernels.
 # - **The memory floor**: the time a call would take if it did nothing but move its data: each array it reads or writes, once (input, grid and output; in forward+backward also the grid, the cotangent and, except in nearest, the input again, and both gradients), at the speed of a plain copy (PyTorch's `copy_` of a buffer four times the last-level cache) measured on the same device in the same run. A kernel's share of the floor's speed is the floor divided by its kernel time: 100% would be a kernel as fast as a copy of its data. Where a kernel is far below it, arithmetic or scattered reads set its pace, not memory.
-# - **Per-call time**: a Python loop of calls, as a script that calls `grid_sample` on its own makes them. Each framework's dispatch is included: JAX's costs tens of microseconds per call whatever the size of the problem, PyTorch's about ten, so a small problem can be faster in JAX's kernel and slower in JAX's loop. On a CPU with more than one thread there is a second cost of the same kind: PyTorch's OpenMP threads keep spinning for a while after a call, so the next call finds them awake, while the threads of XLA's pool, which the native kernel shares, go to sleep between calls and are woken for each (measured with an instrumented build of the kernel: `ParallelBatches` in `sidebyside/sampling/grid_sample_cpu.cc`). The wake-up is paid inside one program too, where the pool's threads also fall asleep between one call and the next, but it is a fixed cost: it weighs most on the shortest calls, nearest's forward above all, and more per call (inputs in the cache) than in the kernel time (inputs from memory). On a GPU the calls of a repeat are issued back to back and waited for once.
+# - **Per-call time**: a Python loop of calls, as a script that calls `grid_sample` on its own makes them. Each framework's dispatch is included: JAX's costs tens of microseconds per call whatever the size of the problem, PyTorch's about ten, so a small problem can be faster in JAX's kernel and slower in JAX's loop. On a CPU with more than one thread there is a second cost of the same kind: PyTorch's OpenMP threads keep spinning for a while after a call, so the next call finds them awake, while the threads of XLA's pool, which the native kernel shares, go to sleep between calls and are woken for each (measured with an instrumented build of the kernel: `ParallelBatches` in `sidebyside/posts/grid_sample/grid_sample_cpu.cc`). The wake-up is paid inside one program too, where the pool's threads also fall asleep between one call and the next, but it is a fixed cost: it weighs most on the shortest calls, nearest's forward above all, and more per call (inputs in the cache) than in the kernel time (inputs from memory). On a GPU the calls of a repeat are issued back to back and waited for once.
 #
-# Both sides' inputs lie in memory their own framework allocated (`sidebyside.sampling.bench.torch_tensor`). `torch.from_numpy` would share NumPy's memory, which NumPy asks Linux to back with 2 MiB pages for arrays of 4 MiB and more, while XLA copies into buffers on ordinary 4 KiB pages. A check of PyTorch's CPU kernel on both kinds of page found no difference, but the comparison does not depend on that.
+# Both sides' inputs lie in memory their own framework allocated (`sidebyside.posts.grid_sample.bench.torch_tensor`). `torch.from_numpy` would share NumPy's memory, which NumPy asks Linux to back with 2 MiB pages for arrays of 4 MiB and more, while XLA copies into buffers on ordinary 4 KiB pages. A check of PyTorch's CPU kernel on both kinds of page found no difference, but the comparison does not depend on that.
 #
-# Where `grid_sample` takes a kernel (Pallas on a GPU, native on a CPU), the `jax.numpy` (XLA) path is timed too; in bilinear 2-D forward the naive formulation (gather the four corners of every point from a zero-padded image, weight and sum) is timed as well, as the baseline most ports use. These alternatives run against PyTorch in a second interleaved run, apart from the main pair: interleaved with it, the XLA path's large temporaries cost the call after them page faults, and moved both sides' per-call times (see `sidebyside.sampling.bench`). On a GPU the Pallas kernels are also timed in their second layout (`pallas_layout="channels"`: tiles of points by channels, each point's taps reused across a block of channels), which may suit many channels better; `implementation="auto"` keeps the first, which was the faster in every configuration of an earlier run on an H100; the columns "Pallas channels layout / PyTorch" show this run's figures. The benchmark runs in a fresh process, `python -m sidebyside.bench grid_sample`, because the thread count of XLA's CPU client is fixed when JAX starts: there both libraries get the same cores. A run in parts (the gpu profile, made in device calls of a few minutes) starts one such process per configuration and saves each configuration as it finishes.
+# Where `grid_sample` takes a kernel (Pallas on a GPU, native on a CPU), the `jax.numpy` (XLA) path is timed too; in bilinear 2-D forward the naive formulation (gather the four corners of every point from a zero-padded image, weight and sum) is timed as well, as the baseline most ports use. These alternatives run against PyTorch in a second interleaved run, apart from the main pair: interleaved with it, the XLA path's large temporaries cost the call after them page faults, and moved both sides' per-call times (see `sidebyside.posts.grid_sample.bench`). On a GPU the Pallas kernels are also timed in their second layout (`pallas_layout="channels"`: tiles of points by channels, each point's taps reused across a block of channels), which may suit many channels better; `implementation="auto"` keeps the first, which was the faster in every configuration of an earlier run on an H100; the columns "Pallas channels layout / PyTorch" show this run's figures. The benchmark runs in a fresh process, `python -m sidebyside.posts.bench grid_sample`, because the thread count of XLA's CPU client is fixed when JAX starts: there both libraries get the same cores. A run in parts (the gpu profile, made in device calls of a few minutes) starts one such process per configuration and saves each configuration as it finishes.
 
 # %%
 bench_run = sampling_bench.run_each({k: tuple(v) for k, v in bench_sizes.items()}, tuple(bench_modes),
@@ -259,7 +262,7 @@ Markdown(f"{bench_run['device_kind'].upper()}, {verdict.plural(bench_run['thread
          f"`{bench_run['command']}`")
 
 # %% [markdown]
-# The goals this device is held to (`sidebyside.sampling.bench.goals`): per call everywhere they are set; on a GPU also each kernel against PyTorch's CUDA kernel (at most 0.8 of its time at 32×3×256², 8×64×128² and 4×8×32×64², forward and forward+backward) and the forward at 32×3×256² at 70% of the memory floor's speed or more.
+# The goals this device is held to (`sidebyside.posts.grid_sample.bench.goals`): per call everywhere they are set; on a GPU also each kernel against PyTorch's CUDA kernel (at most 0.8 of its time at 32×3×256², 8×64×128² and 4×8×32×64², forward and forward+backward) and the forward at 32×3×256² at 70% of the memory floor's speed or more.
 
 # %%
 goals = sampling_bench.goals_table(speed, record["device_kind"])
@@ -345,7 +348,7 @@ for path in dict.fromkeys([default_path, "xla"]):
 timing.summarise([t for pair in pitfall.values() for t in pair.values()])
 
 # %% tags=["remove_input"]
-Markdown(report.grid_sample_parity.pitfall_note(first_cfg["name"], pitfall))
+Markdown(report.pitfall_note(first_cfg["name"], pitfall))
 
 # %% [markdown]
 # ## 5. Where the frameworks differ by design: non-finite grids
@@ -388,21 +391,21 @@ pd.DataFrame({
 # %% [markdown]
 # ## 6. Results
 #
-# The results record, from everything measured above (`sidebyside.report.grid_sample_parity` turns it into the table below and into the conclusion):
+# The results record, from everything measured above (`sidebyside.posts.grid_sample.report` turns it into the table below and into the conclusion):
 
 # %%
-metrics = report.grid_sample_parity.summarise(
+metrics = report.summarise(
     parity_rows, affine_rows, speed, device=record["device"], device_kind=record["device_kind"],
     torch_device=torch_device, parity_transform=parity_transform, warp_diff=warp_diff,
     pitfall=pitfall, nan_backward_returncode=child.returncode,
     parts=parts.log)
-report.grid_sample_parity.results_table(metrics)
+report.results_table(metrics)
 
 # %% [markdown]
 # ## 7. Conclusion
 
 # %% tags=["remove_input"]
-Markdown(report.grid_sample_parity.conclusion(metrics) + "\n\n" + bench.describe_parts(parts.log))
+Markdown(report.conclusion(metrics) + "\n\n" + checkpoints.describe_parts(parts.log))
 
 # %% tags=["remove_cell"]
 provenance.save_results(metrics)["metrics"]["gpu_goals"]

@@ -41,7 +41,7 @@
 # call included compilation, so several of its figures measure dispatch rather than work: for
 # `jit` on 10⁷ elements on the CPU it reported 0.000339 s, which even as the time of a single call
 # would mean streaming 80 MB (float32 in and out) through a CPU at over 200 GB/s. This post
-# repeats the study with one timing harness, `sidebyside.timing`, gives each framework its whole
+# repeats the study with one timing harness, `sidebyside.lab.timing`, gives each framework its whole
 # ladder of tools (eager, `torch.compile` with static and with dynamic shapes, CUDA graphs on a
 # GPU, `torch.func`; eager JAX and `jax.jit`), sets every figure beside the memory-bandwidth floor
 # of the device, and then shows the same timing mistakes on purpose, to see how far off they are.
@@ -81,7 +81,7 @@ if "google.colab" in sys.modules:
 # is warm: each compiler's one-time start-up is paid, and reported, before any timing.
 
 # %%
-from sidebyside import timing
+from sidebyside.lab import timing
 
 conditions = timing.same_conditions(threads=threads or None, tf32=False)
 
@@ -98,7 +98,9 @@ import torch._dynamo.config
 import torch._inductor.config
 from IPython.display import Markdown
 
-from sidebyside import functions, peaks, progress, provenance, report, tables, viz
+from sidebyside.lab import functions, peaks, progress, tables, viz
+from sidebyside.posts.jit_autograd import report
+from sidebyside.run import provenance
 
 tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 
@@ -126,10 +128,10 @@ startup = timing.warm_start("cuda" if on_gpu else "cpu")  # ... in a warm proces
 provenance.table(record)
 
 # %% tags=["remove_input"]
-Markdown(report.jit_autograd.setup_sentence(conditions, startup, on_gpu=on_gpu))
+Markdown(report.setup_sentence(conditions, startup, on_gpu=on_gpu))
 
 # %% [markdown]
-# The function, written once per framework in `sidebyside.functions` (`f_numpy`, `f_jax`,
+# The function, written once per framework in `sidebyside.lab.functions` (`f_numpy`, `f_jax`,
 # `f_torch`), with its exact derivatives `df` and `d2f` to check autodiff against:
 # $f'(x) = 0.2 + \cos x - 2\sin 2x$, $f''(x) = -\sin x - 4\cos 2x$.
 
@@ -245,7 +247,7 @@ pd.Series(failed_or_absent, name="why there is no figure", dtype=object).to_fram
 #
 # For each method and device we fit $t(n) = a + b\,n$: $a$ is the fixed cost of a call (Python,
 # dispatch, kernel launch), $b$ the cost per element. At $n^* = a/b$ the two are equal: below
-# $n^*$ a call is mostly overhead, above it mostly work (`sidebyside.functions.fit_overhead`, a
+# $n^*$ a call is mostly overhead, above it mostly work (`sidebyside.lab.functions.fit_overhead`, a
 # least-squares fit on relative errors).
 
 # %%
@@ -593,15 +595,15 @@ results.round(2)
 # %% [markdown]
 # ## 4. Conclusion
 #
-# Written from the results record by `sidebyside.report.jit_autograd`, so that every number below is the run's.
+# Written from the results record by `sidebyside.posts.jit_autograd.report`, so that every number below is the run's.
 
 # %% tags=["remove_input"]
-metrics = report.jit_autograd.summarise(
+metrics = report.summarise(
     conditions=conditions, startup=startup, bandwidth=bandwidth, jit_entries=jit_entries,
     floors={(d, n): floor_s(d, n) for d, n in jit_entries}, compile_s=compile_s, fits=fits,
     grad_entries=grad_entries, grad_errors=grad_errors, hvp_entries=hvp_entries, hvp_size=hvp_size,
     pitfall=pitfall, main_device=main_device)
-Markdown(report.jit_autograd.conclusion(metrics))
+Markdown(report.conclusion(metrics))
 
 # %% tags=["remove_cell"]
 provenance.save_results(metrics)["metrics"]["jit"][main_device][str(sizes[-1])]["best"]

@@ -75,7 +75,7 @@ if "google.colab" in sys.modules:
 # *default* dtype becomes float64 too, so every array below is created with an explicit dtype.
 
 # %%
-from sidebyside import timing
+from sidebyside.lab import timing
 
 conditions = timing.same_conditions(threads=threads or None, tf32=False)
 
@@ -95,7 +95,9 @@ import scipy.optimize
 import torch
 from IPython.display import Markdown
 
-from sidebyside import functions, peaks, progress, provenance, report, tables, viz
+from sidebyside.lab import functions, peaks, progress, tables, viz
+from sidebyside.posts.xla_and_scipy import report
+from sidebyside.run import provenance
 
 tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 
@@ -232,7 +234,7 @@ for op, device, mode, n in progress.bar(cases, desc="linear algebra"):
 #
 # Both operations count as $2n^3$ floating-point operations (the product: $n^2$ dot products of
 # length $n$; the inverse by LU, as LAPACK does it: $\tfrac23 n^3 + \tfrac43 n^3$). A GPU's peak
-# comes from NVIDIA's data sheets (`sidebyside.peaks.GPU_PEAKS`, dense figures) for the row's
+# comes from NVIDIA's data sheets (`sidebyside.lab.peaks.GPU_PEAKS`, dense figures) for the row's
 # arithmetic: float32 rows divide by the FP32 CUDA-core peak, tf32 rows by the TF32 tensor-core
 # peak, bfloat16 by the BF16 tensor-core peak, float64 by the FP64 tensor-core peak that DGEMM
 # reaches. A CPU's peak cannot be read from the machine reliably: the one below is estimated from
@@ -399,7 +401,7 @@ precision_table.assign(**{"relative error": precision_table["relative error"].ma
 #
 # A sensor's raw readings $r$ map to reference values $y$ through a slope and an offset; we fit
 # $(a, b)$ minimising $\mathrm{RMSE}(a r + b, y)$ on `num_points` synthetic measurements with
-# known truth $a = 1.5$, $b = 3$ and noise (`sidebyside.functions.calibration_data`). The loss is
+# known truth $a = 1.5$, $b = 3$ and noise (`sidebyside.lab.functions.calibration_data`). The loss is
 # written once per framework (`calibration_rmse_numpy/_jax/_torch`); since it is a linear least
 # squares problem in disguise, its exact minimiser is also known (`calibration_lstsq`), which
 # tells optimiser error apart from noise. All runs start at $(0, 0)$, in float64, and stop at a
@@ -502,7 +504,7 @@ def torch_lbfgs():
 
 OPTIMISERS = {"scipy_bfgs_finite_diff": scipy_fd, "scipy_bfgs_jax_grad": scipy_jax_grad,
               "jax_scipy_bfgs_legacy": jax_scipy, "optax_lbfgs": optax_lbfgs, "torch_lbfgs": torch_lbfgs}
-OPT_LABEL = report.xla_and_scipy.OPTIMISER_LABELS
+OPT_LABEL = report.OPTIMISER_LABELS
 optimise, opt_rows = {}, []
 for name, run in progress.bar(OPTIMISERS.items(), desc="optimisers"):
     t = timing.time_fn(lambda: run()[0], repeats=repeats, min_repeat_s=min_repeat_s)
@@ -529,7 +531,7 @@ FORMATS = {"reports": "{}", "‖∇‖∞": "{:.1e}", "slope": "{:.6f}", "offset
 optimise_table.apply(lambda col: col.map(lambda v: "–" if pd.isna(v) else FORMATS[col.name].format(v)))
 
 # %% tags=["remove_input"]
-Markdown(report.xla_and_scipy.optimise_note(optimise, truth, best))
+Markdown(report.optimise_note(optimise, truth, best))
 
 # %% [markdown]
 # ## 3. Recompilation when shapes change
@@ -674,15 +676,15 @@ results.round(2)
 # %% [markdown]
 # ## 5. Conclusion
 #
-# Written from the results record by `sidebyside.report.xla_and_scipy`, so that every number below is the run's.
+# Written from the results record by `sidebyside.posts.xla_and_scipy.report`, so that every number below is the run's.
 
 # %% tags=["remove_input"]
-metrics = report.xla_and_scipy.summarise(
+metrics = report.summarise(
     conditions=conditions, startup=startup, linalg_entries=linalg_entries, device_peaks=device_peaks,
     inverse_accuracy=inverse_accuracy, n_acc=n_acc, condition=condition, precision_table=precision_table,
     precision_size=n_prec, optimise=optimise, truth=truth, optimum=best, retrace_table=retrace_table,
     lengths=lengths, pad_to=pad_to, static_table=static_table)
-Markdown(report.xla_and_scipy.conclusion(metrics))
+Markdown(report.conclusion(metrics))
 
 # %% tags=["remove_cell"]
 provenance.save_results(metrics)["metrics"]["optimise"]

@@ -132,7 +132,7 @@ import os
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # before JAX starts; see above
 
-from sidebyside import timing
+from sidebyside.lab import timing
 
 conditions = timing.same_conditions(threads=threads or None, tf32=allow_tf32)
 
@@ -147,7 +147,10 @@ from flax import nnx
 from IPython.display import Markdown
 from matplotlib.patches import Patch
 
-from sidebyside import bench, data, progress, provenance, report, swin, tables, training, viz
+from sidebyside.lab import data, progress, tables, training, viz
+from sidebyside.posts import swin_v2 as swin
+from sidebyside.posts.swin_v2 import report
+from sidebyside.run import checkpoints, provenance
 
 tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 
@@ -168,7 +171,7 @@ Markdown(timing.conditions_sentence(conditions, on_gpu=on_gpu))
 #
 # The PyTorch side is timm's `SwinTransformerV2`, the implementation PyTorch
 # users run, built without pretrained weights. The JAX side is
-# `sidebyside.swin.FlaxSwinV2`, a Flax NNX port written from the paper and
+# `sidebyside.posts.swin_v2.FlaxSwinV2`, a Flax NNX port written from the paper and
 # timm's module, with what makes V2 what it is: scaled cosine attention with a
 # learned, clamped logit scale per head; the log-spaced continuous relative
 # position bias (a 2-512-heads MLP, then `16·sigmoid`); residual
@@ -194,8 +197,8 @@ train_config = dict(num_epochs=num_epochs, batch_size=batch_size, lr=lr, optimiz
                     warmup_epochs=warmup_epochs, weight_decay=weight_decay)
 # Parts already measured by an earlier run with the same stamp are read back (see the parameters).
 # The key of a part leaves the commit out: a part is read back while the code, notebook, parameters,
-# pins and data it ran with are unchanged (sidebyside.bench.Checkpoints), and keeps the commit that measured it.
-parts = bench.Checkpoints(checkpoint_file, budget_s=run_budget_s, commit=prov["git_sha"], stamp={
+# pins and data it ran with are unchanged (sidebyside.run.checkpoints.Checkpoints), and keeps the commit that measured it.
+parts = checkpoints.Checkpoints(checkpoint_file, budget_s=run_budget_s, commit=prov["git_sha"], stamp={
     "provenance": {k: v for k, v in prov.items() if k != "git_sha"}, "model": model_config,
     "speed_model": speed_config, "train": train_config, "num_train": num_train, "num_test": num_test})
 
@@ -241,11 +244,11 @@ if parity_on_speed_model:
     parity_runs["timed model"] = parts("parity/timed", swin.parity, speed_config, batch_size=parity_batch)
 # The trained model must pass, or nothing below compares the same network; the timed model's
 # result (deeper, larger activations) is reported as measured.
-assert report.swin_v2.within_tolerance(parity_runs["trained model"]), parity_runs["trained model"]
-report.swin_v2.parity_table(parity_runs)
+assert report.within_tolerance(parity_runs["trained model"]), parity_runs["trained model"]
+report.parity_table(parity_runs)
 
 # %% tags=["remove_input"]
-Markdown(report.swin_v2.parity_claim(report.swin_v2.parity_record(parity_runs)))
+Markdown(report.parity_claim(report.parity_record(parity_runs)))
 
 # %% [markdown]
 # ## 3. Accuracy on FashionMNIST
@@ -290,7 +293,7 @@ jax_histories = [parts(f"accuracy/jax/{seed}", jax_seed, seed, decode=lambda h: 
                  for seed in progress.bar(seeds, desc="JAX seeds")]
 
 # %%
-accuracy = report.swin_v2.accuracy_record({"torch": torch_histories, "jax": jax_histories}, seeds)
+accuracy = report.accuracy_record({"torch": torch_histories, "jax": jax_histories}, seeds)
 pd.DataFrame([
     {"framework": viz.LABELS[fw], "epochs": num_epochs, "test accuracy (%)": 100 * a["mean"],
      "± std (%)": 100 * a["std"], "per seed (%)": ", ".join(f"{100 * v:.2f}" for v in a["per_seed"]),
@@ -299,7 +302,7 @@ pd.DataFrame([
 ]).set_index("framework").round(2)
 
 # %% tags=["remove_input"]
-Markdown(report.swin_v2.accuracy_claim(accuracy, num_train=len(X_train), num_epochs=num_epochs))
+Markdown(report.accuracy_claim(accuracy, num_train=len(X_train), num_epochs=num_epochs))
 
 # %% [markdown]
 # ## 4. Speed: each framework's ladder of tools
@@ -319,7 +322,7 @@ Markdown(report.swin_v2.accuracy_claim(accuracy, num_train=len(X_train), num_epo
 # - **JAX, jit step**: one jitted step per batch, parameters and optimiser state donated;
 # - **JAX, jit + `lax.scan`**: all the call's steps in one jitted scan.
 #
-# All are timed in one interleaved run per setting (`sidebyside.timing`:
+# All are timed in one interleaved run per setting (`sidebyside.lab.timing`:
 # results waited for, the first call apart, median and quartiles over
 # repeats). JAX compiles ahead of time, timed apart; for PyTorch the first
 # call's excess is its compilation. Peak memory: `torch.cuda.max_memory_allocated`
@@ -334,11 +337,11 @@ speed = {}
 settings = [(p, ph, b) for ph in speed_phases for p in precisions for b in speed_batch_sizes]
 for precision, phase, batch in progress.bar(settings, desc="speed ladders"):
     speed[f"{precision}/{phase}/{batch}"] = parts(
-        f"speed/{phase}/{precision}/{batch}", swin.ladder,
+        f"speed/{phase}/{precision}/{batch}", swin.speed_ladder,
         speed_config, batch_size=batch, phase=phase, precision=precision, torch_tools=torch_tools,
         jax_tools=jax_tools, steps=speed_steps, repeats=speed_repeats)
-rows = report.swin_v2.speed_rows(speed)  # one row per rung; a failed tool's numbers are NaN
-report.swin_v2.speed_table(rows).round(2)
+rows = report.speed_rows(speed)  # one row per rung; a failed tool's numbers are NaN
+report.speed_table(rows).round(2)
 
 # %% figure="throughput" alt="Images per second of each tool, PyTorch in orange-red and JAX in blue, training and evaluation, with interquartile error bars"
 working = rows[rows["median_s"].notna()]
@@ -385,23 +388,23 @@ memory_table.round(0) if len(memory_table) else Markdown("No device memory stati
 # taken as Imagenette's 9,469 training images.
 
 # %%
-first_steps = report.swin_v2.first_steps(speed)  # swin.first_step for each working training rung
+first_steps = report.first_steps(speed)  # swin.first_step for each working training rung
 first_table = pd.DataFrame(first_steps.values()).set_index(["precision", "batch", "tool"])[
     ["compile_s", "allocation_s", "steady_s", "first_step_s", "first_epoch_s", "steady_epoch_s", "first_epoch_excess"]]
 first_table.round(3)
 
 # %% tags=["remove_input"]
-Markdown(report.swin_v2.first_epoch_claim(first_steps))
+Markdown(report.first_epoch_claim(first_steps))
 
 # %% [markdown]
 # ## 6. Conclusion
 
 # %% tags=["remove_input"]
-metrics = report.swin_v2.summarise(
+metrics = report.summarise(
     parity_runs=parity_runs, accuracy=accuracy, speed=speed, model_config=model_config, speed_config=speed_config,
     num_train=len(X_train), num_test=len(X_test), num_epochs=num_epochs, allow_tf32=allow_tf32,
     timm_version=timm.__version__, conditions=conditions, device=prov["device"], on_gpu=on_gpu, parts=parts.log)
-Markdown(report.swin_v2.conclusion(metrics) + "\n\n" + bench.describe_parts(parts.log))
+Markdown(report.conclusion(metrics) + "\n\n" + checkpoints.describe_parts(parts.log))
 
 # %% tags=["remove_cell"]
 provenance.save_results(metrics, provenance=prov)["metrics"]["parity"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sidebyside import context
+from sidebyside.run import context
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ("_posts", "images", "_data")
@@ -56,7 +56,7 @@ def float32_on_both_sides():
     up to 1e-3 (seen on a GPU run). Use with ``pytestmark = pytest.mark.usefixtures(...)``."""
     import jax  # noqa: F401  (so that JAX's setting is made too)
 
-    from sidebyside import timing
+    from sidebyside.lab import timing
 
     with timing.tf32(False):
         yield

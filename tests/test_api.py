@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from sidebyside import context, provenance, publish
+from sidebyside import publish
 from sidebyside.publish import running
 from sidebyside.publish.discovery import read_header
+from sidebyside.run import context, provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "sidebyside"
@@ -111,7 +112,7 @@ def _modules() -> list[str]:
 def test_publisher_modules_import_neither_torch_nor_jax_nor_the_notebook_tools():
     code = ("import importlib, sys\n"
             f"for name in {_modules()!r}: importlib.import_module(name)\n"
-            "import sidebyside.publish, sidebyside.runkey, sidebyside.context\n"
+            "import sidebyside.publish, sidebyside.run.runkey, sidebyside.run.context\n"
             "from pathlib import Path\n"
             f"sidebyside.publish.discover(Path({str(ROOT / 'notebooks')!r}))\n"
             "heavy = ('torch', 'jax', 'jaxlib', 'flax', 'jupytext', 'nbconvert', 'papermill')\n"
@@ -174,7 +175,7 @@ def test_a_real_run_saves_under_the_slug_of_its_header(tmp_path):
         "#     name: python3", "#   sidebyside:", "#     slug: header-slug", "#     title: No slug", "#     date: '2026-11-22'",
         "#     description: Its save_results names no slug.", "# ---", "",
         '# %% tags=["parameters"]', "n = 3", "",
-        "# %%", "from sidebyside import provenance", "provenance.save_results({'n': n})", ""]))
+        "# %%", "from sidebyside.run import provenance", "provenance.save_results({'n': n})", ""]))
     info, nb = publish.read_notebook_info(path)
     executed, saved = publish.execute(info, nb, "smoke", {"n": 5}, tmp_path / "build", root=ROOT, progress=False)
     assert saved["slug"] == "header-slug" and saved["metrics"] == {"n": 5}

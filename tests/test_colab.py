@@ -22,7 +22,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from sidebyside import data
+from sidebyside.lab import data
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
 INSTALL_TAG = "colab-install"
@@ -126,7 +126,7 @@ DRIVER = textwrap.dedent('''
     colab = sys.modules["google.colab"] = types.ModuleType("google.colab")
     # JAX imports google.colab.output when it sees Colab (for its debugger's widgets).
     colab.output = sys.modules["google.colab.output"] = types.ModuleType("google.colab.output")
-    from sidebyside import data
+    from sidebyside.lab import data
     from torchvision.datasets import FashionMNIST
     data.DEBIAN_DIR = data.Path(spec["no_debian"])
     FashionMNIST.mirrors = [spec["mirror"]]

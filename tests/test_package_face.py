@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+from pathlib import Path
 
 import pytest
 
@@ -14,36 +15,44 @@ import sidebyside
 
 # Modules that are not part of the face: entry points run with `python -m`.
 ENTRY_POINTS = {"__main__"}
+#: The sub-packages whose faces list their modules (the publisher's face is its own: see test_api).
+FACES = ["", "lab", "run", "posts", "posts.grid_sample", "posts.swin_v2", "posts.fashion_mnist",
+         "posts.weight_visualisation", "posts.jit_autograd", "posts.xla_and_scipy"]
 
 
-def _public_modules() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(sidebyside.__path__)
+def _package(name: str):
+    return importlib.import_module("sidebyside" + (f".{name}" if name else ""))
+
+
+def _children(name: str) -> list[str]:
+    package = _package(name)
+    return sorted(m.name for m in pkgutil.iter_modules(package.__path__)
                   if not m.name.startswith("_") and m.name not in ENTRY_POINTS)
 
 
-def test_every_public_module_is_exported_and_listed_in_the_docstring():
-    modules = _public_modules()
-    missing = [name for name in modules if name not in sidebyside.__all__]
-    assert not missing, f"add to sidebyside.__all__: {missing}"
-    undocumented = [name for name in modules if f"``{name}``" not in sidebyside.__doc__]
-    assert not undocumented, f"list in sidebyside's docstring: {undocumented}"
+def _public_modules() -> list[str]:
+    return [f"{face}.{child}".lstrip(".") for face in FACES for child in _children(face)
+            if f"{face}.{child}".lstrip(".") not in FACES and child != "publish"]
 
 
-def _report_modules() -> list[str]:
-    import sidebyside.report
-
-    return [f"report.{name}" for name in sidebyside.report.__all__]
-
-
-def test_every_report_module_exists_and_is_listed():
-    import sidebyside.report
-
-    on_disk = sorted(m.name for m in pkgutil.iter_modules(sidebyside.report.__path__) if not m.name.startswith("_"))
-    assert on_disk == sorted(sidebyside.report.__all__)
-    assert all(f"``{name}``" in sidebyside.report.__doc__ for name in on_disk)
+@pytest.mark.parametrize("face", FACES)
+def test_every_module_of_a_face_is_exported_and_listed_in_its_docstring(face):
+    package = _package(face)
+    modules = _children(face)
+    missing = [name for name in modules if name not in package.__all__]
+    assert not missing, f"add to {package.__name__}.__all__: {missing}"
+    undocumented = [name for name in modules if f"``{name}``" not in package.__doc__ and f":mod:`.{name}`" not in package.__doc__]
+    assert not undocumented, f"list in {package.__name__}'s docstring: {undocumented}"
 
 
-@pytest.mark.parametrize("name", _public_modules() + _report_modules())
+def test_every_sub_package_is_a_face():
+    on_disk = sorted(".".join(p.relative_to(Path(sidebyside.__file__).parent).parts)
+                     for p in Path(sidebyside.__file__).parent.rglob("__init__.py"))
+    faces = sorted(f"{f}.__init__.py".lstrip(".") for f in FACES) + ["publish.__init__.py"]
+    assert [f.replace("/", ".") for f in on_disk] == sorted(faces)
+
+
+@pytest.mark.parametrize("name", _public_modules())
 def test_module_is_reachable_and_its_functions_are_documented(name):
     module = sidebyside
     for part in name.split("."):
@@ -66,6 +75,31 @@ def test_module_is_reachable_and_its_functions_are_documented(name):
             if "key" in params and params[0] != "key":
                 problems.append(f"{attr}: the random key comes first")
     assert not problems, f"sidebyside.{name}: " + "; ".join(problems)
+
+
+def _imports_of(path: Path) -> set[str]:
+    import ast
+
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+@pytest.mark.parametrize("layer", ["lab", "run", "publish"])
+def test_imports_go_one_way(layer):
+    """lab and run import neither posts nor publish; run imports no lab; publish imports no posts."""
+    forbidden = {"lab": ("sidebyside.posts", "sidebyside.publish"),
+                 "run": ("sidebyside.posts", "sidebyside.publish", "sidebyside.lab"),
+                 "publish": ("sidebyside.posts",)}[layer]
+    root = Path(sidebyside.__file__).parent / layer
+    bad = {f"{p.relative_to(root.parent)}: {m}" for p in root.rglob("*.py") for m in _imports_of(p)
+           if m.startswith(forbidden)}
+    assert not bad, sorted(bad)
 
 
 def test_import_is_lazy():

@@ -29,7 +29,7 @@ fi
 python3 -m pip install -q --no-index --find-links .offline/wheels -r .offline/requirements-offline.txt
 export FASHION_MNIST_DIR=$PWD/.offline/fashion-mnist SIDEBYSIDE_GIT_SHA=$(cat .offline/COMMIT) PYTHONUNBUFFERED=1
 # Both frameworks on the same GPU, or stop here (the publisher asks again, per notebook).
-PYTHONPATH=src python3 -c "from sidebyside import provenance as p; print('both frameworks on', p.check_gpu_profile(p.devices()))" \
+PYTHONPATH=src python3 -c "from sidebyside.run import provenance as p; print('both frameworks on', p.check_gpu_profile(p.devices()))" \
   > "$out/check.log" 2>&1 || { cat "$out/check.log" >&2; exit 3; }
 cat "$out/check.log"
 start=$SECONDS

@@ -5,13 +5,13 @@
 Builds tools/grid_sample_duel.cc (the kernel's C++ source included whole, linked against the
 libtorch of this environment) into build/grid-sample-duel/ and runs it per shape and mode: both
 kernels on one thread, on the same memory, their repeats interleaved, inputs from
-``sidebyside.sampling.bench.inputs`` (a random affine warp). It prints each side's median time,
+``sidebyside.posts.grid_sample.bench.inputs`` (a random affine warp). It prints each side's median time,
 the median ratio with its quartiles and whether the outputs are the same bits; with
 ``--backward``, the backward passes (``BackwardBatch`` against ``at::grid_sampler_2d_backward``,
 both gradients, on a random cotangent) and each gradient's largest error relative to PyTorch's
 largest value, since the two sum in different orders. Nothing else of either framework is timed
 (dispatch, thread pools, allocation): this is how the kernel's loop orders were chosen
-(``ForwardBatch`` and ``BackwardBatch`` in grid_sample_cpu.cc); ``python -m sidebyside.bench
+(``ForwardBatch`` and ``BackwardBatch`` in grid_sample_cpu.cc); ``python -m sidebyside.posts.bench
 grid_sample`` times what a user sees.
 """
 
@@ -34,7 +34,7 @@ def build(out_dir: Path) -> Path:
     import jax
     import torch
 
-    from sidebyside.sampling import native
+    from sidebyside.posts.grid_sample import native
 
     try:
         compiler = native.compiler()
@@ -60,7 +60,7 @@ def duel(executable: Path, shape: tuple[int, ...], mode: str, *, padding: str = 
     (forward) or ``"grad_input_rel_err", "grad_grid_rel_err"`` (backward)."""
     import numpy as np
 
-    from sidebyside.sampling.bench import inputs
+    from sidebyside.posts.grid_sample.bench import inputs
 
     x, grid = inputs(shape)
     x.tofile(work_dir / "x.bin")

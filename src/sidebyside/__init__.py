@@ -1,70 +1,20 @@
-"""Side by Side: the library the PyTorch-vs-JAX notebooks share.
+"""Side by Side: the library the PyTorch-vs-JAX notebooks share, laid out by who uses it.
 
-One topic per module (each imports lazily: ``import sidebyside`` pulls in
-neither torch nor JAX; ``sidebyside.<module>`` imports it on first use):
+- ``lab``: the measuring tools every post shares (data, models, training, timing, verdicts, plots).
+- ``run``: what a notebook's process knows about its run (its context, inputs, provenance, checkpoints).
+- ``publish``: the publisher: discovery, parameters, cache, execution, rendering, the site (CLI).
+- ``posts``: code that only one post uses, one package per post, with that post's report.
+- ``grid_sample``: the function ``sidebyside.posts.grid_sample.grid_sample``, re-exported as the public name.
 
-- ``data``: FashionMNIST as NumPy arrays and identical batches for both frameworks.
-- ``models``: the same architectures in PyTorch and Flax, with the same public names.
-- ``training``: training loops for both frameworks, every rung of each one's ladder of tools.
-- ``functions``: the small functions the timing posts compile, differentiate and time.
-- ``timing``: the one benchmark harness (warm-up and compilation apart, synchronised,
-  the ladder of tools, the same conditions on both sides).
-- ``peaks``: the hardware floor: data-sheet peaks of GPUs, measured copy bandwidth.
-- ``verdict``: measured numbers into claims (faster / slower / within noise) and their sentences.
-- ``report``: each post's results record and generated conclusion, one module per post.
-- ``analysis``: representation similarity (CKA) and weight statistics.
-- ``sampling``: the ``grid_sample`` package (a JAX port with PyTorch's semantics: XLA
-  path, Pallas and native kernels, parity harness, benchmark), its function re-exported
-  here as ``sidebyside.grid_sample`` (the package has another name so that the
-  function is never shadowed by it).
-- ``swin``: Swin Transformer V2 in Flax NNX, a port of timm's with weight copying and a parity check, its
-  training and its speed ladder.
-- ``bench``: the command line of the benchmarks (``python -m sidebyside.bench grid_sample``).
-- ``viz``: shared colours, weight grids, computation graphs, plots.
-- ``tables``: tables a reader can read (numbers formatted once, no cell cut short).
-- ``provenance``: the hardware/version stamp and the results file of a run.
-- ``context``: the one contract between the publisher and a running notebook (slug, profile, paths, commit).
-- ``runkey``: a run's inputs (the modules and data files it read) and its commit stamp: the cache key.
-- ``progress``: progress bars that render cleanly both live and in published posts.
-- ``publish``: the publisher package: discovery, parameters, cache, execution, rendering, the site (CLI).
+Imports go one way: ``posts`` -> ``lab``, ``run``; ``publish`` -> ``run`` (and ``lab.tables``); only
+notebooks import ``posts``. Every face imports lazily: ``import sidebyside`` pulls in neither PyTorch
+nor JAX.
 """
 
 from __future__ import annotations
 
-import importlib
+from sidebyside._lazy import face
 
-__all__ = [
-    "analysis",
-    "bench",
-    "context",
-    "data",
-    "functions",
-    "grid_sample",
-    "models",
-    "peaks",
-    "progress",
-    "provenance",
-    "publish",
-    "report",
-    "runkey",
-    "sampling",
-    "swin",
-    "tables",
-    "timing",
-    "training",
-    "verdict",
-    "viz",
-]
+__all__ = ['lab', 'run', 'publish', 'posts', 'grid_sample']
 
-__version__ = "0.1.0"
-
-_SUBMODULES = set(__all__) - {"grid_sample"}
-
-
-def __getattr__(name: str):
-    if name == "grid_sample":
-        module = importlib.import_module(".sampling", __name__)
-        return module.grid_sample
-    if name in _SUBMODULES:
-        return importlib.import_module(f".{name}", __name__)
-    raise AttributeError(f"module 'sidebyside' has no attribute {name!r}")
+__getattr__ = face(__name__, ['lab', 'run', 'publish', 'posts'], {'grid_sample': 'posts.grid_sample'})

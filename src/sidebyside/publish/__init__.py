@@ -17,13 +17,13 @@ One module per concern; this face re-exports their public names:
 - :mod:`.cache`: the key and the plan. A notebook runs again only when its key changes
   (its source, its parameters for the profile, the pinned requirements, and
   the library modules and data files its last run used: see
-  :mod:`sidebyside.runkey`). The key is stored as ``source_hash`` in the
+  :mod:`sidebyside.run.runkey`). The key is stored as ``source_hash`` in the
   published results file, with the recorded ``inputs``, so a fresh clone
   knows what is up to date. A published result of a larger profile
   (gpu > cpu > smoke) is kept unless ``force``. :func:`freshness` is the one
   test of staleness (``execute``, ``list``, the scoreboard).
 - :mod:`.running`: papermill, under the run context the notebook reads
-  (:mod:`sidebyside.context`), and the published record.
+  (:mod:`sidebyside.run.context`), and the published record.
 - :mod:`.rendering`: the post (preprocessing, front matter, Markdown), with
   :mod:`.escape` (every byte of cell output escaped; paths and the host name
   scrubbed), :mod:`.pairs` (side-by-side cells) and :mod:`.downloads`.

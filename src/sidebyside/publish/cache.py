@@ -1,7 +1,7 @@
 """The cache: a run's key, whether a published record is current, and the
 plan of what to run (freeze semantics: a larger profile is kept).
 
-The key and its inputs are :mod:`sidebyside.runkey`'s (it also records
+The key and its inputs are :mod:`sidebyside.run.runkey`'s (it also records
 them inside the run); :func:`freshness` is the one test of staleness, used
 by ``execute``, ``list`` and the scoreboard."""
 
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sidebyside import runkey
 from sidebyside.publish.common import PROFILES, ROOT, PublishError
 from sidebyside.publish.discovery import NotebookInfo
+from sidebyside.run import runkey
 
 __all__ = ["cache_key", "Decision", "published_record", "is_post_of", "post_path", "freshness", "plan"]
 
@@ -24,7 +24,7 @@ def cache_key(info: NotebookInfo, profile: str, params: dict[str, Any], root: Pa
               inputs: dict[str, Any] | None = None) -> str:
     """The key of a run: notebook source, the profile's parameters for it, the
     pins, and the modules and data files the run recorded as its ``inputs``
-    (without them, the whole library: see :mod:`sidebyside.runkey`)."""
+    (without them, the whole library: see :mod:`sidebyside.run.runkey`)."""
     return runkey.run_key(info.path, profile, params, inputs, root)
 
 

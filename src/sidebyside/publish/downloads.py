@@ -7,7 +7,7 @@ Jekyll does not serve ``_data/``, so the publisher puts these files into
   ``_data/results/<slug>.json``);
 - ``tables.csv``: every table the post shows (the HTML table outputs), one
   tidy CSV (``table, section, row, column, value``; see
-  :func:`sidebyside.tables.tables_csv`);
+  :func:`sidebyside.lab.tables.tables_csv`);
 - ``<slug>.ipynb``: the executed notebook, with the outputs the post shows,
   local paths and host name scrubbed as in the post.
 
@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from sidebyside.tables import parse_html, tables_csv
+from sidebyside.lab.tables import parse_html, tables_csv
 
 __all__ = ["NAMES", "files", "post_tables"]
 

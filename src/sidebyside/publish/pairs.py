@@ -17,7 +17,7 @@ with its outputs; the site's CSS stacks them on narrow screens and a toggle
 
 Everything from a cell is escaped: code is highlighted by Pygments (which
 escapes it), text outputs go into ``<pre>``, an HTML table output is read
-back into cells (:func:`sidebyside.tables.parse_html`) and written again
+back into cells (:func:`sidebyside.lab.tables.parse_html`) and written again
 escaped, other HTML is shown as its plain-text form. Figures (already
 extracted to files by the publisher) are linked images.
 
@@ -30,7 +30,7 @@ import html
 import re
 from typing import Any
 
-from sidebyside.tables import parse_html
+from sidebyside.lab.tables import parse_html
 
 __all__ = ["PairError", "TAG_RE", "find_pairs", "render_pairs", "pair_html"]
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import yaml
 
-from sidebyside import provenance
 from sidebyside.publish.common import PROFILES, PublishError
 from sidebyside.publish.discovery import NotebookInfo
+from sidebyside.run import provenance
 
 __all__ = ["detect_profile", "check_profile", "load_params", "load_all_params"]
 

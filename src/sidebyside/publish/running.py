@@ -1,5 +1,5 @@
 """Running one notebook with papermill, under the run context
-(:mod:`sidebyside.context`), and completing the record it saved."""
+(:mod:`sidebyside.run.context`), and completing the record it saved."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sidebyside import context, provenance, runkey
 from sidebyside.publish import escape
 from sidebyside.publish.cache import cache_key
 from sidebyside.publish.common import ANSI_RE, ROOT, PublishError, say
 from sidebyside.publish.discovery import NotebookInfo
 from sidebyside.publish.rendering import scrub, scrub_rules
+from sidebyside.run import context, provenance, runkey
 
 __all__ = ["execute", "complete_record", "check_before_running", "key_and_stamp"]
 
@@ -77,7 +77,7 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
     if not results_path.is_file():
         raise PublishError(
             f"FAILED {info.slug} ({info.path}): the run saved no results. End the notebook with "
-            f"sidebyside.provenance.save_results(metrics). Nothing published was changed."
+            f"sidebyside.run.provenance.save_results(metrics). Nothing published was changed."
         )
     record = json.loads(results_path.read_text())
     if record.get("slug") != info.slug:

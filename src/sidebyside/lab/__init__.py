@@ -1,0 +1,25 @@
+"""The measuring tools every post shares.
+
+- ``data``: FashionMNIST as NumPy arrays and identical batches for both frameworks.
+- ``models``: the same architectures in PyTorch and Flax, with the same public names.
+- ``training``: training loops for both frameworks, every rung of each one's ladder of tools.
+- ``functions``: the small functions the timing posts compile, differentiate and time.
+- ``timing``: the one benchmark harness (warm-up and compilation apart, synchronised,
+  the ladder of tools, the same conditions on both sides).
+- ``peaks``: the hardware floor: data-sheet peaks of GPUs, measured copy bandwidth.
+- ``verdict``: measured numbers into claims (faster / slower / within noise) and their sentences.
+- ``analysis``: representation similarity (CKA) and weight statistics.
+- ``viz``: shared colours, weight grids, computation graphs, plots.
+- ``tables``: tables a reader can read (numbers formatted once, no cell cut short).
+- ``progress``: progress bars that render cleanly both live and in published posts.
+
+Nothing here imports ``sidebyside.posts`` or ``sidebyside.publish``.
+"""
+
+from __future__ import annotations
+
+from sidebyside._lazy import face
+
+__all__ = ['data', 'models', 'training', 'functions', 'timing', 'peaks', 'verdict', 'analysis', 'viz', 'tables', 'progress']
+
+__getattr__ = face(__name__, ['data', 'models', 'training', 'functions', 'timing', 'peaks', 'verdict', 'analysis', 'viz', 'tables', 'progress'])

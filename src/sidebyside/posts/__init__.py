@@ -1,0 +1,20 @@
+"""Code that only one post uses, one package per post, each with its ``report`` (the
+post's results record and generated conclusion). Only notebooks import these.
+
+- ``fashion_mnist``: fashion-mnist-pytorch-vs-flax.
+- ``weight_visualisation``: weight-visualisation.
+- ``grid_sample``: grid-sample-parity, and the ``grid_sample`` package itself (XLA path, Pallas
+  and native kernels, parity harness, benchmark).
+- ``jit_autograd``: jit-and-autograd-timing.
+- ``xla_and_scipy``: xla-and-scipy.
+- ``swin_v2``: swin-transformer-v2 (the Flax port of timm's model, weight porting, training, ladder).
+- ``bench``: the command line of the posts' benchmarks (``python -m sidebyside.posts.bench grid_sample``).
+"""
+
+from __future__ import annotations
+
+from sidebyside._lazy import face
+
+__all__ = ['fashion_mnist', 'weight_visualisation', 'grid_sample', 'jit_autograd', 'xla_and_scipy', 'swin_v2', 'bench']
+
+__getattr__ = face(__name__, ['fashion_mnist', 'weight_visualisation', 'grid_sample', 'jit_autograd', 'xla_and_scipy', 'swin_v2', 'bench'])

@@ -1,0 +1,90 @@
+"""Benchmarks, one subcommand each: ``python -m sidebyside.posts.bench <name> [options]``.
+
+- ``grid_sample``: :func:`sidebyside.grid_sample` against
+  ``torch.nn.functional.grid_sample`` (:mod:`sidebyside.posts.grid_sample.bench`): per
+  configuration the kernel time and the per-call time, forward and forward+backward.
+
+Equal thread count (``--threads N``) is enforced before either library starts: the
+process is pinned to N cores (``os.sched_setaffinity``), PyTorch gets
+``torch.set_num_threads(N)``, and XLA's CPU client is told the same through
+``XLA_FLAGS`` (``--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1``
+when N = 1; otherwise XLA's pool is limited by the affinity mask). Without
+``--threads`` both use every core this process may use.
+
+This module imports neither PyTorch nor JAX before the thread count is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+__all__ = ["set_threads", "main"]
+
+
+def set_threads(threads: int | None) -> int:
+    """Restrict this process to ``threads`` cores for both libraries. Call before
+    importing jax (XLA reads its flags once). Returns the thread count in effect."""
+    available = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    if threads is None:
+        threads = len(available)
+    if threads < 1 or threads > len(available):
+        raise ValueError(f"--threads must be between 1 and {len(available)}, got {threads}")
+    if "jax" in sys.modules:
+        raise RuntimeError("set_threads() must run before jax is imported")
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, available[:threads])
+    flags = os.environ.get("XLA_FLAGS", "")
+    if threads == 1 and "intra_op_parallelism_threads" not in flags:
+        os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
+    import torch
+
+    torch.set_num_threads(threads)
+    return threads
+
+
+
+# ============================================================================= the command line
+
+
+def _grid_sample_main(args) -> int:
+    # On a GPU, JAX would take 75% of its memory up front, and this process shares the
+    # device with PyTorch (and, from a notebook, with the notebook's own JAX).
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    threads = set_threads(args.threads)  # before the package imports jax
+    from sidebyside.posts.grid_sample import bench as grid_sample_bench
+
+    return grid_sample_bench.cli(args, threads)
+
+
+def main(argv=None) -> int:
+    """The command line (``argv``, default ``sys.argv[1:]``); returns the exit code."""
+    parser = argparse.ArgumentParser(prog="python -m sidebyside.posts.bench", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="benchmark", required=True)
+    gs = sub.add_parser("grid_sample", help="JAX grid_sample against PyTorch's: kernel time and per-call time")
+    gs.add_argument("--threads", type=int, default=None, help="cores for both libraries (default: all available)")
+    gs.add_argument("--repeats", type=int, default=7, help="interleaved repeats per configuration")
+    gs.add_argument("--sizes", nargs="+", help="subset of the standard sizes (2d_small, 2d_large, 3d); without "
+                    "--sizes or --shape: all of them, and on a GPU also 2d_large_gpu (32x3x256x256, where the GPU "
+                    "goals are set)")
+    gs.add_argument("--shape", action="append", metavar="NAME=N,C,H,W",
+                    help="a custom input shape (repeatable; 5 numbers for 3-D)")
+    gs.add_argument("--modes", nargs="+", default=["nearest", "bilinear", "bicubic"],
+                    choices=["nearest", "bilinear", "bicubic"])
+    gs.add_argument("--naive", action="store_true", help="also time the naive gather-all-corners JAX baseline")
+    gs.add_argument("--no-kernel", action="store_true", help="skip the kernel times (chained calls in one program)")
+    gs.add_argument("--copies", type=int, default=None,
+                    help="copies of the inputs that the kernel time's chain goes round (default: enough to fill twice "
+                    "the last-level cache; on a GPU the chain makes at least 32 calls)")
+    gs.add_argument("--pallas-layouts", nargs="+", default=["points", "channels"], choices=["points", "channels"],
+                    help="layouts of the Pallas kernels to time where they run (a CUDA GPU)")
+    gs.add_argument("--min-repeat-s", type=float, default=0.05, help="shortest duration of one repeat (s)")
+    gs.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    gs.set_defaults(run=_grid_sample_main)
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,385 @@
+"""grid-sample-parity: the parity record, the speed verdicts and the post's conclusion.
+
+The notebook measures (:mod:`sidebyside.posts.grid_sample.parity` for the errors,
+:func:`sidebyside.posts.grid_sample.bench.run` for the times, a photograph, a timing pitfall and
+PyTorch's crash on a NaN grid); this module turns what it measured into the results
+record (:func:`summarise`) and the record into prose: the notes under the parity
+tables (:func:`parity_note`, :func:`affine_note`), the timing pitfall
+(:func:`pitfall_note`), the results table (:func:`results_table`) and the generated
+Conclusion (:func:`conclusion`), built from one small function per kind of claim.
+
+Record keys (``metrics``): ``parity`` and ``parity_affine`` (per configuration key
+``mode/padding/align_corners/dims/dtype``: the largest errors and ``passed``),
+``parity_reference_device``, ``parity_transform``, ``speed`` (per
+``mode/size/forward|forward+backward``: the benchmark's times, quartiles, ratios, memory
+floor, ``goal`` (per call) and ``goals``: every goal of the row,
+:func:`sidebyside.posts.grid_sample.bench.goals`), ``gpu_goals``, ``photo_max_abs_diff``, ``timing_pitfall_ms``,
+``torch_cpu_nan_backward_returncode``, ``device``, ``device_kind``, ``verdicts``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from sidebyside.lab import verdict
+
+__all__ = ["ERROR_COLUMNS", "SPEED_KEYS", "summarise", "verdicts", "parity_verdict", "speed_verdicts",
+           "largest_by_dtype", "headline_key", "parity_note", "affine_note", "pitfall_note", "results_table", "conclusion",
+           "parity_claim", "photo_claim", "non_finite_claim", "speed_claim", "floor_claim", "slower_claim",
+           "goals_claim", "device_claim"]
+
+#: The relative errors a configuration is judged by: output, input gradient, grid gradient.
+ERROR_COLUMNS = ("max_rel_err", "grad_input_max_rel_err", "grad_grid_max_rel_err")
+_PARITY_KEYS = ("max_abs_err", "grad_input_max_abs_err", "grad_grid_max_abs_err", *ERROR_COLUMNS, "passed")
+#: The benchmark's columns kept in the record, per configuration (quartiles included, so
+#: the verdicts can be recomputed from the record alone).
+SPEED_KEYS = ("jax_ms", "torch_ms", "ratio", "jax_iqr_ms", "torch_iqr_ms", "jax_q1_ms", "jax_q3_ms", "torch_q1_ms",
+              "torch_q3_ms", "naive_ms", "implementation", "xla_ms", "xla_ratio", "shape", "jax_kernel_ms",
+              "torch_kernel_ms", "kernel_ratio", "jax_kernel_iqr_ms", "torch_kernel_iqr_ms", "jax_kernel_q1_ms",
+              "jax_kernel_q3_ms", "torch_kernel_q1_ms", "torch_kernel_q3_ms", "copies", "calls", "inputs_bytes",
+              "cache_bytes", "inputs_exceed_cache", "torch_kernel_tool", "pallas_channels_ms", "pallas_channels_ratio",
+              "jax_channels_kernel_ms", "channels_kernel_ratio", "min_bytes", "copy_gbs", "floor_ms",
+              "jax_floor_speed", "torch_floor_speed")
+
+
+# ----------------------------------------------------------------------------- the record
+
+
+def summarise(parity_rows: Mapping[str, Mapping[str, Any]], affine_rows: Mapping[str, Mapping[str, Any]],
+              speed: Mapping[str, Mapping[str, Any]], *, device: str, device_kind: str, torch_device: str,
+              parity_transform: str, warp_diff: Mapping[str, float], pitfall: Mapping[str, Any],
+              nan_backward_returncode: int, parts: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The post's results record from what the notebook measured.
+
+    ``parity_rows``/``affine_rows``: :func:`sidebyside.posts.grid_sample.parity.measure` per
+    configuration key; ``speed``: the benchmark's ``results``; ``warp_diff``: the
+    photograph's largest difference per mode/padding; ``pitfall``: per path, the two timings
+    (``"unsynchronised"``, ``"synchronised"``: anything with ``median_s``);
+    ``nan_backward_returncode``: the exit code of PyTorch's CPU backward on a NaN grid;
+    ``parts``: for a run in parts (:class:`sidebyside.run.checkpoints.Checkpoints`), which run measured each
+    part, at which commit.
+    """
+    from sidebyside.posts.grid_sample import bench as sampling_bench
+
+    metrics: dict[str, Any] = {
+        "parity": {k: {q: r[q] for q in _PARITY_KEYS} for k, r in parity_rows.items()},
+        "parity_affine": {k: {q: v for q, v in r.items() if q.endswith("_err") or q == "passed"}
+                          for k, r in affine_rows.items()},
+        "parity_reference_device": torch_device,
+        "parity_transform": parity_transform,
+        "speed": {k: {**{q: v.get(q) for q in SPEED_KEYS}, "goal": sampling_bench.goal_for(k, device_kind),
+                      "goals": sampling_bench.goals(k, v, device_kind)}
+                  for k, v in speed.items()},
+        "gpu_goals": "measured" if device_kind == "gpu" else "not yet measured",
+        "photo_max_abs_diff": max(warp_diff.values()),
+        "timing_pitfall_ms": {path: {name: pair[name].median_s * 1e3 for name in ("unsynchronised", "synchronised")}
+                              for path, pair in pitfall.items()},
+        "torch_cpu_nan_backward_returncode": int(nan_backward_returncode),
+        "device": device,
+        "device_kind": device_kind,
+        "parts": dict(parts or {}),
+    }
+    metrics["verdicts"] = [v.to_dict() for v in verdicts(metrics)]
+    return metrics
+
+
+def _largest(rows: Mapping[str, Mapping[str, Any]]) -> float:
+    return max((float(r[c]) for r in rows.values() for c in ERROR_COLUMNS), default=0.0)
+
+
+def _dtypes(metrics: Mapping[str, Any]) -> list[str]:
+    return list(dict.fromkeys(k.rsplit("/", 1)[-1] for k in metrics["parity"]))
+
+
+def largest_by_dtype(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """The largest relative error per dtype, over the parity table and the large
+    non-power-of-two case: a float16 error and a float32 error answer different
+    questions, so they are never pooled."""
+    rows = [*metrics["parity"].items(), *metrics.get("parity_affine", {}).items()]
+    return {dtype: _largest({i: r for i, (k, r) in enumerate(rows) if k.rsplit("/", 1)[-1] == dtype})
+            for dtype in _dtypes(metrics)}
+
+
+def parity_verdict(metrics: Mapping[str, Any]) -> verdict.Verdict:
+    """Same numbers or not: every configuration (the parity table and the large
+    non-power-of-two case) within its tolerance, with the largest relative error."""
+    rows = {**metrics["parity"], **{f"affine:{k}": v for k, v in metrics["parity_affine"].items()}}
+    n, n_within = len(rows), sum(bool(r["passed"]) for r in rows.values())
+    largest = verdict.fmt_number(_largest(rows))
+    errors = [f"{verdict.fmt_number(e)} in {dtype}" for dtype, e in largest_by_dtype(metrics).items()]
+    by_dtype = ", ".join(errors[:-1]) + (" and " if len(errors) > 1 else "") + errors[-1] if errors else largest
+    if n_within == n:
+        sentence = (f"JAX gives PyTorch's numbers: in {n_within} of {n} configurations (every mode, padding, "
+                    f"align_corners and dimensionality, in {', '.join(_dtypes(metrics))}, plus the large "
+                    f"non-power-of-two case) the output and both gradients agree within the tolerance of their "
+                    f"dtype; the largest relative error is {by_dtype}.")
+    else:
+        sentence = (f"JAX does not give PyTorch's numbers everywhere: {verdict.plural(n - n_within, 'configuration')} "
+                    f"of {n} exceed their tolerance (largest relative error {largest}).")
+    return verdict.Verdict(
+        question="Does sidebyside.grid_sample give PyTorch's numbers?", label="same" if n_within == n else "different",
+        sentence=sentence, subject="jax", other="torch", winner=None,
+        test="largest error of output, input gradient and grid gradient within the documented tolerance, "
+             "per configuration")
+
+
+def headline_key(speed: Mapping[str, Mapping[str, Any]]) -> str:
+    """The configuration the speed verdicts speak of: bilinear forward at the size where
+    the GPU goals are set (32x3x256x256) where it was measured, else at the largest 2-D
+    size (else the first row)."""
+    from sidebyside.posts.grid_sample.bench import FLOOR_GOAL_SHAPE
+
+    sizes = {k.split("/")[1]: (tuple(r["shape"]) == FLOOR_GOAL_SHAPE, math.prod(r["shape"]))
+             for k, r in speed.items() if len(r["shape"]) == 4}
+    if sizes:
+        key = f"bilinear/{max(sizes, key=sizes.get)}/forward"
+        if key in speed:
+            return key
+    return next(iter(speed))
+
+
+def _timing(row: Mapping[str, Any], side: str, kind: str) -> dict[str, float]:
+    infix = "_kernel" if kind == "kernel" else ""
+    return {"median_s": row[f"{side}{infix}_ms"] / 1e3, "q1_s": row[f"{side}{infix}_q1_ms"] / 1e3,
+            "q3_s": row[f"{side}{infix}_q3_ms"] / 1e3}
+
+
+def speed_verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
+    """PyTorch against JAX at :func:`headline_key`: the kernel (calls chained in one
+    program) where it was measured, then the per-call time from Python."""
+    speed = metrics["speed"]
+    key = headline_key(speed)
+    row = speed[key]
+    out = []
+    if row.get("jax_kernel_ms") is not None:
+        out.append(verdict.speed(
+            _timing(row, "torch", "kernel"), _timing(row, "jax", "kernel"),
+            question=f"Which grid_sample kernel is faster ({key}, inside one compiled program)?",
+            subject_tool="CUDA graph" if row.get("torch_kernel_tool") == "cuda graph" else "loop",
+            other_tool="one jit, chained"))
+    out.append(verdict.speed(_timing(row, "torch", "call"), _timing(row, "jax", "call"),
+                             question=f"Which is faster per call from Python ({key})?", subject_tool="eager",
+                             other_tool="jit"))
+    return out
+
+
+def verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
+    """The post's verdicts, from the record: parity, then speed."""
+    return [parity_verdict(metrics), *speed_verdicts(metrics)]
+
+
+# ----------------------------------------------------------------------------- notes under the tables
+
+
+def parity_note(parity_rows: Mapping[str, Mapping[str, Any]], *, transform: str, backend: str,
+                torch_device: str) -> str:
+    """The paragraph under the parity table: how each side ran, how many configurations
+    passed, the tolerances and the largest relative error per dtype."""
+    gpu = backend == "gpu"
+    passed = sum(bool(r["passed"]) for r in parity_rows.values())
+    dtypes = list(dict.fromkeys(k.rsplit("/", 1)[-1] for k in parity_rows))
+    worst = {d: max(float(r[c]) for k, r in parity_rows.items() if k.endswith("/" + d) for c in ERROR_COLUMNS)
+             for d in dtypes}
+    nearest = ("Tolerances: nearest's output must be exact; its input gradient, a sum that a GPU adds with atomics "
+               "in no fixed order (PyTorch's CUDA kernel too), gets the dtype's tolerance; " if gpu else
+               "Tolerances: nearest must be exact; ")
+    return (
+        f"JAX run: `{transform}` on the {backend.upper()}"
+        + (" (float32 through the Pallas kernels)" if gpu else " (float32 through the native kernel)")
+        + f", PyTorch on the {torch_device.upper()}" + (" (half precision on the CPU)" if gpu else "")
+        + f". **{passed} of {len(parity_rows)} configurations** are within tolerance for the output and both "
+        "gradients. " + nearest + "float32 within 1e-5 and float64 within 1e-10 of the output's scale. "
+        "Both sides round the coordinates alike (the same formulas, each rounded once or twice where PyTorch's kernel "
+        "on that device rounds it); what is left is the order of a few additions and whether a multiply-add inside a "
+        "weight is fused, around 1e-7 and 1e-16. float16 and bfloat16 get 2 units in the last place for outputs and 8 "
+        "for gradients, which are sums of up to 16 terms rounded to the dtype in a different order. "
+        "Largest relative error per dtype: " + ", ".join(f"{d} {verdict.fmt_number(v)}" for d, v in worst.items())
+        + "."
+    )
+
+
+def affine_note(affine_rows: Mapping[str, Mapping[str, Any]], size_2d, size_3d) -> str:
+    """The paragraph under the large non-power-of-two table (with PyTorch's CUDA
+    kernel against its CPU kernel where the rows carry that yardstick)."""
+    passed = sum(bool(r["passed"]) for r in affine_rows.values())
+    text = (f"On {' x '.join(map(str, size_2d))} images (3-D: {' x '.join(map(str, size_3d))}) of 0-255 values under "
+            f"a 45-degree warp, **{passed} of {len(affine_rows)} configurations** are within tolerance; the largest "
+            f"relative error of the output or either gradient is {verdict.fmt_number(_largest(affine_rows))}.")
+    yardstick = [float(r[f"torch_cuda_vs_cpu_{c}"]) for r in affine_rows.values() for c in ERROR_COLUMNS
+                 if f"torch_cuda_vs_cpu_{c}" in r]
+    if yardstick:
+        text += f" PyTorch's CUDA kernel against its own CPU kernel: at most {verdict.fmt_number(max(yardstick))}."
+    return text
+
+
+#: An unsynchronised timer "shows" the pitfall where it reports less than this share of the real time.
+PITFALL_SHOWS = 0.5
+
+
+def pitfall_note(config_name: str, cases: Mapping[str, Mapping[str, Any]]) -> str:
+    """The paragraph under the timing pitfall: per path (``cases``: path -> ``{"unsynchronised",
+    "synchronised"}``, timings with ``median_s``), what the timer that does not wait reports
+    against the real time, and whether the mistake shows there (JAX returned before the work
+    was done) or not (it returned only once the work was done)."""
+    sentences = []
+    for path, pair in cases.items():
+        wrong, right = pair["unsynchronised"].median_s, pair["synchronised"].median_s
+        if wrong < PITFALL_SHOWS * right:
+            sentences.append(f"Through the {path} path, the timer that does not wait reports "
+                             f"{verdict.fmt_seconds(wrong)} per call for {config_name}; the computation takes "
+                             f"{verdict.fmt_seconds(right)}, {verdict.fmt_ratio(right / wrong)} longer: the "
+                             "unsynchronised figure is the time to queue the work.")
+        else:
+            sentences.append(f"Through the {path} path, the timer that does not wait reports "
+                             f"{verdict.fmt_seconds(wrong)} against {verdict.fmt_seconds(right)} for {config_name}: "
+                             "JAX returned only once the work was done, so the mistake does not show with this "
+                             "path on this device.")
+    return " ".join(sentences) + (" A JAX timing that never calls `block_until_ready` cannot be trusted: whether it "
+                                  "measures the work or only its queueing depends on the program and the device.")
+
+
+def results_table(metrics: Mapping[str, Any]):
+    """The results at a glance (a one-column DataFrame) from the record."""
+    import pandas as pd
+
+    parity, affine = metrics["parity"], metrics["parity_affine"]
+    counts = {f"{goal} goals met": f"{sum(met)} / {len(met)}" for goal, met in _goals_met(metrics).items()}
+    return pd.DataFrame({
+        "configurations within tolerance": [f"{sum(bool(r['passed']) for r in parity.values())} / {len(parity)}"],
+        "largest relative error": [_largest(parity)],
+        "large non-power-of-two case within tolerance":
+            [f"{sum(bool(r['passed']) for r in affine.values())} / {len(affine)}"],
+        "photo warps, max |difference|": [metrics["photo_max_abs_diff"]],
+        **{name: [value] for name, value in (counts or {"speed goals": "none set"}).items()},
+        "device": [metrics["device"]],
+    }).T.rename(columns={0: "value"})
+
+
+def _goals_met(metrics: Mapping[str, Any]) -> dict[str, list[bool]]:
+    """Per kind of goal (per call, kernel, memory floor), whether each measured one is met, in
+    the order of the record."""
+    out: dict[str, list[bool]] = {}
+    for row in metrics["speed"].values():
+        for goal in row.get("goals", []):
+            if goal["met"] is not None:
+                out.setdefault(goal["goal"], []).append(bool(goal["met"]))
+    return out
+
+
+# ----------------------------------------------------------------------------- the conclusion, claim by claim
+
+
+def parity_claim(metrics: Mapping[str, Any]) -> str:
+    """Same numbers or not (:func:`parity_verdict`), in bold."""
+    return f"**{parity_verdict(metrics).sentence}**"
+
+
+def photo_claim(metrics: Mapping[str, Any]) -> str:
+    """The photograph's largest difference."""
+    return f"The warped photograph differs by at most {verdict.fmt_number(metrics['photo_max_abs_diff'])} in any pixel."
+
+
+def non_finite_claim(metrics: Mapping[str, Any]) -> str:
+    """Non-finite grids: which rule JAX follows, and whether PyTorch's CPU backward crashed."""
+    crashed = metrics["torch_cpu_nan_backward_returncode"] < 0
+    return ("Non-finite grids follow PyTorch's CUDA rule on every path (finite output, zero gradient), where PyTorch's "
+            "CPU kernels return NaN, clamp to different edges in 2-D and 3-D" + (", and crash in backward." if crashed
+                                                                                else "."))
+
+
+def speed_claim(metrics: Mapping[str, Any]) -> str:
+    """The headline speed verdicts: kernel time (where measured) and per-call time."""
+    found = speed_verdicts(metrics)
+    labels = (["Inside one compiled program (kernel time)"] if len(found) == 2 else []) + ["Per call from Python"]
+    return (f"**Speed on {metrics['device']}, {headline_key(metrics['speed'])}.** "
+            + " ".join(f"{label}: {v.sentence}" for label, v in zip(labels, found)))
+
+
+#: The largest per-call gap put down to JAX's dispatch: it costs tens of microseconds a
+#: call (about 10 us on a CPU, 33-70 us on an H100), so a gap of more than this is not
+#: dispatch alone.
+DISPATCH_MS = 0.2
+
+
+def _slower(row: Mapping[str, Any], kind: str) -> bool:
+    """Whether JAX is slower than PyTorch beyond noise (the quartile interval of the
+    ratio excludes 1) in this row's kernel or per-call time."""
+    if kind == "kernel" and row.get("jax_kernel_ms") is None:
+        return False
+    found = verdict.speed(_timing(row, "torch", kind), _timing(row, "jax", kind), question="")
+    return found.winner == "torch"
+
+
+def slower_claim(metrics: Mapping[str, Any]) -> str:
+    """Where JAX is slower beyond noise: by its kernel; only per call, by no more than
+    dispatch costs; or only per call by more than that (the two measurements disagree; on a
+    CPU, the likely cause named: XLA's pool threads woken for each call)."""
+    speed = metrics["speed"]
+    slower_kernel = [k for k, r in speed.items() if _slower(r, "kernel")]
+    call_only = [k for k, r in speed.items()
+                 if _slower(r, "call") and k not in slower_kernel and r.get("jax_kernel_ms") is not None]
+    dispatch_bound = [k for k in call_only if speed[k]["jax_ms"] - speed[k]["torch_ms"] <= DISPATCH_MS]
+    unexplained = [k for k in call_only if k not in dispatch_bound]
+    parts = []
+    if slower_kernel:
+        parts.append(f"JAX's kernel is slower than PyTorch's in {verdict.plural(len(slower_kernel), 'configuration')} "
+                     f"of {len(speed)} ({', '.join(slower_kernel)})")
+    if dispatch_bound:
+        parts.append(f"In {verdict.plural(len(dispatch_bound), 'configuration')} ({', '.join(dispatch_bound)}) JAX's "
+                     "kernel is not slower but its per-call time is, by at most "
+                     f"{verdict.fmt_seconds(max(speed[k]['jax_ms'] - speed[k]['torch_ms'] for k in dispatch_bound) / 1e3)}"
+                     ": there JAX's dispatch, not its kernel, sets the pace of a Python loop, and disappears inside a "
+                     "larger jitted model")
+    if unexplained:
+        gap = max(speed[k]["jax_ms"] - speed[k]["torch_ms"] for k in unexplained)
+        cause = ("; on a CPU a likely cause is the threads of XLA's pool, which sleep between calls and are woken for "
+                 "each, where PyTorch's OpenMP threads spin and find the next call awake (section 4), but this run "
+                 "does not measure it, so it gives no verdict on them" if metrics.get("device_kind") == "cpu" else
+                 ": the two measurements disagree there, so this run gives no verdict on them")
+        parts.append(f"In {verdict.plural(len(unexplained), 'configuration')} ({', '.join(unexplained)}) JAX is "
+                     f"slower per call but not inside one program, by up to {verdict.fmt_seconds(gap / 1e3)}, more "
+                     f"than dispatch costs{cause}")
+    return ". ".join(parts) + "." if parts else "JAX is not slower anywhere in this run."
+
+
+def floor_claim(metrics: Mapping[str, Any]) -> str:
+    """How close the kernels come to the memory floor at :func:`headline_key` (where the
+    kernel times were measured): each side's share of the floor's speed."""
+    key = headline_key(metrics["speed"])
+    row = metrics["speed"][key]
+    if row.get("jax_floor_speed") is None:
+        return ""
+    return (f"Against the memory floor (every array read or written once, at the {row['copy_gbs']:,.0f} GB/s of a "
+            f"plain copy measured in the same run), JAX's kernel runs at {row['jax_floor_speed']:.0%} of the floor's "
+            f"speed there and PyTorch's at {row['torch_floor_speed']:.0%}.")
+
+
+def goals_claim(metrics: Mapping[str, Any]) -> str:
+    """Where the goals set for this device are met, and which are missed, by name."""
+    met = _goals_met(metrics)
+    if not met:
+        return ""
+    missed = [f"{g['goal']} at {key} ({verdict.fmt_number(g['value'])} against {verdict.fmt_number(g['limit'])})"
+              for key, row in metrics["speed"].items() for g in row.get("goals", []) if g["met"] is False]
+    counts = ", ".join(f"{goal} {sum(values)} of {len(values)}" for goal, values in met.items())
+    if not missed:
+        return f"Every goal set for this device is met ({counts})."
+    return f"Goals met: {counts}. Missed: {'; '.join(missed)}."
+
+
+def device_claim(metrics: Mapping[str, Any]) -> str:
+    """On a CPU run: where the GPU numbers will come from."""
+    if metrics["device_kind"] == "gpu":
+        return ""
+    return ("These timings are from a CPU; the GPU kernels (Pallas) and the GPU goals are measured by the `gpu` "
+            "profile.")
+
+
+def conclusion(metrics: Mapping[str, Any]) -> str:
+    """The post's Conclusion (Markdown, under its heading), from the record alone."""
+    first = " ".join([parity_claim(metrics), photo_claim(metrics), non_finite_claim(metrics)])
+    second = " ".join(filter(None, [speed_claim(metrics), floor_claim(metrics), slower_claim(metrics),
+                                    goals_claim(metrics), device_claim(metrics)]))
+    return first + "\n\n" + second

@@ -1,0 +1,242 @@
+"""jit-and-autograd-timing: the results record and the generated conclusion.
+
+``summarise(...)`` turns the notebook's measured objects (the ladders of the jit
+sweep, of the gradients and of the HVP, the compile times, the memory floors, the
+pitfall table) into the JSON-able record the post publishes; ``conclusion(metrics)``
+writes the post's Conclusion from that record alone, one small function per kind
+of claim (the jit sweep per device, compilation, gradients, HVP, the pitfall).
+``setup_sentence`` states the conditions and the one-time start-up under Setup.
+
+Rungs outside the best-against-best verdicts: NumPy (one library, no framework
+ladder) and the original's per-element ``backward()`` loop (slow by construction).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from sidebyside.lab import functions, timing, verdict
+
+__all__ = ["OUTSIDE_LADDER", "ladder_only", "setup_sentence", "summarise", "verdicts", "jit_claim", "compile_claim",
+           "dispatch_claim", "gradient_claim", "hvp_claim", "pitfall_claim", "conclusion"]
+
+#: Ladder rows that are shown but never enter a best-against-best verdict.
+OUTSIDE_LADDER = ("torch/loop",)
+
+
+def ladder_only(entries: Mapping[str, Any]) -> dict[str, Any]:
+    """The rows of a ladder that compete in its verdict: every PyTorch and JAX
+    tool but the rows of :data:`OUTSIDE_LADDER` (NumPy is no framework's rung)."""
+    return {k: e for k, e in entries.items() if k not in OUTSIDE_LADDER and not k.startswith("numpy/")}
+
+
+def setup_sentence(conditions: Mapping[str, Any], startup: Mapping[str, float], *, on_gpu: bool) -> str:
+    """The Setup's sentence: the shared conditions, then each compiler's one-time
+    start-up, paid before any timing."""
+    return (timing.conditions_sentence(conditions, on_gpu=on_gpu) + " One-time start-up, paid before any timing: "
+            f"`torch.compile` {verdict.fmt_seconds(startup['torch_compile_startup_s'])}, `jax.jit` "
+            f"{verdict.fmt_seconds(startup['jax_jit_startup_s'])}.")
+
+
+def summarise(*, conditions, startup, bandwidth, jit_entries, floors, compile_s, fits, grad_entries, grad_errors,
+              hvp_entries, hvp_size, pitfall, main_device) -> dict[str, Any]:
+    """The results record of the post.
+
+    ``jit_entries``: ``{(device, n): {"<framework>/<tool>": ladder entry}}``;
+    ``floors``: ``{(device, n): memory-floor seconds}``; ``fits``: ``{(device, method):
+    {"crossover n*": ...}}``; ``grad_entries``: ``{n: ladder}``; ``pitfall``: the
+    notebook's pitfall DataFrame (index device, method label). The verdicts are
+    computed from the record itself (:func:`verdicts`) and stored in it.
+    """
+    devices = list(dict.fromkeys(d for d, _ in jit_entries))
+    metrics = {
+        "conditions": dict(conditions),
+        "startup_s": dict(startup),
+        "bandwidth": {d: dict(b) for d, b in bandwidth.items()},
+        "jit": {d: {str(n): {"ladder": e, "best": verdict.best(e), "memory_floor_s": floors[d, n]}
+                    for (dd, n), e in jit_entries.items() if dd == d} for d in devices},
+        "compile_s": compile_s,
+        "crossover": {d: {m: f["crossover n*"] for (dd, m), f in fits.items() if dd == d} for d in devices},
+        "autograd": {str(n): {"ladder": e, "best": verdict.best(ladder_only(e))} for n, e in grad_entries.items()},
+        "autograd_max_error": grad_errors,
+        "hvp": {str(hvp_size): {"ladder": hvp_entries, "best": verdict.best(hvp_entries)}},
+        "pitfall": {f"{d}/{m}": row for (d, m), row in pitfall.to_dict(orient="index").items()},
+        "autograd_device": main_device,
+    }
+    metrics["verdicts"] = [v.to_dict() for v in verdicts(metrics)]
+    return metrics
+
+
+# ----------------------------------------------------------------------------- reading the record
+
+
+def _devices(metrics: Mapping[str, Any]) -> list[str]:
+    """The main device first, then the others."""
+    main = metrics["autograd_device"]
+    return [main] + [d for d in metrics["jit"] if d != main]
+
+
+def _sizes(table: Mapping[str, Any]) -> list[int]:
+    return sorted(int(n) for n in table)
+
+
+def _median(entries: Mapping[str, Any], name: str) -> float | None:
+    e = entries.get(name)
+    return None if not e or e.get("median_s") is None else e["median_s"]
+
+
+def _jit_verdicts(metrics, device):
+    sizes = _sizes(metrics["jit"][device])
+    big, small = sizes[-1], sizes[0]
+    where = device.upper()
+    v_big = verdict.ladder(ladder_only(metrics["jit"][device][str(big)]["ladder"]),
+                           question=f"Which framework evaluates f on {big:,} floats faster on the {where}, "
+                                    "each at its best?")
+    v_small = verdict.ladder(ladder_only(metrics["jit"][device][str(small)]["ladder"]),
+                             question=f"Which framework has the cheaper call at {small:,} floats on the {where}, "
+                                      "each at its best?")
+    return v_big, v_small
+
+
+def _grad_verdict(metrics):
+    n = _sizes(metrics["autograd"])[-1]
+    return verdict.ladder(ladder_only(metrics["autograd"][str(n)]["ladder"]),
+                          question=f"Which framework computes the gradient over {n:,} elements faster on the "
+                                   f"{metrics['autograd_device'].upper()}, each at its best?")
+
+
+def _hvp_verdict(metrics):
+    (size, hvp), = metrics["hvp"].items()
+    return verdict.ladder(hvp["ladder"], question=f"Which framework computes a Hessian-vector product on "
+                                                  f"{int(size):,} elements faster on the "
+                                                  f"{metrics['autograd_device'].upper()}, each at its best?")
+
+
+def verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
+    """The post's verdicts, headline first: per device (main first) the largest
+    and the smallest size of the jit sweep, then gradients, then the HVP."""
+    out = []
+    for device in _devices(metrics):
+        out += list(_jit_verdicts(metrics, device))
+    return out + [_grad_verdict(metrics), _hvp_verdict(metrics)]
+
+
+# ----------------------------------------------------------------------------- claims
+
+
+def _floor_text(metrics, device, n) -> str:
+    row = metrics["jit"][device][str(n)]
+    text = ""
+    for framework in ("torch", "jax"):
+        tool = row["best"][framework]
+        median = _median(row["ladder"], f"{framework}/{tool}") if tool else None
+        if median:
+            text += (f" {verdict.FRAMEWORKS[framework]}'s best moves {verdict.fmt_number(8 * n / median / 1e9)} GB/s, "
+                     f"{verdict.fmt_number(100 * row['memory_floor_s'] / median)}% of the "
+                     f"{metrics['bandwidth'][device]['floor uses']} bandwidth.")
+    return text
+
+
+def jit_claim(metrics: Mapping[str, Any], device: str) -> str:
+    """The jit sweep on one device: best against best at the largest size (with the
+    share of the memory bandwidth each best reaches, and NumPy against ``jax.jit``)
+    and at the smallest, where a call is mostly dispatch."""
+    sizes = _sizes(metrics["jit"][device])
+    big, small = sizes[-1], sizes[0]
+    v_big, v_small = _jit_verdicts(metrics, device)
+    entries = metrics["jit"][device][str(big)]["ladder"]
+    numpy_s, jit_s = _median(entries, "numpy/numpy"), _median(entries, "jax/jit")
+    numpy_text = f" {verdict.relative(numpy_s, jit_s, '`jax.jit`', 'NumPy')} there." if numpy_s and jit_s else ""
+    where = device.upper()
+    return (f"**{where}, {big:,} elements.** {v_big.sentence}{_floor_text(metrics, device, big)}{numpy_text}\n\n"
+            f"**{where}, {small:,} elements**, where a call is mostly dispatch: {v_small.sentence}")
+
+
+def compile_claim(metrics: Mapping[str, Any], device: str) -> str:
+    """Compilation in a warm process on one device, the one-time start-up apart."""
+    cs, startup = metrics["compile_s"][device], metrics["startup_s"]
+    return ("Compilation, in a warm process: "
+            + (f"{verdict.fmt_seconds(cs['jax_jit'])} per new length for `jax.jit`, " if cs["jax_jit"] else "")
+            + (f"{verdict.fmt_seconds(cs['torch_compile'])} per new length for static `torch.compile`, "
+               if cs["torch_compile"] else "")
+            + (f"{verdict.fmt_seconds(cs['torch_compile_dynamic'])} once for `torch.compile(dynamic=True)`"
+               if cs["torch_compile_dynamic"] is not None else "dynamic `torch.compile` failed")
+            + f"; one-time start-up apart ({verdict.fmt_seconds(startup['torch_compile_startup_s'])} for "
+            f"`torch.compile`, {verdict.fmt_seconds(startup['jax_jit_startup_s'])} for `jax.jit`).")
+
+
+def dispatch_claim(ladders: Mapping[str, Mapping[str, Any]]) -> str:
+    """Whether the largest size of a sweep (``{str(n): ladder}``) still measures
+    dispatch: each framework's best tool there, its ``t(n) = a + b n`` fitted over
+    the sweep, and whether the crossover ``a / b`` lies beyond the largest size."""
+    sizes = _sizes(ladders)
+    chosen = verdict.best(ladder_only(ladders[str(sizes[-1])]))
+    notes = []
+    for framework in ("torch", "jax"):
+        tool = chosen[framework]
+        points = [(n, _median(ladders[str(n)], f"{framework}/{tool}")) for n in sizes] if tool else []
+        points = [(n, t) for n, t in points if t]
+        if len(points) < 2:
+            continue
+        a, b = functions.fit_overhead(*zip(*points))
+        crossover = a / b if b > 0 else math.inf
+        who = f"{verdict.FRAMEWORKS[framework]}'s best ({tool})"
+        if crossover > sizes[-1]:
+            where = "beyond the sweep" if not math.isfinite(crossover) else f"{crossover:,.0f}"
+            notes.append(f"{who} is still dispatch-bound at {sizes[-1]:,} elements (fitted crossover {where})")
+        else:
+            notes.append(f"{who} is work-bound there (fitted crossover {crossover:,.0f})")
+    return ("; ".join(notes) + ".") if notes else ""
+
+
+def gradient_claim(metrics: Mapping[str, Any]) -> str:
+    """Gradients at the largest size, best against best, whether that size still
+    measures dispatch, and the original's per-element loop against idiomatic PyTorch."""
+    ladders = {n: g["ladder"] for n, g in metrics["autograd"].items()}
+    n = _sizes(ladders)[-1]
+    text = (f"**Gradients** ({metrics['autograd_device'].upper()}, {n:,} elements): {_grad_verdict(metrics).sentence} "
+            + dispatch_claim(ladders))
+    loop_sizes = [m for m in _sizes(ladders) if _median(ladders[str(m)], "torch/loop")
+                  and _median(ladders[str(m)], "torch/autograd")]
+    if loop_sizes:
+        m = loop_sizes[-1]
+        loop_s, autograd_s = _median(ladders[str(m)], "torch/loop"), _median(ladders[str(m)], "torch/autograd")
+        text += (f" The original's per-element loop is the outlier: at {m:,} elements it takes "
+                 f"{verdict.fmt_seconds(loop_s)}, {verdict.fmt_ratio(loop_s / autograd_s)} the idiomatic PyTorch call, "
+                 "so the original's comparison measured a Python loop, not PyTorch's autograd.")
+    return text
+
+
+def hvp_claim(metrics: Mapping[str, Any]) -> str:
+    """The Hessian-vector product, best against best."""
+    (size, _), = metrics["hvp"].items()
+    return f"**Hessian-vector product** ({int(size):,} elements): {_hvp_verdict(metrics).sentence}"
+
+
+def pitfall_claim(metrics: Mapping[str, Any]) -> str:
+    """What a timer that does not wait, and a first call with compilation inside,
+    report for ``jax.jit`` at the largest size on the main device."""
+    device = metrics["autograd_device"]
+    pit = metrics["pitfall"].get(f"{device}/jax.jit")
+    if not pit:
+        return ""
+    big = _sizes(metrics["jit"][device])[-1]
+    factor = pit["no sync / right"]
+    how_wrong = (f"(a factor of {verdict.fmt_number(1 / factor)} too fast)" if factor < 0.5
+                 else f"({verdict.fmt_ratio(factor)} the true time)")
+    return (f"**The pitfall.** Without waiting for the result, `jax.jit` at {big:,} elements appears to take "
+            f"{verdict.fmt_seconds(pit['no sync (µs), WRONG'] * 1e-6)} instead of "
+            f"{verdict.fmt_seconds(pit['synchronised median (µs), right'] * 1e-6)} {how_wrong}, and a first call that "
+            f"includes compilation reports {verdict.fmt_seconds(pit['first call (µs), WRONG'] * 1e-6)}.")
+
+
+def conclusion(metrics: Mapping[str, Any]) -> str:
+    """The body of the post's Conclusion (Markdown, under the notebook's heading),
+    computed from the results record only."""
+    parts: list[str] = []
+    for device in _devices(metrics):
+        parts += [jit_claim(metrics, device), compile_claim(metrics, device)]
+    parts += [gradient_claim(metrics), hvp_claim(metrics), pitfall_claim(metrics)]
+    return "\n\n".join(p for p in parts if p)

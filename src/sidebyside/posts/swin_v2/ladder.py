@@ -1,0 +1,335 @@
+"""The speed ladder of the Swin post: each framework's tools timed on the same batches, and the first step."""
+
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from sidebyside.lab import timing as sbs_timing
+from sidebyside.lab import training as sbs_training
+from sidebyside.posts.swin_v2.config import SwinConfig, torch_model
+from sidebyside.posts.swin_v2.model import FlaxSwinV2
+from sidebyside.posts.swin_v2.train import flax_train_step, optax_optimizer, torch_optimizer
+
+__all__ = ['TORCH_TOOLS', 'JAX_TOOLS', 'TOOL_LABELS', 'GPU_ONLY', 'PRECISIONS', 'Rung', 'random_batches', 'jax_peak_bytes', 'speed_ladder', 'first_step']
+
+# ============================================================================= the speed ladder
+# Kept apart from the model: this section builds, for each framework, one callable per tool
+# ("rung") and times them through sidebyside.lab.timing.compare; verdicts come from
+# sidebyside.lab.verdict. It is meant to move onto the shared ladder harness (issue 12) when that
+# lands: `_torch_rung`/`_jax_rung` are the Swin-specific parts, `ladder` the generic loop.
+
+TORCH_TOOLS = ("eager", "compile", "cuda_graph")
+JAX_TOOLS = ("jit", "jit_scan")
+TOOL_LABELS = {
+    "torch/eager": "PyTorch, eager",
+    "torch/compile": "PyTorch, torch.compile",
+    "torch/cuda_graph": "PyTorch, CUDA graph",
+    "jax/jit": "JAX, jit step",
+    "jax/jit_scan": "JAX, jit + lax.scan",
+}
+GPU_ONLY = ("cuda_graph",)  # rungs that need a CUDA device (timing.NotApplicable.cuda_graphs says why)
+PRECISIONS = ("float32", "bfloat16")
+
+
+@dataclasses.dataclass
+class Rung:
+    """One tool, ready to time: ``run()`` performs ``steps`` steps and returns the last result."""
+
+    name: str
+    run: Callable[[], Any] | None = None
+    compile_s: float | None = None          # JAX: ahead-of-time trace + compile, measured apart
+    peak_memory_bytes: Callable[[], int | None] | None = None
+    error: str | None = None
+    not_applicable: str | None = None       # why the tool cannot run on this machine (not a failure)
+
+
+def random_batches(config: SwinConfig, batch_size: int, steps: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``steps`` batches of random NCHW images and labels. Speed does not depend on pixel values
+    (no data-dependent control flow in the network), so random data measures the same work as
+    real images without a data set on disk."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((steps, batch_size, config.in_chans, config.img_size, config.img_size), np.float32)
+    y = rng.integers(0, config.num_classes, (steps, batch_size)).astype(np.int64)
+    return X, y
+
+
+def _torch_state_bytes(model, optimizer, tensors) -> int:
+    total = sum(t.numel() * t.element_size() for t in list(model.parameters()) + list(model.buffers()))
+    if optimizer is not None:
+        for state in optimizer.state.values():
+            total += sum(v.numel() * v.element_size() for v in state.values() if hasattr(v, "numel"))
+    return total + sum(t.numel() * t.element_size() for t in tensors)
+
+
+def _torch_rung(config: SwinConfig, tool: str, phase: str, X: np.ndarray, y: np.ndarray, precision: str,
+                seed: int) -> Rung:
+    import torch
+    import torch.nn.functional as F
+
+    on_cuda = torch.cuda.is_available()
+    device = torch.device("cuda" if on_cuda else "cpu")
+    if tool in GPU_ONLY and not on_cuda:
+        return Rung(f"torch/{tool}", not_applicable=str(sbs_timing.NotApplicable.cuda_graphs(device.type)))
+    torch.manual_seed(seed)
+    model = torch_model(config).to(device)
+    amp = dict(device_type=device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
+    Xs = [torch.as_tensor(b, device=device) for b in X]
+    ys = [torch.as_tensor(b, device=device) for b in y]
+    optimizer = None
+    if phase == "train":
+        model.train()
+        # capturable: the optimiser's step counter stays on the GPU, as a CUDA graph needs.
+        optimizer = torch_optimizer(model, sbs_training.TrainConfig(lr=1e-4, weight_decay=0.05),
+                                     capturable=on_cuda and tool == "cuda_graph")
+
+        def step(xb, yb):
+            optimizer.zero_grad(set_to_none=True)
+            with torch.autocast(**amp):
+                loss = F.cross_entropy(model(xb), yb)
+            loss.backward()
+            optimizer.step()
+            return loss.detach()
+    else:
+        model.eval()
+
+        def step(xb, yb):
+            with torch.no_grad(), torch.autocast(**amp):
+                return model(xb)
+    # Static shapes (dynamic=False): without it, the second batch size or precision that reaches this
+    # code object is recompiled with a symbolic batch dimension ("automatic dynamic shapes").
+    if tool == "compile":
+        step = torch.compile(step, dynamic=False)
+    elif tool == "cuda_graph":
+        step = torch.compile(step, mode="reduce-overhead", dynamic=False)
+
+    def run():
+        out = None
+        for xb, yb in zip(Xs, ys):
+            out = step(xb, yb)
+        return out
+
+    def peak():
+        if not on_cuda:
+            return None
+        torch.cuda.synchronize()
+        others = torch.cuda.memory_allocated() - _torch_state_bytes(model, optimizer, Xs + ys)
+        torch.cuda.reset_peak_memory_stats()
+        run()
+        torch.cuda.synchronize()
+        return int(torch.cuda.max_memory_allocated() - others)
+
+    return Rung(f"torch/{tool}", run=run, peak_memory_bytes=peak)
+
+
+def jax_peak_bytes(compiled) -> int | None:
+    """Peak device memory of one compiled executable, from XLA's own accounting:
+    arguments + outputs - donated (aliased) buffers + temporaries. (The process's footprint
+    mixes all programs, and by default XLA's allocator reserves most of the GPU up front.)"""
+    try:
+        m = compiled.memory_analysis()
+    except Exception:  # noqa: BLE001  (not every backend reports it)
+        return None
+    if m is None:
+        return None
+    return int(m.argument_size_in_bytes + m.output_size_in_bytes - m.alias_size_in_bytes + m.temp_size_in_bytes)
+
+
+def _jax_rung(config: SwinConfig, tool: str, phase: str, X: np.ndarray, y: np.ndarray, precision: str,
+              seed: int) -> Rung:
+    model = FlaxSwinV2(config, rngs=nnx.Rngs(seed))
+    dtype = jnp.bfloat16 if precision == "bfloat16" else None
+    if phase == "train":
+        model.train()
+    else:
+        model.eval()
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    Xs = jnp.asarray(X.transpose(0, 1, 3, 4, 2))  # (steps, B, H, W, C)
+    ys = jnp.asarray(y.astype(np.int32))
+    steps = len(X)
+    if phase == "train":
+        tx = optax_optimizer(params, sbs_training.TrainConfig(lr=1e-4, weight_decay=0.05), 1)
+        step = flax_train_step(graphdef, tx, dtype)
+        state = [params, tx.init(params), rest]
+        if tool == "jit":
+            fn, args = jax.jit(step, donate_argnums=(0, 1, 2)), (*state, Xs[0], ys[0])
+        else:
+            def scanned(params, opt_state, rest, Xs, ys):
+                def body(carry, batch):
+                    params, opt_state, rest, loss = step(*carry, *batch)
+                    return (params, opt_state, rest), loss
+                (params, opt_state, rest), losses = jax.lax.scan(body, (params, opt_state, rest), (Xs, ys))
+                return params, opt_state, rest, losses[-1]
+            fn, args = jax.jit(scanned, donate_argnums=(0, 1, 2)), (*state, Xs, ys)
+    else:
+        def forward(params, rest, xb):
+            if dtype is not None:
+                params, xb = jax.tree_util.tree_map(lambda p: p.astype(dtype), params), xb.astype(dtype)
+            return nnx.merge(graphdef, params, rest)(xb).astype(jnp.float32)
+        state = [params, rest]
+        if tool == "jit":
+            fn, args = jax.jit(forward), (params, rest, Xs[0])
+        else:
+            def scanned(params, rest, Xs):
+                return jax.lax.scan(lambda c, xb: (c, forward(params, rest, xb)), 0, Xs)[1][-1]
+            fn, args = jax.jit(scanned), (params, rest, Xs)
+    start = time.perf_counter()
+    compiled = fn.lower(*args).compile()
+    compile_s = time.perf_counter() - start
+    batches = [(Xs[i], ys[i]) for i in range(steps)]
+
+    if phase == "train" and tool == "jit":
+        def run():
+            loss = None
+            for xb, yb in batches:
+                state[0], state[1], state[2], loss = compiled(state[0], state[1], state[2], xb, yb)
+            return loss
+    elif phase == "train":
+        def run():
+            state[0], state[1], state[2], loss = compiled(state[0], state[1], state[2], Xs, ys)
+            return loss
+    elif tool == "jit":
+        def run():
+            out = None
+            for xb, _ in batches:
+                out = compiled(params, rest, xb)
+            return out
+    else:
+        def run():
+            return compiled(params, rest, Xs)
+    return Rung(f"jax/{tool}", run=run, compile_s=compile_s, peak_memory_bytes=lambda: jax_peak_bytes(compiled))
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(f"{type(error).__name__}: {error}".split())[:300]
+
+
+def speed_ladder(config: SwinConfig, *, batch_size: int, phase: str, precision: str = "float32",
+           torch_tools: Sequence[str] = TORCH_TOOLS, jax_tools: Sequence[str] = JAX_TOOLS, steps: int = 5,
+           repeats: int = 5, min_repeat_s: float = 0.0, seed: int = 0) -> dict[str, Any]:
+    """Time every tool of both frameworks on the same work: ``steps`` training (or evaluation)
+    steps of ``batch_size`` random images per call, interleaved in one ``timing.compare`` run.
+
+    Returns ``{"ladder": {"<framework>/<tool>": entry}, "best": verdict.best(...), ...}`` where an
+    entry is ``verdict.ladder_entry`` per step (``median_s``, ``iqr_s``, ``q1_s``, ``q3_s``,
+    ``compile_s``, ``first_s``, ``error``) plus ``images_per_s``, ``peak_memory_bytes``. A tool that
+    fails (or cannot run on this device) keeps its row with the error.
+    """
+    from sidebyside.lab import verdict as sbs_verdict
+
+    if phase not in ("train", "eval"):
+        raise ValueError(f"phase must be 'train' or 'eval', got {phase!r}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    for tools, known in ((torch_tools, TORCH_TOOLS), (jax_tools, JAX_TOOLS)):
+        unknown = sorted(set(tools) - set(known))
+        if unknown:
+            raise ValueError(f"unknown tools {unknown}; choose from {known}")
+    if set(torch_tools) & {"compile", "cuda_graph"}:
+        import torch
+
+        torch._dynamo.reset()  # each setting compiles cold, from nothing an earlier setting left
+    X, y = random_batches(config, batch_size, steps, seed)
+    rungs: dict[str, Rung] = {}
+    first: dict[str, float] = {}
+    realloc: dict[str, float] = {}
+    for framework, tools, build in (("torch", torch_tools, _torch_rung), ("jax", jax_tools, _jax_rung)):
+        for tool in tools:
+            name = f"{framework}/{tool}"
+            try:
+                rung = build(config, tool, phase, X, y, precision, seed)
+                if rung.run is not None:
+                    # The first call alone: torch.compile compiles here; JAX compiled above, ahead of time.
+                    start = time.perf_counter()
+                    sbs_timing.block(rung.run())
+                    first[name] = time.perf_counter() - start
+                    if framework == "torch" and _on_gpu():
+                        # Empty PyTorch's caching allocator and call again: what this costs beyond a
+                        # steady call is the allocation that the first call paid too.
+                        import torch
+
+                        torch.cuda.synchronize()
+                        torch.cuda.empty_cache()
+                        start = time.perf_counter()
+                        sbs_timing.block(rung.run())
+                        realloc[name] = time.perf_counter() - start
+            except Exception as error:  # noqa: BLE001  (a failing tool is a finding, kept with its error)
+                rung = Rung(name, error=_one_line(error))
+            rungs[name] = rung
+    working = {name: r.run for name, r in rungs.items() if r.run is not None}
+    timings = sbs_timing.compare(working, repeats=repeats, warmup=1, min_repeat_s=min_repeat_s,
+                                 pipelined=_on_gpu()) if working else {}
+    entries: dict[str, dict[str, Any]] = {}
+    for name, rung in rungs.items():
+        if rung.error is not None or rung.not_applicable is not None:
+            entry = (sbs_verdict.ladder_entry(error=rung.error) if rung.error is not None else
+                     sbs_verdict.ladder_entry(not_applicable=rung.not_applicable))
+            entries[name] = {**entry, "images_per_s": None, "peak_memory_bytes": None}
+            continue
+        t = timings[name]
+        # The first call = compilation (torch.compile inside it; JAX's measured apart, ahead of time)
+        # + allocation + `steps` steady steps. PyTorch on CUDA: allocation from the re-allocation call.
+        if rung.compile_s is not None:
+            compile_s, allocation_s = rung.compile_s, max(first[name] - t.median_s, 0.0)
+        elif name in realloc:
+            compile_s, allocation_s = max(first[name] - realloc[name], 0.0), max(realloc[name] - t.median_s, 0.0)
+        else:
+            compile_s, allocation_s = max(first[name] - t.median_s, 0.0), None
+        per_step = {"median_s": t.median_s / steps, "q1_s": t.q1_s / steps, "q3_s": t.q3_s / steps,
+                    "first_s": first[name],  # the whole first call (all its steps)
+                    "compile_s": compile_s}
+        entry = sbs_verdict.ladder_entry(per_step)
+        entry["allocation_s"] = allocation_s
+        entry["images_per_s"] = batch_size / entry["median_s"]
+        try:
+            entry["peak_memory_bytes"] = rung.peak_memory_bytes() if rung.peak_memory_bytes else None
+        except Exception as error:  # noqa: BLE001
+            entry["peak_memory_bytes"], entry["memory_error"] = None, _one_line(error)
+        entries[name] = entry
+    return {"phase": phase, "batch_size": batch_size, "precision": precision, "steps_per_call": steps,
+            "ladder": entries, "best": sbs_verdict.best(entries)}
+
+
+def _on_gpu() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+
+def first_step(entry: dict[str, Any], *, batch_size: int, epoch_images: int = 9469) -> dict[str, Any]:
+    """The seed's first-epoch observation, from one training ladder entry.
+
+    The seed saw the first epoch, above all its first step, take much longer on both sides and
+    blamed memory allocation. The first step splits into ``compile_s`` (JAX: trace and compile,
+    timed ahead of time; PyTorch: what the first call costs beyond a call that re-allocates,
+    i.e. ``torch.compile`` and the one-off set-up of the device's libraries), ``allocation_s``
+    (PyTorch on CUDA: a call after ``torch.cuda.empty_cache()`` beyond a steady call; JAX: the
+    compiled program's first run beyond a steady one, which holds its buffers' allocation when
+    JAX does not preallocate the GPU; None where it cannot be separated) and one
+    steady step. An epoch of ``epoch_images`` images (Imagenette's training set, the seed's data)
+    is then ``first_step_s + (steps - 1) * steady_s``.
+    """
+    if entry.get("error"):
+        return {"error": entry["error"]}
+    if entry.get("median_s") is None:  # a tool that does not apply here
+        return {"error": f"not applicable: {entry.get('not_applicable')}"}
+    steady = entry["median_s"]
+    steps = math.ceil(epoch_images / batch_size)
+    first = (entry["compile_s"] or 0.0) + (entry["allocation_s"] or 0.0) + steady
+    return {"compile_s": entry["compile_s"], "allocation_s": entry["allocation_s"], "steady_s": steady,
+            "first_step_s": first, "steps_per_epoch": steps, "epoch_images": epoch_images,
+            "first_epoch_s": first + (steps - 1) * steady, "steady_epoch_s": steps * steady,
+            "first_epoch_excess": (first - steady) / (steps * steady), "error": None}

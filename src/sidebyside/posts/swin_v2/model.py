@@ -1,0 +1,209 @@
+"""The Flax NNX Swin Transformer V2, with timm's parameter names (see :mod:`sidebyside.posts.swin_v2`)."""
+
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from sidebyside.posts.swin_v2.config import CPB_HIDDEN, LOGIT_SCALE_MAX, SwinConfig, relative_tables, shift_mask
+
+__all__ = ['PatchEmbed', 'WindowAttention', 'Mlp', 'SwinV2Block', 'PatchMerging', 'SwinV2Stage', 'FlaxSwinV2']
+
+# timm's trunc_normal_(std=.02) truncates at +-2 in absolute value, i.e. at +-100 standard
+# deviations: in effect a plain normal. JAX's truncated_normal cuts at +-2 std, so use normal.
+_linear_init = nnx.initializers.normal(0.02)
+
+def _torch_conv_init(fan_in: int):
+    """PyTorch's default Conv2d initialisation (timm keeps it for the patch embedding):
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias alike."""
+    bound = 1.0 / math.sqrt(fan_in)
+
+    def init(key, shape, dtype=jnp.float32):
+        return jax.random.uniform(key, shape, dtype, -bound, bound)
+
+    return init
+
+
+def _linear(n_in: int, n_out: int, *, rngs: nnx.Rngs, use_bias: bool = True) -> nnx.Linear:
+    return nnx.Linear(n_in, n_out, use_bias=use_bias, kernel_init=_linear_init, bias_init=nnx.initializers.zeros,
+                      rngs=rngs)
+
+
+def _norm(dim: int, *, rngs: nnx.Rngs, zero: bool = False) -> nnx.LayerNorm:
+    # PyTorch's LayerNorm: eps 1e-5 and a two-pass variance (Flax's "fast" one-pass variance rounds differently).
+    return nnx.LayerNorm(dim, epsilon=1e-5, use_fast_variance=False, rngs=rngs,
+                         scale_init=nnx.initializers.zeros if zero else nnx.initializers.ones)
+
+
+def _l2_normalise(x: jax.Array) -> jax.Array:
+    # As torch.nn.functional.normalize: x / max(||x||, 1e-12).
+    return x / jnp.maximum(jnp.sqrt(jnp.sum(x * x, axis=-1, keepdims=True)), 1e-12)
+
+
+class PatchEmbed(nnx.Module):
+    """Non-overlapping ``patch x patch`` patches (a strided convolution), then LayerNorm; NHWC in and out."""
+
+    def __init__(self, config: SwinConfig, *, rngs: nnx.Rngs):
+        p, c = config.patch_size, config.in_chans
+        self.proj = nnx.Conv(c, config.embed_dim, kernel_size=(p, p), strides=(p, p), padding="VALID",
+                             kernel_init=_torch_conv_init(c * p * p), bias_init=_torch_conv_init(c * p * p),
+                             rngs=rngs)
+        self.norm = _norm(config.embed_dim, rngs=rngs)
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        return self.norm(self.proj(x))
+
+
+class WindowAttention(nnx.Module):
+    """Scaled cosine attention inside windows, with the continuous position bias."""
+
+    def __init__(self, dim: int, window: int, num_heads: int, *, rngs: nnx.Rngs):
+        self.window, self.num_heads = window, num_heads
+        self.logit_scale = nnx.Param(jnp.full((num_heads, 1, 1), math.log(10.0), jnp.float32))
+        self.cpb_mlp = nnx.Sequential(_linear(2, CPB_HIDDEN, rngs=rngs), jax.nn.relu,
+                                      _linear(CPB_HIDDEN, num_heads, rngs=rngs, use_bias=False))
+        self.qkv = _linear(dim, 3 * dim, rngs=rngs, use_bias=False)
+        self.q_bias = nnx.Param(jnp.zeros((dim,), jnp.float32))
+        self.v_bias = nnx.Param(jnp.zeros((dim,), jnp.float32))  # keys get no bias (timm's k_bias is a zero buffer)
+        self.proj = _linear(dim, dim, rngs=rngs)
+
+    def position_bias(self) -> jax.Array:
+        """``(heads, N, N)``: 16 * sigmoid of the MLP's bias for each token pair."""
+        coords, index = relative_tables(self.window)
+        table = self.cpb_mlp(jnp.asarray(coords)).reshape(-1, self.num_heads)
+        n = self.window * self.window
+        bias = table[index.reshape(-1)].reshape(n, n, self.num_heads).transpose(2, 0, 1)
+        return 16.0 * jax.nn.sigmoid(bias)
+
+    def __call__(self, x: jax.Array, mask: np.ndarray | None) -> jax.Array:
+        batch, n, dim = x.shape
+        bias = jnp.concatenate([self.q_bias[...], jnp.zeros_like(self.q_bias[...]), self.v_bias[...]])
+        qkv = (self.qkv(x) + bias.astype(x.dtype)).reshape(batch, n, 3, self.num_heads, dim // self.num_heads)
+        q, k, v = qkv.transpose(2, 0, 3, 1, 4)
+        attn = _l2_normalise(q) @ _l2_normalise(k).swapaxes(-1, -2)
+        scale = jnp.exp(jnp.minimum(self.logit_scale[...], LOGIT_SCALE_MAX))
+        attn = attn * scale.astype(attn.dtype) + self.position_bias().astype(attn.dtype)[None]
+        if mask is not None:
+            windows = mask.shape[0]
+            attn = attn.reshape(-1, windows, self.num_heads, n, n) + jnp.asarray(mask, attn.dtype)[None, :, None]
+            attn = attn.reshape(-1, self.num_heads, n, n)
+        # The softmax in float32 whatever the compute dtype, as torch.autocast does.
+        attn = jax.nn.softmax(attn.astype(jnp.float32), axis=-1).astype(v.dtype)
+        out = (attn @ v).transpose(0, 2, 1, 3).reshape(batch, n, dim)
+        return self.proj(out)
+
+
+class Mlp(nnx.Module):
+    """The block's feed-forward part: Linear, GELU, Linear (timm's names ``fc1``/``fc2``)."""
+
+    def __init__(self, dim: int, hidden: int, *, rngs: nnx.Rngs):
+        self.fc1 = _linear(dim, hidden, rngs=rngs)
+        self.fc2 = _linear(hidden, dim, rngs=rngs)
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        return self.fc2(jax.nn.gelu(self.fc1(x), approximate=False))  # timm's GELU is the exact (erf) one
+
+
+def _drop_path(rate: float, rngs: nnx.Rngs) -> nnx.Dropout:
+    # Stochastic depth = dropout of a whole sample's residual branch, rescaled by 1/keep:
+    # one Bernoulli draw per sample, broadcast over (H, W, C).
+    return nnx.Dropout(rate, broadcast_dims=(1, 2, 3), rngs=rngs)
+
+
+class SwinV2Block(nnx.Module):
+    """(Shifted-)window attention and MLP, each with residual post-normalisation."""
+
+    def __init__(self, dim: int, resolution: int, num_heads: int, window: int, shift: int, mlp_ratio: float,
+                 drop_path: float, *, rngs: nnx.Rngs):
+        self.resolution, self.window, self.shift = resolution, window, shift
+        self.attn = WindowAttention(dim, window, num_heads, rngs=rngs)
+        self.norm1 = _norm(dim, rngs=rngs, zero=True)
+        self.drop_path1 = _drop_path(drop_path, rngs)
+        self.mlp = Mlp(dim, int(dim * mlp_ratio), rngs=rngs)
+        self.norm2 = _norm(dim, rngs=rngs, zero=True)
+        self.drop_path2 = _drop_path(drop_path, rngs)
+
+    def _attention(self, x: jax.Array) -> jax.Array:
+        b, h, w, c = x.shape
+        win, shift = self.window, self.shift
+        if shift:
+            x = jnp.roll(x, (-shift, -shift), axis=(1, 2))
+        windows = x.reshape(b, h // win, win, w // win, win, c).transpose(0, 1, 3, 2, 4, 5).reshape(-1, win * win, c)
+        out = self.attn(windows, shift_mask(h, win, shift))
+        out = out.reshape(b, h // win, w // win, win, win, c).transpose(0, 1, 3, 2, 4, 5).reshape(b, h, w, c)
+        if shift:
+            out = jnp.roll(out, (shift, shift), axis=(1, 2))
+        return out
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        x = x + self.drop_path1(self.norm1(self._attention(x)))
+        return x + self.drop_path2(self.norm2(self.mlp(x)))
+
+
+class PatchMerging(nnx.Module):
+    """2x2 neighbourhoods concatenated (timm's channel order), reduced 4C -> 2C, then normalised (V2 order)."""
+
+    def __init__(self, dim: int, *, rngs: nnx.Rngs):
+        self.reduction = _linear(4 * dim, 2 * dim, rngs=rngs, use_bias=False)
+        self.norm = _norm(2 * dim, rngs=rngs)
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        b, h, w, c = x.shape
+        x = x.reshape(b, h // 2, 2, w // 2, 2, c).transpose(0, 1, 3, 4, 2, 5).reshape(b, h // 2, w // 2, 4 * c)
+        return self.norm(self.reduction(x))
+
+
+class SwinV2Stage(nnx.Module):
+    """One stage: patch merging (after the first stage), then its blocks, shifted every second one."""
+
+    def __init__(self, config: SwinConfig, index: int, *, rngs: nnx.Rngs):
+        dim, resolution = config.dim(index), config.resolutions()[index]
+        self.downsample = PatchMerging(config.dim(index - 1), rngs=rngs) if index > 0 else None
+        window, shift = config.window_and_shift(resolution)
+        rates = config.drop_path_rates()[index]
+        self.blocks = nnx.List([
+            SwinV2Block(dim, resolution, config.num_heads[index], window, 0 if i % 2 == 0 else shift,
+                        config.mlp_ratio, rates[i], rngs=rngs)
+            for i in range(config.depths[index])
+        ])
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        if self.downsample is not None:
+            x = self.downsample(x)
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+class FlaxSwinV2(nnx.Module):
+    """Swin Transformer V2 in Flax NNX. ``x``: NHWC images; returns logits ``(N, num_classes)``.
+
+    ``rngs`` needs ``params`` and ``dropout`` streams (``nnx.Rngs(seed)`` gives both);
+    ``model.eval()`` turns stochastic depth off, ``model.train()`` on.
+    """
+
+    def __init__(self, config: SwinConfig, *, rngs: nnx.Rngs):
+        self.config = config
+        self.patch_embed = PatchEmbed(config, rngs=rngs)
+        self.layers = nnx.List([SwinV2Stage(config, i, rngs=rngs) for i in range(len(config.depths))])
+        self.norm = _norm(config.dim(len(config.depths) - 1), rngs=rngs)
+        self.head = _linear(config.dim(len(config.depths) - 1), config.num_classes, rngs=rngs)
+
+    def features(self, x: jax.Array) -> jax.Array:
+        x = self.patch_embed(x)
+        for stage in self.layers:
+            x = stage(x)
+        return self.norm(x)
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        return self.head(self.features(x).mean(axis=(1, 2)))
+
+
+# ----------------------------------------------------------------------------- weights and parity
+
+

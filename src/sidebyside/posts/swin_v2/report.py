@@ -1,0 +1,317 @@
+"""swin-transformer-v2: the record and the conclusion of the Swin Transformer V2 post.
+
+The notebook measures four things: parity (:func:`sidebyside.posts.swin_v2.parity`, one run per model
+size), accuracy over seeds (a :class:`sidebyside.lab.training.History` per framework and seed), the
+speed ladders (:func:`sidebyside.posts.swin_v2.speed_ladder`, one per precision, phase and batch) and, from the
+training ladders, the first step and first epoch (:func:`sidebyside.posts.swin_v2.first_step`). Here they
+become the results record (:func:`summarise`) and the post's sentences, each from a small claim
+function: :func:`parity_claim`, :func:`accuracy_claim`, :func:`first_epoch_claim`,
+:func:`seed_pairing_claim`, :func:`headline_claim`, composed by :func:`conclusion`.
+
+The seed reported JAX 27% faster at training and 140% faster at validating: time ratios
+PyTorch / JAX of 1.27 and 2.40 (:data:`SEED_RATIO`).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sidebyside.lab import analysis, verdict
+
+__all__ = [
+    "TOLERANCE",
+    "SEED_RATIO",
+    "within_tolerance",
+    "parity_record",
+    "parity_table",
+    "accuracy_record",
+    "accuracy_verdict",
+    "speed_rows",
+    "speed_table",
+    "first_steps",
+    "speed_verdicts",
+    "summarise",
+    "setting_name",
+    "parity_claim",
+    "accuracy_claim",
+    "first_epoch_claim",
+    "seed_pairing_claim",
+    "headline_claim",
+    "conclusion",
+]
+
+#: Parity tolerances for float32 and logits of order one: the largest |logit difference|, and for
+#: each parameter tensor ||g_JAX - g_PyTorch|| / ||g_PyTorch|| (tests/test_swin.py uses the same).
+TOLERANCE = {"abs_logit": 1e-5, "rel_grad": 1e-3}
+
+#: The seed's figures as time ratios PyTorch / JAX: "27% faster" training, "140% faster" validation.
+SEED_RATIO = {"train": 1.27, "eval": 2.40}
+
+_TIMED_COLUMNS = ("median_s", "iqr_s", "q1_s", "q3_s", "images_per_s", "compile_s", "peak_memory_bytes")
+
+
+# ----------------------------------------------------------------------------- parity
+
+
+def within_tolerance(run: Mapping[str, Any], tolerance: Mapping[str, float] = TOLERANCE) -> bool:
+    """Whether one :func:`sidebyside.posts.swin_v2.parity` run is inside the float32 tolerances."""
+    return run["max_abs_logit_err"] <= tolerance["abs_logit"] and run["max_rel_grad_err"] <= tolerance["rel_grad"]
+
+
+def parity_record(runs: Mapping[str, Mapping[str, Any]], *, headline: str = "trained model") -> dict[str, Any]:
+    """The record's ``parity``: the ``headline`` run's errors at the top level (the model whose
+    accuracy the post reports; it must pass), the tolerances, and every run as measured."""
+    run = runs[headline]
+    return {"max_abs_logit_err": run["max_abs_logit_err"], "max_rel_grad_err": run["max_rel_grad_err"],
+            "worst_grad": run["worst_grad"], "loss_err": run["loss_err"],
+            "tensors_compared": run["tensors_compared"], "tolerance": dict(TOLERANCE), "runs": dict(runs)}
+
+
+def parity_table(runs: Mapping[str, Mapping[str, Any]]):
+    """One row per parity run: the largest logit, the errors, the worst tensor, pass or not."""
+    import pandas as pd
+
+    return pd.DataFrame({
+        name: {"largest |logit|": r["logit_scale"], "max |logit difference|": r["max_abs_logit_err"],
+               "loss difference": r["loss_err"], "max relative gradient error": r["max_rel_grad_err"],
+               "worst tensor": r["worst_grad"], "tensors compared": r["tensors_compared"],
+               "within tolerance": within_tolerance(r)}
+        for name, r in runs.items()
+    }).T
+
+
+def parity_claim(parity: Mapping[str, Any]) -> str:
+    """The parity sentence, from the record's ``parity``: the errors against their tolerances,
+    and whether the two frameworks compute the same network."""
+    tol = parity.get("tolerance", TOLERANCE)
+    passed = within_tolerance(parity, tol)
+    measured = (f"Same weights, same input: the logits differ by at most "
+                f"{verdict.fmt_number(parity['max_abs_logit_err'])} (tolerance {verdict.fmt_number(tol['abs_logit'])}), "
+                f"and over all {parity['tensors_compared']} parameter tensors the largest relative gradient error is "
+                f"{verdict.fmt_number(parity['max_rel_grad_err'])} (`{parity['worst_grad']}`; tolerance "
+                f"{verdict.fmt_number(tol['rel_grad'])})")
+    if passed:
+        return measured + (": float32 rounding, in a different summation order. "
+                           "The two frameworks compute the same network.")
+    return measured + ": outside the tolerance, so the two networks differ and the timings below compare two functions."
+
+
+# ----------------------------------------------------------------------------- accuracy
+
+
+def accuracy_record(histories: Mapping[str, Sequence[Any]], seeds: Sequence[int]) -> dict[str, Any]:
+    """The record's ``accuracy``: per framework, the final test accuracy's ``mean``, ``std``
+    (over seeds, :func:`analysis.mean_std`: ddof 1, NaN with one seed, whose spread is
+    unknown; null in the JSON), ``seeds``, ``per_seed`` and the median epoch time."""
+    out = {}
+    for framework, runs in histories.items():
+        final = [float(h.test_accuracy[-1]) for h in runs]
+        epochs = [s for h in runs for s in h.epoch_seconds]
+        mean, std = analysis.mean_std(final)
+        out[framework] = {
+            "mean": mean,
+            "std": std,
+            "seeds": list(seeds),
+            "per_seed": final,
+            "epoch_seconds_median": statistics.median(epochs) if epochs else None,
+        }
+    return out
+
+
+def accuracy_verdict(accuracy: Mapping[str, Any]) -> verdict.Verdict:
+    """Do the two frameworks train the network to the same test accuracy (in points, over seeds)?"""
+    return verdict.seeds([100 * a for a in accuracy["torch"]["per_seed"]],
+                         [100 * a for a in accuracy["jax"]["per_seed"]],
+                         question="Do the two frameworks train Swin V2 to the same accuracy?",
+                         quantity="test accuracy", unit=" points")
+
+
+def accuracy_claim(accuracy: Mapping[str, Any], *, num_train: int, num_epochs: int) -> str:
+    """The accuracy sentence: the seed-noise verdict, then how much training it rests on."""
+    return (accuracy_verdict(accuracy).sentence
+            + f" ({num_train:,} training images, {verdict.plural(num_epochs, 'epoch')}.)")
+
+
+# ----------------------------------------------------------------------------- speed
+
+
+def setting_name(key: str) -> str:
+    """``"float32/train/64"`` -> "training, batch 64, float32"."""
+    precision, phase, batch = key.split("/")
+    return f"{'training' if phase == 'train' else 'evaluation'}, batch {batch}, {precision}"
+
+
+def speed_rows(speed: Mapping[str, Mapping[str, Any]]):
+    """Every rung of every ladder as one row (precision, phase, batch, tool, name and the
+    ladder entry), a failed or absent tool's missing numbers as NaN."""
+    import pandas as pd
+
+    from sidebyside.posts import swin_v2 as swin
+
+    rows = pd.DataFrame([
+        {"precision": r["precision"], "phase": r["phase"], "batch": r["batch_size"],
+         "tool": swin.TOOL_LABELS[name], "name": name, **entry}
+        for r in speed.values() for name, entry in r["ladder"].items()
+    ])
+    for column in _TIMED_COLUMNS:
+        if column in rows:
+            rows[column] = pd.to_numeric(rows[column], errors="coerce")
+    return rows
+
+
+def speed_table(rows):
+    """The post's speed table from :func:`speed_rows`: per step in ms with its IQR, images per
+    second, compile time, peak memory in MiB, and whether the tool ran (or why not)."""
+    import pandas as pd
+
+    def status(median, not_applicable, error):
+        if median == median:  # not NaN
+            return "ran"
+        return f"not applicable: {not_applicable}" if not_applicable else f"failed: {error}"
+
+    return pd.DataFrame({
+        "precision": rows["precision"], "phase": rows["phase"], "batch": rows["batch"], "tool": rows["tool"],
+        "per step (ms, median)": 1e3 * rows["median_s"], "IQR (ms)": 1e3 * rows["iqr_s"],
+        "images / s": rows["images_per_s"], "compile (s)": rows["compile_s"],
+        "peak memory (MiB)": rows["peak_memory_bytes"] / 2**20,
+        "status": [status(m, na, e) for m, na, e in zip(rows["median_s"], rows["not_applicable"], rows["error"])],
+    }).set_index(["precision", "phase", "batch", "tool"])
+
+
+def first_steps(speed: Mapping[str, Mapping[str, Any]], *, epoch_images: int = 9469) -> dict[str, Any]:
+    """The record's ``first_step``: :func:`sidebyside.posts.swin_v2.first_step` for every working rung of
+    every training ladder, keyed ``"<precision>/train/<batch>/<framework>/<tool>"``."""
+    from sidebyside.posts import swin_v2 as swin
+
+    return {
+        f"{key}/{name}": {"precision": r["precision"], "batch": r["batch_size"], "tool": swin.TOOL_LABELS[name],
+                          **swin.first_step(e, batch_size=r["batch_size"], epoch_images=epoch_images)}
+        for key, r in speed.items() if r["phase"] == "train" for name, e in r["ladder"].items()
+        if e["median_s"] is not None
+    }
+
+
+def _headline_key(speed: Mapping[str, Mapping[str, Any]]) -> str:
+    """The setting the conclusion leads with: float32 training at the largest batch."""
+    return max((k for k in speed if speed[k]["phase"] == "train" and speed[k]["precision"] == "float32"),
+               key=lambda k: speed[k]["batch_size"], default=next(iter(speed)))
+
+
+def _both_ran(entries: Mapping[str, Any], names: Sequence[str] = ("torch/eager", "jax/jit")) -> bool:
+    return all(entries.get(n, {}).get("median_s") is not None for n in names)
+
+
+def speed_verdicts(speed: Mapping[str, Mapping[str, Any]]) -> list[verdict.Verdict]:
+    """Best tool against best tool for every setting (float32 training at the largest batch
+    first), then the seed's own pairing, PyTorch eager against JAX jit, in float32."""
+    headline = _headline_key(speed)
+    order = [headline] + [k for k in speed if k != headline]
+    out = [verdict.ladder(speed[k]["ladder"], question=f"Which framework is faster at Swin V2 {setting_name(k)}, "
+                                                       f"best tool against best tool?") for k in order]
+    for key in order:
+        entries = speed[key]["ladder"]
+        if speed[key]["precision"] == "float32" and _both_ran(entries):
+            out.append(verdict.speed(entries["torch/eager"], entries["jax/jit"], subject_tool="eager",
+                                     other_tool="jit", question=f"With the seed's pairing, PyTorch eager against "
+                                                                f"JAX jit, which is faster at Swin V2 "
+                                                                f"{setting_name(key)}?"))
+    return out
+
+
+# ----------------------------------------------------------------------------- the record
+
+
+def summarise(*, parity_runs: Mapping[str, Mapping[str, Any]], accuracy: Mapping[str, Any],
+              speed: Mapping[str, Mapping[str, Any]], model_config, speed_config, num_train: int, num_test: int,
+              num_epochs: int, allow_tf32: bool, timm_version: str, conditions: Mapping[str, Any], device: str,
+              on_gpu: bool, parts: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The post's results record: ``parity``, ``accuracy``, ``speed`` (per precision/phase/batch
+    ladder), ``first_step``, ``verdicts`` (speed verdicts, then accuracy) and what the numbers were
+    measured on (models, data sizes, TF32, timm's version, the conditions, the device) and, for a
+    run in parts (:class:`sidebyside.run.checkpoints.Checkpoints`), which run measured each part, at
+    which commit (``parts``)."""
+    verdicts = speed_verdicts(speed) + [accuracy_verdict(accuracy)]
+    return {
+        "parity": parity_record(parity_runs),
+        "accuracy": dict(accuracy),
+        "speed": dict(speed),
+        "first_step": first_steps(speed),
+        "verdicts": [v.to_dict() for v in verdicts],
+        "model": model_config.to_dict(),
+        "speed_model": speed_config.to_dict(),
+        "num_train": num_train,
+        "num_test": num_test,
+        "num_epochs": num_epochs,
+        "allow_tf32": allow_tf32,
+        "timm": timm_version,
+        "conditions": dict(conditions),
+        "device": device,
+        "on_gpu": on_gpu,
+        "parts": dict(parts or {}),
+    }
+
+
+# ----------------------------------------------------------------------------- claims
+
+
+def first_epoch_claim(first_step: Mapping[str, Mapping[str, Any]]) -> str:
+    """The seed's first-epoch observation, tool by tool: compilation and set-up, allocation
+    (or that it cannot be separated), a steady step, and how much longer the first epoch is."""
+    parts = []
+    for f in first_step.values():
+        if f.get("error"):
+            continue
+        alloc = ("allocation cannot be separated on this device" if f["allocation_s"] is None else
+                 f"allocation {verdict.fmt_seconds(f['allocation_s'])}")
+        parts.append(f"{f['tool']} (batch {f['batch']}, {f['precision']}): compilation and one-off set-up "
+                     f"{verdict.fmt_seconds(f['compile_s'] or 0.0)}, {alloc}, a steady step "
+                     f"{verdict.fmt_seconds(f['steady_s'])}; the first epoch is "
+                     f"{verdict.fmt_number(100 * f['first_epoch_excess'])}% longer than a steady one")
+    return "; ".join(parts) + "." if parts else "No training rung ran, so there is no first step to split."
+
+
+def seed_pairing_claim(speed: Mapping[str, Mapping[str, Any]], phase: str) -> str | None:
+    """For float32 ``phase`` ("train" or "eval") at the largest batch: the seed's pairing (PyTorch
+    eager against JAX jit) as JAX's throughput over PyTorch's beside the seed's figure, then best
+    against best. None when no such setting was measured."""
+    keys = [k for k in speed if speed[k]["precision"] == "float32" and speed[k]["phase"] == phase]
+    if not keys:
+        return None
+    key = max(keys, key=lambda k: speed[k]["batch_size"])
+    entries, chosen = speed[key]["ladder"], speed[key]["best"]
+    parts = []
+    if _both_ran(entries):
+        ratio = entries["torch/eager"]["median_s"] / entries["jax/jit"]["median_s"]
+        parts.append(f"the seed's pairing, PyTorch eager against JAX jit, gives JAX {verdict.fmt_ratio(ratio)} "
+                     f"PyTorch's throughput (the seed reported {verdict.fmt_ratio(SEED_RATIO[phase])})")
+    if chosen["ratio"] is not None:
+        parts.append(f"best against best (PyTorch {chosen['torch']}, JAX {chosen['jax']}) gives "
+                     f"{verdict.fmt_ratio(chosen['ratio'])}")
+    if not parts:
+        return None
+    what = f"{'Training' if phase == 'train' else 'Evaluation'} at batch {speed[key]['batch_size']}"
+    return f"{what}: " + "; ".join(parts) + "."
+
+
+def headline_claim(metrics: Mapping[str, Any]) -> str:
+    """The seed's question and the first verdict's answer, with the device, the input size and
+    the parity that makes the comparison one of the same network."""
+    size = metrics["speed_model"]["img_size"]
+    return (f"**Is JAX really 27% faster at training and 140% faster at validating?** Measured on "
+            f"{metrics['device']}, {size}×{size} inputs, the same network on both sides (logits within "
+            f"{verdict.fmt_number(metrics['parity']['max_abs_logit_err'])}): {metrics['verdicts'][0]['sentence']}")
+
+
+def conclusion(metrics: Mapping[str, Any]) -> str:
+    """The post's Conclusion (Markdown), computed from the results record alone."""
+    answers = [a for a in (seed_pairing_claim(metrics["speed"], "train"),
+                           seed_pairing_claim(metrics["speed"], "eval")) if a]
+    rest = "\n\n".join(f"- {v['question']} {v['sentence']}" for v in metrics["verdicts"][1:])
+    closing = ("The seed compared PyTorch eager with JAX's jit; each framework's best tool against the other's is the "
+               "fairer question, and the ladder shows how much of a gap comes from the tool rather than the framework.")
+    if not metrics["on_gpu"]:
+        closing += (" These are CPU figures at a small size; the seed's question is about a GPU, which the `gpu` "
+                    "profile answers at the seed's size.")
+    return "\n\n".join(part for part in (headline_claim(metrics), " ".join(answers), rest, closing) if part)

@@ -1,0 +1,196 @@
+"""Training both models for accuracy: the same schedule, optimiser and batches on both sides."""
+
+
+from __future__ import annotations
+
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from sidebyside.lab import training as sbs_training
+from sidebyside.posts.swin_v2.config import SwinConfig
+from sidebyside.posts.swin_v2.model import FlaxSwinV2
+from sidebyside.posts.swin_v2.port import timm_name
+
+__all__ = ['fashion_inputs', 'decays', 'torch_optimizer', 'optax_optimizer', 'predict_torch', 'predict_flax', 'train_torch', 'flax_train_step', 'train_flax']
+
+
+def fashion_inputs(X: np.ndarray, config: SwinConfig) -> np.ndarray:
+    """Normalised FashionMNIST ``(N, 28, 28)`` -> NCHW ``(N, in_chans, S, S)`` float32:
+    zero-padded (after normalisation, so the border is the mean) to ``img_size``,
+    centred, and repeated over the channels. Transpose to NHWC for Flax."""
+    size = config.img_size
+    if size < X.shape[-1]:
+        raise ValueError(f"img_size {size} is smaller than the {X.shape[-1]}-pixel images; pad, do not crop")
+    before = (size - X.shape[-1]) // 2
+    after = size - X.shape[-1] - before
+    padded = np.pad(X, ((0, 0), (before, after), (before, after)))
+    return np.repeat(padded[:, None], config.in_chans, axis=1).astype(np.float32)
+
+
+def decays(name: str, ndim: int) -> bool:
+    """Whether weight decay applies to a parameter (timm's rule: matrices only,
+    never the position-bias MLP nor the logit scale). One home for both sides."""
+    return ndim >= 2 and "cpb_mlp" not in name and "logit_scale" not in name
+
+
+def torch_optimizer(model, config: sbs_training.TrainConfig, **kwargs):
+    """AdamW over ``model`` with weight decay only where :func:`decays` says (timm's rule); ``kwargs`` go to AdamW."""
+    import torch
+
+    groups = {True: [], False: []}
+    for name, p in model.named_parameters():
+        groups[decays(name, p.ndim)].append(p)
+    return torch.optim.AdamW([{"params": groups[True], "weight_decay": config.weight_decay},
+                              {"params": groups[False], "weight_decay": 0.0}], lr=config.lr, **kwargs)
+
+
+def optax_optimizer(params, config: sbs_training.TrainConfig, steps_per_epoch: int):
+    """The optax twin of :func:`torch_optimizer` for ``params`` (the same decay mask and schedule)."""
+    import optax
+
+    def name(path):  # the parameter's timm name from its pytree path (dict keys and list indices)
+        return timm_name([getattr(k, "key", getattr(k, "idx", None)) for k in path
+                           if hasattr(k, "key") or hasattr(k, "idx")])
+
+    mask = jax.tree_util.tree_map_with_path(lambda path, p: decays(name(path), p.ndim), params)
+
+    def schedule(count):
+        return sbs_training.learning_rate(count, config, steps_per_epoch, xp=jnp)
+
+    return optax.adamw(schedule, b1=0.9, b2=0.999, eps=1e-8, weight_decay=config.weight_decay, mask=mask)
+
+
+def predict_torch(model, X: np.ndarray, *, batch_size: int = 256) -> np.ndarray:
+    """Classes predicted by timm's model (eval mode) for NCHW ``X``."""
+    import torch
+
+    device = next(model.parameters()).device
+    model.eval()
+    with torch.no_grad():
+        out = [model(torch.as_tensor(X[i:i + batch_size], device=device)).argmax(1).cpu().numpy()
+               for i in range(0, len(X), batch_size)]
+    return np.concatenate(out)
+
+
+_PREDICT_CACHE: dict = {}
+
+
+def predict_flax(model: FlaxSwinV2, X: np.ndarray, *, batch_size: int = 256) -> np.ndarray:
+    """Classes predicted by the port (eval mode) for NCHW ``X`` (transposed here)."""
+    model.eval()
+    graphdef, state = nnx.split(model)
+    fn = _PREDICT_CACHE.get(graphdef)
+    if fn is None:  # one compiled program per network, not one per call (e.g. per epoch)
+        fn = _PREDICT_CACHE[graphdef] = jax.jit(lambda state, x: jnp.argmax(nnx.merge(graphdef, state)(x), axis=-1))
+    return np.concatenate([np.asarray(fn(state, jnp.asarray(X[i:i + batch_size].transpose(0, 2, 3, 1))))
+                           for i in range(0, len(X), batch_size)])
+
+
+def train_torch(model, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, y_test: np.ndarray,
+                config: sbs_training.TrainConfig, *, progress: bool | str = False) -> sbs_training.History:
+    """Train timm's model in place with AdamW and ``training.learning_rate``, batches from
+    ``training.index_batches`` (the same as :func:`train_flax`), data on the model's device.
+    ``X``: NCHW float32. Returns a History (test accuracy after every epoch)."""
+    import torch
+    import torch.nn.functional as F
+
+    device = next(model.parameters()).device
+    torch.manual_seed(config.seed)  # stochastic depth draws
+    optimizer = torch_optimizer(model, config)
+    Xd, yd = torch.as_tensor(X, device=device), torch.as_tensor(y, device=device)
+    steps = config.steps_per_epoch(len(X))
+    history = sbs_training.History("torch", "eager")
+    bar = sbs_training._bar(progress, config.num_epochs, "PyTorch Swin V2")
+    step = 0
+    for epoch in range(config.num_epochs):
+        model.train()
+        start = time.perf_counter()
+        total = torch.zeros((), device=device)
+        for index in torch.as_tensor(sbs_training.index_batches(len(X), config, epoch), device=device):
+            for group in optimizer.param_groups:
+                group["lr"] = float(sbs_training.learning_rate(step, config, steps))
+            optimizer.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(model(Xd[index]), yd[index])
+            loss.backward()
+            optimizer.step()
+            total += loss.detach()
+            step += 1
+        history.train_loss.append(float(total) / max(steps, 1))
+        history.epoch_seconds.append(time.perf_counter() - start)
+        history.test_accuracy.append(float(np.mean(predict_torch(model, X_test) == y_test)))
+        sbs_training._epoch_done(bar, history)
+    if bar is not None:
+        bar.close()
+    return history
+
+
+def flax_train_step(graphdef, tx, dtype=None):
+    """A pure training step ``(params, opt_state, rest, X, y) -> (params, opt_state, rest, loss)``.
+    ``rest`` (the dropout streams' counters) goes back out, so stochastic depth draws anew each step.
+    ``dtype=jnp.bfloat16``: compute in bfloat16 from float32 master weights."""
+    import optax
+
+    def loss_fn(params, rest, X, y):
+        if dtype is not None:
+            params = jax.tree_util.tree_map(lambda p: p.astype(dtype), params)
+            X = X.astype(dtype)
+        model = nnx.merge(graphdef, params, rest)
+        logits = model(X).astype(jnp.float32)
+        _, _, rest = nnx.split(model, nnx.Param, ...)
+        return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean(), rest
+
+    def step(params, opt_state, rest, X, y):
+        # rest is an argument of the differentiated function (integer, so allow_int; its "gradient" is
+        # dropped): the dropout streams then live at the trace level where the model draws from them.
+        (loss, rest), (grads, _) = jax.value_and_grad(loss_fn, argnums=(0, 1), has_aux=True,
+                                                      allow_int=True)(params, rest, X, y)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, rest, loss
+
+    return step
+
+
+def train_flax(model: FlaxSwinV2, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, y_test: np.ndarray,
+               config: sbs_training.TrainConfig, *, progress: bool | str = False) -> sbs_training.History:
+    """Train the port in place: optax AdamW with the same schedule, weight-decay rule and
+    batches as :func:`train_torch`, one jitted step per batch, data on the device.
+    ``X``: NCHW float32 (transposed to NHWC once). ``History.compile_seconds``: the step's compilation."""
+    model.train()
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    steps = config.steps_per_epoch(len(X))
+    tx = optax_optimizer(params, config, steps)
+    opt_state = tx.init(params)
+
+    def device_step(params, opt_state, rest, X, y, index):
+        return flax_train_step(graphdef, tx)(params, opt_state, rest, X[index], y[index])
+
+    Xd, yd = jnp.asarray(X.transpose(0, 2, 3, 1)), jnp.asarray(y.astype(np.int32))
+    history = sbs_training.History("flax", "jit")
+    start = time.perf_counter()
+    index0 = jax.ShapeDtypeStruct((config.batch_size,), jnp.int32)
+    compiled = jax.jit(device_step, donate_argnums=(0, 1, 2)).lower(params, opt_state, rest, Xd, yd, index0).compile()
+    history.compile_seconds = time.perf_counter() - start
+    bar = sbs_training._bar(progress, config.num_epochs, "Flax Swin V2")
+    for epoch in range(config.num_epochs):
+        start = time.perf_counter()
+        losses = []
+        for index in jnp.asarray(sbs_training.index_batches(len(X), config, epoch).astype(np.int32)):
+            params, opt_state, rest, loss = compiled(params, opt_state, rest, Xd, yd, index)
+            losses.append(loss)
+        history.train_loss.append(float(jnp.stack(losses).mean()) if losses else float("nan"))
+        history.epoch_seconds.append(time.perf_counter() - start)
+        nnx.update(model, params, rest)
+        history.test_accuracy.append(float(np.mean(predict_flax(model, X_test) == y_test)))
+        model.train()
+        # Copies: the next (donating) step must not free the arrays the model now holds.
+        _, params, rest = jax.tree_util.tree_map(lambda a: a.copy(), nnx.split(model, nnx.Param, ...))
+        sbs_training._epoch_done(bar, history)
+    if bar is not None:
+        bar.close()
+    return history
+
+

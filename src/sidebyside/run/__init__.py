@@ -1,0 +1,18 @@
+"""What a notebook's process knows about its run.
+
+- ``context``: the one contract between the publisher and a running notebook (slug, profile,
+  parameters, paths, commit).
+- ``runkey``: a run's inputs (the modules and data files it read) and its commit stamp: the cache key.
+- ``provenance``: the hardware/version stamp and the results file of a run.
+- ``checkpoints``: a run in parts, each part saved as it finishes and read back while its inputs hold.
+
+Imports nothing above it (no ``lab``, ``posts`` or ``publish``) and neither PyTorch nor JAX at import.
+"""
+
+from __future__ import annotations
+
+from sidebyside._lazy import face
+
+__all__ = ['context', 'runkey', 'provenance', 'checkpoints']
+
+__getattr__ = face(__name__, ['context', 'runkey', 'provenance', 'checkpoints'])

@@ -1,0 +1,114 @@
+"""sidebyside.posts.jit_autograd.report: the record's verdicts and the generated conclusion
+follow the numbers (a synthetic record; no timing, no notebook)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from sidebyside.lab import verdict
+from sidebyside.posts.jit_autograd import report as rep
+
+
+def _e(median_s, iqr_frac=0.02, compile_s=0.1):
+    return verdict.ladder_entry({"median_s": median_s, "iqr_s": median_s * iqr_frac, "compile_s": compile_s})
+
+
+def _record():
+    jit = {}
+    for n in (10, 1000, 100_000):
+        ladder = {"torch/eager": _e(5e-6 + 4e-9 * n), "torch/compile": _e(8e-6 + 1e-9 * n),
+                  "torch/compile-dynamic": _e(9e-6 + 1.1e-9 * n),
+                  "torch/compile-cudagraphs": verdict.ladder_entry(not_applicable="CUDA graphs need a CUDA GPU"),
+                  "jax/eager": _e(20e-6 + 5e-9 * n), "jax/jit": _e(4e-6 + 0.9e-9 * n), "numpy/numpy": _e(2e-6 + 3e-9 * n)}
+        jit[str(n)] = {"ladder": ladder, "best": verdict.best(ladder), "memory_floor_s": 8 * n / 20e9}
+    autograd = {}
+    for n in (1000, 10_000):
+        ladder = {"torch/autograd": _e(30e-6 + 2e-9 * n), "torch/func": _e(60e-6 + 2e-9 * n),
+                  "jax/eager": _e(300e-6 + 2e-9 * n), "jax/jit": _e(10e-6 + 1e-9 * n),
+                  "torch/loop": _e(40e-6 * n) if n <= 1000 else None}
+        ladder = {k: v for k, v in ladder.items() if v}
+        autograd[str(n)] = {"ladder": ladder, "best": verdict.best(rep.ladder_only(ladder))}
+    hvp = {"torch/func": _e(2e-4), "jax/jit": _e(1e-4)}
+    metrics = {
+        "startup_s": {"torch_compile_startup_s": 12.0, "jax_jit_startup_s": 0.2},
+        "bandwidth": {"cpu": {"floor uses": "measured copy"}},
+        "jit": {"cpu": jit},
+        "compile_s": {"cpu": {"jax_jit": 0.05, "torch_compile": 0.9, "torch_compile_dynamic": 1.5, "startup": {}}},
+        "autograd": autograd,
+        "hvp": {"10000": {"ladder": hvp, "best": verdict.best(hvp)}},
+        "pitfall": {"cpu/jax.jit": {"synchronised median (µs), right": 124.0, "no sync (µs), WRONG": 6.0,
+                                    "first call (µs), WRONG": 40_000.0, "no sync / right": 6.0 / 124.0}},
+        "autograd_device": "cpu",
+    }
+    return metrics
+
+
+def test_conclusion_states_each_claim_from_the_record():
+    text = rep.conclusion(_record())
+    assert "**CPU, 100,000 elements.** Best against best: JAX (jit) is" in text
+    assert "**CPU, 10 elements**, where a call is mostly dispatch" in text
+    assert "NumPy takes" in text and "the time of `jax.jit` there." in text and "of the measured copy bandwidth" in text
+    assert "50 ms per new length for `jax.jit`" in text and "1.5 s once for `torch.compile(dynamic=True)`" in text
+    assert "The original's per-element loop is the outlier: at 1,000 elements it takes 40 ms" in text
+    assert "**Hessian-vector product** (10,000 elements): Best against best: JAX (jit) is 2× faster" in text
+    assert "appears to take 6 µs instead of 124 µs (a factor of 20.7 too fast)" in text
+    assert "not applicable" in text.lower()  # the CUDA-graph rung keeps its row, with its reason
+    assert not text.startswith("#")  # the heading is the notebook's
+
+
+def test_a_sentence_changes_when_the_numbers_change():
+    metrics = _record()
+    before = rep.jit_claim(metrics, "cpu")
+    flipped = copy.deepcopy(metrics)
+    flipped["jit"]["cpu"]["100000"]["ladder"]["torch/compile"] = _e(1e-6)
+    after = rep.jit_claim(flipped, "cpu")
+    assert "JAX (jit) is" in before and "PyTorch (compile) is" in after and before != after
+    tied = copy.deepcopy(metrics)
+    jax_s = tied["jit"]["cpu"]["100000"]["ladder"]["jax/jit"]["median_s"]
+    tied["jit"]["cpu"]["100000"]["ladder"]["torch/compile"] = _e(jax_s * 1.005, iqr_frac=0.1)
+    assert "within noise" in rep.jit_claim(tied, "cpu")
+
+
+def test_pitfall_wording_follows_how_wrong_the_timer_is():
+    metrics = _record()
+    metrics["pitfall"]["cpu/jax.jit"]["no sync / right"] = 0.9
+    assert "(0.9× the true time)" in rep.pitfall_claim(metrics)
+    del metrics["pitfall"]["cpu/jax.jit"]
+    assert rep.pitfall_claim(metrics) == ""
+
+
+def test_dispatch_claim_tells_dispatch_bound_from_work_bound():
+    flat = {str(n): {"torch/eager": _e(50e-6), "jax/jit": _e(50e-6)} for n in (10, 100, 1000)}
+    assert "still dispatch-bound at 1,000 elements" in rep.dispatch_claim(flat)
+    linear = {str(n): {"torch/eager": _e(1e-9 * n), "jax/jit": _e(2e-9 * n)} for n in (10, 100, 1000)}
+    assert rep.dispatch_claim(linear).count("work-bound") == 2
+
+
+def test_the_loop_stays_outside_the_verdicts_and_summarise_keeps_every_key():
+    pd = pytest.importorskip("pandas")
+    record = _record()
+    jit_entries = {("cpu", int(n)): row["ladder"] for n, row in record["jit"]["cpu"].items()}
+    grad_entries = {int(n): row["ladder"] for n, row in record["autograd"].items()}
+    grad_entries[1000]["torch/loop"] = _e(1e-9)  # fastest of all, yet outside the ladder
+    pitfall = pd.DataFrame([{"device": "cpu", "method": "jax.jit", **record["pitfall"]["cpu/jax.jit"]}]).set_index(
+        ["device", "method"])
+    metrics = rep.summarise(
+        conditions={"threads": 1}, startup=record["startup_s"], bandwidth=record["bandwidth"], jit_entries=jit_entries,
+        floors={k: 1e-6 for k in jit_entries}, compile_s=record["compile_s"], fits={("cpu", "jax/jit"): {"crossover n*": 5.0}},
+        grad_entries=grad_entries, grad_errors={"jax/jit": {1000: 1e-7}}, hvp_entries=record["hvp"]["10000"]["ladder"],
+        hvp_size=10_000, pitfall=pitfall, main_device="cpu")
+    assert {"conditions", "startup_s", "bandwidth", "jit", "compile_s", "crossover", "autograd", "autograd_max_error",
+            "hvp", "pitfall", "autograd_device", "verdicts"} <= set(metrics)
+    assert metrics["autograd"]["1000"]["best"]["torch"] == "autograd"
+    assert [v["question"].split(" faster")[0] for v in metrics["verdicts"]][0].startswith("Which framework evaluates f")
+    assert len(metrics["verdicts"]) == 4 and metrics["crossover"] == {"cpu": {"jax/jit": 5.0}}
+
+
+def test_numpy_sentence_reads_right_whichever_side_is_faster():
+    metrics = _record()
+    entries = metrics["jit"]["cpu"][max(metrics["jit"]["cpu"], key=int)]["ladder"]
+    entries["numpy/numpy"] = {**entries["numpy/numpy"], "median_s": entries["jax/jit"]["median_s"] / 4}
+    text = rep.conclusion(metrics)
+    assert "NumPy is 4× faster than `jax.jit` there." in text and "NumPy takes" not in text

@@ -1,0 +1,205 @@
+"""Swin Transformer V2: the Flax port against timm, on the CPU at a tiny size.
+
+The parity tolerances are float32 ones, for logits of order one:
+|logit difference| <= 1e-5 and, for each parameter tensor's gradient,
+||g_jax - g_torch|| / ||g_torch|| <= 1e-3 (summation order differs between
+the frameworks; measured errors are about 3e-7 and 5e-5).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("timm")
+jax = pytest.importorskip("jax")
+
+from flax import nnx  # noqa: E402
+
+from sidebyside.lab import training  # noqa: E402
+from sidebyside.posts import swin_v2 as swin  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("float32_on_both_sides")
+
+LOGIT_ATOL = 1e-5
+GRAD_RTOL = 1e-3
+
+# Stage 0: an 8x8 map in 4x4 windows, a plain then a shifted block; stage 1: patch merging, then a
+# 4x4 map that one window covers (timm's rule: no shift there).
+TINY = swin.SwinConfig(img_size=16, patch_size=2, in_chans=2, num_classes=5, embed_dim=8, depths=(2, 1),
+                       num_heads=(2, 4), window_size=4, drop_path_rate=0.1)
+
+
+@pytest.fixture(scope="module")
+def tiny_parity():
+    return swin.parity(TINY, batch_size=3, seed=0)
+
+
+def test_config_follows_timms_window_rule():
+    assert TINY.resolutions() == [8, 4]
+    assert TINY.window_and_shift(8) == (4, 2)
+    assert TINY.window_and_shift(4) == (4, 0)
+    with pytest.raises(ValueError, match="does not divide"):
+        swin.SwinConfig(img_size=24, patch_size=2, window_size=8)
+
+
+def test_tables_and_mask_match_timm():
+    model = swin.torch_model(TINY)
+    block = model.layers[0].blocks[1]
+    coords, index = swin.relative_tables(4)
+    np.testing.assert_allclose(coords, block.attn.relative_coords_table[0].numpy(), rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(index, block.attn.relative_position_index.numpy())
+    np.testing.assert_array_equal(swin.shift_mask(8, 4, 2), block.attn_mask.numpy())
+    assert swin.shift_mask(8, 4, 0) is None and model.layers[0].blocks[0].attn_mask is None
+
+
+def test_every_timm_parameter_has_a_place_in_the_port():
+    torch_model = swin.torch_model(TINY)
+    # Shapes only (nnx.eval_shape): no arrays to initialise, nothing to compile.
+    flax_model = nnx.eval_shape(lambda: swin.FlaxSwinV2(TINY, rngs=nnx.Rngs(0)))
+    assert set(swin.flax_param_names(flax_model)) == {n for n, _ in torch_model.named_parameters()}
+    assert sum(p.numel() for p in torch_model.parameters()) == sum(
+        x.size for x in jax.tree_util.tree_leaves(nnx.state(flax_model, nnx.Param)))
+    wider = swin.SwinConfig(**{**TINY.to_dict(), "depths": (2, 2)})
+    other = nnx.eval_shape(lambda: swin.FlaxSwinV2(wider, rngs=nnx.Rngs(0)))
+    with pytest.raises(ValueError, match="disagree on parameters"):
+        swin.copy_timm_weights(torch_model, other)
+
+
+def test_logits_agree_in_eval_mode(tiny_parity):
+    assert tiny_parity["logit_scale"] > 0.5  # logits of order one, so the absolute tolerance means something
+    assert tiny_parity["max_abs_logit_err"] <= LOGIT_ATOL
+
+
+def test_gradients_of_one_training_step_agree(tiny_parity):
+    assert tiny_parity["tensors_compared"] == len(list(swin.torch_model(TINY).parameters()))
+    assert tiny_parity["loss_err"] <= 1e-5
+    assert tiny_parity["max_rel_grad_err"] <= GRAD_RTOL, tiny_parity["worst_grad"]
+
+
+@pytest.mark.slow  # a second full parity run (the negative check); the parity itself stays in the fast set
+def test_parity_catches_a_missing_shift_mask(monkeypatch):
+    """The check has teeth: a port without the shifted-window mask disagrees."""
+    monkeypatch.setattr(swin.model, "shift_mask", lambda resolution, window, shift: None)
+    broken = swin.parity(TINY, batch_size=3, seed=0)
+    assert broken["max_abs_logit_err"] > 100 * LOGIT_ATOL
+
+
+def test_stochastic_depth_drops_whole_samples_in_training_only():
+    config = swin.SwinConfig(**{**TINY.to_dict(), "drop_path_rate": 0.5})
+    block = swin.FlaxSwinV2(config, rngs=nnx.Rngs(0)).layers[1].blocks[0]  # the last block: rate 0.5
+    assert block.drop_path1.rate == pytest.approx(0.5)
+    x = jax.numpy.ones((64, 4, 4, 16))
+    kept = np.asarray(block.drop_path1(x))
+    per_sample = kept.reshape(64, -1)
+    assert set(np.unique(per_sample)) <= {0.0, 2.0}  # dropped, or kept and scaled by 1/keep
+    assert (per_sample.min(1) == per_sample.max(1)).all()  # one draw per sample
+    assert 10 < (per_sample[:, 0] == 0).sum() < 54
+    block.drop_path1.deterministic = True
+    np.testing.assert_array_equal(np.asarray(block.drop_path1(x)), np.asarray(x))
+
+
+def test_initialisation_matches_timms_scheme():
+    flax_model = swin.FlaxSwinV2(TINY, rngs=nnx.Rngs(0))
+    block = flax_model.layers[1].blocks[0]
+    assert float(np.abs(block.norm1.scale[...]).max()) == 0.0  # residual post-norms start at zero, as in timm
+    fc1 = np.asarray(block.mlp.fc1.kernel[...])  # 16 x 64 weights: their std is 0.02 to about 2%
+    assert abs(fc1.std() - 0.02) < 0.002
+    np.testing.assert_allclose(np.asarray(block.attn.logit_scale[...]), np.log(10.0), rtol=1e-6)
+
+
+def test_weight_decay_rule_is_timms():
+    assert swin.decays("layers.0.blocks.0.attn.qkv.weight", 2)
+    assert not swin.decays("layers.0.blocks.0.attn.cpb_mlp.0.weight", 2)
+    assert not swin.decays("layers.0.blocks.0.attn.logit_scale", 3)
+    assert not swin.decays("layers.0.blocks.0.norm1.weight", 1)
+
+
+def test_fashion_inputs_pad_and_repeat():
+    X = np.random.default_rng(0).standard_normal((2, 28, 28)).astype(np.float32)
+    out = swin.fashion_inputs(X, swin.SwinConfig(img_size=32, in_chans=3))
+    assert out.shape == (2, 3, 32, 32)
+    np.testing.assert_array_equal(out[:, 1, 2:30, 2:30], X)
+    assert (out[:, :, :2] == 0).all()
+
+
+def test_ladder_keeps_every_row_and_marks_gpu_only_tools():
+    result = swin.speed_ladder(TINY, batch_size=2, phase="eval", torch_tools=("eager", "cuda_graph"), jax_tools=(),
+                         steps=1, repeats=2)
+    eager = result["ladder"]["torch/eager"]
+    assert eager["error"] is None and eager["median_s"] > 0
+    assert eager["images_per_s"] == pytest.approx(2 / eager["median_s"])
+    assert eager["q1_s"] <= eager["median_s"] <= eager["q3_s"]
+    if not torch.cuda.is_available():
+        graph = result["ladder"]["torch/cuda_graph"]
+        assert graph["median_s"] is None and graph["error"] is None
+        assert graph["not_applicable"] == "CUDA graphs need a CUDA GPU; this run is on the CPU"
+    assert result["best"]["torch"] == "eager" and result["best"]["jax"] is None
+    with pytest.raises(ValueError, match="unknown tools"):
+        swin.speed_ladder(TINY, batch_size=2, phase="eval", torch_tools=("eagre",), jax_tools=())
+
+
+def test_first_step_adds_up():
+    entry = {"median_s": 0.1, "compile_s": 30.0, "allocation_s": 2.0, "error": None}
+    split = swin.first_step(entry, batch_size=32, epoch_images=320)
+    assert split["first_step_s"] == pytest.approx(32.1)
+    assert split["first_epoch_s"] == pytest.approx(32.1 + 9 * 0.1)
+    assert split["steady_epoch_s"] == pytest.approx(1.0)
+    assert split["first_epoch_excess"] == pytest.approx(32.0 / 1.0)
+    assert swin.first_step({"error": "boom"}, batch_size=32) == {"error": "boom"}
+
+
+@pytest.mark.slow  # compiles a whole AdamW step on both sides
+def test_one_adamw_step_agrees_with_timms_model():
+    """The two training loops' optimisers: same weights, batch, schedule and weight-decay rule
+    -> the same parameters after two steps (AdamW's second step uses its moment estimates).
+
+    Tolerance, per tensor: ||update_jax - update_torch|| / ||update_torch|| <= 1e-2. Adam divides
+    each gradient entry by its running RMS, so an entry whose gradient is near zero (where float32
+    rounding decides its sign) can move by a fraction of the learning rate on one side only; a
+    wrong schedule or weight-decay rule (lr * 0.5 * |w| on every entry) moves whole tensors."""
+    import torch.nn.functional as F
+
+    config = swin.SwinConfig(**{**TINY.to_dict(), "drop_path_rate": 0.0})
+    train_config = training.TrainConfig(num_epochs=1, lr=1e-2, optimizer="adam", schedule="cosine",
+                                        warmup_epochs=0.0, weight_decay=0.5)
+    torch_model = swin.torch_model(config)
+    swin.randomise_torch_(torch_model, 1)
+    flax_model = swin.copy_timm_weights(torch_model, swin.FlaxSwinV2(config, rngs=nnx.Rngs(0)))
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((2, 3, 2, 16, 16)).astype(np.float32)
+    y = rng.integers(0, 5, (2, 3))
+    before = {n: p.detach().numpy().copy() for n, p in torch_model.named_parameters()}
+    optimizer = swin.train.torch_optimizer(torch_model, train_config)
+    for step in range(2):
+        for group in optimizer.param_groups:
+            group["lr"] = float(training.learning_rate(step, train_config, 4))
+        optimizer.zero_grad()
+        F.cross_entropy(torch_model(torch.from_numpy(X[step])), torch.from_numpy(y[step])).backward()
+        optimizer.step()
+    flax_model.train()
+    graphdef, params, rest = nnx.split(flax_model, nnx.Param, ...)
+    tx = swin.train.optax_optimizer(params, train_config, 4)
+    opt_state = tx.init(params)
+    step_fn = jax.jit(swin.train.flax_train_step(graphdef, tx))
+    for step in range(2):
+        params, opt_state, rest, _ = step_fn(params, opt_state, rest, X[step].transpose(0, 2, 3, 1),
+                                             y[step].astype(np.int32))
+    flat = dict(nnx.to_flat_state(params))
+    for name, path in swin.flax_param_names(flax_model).items():
+        expected = dict(torch_model.named_parameters())[name].detach().numpy()
+        got = swin.port._flax_to_torch_layout(np.asarray(flat[path].get_value()))
+        update_torch, update_jax = expected - before[name], got - before[name]
+        assert np.linalg.norm(update_torch) > 0, name
+        assert np.linalg.norm(update_jax - update_torch) <= 1e-2 * np.linalg.norm(update_torch), name
+
+
+def test_compiled_rungs_are_static_shapes(monkeypatch):
+    """torch.compile's automatic dynamic shapes would give the second batch size a symbolic batch
+    dimension: each compiled rung asks for static shapes."""
+    calls = []
+    monkeypatch.setattr(torch, "compile", lambda fn, **kwargs: calls.append(kwargs) or fn)
+    X, y = swin.random_batches(TINY, 2, 1)
+    rung = swin.ladder._torch_rung(TINY, "compile", "train", X, y, "float32", 0)
+    assert rung.run is not None and calls == [{"dynamic": False}]

@@ -1,0 +1,106 @@
+"""sidebyside.posts.xla_and_scipy.report: the record's verdicts and the generated conclusion
+follow the numbers (a synthetic record; no timing, no notebook)."""
+
+from __future__ import annotations
+
+import copy
+
+import pandas as pd
+
+from sidebyside.lab import verdict
+from sidebyside.posts.xla_and_scipy import report as rep
+
+
+def _e(median_s, iqr_frac=0.02):
+    return verdict.ladder_entry({"median_s": median_s, "iqr_s": median_s * iqr_frac})
+
+
+def _inputs():
+    gpu_only = verdict.ladder_entry(not_applicable="TF32 is a tensor-core mode of NVIDIA GPUs")
+    linalg = {}
+    for op in ("matmul", "inverse"):
+        for n in (256, 512):
+            linalg[op, "cpu", "float32", n] = {"torch/eager": _e(2e-3 * n / 512), "jax/jit": _e(1e-3 * n / 512),
+                                               "numpy/numpy": _e(3e-3 * n / 512)}
+            linalg[op, "cpu", "tf32", n] = {"torch/eager": gpu_only, "jax/jit": gpu_only, "numpy/numpy": gpu_only}
+    inverse_accuracy = pd.DataFrame([{"dtype": "float32", "device": "cpu", "JAX": 2e-4, "NumPy": 1e-12, "PyTorch": 3e-4},
+                                     {"dtype": "float64", "device": "cpu", "JAX": 1e-12, "NumPy": 1e-12,
+                                      "PyTorch": 2e-12}]).set_index(["dtype", "device"])
+    precision = pd.DataFrame([
+        {"device": "cpu", "framework": "JAX", "setting": "default (precision=None)", "relative error": 3e-7},
+        {"device": "cpu", "framework": "JAX", "setting": 'precision="highest"', "relative error": 3e-7},
+        {"device": "cpu", "framework": "PyTorch", "setting": 'default ("highest")', "relative error": 3e-7},
+        {"device": "cpu", "framework": "PyTorch", "setting": 'set_float32_matmul_precision("high")',
+         "relative error": 3e-7}]).set_index(["device", "framework", "setting"])
+    opt = {"seconds": 2e-3, "iqr_s": 1e-4, "first_call_s": 0.5, "nit": 12, "nfev": 20, "params": [1.5, 3.0],
+           "error": 1e-2, "error_vs_optimum": 1e-6, "rmse": 0.1, "grad_inf_norm": 1e-7, "success": True, "status": 0}
+    optimise = {k: dict(opt) for k in rep.OPTIMISER_LABELS}
+    optimise["jax_scipy_bfgs_legacy"].update(error_vs_optimum=0.3, status=3, success=False, params=[1.2, 2.5])
+    retrace = pd.DataFrame([{"strategy": s, "traces": t, "first calls, total (ms)": 40.0 * t,
+                             "first call, max (ms)": 40.0, "steady, median (ms)": 0.02}
+                            for s, t in (("naive", 4), ("padding", 1), ("padding, length static", 4),
+                                         ("buckets", 2))]).set_index("strategy")
+    static = pd.DataFrame([{"approach": "new jit per call", "calls per pass": 8, "traces in both passes": 16,
+                            "first pass (ms)": 300.0, "second pass (ms)": 290.0},
+                           {"approach": "static argument", "calls per pass": 8, "traces in both passes": 2,
+                            "first pass (ms)": 40.0, "second pass (ms)": 0.2}]).set_index("approach")
+    return dict(conditions={"threads": 1}, startup={"jax_jit_startup_s": 0.1}, linalg_entries=linalg,
+                device_peaks={("cpu", "float32"): (1000e9, "estimated from the clock"),
+                              ("cpu", "tf32"): (None, "not applicable on a CPU")},
+                inverse_accuracy=inverse_accuracy, n_acc=512, condition=812.3, precision_table=precision,
+                precision_size=512, optimise=optimise, truth=[1.5, 3.0], optimum=[1.4999, 3.0002],
+                retrace_table=retrace, lengths=[250, 500, 750, 1000], pad_to=1024, static_table=static)
+
+
+def test_summarise_keeps_every_key_and_its_verdicts():
+    metrics = rep.summarise(**_inputs())
+    assert {"conditions", "startup_s", "matmul", "inverse", "verdicts", "peak_flops", "inverse_error",
+            "matmul_precision", "optimise", "retrace", "retrace_lengths", "static_config"} <= set(metrics)
+    assert set(metrics["matmul"]) == {"cpu/float32/256", "cpu/float32/512", "cpu/tf32/256", "cpu/tf32/512"}
+    assert len(metrics["verdicts"]) == 2  # the float32 product and inverse at 512; TF32 did not run on a CPU
+    assert metrics["verdicts"][0]["winner"] == "jax"
+
+
+def test_conclusion_states_each_claim_from_the_record():
+    text = rep.conclusion(rep.summarise(**_inputs()))
+    assert text.startswith("**CPU, n = 512.** *matmul, float32*: Best against best: JAX (jit) is 2× faster")
+    assert "*matmul, tf32*: not run here (TF32 is a tensor-core mode of NVIDIA GPUs)." in text
+    assert "NumPy takes 3× the time of JAX." in text
+    assert "Share of the peak (estimated from the clock): PyTorch 13.4%, JAX 26.8%, NumPy 8.95%." in text
+    assert "condition number 812" in text and "(NumPy inverts float32 input in float64" in text
+    assert "both full FP32 here" in text
+    assert "4 of 5 methods find slope and offset within 1e-06 of the exact least-squares optimum (1.4999, 3.0002" in text
+    assert "jax.scipy.optimize BFGS (legacy) stopped short of it" in text
+    assert "cost the naive `jit` 4 compilations (160 ms" in text and "a static argument 2 times" in text
+
+
+def test_sentences_change_when_the_numbers_change():
+    inputs = _inputs()
+    before = rep.conclusion(rep.summarise(**inputs))
+    inputs["linalg_entries"]["matmul", "cpu", "float32", 512]["torch/eager"] = _e(0.25e-3)
+    inputs["precision_table"].loc[("cpu", "JAX", "default (precision=None)"), "relative error"] = 2e-3
+    after = rep.conclusion(rep.summarise(**inputs))
+    assert "*matmul, float32*: Best against best: PyTorch (eager) is 4× faster" in after
+    assert "JAX used TF32 where PyTorch did not" in after and "JAX used TF32" not in before
+    tied = copy.deepcopy(_inputs())
+    tied["linalg_entries"]["inverse", "cpu", "float32", 512]["torch/eager"] = _e(1.004e-3, iqr_frac=0.1)
+    assert "*inverse, float32*: Best against best: PyTorch (eager) and JAX (jit) are within noise" in rep.conclusion(
+        rep.summarise(**tied))
+
+
+def test_optimise_note_names_the_methods_that_stopped_short():
+    inputs = _inputs()
+    note = rep.optimise_note(inputs["optimise"], inputs["truth"], inputs["optimum"])
+    assert "4 of 5 methods land on the least-squares optimum to within 1e-06" in note
+    assert "**jax.scipy.optimize BFGS (legacy) stopped short**: after 12 iterations at (1.2000, 2.5000)" in note
+    assert "(line-search failure)" in note
+    for o in inputs["optimise"].values():
+        o["error_vs_optimum"] = 1e-6
+    assert "stopped short" not in rep.optimise_note(inputs["optimise"], inputs["truth"], inputs["optimum"])
+
+
+def test_numpy_sentence_reads_right_whichever_side_is_faster():
+    metrics = rep.summarise(**_inputs())
+    metrics["matmul"]["cpu/float32/512"]["ladder"]["numpy/numpy"]["median_s"] = 0.00025
+    text = rep.conclusion(metrics)
+    assert "NumPy is 4× faster than JAX." in text and "NumPy takes 4×" not in text

@@ -1,0 +1,144 @@
+"""A run in parts (sidebyside.run.checkpoints.Checkpoints): parts saved as they finish, read back only while their
+inputs are the same (also across commits), a budget that stops a run before a part that would not
+fit, and the sentence that tells the reader which commit measured what."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from sidebyside.lab import training
+from sidebyside.run import checkpoints, context, runkey
+from sidebyside.run.checkpoints import Checkpoints
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_checkpoints_save_each_part_and_read_it_back(tmp_path):
+    path = tmp_path / "parts.json"
+    calls = []
+
+    def part(n, *, scale=1):
+        calls.append(n)
+        return {"value": n * scale}
+
+    first = Checkpoints(path, stamp={"device": "H100"}, commit="aaa")
+    assert first("speed/a", part, 2) == {"value": 2} and first.log["speed/a"]["measured"] == "this run"
+    again = Checkpoints(path, stamp={"device": "H100"}, commit="aaa")
+    assert again("speed/a", part, 2) == {"value": 2} and calls == [2]
+    assert again.log["speed/a"] == {"measured": "earlier run", "seconds": first.log["speed/a"]["seconds"],
+                                    "commit": "aaa"}
+    assert again("speed/a", part, 2, scale=3) == {"value": 6} and calls == [2, 2]  # other arguments: measured
+    other = Checkpoints(path, stamp={"device": "H200"}, commit="aaa")
+    other("speed/a", part, 2, scale=3)
+    assert calls == [2, 2, 2]  # another machine: measured again
+    history = Checkpoints(path)("accuracy/torch/0", lambda: training.History("torch", "eager", test_accuracy=[0.5]))
+    back = Checkpoints(path)("accuracy/torch/0", lambda: None, decode=lambda h: training.History(**h))
+    assert back == history
+    off = Checkpoints("")
+    off("speed/a", part, 2)
+    off("speed/a", part, 2)
+    assert calls == [2, 2, 2, 2, 2]  # off: always measured
+
+
+def test_checkpoints_stop_before_a_part_that_would_not_fit(tmp_path):
+    clock = _Clock()
+    parts = Checkpoints(tmp_path / "parts.json", budget_s=100, clock=clock)
+
+    def slow(seconds):
+        clock.now += seconds
+        return seconds
+
+    parts("speed/train/float32/32", slow, 40)  # nothing alike known: it starts
+    assert parts.predicted_s("speed/train/float32/64") == 40  # its kind
+    assert parts.predicted_s("speed/train/bfloat16/32") == 40  # its kind's kind
+    assert parts.predicted_s("speed/eval/float32/32") == 0  # nothing alike
+    parts("speed/eval/float32/32", slow, 30)  # 70 s have passed
+    with pytest.raises(checkpoints.BudgetSpent, match="2 parts were measured in this run.*Run the same command again"):
+        parts("speed/train/float32/64", slow, 40)  # 70 + 40 > 100
+    resumed = Checkpoints(tmp_path / "parts.json", budget_s=100, clock=clock)
+    assert resumed("speed/train/float32/32", slow, 40) == 40 and resumed("speed/train/float32/64", slow, 40) == 40
+    assert resumed.log["speed/train/float32/32"]["measured"] == "earlier run"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A checkout with one notebook (slug "demo"), gpu parameters for it and another, and pins; the
+    run context of a publisher's gpu run of "demo"; one library module and one data file of its own."""
+    root = tmp_path / "site"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "params").mkdir()
+    (root / "notebooks" / "07_demo.py").write_text("# ---\n# jupyter:\n#   sidebyside:\n#     slug: demo\n# ---\nx = 1\n")
+    (root / "notebooks" / "08_other.py").write_text("# ---\n# jupyter:\n#   sidebyside:\n#     slug: other\n# ---\n")
+    (root / "params" / "gpu.yaml").write_text("demo: {steps: 5}\nother: {steps: 7}\n")
+    (root / "requirements.txt").write_text("numpy==2.0.0\n")
+    module_file = root / "probe_module.py"
+    module_file.write_text("A = 1\n")
+    probe = types.ModuleType("sidebyside._probe_for_checkpoints")
+    probe.__file__ = str(module_file)
+    monkeypatch.setitem(sys.modules, probe.__name__, probe)
+    data_file = root / "data.bin"
+    data_file.write_bytes(b"\x00" * 16)
+    monkeypatch.setattr(runkey, "_noted", [data_file.resolve()])
+    for field, value in (("slug", "demo"), ("profile", "gpu"), ("root", str(root))):
+        monkeypatch.setenv(context.ENV[field], value)
+    return root
+
+
+def _measured_again(path, commit="bbb"):
+    """Whether a new run (at ``commit``) measures the part again instead of reading it back."""
+    calls = []
+    Checkpoints(path, stamp={"device": "H100"}, commit=commit)("parity", lambda: calls.append(1) or 1.0)
+    return bool(calls)
+
+
+def test_a_part_is_read_back_across_commits_exactly_while_its_inputs_are_unchanged(project, tmp_path):
+    path = tmp_path / "parts.json"
+    assert _measured_again(path, commit="aaa")  # the first run
+    assert not _measured_again(path, commit="bbb")  # a later commit that changed none of its inputs
+    log = Checkpoints(path, stamp={"device": "H100"}, commit="ccc")
+    log("parity", lambda: 0.0)
+    assert log.log["parity"]["commit"] == "aaa"
+    assert "commit `aaa`" in checkpoints.describe_parts(log.log)
+    (project / "params" / "gpu.yaml").write_text("demo: {steps: 5}\nother: {steps: 70}\n")  # another notebook's
+    assert not _measured_again(path)
+    for change in (lambda: (project / "notebooks" / "07_demo.py").write_text("# slug: demo\nx = 22\n" * 2),
+                   lambda: (project / "params" / "gpu.yaml").write_text("demo: {steps: 6}\nother: {steps: 70}\n"),
+                   lambda: (project / "requirements.txt").write_text("numpy==2.0.10\n"),
+                   lambda: (project / "probe_module.py").write_text("A = 100\n"),  # an imported library module
+                   lambda: (project / "data.bin").write_bytes(b"\x01" * 17)):  # a data file the run read
+        change()
+        assert _measured_again(path), change
+        assert not _measured_again(path)
+
+
+def test_a_run_without_a_run_context_resumes_only_at_its_own_commit(tmp_path, monkeypatch):
+    monkeypatch.delenv(context.ENV["slug"], raising=False)
+    path = tmp_path / "parts.json"
+    assert _measured_again(path, commit="aaa")
+    assert not _measured_again(path, commit="aaa")
+    assert _measured_again(path, commit="bbb")
+
+
+def test_describe_says_which_run_measured_what():
+    assert checkpoints.describe_parts({}) == ""
+    assert checkpoints.describe_parts({"a": {"measured": "this run", "seconds": 1.0, "commit": "x"}}) == \
+        "This run measured all of its parts itself."
+    text = checkpoints.describe_parts({"a": {"measured": "earlier run", "seconds": 1.0, "commit": "x"},
+                                 "b": {"measured": "this run", "seconds": 1.0, "commit": "y"}})
+    assert "1 of its 2 parts were read back" in text and "1 at commit `x`; 1 at commit `y`" in text
+
+
+def test_a_damaged_checkpoint_file_says_what_to_do(tmp_path):
+    path = tmp_path / "parts.json"
+    path.write_text('{"parity": {"key"')  # cut short
+    with pytest.raises(ValueError, match="move it away to measure every part again"):
+        Checkpoints(path)
