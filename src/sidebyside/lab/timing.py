@@ -436,9 +436,9 @@ def same_conditions(*, threads: int | None = None, tf32: bool = False) -> dict[s
     import torch
 
     if torch.get_num_threads() != threads:
-        # Only when it changes something: on a busy 2-core machine, calling set_num_threads even with
-        # PyTorch's own default made small eager ops up to 500x slower in some runs (its worker threads
-        # then compete with the caller).
+        # Only when it changes something: on a busy machine, calling set_num_threads even with
+        # PyTorch's own default can make small eager ops far slower (its worker threads then
+        # compete with the caller).
         torch.set_num_threads(threads)
     blas_threads: Any
     global _BLAS_LIMITS
@@ -523,7 +523,7 @@ def warm_start(device: str = "cpu", frameworks: Iterable[str] = ("torch", "jax")
     ``device`` ("cpu" or "cuda"), so that the compile times measured after it
     are those of a warm process. Returns the seconds each first call took,
     to be reported apart as library start-up. ``frameworks``: the compilers
-    the notebook uses (a notebook without ``torch.compile`` skips its ~20 s)."""
+    the notebook uses (a notebook without ``torch.compile`` skips its start-up)."""
     import jax
     import jax.numpy as jnp
     import torch

@@ -12,8 +12,10 @@ commit; and the results file a notebook run leaves for the publisher.
      "differs_from_pins": [...]}       # stack packages not at their pinned version
 
 ``device_kind`` is "gpu" only when PyTorch and JAX compute on the same GPU
-model; under the gpu profile ``collect()`` refuses anything else
-(:func:`check_gpu_profile`).
+model. :func:`check_gpu_profile` is the one judge of a gpu run: the publisher asks it
+before anything runs (both frameworks probed in a child process) and again of the
+devices this record names before it publishes, so a one-sided "gpu" post cannot be
+published.
 
 ``save_results(metrics)`` writes ``{"slug", "provenance", "metrics",
 "inputs"}`` (built by :func:`sidebyside.run.context.results_record`) to
@@ -55,7 +57,7 @@ def _version(package: str) -> str | None:
 
 
 def cpu_name() -> str:
-    """The CPU model and the cores this process may use, e.g. ``AMD EPYC 7B13 (2 cores)``."""
+    """The CPU model and the cores this process may use, e.g. ``<model name> (2 cores)``."""
     model = None
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -108,7 +110,7 @@ def _cudnn_version(number: int | None) -> str | None:
 def devices() -> dict[str, Any]:
     """What each framework computes on, asked of each separately::
 
-        {"torch_backend": "cuda"|"cpu", "torch_device": "NVIDIA H100 80GB HBM3"|"cpu",
+        {"torch_backend": "cuda"|"cpu", "torch_device": "<CUDA device name>"|"cpu",
          "torch_cuda", "torch_cudnn", "jax_backend": "gpu"|"cpu"|..., "jax_device",
          "jax_cuda", "jax_cudnn"}
 
@@ -315,16 +317,9 @@ def git_sha(root: str | os.PathLike | None = None) -> str | None:
 
 
 def collect() -> dict[str, Any]:
-    """The provenance record of this process (see the module docstring).
-
-    Under the gpu profile (the run context's ``profile``, set by the publisher)
-    it raises :class:`GPUProfileError` unless PyTorch and JAX both compute on
-    the same GPU, so a one-sided "gpu" run stops at its first cell.
-    """
+    """The provenance record of this process (see the module docstring): what each framework
+    computes on, as found; the publisher judges it (:func:`check_gpu_profile`)."""
     found = devices()
-    profile = context.current().profile
-    if profile == "gpu":
-        check_gpu_profile(found, driver_gpu=gpu_present())
     gpu = _same_gpu(found)
     if gpu:
         device = gpu
@@ -345,7 +340,7 @@ def collect() -> dict[str, Any]:
     record.update(found)
     record["threads"] = threads()
     record["matmul_precision"] = matmul_precision()
-    record["differs_from_pins"] = differs_from_pins(profile or ("gpu" if gpu else "cpu"))
+    record["differs_from_pins"] = differs_from_pins(context.current().profile or ("gpu" if gpu else "cpu"))
     record["git_sha"] = git_sha()
     return record
 

@@ -14,33 +14,30 @@ input and grid), each measured with both frameworks in one interleaved run
   one program, each on its own copy of the inputs, so that together they are larger
   than the last-level cache (``cache_bytes``; the L2 on a GPU) and every call reads
   its inputs from memory: JAX runs them in one jitted program, PyTorch as one
-  CUDA graph (on the CPU, a loop: its dispatch, about 10 us, is small against a CPU
+  CUDA graph (on the CPU, a loop: its dispatch is small against a CPU
   kernel). Divided by the number of calls: what the call costs inside a larger jitted
   model, where JAX's dispatch is paid once for the whole program.
 
   On a GPU the chain makes at least :data:`_MIN_GPU_CALLS` calls, going round the
   copies as often as that takes (``calls``; each call still reads its copy from memory,
-  since the calls between two uses of a copy move more bytes than the L2 holds). With
-  only the copies (two at 32x3x256x256), one chain ran about as long as JAX's dispatch
-  of it: an H100 run measured JAX's "kernel" at 82 us a call where Nsight had
-  measured 33 us, against PyTorch's CUDA graph, whose launch costs a few
-  microseconds. The chain must be long against the dispatch for the time to be the
-  kernel's.
+  since the calls between two uses of a copy move more bytes than the L2 holds). A
+  chain of only the copies (two, for large inputs) can run about as long as JAX's
+  dispatch of it, while PyTorch's CUDA graph launches in a few microseconds: the chain
+  must be long against the dispatch for the time to be the kernel's.
 
   The JAX program takes each copy as its own argument and calls the kernel once per
   copy, one after the other (an ``optimization_barrier`` orders them without moving
   data), so it moves no more bytes than PyTorch's loop. A ``lax.scan`` over stacked
   copies would not: it slices each copy out and writes each output into the stacked
-  result, two extra copies per call that PyTorch does not make (on a 2-core CPU they
-  made JAX's "kernel" time up to 2.7 times its per-call time). :func:`chain_program`
+  result, two extra copies per call that PyTorch does not make, which would count
+  against JAX. :func:`chain_program`
   builds it; a test holds its compiled program free of copies and slices.
 
 **Memory of the same kind** (:func:`torch_tensor`): each side's inputs are in memory its own
 framework allocated, never shared with NumPy. NumPy asks Linux for 2 MiB pages for arrays
 of 4 MiB and more (``madvise(MADV_HUGEPAGE)``) and ``torch.from_numpy`` would share them,
-while XLA's buffers lie on 4 KiB pages. PyTorch's CPU grid_sample, timed in C++ on both kinds
-of page (2-core EPYC, 32x3x128x128, nearest and bilinear), showed no difference, so this
-changed no figure there; it keeps the page size out of every comparison all the same.
+while XLA's buffers lie on 4 KiB pages. Allocating each side's inputs in its own framework
+keeps the page size out of every comparison.
 
 **The memory floor** (``floor_ms``, with the kernel times): the bytes a call cannot avoid
 moving (:func:`min_bytes`: each array it reads or writes, once) at the speed of a plain copy
@@ -57,10 +54,8 @@ speed at :data:`FLOOR_GOAL_SHAPE` (:data:`FLOOR_GOAL`).
 takes the call, the naive gather, other Pallas layouts) are measured in a second interleaved
 run, against PyTorch again, and their ratios (``xla_ratio`` and the like) come from that run.
 Interleaved with the main pair, the XLA path's temporaries (hundreds of MiB a call at 3-D) left
-the allocator in a state that cost the call after it page faults (about 2,700 a call instead of
-700, counted with ``getrusage``): on a 2-core EPYC, JAX's bilinear forward+backward at
-4x8x32x64x64 measured 67-85 ms a call over six runs with the XLA path interleaved and 68-73 ms
-without; PyTorch's, 71-77 ms and 69-75 ms.
+the allocator in a state that cost the call after it extra page faults (counted with
+``getrusage``), which moved both sides' per-call times: hence the second run.
 
 Where the Pallas kernels run (a CUDA GPU), each layout of ``pallas_layouts`` other
 than the default ``"points"`` is timed too, per call
@@ -116,7 +111,7 @@ FLOOR_GOAL_SHAPE = (32, 3, 256, 256)
 
 _CPU_CACHE_BYTES = 32 * 2**20  # assumed last-level cache where none is reported
 _MAX_COPIES = 64  # the chain is unrolled: tiny inputs stop here (inputs_exceed_cache then says so)
-_MIN_GPU_CALLS = 32  # calls per chain on a GPU: 32 kernels of >= 20 us outlast one dispatch (30-160 us)
+_MIN_GPU_CALLS = 32  # calls per chain on a GPU: enough kernels to outlast one dispatch of the chain
 
 
 def configs(modes=("nearest", "bilinear", "bicubic"), sizes=None) -> list[dict]:

@@ -680,12 +680,9 @@ void ChunkTaps(const float* g, int64_t b, int64_t points, int64_t start, int cou
 // Forward for one batch element, in chunks of points: first every point's taps (index,
 // mask, weight) into flat arrays, then the chunk's samples. Nearest and bilinear take 8
 // points at a time for a block of channels (the reads of the same taps in several planes
-// together), bicubic one channel at a time. Chosen with tools/grid-sample-duel.py (this
-// kernel against PyTorch's, one thread, same memory) on a 2-core EPYC, at 3 to 64
-// channels: bilinear with every channel at once went from 0.85-1.03 of PyTorch's time,
-// channel by channel, to 0.80-0.88; nearest, channel by channel, took 1.15x PyTorch's time
-// at 64x3x128x128 and all channels at once 1.2x at 2x16x128x128, blocks of 4 neither;
-// bicubic was slowest in blocks.
+// together), bicubic one channel at a time. The blocking was chosen by timing the
+// alternatives against PyTorch's kernel with tools/grid-sample-duel.py (one thread, same
+// memory, 3 to 64 channels); the figures are in git history, not here.
 template <int64_t kMode, int64_t kPadding>
 void ForwardBatch(const float* x, const float* g, float* o, int64_t b, int64_t c, int64_t h, int64_t w,
                   int64_t points, bool align_corners) {
@@ -759,14 +756,10 @@ int Cores() {
 // late finds nothing left and never touches `body`).
 //
 // The pool's threads sleep between calls; PyTorch's OpenMP threads spin for a while
-// after a call and find the next one awake. Timed with an instrumented build (nearest
-// forward, 8x3x256x256, 2 threads, 2-core EPYC VM; means over 100-500 calls), the pool
-// thread started on its share 45-190 us after it was scheduled in a Python loop of calls
-// of 0.7-2.4 ms, the calling thread then waiting 6-150 us for the last batch element, and
-// 135-165 us late between calls of about 2 ms chained in one jitted program (the
-// benchmark's kernel time). Splitting the forward into pieces of points (8 per thread)
-// halved the wait, but made bilinear and bicubic 5-13% slower per call, for a reason not
-// found, so the units stay whole batch elements.
+// after a call and find the next one awake, so each call here pays a pool thread's
+// wake-up, a fixed cost that weighs most on short calls. The units of work stay whole
+// batch elements: smaller pieces of points shorten the wait for the last one but made
+// bilinear and bicubic slower per call.
 template <typename Body>
 void ParallelBatches(ffi::ThreadPool& pool, int64_t batch, const Body& body) {
   const int64_t workers = std::min<int64_t>({batch, static_cast<int64_t>(Cores()), pool.num_threads()});
@@ -875,10 +868,9 @@ void Chunk3Taps(const float* g, int64_t b, const Shape& s, int64_t start, int co
 // point by point, reading every channel at each point's one tap. Trilinear works in
 // chunks of points: the chunk's taps first (8 points at a time with AVX2, Taps3V, in
 // zeros and border padding; one by one in reflection), then channel by channel, 8 points
-// at a time with AVX2 gathers, the 8 taps' terms summed in tap order either way. At
-// 4x8x32x64x64, one thread: the chunks took 0.87x the time of the point-by-point loop
-// (for nearest, 1.25x), and with the vector taps the forward took 0.78-0.80x the time it
-// took with scalar ones.
+// at a time with AVX2 gathers, the 8 taps' terms summed in tap order either way. Chunks
+// and vector taps were kept because they beat the point-by-point loop and scalar taps
+// for trilinear (and lost for nearest).
 template <int64_t kMode, int64_t kPadding>
 void Forward3Batch(const float* x, const float* g, float* o, int64_t b, const Shape& s, bool align_corners) {
   const int64_t volume = s.d * s.h * s.w;
@@ -981,23 +973,21 @@ void NearestBackwardBatch(const float* c, float* gin_b, float* gg, int64_t b, in
 // Backward for one batch element (2-D bilinear and bicubic, 3-D nearest and trilinear);
 // all but 3-D nearest in chunks of points: first the chunk's taps (index, mask, weight and the weight's
 // derivatives by the grid's coordinates; 8 points at a time with AVX2 in 2-D and in 3-D
-// trilinear with zeros or border padding, where the backward took 0.81-0.88x the time it
-// took with scalar taps at 4x8x32x64x64), then one
+// trilinear with zeros or border padding, where they beat scalar taps), then one
 // channel at a time over the whole chunk: the grid gradient's terms 8 points at a time
 // with AVX2, then the input gradient's additions point by point. Each point's grid
 // gradient sums channel by channel, tap by tap, and each pixel of the input gradient adds
 // its terms in point and tap order, as a point-by-point loop would: the vector way and the
 // scalar way give the same bits. Channel by channel, the chunk works in one plane of the
 // input and one of its gradient at a time. All channels per point (PyTorch's order, and
-// this kernel's until it was measured with tools/grid-sample-duel.py --backward) thrash
-// the L1 cache where planes lie a power of two apart: 1.45x PyTorch's time at 2x16x128x128
-// in bilinear, 0.65x this way.
+// this kernel's order before tools/grid-sample-duel.py --backward compared the two)
+// thrash the L1 cache where planes lie a power of two apart.
 template <int kDims, int64_t kMode, int64_t kPadding>
 void BackwardBatch(const float* x, const float* g, const float* c, float* gin_b, float* gg, int64_t b,
                    const Shape& s, bool align_corners) {
   const int64_t volume = s.d * s.h * s.w;
   if constexpr (kMode == kNearest) {  // 3-D (2-D: NearestBackwardBatch): one tap, no grid gradient, point by point
-    Taps taps;                        // (in chunks it took 1.085x the time at 4x8x32x64x64)
+    Taps taps;                        // (point by point: chunks were no faster here)
     for (int64_t p = 0; p < s.points; ++p) {
       MakeTaps3<kMode, kPadding>(g + 3 * (b * s.points + p), s.d, s.h, s.w, align_corners, &taps);
       for (int64_t ch = 0; ch < s.c; ++ch) {

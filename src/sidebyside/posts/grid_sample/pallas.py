@@ -18,8 +18,8 @@ Two layouts of the work (``layout=``), the same arithmetic:
   :data:`BLOCK` output points of one batch element, computes their taps once and
   loops over the channels one at a time, one gather of ``BLOCK`` values per tap and
   channel. Few programs and a serial loop when there are many channels.
-- ``"channels"`` (issue 13: at 8 x 64 x 128^2 the points layout takes 79 us against
-  torch's 44 us in bilinear): a program takes a tile of :data:`CHANNEL_POINTS` points
+- ``"channels"`` (issue 13: for many channels, where the points layout's serial loop
+  over channels is slow): a program takes a tile of :data:`CHANNEL_POINTS` points
   by up to :data:`CHANNEL_BLOCK` channels. The taps are computed once per point and
   reused across the block's channels, and each tap is one gather of the whole
   (channels x points) tile: every row reads neighbouring points of one channel plane,
@@ -252,9 +252,8 @@ def _relaxed_atomics_params():
 
     Pallas lowers every atomic add with acquire-release semantics, which orders each
     one against the thread's other memory operations. Summing a gradient needs no
-    ordering, and PyTorch's CUDA kernel uses relaxed ``atomicAdd``; on an H100 the
-    difference is 1.8x in bilinear forward+backward at N = 32, C = 3, 256 x 256
-    (0.51 ms against 0.32 ms) and 2.2x in bicubic. This registers a lowering rule for
+    ordering, and PyTorch's CUDA kernel uses relaxed ``atomicAdd``; the ordered adds
+    make the backward pass markedly slower. This registers a lowering rule for
     a subclass of the Triton compiler parameters that lowers the kernel with the
     relaxed default, for the kernels of this module alone.
     """

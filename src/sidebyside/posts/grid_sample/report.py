@@ -298,8 +298,7 @@ def speed_claim(metrics: Mapping[str, Any]) -> str:
 
 
 #: The largest per-call gap put down to JAX's dispatch: it costs tens of microseconds a
-#: call (about 10 us on a CPU, 33-70 us on an H100), so a gap of more than this is not
-#: dispatch alone.
+#: call, so a gap of more than this is not dispatch alone.
 DISPATCH_MS = 0.2
 
 

@@ -31,7 +31,7 @@ the CPU)
 formulas bit for bit.) float16 and bfloat16 keep the plain expressions, rounded in
 the dtype after every operation as PyTorch's CPU kernels round them. XLA may keep
 half-precision intermediates in float32 inside a fusion ("excess precision", allowed by
-default; an H100 run did so where the CPU did not), which moves a coordinate across a
+default; a GPU may do so where a CPU does not), which moves a coordinate across a
 pixel or reflection boundary now and then. So the coordinate arithmetic of those dtypes
 (:func:`unnormalize`, :func:`reflect`) runs in float32 with an explicit rounding to the
 dtype after each operation (``lax.reduce_precision``, which XLA keeps): every float32
@@ -79,8 +79,7 @@ def first_order_only(fn, path: str, static: tuple[int, ...]):
     ``fn`` is jitted too, so that a program calling the kernel many times with the same
     shapes and static arguments (a model's layers, the benchmark's chain of 32 calls)
     lowers it once: without the inner ``jit`` each call site lowers it again, the Triton
-    kernel included (0.3 s per bicubic forward+backward call when cross-lowered for CUDA
-    on a 2-core CPU), although XLA then compiles the identical kernels only once."""
+    kernel included, although XLA then compiles the identical kernels only once."""
     wrapped = jax.custom_jvp(jax.jit(fn, static_argnums=static), nondiff_argnums=static)
 
     @wrapped.defjvp
