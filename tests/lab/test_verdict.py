@@ -77,3 +77,112 @@ def test_formatting():
 def test_signed_numbers_never_show_minus_zero():
     assert verdict.fmt_signed(1.6) == "+1.6" and verdict.fmt_signed(-0.05) == "-0.05"
     assert verdict.fmt_signed(-0.0) == "0" and verdict.fmt_signed(-0.0001, 1) == "-0.0001"
+
+
+def test_ratio_interval_and_sentence_run_in_one_direction():
+    """The subject's time over the other's, whoever wins and also within noise
+    (the gradient verdict once stored 1.029 and printed 0.972)."""
+    for subject, other in ((_t(1e-3, 1e-5), _t(2e-3, 1e-5)), (_t(2e-3, 1e-5), _t(1e-3, 1e-5)),
+                           (_t(1.00e-3, 0.2e-3), _t(1.03e-3, 0.2e-3))):
+        v = verdict.speed(subject, other, question="q")
+        assert v.ratio == pytest.approx(subject["median_s"] / other["median_s"])
+        assert v.interval[0] <= v.ratio <= v.interval[1]
+        assert f"over JAX's {verdict.fmt_number(v.ratio)}, quartile interval {verdict.fmt_number(v.interval[0])}" \
+            in v.sentence
+        assert v.factor == pytest.approx(max(v.ratio, 1 / v.ratio)) and v.factor >= 1
+        assert v.to_dict()["ratio"] == v.ratio
+
+
+def _framework_pair():
+    return {"torch": verdict.contestant("torch", "eager", "ATen's grid_sampler_2d"),
+            "jax": verdict.contestant("jax", "jit", "jnp gather compiled by XLA")}
+
+
+def test_contestants_and_scale_travel_with_the_verdict():
+    scale = verdict.scale_of(parameters=148_000, input="32×32", batch=16, precision="float32", device="1 CPU core")
+    v = verdict.speed(_t(2e-3), _t(1e-3), question="q", contestants=_framework_pair(), scale=scale)
+    d = v.to_dict()
+    assert d["contestants"]["torch"]["implementation"] == "ATen's grid_sampler_2d"
+    assert d["contestants"]["jax"]["origin_text"] == "ships with JAX"
+    assert d["scale"]["text"] == "148k parameters, input 32×32, batch 16, float32, on 1 CPU core"
+    assert d["kind"] == "framework"
+    # A ladder names its two best rungs, with what an entry says about itself.
+    entries = {"torch/eager": _t(2e-3), "torch/compile": _t(1e-3), "jax/jit": _t(1.5e-3)}
+    lv = verdict.ladder(entries, question="q", scale=scale)
+    assert lv.contestants["torch"]["tool"] == "compile" and lv.contestants["jax"]["tool"] == "jit"
+    assert lv.scale["batch"] == 16
+
+
+def test_a_custom_implementation_never_heads_a_framework_verdict():
+    ours = {"torch": verdict.contestant("torch", "eager", "ATen's grid_sampler_2d"),
+            "jax": verdict.contestant("jax", "jit", "C++ kernel through XLA's FFI", origin="project")}
+    with pytest.raises(ValueError, match="this project's code"):
+        verdict.speed(_t(2e-3), _t(1e-3), question="q", contestants=ours)
+    custom = verdict.speed(_t(2e-3), _t(1e-3), question="q", contestants=ours, kind="custom")
+    assert custom.kind == "custom" and custom.contestants["jax"]["origin_text"] == "written by this project"
+    entries = {"torch/eager": _t(2e-3), "jax/native": {**_t(1e-3), "implementation": "C++ kernel",
+                                                       "origin": "project"}}
+    with pytest.raises(ValueError):
+        verdict.ladder(entries, question="q")
+    framework = verdict.speed(_t(2e-3), _t(1e-3), question="q", contestants=_framework_pair())
+    verdict.check_headline([framework, custom])
+    with pytest.raises(ValueError, match="headline"):
+        verdict.check_headline([custom.to_dict(), framework.to_dict()])
+    with pytest.raises(ValueError):
+        verdict.contestant("jax", "jit", "x", origin="borrowed")
+
+
+def test_a_claim_at_another_scale_is_not_answered_yet():
+    seed = verdict.claim("the seed", "JAX 1.27× faster", verdict.scale_of(
+        parameters=28_000_000, input="256×256", batch=64, device="V100"))
+    toy = verdict.scale_of(parameters=148_000, input="32×32", batch=16, device="1 CPU core")
+    v = verdict.speed(_t(2e-3), _t(1e-3), question="q", scale=toy, against=seed)
+    assert v.claim["answers"] is False and set(v.claim["differs"]) == {"parameters", "input", "batch", "device"}
+    assert "does not answer the seed's claim (JAX 1.27× faster) yet" in v.sentence
+    assert "does not answer" in v.caveat and "V100" in v.caveat
+    same = verdict.speed(_t(2e-3), _t(1e-3), question="q", against=seed, scale=verdict.scale_of(
+        parameters=28_000_000, input="256×256", batch=64, device="V100"))
+    assert same.claim["answers"] is True and "does not answer" not in same.sentence
+    unstated = verdict.seeds([1.0, 1.1], [1.0, 1.2], question="q", against=seed)
+    assert unstated.claim["answers"] is False and "states no scale" in unstated.sentence
+
+
+def test_a_precision_row_that_did_not_take_effect_gets_no_verdict():
+    import numpy as np
+
+    f64 = np.linspace(0, 1, 50)
+    f32 = f64 + 1e-8
+    tf32 = f64 + 1e-4
+    took = verdict.precision_applied(tf32, f32, f64, precision="TF32")
+    assert took["applied"] and took["reason"] is None
+    assert took["error"] == pytest.approx(1e-4) and took["float32_error"] == pytest.approx(1e-8)
+    did_not = verdict.precision_applied(f32, f32, f64, precision="TF32")
+    assert not did_not["applied"] and "equals the float32 result" in did_not["reason"]
+    entries = {"torch/eager": _t(1e-3), "jax/jit": _t(2e-3)}
+    v = verdict.ladder(entries, question="q", applied={"torch": None, "jax": did_not["reason"]})
+    assert v.label == "not applied" and v.winner is None and v.ratio is None
+    assert v.sentence.startswith("not applied: JAX: the TF32 result equals")
+    raced = verdict.ladder(entries, question="q", applied={"torch": None, "jax": None})
+    assert raced.winner == "torch"
+
+
+def test_a_compile_rung_slower_than_eager_is_explained():
+    entries = {"torch/eager": _t(0.719), "torch/compile": {**_t(0.833), "graph_breaks": 1},
+               "jax/jit": _t(0.5)}
+    v = verdict.ladder(entries, question="q")
+    assert "PyTorch's compile is slower than its eager rung (833 ms against 719 ms)" in v.sentence
+    assert "2 graphs (1 graph break" in v.sentence
+    entries["torch/compile"] = {**_t(0.833), "why": "the input copy into the static buffer costs 0.1 s"}
+    assert "the input copy into the static buffer" in verdict.ladder(entries, question="q").sentence
+    entries["torch/compile"] = _t(0.833)
+    assert "no measurement in this run explains it yet" in verdict.ladder(entries, question="q").sentence
+    entries["torch/compile"] = _t(0.6)  # faster than eager: nothing to explain
+    assert "slower than its eager" not in verdict.ladder(entries, question="q").sentence
+
+
+def test_seed_verdicts_need_enough_seeds():
+    few = verdict.seeds([90.0, 90.5, 91.0], [88.0, 88.2, 88.1], question="q", min_seeds=5)
+    assert few.label == "too few seeds" and few.winner is None and "fewer than the 5 seeds" in few.sentence
+    enough = verdict.seeds([90.0, 90.5, 91.0, 90.2, 90.4], [88.0, 88.2, 88.1, 88.3, 88.0], question="q",
+                           min_seeds=5)
+    assert enough.winner == "torch"

@@ -23,6 +23,21 @@ or a dict with ``median_s`` and ``iqr_s`` (optionally ``q1_s``/``q3_s``,
 framework's fastest working tool; :func:`ladder` compares best with best and
 says what the rest of the ladder shows.
 
+Who races, and at what size. Every verdict carries ``contestants`` (per side:
+framework, tool, implementation, and ``origin``: ``"framework"`` when the
+implementation ships with the framework, ``"project"`` when this project wrote
+it; see :func:`contestant`) and ``scale`` (model parameters, input, batch,
+precision, device; see :func:`scale_of`). :func:`frame` attaches them and
+enforces the rules: a verdict of ``kind="framework"`` races only what the
+frameworks ship (a hand-written kernel gets a verdict of ``kind="custom"``),
+and a verdict set against a claim made at another scale (:func:`claim`) says
+it does not answer that claim yet. A precision row that did not take effect on
+both sides (:func:`precision_applied`) gets :func:`not_applied`, no race.
+
+Direction: ``ratio`` and ``interval`` are always the subject's time over the
+other's (below 1: the subject is faster), and so are the figures in the
+sentence; ``factor`` (>= 1) is how many times faster the winner is.
+
 A :class:`Verdict` is returned, never printed: ``verdict.sentence`` for the
 post, ``verdict.to_dict()`` for the results JSON (the site's verdict box and
 scoreboard read it).
@@ -43,11 +58,19 @@ from typing import Any
 __all__ = [
     "FRAMEWORKS",
     "Verdict",
+    "contestant",
+    "scale_of",
+    "claim",
+    "frame",
+    "check_headline",
+    "precision_applied",
+    "not_applied",
     "speed",
     "seeds",
     "best",
     "ladder",
     "ladder_entry",
+    "slower_than_eager",
     "scaled",
     "relative",
     "fmt_ratio",
@@ -61,6 +84,13 @@ __all__ = [
 FRAMEWORKS = {"torch": "PyTorch", "jax": "JAX"}
 
 FASTER, SLOWER, WITHIN = "faster", "slower", "within noise"
+NOT_APPLIED = "not applied"
+
+#: Where an implementation comes from: shipped with its framework, or written here.
+ORIGINS = {"framework": "ships with {framework}", "project": "written by this project"}
+
+#: The scale fields a verdict box shows, in order, and how each reads.
+SCALE_FIELDS = ("parameters", "input", "batch", "precision", "device")
 
 
 @dataclasses.dataclass
@@ -69,7 +99,14 @@ class Verdict:
 
     ``label`` is from the point of view of ``subject`` (the first side):
     "faster"/"slower"/"within noise" for speed, "higher"/"lower"/"within seed
-    noise" for seeds. ``winner`` is the framework key that wins, or None.
+    noise" for seeds, "not applied" for a precision row that did not take
+    effect. ``winner`` is the framework key that wins, or None. ``ratio`` and
+    ``interval``: the subject's time over the other's; ``factor``: the
+    winner's speed-up (>= 1). ``contestants``: side key -> :func:`contestant`;
+    ``scale``: :func:`scale_of`; ``claim``: :func:`claim` plus ``answers``
+    (bool) and ``differs`` (the scale fields that differ); ``kind``:
+    "framework" (what each framework ships) or "custom" (a hand-written
+    implementation's own verdict).
     """
 
     question: str
@@ -85,6 +122,11 @@ class Verdict:
     threshold: float | None = None
     sides: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     caveat: str = ""
+    factor: float | None = None
+    contestants: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    scale: dict[str, Any] = dataclasses.field(default_factory=dict)
+    claim: dict[str, Any] | None = None
+    kind: str = "framework"
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -169,12 +211,16 @@ def _name(framework: str) -> str:
 
 
 def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch", other_name: str = "jax",
-          subject_tool: str = "", other_tool: str = "", caveat: str = "") -> Verdict:
+          subject_tool: str = "", other_tool: str = "", caveat: str = "",
+          contestants: Mapping[str, Mapping[str, Any]] | None = None, scale: Mapping[str, Any] | None = None,
+          against: Mapping[str, Any] | None = None, kind: str = "framework") -> Verdict:
     """Is ``subject`` faster than ``other``?
 
     Both are timings of the same work (Timing, ladder entry dict, or seconds).
-    The ratio is ``other / subject`` when ``subject`` is faster, so it always
-    reads as "the winner is R× faster" (R >= 1).
+    ``ratio`` and ``interval`` are the subject's time over the other's, and
+    the sentence quotes them that way; ``factor`` (>= 1) is the winner's
+    speed-up. ``contestants``, ``scale``, ``against`` and ``kind`` go to
+    :func:`frame`.
     """
     a1, am, a3 = _quartiles(subject)
     b1, bm, b3 = _quartiles(other)
@@ -184,30 +230,183 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
     ratio = am / bm
     who_a = _name(subject_name) + (f" ({subject_tool})" if subject_tool else "")
     who_b = _name(other_name) + (f" ({other_tool})" if other_tool else "")
+    figures = (f"{_name(subject_name)}'s time over {_name(other_name)}'s {fmt_number(ratio)}, quartile interval "
+               f"{fmt_number(lo)}–{fmt_number(hi)}")
     if lo <= 1.0 <= hi:
         label, winner = WITHIN, None
         sentence = (f"{who_a} and {who_b} are within noise of each other: {fmt_seconds(am)} against "
-                    f"{fmt_seconds(bm)}, a ratio of {fmt_number(ratio)} whose quartile interval "
-                    f"({fmt_number(lo)} to {fmt_number(hi)}) holds 1.")
+                    f"{fmt_seconds(bm)} ({figures}, which holds 1).")
         factor = max(ratio, 1 / ratio)
     elif ratio < 1:
         label, winner, factor = FASTER, subject_name, 1 / ratio
         sentence = (f"{who_a} is {fmt_ratio(factor)} faster than {who_b}: {fmt_seconds(am)} against "
-                    f"{fmt_seconds(bm)} (quartile interval of the ratio {fmt_number(1 / hi)}–{fmt_number(1 / lo)}×).")
+                    f"{fmt_seconds(bm)} ({figures}).")
     else:
         label, winner, factor = SLOWER, other_name, ratio
         sentence = (f"{who_b} is {fmt_ratio(factor)} faster than {who_a}: {fmt_seconds(bm)} against "
-                    f"{fmt_seconds(am)} (quartile interval of the ratio {fmt_number(lo)}–{fmt_number(hi)}×).")
+                    f"{fmt_seconds(am)} ({figures}).")
     if caveat:
         sentence += " " + caveat
     sides = {
         subject_name: {"tool": subject_tool, "median_s": am, "q1_s": a1, "q3_s": a3, "iqr_s": a3 - a1},
         other_name: {"tool": other_tool, "median_s": bm, "q1_s": b1, "q3_s": b3, "iqr_s": b3 - b1},
     }
-    return Verdict(question=question, label=label, sentence=sentence,
-                   test="ratio of medians; within noise when q1/q3 .. q3/q1 holds 1",
-                   subject=subject_name, other=other_name, winner=winner, ratio=factor,
-                   interval=(lo, hi), sides=sides, caveat=caveat)
+    v = Verdict(question=question, label=label, sentence=sentence,
+                test="ratio of medians (subject's time over the other's); within noise when the quartile "
+                     "interval q1/q3 .. q3/q1 holds 1",
+                subject=subject_name, other=other_name, winner=winner, ratio=ratio,
+                interval=(lo, hi), sides=sides, caveat=caveat, factor=factor)
+    return frame(v, contestants=contestants, scale=scale, against=against, kind=kind)
+
+
+# ----------------------------------------------------------------------------- contestants and scale
+
+
+def contestant(framework: str, tool: str, implementation: str, *, origin: str = "framework") -> dict[str, Any]:
+    """One side of a race: ``framework`` (a :data:`FRAMEWORKS` key), ``tool``
+    (eager, ``torch.compile``, ``jax.jit``, ...), ``implementation`` (what
+    does the work: "ATen's grid_sampler_2d", "jnp ops compiled by XLA", "C++
+    kernel through XLA's FFI") and ``origin``: "framework" (it ships with the
+    framework) or "project" (this project wrote it)."""
+    if origin not in ORIGINS:
+        raise ValueError(f"origin is one of {sorted(ORIGINS)}, got {origin!r}")
+    return {"framework": framework, "tool": tool, "implementation": implementation, "origin": origin,
+            "origin_text": ORIGINS[origin].format(framework=_name(framework))}
+
+
+def scale_of(*, parameters: int | None = None, input: str | None = None, batch: int | str | None = None,  # noqa: A002
+             precision: str | None = None, device: str | None = None) -> dict[str, Any]:
+    """The size a verdict was measured at: model ``parameters`` (a count, or
+    None for an op), ``input`` (e.g. "32×32 RGB", "8×64×128×128"),
+    ``batch``, ``precision`` ("float32", "TF32", ...) and ``device``.
+    ``text`` is the one line the verdict box shows."""
+    out = {"parameters": parameters, "input": input, "batch": batch, "precision": precision, "device": device}
+    words = []
+    if parameters is not None:
+        words.append(f"{_count(parameters)} parameters")
+    if input is not None:
+        words.append(f"input {input}")
+    if batch is not None:
+        words.append(f"batch {batch}")
+    if precision is not None:
+        words.append(str(precision))
+    if device is not None:
+        words.append(f"on {device}")
+    out["text"] = ", ".join(words)
+    return out
+
+
+def _count(n: int) -> str:
+    """A parameter count as people say it: 148k, 28.3M, 1.2B."""
+    n = float(n)
+    for size, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= size:
+            return f"{fmt_number(n / size)}{suffix}"
+    return fmt_number(n)
+
+
+def claim(source: str, text: str, scale: Mapping[str, Any]) -> dict[str, Any]:
+    """A claim made elsewhere (a seed's write-up, a paper) and the scale it
+    was made at (:func:`scale_of`), for :func:`frame`'s ``against``."""
+    return {"source": source, "text": text, "scale": dict(scale)}
+
+
+def frame(v: Verdict, *, contestants: Mapping[str, Mapping[str, Any]] | None = None,
+          scale: Mapping[str, Any] | None = None, against: Mapping[str, Any] | None = None,
+          kind: str = "framework") -> Verdict:
+    """Attach who raced (``contestants``: side key -> :func:`contestant`), at
+    what size (``scale``: :func:`scale_of`), and the claim it is read against
+    (``against``: :func:`claim`), and return ``v``.
+
+    Rules: a ``kind="framework"`` verdict whose contestant was written by this
+    project raises ValueError (a hand-written implementation gets its own
+    ``kind="custom"`` verdict); when ``against``'s scale differs from
+    ``scale`` in any field both state, the verdict records
+    ``claim["answers"] = False`` and its sentence and caveat say that it
+    does not answer the claim yet.
+    """
+    if kind not in ("framework", "custom"):
+        raise ValueError(f"kind is 'framework' or 'custom', got {kind!r}")
+    v.kind = kind
+    if contestants:
+        v.contestants = {k: dict(c) for k, c in contestants.items()}
+    if kind == "framework":
+        written = [f"{_name(k)}'s {c.get('implementation')}" for k, c in v.contestants.items()
+                   if c.get("origin") == "project"]
+        if written:
+            raise ValueError("a framework verdict races what the frameworks ship; "
+                             f"{', '.join(written)} is this project's code: give it a kind='custom' verdict")
+    if scale:
+        v.scale = dict(scale)
+    if against is not None:
+        theirs = against.get("scale", {})
+        differs = [f for f in SCALE_FIELDS
+                   if theirs.get(f) is not None and v.scale.get(f) is not None and theirs.get(f) != v.scale.get(f)]
+        answers = not differs and bool(v.scale)
+        v.claim = {**dict(against), "answers": answers, "differs": differs}
+        if not answers:
+            theirs_text = scale_of(**{f: theirs.get(f) for f in SCALE_FIELDS})["text"]
+            why = (f"it was made at {theirs_text}, this run is at {v.scale.get('text', 'an unstated scale')}"
+                   if differs else "this run states no scale to compare with")
+            note = (f"This does not answer {against.get('source', 'the claim')}'s claim ({against.get('text', '')}) "
+                    f"yet: {why}.")
+            v.sentence = f"{v.sentence} {note}"
+            v.caveat = f"{v.caveat} {note}".strip()
+    return v
+
+
+def check_headline(verdicts: Sequence[Verdict | Mapping[str, Any]]) -> None:
+    """Raise ValueError unless the first verdict (the box's headline) is a
+    framework verdict: a hand-written kernel never heads a post."""
+    if not verdicts:
+        return
+    first = verdicts[0]
+    kind = first.get("kind", "framework") if isinstance(first, Mapping) else first.kind
+    if kind != "framework":
+        raise ValueError("the headline verdict races what the frameworks ship; a custom verdict cannot head it")
+
+
+# ----------------------------------------------------------------------------- precision that took effect
+
+
+def precision_applied(result: Any, float32_result: Any, float64_result: Any, *, precision: str,
+                      min_change: float = 0.0) -> dict[str, Any]:
+    """Did a reduced-precision setting (TF32, bfloat16) take effect on one side?
+
+    The three results of the same computation: under ``precision``, under
+    float32, and under float64 (the reference). The setting took effect when
+    the result differs from float32's by more than ``min_change`` (relative,
+    max-abs over max-abs of the reference). Returns ``applied`` (bool),
+    ``error`` and ``float32_error`` (relative max-abs error against float64)
+    and ``reason`` (None when applied, else one line why not).
+    """
+    import numpy as np
+
+    r, f32, f64 = (np.asarray(x, dtype=np.float64) for x in (result, float32_result, float64_result))
+    scale_ = float(np.max(np.abs(f64))) or 1.0
+    change = float(np.max(np.abs(r - f32))) / scale_
+    out = {"precision": precision, "error": float(np.max(np.abs(r - f64))) / scale_,
+           "float32_error": float(np.max(np.abs(f32 - f64))) / scale_, "change": change}
+    out["applied"] = change > min_change
+    out["reason"] = None if out["applied"] else (
+        f"the {precision} result equals the float32 result (relative change {fmt_number(change)}), "
+        "so the setting did not reach the computation")
+    return out
+
+
+def not_applied(question: str, reasons: Mapping[str, str | None], *, subject_name: str = "torch",
+                other_name: str = "jax", scale: Mapping[str, Any] | None = None,
+                contestants: Mapping[str, Mapping[str, Any]] | None = None) -> Verdict:
+    """The verdict of a precision row that did not take effect on every side
+    (``reasons``: side key -> why not, or None where it did): no race, the
+    label "not applied" and a sentence "not applied: <reason>"."""
+    why = "; ".join(f"{_name(k)}: {r}" for k, r in reasons.items() if r)
+    if not why:
+        raise ValueError("not_applied() needs a reason on at least one side")
+    v = Verdict(question=question, label=NOT_APPLIED, sentence=f"not applied: {why}. No verdict is drawn.",
+                test="none: the setting did not take effect on both sides", subject=subject_name,
+                other=other_name, winner=None, caveat=f"not applied: {why}")
+    return frame(v, contestants=contestants, scale=scale)
 
 
 # ----------------------------------------------------------------------------- seeds
@@ -215,12 +414,16 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
 
 def seeds(subject: Sequence[float], other: Sequence[float], *, question: str, quantity: str = "test accuracy",
           unit: str = " points", subject_name: str = "torch", other_name: str = "jax",
-          higher_is_better: bool = True, caveat: str = "") -> Verdict:
+          higher_is_better: bool = True, caveat: str = "", min_seeds: int = 1,
+          contestants: Mapping[str, Mapping[str, Any]] | None = None, scale: Mapping[str, Any] | None = None,
+          against: Mapping[str, Any] | None = None) -> Verdict:
     """Do two seed-sets differ by more than seed noise?
 
     The difference of means against two standard errors of the difference
     (Welch). With one seed on a side its spread is unknown: the verdict is
-    then "within seed noise" only for an exact tie, and says so.
+    then "within seed noise" only for an exact tie, and says so. With fewer
+    than ``min_seeds`` seeds on a side no verdict is drawn (label "too few
+    seeds"). ``contestants``, ``scale`` and ``against`` go to :func:`frame`.
     """
     a, b = [float(x) for x in subject], [float(x) for x in other]
     if not a or not b:
@@ -234,7 +437,12 @@ def seeds(subject: Sequence[float], other: Sequence[float], *, question: str, qu
     n = min(len(a), len(b))
     seeds_text = plural(n, "seed") if len(a) == len(b) else f"{len(a)} and {len(b)} seeds"
     sign_diff = fmt_signed(diff)
-    if abs(diff) <= threshold:
+    if n < min_seeds:
+        label, winner = "too few seeds", None
+        sentence = (f"{_name(subject_name)} {fmt_number(ma)} against {_name(other_name)} {fmt_number(mb)}{unit} "
+                    f"({quantity}) over {seeds_text}: fewer than the {min_seeds} seeds a verdict needs, "
+                    "so none is drawn.")
+    elif abs(diff) <= threshold:
         label, winner = "within seed noise", None
         sentence = (f"{_name(subject_name)} and {_name(other_name)} reach the same {quantity} within seed noise: "
                     f"{fmt_number(ma)} against {fmt_number(mb)}{unit} over {seeds_text}, a difference of "
@@ -249,7 +457,7 @@ def seeds(subject: Sequence[float], other: Sequence[float], *, question: str, qu
                     f"{fmt_number(win_mean)}{unit} against {fmt_number(lose_mean)}{unit} for {_name(loser)} over "
                     f"{seeds_text}, a difference of {fmt_signed(win_mean - lose_mean)}{unit}, beyond two standard "
                     f"errors ({fmt_number(threshold)}{unit}).")
-    if n < 2:
+    if n < 2 and n >= min_seeds:
         sentence += " With one seed the spread is unknown; treat this as a single observation."
     if caveat:
         sentence += " " + caveat
@@ -257,10 +465,11 @@ def seeds(subject: Sequence[float], other: Sequence[float], *, question: str, qu
         subject_name: {"mean": ma, "std": math.sqrt(va), "n": len(a)},
         other_name: {"mean": mb, "std": math.sqrt(vb), "n": len(b)},
     }
-    return Verdict(question=question, label=label, sentence=sentence,
-                   test="difference of means against two Welch standard errors",
-                   subject=subject_name, other=other_name, winner=winner, difference=diff,
-                   threshold=threshold, sides=sides, caveat=caveat)
+    v = Verdict(question=question, label=label, sentence=sentence,
+                test="difference of means against two Welch standard errors",
+                subject=subject_name, other=other_name, winner=winner, difference=diff,
+                threshold=threshold, sides=sides, caveat=caveat)
+    return frame(v, contestants=contestants, scale=scale, against=against)
 
 
 # ----------------------------------------------------------------------------- the ladder
@@ -352,15 +561,85 @@ def _against(seconds: float, rival_s: float, rival: str) -> str:
     return relative(seconds, rival_s, f"{_name(rival)}'s best")
 
 
+#: What does the work in a ladder rung, by tool, unless its entry names it (``implementation``).
+IMPLEMENTATIONS = {
+    ("torch", "eager"): "ATen's kernels, one launch per op from Python",
+    ("torch", "device"): "ATen's kernels, one launch per op from Python",
+    ("torch", "dataloader"): "ATen's kernels, batches from a DataLoader",
+    ("torch", "compile"): "kernels Inductor generates",
+    ("torch", "cuda-graph"): "ATen's kernels replayed from a CUDA graph",
+    ("torch", "cuda_graph"): "ATen's kernels replayed from a CUDA graph",
+    ("jax", "jit"): "one program compiled by XLA",
+    ("jax", "jit+scan"): "one XLA program looping over the steps",
+    ("jax", "scan"): "one XLA program looping over the steps",
+    ("jax", "eager"): "jnp ops dispatched one by one",
+    ("numpy", "eager"): "NumPy's LAPACK/BLAS",
+    ("scipy", "eager"): "SciPy's compiled routines",
+}
+
+
+def _contestant_of(name: str, entry: Any) -> dict[str, Any]:
+    framework, tool = _split(name)
+    given = entry if isinstance(entry, Mapping) else {}
+    implementation = given.get("implementation") or IMPLEMENTATIONS.get((framework, tool)) or next(
+        (text for (fw, t), text in IMPLEMENTATIONS.items() if fw == framework and tool.startswith(t)),
+        f"{_name(framework)}'s own ops")
+    return contestant(framework, tool, implementation, origin=given.get("origin") or "framework")
+
+
+def slower_than_eager(entries: Mapping[str, Any], framework: str = "torch") -> list[str]:
+    """One sentence for each compiled rung of ``framework`` (a tool whose
+    name holds "compile") that is slower than its eager rung, with the reason
+    its entry measured: ``why`` (one line), or ``graph_breaks`` (the count
+    ``torch._dynamo.explain`` reported). Without either the sentence says
+    that no measurement in the run explains it."""
+    eager = next((e for n, e in entries.items() if _split(n) in ((framework, "eager"), (framework, "device"))
+                  and _usable(e)), None)
+    if eager is None:
+        return []
+    eager_s = _quartiles(eager)[1]
+    out = []
+    for name, entry in entries.items():
+        fw, tool = _split(name)
+        if fw != framework or "compile" not in tool or not _usable(entry):
+            continue
+        seconds = _quartiles(entry)[1]
+        if seconds <= eager_s:
+            continue
+        given = entry if isinstance(entry, Mapping) else {}
+        if given.get("why"):
+            why = given["why"]
+        elif given.get("graph_breaks") is not None:
+            breaks = int(given["graph_breaks"])
+            why = (f"Dynamo split the step into {plural(breaks + 1, 'graph')} ({plural(breaks, 'graph break')}, "
+                   "counted by torch._dynamo.explain), so Python runs between the compiled pieces and the "
+                   "pieces cannot fuse across the breaks")
+        else:
+            why = "no measurement in this run explains it yet"
+        out.append(f"{_name(framework)}'s {tool} is slower than its eager rung ({fmt_seconds(seconds)} against "
+                   f"{fmt_seconds(eager_s)}): {why}.")
+    return out
+
+
 def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
-           frameworks: Sequence[str] = ("torch", "jax")) -> Verdict:
+           frameworks: Sequence[str] = ("torch", "jax"), scale: Mapping[str, Any] | None = None,
+           against: Mapping[str, Any] | None = None, applied: Mapping[str, str | None] | None = None,
+           kind: str = "framework") -> Verdict:
     """Best against best, then what the ladder shows.
 
     The sentence first compares each framework's fastest working tool (with
     the quartile test of :func:`speed`), then names the slowest working rung
-    of each side against the other's best, and lists every tool that failed.
+    of each side against the other's best, explains each compiled rung slower
+    than eager (:func:`slower_than_eager`), and lists every tool that failed.
+    The contestants are the two best rungs (an entry may name its
+    ``implementation`` and ``origin``; see :func:`contestant`). ``applied``:
+    side key -> None where a precision setting took effect, or the reason it
+    did not; any reason gives :func:`not_applied` instead of a race.
+    ``scale``, ``against`` and ``kind`` go to :func:`frame`.
     """
     a, b = frameworks
+    if applied and any(applied.values()):
+        return not_applied(question, applied, subject_name=a, other_name=b, scale=scale)
     chosen = best(entries, frameworks)
     failed = [f"{_name(_split(n)[0])} {_split(n)[1]} ({e.get('error')})" for n, e in entries.items()
               if isinstance(e, Mapping) and e.get("error")]
@@ -369,10 +648,14 @@ def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
     if chosen[a] is None or chosen[b] is None:
         missing = a if chosen[a] is None else b
         sentence = (f"No {_name(missing)} tool ran, so there is no comparison: " + "; ".join(failed + absent) + ".")
-        return Verdict(question=question, label="no comparison", sentence=sentence, test="none",
-                       subject=a, other=b, winner=None, caveat=caveat)
-    head = speed(entries[f"{a}/{chosen[a]}"], entries[f"{b}/{chosen[b]}"], question=question,
-                 subject_name=a, other_name=b, subject_tool=chosen[a], other_tool=chosen[b])
+        v = Verdict(question=question, label="no comparison", sentence=sentence, test="none",
+                    subject=a, other=b, winner=None, caveat=caveat)
+        return frame(v, scale=scale, against=against, kind=kind)
+    names = {side: f"{side}/{chosen[side]}" for side in (a, b)}
+    head = speed(entries[names[a]], entries[names[b]], question=question,
+                 subject_name=a, other_name=b, subject_tool=chosen[a], other_tool=chosen[b],
+                 contestants={side: _contestant_of(names[side], entries[names[side]]) for side in (a, b)},
+                 scale=scale, kind=kind)
     parts = [f"Best against best: {head.sentence}"]
     for side, rival in ((a, b), (b, a)):
         working = [(_quartiles(e)[1], _split(n)[1]) for n, e in entries.items()
@@ -384,6 +667,8 @@ def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
         rival_s = _quartiles(entries[f"{rival}/{chosen[rival]}"])[1]
         parts.append(f"{_name(side)}'s ladder runs from {slowest} ({_against(slowest_s, rival_s, rival)}) to "
                      f"{fastest} ({_against(fastest_s, rival_s, rival)}).")
+    for side in (a, b):
+        parts.extend(slower_than_eager(entries, side))
     if failed:
         parts.append("Failed, kept as findings: " + "; ".join(failed) + ".")
     if absent:
@@ -392,4 +677,4 @@ def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
         parts.append(caveat)
     head.sentence = " ".join(parts)
     head.caveat = caveat
-    return head
+    return frame(head, against=against, kind=kind)
