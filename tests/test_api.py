@@ -26,13 +26,14 @@ PACKAGE = SRC / "publish"
 
 def test_run_context_round_trips_through_the_environment(tmp_path):
     sent = context.RunContext(slug="grid-sample-parity", profile="gpu", results_dir=tmp_path / "results",
-                              root=tmp_path, commit="0123456789ab", headless=True)
+                              root=tmp_path, commit="0123456789ab", headless=True,
+                              inputs={"notebook": "ab" * 32, "profile": "gpu", "params": {"n": [1, 2]}, "pins": {}})
     env = sent.env()
     assert set(env) == set(context.ENV.values())
     got = context.current(env)
     assert got == context.RunContext(slug="grid-sample-parity", profile="gpu",
                                      results_dir=(tmp_path / "results").resolve(), root=tmp_path.resolve(),
-                                     commit="0123456789ab", headless=True)
+                                     commit="0123456789ab", headless=True, inputs=sent.inputs)
     assert got.results_path_dir() == (tmp_path / "results").resolve()
 
 

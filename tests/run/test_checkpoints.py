@@ -4,6 +4,7 @@ fit, and the sentence that tells the reader which commit measured what."""
 
 from __future__ import annotations
 
+import json
 import sys
 import types
 
@@ -93,15 +94,27 @@ def project(tmp_path, monkeypatch):
     return root
 
 
-def _measured_again(path, commit="bbb"):
+def _declare(monkeypatch, root):
+    """What the publisher hands a run of ``demo`` under the gpu profile: its declared inputs."""
+    import yaml
+
+    params = yaml.safe_load((root / "params" / "gpu.yaml").read_text())["demo"]
+    declared = runkey.declared_inputs(root / "notebooks" / "07_demo.py", "gpu", params, root)
+    monkeypatch.setenv(context.ENV["inputs"], json.dumps(declared))
+
+
+def _measured_again(path, commit="bbb", monkeypatch=None, root=None):
     """Whether a new run (at ``commit``) measures the part again instead of reading it back."""
+    if monkeypatch is not None:
+        _declare(monkeypatch, root)
     calls = []
     Checkpoints(path, stamp={"device": "H100"}, commit=commit)("parity", lambda: calls.append(1) or 1.0)
     return bool(calls)
 
 
-def test_a_part_is_read_back_across_commits_exactly_while_its_inputs_are_unchanged(project, tmp_path):
+def test_a_part_is_read_back_across_commits_exactly_while_its_inputs_are_unchanged(project, tmp_path, monkeypatch):
     path = tmp_path / "parts.json"
+    _declare(monkeypatch, project)
     assert _measured_again(path, commit="aaa")  # the first run
     assert not _measured_again(path, commit="bbb")  # a later commit that changed none of its inputs
     log = Checkpoints(path, stamp={"device": "H100"}, commit="ccc")
@@ -109,19 +122,19 @@ def test_a_part_is_read_back_across_commits_exactly_while_its_inputs_are_unchang
     assert log.log["parity"]["commit"] == "aaa"
     assert "commit `aaa`" in checkpoints.describe_parts(log.log)
     (project / "params" / "gpu.yaml").write_text("demo: {steps: 5}\nother: {steps: 70}\n")  # another notebook's
-    assert not _measured_again(path)
+    assert not _measured_again(path, monkeypatch=monkeypatch, root=project)
     for change in (lambda: (project / "notebooks" / "07_demo.py").write_text("# slug: demo\nx = 22\n" * 2),
                    lambda: (project / "params" / "gpu.yaml").write_text("demo: {steps: 6}\nother: {steps: 70}\n"),
                    lambda: (project / "requirements.txt").write_text("numpy==2.0.10\n"),
                    lambda: (project / "probe_module.py").write_text("A = 100\n"),  # an imported library module
                    lambda: (project / "data.bin").write_bytes(b"\x01" * 17)):  # a data file the run read
         change()
-        assert _measured_again(path), change
-        assert not _measured_again(path)
+        assert _measured_again(path, monkeypatch=monkeypatch, root=project), change
+        assert not _measured_again(path, monkeypatch=monkeypatch, root=project)
 
 
 def test_a_run_without_a_run_context_resumes_only_at_its_own_commit(tmp_path, monkeypatch):
-    monkeypatch.delenv(context.ENV["slug"], raising=False)
+    monkeypatch.delenv(context.ENV["inputs"], raising=False)
     path = tmp_path / "parts.json"
     assert _measured_again(path, commit="aaa")
     assert not _measured_again(path, commit="aaa")

@@ -50,7 +50,7 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
     results_path = results_dir / f"{info.slug}.json"
     results_path.unlink(missing_ok=True)
     run_context = context.RunContext(slug=info.slug, profile=profile, results_dir=results_dir, root=root,
-                                     headless=True)
+                                     headless=True, inputs=runkey.declared_inputs(info.path, profile, params, root))
     env = {
         **run_context.env(),
         "MPLBACKEND": "module://matplotlib_inline.backend_inline",
@@ -87,7 +87,13 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
 
 def complete_record(saved: dict[str, Any], info: NotebookInfo, profile: str, params: dict[str, Any], key: str, root: Path) -> dict[str, Any]:
     """The published results file: what the notebook saved plus run facts,
-    every string without control characters, paths or the host name."""
+    every string without control characters, paths or the host name. A gpu run whose
+    record does not show PyTorch and JAX on the same GPU raises :class:`PublishError`."""
+    if profile == "gpu":
+        try:
+            provenance.check_gpu_profile(saved["provenance"], driver_gpu=True)
+        except provenance.GPUProfileError as exc:
+            raise PublishError(f"{info.slug}: the run's own record refuses the gpu profile: {exc}") from None
     rules = scrub_rules(root)
     return escape.clean(context.results_record(
         slug=info.slug,

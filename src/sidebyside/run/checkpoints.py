@@ -29,7 +29,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -44,41 +43,16 @@ class BudgetSpent(RuntimeError):
     """A run stopped before a part that would not fit in its time budget; what finished is saved."""
 
 
-def _notebook_source(root: Path, slug: str) -> bytes | None:
-    """The jupytext source of the notebook whose header names ``slug`` (None if there is none)."""
-    header = re.compile(rf"^#\s+slug:\s*['\"]?{re.escape(slug)}['\"]?\s*$", re.MULTILINE)
-    for path in sorted((root / "notebooks").glob("*.py")):
-        text = path.read_bytes()
-        if header.search(text.decode("utf-8", errors="replace")):
-            return text
-    return None
-
-
-def _profile_params(root: Path, profile: str, slug: str) -> Any:
-    """The notebook's entry in ``params/<profile>.yaml`` (None where it has none)."""
-    import yaml
-
-    path = root / "params" / f"{profile}.yaml"
-    if not path.is_file():
-        return None
-    return (yaml.safe_load(path.read_text()) or {}).get(slug)
-
-
 def run_inputs(commit: str | None = None) -> dict[str, Any]:
-    """What every part of this run depends on besides its arguments and the notebook's stamp (see
-    the module docstring). ``commit`` counts only where the run context does not name the notebook."""
+    """What every part of this run depends on besides its arguments and the notebook's stamp: the
+    modules and data files read so far, and the inputs the publisher declared in the run context
+    (:func:`sidebyside.run.runkey.declared_inputs`). A run by hand, with no context, counts ``commit``."""
     ctx = context.current()
-    root = runkey.project_root()
-    out: dict[str, Any] = {"recorded": runkey.recorded(root)}
-    source = _notebook_source(root, ctx.slug) if ctx.slug else None
-    if source is None:
+    out: dict[str, Any] = {"recorded": runkey.recorded(runkey.project_root())}
+    if ctx.inputs is None:
         out["commit"] = commit
         return out
-    out["notebook"] = hashlib.sha256(source).hexdigest()
-    out["params"] = _profile_params(root, ctx.profile or "", ctx.slug)
-    out["profile"] = ctx.profile
-    out["pins"] = {p.name: runkey.digest(p) for p in runkey.pins_files(ctx.profile or "", root)}
-    return out
+    return {**out, **ctx.inputs}
 
 
 class Checkpoints:

@@ -18,6 +18,9 @@ root           ``SIDEBYSIDE_ROOT``         the project checkout the run belongs 
 commit         ``SIDEBYSIDE_GIT_SHA``      the commit, when the tree is not a checkout (given
                                            by the user, never guessed)
 headless       ``SIDEBYSIDE_HEADLESS``     "1": no widgets (text progress bars)
+inputs         ``SIDEBYSIDE_INPUTS``       JSON: the inputs the publisher declares for the run
+                                           (notebook digest, profile, parameters, pins:
+                                           :func:`sidebyside.run.runkey.declared_inputs`)
 =============  ==========================  ==========================================
 
 A notebook run by hand has no context: every field is None (``headless``
@@ -32,6 +35,7 @@ Imports nothing but the standard library: the kernel reads it at run time.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -48,6 +52,7 @@ ENV = {
     "root": "SIDEBYSIDE_ROOT",
     "commit": "SIDEBYSIDE_GIT_SHA",
     "headless": "SIDEBYSIDE_HEADLESS",
+    "inputs": "SIDEBYSIDE_INPUTS",
 }
 
 
@@ -66,6 +71,7 @@ class RunContext:
     root: Path | None = None
     commit: str | None = None
     headless: bool = False
+    inputs: dict[str, Any] | None = None
 
     def env(self) -> dict[str, str]:
         """The environment variables that carry this context into a kernel
@@ -75,6 +81,8 @@ class RunContext:
             value = getattr(self, f.name)
             if f.name == "headless":
                 out[ENV["headless"]] = "1" if value else "0"
+            elif f.name == "inputs" and value is not None:
+                out[ENV["inputs"]] = json.dumps(value, sort_keys=True, default=str)
             elif value is not None:
                 out[ENV[f.name]] = str(Path(value).resolve()) if isinstance(value, Path) else str(value)
         return out
@@ -102,6 +110,7 @@ def current(environ: Mapping[str, str] | None = None) -> RunContext:
         root=Path(root) if root else None,
         commit=get("commit"),
         headless=get("headless") == "1",
+        inputs=json.loads(get("inputs")) if get("inputs") else None,
     )
 
 

@@ -16,10 +16,7 @@ file; :func:`key` hashes the notebook, the parameters, the pins and the
 of its inputs changed. A recorded file that this machine does not have (a
 data folder on the GPU box that ran it) counts with its recorded digest.
 
-Records published before ``inputs`` existed have no module list: their key
-is :func:`legacy_key`, the old one (notebook, the whole library, parameters,
-``requirements.txt``), so they are exactly as current as they were; their
-next run records its inputs and from then on only those count.
+A record without a module list is stale: its key cannot be told, so it runs again.
 
 :func:`commit_stamp` is the commit a run came from: ``HEAD`` of the project
 checkout, ``-dirty`` only when one of the run's inputs has uncommitted
@@ -53,8 +50,8 @@ __all__ = [
     "pins_files",
     "read_pins",
     "key",
-    "legacy_key",
     "run_key",
+    "declared_inputs",
     "freshness",
     "input_paths",
     "commit_stamp",
@@ -194,32 +191,18 @@ def key(info_path: Path, profile: str, params: dict[str, Any], inputs: dict[str,
     return sha.hexdigest()
 
 
-def library_files(root: Path) -> list[Path]:
-    """Every file of the library (the legacy key hashed them all)."""
-    lib = root / "src" / PACKAGE
-    return sorted(p for p in lib.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
-
-
-def legacy_key(info_path: Path, profile: str, params: dict[str, Any], root: Path) -> str:
-    """The key of records without ``inputs`` (published before they were
-    recorded): notebook source, the whole library, parameters, ``requirements.txt``."""
-    sha = hashlib.sha256()
-    sha.update(Path(info_path).read_bytes() + b"\0")
-    for path in library_files(root):
-        sha.update(path.relative_to(root).as_posix().encode() + b"\0")
-        sha.update(path.read_bytes() + b"\0")
-    sha.update(json.dumps({"profile": profile, "params": params}, sort_keys=True, default=str).encode())
-    requirements = root / "requirements.txt"
-    if requirements.is_file():
-        sha.update(requirements.read_bytes())
-    return sha.hexdigest()
+def declared_inputs(info_path: Path, profile: str, params: dict[str, Any], root: Path) -> dict[str, Any]:
+    """The inputs a run is given before it starts (the publisher hands them to the notebook through the
+    run context): the notebook source's digest, the profile, its parameters and the pins' digests."""
+    return {"notebook": digest(Path(info_path)), "profile": profile, "params": params,
+            "pins": {p.name: digest(p) for p in pins_files(profile, root)}}
 
 
 def run_key(info_path: Path, profile: str, params: dict[str, Any], inputs: dict | None, root: Path) -> str:
-    """The key for a run's record: from its recorded inputs, or the legacy key without them."""
+    """The key for a run's record, from its recorded inputs (none recorded: a key no run of today matches)."""
     if inputs and inputs.get("modules"):
         return key(info_path, profile, params, inputs, root)
-    return legacy_key(info_path, profile, params, root)
+    return "no-inputs-recorded"
 
 
 def freshness(info_path: Path, record: dict[str, Any], params: dict[str, Any], root: Path) -> tuple[bool, str]:
@@ -227,8 +210,9 @@ def freshness(info_path: Path, record: dict[str, Any], params: dict[str, Any], r
     ``info_path`` with ``params`` (its profile's parameters): ``(current, key)``.
     The one test of staleness, used by ``publish execute``, ``publish list`` and the scoreboard
     (through :func:`sidebyside.publish.cache.freshness`)."""
-    current = run_key(info_path, record.get("profile"), params, record.get("inputs"), root)
-    return current == record.get("source_hash"), current
+    inputs = record.get("inputs")
+    current = run_key(info_path, record.get("profile"), params, inputs, root)
+    return bool(inputs and inputs.get("modules")) and current == record.get("source_hash"), current
 
 
 # --------------------------------------------------------------------------- the commit
