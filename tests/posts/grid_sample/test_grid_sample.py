@@ -810,3 +810,49 @@ def test_bench_child_stderr_is_passed_on_as_it_comes_and_its_tail_kept(capfd):
 def test_bench_cli_help():
     result = subprocess.run([sys.executable, "-m", "sidebyside.posts.bench", "grid_sample", "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "--threads" in result.stdout
+
+
+@pytest.mark.parametrize("value", ["False", "True", 0, 1, 1.0, np.bool_(True), jnp.bool_(False), [False]])
+def test_align_corners_must_be_a_bool_as_in_pytorch(value):
+    x, g = jnp.zeros((1, 1, 4, 4)), jnp.zeros((1, 2, 2, 2))
+    with pytest.raises(TypeError, match="'align_corners' .* must be bool") as ours:
+        grid_sample(x, g, align_corners=value)
+    with pytest.raises(TypeError) as theirs:
+        F.grid_sample(torch.zeros(1, 1, 4, 4), torch.zeros(1, 2, 2, 2), align_corners=value)
+    # The same type is named as PyTorch names it ("str", "int", "numpy.bool", ...).
+    assert str(ours.value).split(" not ")[-1] in str(theirs.value)
+
+
+def test_align_corners_none_reads_as_false_as_in_pytorch():
+    rng = np.random.default_rng(0)
+    x, g = rng.standard_normal((1, 2, 5, 6)).astype(np.float32), rng.uniform(-1, 1, (1, 3, 4, 2)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(grid_sample(x, g, align_corners=None)),
+                                  np.asarray(grid_sample(x, g, align_corners=False)))
+
+
+# Shapes only (jax.ShapeDtypeStruct: no data), each one element past the 32-bit limit somewhere.
+HUGE = [
+    ("input", (1, 1, 2**16, 2**15), (1, 1, 1, 2)),  # one image of 2**31 pixels
+    ("input", (2**16, 2**15, 1, 1), (2**16, 1, 1, 2)),  # small images, many of them
+    ("input", (1, 1, 2**10, 2**11, 2**10), (1, 1, 1, 1, 3)),
+    ("grid", (1, 1, 2, 2), (1, 2**15, 2**15, 2)),
+    ("output", (1, 2**16, 1, 1), (1, 2**8, 2**7, 2)),  # channels x points
+]
+
+
+@pytest.mark.parametrize("implementation", ["auto", "xla", "pallas", "native"])
+@pytest.mark.parametrize("which, x_shape, g_shape", HUGE, ids=[f"{h[0]}-{len(h[1])}d-{i}" for i, h in enumerate(HUGE)])
+def test_sizes_beyond_32_bit_indexing_raise_naming_the_limit(which, x_shape, g_shape, implementation):
+    from sidebyside.posts.grid_sample import INDEX_LIMIT
+
+    x, g = (jax.ShapeDtypeStruct(s, jnp.float32) for s in (x_shape, g_shape))
+    with pytest.raises(ValueError, match=rf"the {which} holds \d+ elements.*fewer than 2\*\*31 = {INDEX_LIMIT}"):
+        grid_sample(x, g, implementation=implementation)
+
+
+def test_sizes_just_under_the_limit_pass_the_check():
+    from sidebyside.posts.grid_sample import check_inputs
+
+    for x_shape, g_shape in [((1, 1, 2**16, 2**15 - 1), (1, 1, 1, 2)), ((1, 2**15, 1, 1), (1, 2**8, 2**8 - 1, 2))]:
+        check_inputs(jax.ShapeDtypeStruct(x_shape, jnp.float32), jax.ShapeDtypeStruct(g_shape, jnp.float32),
+                     "bilinear", "zeros", False)  # raises nothing

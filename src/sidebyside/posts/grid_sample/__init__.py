@@ -77,8 +77,21 @@ __getattr__ = face(__name__, _MODULES)
 IMPLEMENTATIONS = ("auto", "xla", "pallas", "native")
 
 
-def check_inputs(input: Any, grid: Any, mode: str, padding_mode: str) -> None:
-    """Raise ``ValueError`` (with PyTorch's wording) for what PyTorch rejects."""
+#: Every path indexes with 32-bit integers (XLA's gathers, the Pallas kernels, the C++ kernel).
+INDEX_LIMIT = 2**31
+
+
+def check_inputs(input: Any, grid: Any, mode: str, padding_mode: str, align_corners: Any = False) -> None:
+    """Raise what PyTorch raises for what it rejects, with its wording: ``TypeError``
+    for an ``align_corners`` that is not a ``bool`` (or ``None``, which PyTorch reads as
+    ``False``), ``ValueError`` for modes, shapes and dtypes. Also ``ValueError`` where
+    PyTorch would go on but this implementation cannot: an input, grid or output of
+    :data:`INDEX_LIMIT` (2**31) elements or more, beyond the 32-bit indices of every
+    path (xla, pallas, native). Reads shapes and dtypes only (no data)."""
+    if align_corners is not None and type(align_corners) is not bool:
+        kind = type(align_corners)
+        name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+        raise TypeError(f"grid_sampler(): argument 'align_corners' (position 5) must be bool, not {name}")
     if mode not in MODES:
         raise ValueError(
             f"grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: {mode!r}"
@@ -121,6 +134,15 @@ def check_inputs(input: Any, grid: Any, mode: str, padding_mode: str) -> None:
             f"grid_sample(): expected input and grid to have same dtype, but input has {in_dtype} "
             f"and grid has {grid_dtype}"
         )
+    out_shape = (in_shape[0], in_shape[1], *grid_shape[1:-1])
+    for name, shape in (("input", in_shape), ("grid", grid_shape), ("output", out_shape)):
+        if int(np.prod(shape, dtype=object)) >= INDEX_LIMIT:
+            raise ValueError(
+                f"grid_sample(): the {name} holds {int(np.prod(shape, dtype=object))} elements (sizes "
+                f"{list(shape)}); every path here (xla, pallas, native) indexes with 32-bit integers, so input, grid "
+                f"and output must each hold fewer than 2**31 = {INDEX_LIMIT} elements. Split the call along the "
+                "batch or the channels (or the output points) and concatenate the results."
+            )
 
 
 def choose_implementation(input_shape, grid_shape, dtype, implementation: str = "auto") -> str:
@@ -177,7 +199,8 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
     ``input`` (N, C, H, W) or (N, C, D, H, W); ``grid`` (N, H_out, W_out, 2) or
     (N, D_out, H_out, W_out, 3), same floating dtype. Returns (N, C, H_out, W_out) or
     (N, C, D_out, H_out, W_out) in that dtype. Raises ``ValueError`` on shapes, dtypes,
-    modes or paddings PyTorch rejects.
+    modes or paddings PyTorch rejects, ``TypeError`` on a non-bool ``align_corners``, and
+    ``ValueError`` on sizes of 2**31 elements or more (see :func:`check_inputs`).
 
     ``implementation``: ``"xla"`` (gathers, any backend, every transformation),
     ``"pallas"`` (the kernels of :mod:`sidebyside.posts.grid_sample.pallas`: float32 only;
@@ -194,12 +217,12 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
     channels; see :mod:`sidebyside.posts.grid_sample.pallas`). Same results; only the speed
     differs, and only where the Pallas kernels run.
     """
-    check_inputs(input, grid, mode, padding_mode)
+    check_inputs(input, grid, mode, padding_mode, align_corners)
     if pallas_layout not in ("points", "channels"):
         raise ValueError(f"grid_sample(): pallas_layout must be 'points' or 'channels', got {pallas_layout!r}")
     input = jnp.asarray(input)
     grid = jnp.asarray(grid)
-    align_corners = bool(align_corners)
+    align_corners = bool(align_corners)  # a bool, or None (False, as in PyTorch): check_inputs refused the rest
     path = choose_implementation(input.shape, grid.shape, input.dtype, implementation)
     out_shape = _output_shape(input.shape, grid.shape)
     if 0 in out_shape:
