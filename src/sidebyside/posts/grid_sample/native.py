@@ -78,6 +78,10 @@ def _cpu_signature() -> str:
 def _library_path() -> Path:
     import jaxlib
 
+    if not SOURCE.is_file():
+        raise NativeBuildError(f"the native grid_sample kernel's source {SOURCE} is missing from this installation; "
+                               f"reinstall the package (pip install --force-reinstall sidebyside), or use "
+                               f"implementation='xla'")
     runkey.note_input(SOURCE)  # the kernel's C++ source is an input of a run that uses it
     digest = hashlib.sha256()
     for part in (SOURCE.read_bytes(), " ".join(FLAGS).encode(), jaxlib.__version__.encode(),
