@@ -269,6 +269,33 @@ def _epoch_done(bar, history: History) -> None:
 # ---------------------------------------------------------------- PyTorch
 
 
+def _fit(trainer, model, history: History, desc: str, evaluate: Callable[..., float] | None,
+         on_epoch_end: Callable[[int, Any], None] | None, progress: bool | str, *,
+         after_epoch: Callable[[], Any] | None = None, announce: bool = True) -> None:
+    """The epoch loop both trainers share: each epoch timed from its start to its loss as a Python
+    float (which waits for the device), then ``after_epoch`` (the model brought up to date), test
+    accuracy (``evaluate(model, X_test, y_test)``, None: not measured) and ``on_epoch_end(epoch, model)``
+    (also called with 0 before the first epoch unless ``announce`` is False: the caller did)."""
+    arrays = trainer.arrays
+    if on_epoch_end and announce:
+        on_epoch_end(0, model)
+    bar = _bar(progress, trainer.config.num_epochs, desc)
+    for epoch in range(trainer.config.num_epochs):
+        start = time.perf_counter()
+        loss = trainer.run_epoch(epoch)
+        history.epoch_seconds.append(time.perf_counter() - start)
+        history.train_loss.append(loss)
+        if after_epoch is not None:
+            after_epoch()
+        if evaluate is not None:
+            history.test_accuracy.append(evaluate(model, arrays.X_test, arrays.y_test))
+        _epoch_done(bar, history)
+        if on_epoch_end:
+            on_epoch_end(epoch + 1, model)
+    if bar is not None:
+        bar.close()
+
+
 def _torch_device(model) -> Any:
     return next(model.parameters()).device
 
@@ -509,24 +536,9 @@ def train_torch(model, data: Any, config: TrainConfig, *, loop: str = "device",
     import torch
 
     trainer = TorchTrainer(model, data, config, loop=loop, capture=capture, precision=precision)
-    arrays = trainer.arrays
     torch.manual_seed(config.seed)  # nothing random in these models, but dropout-safe
     history = History("torch", loop)
-    if on_epoch_end:
-        on_epoch_end(0, model)
-    bar = _bar(progress, config.num_epochs, f"PyTorch ({loop})")
-    for epoch in range(config.num_epochs):
-        start = time.perf_counter()
-        loss = trainer.run_epoch(epoch)  # float(): synchronises the device
-        history.epoch_seconds.append(time.perf_counter() - start)
-        history.train_loss.append(loss)
-        if evaluate:
-            history.test_accuracy.append(evaluate_torch(model, arrays.X_test, arrays.y_test))
-        _epoch_done(bar, history)
-        if on_epoch_end:
-            on_epoch_end(epoch + 1, model)
-    if bar is not None:
-        bar.close()
+    _fit(trainer, model, history, f"PyTorch ({loop})", evaluate_torch if evaluate else None, on_epoch_end, progress)
     return model, history
 
 
@@ -765,7 +777,6 @@ def train_flax(model, data: Any, config: TrainConfig, *, loop: str = "scan",
     ``History.compile_seconds`` holds the ahead-of-time compilation, which
     ``epoch_seconds`` exclude. ``precision``: see :class:`FlaxTrainer`."""
     trainer = FlaxTrainer(model, data, config, loop=loop, precision=precision)
-    arrays = trainer.arrays
     history = History("flax", loop)
     if on_epoch_end:
         on_epoch_end(0, model)
@@ -774,20 +785,8 @@ def train_flax(model, data: Any, config: TrainConfig, *, loop: str = "scan",
             trainer._compile(0)
         elif config.drop_last:  # "scan" and "device" compile for an epoch's number of steps
             trainer._compile(trainer.steps_per_epoch)
-    bar = _bar(progress, config.num_epochs, f"Flax ({loop})")
-    for epoch in range(config.num_epochs):
-        start = time.perf_counter()
-        loss = trainer.run_epoch(epoch)  # float(): waits for the device
-        history.epoch_seconds.append(time.perf_counter() - start)
-        history.train_loss.append(loss)
-        trainer.sync()
-        if evaluate:
-            history.test_accuracy.append(evaluate_flax(model, arrays.X_test, arrays.y_test))
-        _epoch_done(bar, history)
-        if on_epoch_end:
-            on_epoch_end(epoch + 1, model)
-    if bar is not None:
-        bar.close()
+    _fit(trainer, model, history, f"Flax ({loop})", evaluate_flax if evaluate else None, on_epoch_end, progress,
+         after_epoch=trainer.sync, announce=False)
     history.compile_seconds = trainer.compile_seconds
     return model, history
 
