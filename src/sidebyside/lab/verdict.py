@@ -87,7 +87,11 @@ FASTER, SLOWER, WITHIN = "faster", "slower", "within noise"
 NOT_APPLIED = "not applied"
 
 #: Where an implementation comes from: shipped with its framework, or written here.
-ORIGINS = {"framework": "ships with {framework}", "project": "written by this project"}
+#: "built_with": written here in the framework's own tools only (jnp, Pallas), where the framework
+#: has no built-in; it races as the framework's. "project": code outside the framework (a C++
+#: kernel through XLA's FFI), which never heads a framework verdict.
+ORIGINS = {"framework": "ships with {framework}", "built_with": "written in {framework}, only what it ships",
+           "project": "written by this project"}
 
 #: The scale fields a verdict box shows, in order, and how each reads.
 SCALE_FIELDS = ("parameters", "input", "batch", "precision", "device")
@@ -267,7 +271,9 @@ def contestant(framework: str, tool: str, implementation: str, *, origin: str = 
     (eager, ``torch.compile``, ``jax.jit``, ...), ``implementation`` (what
     does the work: "ATen's grid_sampler_2d", "jnp ops compiled by XLA", "C++
     kernel through XLA's FFI") and ``origin``: "framework" (it ships with the
-    framework) or "project" (this project wrote it)."""
+    framework), "built_with" (written here with the framework's own tools
+    only, e.g. jnp or Pallas, where the framework has no built-in) or
+    "project" (this project's code outside the framework)."""
     if origin not in ORIGINS:
         raise ValueError(f"origin is one of {sorted(ORIGINS)}, got {origin!r}")
     return {"framework": framework, "tool": tool, "implementation": implementation, "origin": origin,
