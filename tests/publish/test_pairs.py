@@ -77,7 +77,11 @@ def fixture_record() -> dict:
         "jax/jit": verdict.ladder_entry({"median_s": 0.61e-3, "iqr_s": 0.02e-3}),
     }
     headline = verdict.ladder(ladder, question="Which trains an MLP step faster on this device?",
-                              caveat="A smoke-sized batch; <b>not</b> a GPU figure.")
+                              caveat="A smoke-sized batch; <b>not</b> a GPU figure.",
+                              scale=verdict.scale_of(parameters=101_770, input="28×28", batch=128,
+                                                     precision="float32", device="Test CPU"),
+                              against=verdict.claim("the seed", "JAX 3× faster", verdict.scale_of(
+                                  parameters=101_770, input="28×28", batch=128, device="V100")))
     accuracy = verdict.seeds([88.1, 88.4, 88.0], [88.2, 88.3, 88.1], question="Which reaches a higher test accuracy?")
     return {
         "slug": SLUG, "notebook": "tests/fixtures/pairs/pairs_fixture.py", "profile": "smoke",

@@ -164,7 +164,11 @@ def test_verdict_box_shows_the_results_figures(reader_site, pages):
     box = pages[FIXTURE, "wide"]["verdict"]
     headline, accuracy = record["metrics"]["verdicts"]
     assert headline["question"] in box and accuracy["question"] in box
-    assert f"JAX {verdict.fmt_ratio(headline['ratio'])} faster" in box  # Liquid's rounding, verdict's figure
+    assert f"JAX {verdict.fmt_ratio(headline['factor'])} faster" in box  # Liquid's rounding, verdict's figure
+    # Who raced and at what size, and that a claim made on a V100 is not answered by a CPU run.
+    for c in headline["contestants"].values():
+        assert c["implementation"] in box and c["origin_text"] in box
+    assert headline["scale"]["text"] in box and "Does not answer the seed's claim (JAX 3× faster) yet" in box
     for side in headline["sides"].values():
         assert verdict.fmt_seconds(side["median_s"]) in box and side["tool"] in box
     # Each table's header names its columns: tools and medians for speed, means and seeds for accuracy.
@@ -184,6 +188,9 @@ def test_scoreboard_has_one_row_per_comparison(reader_site, pages):
     assert len(rows) == expected
     fixture_rows = [r for r in rows if record["metrics"]["verdicts"][0]["question"] in r]
     assert fixture_rows and "JAX" in fixture_rows[0] and record["provenance"]["device"] in fixture_rows[0]
+    headline = record["metrics"]["verdicts"][0]
+    assert headline["scale"]["text"] in fixture_rows[0] and "does not answer the seed's claim yet" in fixture_rows[0]
+    assert all(c["implementation"] in fixture_rows[0] for c in headline["contestants"].values())
     states = json.loads((site / "_data" / "freshness.json").read_text())
     assert FIXTURE not in states and fixture_rows[0].rstrip().endswith("unknown")  # no notebook: no key to compare
     for slug in slugs:

@@ -565,14 +565,19 @@ def test_bench_forward_with_few_copies(monkeypatch):
 
     runs, compare = [], timing.compare
     monkeypatch.setattr(timing, "compare", lambda fns, **kw: runs.append(list(fns)) or compare(fns, **kw))
+    ladders, ladder = [], timing.ladder
+    monkeypatch.setattr(timing, "ladder", lambda c, **kw: ladders.append(list(c)) or ladder(c, **kw))
     rows = bench.bench(bench.configs(("bilinear",), {"tiny": (1, 2, 8, 8)}), repeats=1, min_repeat_s=0.001,
                        naive=True, backward=False, copies=3)
     (row,) = rows.values()
     assert set(rows) == {"bilinear/tiny/forward"} and row["copies"] == 3
-    # JAX and PyTorch per call in a run of their own; the alternatives against PyTorch in a second one,
-    # which gives their ratios; then the chained kernels
-    alternatives = ["torch", "naive"] + (["xla"] if row["implementation"] != "xla" else [])
-    assert [sorted(r) for r in runs] == [["jax", "torch"], sorted(alternatives), ["jax", "torch"]]
+    # JAX and PyTorch per call in a run of their own; the frameworks' ladder (PyTorch eager and compiled, the
+    # pure-JAX paths) in a second one, which gives the alternatives' ratios; then the chained kernels
+    assert [sorted(r) for r in runs] == [["jax", "torch"], ["jax", "torch"]]
+    assert ladders == [["torch/eager", "torch/compile", "jax/xla", "jax/naive"]]
+    assert all(e["median_s"] > 0 for e in row["ladder"].values())
+    assert row["ladder"]["torch/compile"]["implementation"] == "F.grid_sample compiled by Inductor"
+    assert row["ladder"]["jax/xla"]["origin"] == "built_with" and row["xla_ms"] > 0
     assert row["jax_ms"] > 0 and row["torch_ms"] > 0 and row["naive_ms"] > 0 and row["jax_kernel_ms"] > 0
     assert row["kernel_ratio"] == pytest.approx(row["jax_kernel_ms"] / row["torch_kernel_ms"])
     assert row["inputs_bytes"] == 3 * (2 * 8 * 8 * 4 + 8 * 8 * 2 * 4) and not row["inputs_exceed_cache"]
