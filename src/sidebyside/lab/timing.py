@@ -14,6 +14,13 @@ Rules it enforces, so that every published figure is comparable:
 - Each repeat runs the function ``number`` times (chosen automatically so one
   repeat lasts at least ``min_repeat_s``), and the result keeps every
   per-call time: median, quartiles and IQR come from those.
+- The repeats form :data:`REPETITIONS` independent repetitions (blocks spread
+  over the section, each starting the functions in another order); each
+  repetition's median is kept (``repetitions_s``), and a speed verdict's
+  interval covers the spread between them (:func:`sidebyside.lab.verdict.speed`).
+- Every timed section is bracketed by the quiet-machine check
+  (:mod:`sidebyside.lab.quiet`): calibration and load readings before and
+  after, and a run that publishes stops when the machine was busy.
 - Nothing is printed: functions return data for the notebook to show.
 
 One measuring loop does all of this (``_measure``): :func:`time_fn` (one
@@ -51,8 +58,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from sidebyside.lab import quiet
+
 __all__ = ["Timing", "block", "time_fn", "compare", "summarise", "ratio", "same_conditions", "conditions_sentence",
-           "tf32", "warm_start", "NotApplicable", "ladder", "ladder_table"]
+           "tf32", "warm_start", "NotApplicable", "ladder", "ladder_table", "REPETITIONS"]
+
+#: Independent repetitions of every timed section (fewer only when there are fewer repeats).
+REPETITIONS = 3
 
 
 def _is_jax_array(x: Any) -> bool:
@@ -102,7 +114,8 @@ class Timing:
     """Per-call times of one function, in seconds.
 
     ``times_s`` holds one mean per repeat (each repeat ran ``number`` calls);
-    ``first_s`` the very first call (compilation included, if any).
+    ``first_s`` the very first call (compilation included, if any);
+    ``repetitions_s`` the median of each independent repetition (block of repeats).
     """
 
     name: str
@@ -110,6 +123,7 @@ class Timing:
     number: int
     first_s: float
     synchronized: bool = True
+    repetitions_s: list[float] = dataclasses.field(default_factory=list)
 
     @property
     def median_s(self) -> float:
@@ -152,6 +166,7 @@ class Timing:
             "repeats": self.repeats,
             "number": self.number,
             "synchronized": self.synchronized,
+            "repetitions": list(self.repetitions_s),
         }
 
     def __str__(self) -> str:
@@ -221,8 +236,12 @@ def _measure(
 
     Each function is called once alone (timed: ``first_s``, compilation included), warmed up
     ``warmup`` times, and given its ``number`` of calls per repeat (chosen from synchronised
-    calls unless given); then the repeats alternate between the functions (A B C A B C ...).
-    Every clock read follows a synchronised result, except with ``synchronize=False`` (the
+    calls unless given); then the repeats alternate between the functions (A B C A B C ...), in
+    :data:`REPETITIONS` blocks, each starting with the next function (B C A ..., C A B ...), each
+    block's median kept as one repetition. The repeats are one section of the quiet-machine
+    check (:func:`sidebyside.lab.quiet.section`), which raises
+    :class:`~sidebyside.lab.quiet.BusyMachine` after them in a run that publishes on a busy
+    machine. Every clock read follows a synchronised result, except with ``synchronize=False`` (the
     pitfall, shown on purpose), where the queue is drained, outside the clock, before another
     function's repeat and at the end. ``pipelined=True`` waits once per repeat, for its last
     call. With ``keep_errors`` a function that raises (first call, warm-up, or a repeat) is
@@ -248,36 +267,55 @@ def _measure(
                 raise
             errors[name] = error
     times: dict[str, list[float]] = {name: [] for name in running}
+    blocks: dict[str, list[list[float]]] = {name: [] for name in running}
     queued: dict[str, Any] = {}  # unsynchronised results not yet waited for
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for _ in range(repeats):
-            for name, fn in list(running.items()):
-                n = numbers[name]
-                try:
-                    start = time.perf_counter()
-                    for _ in range(n):
-                        result = _call(fn, synchronize and not pipelined)
-                    if pipelined and synchronize:
-                        block(result)  # the repeat ends when its last call is done
-                    times[name].append((time.perf_counter() - start) / n)
-                    if not synchronize:
-                        queued[name] = result
-                        if len(running) > 1:
-                            block(queued.pop(name))  # drain before another function's repeat
-                except Exception as error:
-                    if not keep_errors:
-                        raise
-                    errors[name] = error
-                    del running[name]
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    for result in queued.values():
-        block(result)  # drain what the unsynchronised repeats left queued
-    timings = {name: Timing(name, times[name], numbers[name], first[name], synchronize) for name in running}
+    sizes = _block_sizes(repeats, REPETITIONS)
+    with quiet.section(", ".join(running) or ", ".join(fns)):
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            for block_index, size in enumerate(sizes):
+                order = list(running)
+                shift = block_index % max(len(order), 1)
+                for name in order:
+                    blocks[name].append([])
+                for _ in range(size):
+                    for name in order[shift:] + order[:shift]:  # each repetition starts with another function
+                        if name not in running:
+                            continue
+                        fn, n = running[name], numbers[name]
+                        try:
+                            start = time.perf_counter()
+                            for _ in range(n):
+                                result = _call(fn, synchronize and not pipelined)
+                            if pipelined and synchronize:
+                                block(result)  # the repeat ends when its last call is done
+                            elapsed = (time.perf_counter() - start) / n
+                            times[name].append(elapsed)
+                            blocks[name][-1].append(elapsed)
+                            if not synchronize:
+                                queued[name] = result
+                                if len(running) > 1:
+                                    block(queued.pop(name))  # drain before another function's repeat
+                        except Exception as error:
+                            if not keep_errors:
+                                raise
+                            errors[name] = error
+                            del running[name]
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        for result in queued.values():
+            block(result)  # drain what the unsynchronised repeats left queued
+    timings = {name: Timing(name, times[name], numbers[name], first[name], synchronize,
+                            [statistics.median(b) for b in blocks[name] if b]) for name in running}
     return timings, errors
+
+
+def _block_sizes(repeats: int, repetitions: int) -> list[int]:
+    """``repeats`` split into ``repetitions`` blocks as even as can be (fewer when there are fewer repeats)."""
+    count = max(1, min(repeats, repetitions))
+    return [repeats // count + (1 if i < repeats % count else 0) for i in range(count)]
 
 
 def time_fn(

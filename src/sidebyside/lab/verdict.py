@@ -131,6 +131,7 @@ class Verdict:
     scale: dict[str, Any] = dataclasses.field(default_factory=dict)
     claim: dict[str, Any] | None = None
     kind: str = "framework"
+    repetitions: list[float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -210,6 +211,31 @@ def _quartiles(entry: Any) -> tuple[float, float, float]:
     raise TypeError(f"cannot read a timing from {type(entry).__name__}")
 
 
+def _repetitions(entry: Any) -> list[float]:
+    """Each independent repetition's median (seconds) of a Timing or an entry; [] when not kept."""
+    found = getattr(entry, "repetitions_s", None)
+    if isinstance(entry, Mapping):
+        found = entry.get("repetitions_s", entry.get("repetitions"))
+    return [float(x) for x in found or []]
+
+
+def _between_repetitions(subject: Any, other: Any) -> list[float]:
+    """The subject's time over the other's in each repetition, paired in order (both sides measured in
+    the same interleaved repetitions); [] unless both kept at least two."""
+    a, b = _repetitions(subject), _repetitions(other)
+    if min(len(a), len(b)) < 2 or min(a + b) <= 0:
+        return []
+    return [x / y for x, y in zip(a, b)]
+
+
+def _machine_caveat(caveat: str) -> str:
+    """``caveat`` with the busy-machine sentence of this run (:func:`sidebyside.lab.quiet.caveat`) added once."""
+    from sidebyside.lab import quiet
+
+    busy = quiet.caveat()
+    return caveat if not busy or busy in caveat else f"{caveat} {busy}".strip()
+
+
 def _name(framework: str) -> str:
     return FRAMEWORKS.get(framework, framework)
 
@@ -231,10 +257,15 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
     if min(a1, am, b1, bm) <= 0:
         raise ValueError("timings must be positive")
     lo, hi = a1 / b3, a3 / b1  # interval of subject/other
+    spread = _between_repetitions(subject, other)
+    if spread:  # the interval covers the spread between independent repetitions too
+        lo, hi = min(lo, *spread), max(hi, *spread)
+    caveat = _machine_caveat(caveat)
     ratio = am / bm
     who_a = _name(subject_name) + (f" ({subject_tool})" if subject_tool else "")
     who_b = _name(other_name) + (f" ({other_tool})" if other_tool else "")
-    figures = (f"{_name(subject_name)}'s time over {_name(other_name)}'s {fmt_number(ratio)}, quartile interval "
+    which = f"interval over quartiles and {len(spread)} repetitions" if spread else "quartile interval"
+    figures = (f"{_name(subject_name)}'s time over {_name(other_name)}'s {fmt_number(ratio)}, {which} "
                f"{fmt_number(lo)}–{fmt_number(hi)}")
     if lo <= 1.0 <= hi:
         label, winner = WITHIN, None
@@ -255,11 +286,15 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
         subject_name: {"tool": subject_tool, "median_s": am, "q1_s": a1, "q3_s": a3, "iqr_s": a3 - a1},
         other_name: {"tool": other_tool, "median_s": bm, "q1_s": b1, "q3_s": b3, "iqr_s": b3 - b1},
     }
+    if spread:
+        sides[subject_name]["repetitions_s"] = _repetitions(subject)
+        sides[other_name]["repetitions_s"] = _repetitions(other)
     v = Verdict(question=question, label=label, sentence=sentence,
                 test="ratio of medians (subject's time over the other's); within noise when the quartile "
-                     "interval q1/q3 .. q3/q1 holds 1",
+                     "interval q1/q3 .. q3/q1 holds 1" + (", widened to cover the ratio of every independent "
+                                                          "repetition" if spread else ""),
                 subject=subject_name, other=other_name, winner=winner, ratio=ratio,
-                interval=(lo, hi), sides=sides, caveat=caveat, factor=factor)
+                interval=(lo, hi), sides=sides, caveat=caveat, factor=factor, repetitions=spread or None)
     return frame(v, contestants=contestants, scale=scale, against=against, kind=kind)
 
 
@@ -484,7 +519,8 @@ def seeds(subject: Sequence[float], other: Sequence[float], *, question: str, qu
 def ladder_entry(timing: Any = None, *, error: BaseException | str | None = None,
                  not_applicable: str | None = None) -> dict[str, Any]:
     """One ladder row for the results JSON: ``median_s``, ``iqr_s``,
-    ``q1_s``, ``q3_s``, ``compile_s``, ``first_s``, ``error`` (one line,
+    ``q1_s``, ``q3_s``, ``compile_s``, ``first_s``, ``repetitions_s`` (each
+    independent repetition's median, for a timed row), ``error`` (one line,
     or None) and ``not_applicable`` (why the tool cannot run on this machine,
     e.g. a CUDA-graph rung on a CPU, or None). A failed tool passes
     ``error=`` and no timing; a tool that does not apply, ``not_applicable=``."""
@@ -502,7 +538,8 @@ def ladder_entry(timing: Any = None, *, error: BaseException | str | None = None
         compile_s = timing.get("compile_s", timing.get("compile"))
         first_s = timing.get("first_s", timing.get("first"))
     return {"median_s": median, "iqr_s": q3 - q1, "q1_s": q1, "q3_s": q3, "compile_s": compile_s,
-            "first_s": first_s, "error": None, "not_applicable": None}
+            "first_s": first_s, "repetitions_s": _repetitions(timing) or None, "error": None,
+            "not_applicable": None}
 
 
 def scaled(entries: Mapping[str, Mapping[str, Any]], factor: float) -> dict[str, dict[str, Any]]:
@@ -515,6 +552,8 @@ def scaled(entries: Mapping[str, Mapping[str, Any]], factor: float) -> dict[str,
         for key in ("median_s", "iqr_s", "q1_s", "q3_s"):
             if e.get(key) is not None:
                 e[key] = e[key] * factor
+        if e.get("repetitions_s"):
+            e["repetitions_s"] = [x * factor for x in e["repetitions_s"]]
         out[name] = e
     return out
 
@@ -682,5 +721,5 @@ def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
     if caveat:
         parts.append(caveat)
     head.sentence = " ".join(parts)
-    head.caveat = caveat
+    head.caveat = _machine_caveat(caveat)
     return frame(head, against=against, kind=kind)

@@ -9,7 +9,8 @@ commit; and the results file a notebook run leaves for the publisher.
      "torch_backend", "torch_device", "torch_cuda", "torch_cudnn",
      "jax_backend", "jax_device", "jax_cuda", "jax_cudnn",
      "threads": {...},                 # threads()
-     "differs_from_pins": [...]}       # stack packages not at their pinned version
+     "differs_from_pins": [...],       # stack packages not at their pinned version
+     "machine": {...} | None}          # the quiet-machine check of the timed sections (note_machine)
 
 ``device_kind`` is "gpu" only when PyTorch and JAX compute on the same GPU
 model. :func:`check_gpu_profile` is the one judge of a gpu run: the publisher asks it
@@ -44,7 +45,7 @@ from sidebyside.run import context, runkey
 
 __all__ = ["collect", "cpu_name", "gpu_name", "gpu_present", "devices", "threads", "check_gpu_profile",
            "GPUProfileError", "probe_devices", "differs_from_pins", "git_sha", "matmul_precision", "save_results",
-           "to_jsonable", "table"]
+           "to_jsonable", "table", "note_machine"]
 
 _LIBRARIES = ("torch", "jax", "jaxlib", "flax", "optax")
 
@@ -342,7 +343,19 @@ def collect() -> dict[str, Any]:
     record["matmul_precision"] = matmul_precision()
     record["differs_from_pins"] = differs_from_pins(context.current().profile or ("gpu" if gpu else "cpu"))
     record["git_sha"] = git_sha()
+    record["machine"] = _MACHINE
     return record
+
+
+#: The quiet-machine check's record of this process's timed sections; None before any ran.
+_MACHINE: dict[str, Any] | None = None
+
+
+def note_machine(machine: dict[str, Any] | None) -> None:
+    """Keep ``machine`` as the ``machine`` entry of :func:`collect`: the quiet-machine
+    check (:mod:`sidebyside.lab.quiet`, which calls this after every timed section)."""
+    global _MACHINE
+    _MACHINE = machine
 
 
 def table(record: dict[str, Any] | None = None):

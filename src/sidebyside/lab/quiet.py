@@ -1,0 +1,556 @@
+"""The quiet-machine check: a figure measured while something else used the
+machine is not published as if it were not.
+
+The timing harness (:mod:`sidebyside.lab.timing`) brackets every timed
+section with :func:`section`. Around the section it runs a short, fixed
+calibration workload (:func:`calibrate`: on the CPU a one-thread compute loop
+and a memory copy; on a GPU the process computes on, a device matmul and a
+device copy too) and reads the machine's load (:func:`snapshot`: the load
+average, the CPU time of every core and of every process, from ``/proc``;
+the other processes on the GPU, from ``nvidia-smi`` where there is one).
+
+The rules (:data:`RULES`), judged after every section:
+
+- **drift**: a calibration workload more than 10% slower than the fastest
+  run of the same workload in this run (the run's own quiet baseline);
+- **baseline**: more than 10% slower than the committed quiet baseline of
+  this machine kind (:data:`BASELINES_FILE`, keyed by CPU or GPU model; a
+  machine kind without one is judged by drift alone);
+- **other CPU**: other processes (not this one, not its children) used more
+  than 10% of the machine's CPU time during the timed sections (judged over
+  windows of at least half a second, so that a clock tick is not a finding);
+  time the hypervisor gave to other guests (steal) counts as theirs;
+- **other GPU**: another process of this machine computes on the GPU.
+
+What is refused and what is recorded depends on the run context
+(:mod:`sidebyside.run.context`): under the cpu and gpu profiles a busy
+section raises :class:`BusyMachine` (the run stops, naming what was busy and
+by how much), unless ``allow_busy`` is set (``make execute ALLOW_BUSY=1``);
+then every speed verdict carries :func:`caveat`. The smoke profile, and a
+notebook run by hand, record and never refuse. The record of the whole run
+(:func:`record`) is the ``machine`` entry of the run's provenance
+(:func:`sidebyside.run.provenance.collect`).
+
+Inputs: the names of the section being timed. Outputs: the record, the
+caveat, or :class:`BusyMachine`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from sidebyside.run import context, provenance
+
+__all__ = ["RULES", "BASELINES_FILE", "BusyMachine", "Monitor", "monitor", "section", "calibrate", "snapshot",
+           "cpu_between", "calibration_findings", "cpu_findings", "gpu_findings", "gpu_processes", "caveat",
+           "record", "machine_kind", "load_baseline", "save_baseline"]
+
+#: The thresholds of the check (fractions).
+RULES = {"drift": 0.10, "baseline": 0.10, "other_cpu_share": 0.10, "cpu_window_s": 0.5}
+
+#: Committed quiet baselines, ``{machine kind: {workload: seconds}}`` (``python -m sidebyside.lab.quiet --save``
+#: on a quiet machine of that kind writes one).
+BASELINES_FILE = Path(__file__).with_name("quiet_baselines.json")
+
+#: What each calibration workload is, in prose.
+WORKLOADS = {"compute_s": "the one-thread compute loop", "copy_s": "the memory copy",
+             "gpu_matmul_s": "the GPU matmul", "gpu_copy_s": "the GPU copy"}
+
+_PUBLISHING = ("cpu", "gpu")
+_COPY_BYTES = 32 * 2**20
+
+
+class BusyMachine(RuntimeError):
+    """The machine was busy during a timed section of a run that publishes.
+    ``reasons``: one sentence per finding, each with its figure."""
+
+    def __init__(self, message: str, reasons: list[str]):
+        super().__init__(message)
+        self.reasons = reasons
+
+
+# ----------------------------------------------------------------------------- calibration
+
+_buffers: dict[str, Any] = {}
+
+
+def _compute_loop() -> int:
+    x = 0
+    for i in range(60_000):
+        x = (x * 31 + i) & 0xFFFF
+    return x
+
+
+def _copy() -> None:
+    import numpy as np
+
+    if "src" not in _buffers:
+        _buffers["src"] = np.ones(_COPY_BYTES // 8)
+        _buffers["dst"] = np.empty_like(_buffers["src"])
+        np.copyto(_buffers["dst"], _buffers["src"])  # pages touched before any clock
+    np.copyto(_buffers["dst"], _buffers["src"])
+
+
+def _gpu_framework() -> str | None:
+    """The framework this process computes with on a GPU, if any (never starts one)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch, "cuda", None) is not None:
+        try:
+            if torch.cuda.is_initialized():
+                return "torch"
+        except Exception:  # noqa: BLE001  (a broken CUDA build: no GPU calibration)
+            pass
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    if bridge is not None and any(name in (getattr(bridge, "_backends", None) or {}) for name in ("cuda", "gpu")):
+        return "jax"
+    return None
+
+
+def _gpu_workloads(framework: str) -> dict[str, Callable[[], None]]:
+    if framework == "torch":
+        import torch
+
+        a = torch.ones(1024, 1024, device="cuda")
+        src = torch.ones(_COPY_BYTES // 4, device="cuda")
+        dst = torch.empty_like(src)
+
+        def matmul():
+            torch.mm(a, a)
+            torch.cuda.synchronize()
+
+        def copy():
+            dst.copy_(src)
+            torch.cuda.synchronize()
+
+        return {"gpu_matmul_s": matmul, "gpu_copy_s": copy}
+    import jax
+    import jax.numpy as jnp
+
+    device = next(d for d in jax.devices() if d.platform == "gpu")
+    a = jax.device_put(jnp.ones((1024, 1024), jnp.float32), device)
+    src = jax.device_put(jnp.ones(_COPY_BYTES // 4, jnp.float32), device)
+    mm, cp = jax.jit(lambda m: m @ m), jax.jit(lambda v: v + 0)
+    return {"gpu_matmul_s": lambda: mm(a).block_until_ready(), "gpu_copy_s": lambda: cp(src).block_until_ready()}
+
+
+def calibrate(runs: int = 5, *, gpu: str | None = None,
+              clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
+    """Seconds of each calibration workload, the median of ``runs`` runs:
+    ``compute_s`` and ``copy_s`` always, ``gpu_matmul_s`` and ``gpu_copy_s``
+    when ``gpu`` names the framework the process computes on a GPU with."""
+    workloads: dict[str, Callable[[], Any]] = {"compute_s": _compute_loop, "copy_s": _copy}
+    if gpu:
+        workloads.update(_gpu_workloads(gpu))
+    out = {}
+    for name, work in workloads.items():
+        work()  # warm: caches, first-call costs
+        times = []
+        for _ in range(max(1, runs)):
+            start = clock()
+            work()
+            times.append(clock() - start)
+        out[name] = statistics.median(times)
+    return out
+
+
+# ----------------------------------------------------------------------------- load readings
+
+
+def _ticks() -> float:
+    try:
+        return float(os.sysconf("SC_CLK_TCK"))
+    except (ValueError, OSError, AttributeError):
+        return 100.0
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
+def _pid_stat(text: str) -> tuple[str, int, int] | None:
+    """(name, parent pid, utime+stime ticks) from a /proc/<pid>/stat line."""
+    head, _, rest = text.rpartition(")")
+    fields = rest.split()
+    if not head or len(fields) < 13:
+        return None
+    return head.partition("(")[2], int(fields[1]), int(fields[11]) + int(fields[12])
+
+
+def snapshot(proc: Path = Path("/proc"), clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+    """The machine's load now: ``{"t", "cpus", "busy_ticks", "load1", "processes": {pid: (name, ppid, ticks)}}``
+    (``busy_ticks``: CPU time of all cores not idle, steal included). Empty readings where ``/proc`` is absent."""
+    out: dict[str, Any] = {"t": clock(), "cpus": 0, "busy_ticks": None, "load1": None, "processes": {}}
+    stat = _read(proc / "stat")
+    if stat:
+        for line in stat.splitlines():
+            parts = line.split()
+            if parts and parts[0] == "cpu":
+                values = [int(v) for v in parts[1:]]
+                # user nice system idle iowait irq softirq steal (guest is inside user)
+                out["busy_ticks"] = sum(values[:8]) - values[3] - values[4]
+            elif parts and parts[0].startswith("cpu"):
+                out["cpus"] += 1
+    load = _read(proc / "loadavg")
+    if load:
+        out["load1"] = float(load.split()[0])
+    try:
+        pids = [p for p in os.listdir(proc) if p.isdigit()]
+    except OSError:
+        pids = []
+    for pid in pids:
+        text = _read(proc / pid / "stat")
+        parsed = _pid_stat(text) if text else None
+        if parsed:
+            out["processes"][int(pid)] = parsed
+    return out
+
+
+def _descendants(own: int, processes: Mapping[int, tuple[str, int, int]]) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (_, ppid, _) in processes.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = {own}, [own]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def cpu_between(start: Mapping[str, Any], end: Mapping[str, Any], *, own: int | None = None,
+                ticks_per_s: float | None = None, top: int = 5) -> dict[str, Any]:
+    """What other processes took of the machine's CPU between two :func:`snapshot`\\ s:
+    ``{"wall_s", "cpus", "other_cpu_s", "other_cpu_share", "others": [{"pid", "name", "cpu_s"}], "load_average"}``.
+    "Other" is every core's busy time less this process's and its children's; ``others`` names
+    the ``top`` visible processes that used the most (time of processes that ended, of other
+    containers and of other guests is in the total but has no name)."""
+    own = os.getpid() if own is None else own
+    hz = ticks_per_s or _ticks()
+    wall = max(end["t"] - start["t"], 0.0)
+    cpus = end.get("cpus") or start.get("cpus") or 0
+    mine = _descendants(own, end["processes"]) | _descendants(own, start["processes"])
+    before = start["processes"]
+    used: dict[int, tuple[str, float]] = {}
+    for pid, (name, _, ticks) in end["processes"].items():
+        if pid in before and before[pid][0] == name:
+            used[pid] = (name, (ticks - before[pid][2]) / hz)
+    own_s = sum(seconds for pid, (_, seconds) in used.items() if pid in mine)
+    if start.get("busy_ticks") is None or end.get("busy_ticks") is None:
+        other_s = sum(seconds for pid, (_, seconds) in used.items() if pid not in mine)
+    else:
+        other_s = max((end["busy_ticks"] - start["busy_ticks"]) / hz - own_s, 0.0)
+    others = sorted(((seconds, pid, name) for pid, (name, seconds) in used.items()
+                     if pid not in mine and seconds > 0), reverse=True)[:top]
+    return {"wall_s": wall, "cpus": cpus, "other_cpu_s": other_s,
+            "other_cpu_share": other_s / (wall * cpus) if wall > 0 and cpus else 0.0,
+            "others": [{"pid": pid, "name": name, "cpu_s": seconds} for seconds, pid, name in others],
+            "load_average": [start.get("load1"), end.get("load1")]}
+
+
+def gpu_processes(run: Callable[..., Any] = subprocess.run) -> list[dict[str, Any]] | None:
+    """The processes computing on the GPU (``pid``, ``name``, ``memory_mib``) as ``nvidia-smi``
+    lists them; None where there is no ``nvidia-smi`` or it does not answer."""
+    if run is subprocess.run and shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        listing = run(["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory",
+                       "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if listing.returncode != 0:
+        return None
+    out = []
+    for line in listing.stdout.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) >= 3 and parts[0].isdigit():
+            memory = parts[2]
+            out.append({"pid": int(parts[0]), "name": parts[1],
+                        "memory_mib": float(memory) if memory.replace(".", "", 1).isdigit() else None})
+    return out
+
+
+# ----------------------------------------------------------------------------- rules
+
+
+def _pct(fraction: float) -> str:
+    return f"{fraction * 100:.0f}%"
+
+
+def calibration_findings(calibration: Mapping[str, float], fastest: Mapping[str, float],
+                         baseline: Mapping[str, float] | None = None, *, rules: Mapping[str, float] = RULES,
+                         kind: str = "this machine kind") -> list[str]:
+    """A sentence for each calibration workload that ran more than ``rules["drift"]`` slower
+    than ``fastest`` (the run's own quiet baseline), or more than ``rules["baseline"]`` slower
+    than ``baseline`` (the committed one of ``kind``); empty when none did."""
+    out = []
+    for name, seconds in calibration.items():
+        what = WORKLOADS.get(name, name)
+        best = fastest.get(name)
+        if best and seconds > best * (1 + rules["drift"]):
+            out.append(f"{what} ran {_pct(seconds / best - 1)} slower than its fastest in this run "
+                       f"(limit {_pct(rules['drift'])})")
+        quiet = (baseline or {}).get(name)
+        if quiet and seconds > quiet * (1 + rules["baseline"]):
+            out.append(f"{what} ran {_pct(seconds / quiet - 1)} slower than the quiet baseline of {kind} "
+                       f"(limit {_pct(rules['baseline'])})")
+    return out
+
+
+def cpu_findings(reading: Mapping[str, Any], *, rules: Mapping[str, float] = RULES) -> list[str]:
+    """A sentence when other processes took more than ``rules["other_cpu_share"]`` of the
+    machine's CPU during ``reading`` (:func:`cpu_between`), naming the busiest; else empty."""
+    share = reading.get("other_cpu_share") or 0.0
+    if share <= rules["other_cpu_share"]:
+        return []
+    cpus = reading.get("cpus") or 0
+    named = "; ".join(f"{p['name']} (pid {p['pid']}) {p['cpu_s']:.2f} s" for p in reading.get("others", []))
+    return [f"other processes used {_pct(share)} of the machine's {cpus} CPU{'s' if cpus != 1 else ''} "
+            f"({reading.get('other_cpu_s', 0.0):.2f} CPU-s in {reading.get('wall_s', 0.0):.2f} s; limit "
+            f"{_pct(rules['other_cpu_share'])})" + (f": {named}" if named else "")]
+
+
+def gpu_findings(listed: list[dict[str, Any]] | None, mine: set[int], visible: set[int]) -> list[str]:
+    """A sentence naming the other processes on the GPU: those ``nvidia-smi`` lists that are
+    not in ``mine`` and that this machine's ``/proc`` shows (``visible``: a pid from another
+    container's namespace cannot be told from this process's own)."""
+    others = [p for p in listed or [] if p["pid"] not in mine and p["pid"] in visible]
+    if not others:
+        return []
+    return ["other processes computed on the GPU: " + "; ".join(
+        f"{p['name']} (pid {p['pid']}, {p['memory_mib']:.0f} MiB)" if p.get("memory_mib") is not None
+        else f"{p['name']} (pid {p['pid']})" for p in others)]
+
+
+# ----------------------------------------------------------------------------- the baseline of a machine kind
+
+
+def machine_kind(gpu: str | None = None) -> str:
+    """The key of a committed baseline: the GPU model where the process computes on one
+    (``gpu``: its name), else the CPU model and the cores this process may use."""
+    return gpu or provenance.cpu_name()
+
+
+def load_baseline(kind: str, path: Path = BASELINES_FILE) -> dict[str, float] | None:
+    """The committed quiet baseline of ``kind``, or None."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    entry = data.get(kind) if isinstance(data, dict) else None
+    return {k: float(v) for k, v in entry.items() if isinstance(v, (int, float))} if isinstance(entry, dict) else None
+
+
+def save_baseline(kind: str, calibration: Mapping[str, float], path: Path = BASELINES_FILE) -> None:
+    """Write ``calibration`` as the quiet baseline of ``kind`` (the others kept)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {}
+    data[kind] = {k: float(v) for k, v in calibration.items()}
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+# ----------------------------------------------------------------------------- the monitor of a run
+
+
+class Monitor:
+    """The check of one run: brackets sections (:meth:`section`), keeps the readings,
+    judges them by :data:`RULES`, and refuses when ``refuse`` is set.
+
+    ``calibrate``, ``snapshot``, ``cpu_between`` and ``gpu`` are injectable (tests give
+    synthetic machines); ``baseline`` is the committed quiet baseline, None for none.
+    """
+
+    def __init__(self, *, refuse: bool, allowed: bool = False, baseline: Mapping[str, float] | None = None,
+                 kind: str = "this machine kind", runs: int = 5, rules: Mapping[str, float] = RULES,
+                 calibrate: Callable[..., dict[str, float]] | None = None,
+                 snapshot: Callable[[], dict[str, Any]] = snapshot,
+                 cpu_between: Callable[..., dict[str, Any]] = cpu_between,
+                 gpu: Callable[[], str | None] = _gpu_framework,
+                 gpu_processes: Callable[[], list[dict[str, Any]] | None] = gpu_processes):
+        self.refuse, self.allowed, self.baseline, self.kind, self.runs, self.rules = (
+            refuse, allowed, dict(baseline) if baseline else None, kind, runs, dict(rules))
+        self._calibrate = calibrate or (lambda gpu=None: globals()["calibrate"](self.runs, gpu=gpu))
+        self._snapshot, self._cpu_between, self._gpu, self._gpu_processes = (snapshot, cpu_between, gpu,
+                                                                            gpu_processes)
+        self.fastest: dict[str, float] = {}
+        self.calibrations: list[dict[str, float]] = []
+        self.sections: list[dict[str, Any]] = []
+        self.findings: list[str] = []
+        self.worst = {"calibration_slowdown": 0.0, "other_cpu_share": 0.0}
+        self._window = {"wall_s": 0.0, "other_cpu_s": 0.0, "cpus": 0, "others": {}, "sections": []}
+
+    def _calibrate_now(self, gpu: str | None) -> tuple[dict[str, float], list[str]]:
+        calibration = self._calibrate(gpu=gpu)
+        found = calibration_findings(calibration, self.fastest, self.baseline, rules=self.rules, kind=self.kind)
+        for name, seconds in calibration.items():
+            references = [r for r in (self.fastest.get(name), (self.baseline or {}).get(name)) if r]
+            if references:
+                self.worst["calibration_slowdown"] = max(self.worst["calibration_slowdown"],
+                                                         seconds / min(references) - 1)
+            slowest = max((c[name] for c in self.calibrations if name in c), default=seconds)
+            if seconds < self.fastest.get(name, seconds) and slowest > seconds * (1 + self.rules["drift"]):
+                # Faster now than before: the earlier sections ran on a busier machine.
+                self.worst["calibration_slowdown"] = max(self.worst["calibration_slowdown"], slowest / seconds - 1)
+                found.append(f"{WORKLOADS.get(name, name)} ran {_pct(slowest / seconds - 1)} slower earlier in "
+                             f"this run than now (limit {_pct(self.rules['drift'])})")
+            self.fastest[name] = min(seconds, self.fastest.get(name, seconds))
+        self.calibrations.append(dict(calibration))
+        return calibration, found
+
+    def _judge_cpu(self, name: str, reading: Mapping[str, Any]) -> list[str]:
+        window = self._window
+        window["wall_s"] += reading["wall_s"]
+        window["other_cpu_s"] += reading["other_cpu_s"]
+        window["cpus"] = reading["cpus"] or window["cpus"]
+        window["sections"].append(name)
+        for p in reading["others"]:
+            seen = window["others"].setdefault(p["pid"], {**p, "cpu_s": 0.0})
+            seen["cpu_s"] += p["cpu_s"]
+        if window["wall_s"] < self.rules["cpu_window_s"]:
+            return []
+        share = window["other_cpu_s"] / (window["wall_s"] * window["cpus"]) if window["cpus"] else 0.0
+        self.worst["other_cpu_share"] = max(self.worst["other_cpu_share"], share)
+        merged = {"wall_s": window["wall_s"], "cpus": window["cpus"], "other_cpu_s": window["other_cpu_s"],
+                  "other_cpu_share": share,
+                  "others": sorted(window["others"].values(), key=lambda p: -p["cpu_s"])[:5]}
+        self._window = {"wall_s": 0.0, "other_cpu_s": 0.0, "cpus": 0, "others": {}, "sections": []}
+        return cpu_findings(merged, rules=self.rules)
+
+    @contextlib.contextmanager
+    def section(self, name: str) -> Iterator[None]:
+        """Bracket one timed section: calibration and load reading before and after, then
+        the judgement; raises :class:`BusyMachine` after the section when it finds the
+        machine busy and refuses."""
+        gpu = self._gpu()
+        before, found = self._calibrate_now(gpu)
+        gpus_before = self._gpu_processes() if gpu else None
+        start = self._snapshot()
+        yield
+        end = self._snapshot()
+        after, found_after = self._calibrate_now(gpu)
+        found += found_after
+        reading = self._cpu_between(start, end)
+        found += self._judge_cpu(name, reading)
+        if gpu:
+            mine = _descendants(os.getpid(), end["processes"])
+            found += gpu_findings((gpus_before or []) + (self._gpu_processes() or []), mine, set(end["processes"]))
+        found = list(dict.fromkeys(found))
+        self.sections.append({
+            "section": name[:120], "wall_s": reading["wall_s"],
+            "calibration": {"before": before, "after": after},
+            "other_cpu_share": reading["other_cpu_share"], "load_average": reading["load_average"],
+            **({"others": reading["others"]} if reading["others"] else {}),
+            **({"busy": found} if found else {}),
+        })
+        self.findings.extend(f for f in found if f not in self.findings)
+        provenance.note_machine(self.record())
+        if found and self.refuse and not self.allowed:
+            raise BusyMachine(
+                f"the machine was busy during the timed section '{name[:120]}', so this run does not publish: "
+                + "; ".join(found) + ". Stop what else is running (or wait until it ends) and run again; to "
+                "publish anyway, with every speed verdict saying the machine was busy: make execute ... "
+                "ALLOW_BUSY=1", found)
+
+    def busy(self) -> bool:
+        return bool(self.findings)
+
+    def caveat(self) -> str:
+        """The sentence every speed verdict of a busy run carries; "" when the run was quiet
+        or is not judged (smoke, by hand)."""
+        if not self.findings or not self.refuse:
+            return ""
+        parts = []
+        if self.worst["other_cpu_share"] > self.rules["other_cpu_share"]:
+            parts.append(f"other processes used up to {_pct(self.worst['other_cpu_share'])} of its CPU time")
+        if self.worst["calibration_slowdown"] > min(self.rules["drift"], self.rules["baseline"]):
+            parts.append(f"a fixed calibration workload ran up to {_pct(self.worst['calibration_slowdown'])} slower "
+                         "than on the quiet machine")
+        if any("GPU:" in f for f in self.findings):
+            parts.append("other processes computed on the GPU")
+        return ("Measured on a busy machine (published with ALLOW_BUSY): " + "; ".join(parts or self.findings[:1])
+                + ", so these figures may not reproduce.")
+
+    def record(self) -> dict[str, Any]:
+        """The ``machine`` entry of the provenance: status, rules, baselines, the worst
+        figures, every finding, and each section's reading."""
+        status = "quiet" if not self.findings else ("busy, published anyway (ALLOW_BUSY)" if self.allowed and
+                                                     self.refuse else "busy" if self.refuse else
+                                                     "busy (not judged: this run does not publish)")
+        return {"status": status, "judged": self.refuse, "allow_busy": self.allowed, "rules": self.rules,
+                "kind": self.kind, "committed_baseline": self.baseline, "fastest_calibration": self.fastest,
+                "worst": self.worst, "findings": list(self.findings), "caveat": self.caveat(),
+                "sections": self.sections}
+
+
+_MONITOR: Monitor | None = None
+
+
+def monitor() -> Monitor:
+    """This process's monitor, made on first use from the run context: it refuses under the
+    cpu and gpu profiles unless ``allow_busy``; smoke and runs by hand only record."""
+    global _MONITOR
+    if _MONITOR is None:
+        run = context.current()
+        judged = run.profile in _PUBLISHING
+        kind = machine_kind()
+        _MONITOR = Monitor(refuse=judged, allowed=bool(getattr(run, "allow_busy", False)),
+                           baseline=load_baseline(kind), kind=kind, runs=5 if judged else 1)
+    return _MONITOR
+
+
+def section(name: str) -> contextlib.AbstractContextManager[None]:
+    """Bracket a timed section with this process's :func:`monitor`."""
+    return monitor().section(name)
+
+
+def caveat() -> str:
+    """The busy-machine caveat of this run so far ("" when quiet or not judged)."""
+    return _MONITOR.caveat() if _MONITOR is not None else ""
+
+
+def record() -> dict[str, Any] | None:
+    """The ``machine`` record of this run so far; None before any timed section."""
+    return _MONITOR.record() if _MONITOR is not None else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m sidebyside.lab.quiet",
+                                     description="Measure this machine's calibration workloads (CPU).")
+    parser.add_argument("--save", action="store_true",
+                        help=f"record them as the quiet baseline of this machine kind in {BASELINES_FILE.name} "
+                             "(only on a quiet machine: nothing else running)")
+    args = parser.parse_args(argv)
+    start = snapshot()
+    calibration = calibrate(9)
+    reading = cpu_between(start, snapshot())
+    kind = machine_kind()
+    print(json.dumps({"kind": kind, "calibration": calibration, "other_cpu_share": reading["other_cpu_share"]}))
+    if args.save:
+        found = cpu_findings(reading)
+        if found:
+            print(f"not saved: {found[0]}", file=sys.stderr)
+            return 1
+        save_baseline(kind, calibration)
+        print(f"saved as the quiet baseline of {kind} in {BASELINES_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
