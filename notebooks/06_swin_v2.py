@@ -403,7 +403,9 @@ Markdown(report.first_epoch_claim(first_steps))
 metrics = report.summarise(
     parity_runs=parity_runs, accuracy=accuracy, speed=speed, model_config=model_config, speed_config=speed_config,
     num_train=len(X_train), num_test=len(X_test), num_epochs=num_epochs, allow_tf32=allow_tf32,
-    timm_version=timm.__version__, conditions=conditions, device=prov["device"], on_gpu=on_gpu, parts=parts.log)
+    timm_version=timm.__version__, conditions=conditions, device=prov["device"], on_gpu=on_gpu, parts=parts.log,
+    batch_size=batch_size, parameters={name: sum(p.numel() for p in swin.torch_model(c).parameters())
+                                       for name, c in (("model", model_config), ("speed_model", speed_config))})
 Markdown(report.conclusion(metrics) + "\n\n" + checkpoints.describe_parts(parts.log))
 
 # %% tags=["remove_cell"]

@@ -63,13 +63,18 @@ PARITY = {"max_abs_logit_err": 3e-7, "max_rel_grad_err": 5e-5, "worst_grad": "he
           "logit_scale": 2.5, "tensors_compared": 40}
 
 
-def record(*, torch_acc=(0.80, 0.81, 0.82), jax_acc=(0.805, 0.81, 0.815), on_gpu=True, parity=PARITY, **speeds):
-    accuracy = swin_v2.accuracy_record({"torch": histories("torch", torch_acc), "jax": histories("jax", jax_acc)},
-                                       seeds=list(range(len(torch_acc))))
+def record(*, torch_acc=(0.80, 0.81, 0.82, 0.805, 0.815), jax_acc=(0.805, 0.81, 0.815, 0.8, 0.82), on_gpu=True,
+           parity=PARITY, batch_size=64, epoch_seconds=None, **speeds):
+    runs = {"torch": histories("torch", torch_acc), "jax": histories("jax", jax_acc)}
+    for framework, seconds in (epoch_seconds or {}).items():
+        for h in runs[framework]:
+            h.epoch_seconds = [seconds]
+    accuracy = swin_v2.accuracy_record(runs, seeds=list(range(len(torch_acc))))
     return swin_v2.summarise(parity_runs={"trained model": parity}, accuracy=accuracy, speed=speed(**speeds),
                              model_config=CONFIG, speed_config=SPEED_CONFIG, num_train=60000, num_test=10000,
                              num_epochs=3, allow_tf32=False, timm_version="1.0.31", conditions={"tf32": False},
-                             device="NVIDIA H100 80GB HBM3", on_gpu=on_gpu)
+                             device="NVIDIA H100 80GB HBM3", on_gpu=on_gpu, batch_size=batch_size,
+                             parameters={"model": 148_000, "speed_model": 150_500})
 
 
 def test_the_record_has_every_key_the_site_reads_and_is_json():
@@ -140,8 +145,12 @@ def test_a_failed_tool_is_kept_as_a_finding():
 def test_accuracy_claim_says_within_seed_noise_or_names_the_winner():
     same = swin_v2.accuracy_claim(record()["accuracy"], num_train=60000, num_epochs=3)
     assert "within seed noise" in same and "(60,000 training images, 3 epochs.)" in same
-    apart = swin_v2.accuracy_claim(record(jax_acc=(0.90, 0.905, 0.91))["accuracy"], num_train=512, num_epochs=1)
+    apart = swin_v2.accuracy_claim(record(jax_acc=(0.90, 0.905, 0.91, 0.9, 0.91))["accuracy"], num_train=512,
+                                   num_epochs=1)
     assert apart.startswith("JAX reaches a higher test accuracy") and "(512 training images, 1 epoch.)" in apart
+    # Fewer than five seeds a side: no verdict, whatever the gap.
+    few = record(torch_acc=(0.80, 0.81), jax_acc=(0.90, 0.91))["verdicts"][-1]
+    assert few["label"] == "too few seeds" and few["winner"] is None
 
 
 def test_parity_claim_states_errors_against_tolerances_and_fails_loudly():
@@ -174,6 +183,45 @@ def test_conclusion_answers_the_seed_from_the_record_alone():
     assert metrics["verdicts"][0]["sentence"] in text
     assert "- Do the two frameworks train Swin V2 to the same accuracy?" in text
     assert "CPU figures" not in text
-    assert "CPU figures at a small size" in swin_v2.conclusion({**metrics, "on_gpu": False})
+    assert "CPU figures for a small model at a small size" in swin_v2.conclusion({**metrics, "on_gpu": False})
     flipped = swin_v2.conclusion(json.loads(json.dumps(record(train_jit=0.2, train_compile=0.2, train_eager=0.1))))
     assert "PyTorch (eager) is 2× faster than JAX (jit)" in flipped and flipped != text
+
+
+def test_every_verdict_states_its_scale_and_does_not_answer_the_seed_at_another():
+    metrics = record()
+    for v in metrics["verdicts"]:
+        assert v["scale"]["device"] == "NVIDIA H100 80GB HBM3" and v["scale"]["parameters"] in (148_000, 150_500)
+    head = metrics["verdicts"][0]
+    assert head["scale"]["text"] == "150k parameters, input 32×32×3, batch 64, float32, on NVIDIA H100 80GB HBM3"
+    assert head["claim"]["answers"] is False and {"parameters", "input", "device"} <= set(head["claim"]["differs"])
+    assert "does not answer the seed's claim (JAX 1.27× PyTorch's training throughput, batch 32 and 64) yet" \
+        in head["caveat"]
+    seed = [v for v in metrics["verdicts"] if v["question"].startswith("With the seed's pairing")]
+    assert seed and all(v["claim"]["answers"] is False for v in seed)
+    assert seed[0]["contestants"]["jax"]["origin"] == "built_with"
+    # A run at the seed's scale answers it: the claim's fields all match.
+    at_seed = swin_v2.speed_verdicts(speed(), model={"img_size": 256, "in_chans": 3}, device="a V100",
+                                     parameters=28_300_000)
+    assert all(v.claim["answers"] for v in at_seed) and "does not answer" not in at_seed[0].sentence
+
+
+def test_per_epoch_times_that_point_the_other_way_are_explained_from_the_ladder():
+    # The ladder at batch 64 says JAX jit (80 ms) beats PyTorch eager (100 ms); at batch 32 too.
+    agree = record(epoch_seconds={"torch": 3.0, "jax": 2.0})
+    assert swin_v2.epoch_claim(agree) == ""
+    # Epochs the other way (JAX 3.6 s, PyTorch 1.8 s) at a batch where the ladder says JAX: the loops differ.
+    loops = record(epoch_seconds={"torch": 1.8, "jax": 3.6})
+    text = swin_v2.epoch_claim(loops)
+    assert "takes JAX 3.6 s against PyTorch eager's 1.8 s" in text and "does not (JAX jit 80 ms" in text
+    train_seed = [v for v in loops["verdicts"] if v["question"].startswith("With the seed's pairing")
+                  and "training, batch 64" in v["question"]][0]
+    assert text in train_seed["caveat"]
+    # Where the ladder at the accuracy batch goes the epochs' way, the batch is the explanation.
+    by_batch = record(epoch_seconds={"torch": 1.8, "jax": 3.6}, train_jit=0.2)
+    assert "agrees with them" in swin_v2.epoch_claim({**by_batch, "speed": {
+        **by_batch["speed"], "float32/train/32": ladder("float32", "train", 32, {
+            "torch/eager": 0.05, "torch/compile": 0.04, "jax/jit": 0.03})}})
+    # No ladder at the accuracy batch: the record says it cannot tell.
+    elsewhere = record(epoch_seconds={"torch": 1.8, "jax": 3.6}, batch_size=128)
+    assert "was not run at batch 128" in swin_v2.epoch_claim(elsewhere)

@@ -9,7 +9,11 @@ function: :func:`parity_claim`, :func:`accuracy_claim`, :func:`first_epoch_claim
 :func:`seed_pairing_claim`, :func:`headline_claim`, composed by :func:`conclusion`.
 
 The seed reported JAX 27% faster at training and 140% faster at validating: time ratios
-PyTorch / JAX of 1.27 and 2.40 (:data:`SEED_RATIO`).
+PyTorch / JAX of 1.27 and 2.40 (:data:`SEED_RATIO`), for Swin-V2-T at 256×256 on a V100
+(:data:`SEED_SCALE`). Every speed verdict states its own scale and is read against that claim
+(:func:`sidebyside.lab.verdict.frame`): a run at another scale says it does not answer it yet.
+The per-epoch times of the accuracy runs are read against the ladder at their batch
+(:func:`epoch_claim`), so a record whose two measurements point opposite ways says why.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ __all__ = [
     "accuracy_claim",
     "first_epoch_claim",
     "seed_pairing_claim",
+    "epoch_claim",
     "headline_claim",
     "conclusion",
 ]
@@ -48,6 +53,21 @@ TOLERANCE = {"abs_logit": 1e-5, "rel_grad": 1e-3}
 
 #: The seed's figures as time ratios PyTorch / JAX: "27% faster" training, "140% faster" validation.
 SEED_RATIO = {"train": 1.27, "eval": 2.40}
+
+#: Where the seed measured: Swin-V2-T (about 28.3M parameters) on 256×256 Imagenette images on a V100
+#: (at batch 32 and 64, both: the batch is named in the claim's text, not compared; its precision is
+#: not stated).
+SEED_SCALE = verdict.scale_of(parameters=28_300_000, input="256×256×3", device="a V100")
+
+#: Seed verdicts need this many seeds a side.
+MIN_SEEDS = 5
+
+
+def seed_claim(phase: str) -> dict[str, Any]:
+    """The seed's claim for ``phase`` ("train" or "eval") at :data:`SEED_SCALE`."""
+    what = "training" if phase == "train" else "validation"
+    return verdict.claim("the seed", f"JAX {verdict.fmt_ratio(SEED_RATIO[phase])} PyTorch's {what} throughput, "
+                                     "batch 32 and 64", SEED_SCALE)
 
 _TIMED_COLUMNS = ("median_s", "iqr_s", "q1_s", "q3_s", "images_per_s", "compile_s", "peak_memory_bytes")
 
@@ -120,12 +140,13 @@ def accuracy_record(histories: Mapping[str, Sequence[Any]], seeds: Sequence[int]
     return out
 
 
-def accuracy_verdict(accuracy: Mapping[str, Any]) -> verdict.Verdict:
-    """Do the two frameworks train the network to the same test accuracy (in points, over seeds)?"""
+def accuracy_verdict(accuracy: Mapping[str, Any], scale: Mapping[str, Any] | None = None) -> verdict.Verdict:
+    """Do the two frameworks train the network to the same test accuracy (in points, over
+    seeds)? No verdict with fewer than :data:`MIN_SEEDS` seeds a side."""
     return verdict.seeds([100 * a for a in accuracy["torch"]["per_seed"]],
                          [100 * a for a in accuracy["jax"]["per_seed"]],
                          question="Do the two frameworks train Swin V2 to the same accuracy?",
-                         quantity="test accuracy", unit=" points")
+                         quantity="test accuracy", unit=" points", min_seeds=MIN_SEEDS, scale=scale)
 
 
 def accuracy_claim(accuracy: Mapping[str, Any], *, num_train: int, num_epochs: int) -> str:
@@ -203,20 +224,37 @@ def _both_ran(entries: Mapping[str, Any], names: Sequence[str] = ("torch/eager",
     return all(entries.get(n, {}).get("median_s") is not None for n in names)
 
 
-def speed_verdicts(speed: Mapping[str, Mapping[str, Any]]) -> list[verdict.Verdict]:
+def speed_scale(result: Mapping[str, Any], model: Mapping[str, Any] | None, device: str | None,
+                parameters: int | None = None) -> dict[str, Any]:
+    """The scale of one ladder (``result``: a ``speed`` entry) on the timed ``model`` (a config dict)."""
+    size = f"{model['img_size']}×{model['img_size']}×{model['in_chans']}" if model else None
+    return verdict.scale_of(parameters=parameters, input=size, batch=result["batch_size"],
+                            precision=result["precision"], device=device)
+
+
+def speed_verdicts(speed: Mapping[str, Mapping[str, Any]], *, model: Mapping[str, Any] | None = None,
+                   device: str | None = None, parameters: int | None = None) -> list[verdict.Verdict]:
     """Best tool against best tool for every setting (float32 training at the largest batch
-    first), then the seed's own pairing, PyTorch eager against JAX jit, in float32."""
+    first), then the seed's own pairing, PyTorch eager against JAX jit, in float32. Each states
+    its scale (``model``: the timed model's config dict, its ``parameters``, the ``device``) and
+    is read against the seed's claim for its phase (:func:`seed_claim`)."""
     headline = _headline_key(speed)
     order = [headline] + [k for k in speed if k != headline]
     out = [verdict.ladder(speed[k]["ladder"], question=f"Which framework is faster at Swin V2 {setting_name(k)}, "
-                                                       f"best tool against best tool?") for k in order]
+                                                       f"best tool against best tool?",
+                          scale=speed_scale(speed[k], model, device, parameters),
+                          against=seed_claim(speed[k]["phase"])) for k in order]
     for key in order:
         entries = speed[key]["ladder"]
         if speed[key]["precision"] == "float32" and _both_ran(entries):
-            out.append(verdict.speed(entries["torch/eager"], entries["jax/jit"], subject_tool="eager",
-                                     other_tool="jit", question=f"With the seed's pairing, PyTorch eager against "
-                                                                f"JAX jit, which is faster at Swin V2 "
-                                                                f"{setting_name(key)}?"))
+            out.append(verdict.speed(
+                entries["torch/eager"], entries["jax/jit"], subject_tool="eager", other_tool="jit",
+                question=f"With the seed's pairing, PyTorch eager against JAX jit, which is faster at Swin V2 "
+                         f"{setting_name(key)}?",
+                contestants={"torch": verdict.contestant("torch", "eager", "timm's SwinV2 on ATen's kernels"),
+                             "jax": verdict.contestant("jax", "jit", "the Flax NNX port, one XLA program a step",
+                                                       origin="built_with")},
+                scale=speed_scale(speed[key], model, device, parameters), against=seed_claim(speed[key]["phase"])))
     return out
 
 
@@ -226,14 +264,21 @@ def speed_verdicts(speed: Mapping[str, Mapping[str, Any]]) -> list[verdict.Verdi
 def summarise(*, parity_runs: Mapping[str, Mapping[str, Any]], accuracy: Mapping[str, Any],
               speed: Mapping[str, Mapping[str, Any]], model_config, speed_config, num_train: int, num_test: int,
               num_epochs: int, allow_tf32: bool, timm_version: str, conditions: Mapping[str, Any], device: str,
-              on_gpu: bool, parts: Mapping[str, Any] | None = None) -> dict[str, Any]:
+              on_gpu: bool, parts: Mapping[str, Any] | None = None, batch_size: int | None = None,
+              parameters: Mapping[str, int] | None = None) -> dict[str, Any]:
     """The post's results record: ``parity``, ``accuracy``, ``speed`` (per precision/phase/batch
     ladder), ``first_step``, ``verdicts`` (speed verdicts, then accuracy) and what the numbers were
     measured on (models, data sizes, TF32, timm's version, the conditions, the device) and, for a
     run in parts (:class:`sidebyside.run.checkpoints.Checkpoints`), which run measured each part, at
-    which commit (``parts``)."""
-    verdicts = speed_verdicts(speed) + [accuracy_verdict(accuracy)]
-    return {
+    which commit (``parts``). ``batch_size``: the accuracy runs' batch; ``parameters``: the
+    parameter count of ``"model"`` (trained) and ``"speed_model"`` (timed), for the verdicts' scale."""
+    parameters = dict(parameters or {})
+    model, timed = model_config.to_dict(), speed_config.to_dict()
+    verdicts = speed_verdicts(speed, model=timed, device=device, parameters=parameters.get("speed_model"))
+    verdicts.append(accuracy_verdict(accuracy, verdict.scale_of(
+        parameters=parameters.get("model"), input=f"{model['img_size']}×{model['img_size']}×{model['in_chans']}",
+        batch=batch_size, precision="float32", device=device)))
+    out = {
         "parity": parity_record(parity_runs),
         "accuracy": dict(accuracy),
         "speed": dict(speed),
@@ -250,10 +295,53 @@ def summarise(*, parity_runs: Mapping[str, Mapping[str, Any]], accuracy: Mapping
         "device": device,
         "on_gpu": on_gpu,
         "parts": dict(parts or {}),
+        "batch_size": batch_size,
+        "parameters": parameters,
     }
+    note = epoch_claim(out)
+    if note:  # the two measurements of training speed disagree: the seed-pairing verdict says why
+        for v in out["verdicts"]:
+            if v["question"].startswith("With the seed's pairing") and "training" in v["question"]:
+                v["caveat"] = f"{v['caveat']} {note}".strip()
+                v["sentence"] = f"{v['sentence']} {note}"
+    return out
 
 
 # ----------------------------------------------------------------------------- claims
+
+
+def epoch_claim(metrics: Mapping[str, Any]) -> str:
+    """The accuracy runs' per-epoch times (PyTorch eager, JAX one jitted step a batch, at
+    ``batch_size``) against the float32 training ladder's eager and jit rungs. Empty when they
+    point the same way (or cannot be compared); else which way each points, and the ladder at the
+    accuracy runs' batch where it was measured, which says whether the batch explains it."""
+    acc = metrics.get("accuracy", {})
+    epochs = {k: acc.get(k, {}).get("epoch_seconds_median") for k in ("torch", "jax")}
+    ladders = {k: r for k, r in metrics.get("speed", {}).items()
+               if r["phase"] == "train" and r["precision"] == "float32" and _both_ran(r["ladder"])}
+    if None in epochs.values() or not ladders:
+        return ""
+    epoch_jax_faster = epochs["jax"] < epochs["torch"]
+    per_step = {k: r["ladder"]["jax/jit"]["median_s"] < r["ladder"]["torch/eager"]["median_s"]
+                for k, r in ladders.items()}
+    if all(faster == epoch_jax_faster for faster in per_step.values()):
+        return ""
+    batch = metrics.get("batch_size")
+    same = [k for k, r in ladders.items() if r["batch_size"] == batch]
+    head = (f"The accuracy runs point the other way: a training epoch (batch {batch}, "
+            f"{'one input channel' if metrics.get('model', {}).get('in_chans') == 1 else 'its own input'}) takes "
+            f"JAX {verdict.fmt_seconds(epochs['jax'])} against PyTorch eager's {verdict.fmt_seconds(epochs['torch'])}.")
+    if same:
+        r = ladders[same[0]]["ladder"]
+        agrees = per_step[same[0]] == epoch_jax_faster
+        return head + (f" The ladder at that batch agrees with them (JAX jit {verdict.fmt_seconds(r['jax/jit']['median_s'])}"
+                       f" against PyTorch eager {verdict.fmt_seconds(r['torch/eager']['median_s'])} a step): the "
+                       "direction depends on the batch." if agrees else
+                       f" The ladder at that batch does not (JAX jit {verdict.fmt_seconds(r['jax/jit']['median_s'])} "
+                       f"against PyTorch eager {verdict.fmt_seconds(r['torch/eager']['median_s'])} a step), so the "
+                       "difference lies in the training loops themselves, which this run does not separate further.")
+    return head + (f" The ladder was not run at batch {batch}, so this run cannot say whether the batch explains "
+                   "it; a run with the accuracy batch in speed_batch_sizes would.")
 
 
 def first_epoch_claim(first_step: Mapping[str, Mapping[str, Any]]) -> str:
@@ -312,6 +400,8 @@ def conclusion(metrics: Mapping[str, Any]) -> str:
     closing = ("The seed compared PyTorch eager with JAX's jit; each framework's best tool against the other's is the "
                "fairer question, and the ladder shows how much of a gap comes from the tool rather than the framework.")
     if not metrics["on_gpu"]:
-        closing += (" These are CPU figures at a small size; the seed's question is about a GPU, which the `gpu` "
-                    "profile answers at the seed's size.")
+        closing += (" These are CPU figures for a small model at a small size: they show that the port computes the "
+                    "same network and how each framework's tools rank at this size on one core, not how the "
+                    "frameworks compare at the seed's size on a GPU; the `gpu` profile times the seed's model size "
+                    "and input.")
     return "\n\n".join(part for part in (headline_claim(metrics), " ".join(answers), rest, closing) if part)
