@@ -111,13 +111,22 @@ def test_record_numbers_come_from_the_runs(base):
     assert base["cka_controls"]["untrained_torch_vs_flax"] == pytest.approx(0.86)
 
 
-def test_the_verdict_box_uses_the_same_test_as_the_prose(base):
-    box = {v["question"]: v for v in base["verdicts"]}
-    tv_box = next(v for q, v in box.items() if "roughness" in q or "rougher" in q)
-    assert tv_box["test"] == "difference of means against two Welch standard errors"
-    assert tv_box["label"] == wv.roughness(base, "flax_torch_init").label == "within seed noise"
-    acc_box = next(v for q, v in box.items() if "accuracy" in q)
-    assert acc_box["label"] == wv.accuracy(base, "flax").label
+def test_the_verdict_box_uses_the_same_test_as_the_prose():
+    five = summarise(num_seeds=5)
+    headline, control, acc_box = five["verdicts"]
+    # The seed's claim (default initialisers) heads the box; the same-initialiser control follows.
+    assert headline["question"].startswith("With their default initialisers, are Flax's final first-layer")
+    assert headline["label"] == wv.roughness(five, "flax").label
+    assert control["test"] == "difference of means against two Welch standard errors"
+    assert control["label"] == wv.roughness(five, "flax_torch_init").label == "within seed noise"
+    assert acc_box["label"] == wv.accuracy(five, "flax").label
+    assert headline["scale"]["device"] == five["device"] and headline["scale"]["precision"] == "float32"
+
+
+def test_the_verdict_box_draws_no_seed_verdict_from_fewer_than_five_seeds(base):
+    assert base["num_seeds"] == 3
+    assert {v["label"] for v in base["verdicts"]} == {"too few seeds"}
+    assert all(v["winner"] is None and "fewer than the 5 seeds" in v["sentence"] for v in base["verdicts"])
 
 
 def test_summarise_names_a_missing_variant():
