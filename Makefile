@@ -34,7 +34,7 @@ endif
 PUBLISH := $(PYTHON) -m sidebyside.publish
 SELECT := $(if $(ONLY),--only $(ONLY)) --site $(SITE)
 
-.PHONY: all help setup apt venv gpu bundle assets sync check-pairs lint execute render list site serve test test-fast offline clean
+.PHONY: all help setup apt venv gpu bundle assets sync check-pairs lint execute render list recover site serve test test-fast offline clean
 
 ## all: set up, run every notebook with the profile this machine supports, render, build the site
 all: $(SETUP_DEPS) execute site
@@ -117,14 +117,20 @@ render: $(SETUP_DEPS)
 list: $(SETUP_DEPS)
 	$(PUBLISH) list $(SELECT)
 
+## recover: finish or roll back a publication that was interrupted (execute and render do it first too)
+recover: $(SETUP_DEPS)
+	$(PUBLISH) recover --site $(SITE)
+
 ## site: build the blog into _site/ (strict front matter)
 site: $(SETUP_DEPS)
-	@# names a corrupt results file (rather than Jekyll's bare YAML error) and refreshes the scoreboard's states
+	@# names a corrupt results file (rather than Jekyll's bare YAML error), an unfinished publication or a post
+	@# with files missing (and fails), and refreshes the scoreboard's states
 	@$(PUBLISH) list --site . --freshness >/dev/null
 	bundle exec jekyll build --strict_front_matter --quiet
 
 ## serve: serve the blog at http://127.0.0.1:4000
 serve: $(SETUP_DEPS)
+	@$(PUBLISH) list --site . >/dev/null
 	bundle exec jekyll serve --strict_front_matter
 
 ## test: set up, lint, then run every test (unit, parity, publisher, cache, smoke notebooks, site, browser)

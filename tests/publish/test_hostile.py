@@ -105,12 +105,14 @@ def test_safe_html_keeps_tables_and_drops_everything_active():
     out = escape.safe_html('<table border="1" class="dataframe" onclick="x()"><tr><td>1 &lt; 2</td></tr></table>'
                            "<script>alert(1)</script><style>p{}</style><img src=x onerror=alert(1)>"
                            '<a href="javascript:alert(1)">a</a></div><div><b>open')
-    assert out == ('<table border="1" class="dataframe"><tr><td>1 &lt; 2</td></tr></table>a<div><b>open</b></div>')
+    assert out == ('<table border="1" class="dataframe"><tbody><tr><td>1 &lt; 2</td></tr></tbody></table><img src="x">'
+                   '<a rel="noopener noreferrer nofollow">a</a><div><b>open</b></div>'
+                   '<p class="unsafe-url-removed">1 unsafe link removed from this output</p>')
 
 
 def test_safe_markdown_escapes_html_and_extensions_outside_code_and_math():
     out = escape.safe_markdown("**b** <i>x</i> `<code>` $$a<b$$ {::nomarkdown}<s>{:/} [l](javascript:x)\n```py\n<raw>")
-    assert "**b** &lt;i>x&lt;/i> `<code>` $$a<b$$ \\{::nomarkdown}&lt;s>\\{:/} [l](#blocked:x)" in out
+    assert "**b** &lt;i>x&lt;/i> `<code>` $$a<b$$ \\{::nomarkdown}&lt;s>\\{:/} [l](#unsafe-url-removed) (unsafe link removed)" in out
     assert out.endswith("```py\n<raw>\n```")  # the unclosed fence is closed, its text kept
     # Where kramdown would not read a code span, what looks like one is escaped too.
     assert escape.safe_markdown("\\`<script>\\`") == "\\`&lt;script>\\`"  # escaped backticks
@@ -184,7 +186,7 @@ def test_hostile_post_markdown_keeps_every_output_in_its_block(hostile_site):
     assert "{% include ../../../../etc/passwd %} {{ site.title }} {% raw %} LIQUID_END" in body
     assert "CTRL:ABCDEFGHIJ:CTRL" in body
     assert body.count(PWN) >= 4  # inside fenced blocks, as text
-    assert '<table class="dataframe" border="1"><tr><td>cell ok</td></tr>' in body
+    assert '<table class="dataframe" border="1"><tbody><tr><td>cell ok</td></tr>' in body
     assert fm["render_with_liquid"] is False
     assert fm["tags"] == ["<i>x</i>", "<script>window.__pwned_meta = 1</script>"]  # escaped by the layouts
     record = json.loads((hostile_site / "_data" / "results" / f"{SLUG}.json").read_text())

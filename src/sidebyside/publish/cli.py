@@ -39,6 +39,12 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
         raise PublishError(f"{params_dir / (profile + '.yaml')} is missing")
     for message in recover(site):
         say(f"recovered {message}")
+    if not force:  # a forced run replaces every file of its posts: nothing to restore first
+        from sidebyside.publish import state
+
+        found = state.problems(site, [i.slug for i in infos], {i.slug: published_record(site, i.slug) for i in infos})
+        if found:
+            raise PublishError("the site is not whole; nothing was run:\n  " + "\n  ".join(found))
     decisions = plan(infos, profile, params_by_profile, site, force=force, root=root)
     config = site_config(site, root)
     if not dry_run and any(d.action == "run" for d in decisions):
@@ -136,12 +142,19 @@ def list_notebooks(*, only: str | None = None, site: Path = ROOT, notebooks: Pat
                    params_dir: Path = ROOT / "params", root: Path = ROOT, write_freshness: bool = False) -> int:
     """Print each notebook, its slug and what is published (current or stale,
     by :func:`sidebyside.publish.cache.freshness` with the parameters of
-    ``params_dir``). Returns 2 when a published record is broken. With
+    ``params_dir``). Returns 2 when a published record is broken, a post's
+    files are incomplete or a publication was left unfinished
+    (:mod:`sidebyside.publish.state`; each is said on stderr with its fix). With
     ``write_freshness`` (``make site``), also write the answer into the
     site's ``_data/freshness.json`` for the home page's scoreboard."""
+    from sidebyside.publish import state
+
     everything = discover(notebooks)
     params_by_profile = load_all_params(params_dir, everything)
-    broken = 0
+    unfinished = state.unfinished(site)  # read-only: `recover` (or execute, render) finishes or rolls them back
+    for message in unfinished:
+        print(f"error: {message}", file=sys.stderr)
+    broken = len(unfinished)
     for info in select(everything, only):
         try:
             record = published_record(site, info.slug)
@@ -150,13 +163,19 @@ def list_notebooks(*, only: str | None = None, site: Path = ROOT, notebooks: Pat
             print(f"error: {exc}", file=sys.stderr)
             broken += 1
             continue
-        state = "not published"
+        missing = state.incomplete(site, info.slug, record)
+        if missing:
+            print(f"{info.slug:31} {info.relpath(root):38} INCOMPLETE (see below)")
+            print(f"error: {missing}", file=sys.stderr)
+            broken += 1
+            continue
+        said_state = "not published"
         if record:
             current, _ = freshness(info, record, params_by_profile, root)
             said = {True: "current", False: "stale: its inputs changed since",
                     None: f"unknown: no {params_dir}/{record.get('profile')}.yaml"}[current]
-            state = f"{record['profile']} run of {record['executed_at']} ({said})"
-        print(f"{info.slug:31} {info.relpath(root):38} {state}")
+            said_state = f"{record['profile']} run of {record['executed_at']} ({said})"
+        print(f"{info.slug:31} {info.relpath(root):38} {said_state}")
     if write_freshness and not broken:
         from sidebyside.publish import scoreboard
 
@@ -183,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     listing = sub.add_parser("list", parents=[common], help="list notebooks, slugs and what is published")
     listing.add_argument("--freshness", action="store_true",
                          help="also write the answer into <site>/_data/freshness.json (the scoreboard's state)")
+    sub.add_parser("recover", parents=[common], help="finish or roll back a publication that was interrupted")
     sub.add_parser("profile", help="print the profile this machine supports")
     pairs = sub.add_parser("check-pairs", help="fail if a .ipynb pair is missing, stale or holds outputs")
     pairs.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
@@ -195,6 +215,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "render":
             return rerender(only=args.only, site=args.site, build=args.build, notebooks=args.notebooks,
                             params_dir=args.params)
+        if args.command == "recover":
+            from sidebyside.publish.site import lock
+
+            with lock(args.site):
+                said = recover(args.site)
+            for message in said:
+                say(f"recovered {message}")
+            say(f"{args.site}: no publication was left unfinished" if not said else "done")
+            return 0
         if args.command == "profile":
             print(detect_profile())
             return 0

@@ -9,15 +9,30 @@ so every byte of output goes through one of them wherever it is printed.
 
 - :func:`fenced`: a code block whose fence is longer than any run of
   backticks in its text (it cannot be closed from inside).
-- :func:`safe_html`: ``text/html`` output through an allow-list (tables and
-  inline formatting); everything else is text, the result is balanced.
+- :func:`safe_url`: the one test of a URL: after entity decoding and the
+  removal of whitespace and control characters, only ``http``, ``https``,
+  ``mailto`` and relative URLs pass (an allow-list, never a list of bad schemes).
+- :func:`safe_html`: ``text/html`` output through ``nh3`` (see below) with an
+  allow-list of tags and attributes (tables, inline formatting, links and
+  images whose URL passes :func:`safe_url`); the result is balanced, and a
+  note says how many URLs were removed.
 - :func:`safe_markdown`: ``text/markdown`` output kept as Markdown, with raw
-  HTML and kramdown extensions escaped and fences closed.
+  HTML and kramdown extensions escaped, fences closed, and every link or image
+  whose URL fails :func:`safe_url` pointed at :data:`REMOVED_URL` with a
+  visible note.
 - :func:`drop_controls`: control characters (C0 but tab and newline, DEL,
   C1, bidirectional overrides) removed.
 - :func:`clean`: a function applied to every string of a nested value (keys too).
 
 Liquid needs no escaping: posts carry ``render_with_liquid: false``.
+
+The HTML side uses ``nh3`` (pinned in requirements.txt), the Python binding
+of the Rust crate ``ammonia``: a maintained sanitiser that parses with a real
+HTML5 parser (html5ever, the one Servo uses), so it reads markup exactly as a
+browser would (entities, broken tags, foreign content) rather than as a
+hand-written filter guesses; it keeps only what an allow-list names, checks
+URL schemes after the browser's own decoding, and balances every tag. SVG
+figures are sanitised by :mod:`sidebyside.publish.svg`.
 """
 
 from __future__ import annotations
@@ -28,7 +43,8 @@ from collections.abc import Callable
 from html.parser import HTMLParser
 from typing import Any
 
-__all__ = ["drop_controls", "fenced", "safe_html", "safe_markdown", "image_alt", "clean", "FILTERS"]
+__all__ = ["drop_controls", "fenced", "safe_url", "url_scheme", "safe_html", "safe_markdown", "image_alt",
+           "clean", "FILTERS", "SAFE_SCHEMES", "REMOVED_URL", "REMOVED_NOTE"]
 
 CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -47,82 +63,116 @@ def fenced(text: str, info: str = "") -> str:
     return f"{fence}{info}\n{text}\n{fence}"
 
 
+# --------------------------------------------------------------------------- URLs
+
+#: The only schemes a published URL may have (a relative URL has none).
+SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
+#: What an unsafe URL is replaced with: a fragment that goes nowhere.
+REMOVED_URL = "#unsafe-url-removed"
+#: Shown where a link or an image lost its URL.
+REMOVED_NOTE = "(unsafe link removed)"
+# What a browser drops from a URL or ignores around it, and what could hide a scheme from the eye:
+# every C0 control and space, DEL, C1, soft hyphen, zero-width and bidirectional marks, BOM.
+_URL_INVISIBLE = re.compile("[\x00-\x20\x7f-\x9f\u00ad\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
+
+
+def url_scheme(url: str) -> str | None:
+    """The scheme a browser would read in ``url`` (lower case), or None for a
+    relative URL. ``url`` is read as an attribute value: HTML entities are
+    decoded (repeatedly, so ``&amp;#106;`` counts as ``j``), then every
+    whitespace and control character is removed (browsers strip tab and newline
+    anywhere in a URL). Anything before the first ``:`` that comes before any
+    ``/``, ``\\``, ``?`` or ``#`` counts as a scheme, valid or not."""
+    text = str(url)
+    for _ in range(8):
+        decoded = html.unescape(text)
+        if decoded == text:
+            break
+        text = decoded
+    text = _URL_INVISIBLE.sub("", text)
+    match = re.match(r"([^/\\?#]*):", text)
+    return match.group(1).lower() if match else None
+
+
+def safe_url(url: str) -> bool:
+    """Whether ``url`` may be published: relative, or ``http``, ``https`` or
+    ``mailto`` as a browser would read it (see :func:`url_scheme`)."""
+    scheme = url_scheme(url)
+    return scheme is None or scheme in SAFE_SCHEMES
+
+
 # --------------------------------------------------------------------------- HTML
 
 ALLOWED_TAGS = frozenset(
     "table thead tbody tfoot tr th td caption colgroup col div span p br hr b i em strong u s small sub sup "
-    "code pre kbd samp var ul ol li dl dt dd h1 h2 h3 h4 h5 h6 blockquote abbr".split())
-VOID_TAGS = frozenset({"br", "hr", "col"})
-ALLOWED_ATTRIBUTES = frozenset({"class", "title", "colspan", "rowspan", "align", "valign", "border", "span"})
+    "code pre kbd samp var ul ol li dl dt dd h1 h2 h3 h4 h5 h6 blockquote abbr a img".split())
+ALLOWED_ATTRIBUTES = {"*": {"class", "title", "colspan", "rowspan", "align", "valign", "border", "span"},
+                      "a": {"href"}, "img": {"src", "alt", "width", "height"}}
 # Their content is code or markup for another engine, never text to show.
 DROPPED_WITH_CONTENT = frozenset({"script", "style", "template", "noscript", "iframe", "object", "svg", "math",
                                   "textarea", "title", "xmp", "noembed", "noframes", "plaintext"})
+#: Attributes that hold URLs (CSS ``url()`` lives in ``style``); none but ``href`` and ``src`` survive.
+URL_ATTRIBUTES = frozenset({"href", "src", "xlink:href", "srcset", "action", "formaction", "poster", "background",
+                            "data", "cite", "longdesc", "ping", "style"})
+_CSS_URL = re.compile(r"url\(\s*(['\"]?)(.*?)\1\s*\)", re.I | re.S)
 
 
-class _Sanitiser(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.out: list[str] = []
-        self.open: list[str] = []
-        self.dropping: list[str] = []
+def _url_filter(tag: str, attribute: str, value: str) -> str | None:
+    """nh3's last word on every kept attribute: a URL must pass :func:`safe_url`."""
+    if attribute in ("href", "src") and not safe_url(value):
+        return None
+    return drop_controls(value)
 
-    def _start(self, tag: str, attrs, closed: bool) -> None:
-        if self.dropping:
-            if tag in DROPPED_WITH_CONTENT and not closed:
-                self.dropping.append(tag)
-            return
-        if tag in DROPPED_WITH_CONTENT:
-            if not closed:
-                self.dropping.append(tag)
-            return
-        if tag not in ALLOWED_TAGS:
-            return
-        kept = "".join(f' {name}="{html.escape(drop_controls(value or ""), quote=True)}"'
-                       for name, value in attrs if name in ALLOWED_ATTRIBUTES)
-        self.out.append(f"<{tag}{kept}>")
-        if tag in VOID_TAGS:
-            return
-        if closed:
-            self.out.append(f"</{tag}>")
-        else:
-            self.open.append(tag)
 
-    def handle_starttag(self, tag, attrs):
-        self._start(tag, attrs, closed=False)
+def unsafe_urls(text: str) -> int:
+    """How many URLs in the markup ``text`` fail :func:`safe_url`: in URL
+    attributes (each candidate of a ``srcset``) and CSS ``url()``, in any tag."""
+    found = 0
 
-    def handle_startendtag(self, tag, attrs):
-        self._start(tag, attrs, closed=True)
+    class Counter(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            nonlocal found
+            for name, value in attrs:
+                if name not in URL_ATTRIBUTES or value is None:
+                    continue
+                if name == "style":
+                    urls = [m.group(2) for m in _CSS_URL.finditer(html.unescape(value))]
+                elif name == "srcset":
+                    urls = [part.split()[0] for part in value.split(",") if part.split()]
+                else:
+                    urls = [value]
+                found += sum(not safe_url(url) for url in urls)
 
-    def handle_endtag(self, tag):
-        if self.dropping:
-            if tag == self.dropping[-1]:
-                self.dropping.pop()
-            return
-        if tag in self.open:
-            while self.open:
-                top = self.open.pop()
-                self.out.append(f"</{top}>")
-                if top == tag:
-                    break
+        handle_startendtag = handle_starttag
 
-    def handle_data(self, data):
-        if not self.dropping:
-            self.out.append(html.escape(drop_controls(data), quote=False))
+        def handle_data(self, data):  # <style> and <svg> content: CSS url() too
+            nonlocal found
+            found += sum(not safe_url(m.group(2)) for m in _CSS_URL.finditer(data))
 
-    def finish(self) -> str:
-        self.close()
-        self.out.extend(f"</{tag}>" for tag in reversed(self.open))
-        self.open = []
-        return "".join(self.out)
+    counter = Counter(convert_charrefs=True)
+    counter.feed(str(text))
+    counter.close()
+    return found
 
 
 def safe_html(text: str) -> str:
-    """``text/html`` output reduced to an allow-list of tags and attributes
-    (no script, no style, no event handler, no link), every tag balanced so
-    that the output cannot close the block around it; the rest is text."""
-    parser = _Sanitiser()
-    parser.feed(str(text))
-    return parser.finish()
+    """``text/html`` output reduced by ``nh3`` to an allow-list of tags and
+    attributes (no script, no style, no event handler, no form, no frame), every
+    tag balanced so that the output cannot close the block around it. Links
+    and images keep their URL only where it passes :func:`safe_url` (nh3 checks
+    the scheme too, after the HTML parser's own decoding); when any URL was
+    removed, a paragraph saying how many ends the output."""
+    import nh3
+
+    text = drop_controls(str(text))
+    out = nh3.clean(text, tags=set(ALLOWED_TAGS), clean_content_tags=set(DROPPED_WITH_CONTENT),
+                    attributes={tag: set(names) for tag, names in ALLOWED_ATTRIBUTES.items()},
+                    attribute_filter=_url_filter, url_schemes=set(SAFE_SCHEMES), strip_comments=True,
+                    link_rel="noopener noreferrer nofollow")
+    removed = unsafe_urls(text)
+    if removed:
+        out += f'<p class="unsafe-url-removed">{removed} unsafe link{"s" if removed > 1 else ""} removed from this output</p>'
+    return out
 
 
 # --------------------------------------------------------------------------- Markdown
@@ -133,7 +183,11 @@ _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 # ends at a block boundary, or its backtick is escaped), escaping it costs at
 # most a visible "&lt;", while leaving it would let raw HTML through.
 _PROTECTED = re.compile(r"(?<![\\`])(`+)[^`\n](?:[^\n]*?[^`\n])?\1(?!`)|(?<!\\)\$\$[^\n]+?\$\$")
-_LINK_SCHEME = re.compile(r"(\]\(\s*<?|^ {0,3}\[[^\]\n]+\]:\s*<?)\s*(?:javascript|vbscript|data|file):", re.I | re.M)
+# Where a link or image destination starts: an inline ``](`` (kramdown allows space between), a reference
+# definition ``[id]: url``.
+_INLINE_DEST = re.compile(r"\]\s*\(")
+_REFERENCE_DEF = re.compile(r"^( {0,3}\[[^\]\n]+\]:)([ \t]*(?:\n[ \t]*)?)(\S[^\n]*)$", re.M)
+_TITLE = re.compile(r"""\s+("[^"]*"|'[^']*'|\([^()]*\))\s*$""", re.S)
 
 
 def _escape_prose(text: str) -> str:
@@ -150,14 +204,60 @@ def _escape_prose(text: str) -> str:
 def _escape_span(text: str) -> str:
     text = text.replace("<", "&lt;")
     text = text.replace("{:", "\\{:")  # kramdown's IAL, ALD and extensions ({::nomarkdown})
-    return _LINK_SCHEME.sub(r"\1#blocked:", text)
+    return _check_links(text)
+
+
+def _destination(inner: str) -> str:
+    """The URL of a link's ``(...)``: its title (quoted or parenthesised, after a space) left out."""
+    inner = inner.strip()
+    if inner.startswith("&lt;") and ">" in inner:
+        return inner[4:inner.index(">")]
+    return _TITLE.sub("", inner)
+
+
+def _check_links(text: str) -> str:
+    """Every inline link or image destination and every reference definition
+    in ``text`` whose URL fails :func:`safe_url` is replaced by
+    :data:`REMOVED_URL`, followed by :data:`REMOVED_NOTE`. A destination is
+    read to its balanced closing parenthesis (or the end of the paragraph),
+    across whitespace and newlines: never shorter than kramdown reads it."""
+    out, last = [], 0
+    for match in _INLINE_DEST.finditer(text):
+        if match.start() < last:
+            continue
+        start, depth, i = match.end(), 1, match.end()
+        while i < len(text) and depth:
+            if text[i] == "\\":
+                i += 2
+                continue
+            if text[i] == "(":
+                depth += 1
+            elif text[i] == ")":
+                depth -= 1
+            elif text.startswith("\n\n", i):
+                break
+            i += 1
+        end = i - 1 if depth == 0 else i  # the closing parenthesis, or where the paragraph ends
+        if not safe_url(_destination(text[start:end])):
+            out.append(text[last:start] + REMOVED_URL + ") " + REMOVED_NOTE)
+            last = end + 1 if depth == 0 else end
+    out.append(text[last:])
+    text = "".join(out)
+
+    def definition(m: re.Match) -> str:
+        if safe_url(_destination(m.group(3))):
+            return m.group(0)
+        return f"{m.group(1)} {REMOVED_URL}\n\n{REMOVED_NOTE}"
+
+    return _REFERENCE_DEF.sub(definition, text)
 
 
 def safe_markdown(text: str) -> str:
     """``text/markdown`` (or ``text/latex``) output kept as Markdown, but
     self-contained: raw HTML and kramdown extensions are escaped outside code
-    and math, an unclosed fence is closed, and its fenced blocks cannot be
-    closed from inside."""
+    and math, every link and image URL outside them passes :func:`safe_url` or
+    is replaced (with a visible note), an unclosed fence is closed, and its
+    fenced blocks cannot be closed from inside."""
     lines = drop_controls(str(text)).split("\n")
     out: list[str] = []
     prose: list[str] = []

@@ -1,7 +1,9 @@
 """From an executed notebook to a post: our preprocessing (hidden cells,
-streams, figures, scrubbed paths and host name), the front matter, the
-side-by-side pairs (:mod:`.pairs`), the downloads (:mod:`.downloads`) and
-the escape filters (:mod:`.escape`)."""
+streams, figures, scrubbed paths and host name, outputs cut at
+:data:`OUTPUT_CAP`, SVG figures sanitised by :mod:`.svg`), the front matter,
+the side-by-side pairs (:mod:`.pairs`), the downloads (:mod:`.downloads`),
+the escape filters (:mod:`.escape`) and the publication's manifest
+(:mod:`.state`)."""
 
 from __future__ import annotations
 
@@ -17,12 +19,18 @@ from typing import Any
 
 import yaml
 
-from sidebyside.publish import escape
+from sidebyside.publish import escape, svg
 from sidebyside.publish.common import ANSI_RE, ROOT, TEMPLATES, PublishError, warn
 from sidebyside.publish.discovery import NotebookInfo
 
 __all__ = ["scrub_rules", "scrub", "collapse_progress", "kramdown_math", "site_config", "check_date", "front_matter",
-           "drop_title_heading", "render", "front_matter_text"]
+           "drop_title_heading", "render", "front_matter_text",
+           "OUTPUT_CAP", "cap_output"]
+
+#: The most a single cell output (a stream, a value, a traceback, HTML, Markdown) shows in a post, in
+#: bytes of UTF-8; the rest is cut with a note (:func:`cap_output`). The executed notebook among the
+#: post's downloads keeps it whole.
+OUTPUT_CAP = 200_000
 
 
 def scrub_rules(root: Path) -> list[tuple[re.Pattern, str]]:
@@ -87,6 +95,30 @@ def kramdown_math(markdown: str) -> str:
     return "".join(part if i % 2 else _INLINE_MATH.sub(r"$$\1$$", part) for i, part in enumerate(parts))
 
 
+def _size(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} KB" if n >= 1e3 else f"{n} bytes"
+
+
+def cap_output(text: str, slug: str, *, cap: int = OUTPUT_CAP, html: bool = False) -> str:
+    """``text`` if it holds at most ``cap`` bytes (UTF-8); else its first
+    ``cap`` bytes (back to the last line break when one is in the second
+    half), then a note saying how much was cut and that the whole output is in
+    the executed notebook ``<slug>.ipynb`` among the post's downloads. With
+    ``html``, the note is a paragraph (the cut markup is balanced later, by
+    :func:`sidebyside.publish.escape.safe_html`)."""
+    data = text.encode("utf-8")
+    if len(data) <= cap:
+        return text
+    kept = data[:cap].decode("utf-8", errors="ignore")
+    line = kept.rfind("\n")
+    if line > len(kept) // 2:
+        kept = kept[:line]
+    cut = len(data) - len(kept.encode("utf-8"))
+    note = (f"[output cut: {_size(cut)} of {_size(len(data))} not shown here; the whole output is in the executed "
+            f"notebook, {slug}.ipynb, among this post's downloads]")
+    return f"{kept}\n<p>{note}</p>" if html else f"{kept}\n{note}"
+
+
 def _slugify(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "figure"
 
@@ -131,8 +163,9 @@ def _preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
                     outputs[-1]["text"] += output.get("text", "")
                     continue
             elif kind == "error":
-                output["traceback"] = [scrub(escape.drop_controls(ANSI_RE.sub("", line)), rules)
-                                       for line in output.get("traceback", [])]
+                traceback = "\n".join(scrub(escape.drop_controls(ANSI_RE.sub("", line)), rules)
+                                      for line in output.get("traceback", []))
+                output["traceback"] = cap_output(traceback, slug).split("\n")
             elif kind in ("display_data", "execute_result"):
                 data = output.get("data", {})
                 for mime in [m for m in data if m not in _SHOWN]:
@@ -141,6 +174,7 @@ def _preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
                     if mime in data:
                         text = data[mime] if isinstance(data[mime], str) else "".join(data[mime])
                         text = scrub(escape.drop_controls(ANSI_RE.sub("", text)), rules)
+                        text = cap_output(text, slug, html=mime == "text/html")
                         data[mime] = kramdown_math(text) if mime == "text/markdown" else text
                 mime = next((m for m in _EXT if m in data), None)
                 if mime:
@@ -154,7 +188,13 @@ def _preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
                         name, n = f"{base}-{n}.{_EXT[mime]}", n + 1
                     payload = data[mime]
                     if mime == "image/svg+xml":
-                        payload = (payload if isinstance(payload, str) else "".join(payload)).encode()
+                        try:
+                            payload = svg.sanitise(payload if isinstance(payload, str) else "".join(payload))
+                        except svg.SvgError as exc:
+                            warn(f"{slug}: an SVG figure ({name}) was left out: {exc}")
+                            output["data"] = {"text/plain": f"[an SVG figure was left out: {exc}]"}
+                            outputs.append(output)
+                            continue
                     else:
                         payload = base64.b64decode(payload)
                     images[name] = payload
@@ -168,7 +208,7 @@ def _preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
         for output in outputs:
             if output.get("output_type") == "stream":
                 text = escape.drop_controls(collapse_progress(ANSI_RE.sub("", output["text"])))
-                output["text"] = scrub(text, rules).strip("\n")
+                output["text"] = cap_output(scrub(text, rules).strip("\n"), slug)
         cell.outputs = [o for o in outputs if o.get("output_type") != "stream" or o["text"].strip()]
     return nb, images
 
@@ -237,7 +277,9 @@ def drop_title_heading(nb, title: str) -> None:
 
 def render(executed_nb, record: dict[str, Any], info: NotebookInfo, site_config: dict[str, Any], *,
            root: Path = ROOT) -> tuple[str, dict[str, bytes]]:
-    """Render an executed notebook: returns (post Markdown with front matter, images)."""
+    """Render an executed notebook: returns (post Markdown with front matter,
+    ``{filename: bytes}`` of ``images/<slug>/``: figures, downloads and the
+    publication's manifest, :data:`sidebyside.publish.state.MANIFEST`)."""
     from nbconvert import MarkdownExporter
 
     nb, images = _preprocess(executed_nb, info.slug, root)
@@ -259,7 +301,11 @@ def render(executed_nb, record: dict[str, Any], info: NotebookInfo, site_config:
                                 filters=escape.FILTERS)
     body, _ = exporter.from_notebook_node(nb, resources={"slug": info.slug})
     body = re.sub(r"\n{3,}", "\n\n", body).strip() + "\n"
-    return f"---\n{front_matter_text(front_matter(info, record, site_config, root), root)}---\n\n{body}", images
+    post = f"---\n{front_matter_text(front_matter(info, record, site_config, root), root)}---\n\n{body}"
+    from sidebyside.publish import state
+
+    images[state.MANIFEST] = state.manifest(info.slug, f"{info.date}-{info.slug}.md", images, record)
+    return post, images
 
 
 def front_matter_text(fields: dict[str, Any], root: Path = ROOT) -> str:
