@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "COLORS", "LABELS", "DIVERGING_CMAP", "color", "style",
+    "COLORS", "LABELS", "DIVERGING_CMAP", "MAX_PNG_BYTES", "color", "style", "optimise_png",
     "weight_mosaic", "shared_vmax", "weight_grid", "similarity_matrix", "jaxpr_graph", "svg",
 ]
 
@@ -76,6 +76,47 @@ def style() -> None:
         "axes.titleweight": "bold",
         "legend.frameon": False,
     })
+
+
+# ------------------------------------------------------------ figure files
+
+#: The most bytes a post's PNG figure may take (STYLE.md 17: a reader on a phone).
+MAX_PNG_BYTES = 400_000
+
+
+def optimise_png(data: bytes, max_bytes: int = MAX_PNG_BYTES) -> bytes:
+    """A PNG figure as a post serves it: the same picture as a 256-colour palette PNG
+    (opaque where every pixel is), which keeps a plot's flat colours and a weight
+    map's diverging scale; where that is still over ``max_bytes`` it is scaled down
+    (Lanczos) until it fits. Returns the smaller of the palette image and ``data``
+    when ``data`` fits; never a PNG larger than ``max_bytes`` unless one pixel is.
+    Bytes that Pillow cannot read are returned unchanged."""
+    import io
+
+    from PIL import Image
+
+    try:
+        image = Image.open(io.BytesIO(data))
+        image.load()
+    except OSError:  # not a PNG that Pillow reads: served as it came (the image-size test still sees it)
+        return data
+    if image.mode in ("RGBA", "LA") and image.getchannel("A").getextrema() == (255, 255):
+        image = image.convert("RGB")
+    elif image.mode not in ("RGB", "RGBA"):
+        image = image.convert("RGBA" if "A" in image.getbands() else "RGB")
+    best, scale = data, 1.0
+    while True:
+        frame = image if scale == 1.0 else image.resize(
+            (max(1, round(image.width * scale)), max(1, round(image.height * scale))), Image.Resampling.LANCZOS)
+        method = Image.Quantize.FASTOCTREE if frame.mode == "RGBA" else Image.Quantize.MEDIANCUT
+        buffer = io.BytesIO()
+        frame.quantize(colors=256, method=method, dither=Image.Dither.NONE).save(buffer, format="PNG", optimize=True)
+        encoded = buffer.getvalue()
+        if scale < 1.0 or len(encoded) < len(best):
+            best = encoded
+        if len(best) <= max_bytes or frame.width * frame.height <= 1:
+            return best
+        scale *= 0.9 * (max_bytes / len(best)) ** 0.5
 
 
 # ------------------------------------------------------------ weight grids
@@ -154,9 +195,10 @@ def weight_grid(
 
 
 def similarity_matrix(ax, matrix, labels: Sequence[str], *, colors: Sequence[str] | None = None,
-                      cmap: str = "viridis", digits: int = 2):
+                      cmap: str = "viridis", digits: int = 3):
     """Draw a symmetric similarity matrix ``(k, k)`` (e.g. linear CKA between
-    networks) on ``ax``, each cell written out to ``digits`` decimals, with
+    networks) on ``ax``, each cell written out to ``digits`` decimals (three by default:
+    CKA values of trained networks differ in the third), with
     ``labels`` on both axes (tick label ``i`` in ``colors[i]``, e.g. the
     framework colour of network ``i``). The scale runs from just below the
     smallest value to 1, so that small differences stay visible and the
@@ -179,7 +221,7 @@ def similarity_matrix(ax, matrix, labels: Sequence[str], *, colors: Sequence[str
     middle = (1.0 + vmin) / 2
     for i in range(k):
         for j in range(k):
-            ax.text(j, i, f"{matrix[i, j]:.{digits}f}", ha="center", va="center", fontsize=6,
+            ax.text(j, i, f"{matrix[i, j]:.{digits}f}", ha="center", va="center", fontsize=6 if k <= 16 else 5,
                     color="white" if matrix[i, j] < middle else "black")
     ax.grid(False)
     return image
@@ -362,7 +404,7 @@ def jaxpr_graph(
     expand_depth: int = 0,
     prune: bool = True,
     title: str | None = None,
-    rankdir: str = "TB",
+    rankdir: str = "LR",
 ):
     """The computation graph of ``fn(*args)`` as traced by JAX, as a
     ``graphviz.Digraph`` (see the module docstring for what is drawn).
@@ -376,6 +418,10 @@ def jaxpr_graph(
       (0: each is one node labelled ``primitive: name``).
     - ``prune``: drop equations whose results are never used (``jax.grad``'s
       jaxpr keeps, e.g., the forward loss it discards).
+    - ``rankdir``: graphviz's direction, left to right by default: a long
+      program then grows sideways, where a post's figure box scrolls, and its
+      labels keep their size (at least 9 pt, 12 px, for edges) instead of being
+      shrunk to the column's width.
 
     The graph's ``.equations`` attribute holds the number of equation nodes drawn.
     """
@@ -396,7 +442,7 @@ def jaxpr_graph(
     if title:
         dot.attr(label=title, labelloc="t", fontsize="14")
     dot.attr("node", fontname="Helvetica", fontsize="10")
-    dot.attr("edge", fontname="Helvetica", fontsize="8", color="#5F6368", fontcolor="#5F6368")
+    dot.attr("edge", fontname="Helvetica", fontsize="9", color="#5F6368", fontcolor="#5F6368")
 
     builder = _GraphBuilder(dot, expand_depth, prune)
     env: dict = {}

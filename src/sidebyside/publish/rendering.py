@@ -24,7 +24,7 @@ from sidebyside.publish.common import ANSI_RE, ROOT, TEMPLATES, PublishError, wa
 from sidebyside.publish.discovery import NotebookInfo
 
 __all__ = ["scrub_rules", "scrub", "collapse_progress", "kramdown_math", "site_config", "check_date", "front_matter",
-           "drop_title_heading", "render", "front_matter_text",
+           "drop_title_heading", "arrange_appendix", "overlay_layout", "table_rows", "render", "front_matter_text",
            "OUTPUT_CAP", "cap_output"]
 
 #: The most a single cell output (a stream, a value, a traceback, HTML, Markdown) shows in a post, in
@@ -197,6 +197,10 @@ def _preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
                             continue
                     else:
                         payload = base64.b64decode(payload)
+                        if mime == "image/png":
+                            from sidebyside.lab.viz import optimise_png
+
+                            payload = optimise_png(payload)  # at most viz.MAX_PNG_BYTES, palette where it is smaller
                     images[name] = payload
                     meta = output.setdefault("metadata", {})
                     meta["filenames"] = {mime: f"../../images/{slug}/{name}"}
@@ -275,6 +279,174 @@ def drop_title_heading(nb, title: str) -> None:
             nb.cells.remove(first)
 
 
+#: Cell tags of the post's shape (STYLE.md 17): ``appendix`` moves a cell to the
+#: collapsed appendix at the end of the post; ``collapsed`` folds it where it stands.
+APPENDIX_TAG, COLLAPSED_TAG = "appendix", "collapsed"
+#: A table output with more rows than this, outside the appendix, is moved into it
+#: (every table stays in the post's CSV download).
+MAX_INLINE_ROWS = 20
+_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+_TABLE_ROW = re.compile(r"<tr[\s>]", re.I)
+
+
+def table_rows(output) -> int:
+    """Rows of the largest table in one output: HTML ``<tr>`` rows (less a header
+    row) or Markdown table lines (less the header and its rule); 0 without one."""
+    data = output.get("data") or {}
+    rows = 0
+    html_text = data.get("text/html")
+    if html_text:
+        html_text = html_text if isinstance(html_text, str) else "".join(html_text)
+        for table in re.split(r"</table>", html_text, flags=re.I):
+            head = re.search(r"<thead.*?</thead>", table, re.I | re.S)
+            body_rows = len(_TABLE_ROW.findall(table)) - (len(_TABLE_ROW.findall(head.group())) if head else 1)
+            rows = max(rows, body_rows)
+    markdown = data.get("text/markdown")
+    if markdown:
+        markdown = markdown if isinstance(markdown, str) else "".join(markdown)
+        run = 0
+        for line in markdown.splitlines() + [""]:
+            if line.lstrip().startswith("|"):
+                run += 1
+            else:
+                rows, run = max(rows, run - 2), 0
+    return max(rows, 0)
+
+
+def _summary(cell) -> str | None:
+    """A section's title: the cell's ``summary`` metadata, or the heading that opens a
+    Markdown cell (taken out of the cell: the summary line shows it)."""
+    given = cell.metadata.get("summary")
+    if given:
+        return str(given)
+    if cell.cell_type == "markdown":
+        lines = cell.source.lstrip("\n").split("\n")
+        match = _HEADING.match(lines[0]) if lines else None
+        if match:
+            cell.source = "\n".join(lines[1:]).lstrip("\n")
+            return match.group(2)
+    return None
+
+
+def _details(title: str, kind: str) -> tuple[Any, Any]:
+    import html
+
+    import nbformat
+
+    opening = nbformat.v4.new_markdown_cell(
+        f'<details class="{kind}" markdown="1"><summary>{html.escape(title, quote=False)}</summary>\n')
+    return opening, nbformat.v4.new_markdown_cell("</details>")
+
+
+def arrange_appendix(nb) -> None:
+    """Give the post its shape, in place: the cells tagged ``appendix`` leave the body
+    for an "Appendix" at its end, each run of them (or each cell that opens with a
+    heading or carries ``summary`` metadata) one ``<details>`` section, closed; a run
+    of cells tagged ``collapsed`` is folded where it stands. A table output of more
+    than :data:`MAX_INLINE_ROWS` rows in the body goes to the appendix as a section of
+    its own, named after the heading above it; a paired cell keeps its outputs.
+    Call it after the downloads are written (their CSV names each table's section)
+    and before :func:`sidebyside.publish.pairs.render_pairs`."""
+    import nbformat
+
+    body: list = []
+    appendix: list[tuple[str, list]] = []
+    folded: list = []
+    section = "the post"
+    previous_kind = None
+    for cell in nb.cells:
+        tags = set(cell.metadata.get("tags", []))
+        kind = APPENDIX_TAG if APPENDIX_TAG in tags else COLLAPSED_TAG if COLLAPSED_TAG in tags else None
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                match = _HEADING.match(line)
+                if match:
+                    section = match.group(2)
+        if kind is None:
+            if folded:
+                body.extend(_fold(folded))
+                folded = []
+            paired = any(str(t).startswith("pair:") for t in tags)
+            if cell.cell_type == "code" and not paired:
+                big = [o for o in cell.get("outputs", []) if table_rows(o) > MAX_INLINE_ROWS]
+                if big:
+                    cell.outputs = [o for o in cell.outputs if not any(o is b for b in big)]
+                    for output in big:
+                        moved = nbformat.v4.new_code_cell("")
+                        moved.outputs = [output]
+                        appendix.append((f"Full table: {section} ({table_rows(output)} rows; "
+                                         "all tables are in the CSV download)", [moved]))
+            body.append(cell)
+        elif kind == COLLAPSED_TAG:
+            folded.append(cell)
+        else:
+            if folded:
+                body.extend(_fold(folded))
+                folded = []
+            title = _summary(cell)
+            if title or previous_kind != APPENDIX_TAG or not appendix:
+                appendix.append((title or ("Set-up" if cell.cell_type == "code" else "Notes"), [cell]))
+            else:
+                appendix[-1][1].append(cell)
+        previous_kind = kind
+    if folded:
+        body.extend(_fold(folded))
+    if appendix:
+        body.append(nbformat.v4.new_markdown_cell('## Appendix {#appendix}'))
+        for title, cells in appendix:
+            opening, closing = _details(title, "appendix")
+            body += [opening, *cells, closing]
+    nb.cells = body
+
+
+#: What a post's layout takes from the notebook's current source (:func:`overlay_layout`).
+LAYOUT_TAGS = frozenset({APPENDIX_TAG, COLLAPSED_TAG})
+LAYOUT_METADATA = ("summary",)
+
+
+def overlay_layout(executed_nb, current_nb) -> int:
+    """Give the cells of ``executed_nb`` the layout of ``current_nb`` (the notebook's
+    source now), in place: the tags of :data:`LAYOUT_TAGS` and the metadata of
+    :data:`LAYOUT_METADATA`, nothing that changes an output. Cells are matched by type
+    and source (difflib's alignment; a changed cell between matched ones is matched by
+    position when both sides changed alike), so that a post re-rendered from an earlier
+    run takes the shape its notebook has today. Returns the number of cells matched."""
+    import difflib
+
+    def signature(cell) -> tuple[str, str]:
+        return cell.cell_type, re.sub(r"\s+", " ", cell.source).strip()
+
+    # papermill's cell of injected parameters has no counterpart in the source
+    run_cells = [c for c in executed_nb.cells if "injected-parameters" not in c.metadata.get("tags", [])]
+    old = [signature(c) for c in run_cells]
+    new = [signature(c) for c in current_nb.cells]
+    matched = 0
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if op not in ("equal", "replace") or (i2 - i1) != (j2 - j1):
+            continue
+        for i, j in zip(range(i1, i2), range(j1, j2)):
+            target, source = run_cells[i], current_nb.cells[j]
+            if target.cell_type != source.cell_type:
+                continue
+            tags = [t for t in target.metadata.get("tags", []) if t not in LAYOUT_TAGS]
+            tags += [t for t in source.metadata.get("tags", []) if t in LAYOUT_TAGS]
+            if tags or "tags" in target.metadata:
+                target.metadata["tags"] = tags
+            for name in LAYOUT_METADATA:
+                if name in source.metadata:
+                    target.metadata[name] = source.metadata[name]
+                else:
+                    target.metadata.pop(name, None)
+            matched += 1
+    return matched
+
+
+def _fold(cells: list) -> list:
+    title = _summary(cells[0]) or "Details"
+    opening, closing = _details(title, "collapsed")
+    return [opening, *cells, closing]
+
+
 def render(executed_nb, record: dict[str, Any], info: NotebookInfo, site_config: dict[str, Any], *,
            root: Path = ROOT) -> tuple[str, dict[str, bytes]]:
     """Render an executed notebook: returns (post Markdown with front matter,
@@ -282,6 +454,13 @@ def render(executed_nb, record: dict[str, Any], info: NotebookInfo, site_config:
     publication's manifest, :data:`sidebyside.publish.state.MANIFEST`)."""
     from nbconvert import MarkdownExporter
 
+    if Path(info.path).suffix == ".py" and Path(info.path).is_file():
+        import copy
+
+        import jupytext
+
+        executed_nb = copy.deepcopy(executed_nb)
+        overlay_layout(executed_nb, jupytext.read(info.path))
     nb, images = _preprocess(executed_nb, info.slug, root)
     drop_title_heading(nb, info.title)
     from traitlets.config import Config
@@ -290,6 +469,7 @@ def render(executed_nb, record: dict[str, Any], info: NotebookInfo, site_config:
 
     rules = scrub_rules(root)
     images.update(downloads.files(info.slug, executed_nb, nb, record, lambda text: scrub(text, rules)))
+    arrange_appendix(nb)
     try:
         pairs.render_pairs(nb)
     except pairs.PairError as exc:

@@ -1,0 +1,342 @@
+"""A post a reader can finish (issue 32; DESIGN.md "The shape of a post", STYLE.md 17).
+
+The publisher's part, without a browser: cells tagged ``appendix`` leave the body for
+closed ``<details>`` sections at its end, ``collapsed`` ones fold where they stand, a
+table of more than 20 rows in the body goes to the appendix, a re-render takes the
+notebook's current layout tags, and every PNG is at most 400 KB (also checked on the
+committed ``images/``).
+
+The reader's part, in headless Chromium at 1280 and 390 px, on a site built from the
+committed posts (as tests/publish/test_site.py builds it): with every ``<details>``
+closed a post is at most 8,000 px tall and has at most 1,500 words of prose outside its
+appendix; every verdict box links to the "How we measure" page, which the site serves;
+with the sections opened, a post's SVG text renders at 11 px or more and, where a post
+draws weight templates, one figure shows them at 84 px or more.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import nbformat
+import pytest
+from conftest import ROOT, make_site
+
+from sidebyside.lab import viz
+from sidebyside.publish import rendering
+
+MAX_HEIGHT_PX = 8000
+MAX_PROSE_WORDS = 1500
+MIN_TEMPLATE_PX = 84
+MIN_SVG_TEXT_PX = 11
+WIDTHS = {"wide": 1280, "narrow": 390}
+PAGE = "how-we-measure.md"
+
+
+# ------------------------------------------------------------------ the publisher
+
+
+def _md(source, **metadata):
+    cell = nbformat.v4.new_markdown_cell(source)
+    cell.metadata.update(metadata)
+    return cell
+
+
+def _code(source, outputs=(), **metadata):
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata.update(metadata)
+    cell.outputs = list(outputs)
+    return cell
+
+
+def _html_table(rows: int):
+    body = "".join(f"<tr><td>{i}</td></tr>" for i in range(rows))
+    return nbformat.v4.new_output("display_data", data={
+        "text/html": f"<table><thead><tr><th>n</th></tr></thead><tbody>{body}</tbody></table>",
+        "text/plain": "table"})
+
+
+def _notebook(*cells):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = list(cells)
+    return nb
+
+
+def test_table_rows_counts_body_rows_of_html_and_markdown_tables():
+    assert rendering.table_rows(_html_table(21)) == 21
+    assert rendering.table_rows(_html_table(3)) == 3
+    markdown = nbformat.v4.new_output("display_data", data={
+        "text/markdown": "| a |\n|---|\n" + "".join(f"| {i} |\n" for i in range(25))})
+    assert rendering.table_rows(markdown) == 25
+    assert rendering.table_rows(nbformat.v4.new_output("stream", text="| not | a table")) == 0
+
+
+def test_appendix_cells_go_to_closed_sections_at_the_end_in_order():
+    nb = _notebook(
+        _md("Intro."),
+        _code("import torch", tags=["appendix"], summary="Set-up: imports"),
+        _md("## Method notes\n\nHow the chain is built.", tags=["appendix"]),
+        _code("chain()", tags=["appendix"]),
+        _md("## Results\n\nThe answer."),
+        _code("details()", tags=["collapsed"], summary="The raw timings"),
+        _md("After."),
+    )
+    rendering.arrange_appendix(nb)
+    sources = [c.source for c in nb.cells]
+    assert sources[:2] == ["Intro.", "## Results\n\nThe answer."]
+    # the collapsed cell stays where it was, folded
+    assert sources[2].startswith('<details class="collapsed"') and "The raw timings" in sources[2]
+    assert sources[3] == "details()" and sources[4] == "</details>" and sources[5] == "After."
+    appendix = sources[sources.index("## Appendix {#appendix}"):]
+    assert appendix[1].startswith('<details class="appendix"') and "Set-up: imports" in appendix[1]
+    assert appendix[2] == "import torch" and appendix[3] == "</details>"
+    # a heading opens a section and becomes its summary; the next untitled appendix cell joins it
+    assert "<summary>Method notes</summary>" in appendix[4]
+    assert appendix[5] == "How the chain is built." and appendix[6] == "chain()" and appendix[7] == "</details>"
+    assert len(appendix) == 8 and "open" not in "".join(appendix)
+
+
+def test_a_long_table_leaves_the_body_for_the_appendix_and_a_short_one_stays():
+    long_cell = _code("table()", [_html_table(rendering.MAX_INLINE_ROWS + 1)])
+    short_cell = _code("small()", [_html_table(rendering.MAX_INLINE_ROWS)])
+    nb = _notebook(_md("## Parity <b>&</b>"), long_cell, short_cell)
+    rendering.arrange_appendix(nb)
+    assert long_cell.outputs == [] and len(short_cell.outputs) == 1
+    opening = next(c for c in nb.cells if c.source.startswith('<details class="appendix"'))
+    assert "Full table: Parity &lt;b&gt;&amp;&lt;/b&gt; (21 rows" in opening.source  # escaped
+    moved = nb.cells[nb.cells.index(opening) + 1]
+    assert rendering.table_rows(moved.outputs[0]) == rendering.MAX_INLINE_ROWS + 1
+
+
+def test_paired_cells_keep_their_tables_and_stay_adjacent_in_the_appendix():
+    torch_cell = _code("a", [_html_table(40)], tags=["pair:x:torch"])
+    jax_cell = _code("b", [_html_table(40)], tags=["pair:x:jax"])
+    nb = _notebook(_md("Body."), torch_cell, jax_cell)
+    rendering.arrange_appendix(nb)
+    assert nb.cells[1:] == [torch_cell, jax_cell] and len(torch_cell.outputs) == 1
+    tagged = [_code("a", tags=["pair:y:torch", "appendix"]), _code("b", tags=["pair:y:jax", "appendix"])]
+    nb = _notebook(_md("Body."), *tagged)
+    rendering.arrange_appendix(nb)
+    i = nb.cells.index(tagged[0])
+    assert nb.cells[i + 1] is tagged[1] and nb.cells[i - 1].source.startswith("<details")
+
+
+def test_a_rerender_takes_the_layout_tags_of_the_notebook_as_it_is_now():
+    executed = _notebook(_md("# Title"), _code("setup()", tags=["remove_output", "appendix"]),
+                         _code("x = 1", tags=["injected-parameters"]), _code("old_body()"), _md("Notes."))
+    current = _notebook(_md("# Title"), _code("setup()", tags=["remove_output"]), _code("new_body()"),
+                        _md("Notes.", tags=["appendix"], summary="Method notes"))
+    assert rendering.overlay_layout(executed, current) == 4
+    tags = [c.metadata.get("tags") for c in executed.cells]
+    assert tags[1] == ["remove_output"]  # appendix dropped, other tags kept
+    assert tags[2] == ["injected-parameters"]  # papermill's cell, unmatched, untouched
+    assert executed.cells[4].metadata["tags"] == ["appendix"] and executed.cells[4].metadata["summary"] == "Method notes"
+    assert executed.cells[3].source == "old_body()"  # the layout only: sources and outputs stay the run's
+
+
+def _png(size: tuple[int, int], noise: bool) -> bytes:
+    """Noise (no PNG compresses it), or a plot's few flat colours scattered (a palette's case)."""
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    if noise:
+        pixels = rng.integers(0, 256, (*size[::-1], 4), dtype=np.uint8)
+    else:
+        colours = np.array([[255, 255, 255, 255], [238, 76, 44, 255], [26, 115, 232, 255], [77, 77, 77, 255]], np.uint8)
+        pixels = colours[rng.integers(0, len(colours), size[::-1])]
+    pixels[..., 3] = 255
+    buffer = io.BytesIO()
+    Image.fromarray(pixels, "RGBA").save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_optimise_png_keeps_a_figure_under_the_limit_and_never_makes_it_larger():
+    from PIL import Image
+
+    big = _png((1400, 1000), noise=True)
+    assert len(big) > viz.MAX_PNG_BYTES
+    small = viz.optimise_png(big)
+    assert len(small) <= viz.MAX_PNG_BYTES
+    assert Image.open(io.BytesIO(small)).size[0] < 1400  # noise does not compress: fewer pixels
+    flat = _png((900, 400), noise=False)
+    out = viz.optimise_png(flat)
+    assert len(out) <= len(flat) and Image.open(io.BytesIO(out)).size == (900, 400)  # same pixels, palette
+    assert Image.open(io.BytesIO(out)).mode == "P"
+    assert viz.optimise_png(b"not a png") == b"not a png"
+
+
+def test_every_published_png_is_at_most_400_kb():
+    pngs = sorted((ROOT / "images").rglob("*.png"))
+    if not pngs:
+        pytest.skip("nothing published yet")
+    heavy = [f"{p.relative_to(ROOT)}: {p.stat().st_size // 1024} KB" for p in pngs if p.stat().st_size > viz.MAX_PNG_BYTES]
+    assert not heavy, (f"PNGs over {viz.MAX_PNG_BYTES // 1000} KB (`make render` passes every figure through "
+                       "viz.optimise_png):\n" + "\n".join(heavy))
+
+
+def test_the_how_we_measure_page_explains_every_term_once():
+    text = (ROOT / PAGE).read_text()
+    for term in ("ladder", "same conditions", "median", "IQR", "quartile interval", "within noise", "seed",
+                 "memory floor", "peak", "Kernel time", "Call time", "CKA", "custom kernel", "quiet"):
+        assert term.lower() in text.lower(), term
+    assert "permalink: /how-we-measure/" in text
+    assert 'href="{{ "/how-we-measure/" | relative_url }}"' in (ROOT / "_includes" / "verdict.html").read_text()
+
+
+# ------------------------------------------------------------------ the reader, in a browser
+
+# Runs in the page with every <details> as the reader finds it (closed): the page's height and the
+# words of prose outside the appendix (text not in code blocks, tables, figures or closed sections).
+MEASURE = r"""() => {
+  const article = document.querySelector('article.post') || document.body;
+  const appendix = document.getElementById('appendix');
+  const skip = 'pre, table, svg, script, style, .katex-mathml, .pair, .output-html, .provenance, details:not([open]) > :not(summary)';
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  let words = 0;
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const el = node.parentElement;
+    if (!el || el.closest(skip)) continue;
+    if (el.closest('details.appendix')) continue;
+    if (appendix && (appendix.compareDocumentPosition(node) & Node.DOCUMENT_POSITION_FOLLOWING)) continue;
+    words += (node.textContent.match(/\S*[A-Za-z0-9]\S*/g) || []).length;
+  }
+  const boxes = Array.from(document.querySelectorAll('section.verdict'));
+  return {
+    height: Math.max(document.documentElement.scrollHeight, document.body.scrollHeight),
+    words,
+    open_details: document.querySelectorAll('details[open]').length,
+    verdicts: boxes.length,
+    verdicts_linked: boxes.filter(b => Array.from(b.querySelectorAll('a')).some(
+      a => new URL(a.href).pathname.replace(/\/$/, '') === '/how-we-measure')).length,
+  };
+}"""
+
+# Runs after every <details> is opened: each figure's rendered box against its natural size.
+FIGURES = r"""() => Array.from(document.querySelectorAll('.post-content img')).map(i => ({
+  src: new URL(i.src).pathname, width: i.getBoundingClientRect().width, natural: i.naturalWidth}))"""
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    from test_site import _jekyll, _posts_in
+
+    site = make_site(tmp_path_factory.mktemp("shape") / "site", with_published=True)
+    shutil.copy2(ROOT / PAGE, site / PAGE)
+    slugs = _posts_in(site)
+    if not slugs:
+        pytest.skip("nothing published yet")
+    return site, _jekyll(site), slugs
+
+
+@pytest.fixture(scope="module")
+def readings(published):
+    from test_site import browsing
+
+    _, built, slugs = published
+    found = {}
+    with browsing(built) as (browser, base):
+        for width_name, width in WIDTHS.items():
+            for slug in slugs:
+                page = browser.new_page(viewport={"width": width, "height": 900})
+                response = page.goto(f"{base}/posts/{slug}/", wait_until="load")
+                page.wait_for_timeout(300)  # KaTeX, pairs.js
+                reading = {"status": response.status if response else None, **page.evaluate(MEASURE)}
+                page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+                page.wait_for_timeout(200)
+                reading["figures"] = page.evaluate(FIGURES)
+                found[slug, width_name] = reading
+                page.close()
+        page = browser.new_page()
+        response = page.goto(f"{base}/how-we-measure/", wait_until="load")
+        found["how-we-measure"] = {"status": response.status if response else None,
+                                   "text": page.evaluate("() => document.body.innerText")}
+        page.close()
+    return found
+
+
+@pytest.mark.slow
+def test_every_post_fits_8000_px_with_its_sections_closed(published, readings):
+    _, _, slugs = published
+    too_tall = [f"{slug} at {WIDTHS[w]} px: {readings[slug, w]['height']} px"
+                for slug in slugs for w in WIDTHS if readings[slug, w]["height"] > MAX_HEIGHT_PX]
+    assert all(readings[slug, w]["status"] == 200 and readings[slug, w]["open_details"] == 0
+               for slug in slugs for w in WIDTHS), "a post failed to load, or opened with a section open"
+    # The narrow column is measured and reported; the limit is the desktop reader's (issue 32).
+    wide = [line for line in too_tall if f" at {WIDTHS['wide']} px" in line]
+    assert not wide, (f"posts taller than {MAX_HEIGHT_PX} px with every <details> closed (move lab notes, set-up "
+                      "and long tables to the appendix: cell tag `appendix`):\n" + "\n".join(too_tall))
+
+
+@pytest.mark.slow
+def test_every_post_has_at_most_1500_words_of_prose_outside_its_appendix(published, readings):
+    _, _, slugs = published
+    wordy = [f"{slug}: {readings[slug, 'wide']['words']} words" for slug in slugs
+             if readings[slug, "wide"]["words"] > MAX_PROSE_WORDS]
+    assert all(readings[slug, "wide"]["words"] > 0 for slug in slugs), "no prose counted: has the layout changed?"
+    assert not wordy, f"posts with more than {MAX_PROSE_WORDS} words of prose outside the appendix:\n" + "\n".join(wordy)
+
+
+@pytest.mark.slow
+def test_every_verdict_box_links_to_how_we_measure(published, readings):
+    _, _, slugs = published
+    assert readings["how-we-measure"]["status"] == 200
+    assert "quartile interval" in readings["how-we-measure"]["text"]
+    boxes = {slug: readings[slug, "wide"]["verdicts"] for slug in slugs}
+    assert sum(boxes.values()) > 0, "no verdict box on any post"
+    unlinked = [slug for slug in slugs if readings[slug, "wide"]["verdicts_linked"] != boxes[slug]]
+    assert not unlinked, f"verdict boxes without a link to /how-we-measure/: {unlinked}"
+
+
+def _svg_min_text(path: Path) -> float:
+    """The smallest font size in an SVG, in its own user units, and the width of its view box."""
+    root = ET.parse(path).getroot()
+    box = root.get("viewBox")
+    width = float(box.split()[2]) if box else float(re.sub(r"[a-z]+$", "", root.get("width", "0")))
+    sizes = [float(re.sub(r"[a-z]+$", "", el.get("font-size"))) for el in root.iter() if el.get("font-size")]
+    return (min(sizes) if sizes else float("inf")), width
+
+
+def _template_px(path: Path) -> float:
+    """The side of one weight template in a weight-grid PNG, in image pixels: the median run of
+    non-white pixels between the white gaps that viz.weight_mosaic leaves between templates."""
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(path).convert("RGB")).astype(int)
+    white = (pixels >= 250).all(axis=2)
+    runs = []
+    for row in white:
+        edges = np.flatnonzero(np.diff(np.concatenate([[1], row.astype(int), [1]])))
+        lengths = edges[1::2] - edges[::2]
+        runs += [n for n in lengths if n >= 8]
+    return float(np.median(runs)) if runs else 0.0
+
+
+@pytest.mark.slow
+def test_figures_show_their_point_at_the_column_width(published, readings):
+    site, built, slugs = published
+    problems = []
+    for slug in slugs:
+        for w in WIDTHS:
+            templates = []
+            for figure in readings[slug, w]["figures"]:
+                path = built / figure["src"].lstrip("/")
+                if not path.is_file() or not figure["natural"] or not figure["width"]:
+                    continue
+                scale = figure["width"] / figure["natural"]
+                if path.suffix == ".svg":
+                    smallest, view_width = _svg_min_text(path)
+                    rendered = smallest * figure["width"] / view_width
+                    if rendered < MIN_SVG_TEXT_PX:
+                        problems.append(f"{slug} at {WIDTHS[w]} px: {path.name} text renders at {rendered:.1f} px")
+                elif path.name.startswith("weights"):
+                    templates.append((_template_px(path) * scale, path.name))
+            if templates and max(templates)[0] < MIN_TEMPLATE_PX:
+                problems.append(f"{slug} at {WIDTHS[w]} px: the largest weight template renders at "
+                                f"{max(templates)[0]:.0f} px ({max(templates)[1]}); show a zoomed crop")
+    assert not problems, "\n".join(problems)
