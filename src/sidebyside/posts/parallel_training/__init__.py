@@ -1,0 +1,18 @@
+"""The parallel-training post: one small ViT trained on several devices in PyTorch and JAX.
+
+- ``model``: the ViT in PyTorch and Flax NNX, the weight copy, the shared batches.
+- ``torch_parallel``: PyTorch's strategies (DDP, FSDP2, DTensor tensor parallel, manual collectives), the torchrun worker.
+- ``jax_parallel``: JAX's strategies (NamedSharding meshes, shard_map), the child process.
+- ``launch``: the checks, and the child processes that run each framework's workers.
+- ``comms``: collectives per step from XLA's HLO text and from PyTorch's profiler.
+- ``costmodel``: the labelled projection to 8, 64 and 512 H100s.
+- ``report``: its results record, verdicts and generated prose.
+"""
+
+from __future__ import annotations
+
+from sidebyside._lazy import face
+
+__all__ = ['model', 'torch_parallel', 'jax_parallel', 'launch', 'comms', 'costmodel', 'report']
+
+__getattr__ = face(__name__, __all__)

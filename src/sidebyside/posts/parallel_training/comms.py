@@ -1,0 +1,164 @@
+"""Collectives per training step, counted the same way for both frameworks.
+
+Each collective becomes a :class:`Collective`: its ``kind`` (``all-reduce``, ``reduce-scatter``,
+``all-gather``, ``all-to-all``, ``collective-permute``), the ``bytes`` of the full buffer it works
+on (all-reduce: the buffer reduced; all-gather: the gathered result; reduce-scatter: the buffer
+before scattering; all-to-all: the buffer exchanged), and the ``group`` size (devices taking part;
+None where the source does not say). One convention on both sides, so that bytes compare.
+
+- :func:`parse_hlo`: JAX's side, from the text of a compiled XLA program
+  (``jitted.lower(...).compile().as_text()``). Async pairs (``all-reduce-start`` /
+  ``-done``) count once; a tuple-shaped collective (XLA's combiner merges several) counts once
+  with the bytes of all its operands.
+- :func:`from_profiler`: PyTorch's side, from ``torch.profiler`` events ``(name, input_shapes,
+  start, end)``: the outermost c10d operation names the kind; the largest tensor recorded by it
+  or by the events nested in it (the backend's own, ``gloo:all_reduce``, ``nccl:...``, which has
+  the shapes where DDP passes a list of tensors) gives the bytes. Every tensor this post
+  communicates is float32 (4 bytes an element).
+- :func:`summarise`: count and bytes per kind.
+
+Pure functions over text and tuples: no framework is imported here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Iterable, Sequence
+
+__all__ = ["Collective", "KINDS", "parse_hlo", "from_profiler", "summarise"]
+
+KINDS = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "collective-permute")
+
+_DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4,
+                "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16}
+_SHAPE = re.compile(r"\b(" + "|".join(_DTYPE_BYTES) + r")\[([0-9,]*)\]")
+_INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(?P<result>.*?)\s+(?P<op>" + "|".join(KINDS)
+                    + r")(?P<start>-start)?\((?P<operands>.*?)\)(?P<attrs>.*)$")
+_GROUPS_LIST = re.compile(r"replica_groups=\{\{([0-9,]*)\}")
+_GROUPS_IOTA = re.compile(r"replica_groups=\[(\d+),(\d+)\]<=")
+_GROUPS_MESH = re.compile(r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}")
+_PAIRS = re.compile(r"source_target_pairs=\{([^}]*)\}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Collective:
+    """One collective in one training step (see the module docstring for ``bytes``)."""
+
+    kind: str
+    bytes: int
+    group: int | None = None
+
+
+def _shape_bytes(text: str) -> list[int]:
+    """Bytes of every array shape written in ``text`` (``f32[64,128]{1,0}`` -> 32768)."""
+    return [_DTYPE_BYTES[dtype] * math.prod(int(d) for d in dims.split(",") if d) for dtype, dims in
+            _SHAPE.findall(text)]
+
+
+def _group(attrs: str) -> int | None:
+    """Devices per group, from any of XLA's three spellings of ``replica_groups``: listed
+    (``{{0,1},{2,3}}``), iota (``[2,2]<=[4]``) or mesh axes (``mesh['a'=2,'b'=4] {'b'}``)."""
+    mesh = _GROUPS_MESH.search(attrs)
+    if mesh:
+        sizes = {name: int(size) for name, size in re.findall(r"'([^']+)'=(\d+)", mesh.group(1))}
+        return math.prod(sizes[name] for name in re.findall(r"'([^']+)'", mesh.group(2)))
+    iota = _GROUPS_IOTA.search(attrs)
+    if iota:
+        return int(iota.group(2))
+    listed = _GROUPS_LIST.search(attrs)
+    if listed:
+        return len([d for d in listed.group(1).split(",") if d])
+    return None
+
+
+def parse_hlo(text: str) -> list[Collective]:
+    """The collectives in a compiled XLA program's text, in program order.
+
+    Raises ValueError on a collective line whose shapes cannot be read, rather than counting it
+    as zero bytes."""
+    found = []
+    for line in text.splitlines():
+        match = _INSTR.match(line)
+        if not match:
+            continue
+        op, attrs = match["op"], match["attrs"]
+        result, operands = _shape_bytes(match["result"]), _shape_bytes(match["operands"])
+        if not result and not operands:
+            raise ValueError(f"cannot read the shapes of this collective: {line.strip()[:200]}")
+        if match["start"] and op in ("all-reduce", "collective-permute"):
+            # An async start's result repeats its operands (and may add context): count the operands.
+            size = sum(operands) if operands else sum(result)
+        elif op == "all-gather":
+            size = sum(result) - (sum(operands) if match["start"] else 0)
+        elif op == "reduce-scatter":
+            size = sum(operands)
+        else:
+            size = sum(operands) if operands else sum(result)
+        group = _group(attrs)
+        if group is None and op == "collective-permute":
+            pairs = _PAIRS.search(attrs)
+            group = len(re.findall(r"\{", pairs.group(1))) if pairs else None
+        found.append(Collective(op, size, group))
+    return found
+
+
+_TORCH_OPS = {
+    "allreduce": "all-reduce", "all_reduce": "all-reduce",
+    "allgather": "all-gather", "all_gather": "all-gather", "_allgather_base": "all-gather",
+    "allgather_into_tensor": "all-gather", "all_gather_into_tensor": "all-gather",
+    "reduce_scatter": "reduce-scatter", "_reduce_scatter_base": "reduce-scatter",
+    "reduce_scatter_tensor": "reduce-scatter", "alltoall": "all-to-all", "alltoall_base": "all-to-all",
+    "all_to_all": "all-to-all", "all_to_all_single": "all-to-all",
+}
+_API = re.compile(r"^(?:c10d|_c10d_functional)::(?P<op>[a-z_]+?)(?:_coalesced)?_?$")
+_BACKEND = re.compile(r"^(?:gloo|nccl|mpi):(?P<op>[a-z_]+)$")
+
+
+def _numel(shapes: Sequence[Sequence[int]]) -> list[int]:
+    return [math.prod(s) for s in shapes if s]
+
+
+def from_profiler(events: Iterable[tuple[str, Sequence[Sequence[int]], float, float]], *,
+                  itemsize: int = 4) -> list[Collective]:
+    """PyTorch's collectives from profiler events ``(name, input_shapes, start, end)``.
+
+    A collective is an outermost API event (``c10d::allreduce_``, ``c10d::_allgather_base_``,
+    ``_c10d_functional::all_reduce``): an API event inside its time range is the same collective
+    called lower down. The first backend event (``gloo:all_reduce``, which may run on another
+    thread, after the call returns) that starts after it belongs to it too. Its kind comes from the
+    outermost name; its bytes are the largest tensor any of these events records (the full buffer,
+    by the module's convention; the backend's event has the shapes where DDP passes a list of
+    tensors) times ``itemsize``. A backend event with no API event waiting counts by itself."""
+    rows = []
+    for name, shapes, start, stop in events:
+        api = _API.match(name)
+        match = api or _BACKEND.match(name)
+        if match and match["op"].rstrip("_") in _TORCH_OPS:
+            rows.append((float(start), float(stop), bool(api), _TORCH_OPS[match["op"].rstrip("_")],
+                         max(_numel(shapes), default=0)))
+    rows.sort(key=lambda r: (r[0], -r[1]))
+    found: list[list] = []  # [kind, numel, api_until, waiting_for_backend]
+    for start, stop, is_api, kind, numel in rows:
+        last = found[-1] if found else None
+        if is_api and last is not None and last[2] is not None and start <= last[2]:
+            last[1] = max(last[1], numel)
+        elif is_api:
+            found.append([kind, numel, stop, True])
+        elif last is not None and last[3]:
+            last[1], last[3] = max(last[1], numel), False
+        else:
+            found.append([kind, numel, None, False])
+    return [Collective(kind, numel * itemsize) for kind, numel, _, _ in found]
+
+
+def summarise(collectives: Iterable[Collective]) -> dict[str, dict[str, int]]:
+    """``{kind: {"count": n, "bytes": total}}`` for each kind present, plus ``"total"``."""
+    out: dict[str, dict[str, int]] = {}
+    for c in collectives:
+        entry = out.setdefault(c.kind, {"count": 0, "bytes": 0})
+        entry["count"] += 1
+        entry["bytes"] += c.bytes
+    out["total"] = {"count": sum(e["count"] for e in out.values()), "bytes": sum(e["bytes"] for e in out.values())}
+    return out

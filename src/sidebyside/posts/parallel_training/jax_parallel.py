@@ -1,0 +1,219 @@
+"""JAX's strategies, run in a child process that sees ``num_devices`` devices (``python -m
+sidebyside.posts.parallel_training.jax_parallel <spec.json>``; :mod:`.launch` starts it with
+simulated CPU devices set in ``XLA_FLAGS`` before JAX starts).
+
+The training step is one pure function of the Flax NNX model's parameters (``nnx.split``), the
+optax Adam state and a global batch. Each strategy is one function that takes the mesh axes and
+returns how to lay out parameters, optimiser state and batch (``NamedSharding``), or, for
+:func:`manual`, the step itself under ``shard_map``; the lines of these functions are what a
+strategy adds to the one-device step (the notebook shows and counts them):
+
+- :func:`one_device`: everything on the first device.
+- :func:`data_parallel`: a ``('data',)`` mesh; parameters replicated, the batch split.
+- :func:`fully_sharded`: parameters and optimiser state split over ``data`` along their first
+  axis that the device count divides (replicated when none does), the batch split.
+- :func:`tensor_parallel`: a ``('data', 'model')`` mesh; ``q``/``k``/``v``/``fc1`` split by
+  columns and ``proj``/``fc2`` by rows over ``model`` (Megatron's layout), the batch over ``data``.
+- :func:`manual`: ``jax.shard_map`` over ``data`` with an explicit ``lax.pmean`` of the gradients.
+
+XLA inserts the collectives of the first four; :func:`comms.parse_hlo` reads them from the
+compiled program. The child writes ``result.json`` (per strategy: losses, step times, compile
+time, bytes per device of parameters, gradients and optimiser state from the arrays'
+``addressable_shards``, collectives) and ``<strategy>.npz`` (final parameters, PyTorch's names
+and layouts); a failure writes ``error.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+import traceback
+from functools import partial
+from pathlib import Path
+
+import jax
+import numpy as np
+import optax
+from flax import nnx
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from sidebyside.posts.parallel_training import comms
+from sidebyside.posts.parallel_training.model import FlaxViT, TorchViT, ViTConfig, copy_torch_to_flax
+
+__all__ = ["STRATEGIES", "one_device", "data_parallel", "fully_sharded", "tensor_parallel", "manual",
+           "bytes_per_device", "main"]
+
+COLUMNS, ROWS = ("q", "k", "v", "fc1"), ("proj", "fc2")
+
+
+def _path(path) -> tuple[str, ...]:
+    """A pytree path as names: ``('blocks', '0', 'attn', 'q', 'kernel')`` (NNX's ``.value`` dropped)."""
+    names = (getattr(k, "key", getattr(k, "idx", getattr(k, "name", k))) for k in path)
+    return tuple(str(n) for n in names if n != "value")
+
+
+# ----------------------------------------------------------------------------- the strategies
+
+
+def one_device(mesh, params):
+    return jax.tree.map(lambda _: P(), params), P()
+
+
+def data_parallel(mesh, params):
+    return jax.tree.map(lambda _: P(), params), P("data")
+
+
+def fully_sharded(mesh, params):
+    n = mesh.shape["data"]
+
+    def spec(x):
+        axis = next((i for i, size in enumerate(x.shape) if size % n == 0), None)
+        return P() if axis is None else P(*[None] * axis, "data")
+    return jax.tree.map(spec, params), P("data")
+
+
+def tensor_parallel(mesh, params):
+    def spec(path, x):
+        layer, leaf = (("",) + _path(path))[-2:]
+        if layer in COLUMNS:
+            return P(None, "model") if leaf == "kernel" else P("model")
+        if layer in ROWS and leaf == "kernel":
+            return P("model", None)
+        return P()
+    return jax.tree_util.tree_map_with_path(spec, params), P("data")
+
+
+def manual(mesh, loss_fn, tx):
+    @jax.jit
+    @partial(jax.shard_map, mesh=mesh, in_specs=(P(), P(), P("data"), P("data")), out_specs=P())
+    def step(params, opt_state, X, y):
+        loss, grads = jax.value_and_grad(loss_fn)(params, X, y)
+        grads, loss = jax.lax.pmean((grads, loss), "data")
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+    return step
+
+
+STRATEGIES = {"one_device": one_device, "data_parallel": data_parallel, "fully_sharded": fully_sharded,
+              "tensor_parallel": tensor_parallel, "manual": manual}
+
+
+# ----------------------------------------------------------------------------- measuring
+
+
+def bytes_per_device(tree) -> int:
+    """The most bytes of ``tree``'s arrays that any one device holds, summed from each array's
+    ``addressable_shards`` (a replicated array counts whole on every device)."""
+    held: dict = {}
+    for leaf in jax.tree.leaves(tree):
+        for shard in leaf.addressable_shards:
+            held[shard.device] = held.get(shard.device, 0) + shard.data.nbytes
+    return int(max(held.values(), default=0))
+
+
+def _torch_names(params) -> dict[str, np.ndarray]:
+    """Flax parameters under PyTorch's names and layouts (kernels transposed, scale -> weight)."""
+    out = {}
+    for path, value in jax.tree_util.tree_leaves_with_path(params):
+        parts, value = list(_path(path)), np.asarray(value)
+        if parts[-1] == "kernel":
+            parts[-1], value = "weight", value.T
+        elif parts[-1] == "scale":
+            parts[-1] = "weight"
+        out[".".join(parts)] = value
+    return out
+
+
+def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict) -> tuple[dict, dict]:
+    """Train one strategy over every step; return its record and its final parameters."""
+    import torch  # noqa: F401  (the initial weights come as a PyTorch state dict)
+
+    config = ViTConfig(**spec["config"])
+    torch_model = TorchViT(config)
+    torch_model.load_state_dict(init)
+    flax_model = FlaxViT(config)
+    copy_torch_to_flax(torch_model, flax_model)
+    graphdef, params = nnx.split(flax_model, nnx.Param)
+    tx = optax.adam(spec["lr"])
+
+    def loss_fn(params, X, y):
+        logits = nnx.merge(graphdef, params)(X)
+        return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+
+    def step(params, opt_state, X, y):
+        loss, grads = jax.value_and_grad(loss_fn)(params, X, y)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    n, mp = spec["num_devices"], spec["model_parallel"]
+    devices = jax.devices()
+    shape, names = {"one_device": ((1,), ("data",)), "tensor_parallel": ((n // mp, mp), ("data", "model"))}.get(
+        strategy, ((n,), ("data",)))
+    # Auto axes: XLA's sharding propagation places the collectives (JAX's default is now Explicit).
+    mesh = jax.make_mesh(shape, names, axis_types=(AxisType.Auto,) * len(names), devices=devices[:math.prod(shape)])
+    if strategy == "manual":
+        param_specs, batch_spec = jax.tree.map(lambda _: P(), params), P("data")
+        jitted = manual(mesh, loss_fn, tx)
+    else:
+        param_specs, batch_spec = STRATEGIES[strategy](mesh, params)
+    param_sh = jax.tree.map(lambda s: NamedSharding(mesh, s), param_specs)
+    params = jax.device_put(params, param_sh)
+    opt_sh = optax.tree_map_params(tx, lambda _, s: s, tx.init(params), param_sh,
+                                   transform_non_params=lambda _: NamedSharding(mesh, P()))
+    opt_state = jax.jit(tx.init, out_shardings=opt_sh)(params)
+    batch_sh = NamedSharding(mesh, batch_spec)
+    if strategy != "manual":
+        jitted = jax.jit(step, out_shardings=(param_sh, opt_sh, NamedSharding(mesh, P())))
+    Xd, yd = jax.device_put(X[0], batch_sh), jax.device_put(y[0], batch_sh)
+    start = time.perf_counter()
+    compiled = jitted.lower(params, opt_state, Xd, yd).compile()
+    compile_s = time.perf_counter() - start
+    collectives = comms.parse_hlo(compiled.as_text())
+    grads = jax.jit(jax.grad(loss_fn), out_shardings=param_sh)(params, Xd, yd)
+    memory = {"params": bytes_per_device(params), "grads": bytes_per_device(grads),
+              "optimizer": bytes_per_device(opt_state)}
+    losses, seconds = [], []
+    for i in range(X.shape[0]):
+        Xd, yd = jax.device_put(X[i], batch_sh), jax.device_put(y[i], batch_sh)
+        jax.block_until_ready((Xd, yd))
+        start = time.perf_counter()
+        params, opt_state, loss = compiled(params, opt_state, Xd, yd)
+        loss = float(jax.block_until_ready(loss))
+        seconds.append(time.perf_counter() - start)
+        losses.append(loss)
+    record = {"losses": losses, "step_seconds": seconds, "compile_s": compile_s, "memory": memory,
+              "collectives": [c.__dict__ for c in collectives], "mesh": dict(mesh.shape)}
+    return record, _torch_names(params)
+
+
+def main(spec_path: str) -> None:
+    spec = json.loads(Path(spec_path).read_text())
+    out = Path(spec["out"])
+    try:
+        import torch
+
+        if len(jax.devices()) < spec["num_devices"]:
+            (out / "error.json").write_text(json.dumps({"launch": True, "error": (
+                f"a mesh of {spec['num_devices']} devices is larger than the {len(jax.devices())} JAX devices "
+                f"available ({jax.devices()[0].platform}); ask for at most {len(jax.devices())}")}))
+            sys.exit(2)
+        batches = np.load(spec["batches"])
+        init = torch.load(spec["init"], weights_only=True)
+        records = {}
+        for strategy in spec["strategies"]:
+            records[strategy], params = train(strategy, spec, batches["X"], batches["y"], init)
+            np.savez(out / f"{strategy}.npz", **params)
+        (out / "result.json").write_text(json.dumps({
+            "strategies": records, "devices": [str(d) for d in jax.devices()[:spec["num_devices"]]],
+            "platform": jax.devices()[0].platform}))
+    except Exception as error:
+        (out / "error.json").write_text(json.dumps({
+            "error": f"{type(error).__name__}: {error}", "traceback": traceback.format_exc()}))
+        raise
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,221 @@
+"""Start each framework's distributed run in child processes, and gather what they report.
+
+- :func:`plan`: the checks every run makes first (device counts, the batch and the model's
+  dimensions against the mesh), with errors that say what to change.
+- :func:`run_torch`: ``torchrun`` (``python -m torch.distributed.run``) with ``num_devices``
+  workers on gloo (NCCL on GPUs), running :mod:`.torch_parallel`; returns the ranks' records.
+- :func:`run_jax`: one child Python with ``--xla_force_host_platform_device_count`` in its
+  ``XLA_FLAGS`` before JAX starts (the calling kernel may have started JAX with one CPU device
+  already), running :mod:`.jax_parallel`; returns its record.
+
+A child that fails raises :class:`WorkerError` naming the rank, its error and the tail of its log.
+Every child runs in its own process group, killed whole when the run fails, times out or is
+interrupted: no worker outlives the call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from sidebyside.posts.parallel_training.model import ViTConfig
+
+__all__ = ["WorkerError", "LaunchError", "plan", "free_port", "check_port", "find_torchrun", "run_torch",
+           "run_jax", "STRATEGIES"]
+
+STRATEGIES = ("one_device", "data_parallel", "fully_sharded", "tensor_parallel", "manual")
+
+
+class LaunchError(RuntimeError):
+    """A run that cannot start: a missing launcher, a port in use, too few devices."""
+
+
+class WorkerError(RuntimeError):
+    """A worker that failed: ``rank`` (None when the launcher itself failed), ``error``, ``log``."""
+
+    def __init__(self, framework: str, rank: int | None, error: str, log: str):
+        self.framework, self.rank, self.error, self.log = framework, rank, error, log
+        who = f"rank {rank}" if rank is not None else "the launcher"
+        super().__init__(f"{framework} worker failed ({who}): {error}\n--- last lines of its log ---\n{log}")
+
+
+def plan(num_devices: int, *, batch_size: int, config: ViTConfig, model_parallel: int,
+         available: int | None = None) -> dict[str, tuple[int, ...]]:
+    """The meshes a run at ``num_devices`` uses: ``{"1d": (N,), "2d": (N // model_parallel, model_parallel)}``.
+
+    Raises ValueError when ``num_devices`` or the data axis does not divide ``batch_size``, when
+    ``model_parallel`` does not divide ``num_devices``, the heads or the MLP width; LaunchError when
+    the mesh needs more than ``available`` devices (None: simulated devices, as many as asked)."""
+    if num_devices < 1:
+        raise ValueError(f"num_devices must be >= 1, got {num_devices}")
+    if available is not None and num_devices > available:
+        raise LaunchError(f"a mesh of {num_devices} devices is larger than the {available} devices available; "
+                          f"ask for at most {available}")
+    if batch_size % num_devices:
+        raise ValueError(f"{num_devices} devices do not divide the global batch of {batch_size}: each device "
+                         f"needs an equal slice; choose a batch size that is a multiple of {num_devices}")
+    if num_devices % model_parallel:
+        raise ValueError(f"the model axis ({model_parallel}) does not divide {num_devices} devices")
+    config.check(model_parallel)
+    return {"1d": (num_devices,), "2d": (num_devices // model_parallel, model_parallel)}
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def check_port(port: int) -> None:
+    """Raise LaunchError when ``port`` on 127.0.0.1 is taken (torchrun's rendezvous needs it)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 0)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as error:
+            raise LaunchError(f"port {port} is already in use ({error.strerror}); pass another master_port, "
+                              f"or master_port=None to pick a free one") from None
+
+
+def find_torchrun(python: str = sys.executable) -> list[str]:
+    """The command that starts ``torchrun`` with ``python``; LaunchError when ``python`` is missing
+    or cannot import ``torch.distributed.run``."""
+    if shutil.which(python) is None:
+        raise LaunchError(f"torchrun cannot start: no Python at {python}")
+    probe = subprocess.run([python, "-c", "import torch.distributed.run"], capture_output=True, text=True)
+    if probe.returncode:
+        raise LaunchError(f"torchrun is missing: {python} cannot import torch.distributed.run "
+                          f"({probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else 'no output'}); "
+                          "install PyTorch with its distributed package")
+    return [python, "-m", "torch.distributed.run"]
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _run_group(command: Sequence[str], *, env: dict, log: Path, timeout: float) -> int:
+    """Run ``command`` in a new process group with its output in ``log``; kill the whole group on
+    timeout, interruption or any exception; return its exit code."""
+    with open(log, "w") as out:
+        proc = subprocess.Popen(list(command), stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            return proc.wait(timeout=timeout)
+        except BaseException:
+            raise
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # the group: torchrun's workers too
+            except ProcessLookupError:
+                pass
+            proc.wait()
+
+
+def _write_inputs(directory: Path, X: np.ndarray, y: np.ndarray, torch_state: dict) -> tuple[Path, Path]:
+    import torch
+
+    batches, init = directory / "batches.npz", directory / "init.pt"
+    np.savez(batches, X=X, y=y)
+    torch.save(torch_state, init)
+    return batches, init
+
+
+def run_torch(num_devices: int, *, X: np.ndarray, y: np.ndarray, torch_state: dict, config: ViTConfig, lr: float,
+              model_parallel: int = 2, strategies: Sequence[str] = STRATEGIES, backend: str = "gloo",
+              master_port: int | None = None, python: str = sys.executable, threads: int = 1,
+              timeout: float = 900, workdir: str | os.PathLike | None = None) -> dict:
+    """Train ``strategies`` with ``num_devices`` torchrun workers on the global batches ``X`` (steps,
+    B, 28, 28) and ``y`` (steps, B), every strategy starting from ``torch_state``.
+
+    Returns ``{"ranks": [record per rank], "params": {strategy: {name: array}}}``; see
+    :mod:`.torch_parallel` for a rank's record. Raises WorkerError naming the failed rank."""
+    available = None
+    if backend == "nccl":
+        import torch
+
+        available = torch.cuda.device_count()
+    plan(num_devices, batch_size=X.shape[1], config=config, model_parallel=model_parallel, available=available)
+    launcher = find_torchrun(python)
+    if master_port is None:
+        master_port = free_port()
+    check_port(master_port)
+    with tempfile.TemporaryDirectory(dir=workdir, prefix="torchrun-") as tmp:
+        tmp = Path(tmp)
+        batches, init = _write_inputs(tmp, X, y, torch_state)
+        spec = {"strategies": list(strategies), "config": config.__dict__, "lr": lr, "batches": str(batches),
+                "init": str(init), "model_parallel": model_parallel, "out": str(tmp), "backend": backend,
+                "threads": threads}
+        (tmp / "spec.json").write_text(json.dumps(spec))
+        command = [*launcher, "--nnodes", "1", "--nproc-per-node", str(num_devices), "--master-addr", "127.0.0.1",
+                   "--master-port", str(master_port), "--max-restarts", "0",
+                   "-m", "sidebyside.posts.parallel_training.torch_parallel", str(tmp / "spec.json")]
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
+        log = tmp / "log.txt"
+        try:
+            code = _run_group(command, env=env, log=log, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise WorkerError("PyTorch", None, f"timed out after {timeout:.0f} s", _tail(log)) from None
+        errors = sorted(tmp.glob("rank*.error.json"), key=lambda p: int(p.name[4:].split(".")[0]))
+        if errors:
+            first = json.loads(errors[0].read_text())
+            raise WorkerError("PyTorch", first["rank"], first["error"],
+                              first["traceback"].strip().splitlines()[-1] + "\n" + _tail(log))
+        if code != 0:
+            raise WorkerError("PyTorch", None, f"torchrun exited with {code}", _tail(log))
+        ranks = [json.loads((tmp / f"rank{r}.json").read_text()) for r in range(num_devices)]
+        params = {s: dict(np.load(tmp / f"{s}.npz")) for s in strategies}
+    return {"ranks": ranks, "params": params}
+
+
+def run_jax(num_devices: int, *, X: np.ndarray, y: np.ndarray, torch_state: dict, config: ViTConfig, lr: float,
+            model_parallel: int = 2, strategies: Sequence[str] = STRATEGIES, simulated: bool = True,
+            python: str = sys.executable, threads: int = 1, timeout: float = 900,
+            workdir: str | os.PathLike | None = None) -> dict:
+    """Train ``strategies`` in JAX on ``num_devices`` devices in a child process (simulated CPU
+    devices unless ``simulated`` is False, where the child uses the accelerators it finds), each
+    starting from ``torch_state`` copied into the Flax model. Returns the child's record (see
+    :mod:`.jax_parallel`) with ``"params"``: ``{strategy: {name: array}}``."""
+    plan(num_devices, batch_size=X.shape[1], config=config, model_parallel=model_parallel)
+    with tempfile.TemporaryDirectory(dir=workdir, prefix="jax-") as tmp:
+        tmp = Path(tmp)
+        batches, init = _write_inputs(tmp, X, y, torch_state)
+        spec = {"strategies": list(strategies), "config": config.__dict__, "lr": lr, "batches": str(batches),
+                "init": str(init), "model_parallel": model_parallel, "out": str(tmp), "num_devices": num_devices}
+        (tmp / "spec.json").write_text(json.dumps(spec))
+        env = dict(os.environ)
+        if simulated:
+            flags = [f for f in env.get("XLA_FLAGS", "").split() if "force_host_platform_device_count" not in f]
+            env["XLA_FLAGS"] = " ".join(flags + [f"--xla_force_host_platform_device_count={num_devices}"])
+            env["JAX_PLATFORMS"] = "cpu"
+        env.update(OMP_NUM_THREADS=str(threads), PYTHONUNBUFFERED="1")
+        log = tmp / "log.txt"
+        command = [python, "-m", "sidebyside.posts.parallel_training.jax_parallel", str(tmp / "spec.json")]
+        try:
+            code = _run_group(command, env=env, log=log, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise WorkerError("JAX", None, f"timed out after {timeout:.0f} s", _tail(log)) from None
+        error = tmp / "error.json"
+        if error.exists():
+            record = json.loads(error.read_text())
+            if record.get("launch"):
+                raise LaunchError(record["error"])
+            raise WorkerError("JAX", 0, record["error"], _tail(log))
+        if code != 0:
+            raise WorkerError("JAX", 0, f"the JAX process exited with {code}", _tail(log))
+        result = json.loads((tmp / "result.json").read_text())
+        result["params"] = {s: dict(np.load(tmp / f"{s}.npz")) for s in strategies}
+    return result

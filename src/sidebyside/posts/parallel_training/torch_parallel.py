@@ -1,0 +1,224 @@
+"""PyTorch's strategies, run by each ``torchrun`` worker (``python -m torch.distributed.run ... -m
+sidebyside.posts.parallel_training.torch_parallel <spec.json>``; :mod:`.launch` starts it).
+
+Each strategy is one function that takes the one-device model and the device mesh and returns the
+model to train and a hook to call between ``backward()`` and the optimiser step; the lines of these
+functions are what a strategy adds to the one-device step (the notebook shows and counts them):
+
+- :func:`one_device`: the reference, on rank 0 alone, no collective.
+- :func:`data_parallel`: ``DistributedDataParallel``.
+- :func:`fully_sharded`: FSDP2 ``fully_shard`` on each block, then the root, over a 1-D ``DeviceMesh``.
+- :func:`tensor_parallel`: a 2-D ``('data', 'model')`` ``DeviceMesh``; DTensor ``parallelize_module``
+  splits ``q``/``k``/``v``/``fc1`` by columns and ``proj``/``fc2`` by rows over ``model``
+  (Megatron's layout), and gradients are averaged over ``data`` with ``all_reduce``.
+- :func:`manual`: replicated parameters and one ``all_reduce`` per gradient.
+
+The worker reads a JSON spec (strategies, model config, paths of the batches and the initial
+weights, ``model_parallel``, ``out``), trains every strategy on the same global batches (each data
+rank takes its contiguous slice), and writes ``rank<r>.json`` with, per strategy, the loss per
+step, the step times, the bytes of parameters, gradients and optimiser state this rank holds
+(local tensors of DTensors), and the collectives of one profiled step; rank 0 also writes the
+final full parameters to ``<strategy>.npz``. A failing rank writes ``rank<r>.error.json`` (its
+error and traceback) and exits non-zero, which stops ``torchrun``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import fully_shard
+from torch.distributed.tensor import DTensor
+from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+from torch.nn.parallel import DistributedDataParallel
+
+from sidebyside.posts.parallel_training import comms
+from sidebyside.posts.parallel_training.model import TorchViT, ViTConfig
+
+__all__ = ["STRATEGIES", "one_device", "data_parallel", "fully_sharded", "tensor_parallel", "manual",
+           "memory", "main"]
+
+
+def _no_hook(model):
+    pass
+
+
+# ----------------------------------------------------------------------------- the strategies
+
+
+def one_device(model, mesh):
+    return model, _no_hook
+
+
+def data_parallel(model, mesh):
+    return DistributedDataParallel(model, process_group=mesh.get_group()), _no_hook
+
+
+def fully_sharded(model, mesh):
+    for block in model.blocks:
+        fully_shard(block, mesh=mesh)
+    return fully_shard(model, mesh=mesh), _no_hook
+
+
+def tensor_parallel(model, mesh):
+    plan = {"attn.q": ColwiseParallel(), "attn.k": ColwiseParallel(), "attn.v": ColwiseParallel(),
+            "attn.proj": RowwiseParallel(), "mlp.fc1": ColwiseParallel(), "mlp.fc2": RowwiseParallel()}
+    for block in model.blocks:
+        parallelize_module(block, mesh["model"], plan)
+    data = mesh["data"].get_group()
+
+    def average_over_data(model):
+        if dist.get_world_size(data) == 1:
+            return
+        for p in model.parameters():
+            grad = p.grad.to_local() if isinstance(p.grad, DTensor) else p.grad
+            dist.all_reduce(grad, group=data)
+            grad /= dist.get_world_size(data)
+    return model, average_over_data
+
+
+def manual(model, mesh):
+    def average(model):
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= dist.get_world_size()
+    return model, average
+
+
+STRATEGIES = {"one_device": one_device, "data_parallel": data_parallel, "fully_sharded": fully_sharded,
+              "tensor_parallel": tensor_parallel, "manual": manual}
+
+
+# ----------------------------------------------------------------------------- measuring
+
+
+def _local(t) -> torch.Tensor:
+    return t.to_local() if isinstance(t, DTensor) else t
+
+
+def memory(model, optimizer) -> dict[str, int]:
+    """Bytes this rank holds: ``params``, ``grads`` and ``optimizer`` state, from the local
+    tensors (a DTensor counts its local shard only; FSDP2's padding counts, as it is held)."""
+    def nbytes(tensors):
+        return int(sum(_local(t).numel() * _local(t).element_size() for t in tensors if t is not None))
+    params = list(model.parameters())
+    state = [v for p in params for v in optimizer.state.get(p, {}).values() if torch.is_tensor(v)]
+    return {"params": nbytes(params), "grads": nbytes(p.grad for p in params), "optimizer": nbytes(state)}
+
+
+def _profiled(fn):
+    """Run ``fn()`` under the profiler; return its collectives (see :func:`comms.from_profiler`)."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        fn()
+    events = sorted(prof.events(), key=lambda e: e.time_range.start)
+    return comms.from_profiler([(e.name, e.input_shapes or [], e.time_range.start, e.time_range.end)
+                                for e in events])
+
+
+def _full_params(model) -> dict[str, np.ndarray]:
+    """Every parameter as a full NumPy array (DTensors gathered: a collective every rank must join)."""
+    out = {}
+    for name, p in model.named_parameters():
+        full = p.full_tensor() if isinstance(p, DTensor) else p
+        out[name.removeprefix("module.")] = full.detach().cpu().numpy()
+    return out
+
+
+def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict, mesh) -> dict:
+    """Train one strategy over every step; return this rank's record (see the module docstring)."""
+    config = ViTConfig(**spec["config"])
+    model = TorchViT(config)
+    model.load_state_dict(init)
+    model, after_backward = STRATEGIES[strategy](model, mesh)
+    optimizer = torch.optim.Adam(model.parameters(), lr=spec["lr"], foreach=False)
+    if strategy == "one_device":
+        data_rank, data_size, data_group = 0, 1, None
+    elif strategy == "tensor_parallel":
+        data_group = mesh["data"].get_group()
+        data_rank, data_size = mesh["data"].get_local_rank(), mesh["data"].size()
+    else:
+        data_group, data_rank, data_size = mesh.get_group(), mesh.get_local_rank(), mesh.size()
+    local = X.shape[1] // data_size
+    losses, seconds, record = [], [], {}
+    steps = X.shape[0]
+    for step in range(steps):
+        xb = torch.from_numpy(X[step, data_rank * local:(data_rank + 1) * local])
+        yb = torch.from_numpy(y[step, data_rank * local:(data_rank + 1) * local]).long()
+
+        def one_step(last=False):
+            loss = torch.nn.functional.cross_entropy(model(xb), yb)
+            loss.backward()
+            after_backward(model)
+            if last:
+                record["memory"] = memory(model, optimizer)
+            optimizer.step()
+            optimizer.zero_grad()
+            return loss.detach()
+
+        if data_group is not None:
+            dist.barrier()
+        start = time.perf_counter()
+        last = step == steps - 1
+        if step == min(1, steps - 1):
+            holder = {}
+            record["collectives"] = [c.__dict__ for c in _profiled(lambda: holder.update(loss=one_step(last)))]
+            loss = holder["loss"]
+        else:
+            loss = one_step(last)
+        seconds.append(time.perf_counter() - start)
+        if data_group is not None and data_size > 1:
+            loss = loss.clone()
+            dist.all_reduce(loss, group=data_group)
+            loss /= data_size
+        losses.append(float(loss))
+    if "memory" not in record:
+        raise ValueError("train() needs at least 2 steps: memory is read on the last, collectives on the second")
+    record.update(losses=losses, step_seconds=seconds)
+    params = _full_params(model)
+    if dist.get_rank() == 0:
+        np.savez(Path(spec["out"]) / f"{strategy}.npz", **params)
+    return record
+
+
+def main(spec_path: str) -> None:
+    spec = json.loads(Path(spec_path).read_text())
+    out = Path(spec["out"])
+    rank = int(os.environ.get("RANK", 0))
+    try:
+        torch.set_num_threads(spec.get("threads", 1))
+        dist.init_process_group(spec.get("backend", "gloo"))
+        world = dist.get_world_size()
+        batches = np.load(spec["batches"])
+        X, y = batches["X"], batches["y"]
+        init = torch.load(spec["init"], weights_only=True)
+        device = "cuda" if spec.get("backend") == "nccl" else "cpu"
+        mp = spec["model_parallel"]
+        meshes = {"1d": init_device_mesh(device, (world,), mesh_dim_names=("data",)),
+                  "2d": init_device_mesh(device, (world // mp, mp), mesh_dim_names=("data", "model"))}
+        records = {}
+        for strategy in spec["strategies"]:
+            if strategy == "one_device":
+                if rank == 0:
+                    records[strategy] = train(strategy, spec, X, y, init, None)
+                dist.barrier()
+                continue
+            mesh = meshes["2d" if strategy == "tensor_parallel" else "1d"]
+            records[strategy] = train(strategy, spec, X, y, init, mesh)
+        (out / f"rank{rank}.json").write_text(json.dumps({"rank": rank, "world": world, "strategies": records}))
+        dist.destroy_process_group()
+    except BaseException as error:
+        (out / f"rank{rank}.error.json").write_text(json.dumps({
+            "rank": rank, "error": f"{type(error).__name__}: {error}", "traceback": traceback.format_exc()}))
+        raise
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
