@@ -48,7 +48,8 @@ def _record():
 def test_conclusion_states_each_claim_from_the_record():
     text = rep.conclusion(_record())
     assert "**CPU, 100,000 elements.** Best against best: JAX (jit) is" in text
-    assert "**CPU, 10 elements**, where a call is mostly dispatch" in text
+    assert "**CPU, 10 elements**, where a synchronised call is mostly launch and wait" in text
+    assert "back to back" not in text  # not measured in this record: nothing said
     assert "NumPy takes" in text and "the time of `jax.jit` there." in text and "of the measured copy bandwidth" in text
     assert "50 ms per new length for `jax.jit`" in text and "1.5 s once for `torch.compile(dynamic=True)`" in text
     assert "The original's per-element loop is the outlier: at 1,000 elements it takes 40 ms" in text
@@ -112,3 +113,28 @@ def test_numpy_sentence_reads_right_whichever_side_is_faster():
     entries["numpy/numpy"] = {**entries["numpy/numpy"], "median_s": entries["jax/jit"]["median_s"] / 4}
     text = rep.conclusion(metrics)
     assert "NumPy is 4× faster than `jax.jit` there." in text and "NumPy takes" not in text
+
+
+def test_back_to_back_throughput_is_its_own_verdict_beside_the_per_call_latency():
+    metrics = _record()
+    # Back to back, JAX's dispatch overlaps the work: its jit call costs 1 µs against PyTorch eager's 3 µs.
+    metrics["jit_back_to_back"] = {"cpu": {"10": {"ladder": {"torch/eager": _e(3e-6), "jax/jit": _e(1e-6)}}}}
+    found = rep.verdicts(metrics)
+    throughput = [v for v in found if "throughput of back-to-back calls" in v.question]
+    assert len(throughput) == 1 and throughput[0].winner == "jax" and throughput[0].factor == pytest.approx(3)
+    assert "Issued back to back and waited for once" in rep.jit_claim(metrics, "cpu")
+    # Per-call verdicts say what they time; every verdict states its scale.
+    assert any("synchronised call at 10 floats" in v.question for v in found)
+    assert all(v.scale["precision"] == "float32" and v.scale["device"] == "CPU" for v in found)
+    assert found[0].scale["input"] == "100,000 float32 values"
+
+
+def test_the_gradient_verdicts_ratio_interval_and_sentence_run_one_way():
+    metrics = _record()
+    n = max(metrics["autograd"], key=int)
+    # A near tie, as the H100 run had (1.029 one way, 0.972 the other): the figures must agree.
+    metrics["autograd"][n]["ladder"] = {"torch/autograd": _e(1.029e-4, 0.1), "jax/jit": _e(1e-4, 0.1)}
+    v = rep.verdicts(metrics)[-2]
+    assert v.label == "within noise" and v.ratio == pytest.approx(1.029)
+    assert "PyTorch's time over JAX's 1.03, quartile interval" in v.sentence
+    assert v.interval[0] < v.ratio < v.interval[1]

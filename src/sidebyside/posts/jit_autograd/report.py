@@ -7,6 +7,11 @@ writes the post's Conclusion from that record alone, one small function per kind
 of claim (the jit sweep per device, compilation, gradients, HVP, the pitfall).
 ``setup_sentence`` states the conditions and the one-time start-up under Setup.
 
+Two times per rung of the jit sweep: the synchronised per-call time (``jit``: launch,
+work and the wait for the result, which at small sizes is mostly latency) and, where the
+notebook measured it, the throughput of calls issued back to back and waited for once per
+repeat (``jit_back_to_back``). Each verdict states its scale (input size, float32, device).
+
 Rungs outside the best-against-best verdicts: NumPy (one library, no framework
 ladder) and the original's per-element ``backward()`` loop (slow by construction).
 """
@@ -41,14 +46,15 @@ def setup_sentence(conditions: Mapping[str, Any], startup: Mapping[str, float], 
 
 
 def summarise(*, conditions, startup, bandwidth, jit_entries, floors, compile_s, fits, grad_entries, grad_errors,
-              hvp_entries, hvp_size, pitfall, main_device) -> dict[str, Any]:
+              hvp_entries, hvp_size, pitfall, main_device, back_to_back=None) -> dict[str, Any]:
     """The results record of the post.
 
     ``jit_entries``: ``{(device, n): {"<framework>/<tool>": ladder entry}}``;
     ``floors``: ``{(device, n): memory-floor seconds}``; ``fits``: ``{(device, method):
     {"crossover n*": ...}}``; ``grad_entries``: ``{n: ladder}``; ``pitfall``: the
-    notebook's pitfall DataFrame (index device, method label). The verdicts are
-    computed from the record itself (:func:`verdicts`) and stored in it.
+    notebook's pitfall DataFrame (index device, method label); ``back_to_back``: like
+    ``jit_entries``, timed with calls back to back, waited for once per repeat. The
+    verdicts are computed from the record itself (:func:`verdicts`) and stored in it.
     """
     devices = list(dict.fromkeys(d for d, _ in jit_entries))
     metrics = {
@@ -64,6 +70,8 @@ def summarise(*, conditions, startup, bandwidth, jit_entries, floors, compile_s,
         "hvp": {str(hvp_size): {"ladder": hvp_entries, "best": verdict.best(hvp_entries)}},
         "pitfall": {f"{d}/{m}": row for (d, m), row in pitfall.to_dict(orient="index").items()},
         "autograd_device": main_device,
+        "jit_back_to_back": {d: {str(n): {"ladder": e, "best": verdict.best(e)}
+                                 for (dd, n), e in (back_to_back or {}).items() if dd == d} for d in devices},
     }
     metrics["verdicts"] = [v.to_dict() for v in verdicts(metrics)]
     return metrics
@@ -87,31 +95,50 @@ def _median(entries: Mapping[str, Any], name: str) -> float | None:
     return None if not e or e.get("median_s") is None else e["median_s"]
 
 
+def _scale(n: int, device: str) -> dict[str, Any]:
+    return verdict.scale_of(input=f"{n:,} float32 values", precision="float32", device=device.upper())
+
+
 def _jit_verdicts(metrics, device):
     sizes = _sizes(metrics["jit"][device])
     big, small = sizes[-1], sizes[0]
     where = device.upper()
     v_big = verdict.ladder(ladder_only(metrics["jit"][device][str(big)]["ladder"]),
                            question=f"Which framework evaluates f on {big:,} floats faster on the {where}, "
-                                    "each at its best?")
+                                    "each at its best (synchronised per call)?", scale=_scale(big, device))
     v_small = verdict.ladder(ladder_only(metrics["jit"][device][str(small)]["ladder"]),
-                             question=f"Which framework has the cheaper call at {small:,} floats on the {where}, "
-                                      "each at its best?")
+                             question=f"Which framework has the cheaper synchronised call at {small:,} floats on the "
+                                      f"{where}, each at its best (launch and wait, mostly latency)?",
+                             scale=_scale(small, device))
     return v_big, v_small
+
+
+def _throughput_verdict(metrics, device) -> verdict.Verdict | None:
+    """At the smallest size: the throughput of back-to-back calls (waited for once per
+    repeat), where the per-call verdict measures latency. None where it was not measured."""
+    table = metrics.get("jit_back_to_back", {}).get(device) or {}
+    if not table:
+        return None
+    small = _sizes(table)[0]
+    return verdict.ladder(ladder_only(table[str(small)]["ladder"]),
+                          question=f"Which framework has the higher throughput of back-to-back calls at {small:,} "
+                                   f"floats on the {device.upper()}, each at its best?", scale=_scale(small, device))
 
 
 def _grad_verdict(metrics):
     n = _sizes(metrics["autograd"])[-1]
     return verdict.ladder(ladder_only(metrics["autograd"][str(n)]["ladder"]),
                           question=f"Which framework computes the gradient over {n:,} elements faster on the "
-                                   f"{metrics['autograd_device'].upper()}, each at its best?")
+                                   f"{metrics['autograd_device'].upper()}, each at its best?",
+                          scale=_scale(n, metrics["autograd_device"]))
 
 
 def _hvp_verdict(metrics):
     (size, hvp), = metrics["hvp"].items()
     return verdict.ladder(hvp["ladder"], question=f"Which framework computes a Hessian-vector product on "
                                                   f"{int(size):,} elements faster on the "
-                                                  f"{metrics['autograd_device'].upper()}, each at its best?")
+                                                  f"{metrics['autograd_device'].upper()}, each at its best?",
+                          scale=_scale(int(size), metrics["autograd_device"]))
 
 
 def verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
@@ -120,6 +147,9 @@ def verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
     out = []
     for device in _devices(metrics):
         out += list(_jit_verdicts(metrics, device))
+        throughput = _throughput_verdict(metrics, device)
+        if throughput is not None:
+            out.append(throughput)
     return out + [_grad_verdict(metrics), _hvp_verdict(metrics)]
 
 
@@ -150,8 +180,12 @@ def jit_claim(metrics: Mapping[str, Any], device: str) -> str:
     numpy_s, jit_s = _median(entries, "numpy/numpy"), _median(entries, "jax/jit")
     numpy_text = f" {verdict.relative(numpy_s, jit_s, '`jax.jit`', 'NumPy')} there." if numpy_s and jit_s else ""
     where = device.upper()
+    throughput = _throughput_verdict(metrics, device)
+    back = (f" Issued back to back and waited for once, so that launches overlap the work: {throughput.sentence}"
+            if throughput is not None else "")
     return (f"**{where}, {big:,} elements.** {v_big.sentence}{_floor_text(metrics, device, big)}{numpy_text}\n\n"
-            f"**{where}, {small:,} elements**, where a call is mostly dispatch: {v_small.sentence}")
+            f"**{where}, {small:,} elements**, where a synchronised call is mostly launch and wait: "
+            f"{v_small.sentence}{back}")
 
 
 def compile_claim(metrics: Mapping[str, Any], device: str) -> str:
