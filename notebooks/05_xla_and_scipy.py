@@ -229,6 +229,38 @@ for op, device, mode, n in progress.bar(cases, desc="linear algebra"):
     linalg_entries[op, device, mode, n], linalg_timings[op, device, mode, n] = timing.ladder(
         linalg_candidates(op, device, mode, n), repeats=repeats, min_repeat_s=min_repeat_s)
 
+
+# A TF32 or bfloat16 row is raced only once its result shows the setting reached the computation on
+# both sides (it differs from float32's by more than float32's own error), each with its error
+# against float64 (sidebyside.lab.verdict.precision_applied).
+from sidebyside.lab import verdict  # noqa: E402
+
+
+def precision_check(op, device, mode, n=precision_size):
+    a = rng.standard_normal((n, n)) + (np.sqrt(n) * np.eye(n) if op == "inverse" else 0)  # well conditioned
+    b = rng.standard_normal((n, n))
+    args = (a, b) if op == "matmul" else (a,)
+    found = {}
+    for side, fns, put in (
+            ("torch", torch_fns, lambda m, m_mode: torch.from_numpy(m).to(torch_devices[device],
+                                                                          MODE_DTYPES[m_mode][2])),
+            ("jax", jitted, lambda m, m_mode: jax.device_put(jnp.asarray(m, dtype=MODE_DTYPES[m_mode][1]),
+                                                               jax_devices[device]))):
+        results = {}
+        for m_mode in (mode, "float32", "float64"):
+            out = fns[op, m_mode](*(put(x, m_mode) for x in args))
+            results[m_mode] = (out.double().cpu().numpy() if side == "torch"
+                               else np.asarray(jnp.asarray(out, jnp.float32 if m_mode != "float64" else jnp.float64),
+                                               dtype=np.float64))
+        found[side] = verdict.precision_applied(results[mode], results["float32"], results["float64"],
+                                                precision=mode)
+    return found
+
+
+precision_applied = {(op, device, mode): precision_check(op, device, mode)
+                     for op in OPS for device in devices if device != "cpu"
+                     for mode in OPS[op]["modes"] if mode in GPU_ONLY}
+
 # %% [markdown]
 # ### Achieved FLOP/s against the device's peak
 #
@@ -683,7 +715,7 @@ metrics = report.summarise(
     conditions=conditions, startup=startup, linalg_entries=linalg_entries, device_peaks=device_peaks,
     inverse_accuracy=inverse_accuracy, n_acc=n_acc, condition=condition, precision_table=precision_table,
     precision_size=n_prec, optimise=optimise, truth=truth, optimum=best, retrace_table=retrace_table,
-    lengths=lengths, pad_to=pad_to, static_table=static_table)
+    lengths=lengths, pad_to=pad_to, static_table=static_table, precision_applied=precision_applied)
 Markdown(report.conclusion(metrics))
 
 # %% tags=["remove_cell"]

@@ -411,13 +411,15 @@ def check_headline(verdicts: Sequence[Verdict | Mapping[str, Any]]) -> None:
 
 
 def precision_applied(result: Any, float32_result: Any, float64_result: Any, *, precision: str,
-                      min_change: float = 0.0) -> dict[str, Any]:
+                      min_change: float = 0.0, beyond_float32: float = 10.0) -> dict[str, Any]:
     """Did a reduced-precision setting (TF32, bfloat16) take effect on one side?
 
     The three results of the same computation: under ``precision``, under
     float32, and under float64 (the reference). The setting took effect when
-    the result differs from float32's by more than ``min_change`` (relative,
-    max-abs over max-abs of the reference). Returns ``applied`` (bool),
+    the result differs from float32's by more than ``min_change`` and by more
+    than ``beyond_float32`` times float32's own error (relative: max-abs over
+    max-abs of the reference), so that a float32 computation whose order of
+    additions changed between calls is not taken for TF32. Returns ``applied`` (bool),
     ``error`` and ``float32_error`` (relative max-abs error against float64)
     and ``reason`` (None when applied, else one line why not).
     """
@@ -428,7 +430,7 @@ def precision_applied(result: Any, float32_result: Any, float64_result: Any, *, 
     change = float(np.max(np.abs(r - f32))) / scale_
     out = {"precision": precision, "error": float(np.max(np.abs(r - f64))) / scale_,
            "float32_error": float(np.max(np.abs(f32 - f64))) / scale_, "change": change}
-    out["applied"] = change > min_change
+    out["applied"] = change > max(min_change, beyond_float32 * out["float32_error"])
     out["reason"] = None if out["applied"] else (
         f"the {precision} result equals the float32 result (relative change {fmt_number(change)}), "
         "so the setting did not reach the computation")

@@ -104,3 +104,50 @@ def test_numpy_sentence_reads_right_whichever_side_is_faster():
     metrics["matmul"]["cpu/float32/512"]["ladder"]["numpy/numpy"]["median_s"] = 0.00025
     text = rep.conclusion(metrics)
     assert "NumPy is 4× faster than JAX." in text and "NumPy takes 4×" not in text
+
+
+def _gpu_inputs():
+    """The CPU inputs moved to a GPU, where the TF32 rows ran (PyTorch 1 ms, JAX 2 ms at 512)."""
+    inputs = _inputs()
+    inputs["linalg_entries"] = {(op, "gpu", mode, n): ({"torch/eager": _e(1e-3), "jax/jit": _e(2e-3)}
+                                                       if mode == "tf32" else {k: e for k, e in entries.items()
+                                                                               if not k.startswith("numpy/")})
+                                for (op, _, mode, n), entries in inputs["linalg_entries"].items()}
+    inputs["inverse_accuracy"] = inputs["inverse_accuracy"].rename(index={"cpu": "gpu"})
+    inputs["precision_table"] = inputs["precision_table"].rename(index={"cpu": "gpu"})
+    return inputs
+
+
+def _check(applied, error):
+    return {"precision": "tf32", "applied": applied, "error": error, "float32_error": 1e-6, "change": error,
+            "reason": None if applied else "the tf32 result equals the float32 result (relative change 0), so the "
+                                           "setting did not reach the computation"}
+
+
+def test_a_tf32_row_is_raced_only_once_it_took_effect_on_both_sides():
+    inputs = _gpu_inputs()
+    # Unchecked: no race.
+    unchecked = rep.summarise(**inputs)
+    tf32 = [v for v in unchecked["verdicts"] if " in tf32 " in v["question"]]
+    assert tf32 and all(v["label"] == "not applied" and v["winner"] is None for v in tf32)
+    # JAX's solver ignored the setting (its result equals float32's): still no race, and the reason is given.
+    inputs["precision_applied"] = {(op, "gpu", "tf32"): {"torch": _check(True, 1e-3), "jax": _check(False, 1e-6)}
+                                   for op in ("matmul", "inverse")}
+    half = rep.summarise(**inputs)
+    inverse = next(v for v in half["verdicts"] if v["question"].startswith("Which framework computes a 512×512 "
+                                                                          "inverse in tf32"))
+    assert inverse["label"] == "not applied" and "JAX: the tf32 result equals the float32 result" in inverse["sentence"]
+    assert "not applied: JAX" in rep.linalg_claim(half, "gpu")
+    # Both took effect: raced, with each side's error against float64 in the caveat.
+    inputs["precision_applied"] = {(op, "gpu", "tf32"): {"torch": _check(True, 1e-3), "jax": _check(True, 2e-3)}
+                                   for op in ("matmul", "inverse")}
+    raced = next(v for v in rep.summarise(**inputs)["verdicts"] if " in tf32 " in v["question"])
+    assert raced["winner"] == "torch"
+    assert raced["caveat"] == ("Relative error against float64 in tf32: PyTorch 0.001 (float32 1.00e-06), JAX 0.002 "
+                               "(float32 1.00e-06).")
+    assert raced["scale"]["precision"] == "float32 data, TF32 allowed" and raced["scale"]["input"] == "512×512"
+
+
+def test_scipy_is_said_to_run_on_the_cpu_when_the_others_ran_on_a_gpu():
+    assert "SciPy's optimisers iterate on the CPU" in rep.optimise_claim(rep.summarise(**_gpu_inputs()))
+    assert "SciPy's optimisers iterate on the CPU" not in rep.optimise_claim(rep.summarise(**_inputs()))

@@ -7,6 +7,12 @@ the recompilation tables) into the JSON-able record the post publishes;
 function per kind of claim (linear algebra per device, inverse accuracy, default
 precision, the calibration fit, recompilation). ``optimise_note`` is the paragraph
 under the optimisation table.
+
+A reduced-precision row (:data:`REDUCED`: TF32, bfloat16) is raced only where the record
+holds a check that the setting took effect on both sides (``precision_applied``, per
+``op/device/mode``: :func:`sidebyside.lab.verdict.precision_applied` per framework);
+otherwise its verdict reads "not applied: <reason>". Each checked row's verdict carries
+both sides' error against float64.
 """
 
 from __future__ import annotations
@@ -31,18 +37,23 @@ CONVERGED_WITHIN = 1e-4
 
 _FLOPS = {"matmul": functions.matmul_flops, "inverse": functions.inverse_flops}
 
+#: Arithmetic modes that must be shown to take effect before they are raced.
+REDUCED = ("tf32", "bfloat16")
+
 
 def summarise(*, conditions, startup, linalg_entries, device_peaks, inverse_accuracy, n_acc, condition,
               precision_table, precision_size, optimise, truth, optimum, retrace_table, lengths, pad_to,
-              static_table) -> dict[str, Any]:
+              static_table, precision_applied=None) -> dict[str, Any]:
     """The results record of the post.
 
     ``linalg_entries``: ``{(op, device, mode, n): ladder}``; ``device_peaks``:
     ``{(device, mode): (FLOP/s or None, source)}``; ``inverse_accuracy``,
     ``precision_table``, ``retrace_table``, ``static_table``: the notebook's
     DataFrames; ``optimise``: ``{method: record}``; ``truth`` and ``optimum``: the
-    true and the least-squares parameters. The verdicts are computed from the record
-    itself (:func:`verdicts`) and stored in it.
+    true and the least-squares parameters; ``precision_applied``: ``{(op, device, mode):
+    {"torch": check, "jax": check}}`` (:func:`sidebyside.lab.verdict.precision_applied`) for
+    the reduced-precision rows that ran. The verdicts are computed from the record itself
+    (:func:`verdicts`) and stored in it.
     """
     metrics = {
         "conditions": dict(conditions),
@@ -69,6 +80,7 @@ def summarise(*, conditions, startup, linalg_entries, device_peaks, inverse_accu
                               "traces_two_passes": int(row["traces in both passes"]),
                               "first_pass_s": row["first pass (ms)"] / 1e3, "second_pass_s": row["second pass (ms)"] / 1e3}
                           for a, row in static_table.iterrows()},
+        "precision_applied": {f"{o}/{d}/{m}": dict(sides) for (o, d, m), sides in (precision_applied or {}).items()},
     }
     metrics["verdicts"] = [v.to_dict() for v in verdicts(metrics)]
     return metrics
@@ -103,10 +115,28 @@ def _ran(entries) -> bool:
     return any(e.get("median_s") is not None for e in entries.values())
 
 
-def _linalg_verdict(op, mode, entries, device, n):
+def _applied(metrics, op, mode, device) -> tuple[dict[str, str | None] | None, str]:
+    """For a reduced-precision row: per side None (the setting took effect) or why not, and
+    the caveat with each side's error against float64. (None, "") for float32 and float64."""
+    if mode not in REDUCED:
+        return None, ""
+    checks = metrics.get("precision_applied", {}).get(f"{op}/{device}/{mode}")
+    if not checks:
+        return {"torch": f"no check that {mode} took effect on either side was recorded", "jax": None}, ""
+    reasons = {side: checks[side].get("reason") if side in checks else "not checked" for side in ("torch", "jax")}
+    errors = ", ".join(f"{verdict.FRAMEWORKS[side]} {verdict.fmt_number(checks[side]['error'])} (float32 "
+                       f"{verdict.fmt_number(checks[side]['float32_error'])})" for side in ("torch", "jax")
+                       if side in checks)
+    return reasons, f"Relative error against float64 in {mode}: {errors}."
+
+
+def _linalg_verdict(op, mode, entries, device, n, metrics=None):
+    applied, caveat = _applied(metrics or {}, op, mode, device)
+    precision = {"tf32": "float32 data, TF32 allowed", "bfloat16": "bfloat16"}.get(mode, mode)
     return verdict.ladder({k: e for k, e in entries.items() if not k.startswith("numpy/")},
                           question=f"Which framework computes a {n}×{n} {op} in {mode} faster on the "
-                                   f"{device.upper()}?")
+                                   f"{device.upper()}?", applied=applied, caveat=caveat,
+                          scale=verdict.scale_of(input=f"{n}×{n}", precision=precision, device=device.upper()))
 
 
 def verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
@@ -115,7 +145,8 @@ def verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
     out = []
     for device in _devices(metrics):
         n, cases = _cases(metrics, device)
-        out += [_linalg_verdict(op, mode, entries, device, n) for op, mode, entries in cases if _ran(entries)]
+        out += [_linalg_verdict(op, mode, entries, device, n, metrics) for op, mode, entries in cases
+                if _ran(entries)]
     return out
 
 
@@ -133,7 +164,10 @@ def linalg_claim(metrics: Mapping[str, Any], device: str) -> str:
             reasons = sorted({e.get("not_applicable") or e.get("error") for e in entries.values()} - {None, ""})
             parts.append(f"*{op}, {mode}*: not run here ({'; '.join(reasons)}).")
             continue
-        v = _linalg_verdict(op, mode, entries, device, n)
+        v = _linalg_verdict(op, mode, entries, device, n, metrics)
+        if v.label == verdict.NOT_APPLIED:
+            parts.append(f"*{op}, {mode}*: {v.sentence}")
+            continue
         peak = metrics["peak_flops"].get(f"{device}/{mode}", {})
         share = [f"{viz.LABELS[name.split('/')[0]]} "
                  f"{verdict.fmt_number(100 * _FLOPS[op](n) / e['median_s'] / peak['flops'])}%"
@@ -227,7 +261,10 @@ def optimise_claim(metrics: Mapping[str, Any]) -> str:
             + ", ".join(f"{OPTIMISER_LABELS.get(k, k)} {verdict.fmt_seconds(o['seconds'])} ({o['nit']} iterations, "
                         f"{o['nfev']} evaluations)" for k, o in optimise.items())
             + (". The jitted ones pay their compilation once, in a first call of " + " and ".join(first) + "."
-               if first else "."))
+               if first else ".")
+            + (" SciPy's optimisers iterate on the CPU in NumPy whatever the device of the others, so their times "
+               "are CPU times and not a race with the GPU methods." if _main_device(metrics) == "gpu" and
+               any(k.startswith("scipy_") for k in optimise) else ""))
 
 
 def retrace_claim(metrics: Mapping[str, Any]) -> str:
