@@ -186,7 +186,9 @@ _PROTECTED = re.compile(r"(?<![\\`])(`+)[^`\n](?:[^\n]*?[^`\n])?\1(?!`)|(?<!\\)\
 # Where a link or image destination starts: an inline ``](`` (kramdown allows space between), a reference
 # definition ``[id]: url``.
 _INLINE_DEST = re.compile(r"\]\s*\(")
-_REFERENCE_DEF = re.compile(r"^( {0,3}\[[^\]\n]+\]:)([ \t]*(?:\n[ \t]*)?)(\S[^\n]*)$", re.M)
+# A definition's URL is read to the end of its paragraph (a scheme split by a newline counts as one).
+_REFERENCE_DEF = re.compile(r"^( {0,3}\[[^\]\n]+\]:)([ \t]*(?:\n[ \t]*)?)(\S[^\n]*(?:\n(?![ \t]*$)[^\n]*)*)$",
+                            re.M)
 _TITLE = re.compile(r"""\s+("[^"]*"|'[^']*'|\([^()]*\))\s*$""", re.S)
 
 

@@ -71,7 +71,7 @@ def unfinished(site: Path) -> list[str]:
 
 def _restore(slug: str, post: str | None) -> str:
     paths = " ".join(p for p in (post and f"_posts/{post}", f"images/{slug}", f"_data/results/{slug}.json") if p)
-    return (f"restore the published files (git checkout -- {paths}), or publish it again "
+    return (f"Restore the published files (git checkout -- {paths}), or publish it again "
             f"(make execute ONLY={slug} FORCE=1, which replaces a larger profile's result too)")
 
 
