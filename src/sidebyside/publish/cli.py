@@ -1,5 +1,6 @@
 """The publisher's commands: ``execute`` (:func:`run`), ``render``
-(:func:`rerender`), ``list``, ``profile``, ``check-pairs`` (:func:`main`).
+(:func:`rerender`), ``list``, ``profile``, ``check-pairs`` (:func:`main`), ``plan``
+(:func:`plan_gpu_calls`), ``merge`` (:mod:`sidebyside.publish.merge`).
 Every command that reads parameters reads them from ``--params``."""
 
 from __future__ import annotations
@@ -183,6 +184,32 @@ def list_notebooks(*, only: str | None = None, site: Path = ROOT, notebooks: Pat
     return 2 if broken else 0
 
 
+def plan_gpu_calls(args: argparse.Namespace) -> int:
+    """The ``plan`` command: the calls (:mod:`sidebyside.publish.schedule`), or with ``--call N`` that call's
+    posts alone, comma-separated, one per run (empty when there is no such call), or with ``--posts`` the
+    posts to run, unpacked, as a JSON list."""
+    import json
+
+    from sidebyside.publish import schedule
+
+    budgets = schedule.read_budgets(args.params / "gpu.yaml")
+    slugs, params, notes = schedule.stale_gpu_posts(budgets, site=args.site, notebooks=args.notebooks,
+                                                    params_dir=args.params, everything=args.all, only=args.only)
+    if args.posts:
+        print(json.dumps(slugs))
+        return 0
+    planned = schedule.plan_calls(budgets, params, slugs, root=ROOT, limit_s=args.limit_s,
+                                  window_s=args.window_s, max_calls=args.max_calls)
+    if args.call is not None:
+        calls = planned.calls
+        print(",".join(calls[args.call - 1].slugs) if 1 <= args.call <= len(calls) else "")
+        return 0
+    for note in notes:
+        say(f"note: {note}")
+    say(schedule.format_plan(planned))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sidebyside.publish",
                                      description="From notebook to post: execution, cache, rendering, atomic publication.")
@@ -204,6 +231,20 @@ def main(argv: list[str] | None = None) -> int:
                          help="also write the answer into <site>/_data/freshness.json (the scoreboard's state)")
     sub.add_parser("recover", parents=[common], help="finish or roll back a publication that was interrupted")
     sub.add_parser("profile", help="print the profile this machine supports")
+    planning = sub.add_parser("plan", parents=[common],
+                              help="split the stale GPU posts into device calls (params/gpu.yaml's #budget lines)")
+    planning.add_argument("--all", action="store_true", help="plan every GPU post, current or not (one commit for all)")
+    planning.add_argument("--call", type=int, help="print only the posts of this call (1, 2, ...), comma-separated")
+    planning.add_argument("--posts", action="store_true", help="print the GPU posts to run as a JSON list, unpacked "
+                          "(one runner per post, no call limit)")
+    planning.add_argument("--limit-s", type=float, default=540.0, help="device seconds a call may take (540)")
+    planning.add_argument("--window-s", type=float, default=1500.0, help="device seconds all calls may take (1500)")
+    planning.add_argument("--max-calls", type=int, default=3, help="calls in the window (3)")
+    merging = sub.add_parser("merge", parents=[common], help="publish the archives of GPU calls (tools/device-run.sh)")
+    merging.add_argument("archives", nargs="+", type=Path, help="the gpu-run*.tgz of every call")
+    merging.add_argument("--expect", help="comma-separated slugs that must be published (besides those planned)")
+    merging.add_argument("--allow-missing", action="store_true", help="exit 0 when a post is missing (still reported)")
+    merging.add_argument("--allow-stub", action="store_true", help="merge dry-run archives (a stub publisher's)")
     pairs = sub.add_parser("check-pairs", help="fail if a .ipynb pair is missing, stale or holds outputs")
     pairs.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
     args = parser.parse_args(argv)
@@ -224,6 +265,13 @@ def main(argv: list[str] | None = None) -> int:
                 say(f"recovered {message}")
             say(f"{args.site}: no publication was left unfinished" if not said else "done")
             return 0
+        if args.command == "plan":
+            return plan_gpu_calls(args)
+        if args.command == "merge":
+            from sidebyside.publish.merge import main_merge
+
+            return main_merge(args.archives, site=args.site, notebooks=args.notebooks, expect=args.expect,
+                              allow_missing=args.allow_missing, allow_stub=args.allow_stub)
         if args.command == "profile":
             print(detect_profile())
             return 0

@@ -208,37 +208,43 @@ def pack(runs: list[Run], *, limit_s: float = LIMIT_S, window_s: float = WINDOW_
     if any(r.seconds > room for r in runs):
         return None
     order = sorted(range(len(runs)), key=lambda i: -runs[i].seconds)
+    # the k-th run of a post (in the order given) may not go to a call before its (k-1)-th run's call
+    rank = {}
+    for i, run in enumerate(runs):
+        rank[i] = sum(1 for r in runs[:i] if r.slug == run.slug)
     for n_calls in range(1, max_calls + 1):
         if n_calls * call_overhead_s + sum(r.seconds for r in runs) > window_s:
             return None
         loads = [0.0] * n_calls
         where = [-1] * len(runs)
 
+        def allowed(i: int, c: int) -> bool:
+            for j, run in enumerate(runs):
+                if where[j] >= 0 and run.slug == runs[i].slug and (
+                        (rank[j] < rank[i] and where[j] > c) or (rank[j] > rank[i] and where[j] < c)):
+                    return False
+            return True
+
         def place(k: int) -> bool:
             if k == len(order):
                 return True
+            if sum(runs[i].seconds for i in order[k:]) > sum(room - load for load in loads):
+                return False
             i = order[k]
-            tried = set()
             for c in range(n_calls):
-                if loads[c] in tried or loads[c] + runs[i].seconds > room:
-                    continue  # a call as full as one tried already leads nowhere new
-                tried.add(loads[c])
+                if loads[c] + runs[i].seconds > room or not allowed(i, c):
+                    continue
                 loads[c] += runs[i].seconds
                 where[i] = c
                 if place(k + 1):
                     return True
                 loads[c] -= runs[i].seconds
+                where[i] = -1
             return False
 
         if place(0):
-            calls = [Call([], call_overhead_s) for _ in range(n_calls)]
-            by_post: dict[str, list[int]] = {}
-            for i, run in enumerate(runs):
-                by_post.setdefault(run.slug, []).append(where[i])
-            for slug, cs in by_post.items():  # a post's runs go to its calls in order, the completing one last
-                post_runs = [r for r in runs if r.slug == slug]
-                for run, c in zip(post_runs, sorted(cs)):
-                    calls[c].runs.append(run)
+            calls = [Call([runs[i] for i in range(len(runs)) if where[i] == c], call_overhead_s)
+                     for c in range(n_calls)]
             return [c for c in calls if c.runs]
     return None
 

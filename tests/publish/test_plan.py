@@ -1,0 +1,172 @@
+"""The planner of GPU calls (sidebyside.publish.schedule): measured costs in,
+calls out, none over the limit, none empty; resuming from checkpoints;
+refusals that say what to cut; the budget lines of params/gpu.yaml."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import re
+
+import pytest
+
+from sidebyside.publish import schedule
+from sidebyside.publish.common import ROOT
+from sidebyside.publish.discovery import discover
+
+
+def _budgets(posts, call_overhead_s=0, run_overhead_s=0):
+    return {"call_overhead_s": call_overhead_s, "run_overhead_s": run_overhead_s, "posts": posts}
+
+
+def _check_plan(plan, runs_expected, *, limit_s, window_s, max_calls):
+    """Every run in exactly one call; no call empty or over the limit; the window and the call count kept."""
+    assert 1 <= len(plan.calls) <= max_calls
+    assert all(call.runs for call in plan.calls)
+    assert all(call.seconds <= limit_s + 1e-9 for call in plan.calls)
+    assert plan.seconds <= window_s + 1e-9
+    got = sorted((r.slug, r.parts, r.seconds) for call in plan.calls for r in call.runs)
+    assert got == sorted((r.slug, r.parts, r.seconds) for r in runs_expected)
+    for slug in {r.slug for r in runs_expected}:  # a post's runs in call order are its runs in order
+        assert [r for call in plan.calls for r in call.runs if r.slug == slug] == [
+            r for r in runs_expected if r.slug == slug]
+
+
+def _fits_somehow(costs, *, room, window_s, max_calls, overhead):
+    """Brute force: is there any assignment of these run costs to at most max_calls calls that fits?"""
+    for n in range(1, max_calls + 1):
+        if n * overhead + sum(costs) > window_s:
+            continue
+        for assignment in itertools.product(range(n), repeat=len(costs)):
+            loads = [0.0] * n
+            for cost, call in zip(costs, assignment):
+                loads[call] += cost
+            if all(load <= room for load in loads):
+                return True
+    return False
+
+
+def test_whole_posts_are_packed_into_calls_within_the_limit():
+    posts = {"a": {"budget_s": 300}, "b": {"budget_s": 250}, "c": {"budget_s": 200}, "d": {"budget_s": 100}}
+    plan = schedule.plan_calls(_budgets(posts, call_overhead_s=30), {}, list(posts))
+    runs = [schedule.Run(s, float(e["budget_s"])) for s, e in posts.items()]
+    _check_plan(plan, runs, limit_s=schedule.LIMIT_S, window_s=schedule.WINDOW_S, max_calls=schedule.MAX_CALLS)
+    assert len(plan.calls) == 2  # 850 s of posts need two calls of 510 s of room, and two are enough
+    assert sorted(s for call in plan.calls for s in call.slugs) == sorted(posts)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_costs_plan_exactly_when_some_packing_fits(seed):
+    rng = random.Random(seed)
+    posts = {f"p{i}": {"budget_s": rng.randint(20, 420)} for i in range(rng.randint(1, 6))}
+    limit, window, calls, overhead = 540.0, float(rng.choice([900, 1200, 1500])), 3, 30.0
+    costs = [float(e["budget_s"]) for e in posts.values()]
+    fits = _fits_somehow(costs, room=limit - overhead, window_s=window, max_calls=calls, overhead=overhead)
+    try:
+        plan = schedule.plan_calls(_budgets(posts, call_overhead_s=overhead), {}, list(posts), limit_s=limit,
+                                   window_s=window, max_calls=calls)
+    except schedule.PlanRefused as refused:
+        assert not fits, f"refused although a packing exists: {refused}"
+        assert "cannot fit" in str(refused)
+        return
+    assert fits
+    _check_plan(plan, [schedule.Run(s, float(e["budget_s"])) for s, e in posts.items()], limit_s=limit,
+                window_s=window, max_calls=calls)
+
+
+def test_a_run_in_parts_is_cut_at_its_run_budget_and_resumes_from_the_checkpoint(tmp_path):
+    entry = {"parts": {"parity": 100, "affine": 40, "bench/*": {"each_s": 60, "count": 6}}}
+    params = {"checkpoint_file": "checkpoints/x.json", "run_budget_s": 200}
+    runs, done = schedule.runs_of("x", entry, params, root=tmp_path, run_overhead_s=10)
+    assert done == []
+    # in order, each run at most run_budget_s of parts: [parity, affine, bench], [bench x3], [bench x2]
+    assert [r.parts for r in runs] == [("parity", "affine", "bench/#1"), ("bench/#2", "bench/#3", "bench/#4"),
+                                       ("bench/#5", "bench/#6")]
+    assert [r.seconds for r in runs] == [210, 190, 130]
+    assert [r.last for r in runs] == [False, False, True]
+
+    (tmp_path / "checkpoints").mkdir()
+    saved = {"parity": {"key": "k", "seconds": 97.0, "value": 1}, "bench/bilinear/3d": {"key": "k", "seconds": 61.0}}
+    (tmp_path / "checkpoints" / "x.json").write_text(json.dumps(saved))
+    runs, done = schedule.runs_of("x", entry, params, root=tmp_path, run_overhead_s=10)
+    assert sorted(done) == ["bench/bilinear/3d", "parity"]
+    planned = [p for r in runs for p in r.parts]
+    assert "parity" not in planned and planned.count("affine") == 1
+    assert sum(p.startswith("bench/") for p in planned) == 5  # one of the six is saved already
+
+
+def test_a_post_whose_parts_are_all_saved_still_takes_one_run_to_publish(tmp_path):
+    (tmp_path / "c.json").write_text(json.dumps({"parity": {"seconds": 5.0}}))
+    runs, done = schedule.runs_of("x", {"parts": {"parity": 100}}, {"checkpoint_file": "c.json", "run_budget_s": 50},
+                                  root=tmp_path, run_overhead_s=20)
+    assert done == ["parity"] and len(runs) == 1 and runs[0].last and runs[0].seconds == 20
+
+
+def test_a_post_in_parts_spreads_over_calls_with_its_completing_run_last(tmp_path):
+    posts = {"big": {"parts": {"part/*": {"each_s": 100, "count": 9}}}, "small": {"budget_s": 120}}
+    params = {"big": {"checkpoint_file": "ck.json", "run_budget_s": 400}}
+    plan = schedule.plan_calls(_budgets(posts, call_overhead_s=20, run_overhead_s=10), params, list(posts),
+                               root=tmp_path)
+    big_calls = [n for n, call in enumerate(plan.calls) for r in call.runs if r.slug == "big"]
+    lasts = [n for n, call in enumerate(plan.calls) for r in call.runs if r.slug == "big" and r.last]
+    assert lasts == [max(big_calls)]
+    runs, _ = schedule.runs_of("big", posts["big"], params["big"], root=tmp_path, run_overhead_s=10)
+    _check_plan(plan, runs + [schedule.Run("small", 120.0)], limit_s=schedule.LIMIT_S,
+                window_s=schedule.WINDOW_S, max_calls=schedule.MAX_CALLS)
+
+
+def test_refusals_say_what_to_cut():
+    posts = {"a": {"budget_s": 500}, "b": {"budget_s": 480}, "c": {"budget_s": 470}, "d": {"budget_s": 300}}
+    with pytest.raises(schedule.PlanRefused) as refused:
+        schedule.plan_calls(_budgets(posts, call_overhead_s=30), {}, list(posts))
+    message = str(refused.value)
+    assert "cannot fit" in message and "1750" in message  # the seconds needed
+    cut = re.search(r"cut (.*) from this window", message).group(1)
+    assert "a (500 s)" in cut  # the largest goes first; the rest then fits in three calls
+    assert "the rest (" in message
+
+    with pytest.raises(schedule.PlanRefused, match=r"a: one run takes 600 s, more than a call's 510 s"):
+        schedule.plan_calls(_budgets({"a": {"budget_s": 600}}, call_overhead_s=30), {}, ["a"])
+    with pytest.raises(schedule.PlanRefused, match=r"n: no measured cost"):
+        schedule.plan_calls(_budgets({"n": {"budget_s": None}}), {}, ["n"])
+    with pytest.raises(schedule.PlanRefused, match=r"no measured cost for 2 part\(s\)"):
+        schedule.plan_calls(_budgets({"p": {"parts": {"x": 10, "y/*": {"each_s": None, "count": 2}}}}),
+                            {"p": {"run_budget_s": 100}}, ["p"])
+    with pytest.raises(schedule.PlanRefused, match=r"longer than its run_budget_s"):
+        schedule.plan_calls(_budgets({"p": {"parts": {"x": 300}}}), {"p": {"run_budget_s": 100}}, ["p"])
+    with pytest.raises(schedule.PlanRefused, match=r"no budget line for q"):
+        schedule.plan_calls(_budgets({}), {}, ["q"])
+
+
+def test_nothing_stale_plans_no_call():
+    plan = schedule.plan_calls(_budgets({"a": {"budget_s": 10}}), {}, [])
+    assert plan.calls == [] and "nothing to run" in schedule.format_plan(plan)
+
+
+def test_the_budget_lines_of_params_gpu_are_the_recorded_h100_seconds():
+    path = ROOT / "params" / "gpu.yaml"
+    budgets = schedule.read_budgets(path)
+    posts = budgets["posts"]
+    comments = " ".join(line for line in path.read_text().splitlines()
+                        if line.startswith("#") and not line.startswith(schedule.PREFIX))
+    for slug in ("jit-and-autograd-timing", "fashion-mnist-pytorch-vs-flax", "xla-and-scipy"):
+        # the machine-readable number is the one the provenance comment records for that run
+        assert f"{slug} {posts[slug]['budget_s']} s" in comments, slug
+        assert "6b943d5" in posts[slug]["measured"]
+    grid = posts["grid-sample-parity"]["parts"]
+    assert f"parity {grid['parity']} s, the affine case {grid['affine']} s" in comments
+    swin = posts["swin-transformer-v2"]["parts"]
+    assert f"parity {swin['parity/trained']} s (trained model) and {swin['parity/timed']} s" in comments
+    assert f"{swin['accuracy/torch/*']['each_s']} s per PyTorch seed" in comments
+    assert "parallel-training" in posts  # its single-GPU part gets a line too (null until measured)
+    slugs = {i.slug for i in discover(ROOT / "notebooks")}
+    assert "weight-visualisation" in slugs and "weight-visualisation" not in posts  # gains nothing from a GPU
+
+
+def test_the_three_posts_run_whole_fit_in_three_calls_from_the_recorded_costs():
+    budgets = schedule.read_budgets(ROOT / "params" / "gpu.yaml")
+    slugs = ["jit-and-autograd-timing", "fashion-mnist-pytorch-vs-flax", "xla-and-scipy"]
+    plan = schedule.plan_calls(budgets, {}, slugs)
+    runs = [schedule.Run(s, float(budgets["posts"][s]["budget_s"])) for s in slugs]
+    _check_plan(plan, runs, limit_s=schedule.LIMIT_S, window_s=schedule.WINDOW_S, max_calls=schedule.MAX_CALLS)
