@@ -232,7 +232,7 @@ def _descendants(own: int, processes: Mapping[int, tuple[str, int, int]]) -> set
 
 
 def cpu_between(start: Mapping[str, Any], end: Mapping[str, Any], *, own: int | None = None,
-                ticks_per_s: float | None = None, top: int = 5) -> dict[str, Any]:
+                ticks_per_s: float | None = None, top: int = 10) -> dict[str, Any]:
     """What other processes took of the machine's CPU between two :func:`snapshot`\\ s:
     ``{"wall_s", "cpus", "other_cpu_s", "other_cpu_share", "others": [{"pid", "name", "cpu_s"}], "load_average"}``.
     "Other" is every core's busy time less this process's and its children's; ``others`` names
@@ -427,7 +427,7 @@ class Monitor:
         self.worst["other_cpu_share"] = max(self.worst["other_cpu_share"], share)
         merged = {"wall_s": window["wall_s"], "cpus": window["cpus"], "other_cpu_s": window["other_cpu_s"],
                   "other_cpu_share": share,
-                  "others": sorted(window["others"].values(), key=lambda p: -p["cpu_s"])[:5]}
+                  "others": sorted(window["others"].values(), key=lambda p: -p["cpu_s"])[:10]}
         self._window = {"wall_s": 0.0, "other_cpu_s": 0.0, "cpus": 0, "others": {}, "sections": []}
         return cpu_findings(merged, rules=self.rules)
 

@@ -16,7 +16,7 @@ from sidebyside.publish.discovery import NotebookInfo
 from sidebyside.publish.rendering import scrub, scrub_rules
 from sidebyside.run import context, provenance, runkey
 
-__all__ = ["execute", "complete_record", "check_before_running", "key_and_stamp"]
+__all__ = ["execute", "complete_record", "check_before_running", "key_and_stamp", "check_machine"]
 
 
 def _format_failure(exc, info: NotebookInfo, nb_path: Path, executed: Path) -> str:
@@ -32,11 +32,14 @@ def _format_failure(exc, info: NotebookInfo, nb_path: Path, executed: Path) -> s
 
 
 def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build: Path, *,
-            root: Path = ROOT, progress: bool = True, timeout: int | None = None) -> tuple[Path, dict[str, Any]]:
+            root: Path = ROOT, progress: bool = True, timeout: int | None = None,
+            allow_busy: bool = False) -> tuple[Path, dict[str, Any]]:
     """Run one notebook with papermill into ``build/executed/<slug>.ipynb``.
 
     Returns the executed path and the results record the notebook saved.
-    Raises :class:`PublishError` with the failing cell and error.
+    Raises :class:`PublishError` with the failing cell and error, or when the
+    quiet-machine check found the machine busy (:func:`check_machine`; the
+    run stops at its first busy section) and ``allow_busy`` is not set.
     """
     import jupytext
     import papermill
@@ -50,7 +53,8 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
     results_path = results_dir / f"{info.slug}.json"
     results_path.unlink(missing_ok=True)
     run_context = context.RunContext(slug=info.slug, profile=profile, results_dir=results_dir, root=root,
-                                     headless=True, inputs=runkey.declared_inputs(info.path, profile, params, root))
+                                     headless=True, inputs=runkey.declared_inputs(info.path, profile, params, root),
+                                     allow_busy=allow_busy)
     env = {
         **run_context.env(),
         "MPLBACKEND": "module://matplotlib_inline.backend_inline",
@@ -82,7 +86,25 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
     record = json.loads(results_path.read_text())
     if record.get("slug") != info.slug:
         raise PublishError(f"{info.path}: save_results was called with slug {record.get('slug')!r}, expected {info.slug!r}")
+    check_machine(record, info.slug, profile, allow_busy)
     return executed, record
+
+
+def check_machine(record: dict[str, Any], slug: str, profile: str, allow_busy: bool) -> list[str]:
+    """The quiet-machine check's findings in a saved record (``provenance.machine``,
+    :mod:`sidebyside.lab.quiet`). Under the cpu and gpu profiles, findings without
+    ``allow_busy`` raise :class:`PublishError` (the kernel stops at a busy section; this
+    catches a notebook that caught that error); with it they are said and returned."""
+    machine = (record.get("provenance") or {}).get("machine") or {}
+    findings = [str(f) for f in machine.get("findings") or []]
+    if not findings or profile not in ("cpu", "gpu"):
+        return []
+    if not allow_busy:
+        raise PublishError(f"FAILED {slug}: the machine was busy during its timed sections, so it is not published: "
+                           + "; ".join(findings) + ". Stop what else is running and run again, or publish with "
+                           "every speed verdict saying so: ALLOW_BUSY=1. Nothing published was changed.")
+    say(f"{slug}: published from a busy machine (ALLOW_BUSY): " + "; ".join(findings))
+    return findings
 
 
 def complete_record(saved: dict[str, Any], info: NotebookInfo, profile: str, params: dict[str, Any], key: str, root: Path) -> dict[str, Any]:

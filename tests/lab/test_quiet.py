@@ -1,0 +1,221 @@
+"""The quiet-machine check (issue 37): the rules on synthetic readings, the /proc reading on a
+synthetic /proc, and the harness against a real busy machine (a subprocess that burns a core
+during a timed section): a publishing run refuses and names the cause; with allow_busy it goes
+on and every speed verdict says the machine was busy; the smoke profile records and never refuses.
+
+Nothing here depends on the machine being quiet: the refusals are provoked, and the rules are
+judged on synthetic figures."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from sidebyside.lab import quiet, timing, verdict
+from sidebyside.run import context, provenance
+
+# ----------------------------------------------------------------------------- the rules, synthetic
+
+
+def test_calibration_drift_and_baseline_name_the_workload_and_the_figure():
+    fastest = {"compute_s": 1.0, "copy_s": 2.0}
+    assert quiet.calibration_findings({"compute_s": 1.05, "copy_s": 2.1}, fastest) == []  # inside 10%
+    found = quiet.calibration_findings({"compute_s": 1.3, "copy_s": 2.0}, fastest)
+    assert found == ["the one-thread compute loop ran 30% slower than its fastest in this run (limit 10%)"]
+    against_baseline = quiet.calibration_findings({"copy_s": 2.5}, {"copy_s": 2.5}, {"copy_s": 2.0}, kind="K")
+    assert against_baseline == ["the memory copy ran 25% slower than the quiet baseline of K (limit 10%)"]
+
+
+def test_other_cpu_share_over_the_limit_names_the_processes():
+    reading = {"wall_s": 2.0, "cpus": 2, "other_cpu_s": 1.6, "other_cpu_share": 0.4,
+               "others": [{"pid": 4242, "name": "burner", "cpu_s": 1.5}]}
+    (found,) = quiet.cpu_findings(reading)
+    assert "40% of the machine's 2 CPUs" in found and "burner (pid 4242) 1.50 s" in found
+    assert quiet.cpu_findings({**reading, "other_cpu_share": 0.05}) == []
+
+
+def test_gpu_findings_name_other_visible_processes_only():
+    listed = [{"pid": 1, "name": "me", "memory_mib": 900.0}, {"pid": 7, "name": "trainer", "memory_mib": 30000.0},
+              {"pid": 99, "name": "elsewhere", "memory_mib": 10.0}]
+    (found,) = quiet.gpu_findings(listed, mine={1}, visible={1, 7})
+    assert "trainer (pid 7, 30000 MiB)" in found and "elsewhere" not in found and "me " not in found
+    assert quiet.gpu_findings(listed[:1], mine={1}, visible={1}) == []
+
+
+def test_gpu_processes_reads_nvidia_smi_and_is_none_without_it():
+    class Done:
+        returncode, stdout = 0, "123, python, 2048\n456, /usr/bin/other, [N/A]\n"
+
+    got = quiet.gpu_processes(run=lambda *a, **k: Done())
+    assert got == [{"pid": 123, "name": "python", "memory_mib": 2048.0},
+                   {"pid": 456, "name": "/usr/bin/other", "memory_mib": None}]
+
+    def missing(*a, **k):
+        raise FileNotFoundError("nvidia-smi")
+
+    assert quiet.gpu_processes(run=missing) is None
+
+
+def _proc(root, cpu_ticks, processes, load="0.50 0.40 0.30 1/100 999"):
+    root.mkdir(exist_ok=True)
+    (root / "stat").write_text(f"cpu  {cpu_ticks} 0 0 1000 0 0 0 0 0 0\ncpu0 1 0 0 1 0 0 0 0 0 0\n"
+                               "cpu1 1 0 0 1 0 0 0 0 0 0\n")
+    (root / "loadavg").write_text(load + "\n")
+    for pid, (name, ppid, ticks) in processes.items():
+        (root / str(pid)).mkdir(exist_ok=True)
+        (root / str(pid) / "stat").write_text(f"{pid} ({name}) R {ppid} 0 0 0 0 0 0 0 0 0 {ticks} 0 0 0 20 0\n")
+
+
+def test_cpu_between_counts_other_processes_not_this_one_nor_its_children(tmp_path):
+    clock = iter([10.0, 12.0])
+    # 100 is this process, 101 its child (a data loader, say), 200 and 300 others; a name with a ") " in it.
+    _proc(tmp_path, 1000, {100: ("python", 1, 0), 101: ("worker", 100, 0), 200: ("a (b) c", 1, 0), 300: ("idle", 1, 5)})
+    start = quiet.snapshot(tmp_path, clock=lambda: next(clock))
+    _proc(tmp_path, 1400, {100: ("python", 1, 200), 101: ("worker", 100, 50), 200: ("a (b) c", 1, 150),
+                           300: ("idle", 1, 5)}, load="1.90 0.40 0.30 3/100 999")
+    end = quiet.snapshot(tmp_path, clock=lambda: next(clock))
+    reading = quiet.cpu_between(start, end, own=100, ticks_per_s=100)
+    # 4 CPU-s on the cores, 2.5 of them this process and its child: 1.5 CPU-s by others over 2 s on 2 CPUs
+    assert reading["cpus"] == 2 and reading["wall_s"] == pytest.approx(2.0)
+    assert reading["other_cpu_s"] == pytest.approx(1.5) and reading["other_cpu_share"] == pytest.approx(0.375)
+    assert reading["others"] == [{"pid": 200, "name": "a (b) c", "cpu_s": 1.5}]
+    assert reading["load_average"] == [0.5, 1.9]
+
+
+# ----------------------------------------------------------------------------- the monitor, synthetic
+
+
+def _synthetic_monitor(calibrations, share=0.0, **kwargs):
+    """A monitor whose calibrations come from ``calibrations`` in turn and whose load reading is ``share``."""
+    feed = iter(calibrations)
+    reading = {"wall_s": 1.0, "cpus": 2, "other_cpu_s": 2 * share, "other_cpu_share": share, "others": [],
+               "load_average": [0.1, 0.1]}
+    return quiet.Monitor(calibrate=lambda gpu=None: {"compute_s": next(feed)},
+                         snapshot=lambda: {"processes": {}}, cpu_between=lambda a, b: dict(reading),
+                         gpu=lambda: None, **kwargs)
+
+
+def test_a_drifting_calibration_stops_a_publishing_run_and_is_recorded():
+    m = _synthetic_monitor([1.0, 1.0, 1.02, 1.4], refuse=True)
+    with m.section("torch/eager, jax/jit"):
+        pass
+    assert not m.busy() and m.record()["status"] == "quiet"
+    with pytest.raises(quiet.BusyMachine, match="compute loop ran 40% slower") as caught:
+        with m.section("torch/compile, jax/jit"):
+            pass
+    assert "torch/compile, jax/jit" in str(caught.value) and "ALLOW_BUSY=1" in str(caught.value)
+    record = m.record()
+    assert record["status"] == "busy" and record["sections"][-1]["busy"] == caught.value.reasons
+    assert record["worst"]["calibration_slowdown"] == pytest.approx(0.4)
+
+
+def test_a_run_that_started_busy_is_found_when_the_machine_quietens():
+    m = _synthetic_monitor([1.5, 1.5, 1.0, 1.0], refuse=False)
+    with m.section("a"):
+        pass
+    with m.section("b"):
+        pass
+    assert any("slower earlier in this run than now" in f for f in m.findings)
+
+
+def test_allowed_busy_run_goes_on_and_says_so_with_the_figure():
+    m = _synthetic_monitor([1.0, 1.0], share=0.45, refuse=True, allowed=True)
+    with m.section("a"):
+        pass
+    assert m.record()["status"].startswith("busy, published anyway")
+    assert "45%" in m.caveat() and "busy machine" in m.caveat()
+    smoke = _synthetic_monitor([1.0, 1.0], share=0.45, refuse=False)
+    with smoke.section("a"):  # smoke: recorded, never refused, no caveat
+        pass
+    assert smoke.findings and smoke.caveat() == ""
+
+
+# ----------------------------------------------------------------------------- a real busy machine
+
+
+@pytest.fixture
+def run_under(monkeypatch):
+    """Set the run context (as the publisher does) with a fresh monitor; restore afterwards."""
+
+    def under(**fields):
+        for name in context.ENV.values():
+            monkeypatch.delenv(name, raising=False)
+        for name, value in context.RunContext(**fields).env().items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setattr(quiet, "_MONITOR", None)
+        monkeypatch.setattr(provenance, "_MACHINE", None)
+
+    yield under
+    quiet._MONITOR = None
+
+
+@pytest.fixture
+def burner():
+    """The pid of a process that burns a core until it is killed: not a child of this one (the
+    check counts a run's own children as its work), so started through a shell that exits."""
+    code = "while True: pass"
+    shell = subprocess.run(["sh", "-c", f'"{sys.executable}" -c "{code}" >/dev/null 2>&1 & echo $!'],
+                           capture_output=True, text=True, check=True)
+    pid = int(shell.stdout.split()[0])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # until it burns (its interpreter started)
+        stat = quiet.snapshot()["processes"].get(pid)
+        if stat and stat[2] > 5:
+            break
+        time.sleep(0.02)
+    yield pid
+    os.kill(pid, signal.SIGKILL)
+
+
+def _spin(seconds: float):
+    def work():
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+        return 1
+
+    return work
+
+
+def _timed_section():
+    """A section of about 1 s: two functions of 0.1 s, 5 repeats each."""
+    return timing.compare({"torch/a": _spin(0.1), "jax/b": _spin(0.1)}, repeats=5, warmup=0, max_number=1)
+
+
+def test_a_publishing_run_refuses_a_machine_a_subprocess_keeps_busy(run_under, burner):
+    run_under(profile="cpu")
+    with pytest.raises(quiet.BusyMachine) as caught:
+        _timed_section()
+    message = str(caught.value)
+    assert "so this run does not publish" in message and "other processes used" in message
+    assert f"(pid {burner})" in message  # the cause is named
+    assert provenance._MACHINE["status"] == "busy"
+
+
+def test_allow_busy_publishes_and_every_speed_verdict_says_the_machine_was_busy(run_under, burner):
+    run_under(profile="cpu", allow_busy=True)
+    timings = _timed_section()
+    v = verdict.speed(timings["torch/a"], timings["jax/b"], question="q")
+    busy = quiet.caveat()
+    assert "Measured on a busy machine" in busy and "%" in busy
+    assert busy in v.caveat and busy in v.sentence
+    entries = {name: verdict.ladder_entry(t) for name, t in timings.items()}
+    laddered = verdict.ladder(entries, question="q", caveat="Own caveat.")
+    assert busy in laddered.caveat and "Own caveat." in laddered.caveat
+    assert laddered.sentence.count(busy) == 1
+    assert provenance._MACHINE["status"].startswith("busy, published anyway") and provenance._MACHINE["findings"]
+
+
+def test_the_smoke_profile_records_a_busy_machine_and_never_refuses(run_under, burner):
+    run_under(profile="smoke")
+    timings = _timed_section()
+    assert set(timings) == {"torch/a", "jax/b"}
+    machine = provenance._MACHINE
+    assert machine["findings"] and machine["status"].startswith("busy (not judged")
+    assert machine["sections"][-1]["other_cpu_share"] > 0
+    assert quiet.caveat() == "" and "busy" not in verdict.speed(1.0, 2.0, question="q").sentence

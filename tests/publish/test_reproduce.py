@@ -1,0 +1,115 @@
+"""`make reproduce` (issue 37): the reader's speed verdicts against the published ones, on
+synthetic records: reproduced, a different winner, the same winner outside the interval, and
+other hardware (reported, not failed); the command runs into a scratch site and never writes
+the published one."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sidebyside.lab import verdict
+from sidebyside.publish import reproduce as rep
+from sidebyside.publish.common import PublishError
+
+SLUG = "grid-sample-parity"  # a real notebook, so that discovery finds it; nothing of it runs here
+
+
+def _speed(question, torch_s, jax_s, spread=0.02):
+    t = {"median_s": torch_s, "q1_s": torch_s * (1 - spread), "q3_s": torch_s * (1 + spread)}
+    j = {"median_s": jax_s, "q1_s": jax_s * (1 - spread), "q3_s": jax_s * (1 + spread)}
+    return verdict.speed(t, j, question=question, subject_tool="eager", other_tool="jit").to_dict()
+
+
+def _record(device, verdicts, profile="cpu"):
+    seeds = verdict.seeds([90.0, 90.1], [90.0, 90.2], question="same accuracy?").to_dict()  # not a speed verdict
+    return {"slug": SLUG, "profile": profile, "executed_at": "2026-11-24T00:00:00+00:00", "source_hash": "k",
+            "provenance": {"device": device}, "metrics": {"verdicts": [seeds, *verdicts]}}
+
+
+EPYC, OTHER = "a 2-core CPU", "a 64-core CPU"
+
+PUBLISHED = _record(EPYC, [
+    _speed("held", 3.0, 1.0),         # JAX 3x
+    _speed("turned", 1.0, 1.5),       # PyTorch 1.5x
+    _speed("shrank", 3.0, 1.0),       # JAX 3x
+    _speed("gone", 1.0, 1.0),         # within noise, absent from the reader's run
+])
+READER = [
+    _speed("held", 2.9, 1.0),         # JAX 2.9x: inside the combined interval
+    _speed("turned", 1.5, 1.0),       # JAX now: a different winner
+    _speed("shrank", 2.0, 1.0),       # JAX 2x: same winner, far outside
+]
+
+
+def test_each_verdict_is_judged_and_only_speed_verdicts_count():
+    rows = rep.compare(PUBLISHED, _record(EPYC, READER))
+    assert [r.question for r in rows] == ["held", "turned", "shrank", "gone"]
+    outcomes = {r.question: r.outcome for r in rows}
+    assert outcomes == {"held": rep.REPRODUCES, "turned": rep.OTHER_WINNER, "shrank": rep.OUTSIDE,
+                        "gone": rep.MISSING}
+    held = rows[0]
+    assert held.combined[0] <= held.reader["ratio"] <= held.combined[1]
+    assert [r.fails for r in rows] == [False, True, True, False]  # same hardware: a miss fails
+
+
+def test_the_combined_interval_holds_both_spreads():
+    # Published JAX 3x with a tight interval; the reader's 2.7x with a wide one of its own reproduces,
+    # the same 2.7x measured tightly does not.
+    wide = rep.compare(_record(EPYC, [_speed("q", 3.0, 1.0)]), _record(EPYC, [_speed("q", 2.7, 1.0, spread=0.1)]))
+    tight = rep.compare(_record(EPYC, [_speed("q", 3.0, 1.0)]), _record(EPYC, [_speed("q", 2.7, 1.0, spread=0.01)]))
+    assert wide[0].outcome == rep.REPRODUCES and tight[0].outcome == rep.OUTSIDE
+
+
+def test_the_table_shows_both_figures_and_both_machines_and_the_summary_counts():
+    rows = rep.compare(PUBLISHED, _record(EPYC, READER))
+    text = rep.table(rows)
+    assert "published: JAX (jit) 3× faster" in text and f"on {EPYC}" in text
+    assert "yours:     JAX (jit) 2.9× faster" in text
+    assert "does NOT reproduce: a different winner" in text
+    assert "does NOT reproduce: the same winner, but the time ratio 2 is outside the combined interval" in text
+    assert "not measured in your run" in text and "within noise" in text
+    line = rep.summary(SLUG, rows)
+    assert line == f"{SLUG}: 1 of 4 speed verdicts reproduce on the same hardware ({EPYC}); 2 do not: FAILED"
+
+
+def test_other_hardware_is_reported_not_failed():
+    rows = rep.compare(PUBLISHED, _record(OTHER, READER))
+    assert [r.outcome for r in rows][:3] == [rep.REPRODUCES, rep.OTHER_WINNER, rep.OUTSIDE]
+    assert not any(r.fails for r in rows)
+    assert "(other hardware: reported, not failed)" in rep.table(rows)
+    assert "on other hardware" in rep.summary(SLUG, rows) and "FAILED" not in rep.summary(SLUG, rows)
+
+
+@pytest.mark.parametrize("reader_device, code", [(EPYC, 1), (OTHER, 0)])
+def test_reproduce_runs_into_a_scratch_site_and_exits_by_the_rows(tmp_path, monkeypatch, capsys, reader_device,
+                                                                   code):
+    site, scratch = tmp_path / "site", tmp_path / "scratch"
+    published = site / "_data" / "results" / f"{SLUG}.json"
+    published.parent.mkdir(parents=True)
+    published.write_text(json.dumps(PUBLISHED))
+    before = published.read_bytes()
+    calls = []
+
+    def fake_run(**kwargs):  # the publisher's execute, into the site it is given
+        calls.append(kwargs)
+        out = kwargs["site"] / "_data" / "results" / f"{SLUG}.json"
+        out.parent.mkdir(parents=True)
+        out.write_text(json.dumps(_record(reader_device, READER)))
+        return 0
+
+    monkeypatch.setattr("sidebyside.publish.cli.run", fake_run)
+    assert rep.reproduce(only=SLUG, site=site, scratch=scratch, allow_busy=True) == code
+    (call,) = calls
+    assert call["site"] == scratch / SLUG and call["force"] and call["profile"] == "cpu" and call["allow_busy"]
+    assert published.read_bytes() == before  # the published record is only read
+    out = capsys.readouterr().out
+    assert "published: JAX (jit) 3× faster" in out and out.rstrip().splitlines()[-1].startswith(f"{SLUG}: 1 of 4")
+
+
+def test_reproduce_needs_a_published_post(tmp_path):
+    with pytest.raises(PublishError, match="not published"):
+        rep.reproduce(only=SLUG, site=tmp_path, scratch=tmp_path / "scratch")
+    with pytest.raises(PublishError, match="ONLY=<slug>"):
+        rep.reproduce(only="", site=tmp_path)
