@@ -1,43 +1,79 @@
 #!/usr/bin/env bash
-# The gpu profile on an air-gapped GPU box, in one command: install what the box lacks from
-# .offline/ (made by `make offline` on a connected machine, from the committed tree), check
-# that PyTorch and JAX both compute on the GPU, optionally run GPU tests, execute the gpu
-# profile of the named posts, and pack what was published into one archive.
+# One device call of the gpu profile on an air-gapped GPU box: install what the box lacks from .offline/ (made by
+# `make offline` on a connected machine, from the committed tree), check that PyTorch and JAX both compute on the
+# GPU, optionally run GPU tests, execute the gpu profile of this call's posts, and pack what it published into one
+# archive that records the commit and the stack.
 #
 # Usage, from the repository root on the box (.offline/ copied or carried along):
-#   tools/device-run.sh [SLUGS]            SLUGS: comma-separated (default: every post a GPU changes)
-#   TESTS="tests/test_ladder.py" tools/device-run.sh ...   also run these tests first (at most TESTS_S seconds, 150)
-#   DEADLINE_S=560 tools/device-run.sh ...   stop starting posts when the time left is short (default 560 s, for a
-#                                            10-minute device call): a post still running then is stopped, unpublished
-# Each post runs on its own, in the order given: one that fails or is stopped does not stop the next. The seconds
-# each took are in timings.log.
-# Writes into $OUT (or build/device-run): gpu-run.tgz (_posts, images, _data, build/executed,
-# checkpoints) and the logs. Unpack the archive at the root of the same commit and commit
-# what it published as it is. A run in parts (the gpu profiles of grid-sample-parity and
-# swin-transformer-v2 stop when their time budget is spent, keeping what they measured in
-# checkpoints/) goes on where it stopped once checkpoints/ is committed (the next call takes the
-# committed tree), also at a later commit that changed none of the notebook's inputs.
+#   CALL=1 tools/device-run.sh        the posts the planner gives call 1 (`python -m sidebyside.publish plan`: the
+#                                     stale GPU posts in calls that fit, from params/gpu.yaml's measured costs);
+#                                     CALL=2, CALL=3 for the others, from the same tree; PLAN_ALL=1 plans every GPU
+#                                     post, current or not (a publication from one commit)
+#   tools/device-run.sh SLUGS         these posts instead (comma-separated, in order; a slug named twice runs twice:
+#                                     a run in parts goes on from the parts the first run saved)
+#   TESTS="tests/test_ladder.py" ...  also run these tests first (at most TESTS_S seconds, 150)
+#   DEADLINE_S=525 ...                stop starting posts when the time left is short, counted from the start
+#                                     (default 525 s, for a 9-minute call): a post still running then is stopped,
+#                                     unpublished
+#   OFFLINE=0 PYTHON=.venv/bin/python ...   a connected machine set up by `make setup` (a CI runner): no .offline/,
+#                                     this Python, the commit from git
+#   STUB_PUBLISHER="cmd" ...          a dry run: no install, no GPU check; `cmd SLUG` stands for the publisher and
+#                                     the archive says it is a stub's (testable on a CPU)
+# Each post runs on its own: one that fails or is stopped does not stop the next; timings.log says how long each
+# took. Writes into $OUT (or build/device-run): gpu-run-<call or post>.tgz (_posts, images, _data, build/executed,
+# checkpoints, and gpu-run.json: commit, stack, device, the posts planned and those published) and the logs.
+# Merge the archives of every call with `python -m sidebyside.publish merge $OUT/gpu-run-*.tgz` at the same commit
+# (it refuses mixed commits or stacks), and commit what it published. A post in parts that the plan splits over two
+# calls goes on in the next call from the checkpoints/ of the previous one: merge each archive before the next call.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-slugs=${1:-fashion-mnist-pytorch-vs-flax,jit-and-autograd-timing,xla-and-scipy,grid-sample-parity,swin-transformer-v2}
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 out=${OUT:-build/device-run}
 mkdir -p "$out"
-if [ ! -f .offline/COMMIT ]; then
-  echo "no .offline/: run 'make offline' on a connected machine from the committed tree, and bring .offline/ here" >&2
-  exit 2
-fi
-python3 -m pip install -q --no-index --find-links .offline/wheels -r .offline/requirements-offline.txt
-export FASHION_MNIST_DIR=$PWD/.offline/fashion-mnist SIDEBYSIDE_GIT_SHA=$(cat .offline/COMMIT) PYTHONUNBUFFERED=1
-# Both frameworks on the same GPU, or stop here (the publisher asks again, per notebook).
-PYTHONPATH=src python3 -c "from sidebyside.run import provenance as p; print('both frameworks on', p.check_gpu_profile(p.devices()))" \
-  > "$out/check.log" 2>&1 || { cat "$out/check.log" >&2; exit 3; }
-cat "$out/check.log"
 start=$SECONDS
-deadline=${DEADLINE_S:-560}
+started=$(date -u +%Y-%m-%dT%H:%M:%S+00:00)
+py=${PYTHON:-python3}
+stub=${STUB_PUBLISHER:-}
+if [ -n "$stub" ]; then
+  : "${SIDEBYSIDE_GIT_SHA:=$(git rev-parse HEAD 2>/dev/null || true)}"
+  [ -n "$SIDEBYSIDE_GIT_SHA" ] || { echo "a dry run outside a git checkout needs SIDEBYSIDE_GIT_SHA" >&2; exit 2; }
+  echo '{"torch_device": "stub", "jax_device": "stub"}' > "$out/devices.json"
+else
+  if [ "${OFFLINE:-1}" = 0 ]; then
+    : "${SIDEBYSIDE_GIT_SHA:=$(git rev-parse HEAD)}"
+  elif [ ! -f .offline/COMMIT ]; then
+    echo "no .offline/: run 'make offline' on a connected machine from the committed tree, and bring .offline/ here" >&2
+    exit 2
+  else
+    "$py" -m pip install -q --no-index --find-links .offline/wheels -r .offline/requirements-offline.txt
+    SIDEBYSIDE_GIT_SHA=$(cat .offline/COMMIT)
+    export FASHION_MNIST_DIR=$PWD/.offline/fashion-mnist
+  fi
+  # Both frameworks on the same GPU, or stop here (the publisher asks again, per notebook).
+  "$py" -c "import json, sys; from sidebyside.run import provenance as p; d = p.devices()
+print('both frameworks on', p.check_gpu_profile(d)); json.dump(d, open(sys.argv[1], 'w'))" "$out/devices.json" \
+    > "$out/check.log" 2>&1 || { cat "$out/check.log" >&2; exit 3; }
+  cat "$out/check.log"
+fi
+export SIDEBYSIDE_GIT_SHA
+if [ $# -gt 0 ]; then
+  slugs=$1
+  label=$( [ "${slugs//,/}" = "$slugs" ] && echo "$slugs" || echo "posts-${slugs%%,*}-and-more")
+else
+  call=${CALL:-1}
+  slugs=$("$py" -m sidebyside.publish plan --site . --params params --notebooks notebooks --call "$call" $([ "${PLAN_ALL:-0}" = 1 ] && echo --all)) || {
+    echo "the planner refused (above): nothing was run" >&2; exit 5; }
+  label=call$call
+  if [ -z "$slugs" ]; then
+    echo "call $call: nothing planned (every GPU post is current, or the plan has fewer calls); no archive"
+    exit 0
+  fi
+fi
+echo "${label}: ${slugs//,/ } (commit $SIDEBYSIDE_GIT_SHA)"
+deadline=${DEADLINE_S:-525}
 if [ -n "${TESTS:-}" ]; then
   # shellcheck disable=SC2086
-  timeout "${TESTS_S:-150}" env PYTHONPATH=src python3 -m pytest -q -p no:cacheprovider $TESTS 2>&1 \
-    | tee "$out/tests.log" || true
+  timeout "${TESTS_S:-150}" "$py" -m pytest -q -p no:cacheprovider $TESTS 2>&1 | tee "$out/tests.log" || true
 fi
 status=0
 : > "$out/timings.log"
@@ -50,25 +86,34 @@ for slug in ${slugs//,/ }; do
   fi
   t0=$SECONDS
   rc=0
-  if command -v make >/dev/null; then
-    timeout "$left" make execute PROFILE=gpu FORCE=1 PYTHON=python3 SETUP=0 ONLY="$slug" 2>&1 \
+  if [ -n "$stub" ]; then
+    timeout "$left" bash -c "$stub \"\$1\"" stub "$slug" 2>&1 | tee -a "$out/execute.log" || rc=$?
+  elif command -v make >/dev/null; then
+    timeout "$left" make execute PROFILE=gpu FORCE=1 PYTHON="$py" SETUP=0 ONLY="$slug" 2>&1 \
       | tee -a "$out/execute.log" || rc=$?
   else  # what `make execute` runs, for a box without make
-    timeout "$left" env PYTHONPATH="$PWD/src" python3 -m sidebyside.publish execute --profile gpu --only "$slug" \
-      --site . --force 2>&1 | tee -a "$out/execute.log" || rc=$?
+    timeout "$left" "$py" -m sidebyside.publish execute --profile gpu --only "$slug" --site . --force 2>&1 \
+      | tee -a "$out/execute.log" || rc=$?
   fi
   echo "$slug: exit $rc after $((SECONDS - t0)) s$([ "$rc" = 124 ] && echo ' (stopped at the deadline)')" \
     | tee -a "$out/timings.log"
   if [ "$rc" != 0 ]; then
     status=$rc
-    # a stopped run's notebook kernel lives in a session of its own: end it before the next post is timed
-    pkill -f ipykernel_launcher || true
-    sleep 2
+    if [ -z "$stub" ]; then
+      # a stopped run's notebook kernel lives in a session of its own: end it before the next post is timed
+      pkill -f ipykernel_launcher || true
+      sleep 2
+    fi
   fi
 done
-# checkpoints: the parts a run in parts has measured (grid-sample-parity and swin-transformer-v2), to commit for
-# the next call and session.
-tar czf "$out/gpu-run.tgz" _posts images _data $(ls -d build/executed checkpoints 2>/dev/null)
+"$py" -c "import json, sys; from sidebyside.publish import merge
+m = merge.write_manifest(sys.argv[1], site='.', commit=sys.argv[2], planned=sys.argv[3].split(','), started=sys.argv[4],
+                         devices=json.load(open(sys.argv[5])), stub=bool(sys.argv[6]), call=sys.argv[7])
+print('published:', ', '.join(m['published']) or 'nothing')" \
+  "$out/gpu-run.json" "$SIDEBYSIDE_GIT_SHA" "$slugs" "$started" "$out/devices.json" "$stub" "$label"
+# checkpoints: the parts a run in parts has measured, for the next call (merge this archive first) and session.
+archive="$out/gpu-run-$label.tgz"
+tar czf "$archive" _posts images _data $(ls -d build/executed checkpoints 2>/dev/null) -C "$out" gpu-run.json
 cat "$out/timings.log"
-echo "packed $(du -h "$out/gpu-run.tgz" | cut -f1) into $out/gpu-run.tgz (commit $SIDEBYSIDE_GIT_SHA); exit $status"
+echo "packed $(du -h "$archive" | cut -f1) into $archive (commit $SIDEBYSIDE_GIT_SHA); exit $status"
 exit "$status"

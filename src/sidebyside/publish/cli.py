@@ -201,7 +201,7 @@ def plan_gpu_calls(args: argparse.Namespace) -> int:
     if args.posts:
         print(json.dumps(slugs))
         return 0
-    planned = schedule.plan_calls(budgets, params, slugs, root=ROOT, limit_s=args.limit_s,
+    planned = schedule.plan_calls(budgets, params, slugs, root=args.site, limit_s=args.limit_s,
                                   window_s=args.window_s, max_calls=args.max_calls)
     if args.call is not None:
         calls = planned.calls

@@ -1,0 +1,182 @@
+"""`publish merge` on synthetic archives of GPU calls: a good merge; mixed
+commits, stacks or devices refused; a missing post reported; a corrupt
+archive refused with nothing published changed."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+
+import pytest
+
+from sidebyside.publish import merge as merging
+from sidebyside.publish.cli import main
+from sidebyside.publish.common import ROOT, PublishError
+from sidebyside.publish.discovery import discover
+
+NOTEBOOKS = ROOT / "notebooks"
+DATES = {i.slug: i.date for i in discover(NOTEBOOKS)}
+A, B = "jit-and-autograd-timing", "xla-and-scipy"
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+STACK = {"python": "3.12.3", "torch": "2.11.0", "jax": "0.11.2", "jaxlib": "0.11.2", "flax": "0.12.10",
+         "optax": "0.2.8", "numpy": "2.5.2", "torch_cuda": "13.0", "torch_cudnn": "9.19.0", "jax_cuda": "13.0",
+         "jax_cudnn": "9.19.0"}
+GPU = "NVIDIA H100 80GB HBM3"
+
+
+def _record(slug, *, commit=COMMIT[:12], stack=None, torch_device=GPU, jax_device=GPU):
+    return {"slug": slug, "profile": "gpu", "executed_at": "2026-11-24T22:00:00+00:00", "source_hash": "k",
+            "metrics": {"which": slug},
+            "provenance": {**(stack or STACK), "git_sha": commit, "torch_device": torch_device,
+                           "jax_device": jax_device, "device": GPU, "device_kind": "gpu"}}
+
+
+def _tgz(files):
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, payload in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(payload)
+            tar.addfile(info, io.BytesIO(payload))
+    return buffer.getvalue()
+
+
+def _archive(path, records, *, commit=COMMIT, stack=None, planned=None, published=None, stub=False, extra=None,
+             drop=()):
+    """Write an archive like tools/device-run.sh's: each record's post, images, results and checkpoints."""
+    files = {}
+    for slug, record in records.items():
+        files[f"_posts/{DATES[slug]}-{slug}.md"] = f"---\ntitle: {slug}\n---\nthe post of {slug} at {commit}\n".encode()
+        files[f"images/{slug}/figure.png"] = f"png of {slug} at {commit}".encode()
+        files[f"_data/results/{slug}.json"] = (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
+        files[f"checkpoints/{slug}.json"] = json.dumps({"part": {"seconds": 1.0, "commit": commit}}).encode()
+    manifest = {"commit": commit, "stack": stack or STACK, "device": GPU, "planned": planned or list(records),
+                "published": list(records) if published is None else published, "started": "2026-11-24T21:59:00+00:00",
+                "call": path.stem, "stub": stub}
+    files[merging.MANIFEST] = json.dumps(manifest).encode()
+    files.update(extra or {})
+    for name in drop:
+        files.pop(name)
+    path.write_bytes(_tgz(files))
+    return path
+
+
+@pytest.fixture
+def site(tmp_path):
+    """A site that already publishes an older run of A."""
+    site = tmp_path / "site"
+    (site / "_posts").mkdir(parents=True)
+    (site / "images" / A).mkdir(parents=True)
+    (site / "_data" / "results").mkdir(parents=True)
+    (site / "_posts" / f"{DATES[A]}-{A}.md").write_text("the old post\n")
+    (site / "images" / A / "old.png").write_bytes(b"old png")
+    (site / "_data" / "results" / f"{A}.json").write_text(json.dumps(_record(A, commit="feedfacecafe")))
+    return site
+
+
+def _snapshot(site):
+    return {p.relative_to(site).as_posix(): p.read_bytes() for p in sorted(site.rglob("*"))
+            if p.is_file() and ".sidebyside" not in p.parts}
+
+
+def test_a_good_merge_publishes_every_post_of_every_call(site, tmp_path):
+    one = _archive(tmp_path / "gpu-run-call1.tgz", {A: _record(A)})
+    two = _archive(tmp_path / "gpu-run-call2.tgz", {B: _record(B)})
+    merged = merging.merge([one, two], site=site, notebooks=NOTEBOOKS)
+    assert merged.published == {A: one.name, B: two.name} and merged.missing == {}
+    for slug in (A, B):
+        assert f"at {COMMIT}" in (site / "_posts" / f"{DATES[slug]}-{slug}.md").read_text()
+        assert json.loads((site / "_data" / "results" / f"{slug}.json").read_text()) == _record(slug)
+        assert sorted(p.name for p in (site / "images" / slug).iterdir()) == ["figure.png"]  # old.png went with its run
+        assert json.loads((site / "checkpoints" / f"{slug}.json").read_text())["part"]["commit"] == COMMIT
+    assert not (site / ".sidebyside").exists() or not list((site / ".sidebyside").glob("journal-*"))
+
+
+@pytest.mark.parametrize("case", ["commits", "stacks", "devices", "record commit", "twice", "stub"])
+def test_mixed_archives_are_refused_with_nothing_changed(site, tmp_path, case):
+    other_stack = {**STACK, "jax": "0.10.2"}
+    one = _archive(tmp_path / "one.tgz", {A: _record(A)})
+    two = {
+        "commits": lambda p: _archive(p, {B: _record(B, commit="fedcba987654")}, commit="fedcba9876543210"),
+        "stacks": lambda p: _archive(p, {B: _record(B, stack=other_stack)}, stack=other_stack),
+        "devices": lambda p: _archive(p, {B: _record(B, jax_device="NVIDIA A100-SXM4-80GB")}),
+        "record commit": lambda p: _archive(p, {B: _record(B, commit="fedcba987654")}),
+        "twice": lambda p: _archive(p, {A: _record(A)}),
+        "stub": lambda p: _archive(p, {B: _record(B)}, stub=True),
+    }[case](tmp_path / "two.tgz")
+    before = _snapshot(site)
+    with pytest.raises(PublishError, match="nothing was changed") as refused:
+        merging.merge([one, two], site=site, notebooks=NOTEBOOKS)
+    said = {"commits": "mixed commits", "stacks": "differ in jax (0.11.2 / 0.10.2)", "devices": "mixed device kinds",
+            "record commit": "mixed commits within one post", "twice": "measured twice", "stub": "stub publisher"}
+    assert said[case] in str(refused.value)
+    assert _snapshot(site) == before
+
+
+def test_a_missing_post_is_reported_and_the_rest_merged(site, tmp_path, capsys):
+    archive = _archive(tmp_path / "call1.tgz", {A: _record(A)}, planned=[A, B], published=[A])
+    merged = merging.merge([archive], site=site, notebooks=NOTEBOOKS, expect=["swin-transformer-v2"])
+    assert list(merged.published) == [A]
+    assert set(merged.missing) == {B, "swin-transformer-v2"}
+    assert "call1.tgz planned it and did not publish it" in merged.missing[B]
+    assert merged.missing["swin-transformer-v2"] == "no archive planned it"
+
+    assert main(["merge", str(archive), "--site", str(site), "--notebooks", str(NOTEBOOKS)]) == 1
+    assert f"missing: {B}" in capsys.readouterr().err
+    assert main(["merge", str(archive), "--site", str(site), "--notebooks", str(NOTEBOOKS), "--allow-missing"]) == 0
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not gzip", "outside", "link", "no manifest", "no results",
+                                    "bad record", "wrong date"])
+def test_a_corrupt_archive_is_refused_with_nothing_published_changed(site, tmp_path, damage):
+    good = _archive(tmp_path / "good.tgz", {A: _record(A)})
+    bad = tmp_path / "bad.tgz"
+    if damage == "truncated":
+        payload = _archive(bad, {B: _record(B)}).read_bytes()
+        bad.write_bytes(payload[: len(payload) // 2])
+    elif damage == "not gzip":
+        bad.write_bytes(b"this is no archive")
+    elif damage == "outside":
+        _archive(bad, {B: _record(B)}, extra={"../_posts/evil.md": b"x"})
+    elif damage == "link":
+        _archive(bad, {B: _record(B)})
+        with tarfile.open(bad, "r:gz") as tar:
+            members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()]
+        link = tarfile.TarInfo(f"images/{B}/link.png")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        with tarfile.open(bad, "w:gz") as tar:
+            for member, data in members:
+                tar.addfile(member, io.BytesIO(data))
+            tar.addfile(link)
+    elif damage == "no manifest":
+        _archive(bad, {B: _record(B)}, drop=[merging.MANIFEST])
+    elif damage == "no results":
+        _archive(bad, {B: _record(B)}, drop=[f"_data/results/{B}.json"])
+    elif damage == "bad record":
+        _archive(bad, {B: _record(B)}, extra={f"_data/results/{B}.json": b"{not json"})
+    elif damage == "wrong date":
+        _archive(bad, {B: _record(B)}, drop=[f"_posts/{DATES[B]}-{B}.md"], extra={f"_posts/2001-01-01-{B}.md": b"x"})
+    before = _snapshot(site)
+    with pytest.raises(PublishError) as refused:
+        merging.merge([good, bad], site=site, notebooks=NOTEBOOKS)
+    assert "nothing was" in str(refused.value) and "bad.tgz" in str(refused.value)
+    assert _snapshot(site) == before
+    assert main(["merge", str(good), str(bad), "--site", str(site), "--notebooks", str(NOTEBOOKS)]) == 2
+    assert _snapshot(site) == before
+
+
+def test_the_manifest_records_what_the_call_published(tmp_path):
+    site = tmp_path
+    (site / "_data" / "results").mkdir(parents=True)
+    (site / "_data" / "results" / f"{A}.json").write_text(json.dumps(_record(A)))
+    stale = _record(B)
+    stale["executed_at"] = "2026-11-01T00:00:00+00:00"  # an earlier run's record: not published by this call
+    (site / "_data" / "results" / f"{B}.json").write_text(json.dumps(stale))
+    manifest = merging.write_manifest(tmp_path / "m.json", site=site, commit=COMMIT, planned=[A, B, A],
+                                      started="2026-11-24T21:00:00+00:00", devices={"torch_device": GPU,
+                                                                                    "torch_cuda": "13.0"})
+    assert manifest["planned"] == [A, B] and manifest["published"] == [A]
+    assert manifest["device"] == GPU and manifest["stack"]["torch_cuda"] == "13.0"
+    assert set(manifest["stack"]) == set(merging.STACK_KEYS)
+    assert json.loads((tmp_path / "m.json").read_text()) == manifest
