@@ -78,6 +78,56 @@ def test_cuda_graph_capture_matches_eager_on_a_gpu(arrays, loop):
         assert b == pytest.approx(a, rel=1e-4)
 
 
+def test_k_steps_in_one_graph_uncaptured_match_eager(arrays, eager):
+    # The code path of the K-step CUDA graph (the batch gather, the per-step learning rate from a
+    # static buffer and the loss sum inside; one call for all K steps) without the capture.
+    torch.manual_seed(0)
+    model = models.TorchMLP(hidden=32)
+    trainer = training.TorchTrainer(model, arrays, CONFIG, loop="cuda_graph_steps", capture=False)
+    total, steps = trainer.run(training.index_batches(trainer.n, CONFIG, 0)[:STEPS])
+    assert steps == STEPS and trainer.step_count == STEPS
+    assert float(total) == pytest.approx(sum(eager[0]), rel=1e-5)
+    np.testing.assert_allclose(models.first_layer_weights(model), eager[1], atol=1e-5)
+
+
+def test_compile_with_compiled_autograd_uncaptured_matches_eager_and_counts_graph_breaks(arrays, eager):
+    losses, weights = _torch_losses(arrays, "compile_cuda_graph", capture=False)
+    np.testing.assert_allclose(losses, eager[0], rtol=1e-5)
+    np.testing.assert_allclose(weights, eager[1], atol=1e-5)
+    torch.manual_seed(0)
+    model = models.TorchMLP(hidden=32)
+    trainer = training.TorchTrainer(model, arrays, CONFIG, loop="compile")
+    before = models.first_layer_weights(model).copy()
+    breaks = trainer.graph_breaks()
+    assert isinstance(breaks, int) and breaks >= 1  # Dynamo stops at backward() without compiled autograd
+    np.testing.assert_array_equal(models.first_layer_weights(model), before)  # counting trained nothing
+    assert training.TorchTrainer(model, arrays, CONFIG, loop="device").graph_breaks() is None
+
+
+def test_the_new_cuda_rungs_say_why_not_on_a_cpu(arrays):
+    if CUDA:
+        pytest.skip("a CUDA device is present")
+    for loop in ("cuda_graph_steps", "compile_cuda_graph"):
+        rung = training.torch_rung(lambda: models.TorchMLP(hidden=8), arrays, CONFIG, 2, loop=loop)
+        assert isinstance(rung, timing.NotApplicable)
+
+
+@pytest.mark.skipif(not CUDA, reason="CUDA graph capture needs a CUDA GPU")
+@pytest.mark.parametrize("loop", ["cuda_graph_steps", "compile_cuda_graph"])
+def test_k_step_graph_and_compiled_graphs_match_eager_on_a_gpu(arrays, loop):
+    torch.manual_seed(0)
+    reference = models.TorchMLP(hidden=32).cuda()
+    captured = models.TorchMLP(hidden=32).cuda()
+    captured.load_state_dict(reference.state_dict())
+    batches = training.index_batches(len(arrays.X_train), CONFIG, 0)[:STEPS]
+    ref = training.TorchTrainer(reference, arrays, CONFIG, loop="device")
+    cap = training.TorchTrainer(captured, arrays, CONFIG, loop=loop)
+    expected = sum(float(ref.run(batches[i:i + 1])[0]) for i in range(STEPS))
+    assert float(cap.run(batches)[0]) == pytest.approx(expected, rel=1e-4)
+    np.testing.assert_allclose(models.first_layer_weights(captured), models.first_layer_weights(reference),
+                               atol=1e-5)
+
+
 @pytest.mark.parametrize("loop", ["device", "scan"])
 def test_jax_rungs_match_torch_eager(arrays, eager, loop):
     torch.manual_seed(0)

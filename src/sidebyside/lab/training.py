@@ -27,11 +27,21 @@ Loop styles (``loop=``)
   ``"cuda_graph"`` (the whole step captured once in a CUDA graph with
   ``torch.cuda.graph`` and replayed per batch; Adam/SGD with
   ``capturable=True``), ``"cuda_graph_fused"`` (the same with the fused
-  optimiser, ``fused=True``). The learning rate of ``"compile"`` and the CUDA
-  graph loops is a tensor updated in place, so a schedule neither recompiles
-  nor needs a new graph. CUDA graphs need a CUDA device: on a CPU the trainer
-  refuses them, unless ``capture=False`` runs the same step uncaptured (for
-  tests).
+  optimiser, ``fused=True``), ``"cuda_graph_steps"`` (K steps in ONE CUDA
+  graph, K the number of batches of the call: per step the batch gather, the
+  learning rate read from a static schedule buffer, the step and the loss sum,
+  all captured, so a call is one replay as JAX's ``lax.scan`` is one program),
+  ``"compile_cuda_graph"`` (the whole step under ``torch.compile`` with
+  ``mode="reduce-overhead"``, i.e. CUDA graphs of the compiled code, and
+  compiled autograd, which captures ``backward()`` instead of breaking the
+  graph there). The learning rate of the compiled and the CUDA graph loops is
+  a tensor updated in place, so a schedule neither recompiles nor needs a new
+  graph. CUDA graphs need a CUDA device: on a CPU the trainer refuses them,
+  unless ``capture=False`` runs the same steps uncaptured (for tests; for
+  ``"compile_cuda_graph"``, ``torch.compile``'s default mode).
+  :meth:`TorchTrainer.graph_breaks` counts where Dynamo splits a compiled
+  step (``torch._dynamo.explain``), the measurement behind a compiled rung
+  that is slower than eager.
 - JAX: ``"scan"`` (default: data on the device, a whole epoch in one jitted
   ``lax.scan``), ``"device"`` (data on the device, one jitted step per batch
   that gathers its batch there; the batch indices are sent once and a step
@@ -94,6 +104,8 @@ __all__ = [
     "FlaxTrainer",
     "TORCH_LOOPS",
     "CUDA_GRAPH_LOOPS",
+    "CUDA_ONLY_LOOPS",
+    "COMPILED_LOOPS",
     "FLAX_LOOPS",
     "PRECISIONS",
     "precision_not_applicable",
@@ -101,8 +113,13 @@ __all__ = [
     "flax_rung",
 ]
 
-TORCH_LOOPS = ("dataloader", "device", "compile", "cuda_graph", "cuda_graph_fused")
-CUDA_GRAPH_LOOPS = ("cuda_graph", "cuda_graph_fused")
+TORCH_LOOPS = ("dataloader", "device", "compile", "compile_cuda_graph", "cuda_graph", "cuda_graph_fused",
+               "cuda_graph_steps")
+CUDA_GRAPH_LOOPS = ("cuda_graph", "cuda_graph_fused", "cuda_graph_steps")
+#: Loops that need a CUDA device to run as named (captured graphs, compiled or by hand).
+CUDA_ONLY_LOOPS = (*CUDA_GRAPH_LOOPS, "compile_cuda_graph")
+#: Loops whose compiled step Dynamo may split (:meth:`TorchTrainer.graph_breaks`).
+COMPILED_LOOPS = ("compile", "compile_cuda_graph")
 FLAX_LOOPS = ("jit_step", "device", "scan")
 PRECISIONS = ("float32", "tf32", "bfloat16")
 
@@ -347,7 +364,7 @@ class TorchTrainer:
 
             raise NotApplicable(reason)
         graph = loop in CUDA_GRAPH_LOOPS
-        self.capture = graph and capture
+        self.capture = loop in CUDA_ONLY_LOOPS and capture
         # bf16 mixed precision: autocast's cache of cast weights must be off inside a captured graph.
         self._autocast = {"device_type": self.device.type, "dtype": torch.bfloat16, "cache_enabled": not graph}
         if self.capture and self.device.type != "cuda":
@@ -361,7 +378,7 @@ class TorchTrainer:
         params = [p for p in model.parameters() if p.requires_grad]
         on_cuda = self.device.type == "cuda"
         # Compiled and captured steps read the learning rate from a tensor, updated in place.
-        self.tensor_lr = loop == "compile" or graph
+        self.tensor_lr = loop in COMPILED_LOOPS or graph
         lr = torch.tensor(config.lr, dtype=torch.float32, device=self.device) if self.tensor_lr else config.lr
         extra: dict[str, Any] = {}
         if self.tensor_lr:
@@ -389,8 +406,20 @@ class TorchTrainer:
         else:
             self.X = torch.as_tensor(self.arrays.X_train, device=self.device)
             self.y = torch.as_tensor(self.arrays.y_train, device=self.device)
-        self._indexed_step = torch.compile(self._train_step, dynamic=False) if loop == "compile" else self._train_step
+        if loop == "compile":
+            self._indexed_step = torch.compile(self._train_step, dynamic=False)
+        elif loop == "compile_cuda_graph":
+            compiled = torch.compile(self._train_step, dynamic=False,
+                                     mode="reduce-overhead" if self.capture else "default")
+
+            def indexed_step(index, compiled=compiled):
+                with torch._dynamo.config.patch(compiled_autograd=True):  # backward() captured, not a graph break
+                    return compiled(index)
+            self._indexed_step = indexed_step
+        else:
+            self._indexed_step = self._train_step
         self._graph = None
+        self._step_graphs: dict[int, tuple] = {}  # "cuda_graph_steps": K -> (graph, indices, lrs, total)
         if graph:
             self._static_index = torch.zeros(config.batch_size, dtype=torch.int64, device=self.device)
             self._static_loss = None
@@ -433,10 +462,10 @@ class TorchTrainer:
         self.step_count += 1
         return loss.detach()
 
-    def _capture_graph(self):
-        """Capture one training step in a CUDA graph (PyTorch's whole-network
-        recipe): warm up on a side stream, put the weights and optimiser state
-        back as they were, then capture."""
+    def _warm_up(self, index):
+        """Three steps on a side stream (PyTorch's recipe before a capture: the
+        optimiser creates its state, cuBLAS its workspaces), then the weights and
+        the optimiser state put back as they were, so the warm-up does not count."""
         import torch
 
         params = [p for p in self.model.parameters()]
@@ -445,9 +474,9 @@ class TorchTrainer:
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
             for _ in range(3):
-                self._train_step(self._static_index)
+                self._train_step(index)
         torch.cuda.current_stream().wait_stream(stream)
-        with torch.no_grad():  # the warm-up steps must not count: same state as before them
+        with torch.no_grad():
             for p, s in zip(params, saved):
                 p.copy_(s)
             for state in self.optimizer.state.values():
@@ -455,10 +484,82 @@ class TorchTrainer:
                     if torch.is_tensor(value):
                         value.zero_()
         self.optimizer.zero_grad(set_to_none=True)
+
+    def _capture_graph(self):
+        """Capture one training step in a CUDA graph (PyTorch's whole-network
+        recipe): warm up (:meth:`_warm_up`), then capture."""
+        import torch
+
+        self._warm_up(self._static_index)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             self._static_loss = self._train_step(self._static_index)
         self._graph = graph
+
+    def _steps_body(self, indices, lrs):
+        """K steps (``indices``: ``(K, batch)``, ``lrs``: ``(K,)``, both on the device): per step
+        the learning rate copied from ``lrs``, the batch gathered, the step; the summed loss. What
+        ``"cuda_graph_steps"`` captures in one graph."""
+        import torch
+
+        total = torch.zeros((), device=self.device)
+        for i in range(len(indices)):
+            for group in self.optimizer.param_groups:
+                group["lr"].copy_(lrs[i])
+            total += self._train_step(indices[i])
+        return total
+
+    def _steps_run(self, batches) -> Any:
+        """``"cuda_graph_steps"``: all of ``batches`` (``(K, batch)`` on the device) in one
+        replay of a graph captured for K steps (captured on the first call with that K); the
+        schedule's K learning rates go to the device in one copy. Returns the summed loss."""
+        import torch
+
+        k = len(batches)
+        lrs = torch.as_tensor(np.array([learning_rate(self.step_count + i, self.config, self.steps_per_epoch)
+                                        for i in range(k)], dtype=np.float32), device=self.device)
+        if not self.capture:
+            total = self._steps_body(batches, lrs)
+        else:
+            if k not in self._step_graphs:
+                indices = torch.zeros((k, self.config.batch_size), dtype=torch.int64, device=self.device)
+                static_lrs = torch.zeros(k, dtype=torch.float32, device=self.device)
+                indices.copy_(batches)
+                self._warm_up(indices[0])
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    static_total = self._steps_body(indices, static_lrs)
+                self._step_graphs[k] = (graph, indices, static_lrs, static_total)
+            graph, indices, static_lrs, static_total = self._step_graphs[k]
+            indices.copy_(batches)
+            static_lrs.copy_(lrs)
+            graph.replay()
+            total = static_total.clone()  # the next replay overwrites the graph's own
+        self.step_count += k
+        return total
+
+    def graph_breaks(self) -> int | None:
+        """How many times Dynamo breaks the compiled step (``torch._dynamo.explain`` on one step
+        of the first batch, weights and optimiser state restored after it); None for a loop that
+        compiles nothing."""
+        import torch
+
+        if self.loop not in COMPILED_LOOPS:
+            return None
+        index = torch.as_tensor(index_batches(self.n, self.config, 0)[0], device=self.device)
+        params = list(self.model.parameters())
+        saved = [p.detach().clone() for p in params]
+        state = {k: {n: v.clone() if torch.is_tensor(v) else v for n, v in s.items()}
+                 for k, s in self.optimizer.state.items()}
+        with torch._dynamo.config.patch(compiled_autograd=self.loop == "compile_cuda_graph"):
+            explanation = torch._dynamo.explain(self._train_step)(index)
+        with torch.no_grad():
+            for p, s in zip(params, saved):
+                p.copy_(s)
+        self.optimizer.state.clear()
+        self.optimizer.state.update(state)
+        self.optimizer.zero_grad(set_to_none=True)
+        return int(explanation.graph_break_count)
 
     def _graph_step(self, index):
         self._static_index.copy_(index)
@@ -502,11 +603,13 @@ class TorchTrainer:
             return total, steps
         if isinstance(batches, np.ndarray):  # one transfer of all indices, not one per step
             batches = torch.as_tensor(batches, device=self.device)
+        if self.loop == "cuda_graph_steps":
+            return self._steps_run(torch.as_tensor(batches, device=self.device)), len(batches)
         for batch in batches:
             index = torch.as_tensor(batch, device=self.device)
             if self.loop in CUDA_GRAPH_LOOPS:
                 total += self._graph_step(index)
-            elif self.loop == "compile":
+            elif self.loop in COMPILED_LOOPS:
                 self._set_lr()
                 total += self._indexed_step(index)
                 self.step_count += 1
@@ -800,7 +903,8 @@ def torch_rung(make_model: Callable[[], Any], data: Any, config: TrainConfig, st
     ``steps`` steps of a fresh ``make_model()`` (seeded with 0) on ``device`` (default: CUDA where
     present, else the CPU), or a :class:`sidebyside.lab.timing.NotApplicable` with its reason (a CUDA
     graph on a CPU, TF32 without tensor cores), or the exception that building it raised, which
-    the ladder keeps as a failed row."""
+    the ladder keeps as a failed row. A compiled rung's runner carries ``graph_breaks``
+    (:meth:`TorchTrainer.graph_breaks`), or ``graph_breaks_error`` where counting failed."""
     import torch
 
     from sidebyside.lab.timing import NotApplicable
@@ -810,13 +914,20 @@ def torch_rung(make_model: Callable[[], Any], data: Any, config: TrainConfig, st
     reason = precision_not_applicable(precision, device.type, capability)  # before the loop's: it is the row's cause
     if reason is not None:
         return NotApplicable(reason)
-    if loop in CUDA_GRAPH_LOOPS and device.type != "cuda":
+    if loop in CUDA_ONLY_LOOPS and device.type != "cuda":
         return NotApplicable.cuda_graphs(device.type)
     try:
         torch.manual_seed(0)
-        return TorchTrainer(make_model().to(device), data, config, loop=loop, precision=precision).runner(steps)
+        trainer = TorchTrainer(make_model().to(device), data, config, loop=loop, precision=precision)
+        runner = trainer.runner(steps)
     except Exception as error:  # noqa: BLE001  (a failure is a finding: the row stays, with its error)
         return error
+    if loop in COMPILED_LOOPS:  # the measurement that explains a compiled rung slower than eager
+        try:
+            runner.graph_breaks = trainer.graph_breaks()
+        except Exception as error:  # noqa: BLE001  (no count is no reason to drop the rung)
+            runner.graph_breaks_error = f"{type(error).__name__}: {error}"
+    return runner
 
 
 def flax_rung(make_model: Callable[[], Any], data: Any, config: TrainConfig, steps: int, *, loop: str = "scan",
