@@ -135,6 +135,39 @@ def test_allowed_busy_run_goes_on_and_says_so_with_the_figure():
     assert smoke.findings and smoke.caveat() == ""
 
 
+def test_on_a_gpu_the_calibration_names_the_gpu_and_another_process_on_it_is_busy():
+    calibrated_for = []
+
+    def calibrate(gpu=None):
+        calibrated_for.append(gpu)
+        return {"compute_s": 1.0, "gpu_matmul_s": 1.0}
+
+    m = quiet.Monitor(refuse=True, calibrate=calibrate, gpu=lambda: "torch",
+                      snapshot=lambda: {"processes": {7: ("trainer", 1, 0)}},
+                      cpu_between=lambda a, b: {"wall_s": 1.0, "cpus": 2, "other_cpu_s": 0.0, "other_cpu_share": 0.0,
+                                                "others": [], "load_average": [0.0, 0.0]},
+                      gpu_processes=lambda: [{"pid": 7, "name": "trainer", "memory_mib": 500.0}])
+    with pytest.raises(quiet.BusyMachine, match=r"other processes computed on the GPU: trainer \(pid 7"):
+        with m.section("torch/compile, jax/jit"):
+            pass
+    assert calibrated_for == ["torch", "torch"]
+    assert m.sections[-1]["calibration"]["before"]["gpu_matmul_s"] == 1.0
+
+
+def test_the_gpu_is_calibrated_only_where_the_process_started_a_gpu_runtime(monkeypatch):
+    import types
+
+    monkeypatch.delitem(sys.modules, "jax._src.xla_bridge", raising=False)
+    cuda = types.SimpleNamespace(is_initialized=lambda: False)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    assert quiet._gpu_framework() is None  # CUDA present but never started: no GPU calibration
+    cuda.is_initialized = lambda: True
+    assert quiet._gpu_framework() == "torch"
+    monkeypatch.delitem(sys.modules, "torch")
+    monkeypatch.setitem(sys.modules, "jax._src.xla_bridge", types.SimpleNamespace(_backends={"cuda": object()}))
+    assert quiet._gpu_framework() == "jax"
+
+
 # ----------------------------------------------------------------------------- a real busy machine
 
 
