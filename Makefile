@@ -103,10 +103,13 @@ sync: $(SETUP_DEPS)
 check-pairs: $(SETUP_DEPS)
 	$(PUBLISH) check-pairs
 
-## lint: ruff (configured in pyproject.toml) over the library, tests, notebook sources and tools; the pair check
+## lint: ruff (configured in pyproject.toml) over the library, tests, notebook sources and tools; the pair check; actionlint over .github/workflows
 lint: $(SETUP_DEPS)
 	$(PYTHON) -m ruff check src tests notebooks tools
 	$(PUBLISH) check-pairs
+	@al=$$(command -v $(dir $(PYTHON))actionlint || command -v actionlint) && $$al || { [ -z "$$al" ] && echo "lint: \
+	.github/workflows not checked: no actionlint; $(PYTHON) -m pip install -r requirements-lint.txt (pinned; its build \
+	downloads actionlint's binary from GitHub)" >&2; }
 
 ## execute: run the notebooks that changed with PROFILE=auto|smoke|cpu|gpu [ONLY=slug] [FORCE=1], and publish them
 execute: $(SETUP_DEPS)
