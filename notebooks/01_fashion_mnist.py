@@ -390,6 +390,9 @@ def time_ladder(kind, precision="float32", extra=None):
     candidates = {**torch_ladder(make_torch, config, steps, precision),
                   **jax_ladder(make_flax, config, steps, precision), **(extra or {})}
     entries, _ = timing.ladder(candidates, needs=report.NEEDS, repeats=speed_repeats)
+    for name, rung in candidates.items():  # a compiled rung's graph breaks: why it may be slower than eager
+        if getattr(rung, "graph_breaks", None) is not None:
+            entries[name]["graph_breaks"] = rung.graph_breaks
     name = kind if precision == "float32" else f"{kind}/{precision}"
     speed[name] = report.speed_record(entries, steps_per_call=steps, steps_per_epoch=steps_per_epoch,
                                                     precision=precision)
@@ -470,7 +473,8 @@ report.ladder_table(speed, [n for n in speed if "/" in n]).round(3)
 metrics = report.summarise(
     original=original, accuracy=accuracy, speed=speed, conditions=conditions, startup=startup,
     device=prov["device"], batch_size=batch_size, num_test=len(arrays.X_test),
-    epochs={"mlp": mlp_epochs, "cnn": cnn_epochs}, flax_cnn_loop=flax_cnn_loop)
+    epochs={"mlp": mlp_epochs, "cnn": cnn_epochs}, flax_cnn_loop=flax_cnn_loop,
+    parameters={kind: sum(p.numel() for p in make[kind][0]().parameters()) for kind in make})
 report.results_table(metrics)
 
 # %% [markdown]

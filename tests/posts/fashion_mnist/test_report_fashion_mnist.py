@@ -22,9 +22,10 @@ def _na(reason="CUDA graphs need a CUDA GPU; this run is on the CPU"):
     return verdict.ladder_entry(not_applicable=reason)
 
 
-def _float32_ladder(torch_eager=2.0, torch_compile=1.5, jax_jit=1.0, jax_scan=0.5, host=True):
+def _float32_ladder(torch_eager=2.0, torch_compile=1.5, jax_jit=1.0, jax_scan=0.5, host=True, torch_steps=None):
     ladder = {"torch/eager": _entry(torch_eager), "torch/compile": _entry(torch_compile, compile_s=30.0),
-              "torch/cuda-graph": _na(), "torch/cuda-graph+fused": _na(),
+              "torch/compile+cuda-graphs": _na(), "torch/cuda-graph": _na(), "torch/cuda-graph+fused": _na(),
+              "torch/cuda-graph-steps": _na() if torch_steps is None else _entry(torch_steps, compile_s=2.0),
               "jax/jit": _entry(jax_jit, compile_s=0.4), "jax/jit+scan": _entry(jax_scan, compile_s=0.9)}
     if host:
         ladder |= {"torch/dataloader": _entry(3 * torch_eager), "jax/jit-host": _entry(2 * jax_jit, compile_s=0.3)}
@@ -35,7 +36,7 @@ def _precision_ladder(precision, torch_compile=1.2, jax_scan=0.4):
     if precision == "tf32":
         return {name: _na(CPU_TF32) for name in report.PRECISION_TOOLS}
     return {"torch/compile": _entry(torch_compile, compile_s=35.0), "torch/cuda-graph": _na(),
-            "torch/cuda-graph+fused": _na(), "jax/jit+scan": _entry(jax_scan, compile_s=1.1)}
+            "torch/cuda-graph+fused": _na(), "torch/cuda-graph-steps": _na(), "jax/jit+scan": _entry(jax_scan, compile_s=1.1)}
 
 
 def _histories(accuracies):
@@ -57,13 +58,15 @@ def record(mlp=None, cnn=None, bf16=None, accuracy=None, original=None, precisio
             entries = bf16 if (precision == "bfloat16" and bf16 is not None) else _precision_ladder(precision)
             speed[f"{kind}/{precision}"] = report.speed_record(entries, steps_per_call=5, steps_per_epoch=468,
                                                                precision=precision)
-    accuracy = accuracy or {("mlp", "torch"): [0.85, 0.86, 0.855], ("mlp", "flax"): [0.851, 0.858, 0.856],
-                            ("cnn", "torch"): [0.90, 0.905, 0.902], ("cnn", "flax"): [0.899, 0.904, 0.903]}
+    accuracy = accuracy or {("mlp", "torch"): [0.85, 0.86, 0.855, 0.85, 0.86], ("mlp", "flax"): [0.851, 0.858, 0.856,
+                                                                                               0.852, 0.857],
+                            ("cnn", "torch"): [0.90, 0.905, 0.902, 0.9, 0.905],
+                            ("cnn", "flax"): [0.899, 0.904, 0.903, 0.9, 0.904]}
     original = original or {"torch": [0.57, 0.58], "flax": [0.79, 0.80], "torch_fixed_normalisation": [0.70, 0.71],
                             "flax_with_torch_init": [0.70, 0.72]}
     return report.summarise(
         original=report.original_record(original, [0, 1], num_train=60000),
-        accuracy=report.accuracy_record({k: _histories(v) for k, v in accuracy.items()}, [0, 1, 2]),
+        accuracy=report.accuracy_record({k: _histories(v) for k, v in accuracy.items()}, [0, 1, 2, 3, 4]),
         speed=speed, conditions={"tf32": False}, startup={"torch_compile_startup_s": 20.0, "jax_jit_startup_s": 0.1},
         device="a 2-core CPU", batch_size=128, num_test=10000, epochs={"mlp": 10, "cnn": 4}, flax_cnn_loop="device")
 
@@ -81,10 +84,11 @@ def test_record_keeps_the_keys_the_site_reads_and_ladders_per_workload():
     assert mlp["best"] == {"torch": "compile", "jax": "jit+scan", "ratio": pytest.approx(3.0)}
     assert m["speed"]["mlp/tf32"]["best"] == {"torch": None, "jax": None, "ratio": None}
     names = [v["name"] for v in m["verdicts"]]
-    assert names == ["mlp_speed", "cnn_speed", "mlp_accuracy", "cnn_accuracy", "mlp_speed_bfloat16"]
+    assert names == ["mlp_speed", "mlp_speed_steps", "cnn_speed", "cnn_speed_steps", "mlp_accuracy", "cnn_accuracy",
+                     "mlp_speed_bfloat16"]
     assert m["epoch_seconds"]["torch/dataloader"]["median"] == pytest.approx(6.0 * 468 / 5)
     assert m["compile_seconds"]["torch/compile"] == 30.0
-    assert m["accuracy"]["mlp"]["torch"]["per_seed"] == [0.85, 0.86, 0.855]
+    assert m["accuracy"]["mlp"]["torch"]["per_seed"] == [0.85, 0.86, 0.855, 0.85, 0.86]
 
 
 def test_original_claim_takes_the_gap_apart_from_the_record():
@@ -101,21 +105,57 @@ def test_accuracy_claim_says_within_noise_or_names_the_winner():
     same = report.accuracy_claim(record())
     assert same.startswith("**Is JAX more accurate than PyTorch?** No.")
     assert "reach the same test accuracy within seed noise" in same
-    apart = report.accuracy_claim(record(accuracy={("mlp", "torch"): [0.80, 0.801, 0.802],
-                                                   ("mlp", "flax"): [0.85, 0.851, 0.852],
-                                                   ("cnn", "torch"): [0.90, 0.905, 0.902],
-                                                   ("cnn", "flax"): [0.899, 0.904, 0.903]}))
+    apart = report.accuracy_claim(record(accuracy={("mlp", "torch"): [0.80, 0.801, 0.802, 0.8, 0.801],
+                                                   ("mlp", "flax"): [0.85, 0.851, 0.852, 0.85, 0.851],
+                                                   ("cnn", "torch"): [0.90, 0.905, 0.902, 0.9, 0.905],
+                                                   ("cnn", "flax"): [0.899, 0.904, 0.903, 0.9, 0.904]}))
     assert "JAX reaches a higher test accuracy" in apart and apart != same
 
 
 def test_speed_claim_follows_the_winner():
     jax_wins = report.speed_claim(record())
     assert "on a 2-core CPU" in jax_wins and "TF32 off on both sides" in jax_wins
-    assert "JAX (jit+scan) is 3× faster than PyTorch (compile)" in jax_wins
+    # One step a dispatch against one step a dispatch: JAX's jitted step (1.0) against torch.compile (1.5).
+    assert "One step a dispatch: Best against best: JAX (jit) is 1.5× faster than PyTorch (compile)" in jax_wins
+    # A call's steps in one program: PyTorch's K-step graph needs a GPU, so no race on this CPU.
+    assert "A call's steps in one program: No PyTorch tool ran" in jax_wins
     torch_wins = report.speed_claim(record(mlp=_float32_ladder(torch_compile=0.1)))
-    assert "PyTorch (compile) is 5× faster than JAX (jit+scan)" in torch_wins
-    tie = report.speed_claim(record(mlp=_float32_ladder(torch_compile=0.5, jax_scan=0.5)))
+    assert "PyTorch (compile) is 10× faster than JAX (jit)" in torch_wins
+    tie = report.speed_claim(record(mlp=_float32_ladder(torch_compile=1.0, jax_jit=1.0)))
     assert "within noise" in tie.split("\n\n")[0]
+    gpu = report.speed_claim(record(mlp=_float32_ladder(torch_steps=0.25)))
+    assert "A call's steps in one program: Best against best: PyTorch (cuda-graph-steps) is 2× faster than JAX " \
+           "(jit+scan)" in gpu
+
+
+def test_verdicts_race_like_with_like_and_name_what_still_differs():
+    m = record(mlp=_float32_ladder(torch_steps=0.25))
+    by_name = {v["name"]: v for v in m["verdicts"]}
+    single, multi = by_name["mlp_speed"], by_name["mlp_speed_steps"]
+    assert single["sides"]["torch"]["tool"] == "compile" and single["sides"]["jax"]["tool"] == "jit"
+    assert multi["sides"]["torch"]["tool"] == "cuda-graph-steps" and multi["sides"]["jax"]["tool"] == "jit+scan"
+    assert "one copy a call" in multi["caveat"] and "differ in structure" not in multi["caveat"]
+    assert single["scale"]["batch"] == 128 and single["scale"]["device"] == "a 2-core CPU"
+    # A one-step CUDA graph as PyTorch's best names the launches it makes outside its graph.
+    graph = report.structure_caveat({"torch/cuda-graph": _entry(0.1), "jax/jit": _entry(0.2)})
+    assert "three launches a step outside it" in graph
+    # A precision row whose two bests differ in structure says so.
+    bf16 = by_name["mlp_speed_bfloat16"]
+    assert "PyTorch's (compile) runs one step a dispatch, JAX's (jit+scan) all of a call's steps" in bf16["caveat"]
+
+
+def test_a_compile_rung_slower_than_eager_is_explained_by_its_graph_breaks():
+    ladder = _float32_ladder(torch_eager=0.719, torch_compile=0.833)
+    ladder["torch/compile"]["graph_breaks"] = 1
+    text = {v["name"]: v for v in record(mlp=ladder)["verdicts"]}["mlp_speed"]["sentence"]
+    assert "PyTorch's compile is slower than its eager rung" in text and "1 graph break, counted by" in text
+
+
+def test_accuracy_verdicts_need_five_seeds():
+    few = record(accuracy={k: v[:3] for k, v in {
+        ("mlp", "torch"): [0.80, 0.801, 0.802], ("mlp", "flax"): [0.85, 0.851, 0.852],
+        ("cnn", "torch"): [0.90, 0.905, 0.902], ("cnn", "flax"): [0.899, 0.904, 0.903]}.items()})
+    assert {v["label"] for v in few["verdicts"] if v["name"].endswith("accuracy")} == {"too few seeds"}
 
 
 def test_host_and_compile_claims():
@@ -176,5 +216,6 @@ def test_results_table_rows_and_scan_claim():
     assert "For the MLP: JAX (jit + scan) is 2× faster than JAX (jit per step)" in text
     assert "used `device`" in text
     assert report.ladder_tools("torch", "bfloat16") == {"torch/compile": "compile", "torch/cuda-graph": "cuda_graph",
-                                                       "torch/cuda-graph+fused": "cuda_graph_fused"}
+                                                       "torch/cuda-graph+fused": "cuda_graph_fused",
+                                                       "torch/cuda-graph-steps": "cuda_graph_steps"}
     assert report.ladder_tools("jax", "float32") == report.JAX_TOOLS
