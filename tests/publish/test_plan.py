@@ -170,3 +170,21 @@ def test_the_three_posts_run_whole_fit_in_three_calls_from_the_recorded_costs():
     plan = schedule.plan_calls(budgets, {}, slugs)
     runs = [schedule.Run(s, float(budgets["posts"][s]["budget_s"])) for s in slugs]
     _check_plan(plan, runs, limit_s=schedule.LIMIT_S, window_s=schedule.WINDOW_S, max_calls=schedule.MAX_CALLS)
+
+
+def test_after_a_merged_call_the_next_plan_starts_where_the_run_stopped(tmp_path):
+    """The parts a call measured are in checkpoints/ once its archive is merged: the next plan's first call
+    measures the rest, and the call that had both runs now has one."""
+    posts = {"big": {"parts": {"part/*": {"each_s": 100, "count": 7}}}}
+    params = {"big": {"checkpoint_file": "checkpoints/big.json", "run_budget_s": 400}}
+    budgets = _budgets(posts, call_overhead_s=20, run_overhead_s=10)
+    first = schedule.plan_calls(budgets, params, ["big"], root=tmp_path)
+    assert [len(r.parts) for call in first.calls for r in call.runs] == [4, 3]
+    measured = len(first.calls[0].runs[0].parts)
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "big.json").write_text(json.dumps(
+        {f"part/{i}": {"seconds": 98.0, "commit": "c"} for i in range(measured)}))
+    second = schedule.plan_calls(budgets, params, ["big"], root=tmp_path)
+    assert len(second.calls) == 1 and len(second.done["big"]) == measured
+    assert [r.parts for r in second.calls[0].runs] == [first.calls[1].runs[0].parts]
+    assert second.calls[0].runs[0].last

@@ -335,10 +335,14 @@ def format_plan(plan: Plan) -> str:
              f"(each call at most {plan.limit_s:.0f} s):"]
     for n, call in enumerate(plan.calls, 1):
         lines.append(f"  call {n}: {call.seconds:.0f} s ({call.overhead_s:.0f} s set-up): "
-                     f"tools/device-run.sh {','.join(call.slugs)}")
-        for run in call.runs:
+                     f"CALL={n} tools/device-run.sh")
+        for k, run in enumerate(call.runs):
             what = f"parts {', '.join(run.parts)}" if run.parts else "the whole post"
-            lines.append(f"    {run.slug}: {run.seconds:.0f} s, {what}{' (publishes)' if run.last else ''}")
+            if run.last:
+                what += " (publishes)"
+            elif all(r.slug != run.slug for r in call.runs[k + 1:]):
+                what += "; goes on in a later call: merge this call's archive, then plan and run the next call"
+            lines.append(f"    {run.slug}: {run.seconds:.0f} s, {what}")
     for slug, parts in plan.done.items():
         if parts:
             lines.append(f"  {slug}: {len(parts)} part(s) read back from committed checkpoints: {', '.join(parts)}")
