@@ -11,8 +11,9 @@ the other processes on the GPU, from ``nvidia-smi`` where there is one).
 
 The rules (:data:`RULES`), judged after every section:
 
-- **drift**: a calibration workload more than 10% slower than the fastest
-  run of the same workload in this run (the run's own quiet baseline);
+- **drift**: a calibration workload more than 10% slower than this run's
+  quiet level of it (the lower quartile of its calibrations so far: robust
+  to one lucky fast reading), now or earlier in the run;
 - **baseline**: more than 10% slower than the committed quiet baseline of
   this machine kind (:data:`BASELINES_FILE`, keyed by CPU or GPU model; a
   machine kind without one is judged by drift alone);
@@ -290,18 +291,18 @@ def _pct(fraction: float) -> str:
     return f"{fraction * 100:.0f}%"
 
 
-def calibration_findings(calibration: Mapping[str, float], fastest: Mapping[str, float],
+def calibration_findings(calibration: Mapping[str, float], quiet_level: Mapping[str, float],
                          baseline: Mapping[str, float] | None = None, *, rules: Mapping[str, float] = RULES,
                          kind: str = "this machine kind") -> list[str]:
     """A sentence for each calibration workload that ran more than ``rules["drift"]`` slower
-    than ``fastest`` (the run's own quiet baseline), or more than ``rules["baseline"]`` slower
+    than ``quiet_level`` (the run's own quiet baseline), or more than ``rules["baseline"]`` slower
     than ``baseline`` (the committed one of ``kind``); empty when none did."""
     out = []
     for name, seconds in calibration.items():
         what = WORKLOADS.get(name, name)
-        best = fastest.get(name)
+        best = quiet_level.get(name)
         if best and seconds > best * (1 + rules["drift"]):
-            out.append(f"{what} ran {_pct(seconds / best - 1)} slower than its fastest in this run "
+            out.append(f"{what} ran {_pct(seconds / best - 1)} slower than its quiet level in this run "
                        f"(limit {_pct(rules['drift'])})")
         quiet = (baseline or {}).get(name)
         if quiet and seconds > quiet * (1 + rules["baseline"]):
@@ -312,12 +313,15 @@ def calibration_findings(calibration: Mapping[str, float], fastest: Mapping[str,
 
 def cpu_findings(reading: Mapping[str, Any], *, rules: Mapping[str, float] = RULES) -> list[str]:
     """A sentence when other processes took more than ``rules["other_cpu_share"]`` of the
-    machine's CPU during ``reading`` (:func:`cpu_between`), naming the busiest; else empty."""
+    machine's CPU during ``reading`` (:func:`cpu_between`), naming the processes that used at
+    least 5% of a core (else the busiest one); else empty."""
     share = reading.get("other_cpu_share") or 0.0
     if share <= rules["other_cpu_share"]:
         return []
     cpus = reading.get("cpus") or 0
-    named = "; ".join(f"{p['name']} (pid {p['pid']}) {p['cpu_s']:.2f} s" for p in reading.get("others", []))
+    wall = reading.get("wall_s") or 0.0
+    busiest = [p for p in reading.get("others", []) if p["cpu_s"] >= 0.05 * wall] or reading.get("others", [])[:1]
+    named = "; ".join(f"{p['name']} (pid {p['pid']}) {p['cpu_s']:.2f} s" for p in busiest)
     return [f"other processes used {_pct(share)} of the machine's {cpus} CPU{'s' if cpus != 1 else ''} "
             f"({reading.get('other_cpu_s', 0.0):.2f} CPU-s in {reading.get('wall_s', 0.0):.2f} s; limit "
             f"{_pct(rules['other_cpu_share'])})" + (f": {named}" if named else "")]
@@ -387,7 +391,8 @@ class Monitor:
         self._calibrate = calibrate or (lambda gpu=None: globals()["calibrate"](self.runs, gpu=gpu))
         self._snapshot, self._cpu_between, self._gpu, self._gpu_processes = (snapshot, cpu_between, gpu,
                                                                             gpu_processes)
-        self.fastest: dict[str, float] = {}
+        self.level: dict[str, float] = {}  # per workload: the lower quartile of its calibrations so far
+        self._said_earlier: set[str] = set()
         self.calibrations: list[dict[str, float]] = []
         self.sections: list[dict[str, Any]] = []
         self.findings: list[str] = []
@@ -396,20 +401,22 @@ class Monitor:
 
     def _calibrate_now(self, gpu: str | None) -> tuple[dict[str, float], list[str]]:
         calibration = self._calibrate(gpu=gpu)
-        found = calibration_findings(calibration, self.fastest, self.baseline, rules=self.rules, kind=self.kind)
-        for name, seconds in calibration.items():
-            references = [r for r in (self.fastest.get(name), (self.baseline or {}).get(name)) if r]
-            if references:
-                self.worst["calibration_slowdown"] = max(self.worst["calibration_slowdown"],
-                                                         seconds / min(references) - 1)
-            slowest = max((c[name] for c in self.calibrations if name in c), default=seconds)
-            if seconds < self.fastest.get(name, seconds) and slowest > seconds * (1 + self.rules["drift"]):
-                # Faster now than before: the earlier sections ran on a busier machine.
-                self.worst["calibration_slowdown"] = max(self.worst["calibration_slowdown"], slowest / seconds - 1)
-                found.append(f"{WORKLOADS.get(name, name)} ran {_pct(slowest / seconds - 1)} slower earlier in "
-                             f"this run than now (limit {_pct(self.rules['drift'])})")
-            self.fastest[name] = min(seconds, self.fastest.get(name, seconds))
         self.calibrations.append(dict(calibration))
+        found = []
+        for name, seconds in calibration.items():
+            seen = sorted(c[name] for c in self.calibrations if name in c)
+            self.level[name] = seen[(len(seen) - 1) // 4]  # the lower quartile (the minimum of up to 4)
+            level, quiet_level = self.level[name], (self.baseline or {}).get(name)
+            found += calibration_findings({name: seconds}, self.level, self.baseline, rules=self.rules,
+                                          kind=self.kind)
+            worst = max(seen[-1] / level, seconds / quiet_level if quiet_level else 0.0) - 1
+            self.worst["calibration_slowdown"] = max(self.worst["calibration_slowdown"], worst)
+            earlier = max((c[name] for c in self.calibrations[:-1] if name in c), default=0.0)
+            if earlier > level * (1 + self.rules["drift"]) and name not in self._said_earlier:
+                # Faster now than before: the earlier sections ran on a busier machine.
+                self._said_earlier.add(name)
+                found.append(f"{WORKLOADS.get(name, name)} ran {_pct(earlier / level - 1)} slower earlier in "
+                             f"this run than its quiet level (limit {_pct(self.rules['drift'])})")
         return calibration, found
 
     def _judge_cpu(self, name: str, reading: Mapping[str, Any]) -> list[str]:
@@ -492,7 +499,7 @@ class Monitor:
                                                      self.refuse else "busy" if self.refuse else
                                                      "busy (not judged: this run does not publish)")
         return {"status": status, "judged": self.refuse, "allow_busy": self.allowed, "rules": self.rules,
-                "kind": self.kind, "committed_baseline": self.baseline, "fastest_calibration": self.fastest,
+                "kind": self.kind, "committed_baseline": self.baseline, "quiet_level": self.level,
                 "worst": self.worst, "findings": list(self.findings), "caveat": self.caveat(),
                 "sections": self.sections}
 
