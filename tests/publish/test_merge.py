@@ -93,7 +93,7 @@ def test_a_good_merge_publishes_every_post_of_every_call(site, tmp_path):
     assert not (site / ".sidebyside").exists() or not list((site / ".sidebyside").glob("journal-*"))
 
 
-@pytest.mark.parametrize("case", ["commits", "stacks", "devices", "record commit", "twice", "stub"])
+@pytest.mark.parametrize("case", ["commits", "stacks", "devices", "record commit", "twice", "stub", "profile"])
 def test_mixed_archives_are_refused_with_nothing_changed(site, tmp_path, case):
     other_stack = {**STACK, "jax": "0.10.2"}
     one = _archive(tmp_path / "one.tgz", {A: _record(A)})
@@ -104,12 +104,14 @@ def test_mixed_archives_are_refused_with_nothing_changed(site, tmp_path, case):
         "record commit": lambda p: _archive(p, {B: _record(B, commit="fedcba987654")}),
         "twice": lambda p: _archive(p, {A: _record(A)}),
         "stub": lambda p: _archive(p, {B: _record(B)}, stub=True),
+        "profile": lambda p: _archive(p, {B: {**_record(B), "profile": "cpu"}}),
     }[case](tmp_path / "two.tgz")
     before = _snapshot(site)
     with pytest.raises(PublishError, match="nothing was changed") as refused:
         merging.merge([one, two], site=site, notebooks=NOTEBOOKS)
     said = {"commits": "mixed commits", "stacks": "differ in jax (0.11.2 / 0.10.2)", "devices": "mixed device kinds",
-            "record commit": "mixed commits within one post", "twice": "measured twice", "stub": "stub publisher"}
+            "record commit": "mixed commits within one post", "twice": "measured twice", "stub": "stub publisher",
+            "profile": "holds a cpu run of it"}
     assert said[case] in str(refused.value)
     assert _snapshot(site) == before
 
@@ -173,10 +175,13 @@ def test_the_manifest_records_what_the_call_published(tmp_path):
     stale = _record(B)
     stale["executed_at"] = "2026-11-01T00:00:00+00:00"  # an earlier run's record: not published by this call
     (site / "_data" / "results" / f"{B}.json").write_text(json.dumps(stale))
-    manifest = merging.write_manifest(tmp_path / "m.json", site=site, commit=COMMIT, planned=[A, B, A],
+    naive = {**_record("swin-transformer-v2"), "executed_at": "2026-11-24T22:00:00"}  # no time zone: not this call's
+    (site / "_data" / "results" / "swin-transformer-v2.json").write_text(json.dumps(naive))
+    manifest = merging.write_manifest(tmp_path / "m.json", site=site, commit=COMMIT,
+                                      planned=[A, B, A, "swin-transformer-v2"],
                                       started="2026-11-24T21:00:00+00:00", devices={"torch_device": GPU,
                                                                                     "torch_cuda": "13.0"})
-    assert manifest["planned"] == [A, B] and manifest["published"] == [A]
+    assert manifest["planned"] == [A, B, "swin-transformer-v2"] and manifest["published"] == [A]
     assert manifest["device"] == GPU and manifest["stack"]["torch_cuda"] == "13.0"
     assert set(manifest["stack"]) == set(merging.STACK_KEYS)
     assert json.loads((tmp_path / "m.json").read_text()) == manifest

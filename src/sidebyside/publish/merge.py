@@ -99,11 +99,11 @@ def write_manifest(path: Path, *, site: Path, commit: str, planned: list[str], s
     for slug in dict.fromkeys(planned):
         try:
             record = json.loads((Path(site) / "_data" / "results" / f"{slug}.json").read_text())
-            executed = dt.datetime.fromisoformat(record["executed_at"])
-        except (OSError, ValueError, KeyError, TypeError):
+            recent = dt.datetime.fromisoformat(record["executed_at"]) >= since
+        except (OSError, ValueError, KeyError, TypeError):  # no record, or one without a time zone: not this call's
             continue
-        if (record.get("profile") == "gpu" and _same_commit(record.get("provenance", {}).get("git_sha"), commit)
-                and executed >= since):
+        if recent and record.get("profile") == "gpu" and _same_commit(record.get("provenance", {}).get("git_sha"),
+                                                                       commit):
             published.append(slug)
     devices = dict(devices or {})
     manifest = {"commit": commit, "stack": stack(devices), "device": devices.get("torch_device"),
@@ -211,10 +211,12 @@ def _check(archives: list[Archive]) -> list[str]:
                 problems.append(f"{slug}: its record in {archive.path.name} names another stack than its archive "
                                 f"({', '.join(differ)}: mixed stacks within one post)")
             kinds = {prov.get("torch_device"), prov.get("jax_device"), archive.manifest.get("device")} - {None}
-            if len(kinds) > 1 or record.get("profile") != "gpu":
+            if len(kinds) > 1:
                 problems.append(f"{slug}: in {archive.path.name}, PyTorch ran on {prov.get('torch_device')}, JAX on "
-                                f"{prov.get('jax_device')}, the call on {archive.manifest.get('device')} "
-                                f"(profile {record.get('profile')}): mixed device kinds within one post")
+                                f"{prov.get('jax_device')}, the call on {archive.manifest.get('device')}: mixed device "
+                                "kinds within one post")
+            if record.get("profile") != "gpu":
+                problems.append(f"{slug}: {archive.path.name} holds a {record.get('profile')} run of it, not a gpu one")
     return problems
 
 
