@@ -94,7 +94,9 @@ def check_machine(record: dict[str, Any], slug: str, profile: str, allow_busy: b
     """The quiet-machine check's findings in a saved record (``provenance.machine``,
     :mod:`sidebyside.lab.quiet`). Under the cpu and gpu profiles, findings without
     ``allow_busy`` raise :class:`PublishError` (the kernel stops at a busy section; this
-    catches a notebook that caught that error); with it they are said and returned."""
+    catches a notebook that caught that error); with it they are said and returned, and every
+    speed verdict of the record whose caveat does not yet say so (one made before the first busy
+    section) gets the run's busy caveat."""
     machine = (record.get("provenance") or {}).get("machine") or {}
     findings = [str(f) for f in machine.get("findings") or []]
     if not findings or profile not in ("cpu", "gpu"):
@@ -103,6 +105,13 @@ def check_machine(record: dict[str, Any], slug: str, profile: str, allow_busy: b
         raise PublishError(f"FAILED {slug}: the machine was busy during its timed sections, so it is not published: "
                            + "; ".join(findings) + ". Stop what else is running and run again, or publish with "
                            "every speed verdict saying so: ALLOW_BUSY=1. Nothing published was changed.")
+    busy = str(machine.get("caveat") or "")
+    verdicts = (record.get("metrics") or {}).get("verdicts") or []
+    for v in verdicts.values() if isinstance(verdicts, dict) else verdicts:
+        speed = isinstance(v, dict) and v.get("interval") and any(
+            isinstance(side, dict) and "median_s" in side for side in (v.get("sides") or {}).values())
+        if busy and speed and busy.split(":")[0] not in str(v.get("caveat") or ""):
+            v["caveat"] = f"{v.get('caveat') or ''} {busy}".strip()
     say(f"{slug}: published from a busy machine (ALLOW_BUSY): " + "; ".join(findings))
     return findings
 
