@@ -69,7 +69,7 @@ LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", LIBRARY], check=True)
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ## Setup
 #
 # Both frameworks run on the same device (the GPU where one is visible, the
@@ -80,7 +80,7 @@ if "google.colab" in sys.modules:
 # is paid once here (`timing.warm_start`) and reported apart, so that the
 # compile times in section 5 are those of a warm process.
 
-# %%
+# %% tags=["appendix"]
 from sidebyside.lab import timing
 
 conditions = timing.same_conditions(threads=threads or None, tf32=False)
@@ -116,7 +116,7 @@ startup = timing.warm_start("cuda" if on_gpu else "cpu")
 print(f"PyTorch device: {torch_device}; JAX devices: {jax.devices()}")
 provenance.table(prov)
 
-# %% tags=["remove_input"]
+# %% tags=["remove_input", "appendix"]
 Markdown(report.conditions_text(conditions, startup, on_gpu=on_gpu))
 
 # %% [markdown]
@@ -129,7 +129,7 @@ Markdown(report.conditions_text(conditions, startup, on_gpu=on_gpu))
 # `(seed, e)` alone, so batch *k* of epoch *e* holds the same images in
 # PyTorch and in JAX.
 
-# %%
+# %% tags=["appendix-input"]
 fashion = data.load()
 arrays = training.prepare(fashion, num_train=num_train, num_test=num_test)
 pd.DataFrame({
@@ -139,7 +139,7 @@ pd.DataFrame({
     "std after normalising": [arrays.X_train.std(), arrays.X_test.std()],
 }, index=["train", "test"])
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ## 2. The models
 #
 # Two networks, written once per framework in `sidebyside.lab.models` with the
@@ -154,7 +154,7 @@ pd.DataFrame({
 # deviation 1/√fan_in and sets biases to zero: √3 ≈ 1.7 times larger weights.
 # `FlaxMLP(..., torch_init=True)` uses PyTorch's scheme.
 
-# %%
+# %% tags=["appendix"]
 torch_mlp = models.TorchMLP()
 flax_mlp = models.FlaxMLP(rngs=nnx.Rngs(0))
 flax_mlp_torch_init = models.FlaxMLP(rngs=nnx.Rngs(0), torch_init=True)
@@ -179,7 +179,7 @@ pd.DataFrame({
     "Flax CNN": {"parameters": models.param_count(flax_cnn)},
 }).T
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ## 3. The original setting, explained
 #
 # The original post trained for 2 epochs with SGD (learning rate 0.001,
@@ -195,7 +195,7 @@ pd.DataFrame({
 # 3. PyTorch with the test set scaled like the training set;
 # 4. Flax with PyTorch's initialisation, [0, 1] for both.
 
-# %%
+# %% tags=["appendix"]
 original_config = dict(num_epochs=2, batch_size=64, lr=0.001, optimizer="sgd", momentum=0.9, drop_last=False)
 unit_range = training.prepare(fashion, num_train=num_train, num_test=num_test, train_norm=(0, 1), test_norm=(0, 1))
 mismatched = training.prepare(fashion, num_train=num_train, num_test=num_test, train_norm=(0, 1),
@@ -223,11 +223,11 @@ for name, seed in progress.bar(runs, desc="original setting"):
         accuracy = training.evaluate_flax(model, arrays_used.X_test, arrays_used.y_test)
     original_accuracy[name].append(accuracy)
 
-# %% tags=["remove_input"]
+# %% tags=["remove_input", "appendix"]
 original = report.original_record(original_accuracy, original_seeds, num_train=len(unit_range.X_train))
 report.original_table(original).round(1)
 
-# %% tags=["remove_input"]
+# %% tags=["remove_input", "appendix"]
 Markdown(report.original_claim(original))
 
 # %% [markdown]
@@ -246,7 +246,7 @@ Markdown(report.original_claim(original))
 # CNN's JAX loop is the one the `flax_cnn_loop` parameter names (section 5
 # times both on this run's device).
 
-# %%
+# %% tags=["appendix-input"]
 runs_config = {
     "mlp": dict(num_epochs=mlp_epochs, lr=mlp_lr),
     "cnn": dict(num_epochs=cnn_epochs, lr=cnn_lr),
@@ -272,7 +272,7 @@ for kind, overrides in runs_config.items():
         final_models[kind, "torch", seed] = torch_model
         final_models[kind, "flax", seed] = flax_model
 
-# %%
+# %% tags=["appendix-input"]
 accuracy = report.accuracy_record(histories, seeds)
 accuracy_table = pd.DataFrame([
     {
@@ -288,7 +288,7 @@ accuracy_table = pd.DataFrame([
 ]).set_index(["model", "framework"])
 accuracy_table.round(2)
 
-# %% figure="learning-curves" alt="Test accuracy per epoch for PyTorch and Flax, MLP and CNN, mean and range over seeds"
+# %% alt="Test accuracy per epoch for PyTorch and Flax, MLP and CNN, mean and range over seeds" figure="learning-curves" tags=["appendix-input"]
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.8), sharey=False)
 for ax, kind in zip(axes, runs_config):
     for fw in ("torch", "flax"):
@@ -304,7 +304,7 @@ for ax, kind in zip(axes, runs_config):
 fig.tight_layout()
 plt.show()
 
-# %% figure="per-class-accuracy" alt="Per-class test accuracy of the CNN and MLP, PyTorch and Flax side by side"
+# %% alt="Per-class test accuracy of the CNN and MLP, PyTorch and Flax side by side" figure="per-class-accuracy" tags=["appendix-input"]
 per_class = {}
 for kind in runs_config:
     for fw in ("torch", "flax"):
@@ -327,7 +327,7 @@ fig.legend(handles=[Patch(color=viz.COLORS[fw], label=f"{viz.LABELS[fw]} (mean o
 fig.tight_layout(rect=(0, 0, 1, 0.92))
 plt.show()
 
-# %%
+# %% tags=["appendix"]
 pd.DataFrame({f"{kind.upper()} {viz.LABELS[fw]} (%)": per_class[kind, fw]
               for kind in runs_config for fw in ("torch", "flax")}, index=data.CLASSES).round(1)
 
@@ -373,7 +373,7 @@ def jax_ladder(make_model, config, steps, precision="float32"):
             for name, loop in report.ladder_tools("jax", precision).items()}
 
 
-# %%
+# %% tags=["appendix-input"]
 make = {
     "mlp": (models.TorchMLP, lambda: models.FlaxMLP(rngs=nnx.Rngs(0)), mlp_lr, speed_steps),
     "cnn": (lambda: models.TorchCNN(tuple(cnn_channels), cnn_hidden),
@@ -407,7 +407,7 @@ time_ladder("mlp", extra={
                                        loop="jit_step"),
 })
 
-# %% figure="epoch-time" alt="Training throughput of the MLP per tool, PyTorch in orange-red and JAX in blue, each framework's ladder and the host-fed loops"
+# %% alt="Training throughput of the MLP per tool, PyTorch in orange-red and JAX in blue, each framework's ladder and the host-fed loops" figure="epoch-time" tags=["appendix-input"]
 rows = {**speed["mlp"]["ladder"], **speed["mlp"]["host_fed"]}
 ran = [n for n, e in rows.items() if e["median_s"] is not None]
 samples = steps_per_epoch * batch_size
@@ -425,19 +425,19 @@ ax.legend(handles=[Patch(color=viz.COLORS["torch"], label="PyTorch"), Patch(colo
 fig.tight_layout()
 plt.show()
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ### The CNN under the same ladder
 #
 # Convolutions change what each tool buys, so the CNN gets the same ladder,
 # `cnn_speed_steps` steps per call.
 
-# %%
+# %% tags=["appendix"]
 time_ladder("cnn")
 
-# %% tags=["remove_input"]
+# %% tags=["remove_input", "appendix"]
 Markdown(report.scan_claim(speed, device=prov["device"], cnn_loop=flax_cnn_loop))
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ### Other precisions: TF32 and bfloat16, on both sides alike
 #
 # Everything above is float32 with TF32 off on both sides. Two other
@@ -460,7 +460,7 @@ Markdown(report.scan_claim(speed, device=prov["device"], cnn_loop=flax_cnn_loop)
 # ladder as if it were the same work. `precision_models` says which models
 # get these rows.
 
-# %%
+# %% tags=["appendix"]
 for kind in precision_models:
     for precision in speed_precisions:
         time_ladder(kind, precision)
@@ -480,7 +480,7 @@ report.results_table(metrics)
 # %% [markdown]
 # ## 7. Conclusion
 
-# %% tags=["remove_input"]
+# %% tags=["remove_input", "collapsed"]
 Markdown(report.conclusion(metrics))
 
 # %% tags=["remove_cell"]

@@ -82,7 +82,7 @@ if "google.colab" in sys.modules:
 # The original used Flax Linen (`nn.Dense`, `model.init`, `TrainState`) and `jax.random.PRNGKey`;
 # this post uses Flax NNX (whose `nnx.Rngs` holds typed `jax.random.key`s), the current APIs.
 
-# %%
+# %% tags=["appendix"]
 import copy
 import dataclasses
 import re
@@ -110,7 +110,7 @@ device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 torch.set_num_threads(1)
 tables.table(provenance.table())
 
-# %%
+# %% tags=["appendix"]
 ds = data.load()
 arrays = training.prepare(ds, num_train=num_train, num_test=num_test)
 X_cka = arrays.X_test[:num_cka]  # held out: never seen in training
@@ -133,7 +133,7 @@ tables.table(pd.DataFrame({"setting": ["training images", "test images", "held-o
 # After every epoch, and once before training, a hook keeps a copy of the weights; before and after
 # training it also records the hidden layer's activations on the held-out images.
 
-# %%
+# %% tags=["appendix-input"]
 def layer_weights(model):
     """fc1 and fc2 weights as NumPy, in PyTorch's (out, in) layout for both frameworks."""
     if models.is_torch(model):
@@ -193,7 +193,7 @@ for variant in ("flax", "flax_torch_init", "flax_same_init"):
             on_epoch_end=recorder(run), progress=f"{variant} seed {seed}")
         runs[variant].append(finish(run, flax_model, history))
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 accuracy = pd.DataFrame(
     [{"variant": VARIANTS[v], "seed": r["seed"], "test accuracy (%)": 100 * r["accuracy"]}
      for v, rs in runs.items() for r in rs]
@@ -209,7 +209,7 @@ tables.table(accuracy, 4)
 # centred at zero (brown negative, teal positive; colours saturate at the 99.5th percentile of
 # |w| over the panels). The first seed of each variant is shown.
 
-# %% figure="weights-end" alt="First-layer weights of PyTorch and Flax networks after training, 128 templates of 28 by 28 pixels each, on one colour scale"
+# %% figure="weights-end" alt="First-layer weights of PyTorch and Flax networks after training, 128 templates of 28 by 28 pixels each, on one colour scale" tags=["appendix-input", "appendix"]
 panels = ["torch", "flax", "flax_torch_init"]
 end = {v: runs[v][0]["weights"][num_epochs]["fc1"] for v in panels}
 vmax = viz.shared_vmax(*end.values(), quantile=0.995)
@@ -222,23 +222,23 @@ fig.suptitle(f"First-layer weights after {num_epochs} epochs (seed 0)", fontweig
 plt.show()
 
 # %% [markdown]
-# Up close, the first eight units of each (same scale as above):
+# Up close, the first four units of each (the scale of the full grids in the appendix), large enough to see each pixel:
 
-# %% figure="weights-closeup" alt="Close-up of the first eight first-layer templates of PyTorch and Flax networks after training"
-fig, axes = plt.subplots(3, 1, figsize=(9, 4.6), constrained_layout=True)
+# %% figure="weights-closeup" alt="Close-up of the first four first-layer templates of PyTorch and Flax networks after training" tags=["appendix-input"]
+fig, axes = plt.subplots(3, 1, figsize=(4.0, 5.0), constrained_layout=True)
 for ax, variant in zip(axes, panels):
-    image = viz.weight_grid(ax, end[variant][:8], vmax=vmax, ncols=8, title=VARIANTS[variant])
+    image = viz.weight_grid(ax, end[variant][:4], vmax=vmax, ncols=4, title=VARIANTS[variant])
     ax.title.set_color(viz.color(variant))
-fig.colorbar(image, ax=axes, shrink=0.8, label="weight (unitless)")
+fig.colorbar(image, ax=axes, shrink=0.8, location="bottom", label="weight (unitless)")
 plt.show()
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ### 1.3 How they evolve
 #
 # The same templates at initialisation, after one epoch and at the end, for both frameworks with
 # their default initialisers, again on one shared scale.
 
-# %% figure="weights-evolution" alt="First-layer weights of PyTorch and Flax at initialisation, after one epoch and at the end of training"
+# %% figure="weights-evolution" alt="First-layer weights of PyTorch and Flax at initialisation, after one epoch and at the end of training" tags=["appendix-input", "appendix"]
 stages = {0: "initialisation", 1: "after 1 epoch", num_epochs: f"after {num_epochs} epochs"}
 shown = {(v, e): runs[v][0]["weights"][e]["fc1"] for v in ("torch", "flax") for e in stages}
 vmax = viz.shared_vmax(*shown.values(), quantile=0.995)
@@ -251,7 +251,7 @@ for row, variant in enumerate(("torch", "flax")):
 fig.colorbar(image, ax=axes, shrink=0.6, label="weight (unitless)")
 plt.show()
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # At initialisation both are noise; Flax's is visibly stronger noise (a wider distribution). Training
 # adds smooth, garment-shaped patterns on top; how much of the initial noise still shows at the end
 # depends on how large it was to begin with. Section 3 measures this.
@@ -301,31 +301,31 @@ X_graph_jax, y_graph_jax = jnp.asarray(X_graph), jnp.asarray(y_graph, dtype=jnp.
 forward_graph = viz.jaxpr_graph(forward, params, X_graph_jax, arg_names=["params", "X"], out_name="logits")
 viz.svg(forward_graph)
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # And the gradient of the loss with respect to the parameters, `jax.grad(loss_fn)`: the forward pass,
 # then the backward pass that `jax.grad` derived, as one program (the loss value itself, which
 # `jax.grad` discards, is pruned). This is the JAX counterpart of what torchviz shows: torchviz draws
 # the recorded backward functions, the jaxpr spells out their arithmetic.
 
-# %% figure="jaxpr-gradient-graph" alt="Graph of the jaxpr of the gradient of the Flax MLP's loss with respect to its parameters"
+# %% figure="jaxpr-gradient-graph" alt="Graph of the jaxpr of the gradient of the Flax MLP's loss with respect to its parameters" tags=["appendix"]
 gradient_graph = viz.jaxpr_graph(jax.grad(loss_fn), params, X_graph_jax, y_graph_jax,
                                  arg_names=["params", "X", "y"], out_name="grad")
 viz.svg(gradient_graph)
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ### 2.3 Summaries and parameter counts
 #
 # PyTorch prints a module's structure; Flax NNX's `nnx.tabulate` runs the model once and tabulates
 # each layer's inputs, outputs and parameters.
 
-# %% tags=["pair:summary:torch"]
+# %% tags=["pair:summary:torch", "appendix"]
 torch_model
 
-# %% tags=["pair:summary:jax"]
+# %% tags=["pair:summary:jax", "appendix"]
 # Plain text: without these settings, rich would draw its own (coloured) widget in a notebook.
 Pretty(nnx.tabulate(flax_model, jnp.asarray(X_graph), console_kwargs={"force_jupyter": False, "color_system": None}))
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 torch_shapes = {name: tuple(p.shape) for name, p in torch_model.named_parameters()}
 flax_shapes = {".".join(map(str, path)): tuple(leaf.shape)
                for path, leaf in nnx.to_flat_state(nnx.state(flax_model, nnx.Param))}
@@ -342,13 +342,13 @@ param_table = pd.DataFrame(rows)
 assert param_counts["torch"] == param_counts["flax"] == param_table["count"].iloc[:-1].sum()
 tables.table(param_table)
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # Same parameters, transposed: PyTorch stores a linear layer's weight as (out, in) and computes
 # $xW^\top + b$; Flax stores a kernel (in, out) and computes $xW + b$. The counts agree, layer by
 # layer. The graphs differ in what they count: torchviz draws backward functions and parameters, a
 # jaxpr draws primitive operations.
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 tables.table(pd.DataFrame({
     "graph": ["PyTorch autograd graph (torchviz)", "JAX forward jaxpr", "JAX gradient jaxpr"],
     "nodes": [len(re.findall(r"^\s*\d+ \[label=", torch_graph.source, re.M)),
@@ -370,17 +370,17 @@ tables.table(pd.DataFrame({
 #
 # ### 3.1 Weight statistics per layer
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 per_network = post.weight_statistics(runs, num_epochs)  # (variant, layer) -> one row per seed
 post.weight_table(per_network)
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # Values are mean ± standard deviation over seeds; norms are Frobenius norms (unit norm: the L2 norm
 # of one unit's incoming weights); "relative change" is $\lVert W_\text{end}-W_\text{init}\rVert/\lVert W_\text{init}\rVert$.
 #
 # ### 3.2 Smoothness of the templates
 
-# %% figure="total-variation" alt="Normalised total variation of first-layer templates at initialisation, at the end, and of the learned update, per variant, with one dot per seed"
+# %% figure="total-variation" alt="Normalised total variation of first-layer templates at initialisation, at the end, and of the learned update, per variant, with one dot per seed" tags=["appendix-input"]
 tv_variants = ["torch", "flax", "flax_torch_init"]
 tv_colors = {"torch": viz.COLORS["torch"], "flax": viz.COLORS["flax"], "flax_torch_init": "#8AB4F8"}
 columns = ["tv_init", "tv_end", "tv_update"]
@@ -412,14 +412,14 @@ plt.show()
 # (initial weights and batch order); for pairs across frameworks we use seeds $i \ne j$ too, so
 # that both kinds of pair differ in the same things. Random, untrained networks are the baseline.
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 networks = [(variant, r["seed"]) for variant, rs in runs.items() for r in rs]
 cka_trained = analysis.cka_matrix([r["hidden"] for rs in runs.values() for r in rs])
 cka_untrained = analysis.cka_matrix([r["hidden_init"] for rs in runs.values() for r in rs])
 cka = post.cka_values(cka_trained, cka_untrained, networks)  # the pairs of each comparison in the table
 tables.table(post.cka_table(cka), 4)
 
-# %% figure="cka-matrix" alt="Linear CKA between the hidden layers of every trained network, PyTorch and Flax, every seed"
+# %% figure="cka-matrix" alt="Linear CKA between the hidden layers of every trained network, PyTorch and Flax, every seed" tags=["appendix-input"]
 short = {"torch": "PyTorch", "flax": "Flax", "flax_torch_init": "Flax, torch init", "flax_same_init": "Flax, copied init"}
 fig, ax = plt.subplots(figsize=(7.5, 6.2))
 image = viz.similarity_matrix(ax, cka_trained, [f"{short[variant]} s{seed}" for variant, seed in networks],
@@ -429,14 +429,14 @@ ax.set(title="Hidden-layer similarity, trained networks", xlabel="network (label
        ylabel="network")
 plt.show()
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ### 3.4 Same start, same batches
 #
 # The `flax_same_init` network starts from a copy of PyTorch seed 0's initial weights and sees the
 # same batches, so the arithmetic of the two frameworks is the only difference left. How far apart
 # are their first-layer weights after each epoch?
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 same_start = pd.DataFrame([
     {"epoch": epoch,
      "relative difference (%)": 100 * analysis.relative_change(runs["torch"][0]["weights"][epoch]["fc1"],
@@ -447,7 +447,7 @@ same_start = pd.DataFrame([
 ]).set_index("epoch")
 tables.table(same_start)
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # Relative difference: $\lVert W_\text{Flax} - W_\text{PyTorch}\rVert / \lVert W_\text{PyTorch}\rVert$ for `fc1`.
 # Both start identical (epoch 0). The two frameworks sum in different orders, so their float32
 # results differ in the last bits; that can decide whether a unit sitting at its ReLU threshold fires
@@ -458,7 +458,7 @@ tables.table(same_start)
 #
 # ## 4. Results
 
-# %%
+# %% tags=["appendix-input"]
 metrics = post.summarise(
     runs, cka, param_counts=param_counts, num_images=len(X_cka), num_epochs=num_epochs,
     num_train=len(arrays.X_train), num_steps=num_epochs * config.steps_per_epoch(len(arrays.X_train)),
@@ -473,7 +473,7 @@ tables.table(post.results_table(metrics))
 #
 # ## 5. Conclusion
 
-# %% tags=["remove_input"]
+# %% tags=["remove_input", "collapsed"]
 Markdown(post.conclusion(metrics))
 
 # %% tags=["remove_cell"]

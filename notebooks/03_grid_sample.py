@@ -70,12 +70,12 @@ LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", LIBRARY], check=True)
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ## Setup
 #
 # Both frameworks run on the same device when they can see a GPU, on the CPU otherwise. Everything below is float32 unless a dtype is named; float64 runs inside `jax.enable_x64(True)`, a context that leaves the rest of the process in float32.
 
-# %%
+# %% tags=["appendix"]
 import functools
 import subprocess
 import sys
@@ -117,7 +117,8 @@ provenance.table(record)
 # ## 1. What PyTorch computes
 #
 # `grid_sample(input, grid)` reads `input` (N, C, H, W) at the points of `grid` (N, H_out, W_out, 2), given as (x, y) in [-1, 1]. The details that a port has to get right, all taken from PyTorch's ATen kernels:
-#
+
+# %% [markdown] tags=["appendix"]
 # - **Unnormalisation, and how it is rounded.** With `align_corners=True`, -1 and 1 are the *centres* of the corner pixels: x = (g + 1)(W - 1)/2. With `False` they are the *outer edges*: x = ((g + 1)W - 1)/2. PyTorch's CUDA kernels and its 2-D CPU kernel compute the multiply and the subtraction as one fused multiply-add (one rounding); its 3-D CPU kernel rounds the product and the difference apart. An ulp more or less in a coordinate of 400 pixels is 3e-5 of a pixel, which the slope of a 0-255 image turns into an error of 1e-5 of the scale, and which now and then moves a coordinate across a pixel boundary, where the grid gradient changes completely. `sidebyside.grid_sample` computes these roundings explicitly (an exact emulation of the fused multiply-add from exact partial products and error-free additions), so they do not depend on what XLA, Triton or g++ decide to fuse.
 # - **Padding acts on the coordinate, before interpolation.** `border` clamps it to [0, W - 1]; `reflection` mirrors it about -0.5 and W - 0.5 when `align_corners=False` (about 0 and W - 1 otherwise), then clamps. Bicubic applies the padding to each of its 16 integer taps instead.
 # - **Bicubic** is Keys' kernel with A = -0.75. **Nearest** rounds half to even.
@@ -131,10 +132,11 @@ provenance.table(record)
 # ## 2. Parity, configuration by configuration
 #
 # A mean squared error over [0, 1] images under one gentle warp, the evidence a public port offers for being "near-identical", cannot see a wrong pixel: a pixel that is off by 0.5 in a 128 x 128 RGB image moves the MSE by 5e-6. So we report the **largest** absolute and relative error, for the output and for both gradients, over grids built to hit the hard cases.
-#
+
+# %% [markdown] tags=["appendix"]
 # For each configuration both frameworks get the same input, the same grid and the same output cotangent (rounded to the dtype once, so the inputs are bit-identical). Half of the grid points are uniform in [-2, 2]; the other half sit where ports go wrong: exactly on pixel centres, on pixel edges, at half-pixels, on the border, and far outside (up to 1000 image widths; 9.5 in half precision, whose spacing there is wider than a pixel). PyTorch runs on the device JAX runs on (its CUDA kernel on a GPU), except in half precision, which PyTorch's CUDA kernels compute in float32 and its CPU kernels, like this port, in the dtype: there PyTorch runs on the CPU. The JAX side runs the way the `parity_transform` parameter says (this run: shown below the table); the test suite repeats the comparison op by op, under `jit` and under `vmap`. Errors are reported relative to the largest magnitude of PyTorch's result.
 
-# %%
+# %% tags=["appendix-input"]
 def reference_device(config):
     """PyTorch's device for a configuration: JAX's, except half precision, which PyTorch's CUDA kernels compute
     in float32 and its CPU kernels (like this port) in the dtype."""
@@ -165,7 +167,7 @@ Markdown(report.parity_note(parity_rows, transform=parity_transform, backend=jax
 #
 # The grids above are small. PyTorch's own kind of reference case is larger: an image of integers 0-255 whose sides are not powers of two, warped by a 45-degree rotation from `affine_grid`. There a coordinate rounded once where PyTorch rounds twice (or the reverse) is off by an ulp of a few hundred pixels, and with image values of 255 that is an error above the 1e-5 tolerance; with sides that are powers of two the product is exact and nothing shows. On a GPU the same case also compares PyTorch's CUDA kernel with its CPU kernel, the yardstick for what "the same numbers" can mean across devices.
 
-# %%
+# %% tags=["appendix-input"]
 def affine_rows_for(modes, size_2d, size_3d):
     rows = {}
     for config in progress.bar([c for c in parity.configs(("float32",)) if c.mode in modes], desc="affine case"):
@@ -193,7 +195,7 @@ Markdown(report.affine_note(affine_rows, affine_size, affine_size_3d))
 #
 # Grace Hopper (a sample image that ships with matplotlib), rotated by 25°, shrunk to 70% and shifted, so that part of each output samples outside the picture: that is where the padding modes differ. Each row is one mode and padding; the right column is the absolute difference between the frameworks, on its own colour scale.
 
-# %%
+# %% tags=["appendix-input"]
 photo = plt.imread(matplotlib.cbook.get_sample_data("grace_hopper.jpg", asfileobj=False))
 photo = torch.from_numpy(photo.astype(np.float32) / 255).permute(2, 0, 1)[None]  # (1, 3, H, W) in [0, 1]
 photo = F.interpolate(photo, size=(image_size, image_size), mode="bilinear", antialias=True, align_corners=False)
@@ -214,11 +216,11 @@ jax_warps = {(mode, padding): np.asarray(grid_sample(photo_jax, grid_jax, mode=m
                                                      align_corners=False)[0])
              for mode, padding in warp_modes}
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 warp_diff = {f"{m}/{p}": float(np.abs(torch_warps[m, p] - jax_warps[m, p]).max()) for m, p in warp_modes}
 pd.Series(warp_diff, name="max |PyTorch - JAX| (pixel values in [0, 1])").to_frame()
 
-# %% figure="photo-warps" alt="Grace Hopper's photograph rotated and shrunk by PyTorch and by JAX in nine mode and padding combinations, with the difference images"
+# %% figure="photo-warps" alt="Grace Hopper's photograph rotated and shrunk by PyTorch and by JAX in nine mode and padding combinations, with the difference images" tags=["appendix-input", "appendix"]
 fig, axes = plt.subplots(len(warp_modes), 3, figsize=(6.6, 2.0 * len(warp_modes)))
 for row, (mode, padding) in enumerate(warp_modes):
     torch_img, jax_img = torch_warps[mode, padding], jax_warps[mode, padding]
@@ -240,7 +242,8 @@ plt.show()
 # ## 4. Speed: the kernel and the call
 #
 # Two different questions get two different numbers, both measured with PyTorch and JAX in one interleaved run (`sidebyside.lab.timing.compare`: first call and compilation apart, every result waited for, median and quartiles of the repeats), float32, a random affine warp; forward+backward is the output and the gradient with respect to both input and grid.
-#
+
+# %% [markdown] tags=["appendix"]
 # - **Kernel time**: what one call costs inside a larger compiled program. Many calls are chained in one program, each on its own copy of the inputs, the copies together at least twice the size of the last-level cache (the L2 on a GPU), so that every call reads its inputs from memory rather than from a cache warmed by the previous call: JAX as one jitted program that calls the kernel once per copy, in order, PyTorch as one CUDA graph on a GPU (a loop on the CPU). Neither side moves any data between calls: a `lax.scan` over stacked copies would slice each copy out and write each output back, two copies per call that PyTorch's loop does not make, which would count against JAX. Inside a jitted model, JAX's dispatch is paid once for the whole program, so this is the number that matters there. On a GPU the chain makes at least 32 calls, going round the copies as often as that takes: a chain of two large calls runs about as long as JAX takes to dispatch it, and would time the dispatch, not the kernels.
 # - **The memory floor**: the time a call would take if it did nothing but move its data: each array it reads or writes, once (input, grid and output; in forward+backward also the grid, the cotangent and, except in nearest, the input again, and both gradients), at the speed of a plain copy (PyTorch's `copy_` of a buffer four times the last-level cache) measured on the same device in the same run. A kernel's share of the floor's speed is the floor divided by its kernel time: 100% would be a kernel as fast as a copy of its data. Where a kernel is far below it, arithmetic or scattered reads set its pace, not memory.
 # - **Per-call time**: a Python loop of calls, as a script that calls `grid_sample` on its own makes them. Each framework's dispatch is included: JAX's costs tens of microseconds per call whatever the size of the problem, PyTorch's about ten, so a small problem can be faster in JAX's kernel and slower in JAX's loop. On a CPU with more than one thread there is a second cost of the same kind: PyTorch's OpenMP threads keep spinning for a while after a call, so the next call finds them awake, while the threads of XLA's pool, which the native kernel shares, go to sleep between calls and are woken for each (measured with an instrumented build of the kernel: `ParallelBatches` in `sidebyside/posts/grid_sample/grid_sample_cpu.cc`). The wake-up is paid inside one program too, where the pool's threads also fall asleep between one call and the next, but it is a fixed cost: it weighs most on the shortest calls, nearest's forward above all, and more per call (inputs in the cache) than in the kernel time (inputs from memory). On a GPU the calls of a repeat are issued back to back and waited for once.
@@ -249,7 +252,7 @@ plt.show()
 #
 # Where `grid_sample` takes a kernel (Pallas on a GPU, native on a CPU), the `jax.numpy` (XLA) path is timed too; in bilinear 2-D forward the naive formulation (gather the four corners of every point from a zero-padded image, weight and sum) is timed as well, as the baseline most ports use. These alternatives run against PyTorch in a second interleaved run, apart from the main pair: interleaved with it, the XLA path's large temporaries cost the call after them page faults, and moved both sides' per-call times (see `sidebyside.posts.grid_sample.bench`). On a GPU the Pallas kernels are also timed in their second layout (`pallas_layout="channels"`: tiles of points by channels, each point's taps reused across a block of channels), which may suit many channels better; `implementation="auto"` keeps the first, which was the faster in every configuration of an earlier run on an H100; the columns "Pallas channels layout / PyTorch" show this run's figures. The benchmark runs in a fresh process, `python -m sidebyside.posts.bench grid_sample`, because the thread count of XLA's CPU client is fixed when JAX starts: there both libraries get the same cores. A run in parts (the gpu profile, made in device calls of a few minutes) starts one such process per configuration and saves each configuration as it finishes.
 
-# %%
+# %% tags=["appendix-input"]
 bench_run = sampling_bench.run_each({k: tuple(v) for k, v in bench_sizes.items()}, tuple(bench_modes),
                                     part=parts if checkpoint_file else None, repeats=bench_repeats,
                                     min_repeat_s=bench_min_repeat_s, threads=bench_threads, copies=bench_copies)
@@ -261,16 +264,16 @@ with pd.option_context("display.float_format", "{:.3g}".format, "display.width",
 Markdown(f"{bench_run['device_kind'].upper()}, {verdict.plural(bench_run['threads'], 'thread')} for both libraries: "
          f"`{bench_run['command']}`")
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # The goals this device is held to (`sidebyside.posts.grid_sample.bench.goals`): per call everywhere they are set; on a GPU also each kernel against PyTorch's CUDA kernel (at most 0.8 of its time at 32×3×256², 8×64×128² and 4×8×32×64², forward and forward+backward) and the forward at 32×3×256² at 70% of the memory floor's speed or more.
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 goals = sampling_bench.goals_table(speed, record["device_kind"])
 with pd.option_context("display.float_format", "{:.3g}".format, "display.width", 200):
     display(goals.set_index(["config", "goal"]))
 Markdown(sampling_bench.goals_summary(goals))
 
-# %% figure="speed-ratios" alt="Bar chart of JAX time divided by PyTorch time for each grid_sample configuration, per kernel and per call, with the goals marked"
+# %% figure="speed-ratios" alt="Bar chart of JAX time divided by PyTorch time for each grid_sample configuration, per kernel and per call, with the goals marked" tags=["appendix-input"]
 fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(speed) + 1.4))
 labels = list(speed)
 ypos = np.arange(len(labels))
@@ -300,7 +303,7 @@ ax.set(xlabel="time relative to PyTorch (JAX / PyTorch, log scale)", ylabel="con
 ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
 plt.show()
 
-# %% figure="floor-speed" alt="Bar chart of each grid_sample kernel's share of the memory floor's speed, JAX and PyTorch side by side for each configuration, with the goal marked where one is set"
+# %% figure="floor-speed" alt="Bar chart of each grid_sample kernel's share of the memory floor's speed, JAX and PyTorch side by side for each configuration, with the goal marked where one is set" tags=["appendix-input", "appendix"]
 floor_keys = [k for k in labels if speed[k].get("jax_floor_speed") is not None]
 if floor_keys:
     fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(floor_keys) + 1.4))
@@ -324,12 +327,12 @@ if floor_keys:
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3)
     plt.show()
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ### The asynchronous-timing pitfall
 #
 # JAX usually returns as soon as the work is *queued*. A timer that does not wait for the result (`block_until_ready`) then measures the dispatch, not the computation. Below, the same jitted call timed both ways, through the path `grid_sample` takes on this device and, where that is a kernel, through the XLA path too: whether JAX returns before the work is done depends on the program and the device. The rows marked **WRONG** are shown only to be recognised. A JAX figure of some 10 µs per call that does not grow with the batch or the image, such as the CPU figures in the write-up this post answers, is dispatch time.
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 bench_configs = sampling_bench.configs(tuple(bench_modes), {k: tuple(v) for k, v in bench_sizes.items()})
 first_cfg = next((c for c in bench_configs if c["mode"] == "bilinear"), bench_configs[0])
 x_np, grid_np = sampling_bench.inputs(first_cfg["shape"])
@@ -347,15 +350,15 @@ for path in dict.fromkeys([default_path, "xla"]):
                                        number=1, repeats=bench_repeats)}
 timing.summarise([t for pair in pitfall.values() for t in pair.values()])
 
-# %% tags=["remove_input"]
+# %% tags=["remove_input", "appendix"]
 Markdown(report.pitfall_note(first_cfg["name"], pitfall))
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ## 5. Where the frameworks differ by design: non-finite grids
 #
 # A NaN or infinite grid value has no right answer, but it must not crash, and PyTorch's backends do not agree. Read from ATen's sources: the CUDA kernels clamp NaN to 0 under `border`/`reflection` and send a coordinate that is still non-finite to -100, that is, out of bounds (`safe_downgrade_to_int_range`), so the result is finite. PyTorch's CPU kernels, measured here, do three different things. Every path of `sidebyside.grid_sample` (the Pallas kernels, the native CPU kernel and the XLA path, which the tests hold to the same bits) follows the CUDA rule in nearest, bilinear and trilinear (finite, zero gradient for the non-finite coordinate) and returns NaN for bicubic, as both PyTorch backends do; none follows PyTorch's CPU kernels.
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 nan_grid = np.array([[[[np.nan, 0.0], [0.0, 0.0]]]], np.float32)  # (1, 1, 2, 2): one NaN point, one centre point
 nan_image = np.arange(1, 13, dtype=np.float32).reshape(1, 1, 3, 4)
 nan_grid3 = np.array([[[[[np.nan, 0.0, 0.0], [0.0, 0.0, 0.0]]]]], np.float32)
@@ -369,10 +372,10 @@ for label, img, g, padding in [("2-D bilinear, zeros", nan_image, nan_grid, "zer
     rows.append({"case": label, "PyTorch CPU (NaN point, centre point)": t, "JAX (NaN point, centre point)": j})
 pd.DataFrame(rows).set_index("case")
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # PyTorch's 2-D CPU kernel returns NaN under `zeros` (a NaN weight times a masked-out zero), clamps NaN to 0 under `border`, while its 3-D CPU kernel clamps the same NaN to the *far* edge. Its 2-D CPU **backward** is worse: in torch 2.14.1, with `border` or `reflection`, it crashes the process (a segmentation fault, a negative exit code below). We run it in a child process so that this notebook survives:
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 crash_code = textwrap.dedent("""
     import torch, torch.nn.functional as F
     x = torch.arange(12.0).reshape(1, 1, 3, 4).requires_grad_(True)
@@ -393,7 +396,7 @@ pd.DataFrame({
 #
 # The results record, from everything measured above (`sidebyside.posts.grid_sample.report` turns it into the table below and into the conclusion):
 
-# %%
+# %% tags=["appendix-input"]
 metrics = report.summarise(
     parity_rows, affine_rows, speed, device=record["device"], device_kind=record["device_kind"],
     torch_device=torch_device, parity_transform=parity_transform, warp_diff=warp_diff,
@@ -404,7 +407,7 @@ report.results_table(metrics)
 # %% [markdown]
 # ## 7. Conclusion
 
-# %% tags=["remove_input"]
+# %% tags=["remove_input", "collapsed"]
 Markdown(report.conclusion(metrics) + "\n\n" + checkpoints.describe_parts(parts.log))
 
 # %% tags=["remove_cell"]

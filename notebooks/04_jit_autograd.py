@@ -68,7 +68,7 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", LIBRARY], check=True)
 
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ## Setup
 #
 # Both frameworks compute in float32 under the same conditions, set by one library call before JAX
@@ -80,7 +80,7 @@ if "google.colab" in sys.modules:
 # Inductor's on-disk caches are switched off so that each compilation is a cold one, but the process
 # is warm: each compiler's one-time start-up is paid, and reported, before any timing.
 
-# %%
+# %% tags=["appendix"]
 from sidebyside.lab import timing
 
 conditions = timing.same_conditions(threads=threads or None, tf32=False)
@@ -129,15 +129,15 @@ for device in devices[1:]:  # and every other timed device is warmed too
     timing.warm_start("cuda")
 provenance.table(record)
 
-# %% tags=["remove_input"]
+# %% tags=["remove_input", "appendix"]
 Markdown(report.setup_sentence(conditions, startup, on_gpu=on_gpu))
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # The function, written once per framework in `sidebyside.lab.functions` (`f_numpy`, `f_jax`,
 # `f_torch`), with its exact derivatives `df` and `d2f` to check autodiff against:
 # $f'(x) = 0.2 + \cos x - 2\sin 2x$, $f''(x) = -\sin x - 4\cos 2x$.
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 x_demo = np.linspace(0, 4 * np.pi, 6, dtype=np.float32)
 pd.DataFrame({
     "x": x_demo,
@@ -146,7 +146,7 @@ pd.DataFrame({
     "PyTorch": functions.f_torch(torch.from_numpy(x_demo)).numpy(),
 })
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ### The hardware floor
 #
 # `f` reads one float32 per element and writes one: at large sizes it is bound by memory bandwidth,
@@ -156,7 +156,7 @@ pd.DataFrame({
 # and the data sheet's figure on a GPU. Small vectors sit in the caches, where a call can beat a
 # memory floor: the floor is a bound for vectors far larger than the caches.
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 bandwidth = {}
 for device in devices:
     copy = peaks.measure_copy_bandwidth("cuda" if device == "gpu" else "cpu")
@@ -186,7 +186,7 @@ torch_cudagraphs = torch.compile(functions.f_torch_cudagraphs, mode="reduce-over
 # %% tags=["pair:jit:jax"]
 f_jit = jax.jit(functions.f_jax)
 
-# %%
+# %% tags=["appendix-input"]
 sizes = [10**e for e in range(1, jit_max_exponent + 1)]
 LABEL = {"numpy/numpy": "NumPy", "jax/eager": "JAX eager", "jax/jit": "jax.jit", "torch/eager": "PyTorch eager",
          "torch/compile": "torch.compile (static)", "torch/compile-dynamic": "torch.compile (dynamic)",
@@ -232,10 +232,10 @@ def floor_s(device, n):
     return peaks.floor_seconds(8 * n, bandwidth[device]["floor_bytes_per_s"])
 
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # Per-call times, median over the repeats, in microseconds, with the memory floor of each size:
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 rows = []
 for (device, n), entries in jit_entries.items():
     row = {"device": device, "size": n, "memory floor": floor_s(device, n) * 1e6}
@@ -245,7 +245,7 @@ for (device, n), entries in jit_entries.items():
 jit_table = pd.DataFrame(rows).set_index(["device", "size"])
 jit_table.round(2)
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 failed_or_absent = {f"{d}, {LABEL[m]}": (e["error"] or f"not applicable: {e['not_applicable']}")
                     for (d, n), entries in jit_entries.items() if n == sizes[0]
                     for m, e in entries.items() if e["median_s"] is None}
@@ -259,7 +259,7 @@ pd.Series(failed_or_absent, name="why there is no figure", dtype=object).to_fram
 # $n^*$ a call is mostly overhead, above it mostly work (`sidebyside.lab.functions.fit_overhead`, a
 # least-squares fit on relative errors).
 
-# %%
+# %% tags=["appendix-input"]
 fits = {}
 for device in devices:
     for method in methods:
@@ -272,7 +272,7 @@ fit_table = pd.DataFrame.from_dict(fits, orient="index").rename(index=LABEL, lev
 fit_table.index.names = ["device", "method"]
 fit_table.round({"overhead (µs)": 1, "per element (ns)": 3, "crossover n*": 0})
 
-# %% figure="time-vs-size" alt="Log-log plot of time per call against vector length for NumPy, JAX eager, jax.jit, PyTorch eager and torch.compile static and dynamic, with the memory-bandwidth floor and the crossover size of each marked"
+# %% figure="time-vs-size" alt="Log-log plot of time per call against vector length for NumPy, JAX eager, jax.jit, PyTorch eager and torch.compile static and dynamic, with the memory-bandwidth floor and the crossover size of each marked" tags=["appendix-input"]
 STYLE = {"numpy/numpy": ("numpy", "-", "s"), "jax/eager": ("jax", "--", "o"), "jax/jit": ("jax", "-", "o"),
          "torch/eager": ("torch", "--", "^"), "torch/compile": ("torch", "-", "^"),
          "torch/compile-dynamic": ("torch", ":", "v"), "torch/compile-cudagraphs": ("torch", "-.", "D")}
@@ -303,13 +303,13 @@ for ax, device in zip(axes[0], devices):
     ax.legend(fontsize=7)
 plt.show()
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ### Speed-ups
 #
 # Ratios of medians measured in the same interleaved run: how much faster the compiled version is
 # than its own eager mode, and how the two compilers compare (above 1: the first is slower).
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 def r(t, a, b):
     return t[a].median_s / t[b].median_s if a in t and b in t else None
 
@@ -329,7 +329,7 @@ for (device, n), t in jit_timings.items():
 speedups = pd.DataFrame(speed_rows).set_index(["device", "size"])
 speedups.round(2)
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ### Compilation, apart
 #
 # The first call minus a steady-state call, in a warm process. `jax.jit` and static `torch.compile`
@@ -337,7 +337,7 @@ speedups.round(2)
 # `torch.compile(dynamic=True)` pays once, at its very first call, for a kernel that serves every
 # length afterwards.
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 COMPILED = ["jax/jit", "torch/compile", "torch/compile-dynamic", "torch/compile-cudagraphs"]
 compile_table = pd.DataFrame.from_dict(
     {(device, n): {f"{LABEL[m]} (ms)": entries[m]["compile_s"] * 1e3 if entries[m]["compile_s"] is not None else None
@@ -358,7 +358,7 @@ compile_s = {device: {"jax_jit": median_compile(device, "jax/jit"),
              for device in devices}
 compile_table.round(1)
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ### The pitfall, shown: timers that do not wait, and compilation inside the timer
 #
 # The same functions at the largest size, timed three ways, each function alone and back to back.
@@ -368,7 +368,7 @@ compile_table.round(1)
 # when done, so for them the two agree up to noise). The third is **wrong** too: the first call
 # of the sweep at this size, with compilation for this shape inside.
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 n_big = sizes[-1]
 pitfall_rows = []
 for device in devices:
@@ -389,7 +389,7 @@ for device in devices:
 pitfall = pd.DataFrame(pitfall_rows).set_index(["device", "method"])
 pitfall.round(2)
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # For dynamic `torch.compile` the first call at this size is cheap because its kernel was compiled
 # at the first size of the sweep; its real compilation cost is in the table above. The original
 # study averaged its loop with the compiling call inside and never blocked, which folds both errors
@@ -404,7 +404,7 @@ pitfall.round(2)
 # `torch.func.grad` (PyTorch's functional transform, the counterpart of `jax.grad`), against the
 # exact derivative in float64.
 
-# %%
+# %% tags=["appendix-input"]
 x0 = 3.0
 x0_torch = torch.tensor(x0, requires_grad=True)
 functions.f_torch(x0_torch).backward()
@@ -446,7 +446,7 @@ jax_vmap_grad = functions.vmap_grad_f_jax                                      #
 jax_vmap_grad_jit = jax.jit(functions.vmap_grad_f_jax)
 jax_hvp, jax_hvp_jit = functions.hvp_f_jax, jax.jit(functions.hvp_f_jax)
 
-# %%
+# %% tags=["appendix-input"]
 grad_sizes = [10**e for e in range(3, autograd_max_exponent + 1)]
 jax_jit_grad_sum = jax.jit(jax.grad(lambda x: functions.f_jax(x).sum()))
 
@@ -507,11 +507,11 @@ errors.columns.name = "size"
 assert (errors.max(axis=1) < 1e-5).all(), errors
 errors.map(lambda e: f"{e:.1e}")
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # All methods agree with the exact derivative to float32 rounding (largest absolute error per
 # method and size above). The time per call, median ± IQR/2, in milliseconds:
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 grad_rows = []
 for n, entries in grad_entries.items():
     for method, e in entries.items():
@@ -523,7 +523,7 @@ grad_table = grad_table.reindex([GRAD_LABEL[m] for m in GRAD_LABEL if GRAD_LABEL
 grad_table.columns = [f"n = {n:,} (ms)" for n in grad_table.columns]
 grad_table
 
-# %% figure="gradient-time" alt="Log-log plot of gradient time against vector length for the JAX and PyTorch gradient methods, eager and compiled"
+# %% figure="gradient-time" alt="Log-log plot of gradient time against vector length for the JAX and PyTorch gradient methods, eager and compiled" tags=["appendix-input"]
 GRAD_STYLE = {"jax/eager": ("jax", "--", "o"), "jax/jit": ("jax", "-", "o"), "jax/jit-grad-sum": ("jax", ":", "D"),
               "torch/loop": ("torch", "-.", "x"), "torch/autograd": ("torch", "-", "^"),
               "torch/func": ("torch", "--", "v"), "torch/func+compile": ("torch", ":", "s")}
@@ -541,7 +541,7 @@ ax.set(xscale="log", yscale="log", xlabel="vector length n (float32 elements)", 
 ax.legend(fontsize=7)
 plt.show()
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ### Second order: a Hessian-vector product
 #
 # For the scalar $g(x) = \sum_i f(x_i)$, the Hessian is diagonal with entries $f''(x_i)$, so
@@ -550,7 +550,7 @@ plt.show()
 # (`jax.jit`, `torch.compile`), and PyTorch also by double backward
 # (`torch.autograd.functional.hvp`, reverse-over-reverse).
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 def torch_double_backward_hvp(x, v):
     return torch.autograd.functional.hvp(lambda y: functions.f_torch(y).sum(), x, v)[1]
 
@@ -584,7 +584,7 @@ hvp_table
 # %% [markdown]
 # ## 3. Results
 
-# %%
+# %% tags=["appendix-input"]
 big, small = sizes[-1], sizes[0]
 summary_rows = []
 for device in devices:
@@ -606,7 +606,7 @@ results.round(2)
 #
 # Written from the results record by `sidebyside.posts.jit_autograd.report`, so that every number below is the run's.
 
-# %% tags=["remove_input"]
+# %% tags=["remove_input", "collapsed"]
 metrics = report.summarise(
     conditions=conditions, startup=startup, bandwidth=bandwidth, jit_entries=jit_entries,
     floors={(d, n): floor_s(d, n) for d, n in jit_entries}, compile_s=compile_s, fits=fits,

@@ -65,7 +65,7 @@ LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", LIBRARY], check=True)
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ## Setup
 #
 # Both frameworks run under the same conditions, set by one library call before JAX starts
@@ -74,7 +74,7 @@ if "google.colab" in sys.modules:
 # arrays need the `jax_enable_x64` flag, set here before any JAX array exists. With it, JAX's
 # *default* dtype becomes float64 too, so every array below is created with an explicit dtype.
 
-# %%
+# %% tags=["appendix"]
 from sidebyside.lab import timing
 
 conditions = timing.same_conditions(threads=threads or None, tf32=False)
@@ -117,7 +117,7 @@ if on_gpu:
 startup = timing.warm_start("cuda" if on_gpu else "cpu", frameworks=("jax",))  # no torch.compile in this post
 provenance.table(record)
 
-# %% tags=["remove_input"]
+# %% tags=["remove_input", "appendix"]
 Markdown(timing.conditions_sentence(conditions, on_gpu=on_gpu))
 
 # %% [markdown]
@@ -177,7 +177,7 @@ def jax_inverse_in(mode):
     return inverse
 
 
-# %%
+# %% tags=["appendix-input"]
 jax_matmul = jax_matmul_in("float32")
 jax_inv = jax_inverse_in("float32")
 OPS = {
@@ -261,7 +261,7 @@ precision_applied = {(op, device, mode): precision_check(op, device, mode)
                      for op in OPS for device in devices if device != "cpu"
                      for mode in OPS[op]["modes"] if mode in GPU_ONLY}
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ### Achieved FLOP/s against the device's peak
 #
 # Both operations count as $2n^3$ floating-point operations (the product: $n^2$ dot products of
@@ -273,7 +273,7 @@ precision_applied = {(op, device, mode): precision_check(op, device, mode)
 # its clock and vector units, or, where a library ran faster than that estimate, the best rate
 # measured in this run; its source is printed with it, and no share of it exceeds 100%.
 
-# %%
+# %% tags=["appendix-input"]
 PRECISION_OF = {"float32": "fp32", "tf32": "tf32_tensor", "bfloat16": "bf16_tensor", "float64": "fp64_tensor"}
 
 
@@ -297,7 +297,7 @@ device_peaks = {(device, mode): peak(device, mode) for device in devices for mod
 pd.DataFrame([{"device": d, "arithmetic": t, "peak (GFLOP/s)": (p / 1e9 if p else None), "source": why}
               for (d, t), (p, why) in device_peaks.items()]).set_index(["device", "arithmetic"])
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 rows = []
 for (op, device, mode, n), entries in linalg_entries.items():
     flops = OPS[op]["flops"](n)
@@ -315,7 +315,7 @@ linalg_table = pd.DataFrame(rows)
 (linalg_table.pivot_table(index=["op", "device", "dtype", "n"], columns="framework", values="GFLOP/s", sort=False)
  .round(1))
 
-# %% figure="linalg-gflops" alt="Achieved GFLOP/s of NumPy, JAX and PyTorch for matrix product and inverse against matrix size, per arithmetic (float32, TF32, bfloat16, float64)"
+# %% figure="linalg-gflops" alt="Achieved GFLOP/s of NumPy, JAX and PyTorch for matrix product and inverse against matrix size, per arithmetic (float32, TF32, bfloat16, float64)" tags=["appendix-input"]
 LINE = {"float32": "-", "tf32": "-.", "bfloat16": ":", "float64": "--"}
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
 for ax, op in zip(axes, OPS):
@@ -338,7 +338,7 @@ fig.suptitle(f"Dense linear algebra on {record['device']}", fontsize=10)
 axes[1].legend(fontsize=7, ncols=2)
 plt.show()
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ### Accuracy of the inverse
 #
 # $\lVert A A^{-1} - I\rVert_F$, computed in float64 from each library's inverse, for the largest
@@ -348,7 +348,7 @@ plt.show()
 # computation type), so its float32 inverse is as accurate as a rounded float64 one, and costs like
 # one too. JAX and PyTorch invert in float32 (so does `scipy.linalg.inv`).
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 n_acc = sizes_on("cpu")[-1]
 inverse_rows = []
 a64 = rng.standard_normal((n_acc, n_acc))
@@ -370,7 +370,7 @@ inverse_accuracy = pd.DataFrame(inverse_rows).pivot_table(index=["dtype", "devic
 condition = np.linalg.cond(a64)
 inverse_accuracy.map(lambda e: f"{e:.2e}")
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ### Default float32 matmul precision, made visible
 #
 # On recent NVIDIA GPUs a float32 product may run on tensor cores in TF32, which keeps only 10 bits
@@ -381,7 +381,7 @@ inverse_accuracy.map(lambda e: f"{e:.2e}")
 # JAX `precision="highest"` (full FP32) and PyTorch `set_float32_matmul_precision("high")`
 # (TF32 allowed). On a CPU there are no tensor cores and every setting computes in full FP32.
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 n_prec = precision_size
 a_np = rng.standard_normal((n_prec, n_prec)).astype(np.float32)
 b_np = rng.standard_normal((n_prec, n_prec)).astype(np.float32)
@@ -422,7 +422,7 @@ for device in devices:
 precision_table = pd.DataFrame(precision_rows).set_index(["device", "framework", "setting"])
 precision_table.assign(**{"relative error": precision_table["relative error"].map("{:.2e}".format)}).round(3)
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # A relative error near $10^{-7}$ to $10^{-6}$ is full FP32 (24-bit mantissa, growing slowly with
 # $n$); near $10^{-3}$ it is TF32. To make the two libraries equal, pick one behaviour for both:
 # `jax.config.update("jax_default_matmul_precision", "highest")` (or `precision=` per call) and
@@ -451,7 +451,7 @@ precision_table.assign(**{"relative error": precision_table["relative error"].ma
 # the ones that estimate the gradient; for optax: the initial call plus every line-search step;
 # for PyTorch: its own `func_evals`).
 
-# %%
+# %% tags=["appendix-input"]
 data = functions.calibration_data(seed, num_points)
 truth = np.array([data.slope, data.offset])
 best = functions.calibration_lstsq(data.raw, data.reference)
@@ -583,7 +583,7 @@ Markdown(report.optimise_note(optimise, truth, best))
 # traces it). "first call" is the time for one evaluation with a new length, compilation included;
 # "steady" a repeated call.
 
-# %%
+# %% tags=["appendix-input"]
 # subsets of the calibration data, from a quarter of it to all of it: several power-of-two buckets
 lengths = sorted(set(np.linspace(num_points // 4, num_points, retrace_lengths).astype(int).tolist()))
 pad_to = int(2 ** np.ceil(np.log2(max(lengths))))
@@ -639,7 +639,7 @@ retrace_table = retrace_detail.groupby("strategy", sort=False).agg(
 retrace_table.insert(0, "traces", [traces[s] for s in retrace_table.index])
 retrace_table.round(3)
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # Padding trades compilations for work: the padded call processes `pad_to` elements whatever the
 # true length, which the steady-state column prices. JAX also offers ahead-of-time compilation
 # (`jax.jit(f).lower(*args).compile()`) to pay compilation before a latency-sensitive loop, and a
@@ -657,7 +657,7 @@ retrace_table.round(3)
 # runs the pass twice (first pass timed alone, then one timed repeat), and the trace counter
 # covers both passes.
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 def calibration_loss(params, raw, reference, kind):
     residual = params[0] * raw + params[1] - reference
     return jnp.sqrt(jnp.mean(residual**2)) if kind == "rmse" else jnp.mean(jnp.abs(residual))
@@ -690,7 +690,7 @@ static_table.round(1)
 # %% [markdown]
 # ## 4. Results
 
-# %%
+# %% tags=["appendix-input"]
 summary_rows = []
 for op in OPS:
     for device in devices:
@@ -710,7 +710,7 @@ results.round(2)
 #
 # Written from the results record by `sidebyside.posts.xla_and_scipy.report`, so that every number below is the run's.
 
-# %% tags=["remove_input"]
+# %% tags=["remove_input", "collapsed"]
 metrics = report.summarise(
     conditions=conditions, startup=startup, linalg_entries=linalg_entries, device_peaks=device_peaks,
     inverse_accuracy=inverse_accuracy, n_acc=n_acc, condition=condition, precision_table=precision_table,

@@ -96,7 +96,7 @@ LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", LIBRARY], check=True)
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ## Setup
 #
 # Both frameworks run on the same device (the GPU where one is visible, the
@@ -127,7 +127,7 @@ if "google.colab" in sys.modules:
 # PyTorch far slower with two threads than with one, so the cpu profile pins
 # one thread for every library (`threads`).
 
-# %%
+# %% tags=["appendix"]
 import os
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # before JAX starts; see above
@@ -163,7 +163,7 @@ on_gpu = prov["device_kind"] == "gpu"
 fashion = data.load()  # now, so that a machine without the data stops here and not after the parity check
 provenance.table(prov)
 
-# %% tags=["remove_input"]
+# %% tags=["remove_input", "appendix"]
 Markdown(timing.conditions_sentence(conditions, on_gpu=on_gpu))
 
 # %% [markdown]
@@ -185,7 +185,7 @@ Markdown(timing.conditions_sentence(conditions, on_gpu=on_gpu))
 # The seed's JAX port used Flax Linen; this one uses Flax NNX, the API Flax
 # recommends today (modules hold their parameters, as in PyTorch).
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 model_config = swin.SwinConfig(img_size=img_size, patch_size=patch_size, in_chans=1, num_classes=10,
                                embed_dim=embed_dim, depths=tuple(depths), num_heads=tuple(num_heads),
                                window_size=window_size, drop_path_rate=drop_path_rate)
@@ -210,7 +210,7 @@ sum(p.numel() for p in torch_model.parameters())
 flax_model = swin.FlaxSwinV2(model_config, rngs=nnx.Rngs(0))
 sum(x.size for x in jax.tree_util.tree_leaves(nnx.state(flax_model, nnx.Param)))
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 pd.DataFrame({
     name: {"input": f"{c.img_size}×{c.img_size}×{c.in_chans}", "patch": c.patch_size, "window": c.window_size,
            "embed dim": c.embed_dim, "depths": "-".join(map(str, c.depths)),
@@ -238,7 +238,7 @@ pd.DataFrame({
 # tests run the same check at a tiny size, and show that it fails for a port
 # without the shifted-window mask.
 
-# %%
+# %% tags=["appendix-input"]
 parity_runs = {"trained model": parts("parity/trained", swin.parity, model_config, batch_size=parity_batch)}
 if parity_on_speed_model:
     parity_runs["timed model"] = parts("parity/timed", swin.parity, speed_config, batch_size=parity_batch)
@@ -265,7 +265,7 @@ Markdown(report.parity_claim(report.parity_record(parity_runs)))
 # 90% in the FashionMNIST post): a vision transformer has no convolutional
 # prior and learns slowly from few, small images without augmentation.
 
-# %%
+# %% tags=["appendix-input"]
 arrays = training.prepare(fashion, num_train=num_train, num_test=num_test)
 X_train, X_test = swin.fashion_inputs(arrays.X_train, model_config), swin.fashion_inputs(arrays.X_test, model_config)
 pd.DataFrame({"examples": [len(X_train), len(X_test)], "model input": [X_train.shape[1:], X_test.shape[1:]]},
@@ -292,7 +292,7 @@ def jax_seed(seed):
 jax_histories = [parts(f"accuracy/jax/{seed}", jax_seed, seed, decode=lambda h: training.History(**h))
                  for seed in progress.bar(seeds, desc="JAX seeds")]
 
-# %%
+# %% tags=["appendix-input"]
 accuracy = report.accuracy_record({"torch": torch_histories, "jax": jax_histories}, seeds)
 pd.DataFrame([
     {"framework": viz.LABELS[fw], "epochs": num_epochs, "test accuracy (%)": 100 * a["mean"],
@@ -332,7 +332,7 @@ Markdown(report.accuracy_claim(accuracy, num_train=len(X_train), num_epochs=num_
 # (and, by default, XLA reserves most of the GPU at start-up). Not timed: JAX op-by-op (eager) execution, which nobody
 # trains a transformer with.
 
-# %%
+# %% tags=["appendix-input"]
 speed = {}
 settings = [(p, ph, b) for ph in speed_phases for p in precisions for b in speed_batch_sizes]
 for precision, phase, batch in progress.bar(settings, desc="speed ladders"):
@@ -343,7 +343,7 @@ for precision, phase, batch in progress.bar(settings, desc="speed ladders"):
 rows = report.speed_rows(speed)  # one row per rung; a failed tool's numbers are NaN
 report.speed_table(rows).round(2)
 
-# %% figure="throughput" alt="Images per second of each tool, PyTorch in orange-red and JAX in blue, training and evaluation, with interquartile error bars"
+# %% figure="throughput" alt="Images per second of each tool, PyTorch in orange-red and JAX in blue, training and evaluation, with interquartile error bars" tags=["appendix-input"]
 working = rows[rows["median_s"].notna()]
 fig, axes = plt.subplots(1, len(speed_phases), figsize=(12, 1.8 + 0.45 * max(len(working) // len(speed_phases), 3)),
                          squeeze=False)
@@ -363,13 +363,13 @@ fig.legend(handles=[Patch(color=viz.COLORS["torch"], label="PyTorch"), Patch(col
 fig.tight_layout(rect=(0, 0, 1, 0.82))
 plt.show()
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ### Memory
 #
 # Peak device memory per training or evaluation call, where the device
 # reports it (on a CPU neither framework does).
 
-# %%
+# %% tags=["appendix-input", "appendix"]
 memory_table = rows.pivot_table(index=["precision", "phase", "batch"], columns="tool", values="peak_memory_bytes",
                                 aggfunc="first") / 2**20
 memory_table.round(0) if len(memory_table) else Markdown("No device memory statistics on this device (a CPU).")
@@ -387,7 +387,7 @@ memory_table.round(0) if len(memory_table) else Markdown("No device memory stati
 # program's first run beyond a steady one), and the steady step. An epoch is
 # taken as Imagenette's 9,469 training images.
 
-# %%
+# %% tags=["appendix-input"]
 first_steps = report.first_steps(speed)  # swin.first_step for each working training rung
 first_table = pd.DataFrame(first_steps.values()).set_index(["precision", "batch", "tool"])[
     ["compile_s", "allocation_s", "steady_s", "first_step_s", "first_epoch_s", "steady_epoch_s", "first_epoch_excess"]]
@@ -399,7 +399,7 @@ Markdown(report.first_epoch_claim(first_steps))
 # %% [markdown]
 # ## 6. Conclusion
 
-# %% tags=["remove_input"]
+# %% tags=["remove_input", "collapsed"]
 metrics = report.summarise(
     parity_runs=parity_runs, accuracy=accuracy, speed=speed, model_config=model_config, speed_config=speed_config,
     num_train=len(X_train), num_test=len(X_test), num_epochs=num_epochs, allow_tf32=allow_tf32,

@@ -8,8 +8,9 @@ committed ``images/``).
 
 The reader's part, in headless Chromium at 1280 and 390 px, on a site built from the
 committed posts (as tests/publish/test_site.py builds it): with every ``<details>``
-closed a post is at most 8,000 px tall and has at most 1,500 words of prose outside its
-appendix; every verdict box links to the "How we measure" page, which the site serves;
+closed a post is at most 8,000 px tall at 1280 px (the height at 390 px is measured and
+reported) and its body has at most 1,500 words of prose outside its appendix (the verdict
+box, generated, is not counted); every verdict box links to the "How we measure" page, which the site serves;
 with the sections opened, a post's SVG text renders at 11 px or more and, where a post
 draws weight templates, one figure shows them at 84 px or more.
 """
@@ -98,6 +99,20 @@ def test_appendix_cells_go_to_closed_sections_at_the_end_in_order():
     assert "<summary>Method notes</summary>" in appendix[4]
     assert appendix[5] == "How the chain is built." and appendix[6] == "chain()" and appendix[7] == "</details>"
     assert len(appendix) == 8 and "open" not in "".join(appendix)
+
+
+def test_appendix_input_moves_the_code_and_leaves_the_figure():
+    figure = nbformat.v4.new_output("display_data", data={"text/plain": "<Figure>"})
+    plot = _code("plt.plot(x)", [figure], tags=["appendix-input"], figure="curve")
+    more = _code("table()", tags=["appendix-input"])
+    nb = _notebook(_md("## Speed"), plot, _md("Between."), more)
+    rendering.arrange_appendix(nb)
+    assert plot.source == "" and plot.outputs == [figure] and nb.cells[1] is plot
+    opening = next(c for c in nb.cells if c.source.startswith('<details class="appendix"'))
+    assert "<summary>Code: Speed</summary>" in opening.source
+    moved = nb.cells[nb.cells.index(opening) + 1:nb.cells.index(opening) + 3]
+    assert [c.source for c in moved] == ["plt.plot(x)", "table()"] and moved[0].outputs == []
+    assert "figure" not in moved[0].metadata
 
 
 def test_a_long_table_leaves_the_body_for_the_appendix_and_a_short_one_stays():
@@ -193,7 +208,7 @@ def test_the_how_we_measure_page_explains_every_term_once():
 # Runs in the page with every <details> as the reader finds it (closed): the page's height and the
 # words of prose outside the appendix (text not in code blocks, tables, figures or closed sections).
 MEASURE = r"""() => {
-  const article = document.querySelector('article.post') || document.body;
+  const article = document.querySelector('.post-content') || document.body;
   const appendix = document.getElementById('appendix');
   const skip = 'pre, table, svg, script, style, .katex-mathml, .pair, .output-html, .provenance, details:not([open]) > :not(summary)';
   const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
@@ -217,7 +232,7 @@ MEASURE = r"""() => {
 }"""
 
 # Runs after every <details> is opened: each figure's rendered box against its natural size.
-FIGURES = r"""() => Array.from(document.querySelectorAll('.post-content img')).map(i => ({
+FIGURES = r"""() => Array.from(document.querySelectorAll('.post-content img:not(.provenance img)')).map(i => ({
   src: new URL(i.src).pathname, width: i.getBoundingClientRect().width, natural: i.naturalWidth}))"""
 
 

@@ -280,8 +280,10 @@ def drop_title_heading(nb, title: str) -> None:
 
 
 #: Cell tags of the post's shape (STYLE.md 17): ``appendix`` moves a cell to the
-#: collapsed appendix at the end of the post; ``collapsed`` folds it where it stands.
-APPENDIX_TAG, COLLAPSED_TAG = "appendix", "collapsed"
+#: collapsed appendix at the end of the post; ``appendix-input`` moves only its code
+#: there (its outputs, a figure or a table, stay where they are); ``collapsed`` folds it
+#: where it stands.
+APPENDIX_TAG, INPUT_TAG, COLLAPSED_TAG = "appendix", "appendix-input", "collapsed"
 #: A table output with more rows than this, outside the appendix, is moved into it
 #: (every table stays in the post's CSV download).
 MAX_INLINE_ROWS = 20
@@ -341,8 +343,10 @@ def _details(title: str, kind: str) -> tuple[Any, Any]:
 def arrange_appendix(nb) -> None:
     """Give the post its shape, in place: the cells tagged ``appendix`` leave the body
     for an "Appendix" at its end, each run of them (or each cell that opens with a
-    heading or carries ``summary`` metadata) one ``<details>`` section, closed; a run
-    of cells tagged ``collapsed`` is folded where it stands. A table output of more
+    heading or carries ``summary`` metadata) one ``<details>`` section, closed; a cell
+    tagged ``appendix-input`` leaves its code there (one section per heading of the body:
+    "Code: <heading>") and its outputs where they are; a run of cells tagged
+    ``collapsed`` is folded where it stands. A table output of more
     than :data:`MAX_INLINE_ROWS` rows in the body goes to the appendix as a section of
     its own, named after the heading above it; a paired cell keeps its outputs.
     Call it after the downloads are written (their CSV names each table's section)
@@ -362,6 +366,17 @@ def arrange_appendix(nb) -> None:
                 match = _HEADING.match(line)
                 if match:
                     section = match.group(2)
+        if kind is None and INPUT_TAG in tags and cell.cell_type == "code" and cell.source.strip():
+            code = nbformat.v4.new_code_cell(cell.source)
+            code.metadata = {k: v for k, v in cell.metadata.items() if k not in ("figure", "alt")}
+            title = f"Code: {section}"
+            same = next((cells for name, cells in appendix if name == title), None)
+            if same is not None:
+                same.append(code)
+            else:
+                appendix.append((title, [code]))
+            cell.source = ""
+            kind = None
         if kind is None:
             if folded:
                 body.extend(_fold(folded))
@@ -400,7 +415,7 @@ def arrange_appendix(nb) -> None:
 
 
 #: What a post's layout takes from the notebook's current source (:func:`overlay_layout`).
-LAYOUT_TAGS = frozenset({APPENDIX_TAG, COLLAPSED_TAG})
+LAYOUT_TAGS = frozenset({APPENDIX_TAG, INPUT_TAG, COLLAPSED_TAG})
 LAYOUT_METADATA = ("summary",)
 
 
