@@ -10,6 +10,7 @@ import random
 import re
 
 import pytest
+import yaml
 
 from sidebyside.publish import schedule
 from sidebyside.publish.common import ROOT
@@ -159,6 +160,8 @@ def test_the_budget_lines_of_params_gpu_are_the_recorded_h100_seconds():
     swin = posts["swin-transformer-v2"]["parts"]
     assert f"parity {swin['parity/trained']} s (trained model) and {swin['parity/timed']} s" in comments
     assert f"{swin['accuracy/torch/*']['each_s']} s per PyTorch seed" in comments
+    gpu = yaml.safe_load(path.read_text())
+    assert swin["accuracy/torch/*"]["count"] == swin["accuracy/jax/*"]["count"] == len(gpu["swin-transformer-v2"]["seeds"])
     assert "parallel-training" in posts  # its single-GPU part gets a line too (null until measured)
     slugs = {i.slug for i in discover(ROOT / "notebooks")}
     assert "weight-visualisation" in slugs and "weight-visualisation" not in posts  # gains nothing from a GPU
