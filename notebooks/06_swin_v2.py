@@ -147,7 +147,7 @@ from flax import nnx
 from IPython.display import Markdown
 from matplotlib.patches import Patch
 
-from sidebyside.lab import data, progress, tables, training, viz
+from sidebyside.lab import data, progress, tables, training, verdict, viz
 from sidebyside.posts import swin_v2 as swin
 from sidebyside.posts.swin_v2 import report
 from sidebyside.run import checkpoints, provenance
@@ -405,7 +405,9 @@ metrics = report.summarise(
     num_train=len(X_train), num_test=len(X_test), num_epochs=num_epochs, allow_tf32=allow_tf32,
     timm_version=timm.__version__, conditions=conditions, device=prov["device"], on_gpu=on_gpu, parts=parts.log,
     batch_size=batch_size, parameters={name: sum(p.numel() for p in swin.torch_model(c).parameters())
-                                       for name, c in (("model", model_config), ("speed_model", speed_config))})
+                                       for name, c in (("model", model_config), ("speed_model", speed_config))},
+    # where the seed measured (its Swin-V2-T, 256x256 images, a Tesla V100): the claim the verdicts are read against
+    seed_scale=verdict.scale_of(parameters=28_300_000, input="256×256×3", device="V100"))
 Markdown(report.conclusion(metrics) + "\n\n" + checkpoints.describe_parts(parts.log))
 
 # %% tags=["remove_cell"]

@@ -13,7 +13,7 @@ import math
 
 import pytest
 
-from sidebyside.lab import training
+from sidebyside.lab import training, verdict
 from sidebyside.posts import swin_v2 as swin
 from sidebyside.posts.swin_v2 import report as swin_v2
 
@@ -36,7 +36,6 @@ def failed(error="RuntimeError: boom"):
 
 def ladder(precision, phase, batch, medians):
     """One swin.speed_ladder result; ``medians`` maps rung names to seconds per step (None: it failed)."""
-    from sidebyside.lab import verdict
 
     entries = {name: (failed() if m is None else entry(m, batch=batch)) for name, m in medians.items()}
     return {"phase": phase, "batch_size": batch, "precision": precision, "steps_per_call": 10,
@@ -59,6 +58,9 @@ def histories(framework, accuracies):
             for a in accuracies]
 
 
+#: Where the seed measured (the notebook states it): Swin-V2-T on 256×256 images, on its GPU.
+SEED_SCALE = verdict.scale_of(parameters=28_300_000, input="256×256×3", device="V100")
+
 PARITY = {"max_abs_logit_err": 3e-7, "max_rel_grad_err": 5e-5, "worst_grad": "head.fc.bias", "loss_err": 1e-7,
           "logit_scale": 2.5, "tensors_compared": 40}
 
@@ -74,7 +76,7 @@ def record(*, torch_acc=(0.80, 0.81, 0.82, 0.805, 0.815), jax_acc=(0.805, 0.81, 
                              model_config=CONFIG, speed_config=SPEED_CONFIG, num_train=60000, num_test=10000,
                              num_epochs=3, allow_tf32=False, timm_version="1.0.31", conditions={"tf32": False},
                              device="NVIDIA H100 80GB HBM3", on_gpu=on_gpu, batch_size=batch_size,
-                             parameters={"model": 148_000, "speed_model": 150_500})
+                             parameters={"model": 148_000, "speed_model": 150_500}, seed_scale=SEED_SCALE)
 
 
 def test_the_record_has_every_key_the_site_reads_and_is_json():
@@ -201,8 +203,8 @@ def test_every_verdict_states_its_scale_and_does_not_answer_the_seed_at_another(
     assert seed and all(v["claim"]["answers"] is False for v in seed)
     assert seed[0]["contestants"]["jax"]["origin"] == "built_with"
     # A run at the seed's scale answers it: the claim's fields all match.
-    at_seed = swin_v2.speed_verdicts(speed(), model={"img_size": 256, "in_chans": 3}, device="a V100",
-                                     parameters=28_300_000)
+    at_seed = swin_v2.speed_verdicts(speed(), model={"img_size": 256, "in_chans": 3}, device="V100",
+                                     parameters=28_300_000, seed_scale=SEED_SCALE)
     assert all(v.claim["answers"] for v in at_seed) and "does not answer" not in at_seed[0].sentence
 
 

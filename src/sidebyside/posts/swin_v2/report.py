@@ -9,9 +9,10 @@ function: :func:`parity_claim`, :func:`accuracy_claim`, :func:`first_epoch_claim
 :func:`seed_pairing_claim`, :func:`headline_claim`, composed by :func:`conclusion`.
 
 The seed reported JAX 27% faster at training and 140% faster at validating: time ratios
-PyTorch / JAX of 1.27 and 2.40 (:data:`SEED_RATIO`), for Swin-V2-T at 256×256 on a V100
-(:data:`SEED_SCALE`). Every speed verdict states its own scale and is read against that claim
-(:func:`sidebyside.lab.verdict.frame`): a run at another scale says it does not answer it yet.
+PyTorch / JAX of 1.27 and 2.40 (:data:`SEED_RATIO`), for Swin-V2-T at 256×256 on the seed's GPU
+(``seed_scale``, which the notebook states). Every speed verdict states its own scale and is read
+against that claim (:func:`sidebyside.lab.verdict.frame`): a run at another scale says it does not
+answer it yet.
 The per-epoch times of the accuracy runs are read against the ladder at their batch
 (:func:`epoch_claim`), so a record whose two measurements point opposite ways says why.
 """
@@ -54,20 +55,19 @@ TOLERANCE = {"abs_logit": 1e-5, "rel_grad": 1e-3}
 #: The seed's figures as time ratios PyTorch / JAX: "27% faster" training, "140% faster" validation.
 SEED_RATIO = {"train": 1.27, "eval": 2.40}
 
-#: Where the seed measured: Swin-V2-T (about 28.3M parameters) on 256×256 Imagenette images on a V100
-#: (at batch 32 and 64, both: the batch is named in the claim's text, not compared; its precision is
-#: not stated).
-SEED_SCALE = verdict.scale_of(parameters=28_300_000, input="256×256×3", device="a V100")
-
 #: Seed verdicts need this many seeds a side.
 MIN_SEEDS = 5
 
 
-def seed_claim(phase: str) -> dict[str, Any]:
-    """The seed's claim for ``phase`` ("train" or "eval") at :data:`SEED_SCALE`."""
+def seed_claim(phase: str, scale: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The seed's claim for ``phase`` ("train" or "eval") at the seed's ``scale``
+    (:func:`sidebyside.lab.verdict.scale_of`; the seed ran batch 32 and 64, named in the claim's
+    text rather than compared), or None without a scale."""
+    if scale is None:
+        return None
     what = "training" if phase == "train" else "validation"
     return verdict.claim("the seed", f"JAX {verdict.fmt_ratio(SEED_RATIO[phase])} PyTorch's {what} throughput, "
-                                     "batch 32 and 64", SEED_SCALE)
+                                     "batch 32 and 64", scale)
 
 _TIMED_COLUMNS = ("median_s", "iqr_s", "q1_s", "q3_s", "images_per_s", "compile_s", "peak_memory_bytes")
 
@@ -233,17 +233,18 @@ def speed_scale(result: Mapping[str, Any], model: Mapping[str, Any] | None, devi
 
 
 def speed_verdicts(speed: Mapping[str, Mapping[str, Any]], *, model: Mapping[str, Any] | None = None,
-                   device: str | None = None, parameters: int | None = None) -> list[verdict.Verdict]:
+                   device: str | None = None, parameters: int | None = None,
+                   seed_scale: Mapping[str, Any] | None = None) -> list[verdict.Verdict]:
     """Best tool against best tool for every setting (float32 training at the largest batch
     first), then the seed's own pairing, PyTorch eager against JAX jit, in float32. Each states
     its scale (``model``: the timed model's config dict, its ``parameters``, the ``device``) and
-    is read against the seed's claim for its phase (:func:`seed_claim`)."""
+    is read against the seed's claim for its phase at ``seed_scale`` (:func:`seed_claim`)."""
     headline = _headline_key(speed)
     order = [headline] + [k for k in speed if k != headline]
     out = [verdict.ladder(speed[k]["ladder"], question=f"Which framework is faster at Swin V2 {setting_name(k)}, "
                                                        f"best tool against best tool?",
                           scale=speed_scale(speed[k], model, device, parameters),
-                          against=seed_claim(speed[k]["phase"])) for k in order]
+                          against=seed_claim(speed[k]["phase"], seed_scale)) for k in order]
     for key in order:
         entries = speed[key]["ladder"]
         if speed[key]["precision"] == "float32" and _both_ran(entries):
@@ -254,7 +255,8 @@ def speed_verdicts(speed: Mapping[str, Mapping[str, Any]], *, model: Mapping[str
                 contestants={"torch": verdict.contestant("torch", "eager", "timm's SwinV2 on ATen's kernels"),
                              "jax": verdict.contestant("jax", "jit", "the Flax NNX port, one XLA program a step",
                                                        origin="built_with")},
-                scale=speed_scale(speed[key], model, device, parameters), against=seed_claim(speed[key]["phase"])))
+                scale=speed_scale(speed[key], model, device, parameters),
+                against=seed_claim(speed[key]["phase"], seed_scale)))
     return out
 
 
@@ -265,16 +267,19 @@ def summarise(*, parity_runs: Mapping[str, Mapping[str, Any]], accuracy: Mapping
               speed: Mapping[str, Mapping[str, Any]], model_config, speed_config, num_train: int, num_test: int,
               num_epochs: int, allow_tf32: bool, timm_version: str, conditions: Mapping[str, Any], device: str,
               on_gpu: bool, parts: Mapping[str, Any] | None = None, batch_size: int | None = None,
-              parameters: Mapping[str, int] | None = None) -> dict[str, Any]:
+              parameters: Mapping[str, int] | None = None,
+              seed_scale: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The post's results record: ``parity``, ``accuracy``, ``speed`` (per precision/phase/batch
     ladder), ``first_step``, ``verdicts`` (speed verdicts, then accuracy) and what the numbers were
     measured on (models, data sizes, TF32, timm's version, the conditions, the device) and, for a
     run in parts (:class:`sidebyside.run.checkpoints.Checkpoints`), which run measured each part, at
     which commit (``parts``). ``batch_size``: the accuracy runs' batch; ``parameters``: the
-    parameter count of ``"model"`` (trained) and ``"speed_model"`` (timed), for the verdicts' scale."""
+    parameter count of ``"model"`` (trained) and ``"speed_model"`` (timed), for the verdicts' scale;
+    ``seed_scale``: where the seed measured (:func:`seed_claim`)."""
     parameters = dict(parameters or {})
     model, timed = model_config.to_dict(), speed_config.to_dict()
-    verdicts = speed_verdicts(speed, model=timed, device=device, parameters=parameters.get("speed_model"))
+    verdicts = speed_verdicts(speed, model=timed, device=device, parameters=parameters.get("speed_model"),
+                              seed_scale=seed_scale)
     verdicts.append(accuracy_verdict(accuracy, verdict.scale_of(
         parameters=parameters.get("model"), input=f"{model['img_size']}×{model['img_size']}×{model['in_chans']}",
         batch=batch_size, precision="float32", device=device)))
