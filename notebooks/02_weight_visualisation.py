@@ -255,7 +255,8 @@ plt.show()
 # At initialisation both are noise; Flax's is visibly stronger noise (a wider distribution). Training
 # adds smooth, garment-shaped patterns on top; how much of the initial noise still shows at the end
 # depends on how large it was to begin with. Section 3 measures this.
-#
+
+# %% [markdown]
 # ## 2. Computation graphs
 #
 # ### 2.1 PyTorch: torchviz
@@ -265,7 +266,7 @@ plt.show()
 # with the parameters as blue leaves. Here it is for the training loss on a small batch of images
 # (`graph_batch` of them).
 
-# %% figure="torch-graph" alt="torchviz graph of the PyTorch MLP's loss: autograd nodes from the parameters to the loss"
+# %% figure="torch-graph" alt="torchviz graph of the PyTorch MLP's loss: autograd nodes from the parameters to the loss" tags=["appendix-input"]
 torch_model = models.TorchMLP().to(device)
 X_graph = arrays.X_train[:graph_batch]
 y_graph = arrays.y_train[:graph_batch]
@@ -284,7 +285,7 @@ viz.svg(torch_graph)
 # (`expand_depth=1` would open them). First the forward pass of the Flax model, from parameters and
 # images to logits:
 
-# %% figure="jaxpr-forward-graph" alt="Graph of the jaxpr of the Flax MLP's forward pass: parameters and images to logits"
+# %% figure="jaxpr-forward-graph" alt="Graph of the jaxpr of the Flax MLP's forward pass: parameters and images to logits" tags=["appendix-input"]
 flax_model = models.FlaxMLP(rngs=nnx.Rngs(0))
 graphdef, params = nnx.split(flax_model)
 
@@ -367,7 +368,8 @@ tables.table(pd.DataFrame({
 # little, white noise about $2/\sqrt\pi \approx 1.13$ (Gaussian) or $2/\sqrt3 \approx 1.15$ (uniform).
 # We compute it for the initial templates, the final ones, and the **learned update** (final minus
 # initial), per network (mean over its 128 units), then mean and spread over seeds.
-#
+
+# %% [markdown] tags=["appendix"]
 # ### 3.1 Weight statistics per layer
 
 # %% tags=["appendix-input", "appendix"]
@@ -377,7 +379,8 @@ post.weight_table(per_network)
 # %% [markdown] tags=["appendix"]
 # Values are mean ± standard deviation over seeds; norms are Frobenius norms (unit norm: the L2 norm
 # of one unit's incoming weights); "relative change" is $\lVert W_\text{end}-W_\text{init}\rVert/\lVert W_\text{init}\rVert$.
-#
+
+# %% [markdown]
 # ### 3.2 Smoothness of the templates
 
 # %% figure="total-variation" alt="Normalised total variation of first-layer templates at initialisation, at the end, and of the learned update, per variant, with one dot per seed" tags=["appendix-input"]

@@ -687,10 +687,10 @@ for name, fn in {"new jit per call": closure_per_call, "static argument": static
 static_table = pd.DataFrame(static_rows).set_index("approach")
 static_table.round(1)
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ## 4. Results
 
-# %% tags=["appendix-input"]
+# %% tags=["appendix-input", "appendix"]
 summary_rows = []
 for op in OPS:
     for device in devices:
