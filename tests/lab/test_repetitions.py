@@ -82,6 +82,8 @@ def test_the_interval_covers_the_spread_between_repetitions_and_within_noise_fol
     steady = verdict.speed(_entry(1.0, 0.98, 1.02, [1.0, 1.0, 1.0]), _entry(1.2, 1.18, 1.22, [1.2, 1.2, 1.2]),
                            question="q")
     assert steady.winner == "torch" and steady.interval == pytest.approx((0.98 / 1.22, 1.02 / 1.18))
+    alone = verdict.speed(torch_small, jax_small, question="q")  # a record that kept no repetitions says so
+    assert alone.repetitions is None and "no independent repetitions were kept" in alone.test
 
 
 def test_a_ladder_verdict_reads_the_repetitions_of_its_best_rungs():

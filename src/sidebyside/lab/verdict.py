@@ -292,7 +292,9 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
     v = Verdict(question=question, label=label, sentence=sentence,
                 test="ratio of medians (subject's time over the other's); within noise when the quartile "
                      "interval q1/q3 .. q3/q1 holds 1" + (", widened to cover the ratio of every independent "
-                                                          "repetition" if spread else ""),
+                                                          "repetition" if spread else
+                                                          "; no independent repetitions were kept, so the "
+                                                          "interval is the spread inside one run"),
                 subject=subject_name, other=other_name, winner=winner, ratio=ratio,
                 interval=(lo, hi), sides=sides, caveat=caveat, factor=factor, repetitions=spread or None)
     return frame(v, contestants=contestants, scale=scale, against=against, kind=kind)
