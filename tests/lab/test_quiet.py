@@ -253,3 +253,17 @@ def test_the_smoke_profile_records_a_busy_machine_and_never_refuses(run_under, b
     assert machine["findings"] and machine["status"].startswith("busy (not judged")
     assert machine["sections"][-1]["other_cpu_share"] > 0
     assert quiet.caveat() == "" and "busy" not in verdict.speed(1.0, 2.0, question="q").sentence
+
+
+def test_a_committed_baseline_is_kept_per_machine_kind_and_judges_the_run(tmp_path):
+    path = tmp_path / "quiet-baselines.json"
+    assert quiet.load_baseline("kind A", path) is None
+    quiet.save_baseline("kind A", {"compute_s": 1.0, "copy_s": 2.0}, path)
+    quiet.save_baseline("kind B", {"compute_s": 5.0}, path)
+    assert quiet.load_baseline("kind A", path) == {"compute_s": 1.0, "copy_s": 2.0}
+    assert quiet.load_baseline("kind C", path) is None
+    # A run slow from its start has no drift, but the committed baseline of its kind sees it.
+    m = _synthetic_monitor([1.3, 1.3], refuse=True, baseline=quiet.load_baseline("kind A", path), kind="kind A")
+    with pytest.raises(quiet.BusyMachine, match="30% slower than the quiet baseline of kind A"):
+        with m.section("a"):
+            pass

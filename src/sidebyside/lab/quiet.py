@@ -15,7 +15,7 @@ The rules (:data:`RULES`), judged after every section:
   quiet level of it (the lower quartile of its calibrations so far: robust
   to one lucky fast reading), now or earlier in the run;
 - **baseline**: more than 10% slower than the committed quiet baseline of
-  this machine kind (:data:`BASELINES_FILE`, keyed by CPU or GPU model; a
+  this machine kind (:func:`baselines_file`, keyed by CPU or GPU model; a
   machine kind without one is judged by drift alone);
 - **other CPU**: other processes (not this one, not its children) used more
   than 10% of the machine's CPU time during the timed sections (judged over
@@ -52,16 +52,20 @@ from typing import Any
 
 from sidebyside.run import context, provenance
 
-__all__ = ["RULES", "BASELINES_FILE", "BusyMachine", "Monitor", "monitor", "section", "calibrate", "snapshot",
+__all__ = ["RULES", "baselines_file", "BusyMachine", "Monitor", "monitor", "section", "calibrate", "snapshot",
            "cpu_between", "calibration_findings", "cpu_findings", "gpu_findings", "gpu_processes", "caveat",
            "record", "machine_kind", "load_baseline", "save_baseline"]
 
 #: The thresholds of the check (fractions).
 RULES = {"drift": 0.10, "baseline": 0.10, "other_cpu_share": 0.10, "cpu_window_s": 0.5}
 
-#: Committed quiet baselines, ``{machine kind: {workload: seconds}}`` (``python -m sidebyside.lab.quiet --save``
-#: on a quiet machine of that kind writes one).
-BASELINES_FILE = Path(__file__).with_name("quiet_baselines.json")
+
+def baselines_file() -> Path:
+    """The committed quiet baselines, ``{machine kind: {workload: seconds}}``: ``params/quiet-baselines.json``
+    of the run's checkout, beside the profiles (``python -m sidebyside.lab.quiet --save`` on a quiet
+    machine of a kind writes its entry)."""
+    return context.current().project_root() / "params" / "quiet-baselines.json"
+
 
 #: What each calibration workload is, in prose.
 WORKLOADS = {"compute_s": "the one-thread compute loop", "copy_s": "the memory copy",
@@ -348,8 +352,9 @@ def machine_kind(gpu: str | None = None) -> str:
     return gpu or provenance.cpu_name()
 
 
-def load_baseline(kind: str, path: Path = BASELINES_FILE) -> dict[str, float] | None:
-    """The committed quiet baseline of ``kind``, or None."""
+def load_baseline(kind: str, path: Path | None = None) -> dict[str, float] | None:
+    """The committed quiet baseline of ``kind`` (in ``path``, default :func:`baselines_file`), or None."""
+    path = path or baselines_file()
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -358,8 +363,10 @@ def load_baseline(kind: str, path: Path = BASELINES_FILE) -> dict[str, float] | 
     return {k: float(v) for k, v in entry.items() if isinstance(v, (int, float))} if isinstance(entry, dict) else None
 
 
-def save_baseline(kind: str, calibration: Mapping[str, float], path: Path = BASELINES_FILE) -> None:
-    """Write ``calibration`` as the quiet baseline of ``kind`` (the others kept)."""
+def save_baseline(kind: str, calibration: Mapping[str, float], path: Path | None = None) -> None:
+    """Write ``calibration`` as the quiet baseline of ``kind`` (the others kept) into ``path``
+    (default :func:`baselines_file`)."""
+    path = path or baselines_file()
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -541,7 +548,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sidebyside.lab.quiet",
                                      description="Measure this machine's calibration workloads (CPU).")
     parser.add_argument("--save", action="store_true",
-                        help=f"record them as the quiet baseline of this machine kind in {BASELINES_FILE.name} "
+                        help=f"record them as the quiet baseline of this machine kind in {baselines_file()} "
                              "(only on a quiet machine: nothing else running)")
     args = parser.parse_args(argv)
     start = snapshot()
@@ -555,7 +562,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"not saved: {found[0]}", file=sys.stderr)
             return 1
         save_baseline(kind, calibration)
-        print(f"saved as the quiet baseline of {kind} in {BASELINES_FILE}")
+        print(f"saved as the quiet baseline of {kind} in {baselines_file()}")
     return 0
 
 
