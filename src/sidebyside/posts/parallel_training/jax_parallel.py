@@ -3,7 +3,7 @@ sidebyside.posts.parallel_training.jax_parallel <spec.json>``; :mod:`.launch` st
 simulated CPU devices set in ``XLA_FLAGS`` before JAX starts).
 
 The training step is one pure function of the Flax NNX model's parameters (``nnx.split``), the
-optax Adam state and a global batch. Each strategy is one function that takes the mesh axes and
+optax SGD-with-momentum state and a global batch. Each strategy is one function that takes the mesh axes and
 returns how to lay out parameters, optimiser state and batch (``NamedSharding``), or, for
 :func:`manual`, the step itself under ``shard_map``; the lines of these functions are what a
 strategy adds to the one-device step (the notebook shows and counts them):
@@ -88,7 +88,9 @@ def tensor_parallel(mesh, params):
 
 def manual(mesh, loss_fn, tx):
     @jax.jit
-    @partial(jax.shard_map, mesh=mesh, in_specs=(P(), P(), P("data"), P("data")), out_specs=P())
+    # check_vma=False: gradients stay per device until the pmean below (with the check on, JAX would
+    # already sum the gradients of the replicated parameters in the backward pass).
+    @partial(jax.shard_map, mesh=mesh, in_specs=(P(), P(), P("data"), P("data")), out_specs=P(), check_vma=False)
     def step(params, opt_state, X, y):
         loss, grads = jax.value_and_grad(loss_fn)(params, X, y)
         grads, loss = jax.lax.pmean((grads, loss), "data")
@@ -137,7 +139,7 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict) -
     flax_model = FlaxViT(config)
     copy_torch_to_flax(torch_model, flax_model)
     graphdef, params = nnx.split(flax_model, nnx.Param)
-    tx = optax.adam(spec["lr"])
+    tx = optax.sgd(spec["lr"], momentum=spec["momentum"])
 
     def loss_fn(params, X, y):
         logits = nnx.merge(graphdef, params)(X)

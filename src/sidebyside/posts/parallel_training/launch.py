@@ -135,11 +135,12 @@ def _write_inputs(directory: Path, X: np.ndarray, y: np.ndarray, torch_state: di
 
 
 def run_torch(num_devices: int, *, X: np.ndarray, y: np.ndarray, torch_state: dict, config: ViTConfig, lr: float,
-              model_parallel: int = 2, strategies: Sequence[str] = STRATEGIES, backend: str = "gloo",
+              momentum: float = 0.9, model_parallel: int = 2, strategies: Sequence[str] = STRATEGIES, backend: str = "gloo",
               master_port: int | None = None, python: str = sys.executable, threads: int = 1,
               timeout: float = 900, workdir: str | os.PathLike | None = None) -> dict:
     """Train ``strategies`` with ``num_devices`` torchrun workers on the global batches ``X`` (steps,
-    B, 28, 28) and ``y`` (steps, B), every strategy starting from ``torch_state``.
+    B, 28, 28) and ``y`` (steps, B) with SGD (``lr``, ``momentum``), every strategy starting from
+    ``torch_state``.
 
     Returns ``{"ranks": [record per rank], "params": {strategy: {name: array}}}``; see
     :mod:`.torch_parallel` for a rank's record. Raises WorkerError naming the failed rank."""
@@ -156,7 +157,7 @@ def run_torch(num_devices: int, *, X: np.ndarray, y: np.ndarray, torch_state: di
     with tempfile.TemporaryDirectory(dir=workdir, prefix="torchrun-") as tmp:
         tmp = Path(tmp)
         batches, init = _write_inputs(tmp, X, y, torch_state)
-        spec = {"strategies": list(strategies), "config": config.__dict__, "lr": lr, "batches": str(batches),
+        spec = {"strategies": list(strategies), "config": config.__dict__, "lr": lr, "momentum": momentum, "batches": str(batches),
                 "init": str(init), "model_parallel": model_parallel, "out": str(tmp), "backend": backend,
                 "threads": threads}
         (tmp / "spec.json").write_text(json.dumps(spec))
@@ -182,7 +183,7 @@ def run_torch(num_devices: int, *, X: np.ndarray, y: np.ndarray, torch_state: di
 
 
 def run_jax(num_devices: int, *, X: np.ndarray, y: np.ndarray, torch_state: dict, config: ViTConfig, lr: float,
-            model_parallel: int = 2, strategies: Sequence[str] = STRATEGIES, simulated: bool = True,
+            momentum: float = 0.9, model_parallel: int = 2, strategies: Sequence[str] = STRATEGIES, simulated: bool = True,
             python: str = sys.executable, threads: int = 1, timeout: float = 900,
             workdir: str | os.PathLike | None = None) -> dict:
     """Train ``strategies`` in JAX on ``num_devices`` devices in a child process (simulated CPU
@@ -193,7 +194,7 @@ def run_jax(num_devices: int, *, X: np.ndarray, y: np.ndarray, torch_state: dict
     with tempfile.TemporaryDirectory(dir=workdir, prefix="jax-") as tmp:
         tmp = Path(tmp)
         batches, init = _write_inputs(tmp, X, y, torch_state)
-        spec = {"strategies": list(strategies), "config": config.__dict__, "lr": lr, "batches": str(batches),
+        spec = {"strategies": list(strategies), "config": config.__dict__, "lr": lr, "momentum": momentum, "batches": str(batches),
                 "init": str(init), "model_parallel": model_parallel, "out": str(tmp), "num_devices": num_devices}
         (tmp / "spec.json").write_text(json.dumps(spec))
         env = dict(os.environ)

@@ -138,7 +138,7 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict, m
     model = TorchViT(config)
     model.load_state_dict(init)
     model, after_backward = STRATEGIES[strategy](model, mesh)
-    optimizer = torch.optim.Adam(model.parameters(), lr=spec["lr"], foreach=False)
+    optimizer = torch.optim.SGD(model.parameters(), lr=spec["lr"], momentum=spec["momentum"], foreach=False)
     if strategy == "one_device":
         data_rank, data_size, data_group = 0, 1, None
     elif strategy == "tensor_parallel":

@@ -1,0 +1,273 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,figure,alt,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: sidebyside,kernelspec,jupytext,colab,accelerator
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   sidebyside:
+#     date: '2026-11-24'
+#     description: One small vision transformer trained on several devices in JAX and
+#       PyTorch, data parallel, fully sharded, tensor parallel and by hand, with the
+#       same weights and batches; what each strategy costs in code, memory per device
+#       and bytes moved, and a labelled projection to 512 H100s.
+#     slug: parallel-training
+#     tags:
+#     - pytorch
+#     - jax
+#     - flax
+#     - distributed
+#     - fsdp
+#     - sharding
+#     - vision-transformer
+#     title: 'One model on many devices: data, fully sharded and tensor parallelism
+#       in JAX and PyTorch'
+# ---
+
+# %% [markdown]
+# # One model on many devices: data, fully sharded and tensor parallelism in JAX and PyTorch
+#
+# Once one device is not enough, how does each framework spread a training step
+# over many, and what does it cost? The same small vision transformer, with the
+# same weights and the same batches, is trained under five strategies in each
+# framework, each on the framework's own distributed engine; we check that every
+# strategy reaches the one-device losses, then count the code it adds, the
+# memory each device holds and the bytes its collectives move.
+
+# %% tags=["parameters"]
+device_counts = [2, 4]     # devices per run (simulated CPU devices here); the largest carries the verdicts
+model_parallel = 2         # size of the 'model' axis of the 2-D strategy
+batch_size = 32            # global batch, split over the data axis
+steps = 4                  # training steps per strategy (the loss curve)
+lr = 0.05                  # SGD's learning rate, both frameworks
+momentum = 0.9             # SGD's momentum (its buffer is the optimiser state each device holds)
+patch = 7                  # ViT: patch side (28 / patch patches per side)
+dim = 32                   # ViT: embedding width
+depth = 1                  # ViT: transformer blocks
+heads = 4                  # ViT: attention heads
+mlp = 64                   # ViT: MLP width
+loss_tolerance = 1e-3      # largest loss difference from the one-device run that float32 noise may explain
+projection_counts = [8, 64, 512]  # H100 counts of the cost model's projection
+threads = 1                # CPU threads per worker process
+seed = 0
+
+# %% tags=["remove_cell", "colab-install"]
+# On Colab: install what Colab lacks, and this library from the repository and branch that the
+# site's _config.yml names (tests/test_colab.py keeps the two in step). data.load() then downloads
+# FashionMNIST there.
+import subprocess
+import sys
+
+LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main"  # repository@branch
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", LIBRARY], check=True)
+
+# %% [markdown]
+# ## Setup
+#
+# Every strategy runs outside this kernel, on each framework's own engine:
+# PyTorch's in `torchrun` (`torch.distributed.run`) worker processes talking
+# over gloo, one process per device; JAX's in one child process that sees as
+# many CPU devices as asked (`--xla_force_host_platform_device_count`, which
+# must be set before JAX starts, and this kernel's JAX has started already).
+# The library launches both, gathers what they report, stops the whole run
+# with the failing rank's error and log if a worker fails, and leaves no
+# process behind.
+
+# %%
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+from IPython.display import Markdown
+
+from sidebyside.lab import data, progress, tables, viz
+from sidebyside.posts.parallel_training import costmodel, jax_parallel, launch, model, report, torch_parallel
+from sidebyside.run import provenance
+
+tables.show_in_full()
+viz.style()
+prov = provenance.collect()
+provenance.table(prov)
+
+# %% [markdown]
+# ## 1. The model and the data
+#
+# A small vision transformer (`sidebyside.posts.parallel_training.model`),
+# written once per framework with the same layer names: 7×7 patches, a learned
+# position embedding, pre-norm blocks of multi-head attention (separate `q`,
+# `k`, `v` projections, so that tensor parallelism can split them by heads) and
+# an MLP, mean pooling, a linear head. PyTorch initialises it; its weights are
+# copied into the Flax NNX model, and the two compute the same logits. Every
+# strategy of both frameworks trains from these weights on the same global
+# batches of FashionMNIST with SGD and momentum (unlike Adam, whose update
+# barely changes when a gradient is scaled, SGD shows a wrongly averaged
+# gradient in the loss at once).
+
+# %%
+config = model.ViTConfig(patch=patch, dim=dim, depth=depth, heads=heads, mlp=mlp)
+torch_model = model.TorchViT(config, seed=seed)
+flax_model = model.FlaxViT(config, seed=seed)
+model.copy_torch_to_flax(torch_model, flax_model)
+fashion = data.load()
+batches = model.batches(fashion.X_train, fashion.y_train, batch_size=batch_size, steps=steps, seed=seed)
+X, y = np.stack([b[0] for b in batches]), np.stack([b[1] for b in batches])
+with torch.no_grad():
+    torch_logits = torch_model(torch.from_numpy(X[0])).numpy()
+flax_logits = np.asarray(flax_model(jnp.asarray(X[0])))
+pd.Series({"parameters": model.param_count(config), "global batch": batch_size, "steps": steps,
+           "largest logit difference, PyTorch against Flax": np.abs(torch_logits - flax_logits).max()})
+
+# %% [markdown]
+# ## 2. What each strategy adds, side by side
+#
+# Each strategy is one function per framework: what it adds to the one-device
+# training step. PyTorch wraps or rewrites the module (DDP, FSDP2's
+# `fully_shard`, DTensor's `parallelize_module`) and may need a hook between
+# `backward()` and the optimiser step; JAX keeps the step as it is and says
+# where each array lives (a `PartitionSpec` per parameter on a `Mesh`), and
+# XLA inserts the collectives, except in `shard_map`, where the step is
+# written per device with its collective spelled out.
+
+# %% tags=["pair:data-parallel:torch"]
+report.source(torch_parallel.data_parallel)
+
+# %% tags=["pair:data-parallel:jax"]
+report.source(jax_parallel.data_parallel)
+
+# %% tags=["pair:fully-sharded:torch"]
+report.source(torch_parallel.fully_sharded)
+
+# %% tags=["pair:fully-sharded:jax"]
+report.source(jax_parallel.fully_sharded)
+
+# %% tags=["pair:tensor-parallel:torch"]
+report.source(torch_parallel.tensor_parallel)
+
+# %% tags=["pair:tensor-parallel:jax"]
+report.source(jax_parallel.tensor_parallel)
+
+# %% tags=["pair:manual:torch"]
+report.source(torch_parallel.manual)
+
+# %% tags=["pair:manual:jax"]
+report.source(jax_parallel.manual)
+
+# %%
+code = {fw: {s: report.code_lines(getattr(module, s)) for s in launch.STRATEGIES}
+        for fw, module in (("torch", torch_parallel), ("jax", jax_parallel))}
+pd.DataFrame({f"{viz.LABELS[fw]} (lines)": code[fw] for fw in code}).rename(index=report.STRATEGY_NAMES)
+
+# %% [markdown]
+# ## 3. Training under every strategy
+#
+# For each device count, one `torchrun` launch trains all of PyTorch's
+# strategies and one JAX child process trains all of JAX's, each from the same
+# weights on the same batches; the one-device run of each framework is its
+# reference. Each worker reports its losses, the bytes its own shards hold,
+# the collectives of one step (JAX: read from the compiled program's HLO;
+# PyTorch: from `torch.profiler`'s record of the c10d calls) and its step
+# times.
+
+# %%
+runs = {}
+for n in progress.bar(device_counts, desc="device counts"):
+    torch_result = launch.run_torch(n, X=X, y=y, torch_state=torch_model.state_dict(), config=config, lr=lr,
+                                    momentum=momentum, model_parallel=model_parallel, threads=threads)
+    jax_result = launch.run_jax(n, X=X, y=y, torch_state=torch_model.state_dict(), config=config, lr=lr,
+                                momentum=momentum, model_parallel=model_parallel, threads=threads)
+    runs[n] = {"torch": report.torch_record(torch_result), "jax": report.jax_record(jax_result)}
+largest = max(device_counts)
+f"{len(device_counts)} device counts, {len(launch.STRATEGIES)} strategies, 2 frameworks: done"
+
+# %% [markdown]
+# ## 4. Correctness: the loss against the one-device run
+#
+# Splitting a batch over devices changes the order of float32 sums, and
+# nothing else; each strategy's loss per step should follow its framework's
+# one-device run to within that rounding.
+
+# %% figure="loss-deviation" alt="Loss per step of the one-device runs, and each strategy's absolute loss difference from its framework's one-device run, PyTorch and JAX"
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+run = runs[largest]
+for fw in ("torch", "jax"):
+    axes[0].plot(np.arange(1, steps + 1), run[fw]["one_device"]["losses"], color=viz.COLORS[fw],
+                 label=f"{viz.LABELS[fw]}, one device", marker="o")
+    for s, marker in zip(launch.STRATEGIES[1:], "s^vD"):
+        reference = np.array(run[fw]["one_device"]["losses"])
+        deviation = np.abs(np.array(run[fw][s]["losses"]) - reference)
+        axes[1].semilogy(np.arange(1, steps + 1), np.maximum(deviation, 1e-9), color=viz.COLORS[fw], marker=marker,
+                         label=f"{viz.LABELS[fw]}, {report.STRATEGY_NAMES[s]}", alpha=0.8)
+axes[0].set(title="One-device reference loss", xlabel="step", ylabel="training loss (cross-entropy)")
+axes[1].axhline(loss_tolerance, color="grey", linestyle="--", label="tolerance")
+axes[1].set(title=f"|loss − reference| on {largest} devices (floor 1e-9)", xlabel="step",
+            ylabel="absolute loss difference")
+axes[0].legend()
+axes[1].legend(fontsize=7, ncol=2)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## 5. Results
+#
+# Memory per device is what the shards themselves hold (JAX's
+# `addressable_shards`, PyTorch's local tensors): parameters, gradients and
+# the momentum buffers, against the one-device total. Collectives are counted per training step, by kind, with
+# the size of the full buffer each works on.
+
+# %% tags=["remove_input"]
+metrics = report.summarise(
+    runs=runs, code=code, parameters=model.param_count(config), config=config.__dict__, batch_size=batch_size,
+    steps=steps, lr=lr, momentum=momentum, model_parallel=model_parallel, device=prov["device"], simulated=True,
+    loss_tolerance=loss_tolerance, projection={})
+report.results_table(metrics)
+
+# %%
+report.collectives_table(metrics)
+
+# %% [markdown]
+# Step times on simulated devices are shown for completeness only: the
+# simulated devices share this machine's CPU cores, so a strategy on more
+# devices does not get more compute, and these times say nothing about how
+# either framework scales.
+
+# %% [markdown]
+# ## 6. At scale, on paper
+#
+# A cost model (`sidebyside.posts.parallel_training.costmodel`) projects each
+# strategy's step to 8, 64 and 512 H100s from the bytes measured above: compute
+# from the model's FLOPs and a share of the GPU's peak, communication from each
+# collective's bytes by the ring algorithm over NVLink inside a node and
+# InfiniBand between nodes. **This is a projection, not a measurement**; its
+# inputs and their sources:
+
+# %%
+tokens_per_device = (batch_size // largest) * config.tokens
+costmodel.inputs_table(params=model.param_count(config), tokens_per_device=tokens_per_device,
+                       model_parallel=model_parallel)
+
+# %%
+metrics["projection"] = {fw: {s: costmodel.project(
+    s, collectives=runs[largest][fw][s]["collectives"], grad_bytes=runs[largest][fw][s]["memory"]["grads"],
+    measured_devices=largest, params=model.param_count(config), tokens_per_device=tokens_per_device,
+    model_parallel=model_parallel, device_counts=projection_counts) for s in launch.STRATEGIES[1:]}
+    for fw in ("torch", "jax")}
+report.projection_table(metrics)
+
+# %% [markdown]
+# ## 7. Conclusion
+
+# %% tags=["remove_input"]
+Markdown(report.conclusion(metrics))
+
+# %% tags=["remove_cell"]
+provenance.save_results(metrics)["metrics"]["verdicts"][0]["label"]

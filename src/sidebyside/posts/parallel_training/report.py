@@ -1,0 +1,337 @@
+"""parallel-training: the record, the verdicts and the generated prose of the post.
+
+Inputs: what :func:`launch.run_torch` and :func:`launch.run_jax` return for each device count, the
+code lines of each strategy (:func:`code_lines` on the strategy functions), the model's size and
+the cost model's projection. :func:`summarise` builds the results record (``metrics``): per device
+count, framework and strategy, the loss curve and its largest deviation from the framework's own
+one-device reference, the final parameters' largest difference from it, the bytes per device of
+parameters, gradients and optimiser state against the replicated total, the collectives per step by
+kind, the step times; then ``verdicts`` (headline first): whether both reach the reference's losses,
+and per strategy which framework needs less code, whose collectives move fewer bytes and whose
+memory per device is lower. :func:`conclusion` writes the prose from the record alone.
+
+Counts (lines, bytes) are exact: a verdict on them compares the numbers, and calls a difference
+under ``TIE`` (1%) a tie. Losses compare against ``loss_tolerance``, the float32 noise allowed.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import statistics
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from sidebyside.lab import verdict
+from sidebyside.posts.parallel_training import comms
+
+__all__ = ["STRATEGY_NAMES", "TOOLS", "TIE", "code_lines", "Source", "source", "torch_record", "jax_record",
+           "parity_verdict", "fewer_verdict", "summarise", "results_table", "collectives_table",
+           "projection_table", "conclusion"]
+
+STRATEGY_NAMES = {"one_device": "one device", "data_parallel": "data parallel", "fully_sharded": "fully sharded",
+                  "tensor_parallel": "2-D data × model", "manual": "manual collectives"}
+TOOLS = {
+    "torch": {"one_device": "eager", "data_parallel": "DistributedDataParallel", "fully_sharded": "FSDP2 fully_shard",
+              "tensor_parallel": "DTensor parallelize_module", "manual": "torch.distributed.all_reduce"},
+    "jax": {"one_device": "jit", "data_parallel": "jit + NamedSharding", "fully_sharded": "jit + NamedSharding",
+            "tensor_parallel": "jit + 2-D NamedSharding", "manual": "shard_map + lax.pmean"},
+}
+TIE = 0.01
+
+
+# ----------------------------------------------------------------------------- code
+
+
+def _source(fn: Callable) -> str:
+    return textwrap.dedent(inspect.getsource(fn))
+
+
+def code_lines(fn: Callable) -> int:
+    """Lines of code in ``fn``'s definition: no blank lines, comments or docstrings."""
+    text = _source(fn)
+    tree = ast.parse(text)
+    docstrings = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(
+                getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
+            docstrings.update(range(body[0].lineno, body[0].end_lineno + 1))
+    return sum(1 for i, line in enumerate(text.splitlines(), 1)
+               if line.strip() and not line.strip().startswith("#") and i not in docstrings)
+
+
+class Source(str):
+    """A function's source that a notebook cell shows as it is (its repr is the text)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def source(*fns: Callable) -> Source:
+    """The source of ``fns``, one after another, for a side-by-side cell."""
+    return Source("\n\n".join(_source(fn).rstrip() for fn in fns))
+
+
+# ----------------------------------------------------------------------------- the records
+
+
+def _times(seconds: Sequence[float]) -> dict[str, float]:
+    """Median and quartiles of the step times after the first (which pays any compilation)."""
+    rest = list(seconds[1:]) or list(seconds)
+    q = statistics.quantiles(rest, n=4, method="inclusive") if len(rest) > 1 else [rest[0]] * 3
+    return {"median_s": statistics.median(rest), "q1_s": q[0], "q3_s": q[2], "first_s": seconds[0]}
+
+
+def _compare(strategies: dict, params: Mapping[str, Mapping[str, Any]]) -> dict:
+    import numpy as np
+
+    ref = strategies["one_device"]
+    ref_params = params["one_device"]
+    replicated = sum(ref["memory"].values())
+    for name, s in strategies.items():
+        s["max_loss_deviation"] = float(max(abs(a - b) for a, b in zip(s["losses"], ref["losses"])))
+        s["max_param_difference"] = float(max(np.abs(np.asarray(params[name][k]) - np.asarray(v)).max()
+                                              for k, v in ref_params.items()))
+        s["memory"]["total"] = sum(s["memory"][k] for k in ("params", "grads", "optimizer"))
+        s["replicated_total"] = replicated
+        s["comms"] = comms.summarise(comms.Collective(**c) for c in s["collectives"])
+    return strategies
+
+
+def torch_record(result: Mapping[str, Any]) -> dict[str, Any]:
+    """Per strategy, from :func:`launch.run_torch`'s result: rank 0's losses, step times and
+    collectives, and the memory of the rank that holds the most."""
+    ranks = result["ranks"]
+    out = {}
+    for name, rec in ranks[0]["strategies"].items():
+        held = [r["strategies"][name]["memory"] for r in ranks if name in r["strategies"]]
+        memory = max(held, key=lambda m: sum(m.values()))
+        out[name] = {"losses": rec["losses"], "memory": dict(memory), "collectives": rec.get("collectives", []),
+                     "time": _times(rec["step_seconds"]), "compile_s": None}
+    return _compare(out, result["params"])
+
+
+def jax_record(result: Mapping[str, Any]) -> dict[str, Any]:
+    """Per strategy, from :func:`launch.run_jax`'s result (one process sees every device)."""
+    out = {name: {"losses": rec["losses"], "memory": dict(rec["memory"]), "collectives": rec["collectives"],
+                  "time": _times(rec["step_seconds"]), "compile_s": rec["compile_s"]}
+           for name, rec in result["strategies"].items()}
+    return _compare(out, result["params"])
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+
+def _contestants(strategy: str) -> dict[str, dict[str, Any]]:
+    return {"torch": verdict.contestant("torch", TOOLS["torch"][strategy], "torch.distributed on gloo, "
+                                        "torchrun workers"),
+            "jax": verdict.contestant("jax", TOOLS["jax"][strategy], "XLA's SPMD partitioner")}
+
+
+def parity_verdict(deviations: Mapping[str, Mapping[str, float]], *, tolerance: float, scale: Mapping[str, Any],
+                   devices: int) -> verdict.Verdict:
+    """Do both frameworks follow their one-device loss curve under every strategy?
+    ``deviations``: framework -> strategy -> largest absolute loss difference over the steps."""
+    worst = {fw: max(d.items(), key=lambda kv: kv[1]) for fw, d in deviations.items()}
+    off = [fw for fw, (_, dev) in worst.items() if dev > tolerance]
+    figures = "; ".join(f"{verdict.FRAMEWORKS[fw]} at most {verdict.fmt_number(dev)} ({STRATEGY_NAMES[s]})"
+                        for fw, (s, dev) in worst.items())
+    if not off:
+        label, winner = "both match", None
+        sentence = (f"On {devices} devices both frameworks follow their one-device loss curve under every strategy: "
+                    f"the largest deviation is {figures}, inside the float32 tolerance of "
+                    f"{verdict.fmt_number(tolerance)}.")
+    else:
+        label = "deviates"
+        winner = next(fw for fw in deviations if fw not in off) if len(off) < len(deviations) else None
+        sentence = (f"On {devices} devices, {' and '.join(verdict.FRAMEWORKS[fw] for fw in off)} leave the one-device "
+                    f"loss curve by more than the float32 tolerance of {verdict.fmt_number(tolerance)}: {figures}.")
+    v = verdict.Verdict(question="Does every strategy reach the one-device reference's losses, in both frameworks?",
+                        label=label, sentence=sentence, subject="torch", other="jax", winner=winner,
+                        test=f"largest absolute loss difference per step against {verdict.fmt_number(tolerance)}",
+                        threshold=tolerance)
+    return verdict.frame(v, contestants={fw: verdict.contestant(fw, "every strategy", "the framework's own "
+                                                                "distributed engine") for fw in ("torch", "jax")},
+                         scale=scale)
+
+
+def fewer_verdict(strategy: str, torch_value: float, jax_value: float, *, what: str, unit: str, question: str,
+                  scale: Mapping[str, Any], fmt: Callable[[float], str] = verdict.fmt_number) -> verdict.Verdict:
+    """Which framework needs fewer of ``what`` (code lines, bytes moved, bytes held) for
+    ``strategy``? Exact counts: within ``TIE`` of each other is a tie."""
+    t, j = float(torch_value), float(jax_value)
+    big = max(t, j)
+    who = {fw: f"{verdict.FRAMEWORKS[fw]} ({TOOLS[fw][strategy]})" for fw in ("torch", "jax")}
+    if big == 0 or abs(t - j) <= TIE * big:
+        label, winner, factor = "tie", None, None
+        sentence = (f"{who['torch']} and {who['jax']} need the same {what} for {STRATEGY_NAMES[strategy]}: "
+                    f"{fmt(t)} against {fmt(j)}{unit}.")
+    else:
+        winner = "torch" if t < j else "jax"
+        loser = "jax" if winner == "torch" else "torch"
+        low, high = min(t, j), big
+        factor = high / low if low else None
+        label = "fewer"
+        ratio = f", {verdict.fmt_ratio(factor)} fewer" if factor else ""
+        sentence = (f"{who[winner]} needs fewer {what} than {who[loser]} for {STRATEGY_NAMES[strategy]}: "
+                    f"{fmt(low)} against {fmt(high)}{unit}{ratio}.")
+    v = verdict.Verdict(question=question, label=label, sentence=sentence, subject="torch", other="jax",
+                        winner=winner, test=f"exact count; a difference under {TIE:.0%} is a tie",
+                        difference=t - j, sides={})
+    v.factor = factor
+    return verdict.frame(v, contestants=_contestants(strategy), scale=scale)
+
+
+def _bytes(n: float) -> str:
+    for size, unit in ((2 ** 30, "GiB"), (2 ** 20, "MiB"), (2 ** 10, "KiB")):
+        if n >= size:
+            return f"{verdict.fmt_number(n / size)} {unit}"
+    return f"{int(n)} B"
+
+
+def summarise(*, runs: Mapping[int, Mapping[str, Any]], code: Mapping[str, Mapping[str, int]], parameters: int,
+              config: Mapping[str, Any], batch_size: int, steps: int, lr: float, momentum: float, model_parallel: int,
+              device: str, simulated: bool, loss_tolerance: float, projection: Mapping[str, Any]) -> dict[str, Any]:
+    """The results record; ``runs``: device count -> ``{"torch": torch_record(...), "jax": jax_record(...)}``;
+    ``code``: framework -> strategy -> :func:`code_lines`; ``projection``: framework -> strategy ->
+    :func:`costmodel.project`'s result."""
+    largest = max(runs)
+    kind = "simulated CPU devices" if simulated else "devices"
+    scale = verdict.scale_of(parameters=parameters, input="28×28", batch=batch_size, precision="float32",
+                             device=f"{largest} {kind} ({device})")
+    run = runs[largest]
+    strategies = [s for s in STRATEGY_NAMES if s != "one_device" and s in run["torch"] and s in run["jax"]]
+    found = [parity_verdict({fw: {s: run[fw][s]["max_loss_deviation"] for s in strategies} for fw in ("torch", "jax")},
+                            tolerance=loss_tolerance, scale=scale, devices=largest)]
+    for s in strategies:
+        found.append(fewer_verdict(s, code["torch"][s], code["jax"][s], what="lines of code", unit=" lines",
+                                   question=f"Which framework needs less code for {STRATEGY_NAMES[s]}?", scale=scale,
+                                   fmt=lambda x: str(int(x))))
+    for s in strategies:
+        found.append(fewer_verdict(
+            s, run["torch"][s]["comms"]["total"]["bytes"], run["jax"][s]["comms"]["total"]["bytes"],
+            what="bytes in collectives per step", unit="", fmt=_bytes, scale=scale,
+            question=f"Whose collectives move fewer bytes per step for {STRATEGY_NAMES[s]}?"))
+    for s in strategies:
+        found.append(fewer_verdict(
+            s, run["torch"][s]["memory"]["total"], run["jax"][s]["memory"]["total"], what="bytes per device",
+            unit="", fmt=_bytes, scale=scale,
+            question=f"Whose memory per device (parameters, gradients, optimiser state) is lower for "
+                     f"{STRATEGY_NAMES[s]}?"))
+    verdict.check_headline(found)
+    return {
+        "model": {"parameters": parameters, **dict(config)}, "batch_size": batch_size, "steps": steps, "lr": lr, "momentum": momentum,
+        "model_parallel": model_parallel, "device": device, "simulated": simulated, "largest": largest,
+        "loss_tolerance": loss_tolerance, "code_lines": {fw: dict(v) for fw, v in code.items()},
+        "runs": {str(n): r for n, r in runs.items()}, "projection": dict(projection),
+        "verdicts": [v.to_dict() for v in found],
+    }
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def results_table(metrics: Mapping[str, Any], devices: int | None = None):
+    """One row per strategy and framework at ``devices`` (the largest run by default)."""
+    import pandas as pd
+
+    n = str(devices or metrics["largest"])
+    rows = []
+    for s in STRATEGY_NAMES:
+        for fw in ("torch", "jax"):
+            r = metrics["runs"][n][fw].get(s)
+            if r is None:
+                continue
+            rows.append({
+                "strategy": STRATEGY_NAMES[s], "framework, tool": f"{verdict.FRAMEWORKS[fw]}, {TOOLS[fw][s]}",
+                "code lines": metrics["code_lines"][fw][s],
+                "largest loss deviation": r["max_loss_deviation"],
+                "largest parameter difference": r["max_param_difference"],
+                "memory per device (KiB)": r["memory"]["total"] / 1024,
+                "of replicated (%)": 100 * r["memory"]["total"] / r["replicated_total"],
+                "collectives per step": r["comms"]["total"]["count"],
+                "collective bytes per step (KiB)": r["comms"]["total"]["bytes"] / 1024,
+                "step time (ms, median)": 1e3 * r["time"]["median_s"],
+            })
+    return pd.DataFrame(rows).set_index(["strategy", "framework, tool"])
+
+
+def collectives_table(metrics: Mapping[str, Any], devices: int | None = None):
+    """Count and KiB per collective kind, per strategy and framework, at ``devices``."""
+    import pandas as pd
+
+    n = str(devices or metrics["largest"])
+    rows = []
+    for s in STRATEGY_NAMES:
+        for fw in ("torch", "jax"):
+            r = metrics["runs"][n][fw].get(s)
+            if r is None or s == "one_device":
+                continue
+            row = {"strategy": STRATEGY_NAMES[s], "framework, tool": f"{verdict.FRAMEWORKS[fw]}, {TOOLS[fw][s]}"}
+            for kind in comms.KINDS:
+                entry = r["comms"].get(kind, {"count": 0, "bytes": 0})
+                row[f"{kind} (count)"] = entry["count"]
+                row[f"{kind} (KiB)"] = entry["bytes"] / 1024
+            rows.append(row)
+    table = pd.DataFrame(rows).set_index(["strategy", "framework, tool"])
+    return table.loc[:, (table != 0).any(axis=0)]
+
+
+def projection_table(metrics: Mapping[str, Any]):
+    """The cost model's projected step time and scaling efficiency per strategy, framework and GPU count."""
+    import pandas as pd
+
+    rows = []
+    for fw, per in metrics["projection"].items():
+        for s, counts in per.items():
+            for n, p in counts.items():
+                rows.append({"strategy": STRATEGY_NAMES[s], "framework, tool": f"{verdict.FRAMEWORKS[fw]}, {TOOLS[fw][s]}",
+                             "H100s": int(n), "compute (µs)": 1e6 * p["compute_s"],
+                             "communication (µs)": 1e6 * p["comm_s"],
+                             "efficiency, no overlap (%)": 100 * p["efficiency_no_overlap"],
+                             "efficiency, full overlap (%)": 100 * p["efficiency_overlap"]})
+    return pd.DataFrame(rows).set_index(["strategy", "framework, tool", "H100s"])
+
+
+# ----------------------------------------------------------------------------- prose
+
+
+def _tally(metrics: Mapping[str, Any], prefix: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {"torch": [], "jax": [], "tie": []}
+    for v in metrics["verdicts"]:
+        if v["question"].startswith(prefix):
+            strategy = v["question"][len(prefix):].rstrip("?").split(" for ")[-1]
+            out[v["winner"] or "tie"].append(strategy)
+    return out
+
+
+def _list(items: Sequence[str]) -> str:
+    return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + items[-1] if items else "none"
+
+
+def conclusion(metrics: Mapping[str, Any]) -> str:
+    """The post's answer, from the record alone."""
+    n = metrics["largest"]
+    head = metrics["verdicts"][0]
+    parts = [head["sentence"]]
+    for prefix, topic, what in (("Which framework needs less code", "Code", "needs less code"),
+                                ("Whose collectives move fewer bytes", "Communication", "moves fewer bytes per step"),
+                                ("Whose memory per device", "Memory", "holds less per device")):
+        t = _tally(metrics, prefix)
+        clauses = [f"{verdict.FRAMEWORKS[fw]} {what} for {_list(t[fw])}" for fw in ("torch", "jax") if t[fw]]
+        if t["tie"]:
+            clauses.append(f"the two tie for {_list(t['tie'])}")
+        parts.append(f"{topic}, on {n} devices: " + "; ".join(clauses) + ".")
+    run = metrics["runs"][str(n)]
+    fs = {fw: run[fw].get("fully_sharded") for fw in ("torch", "jax")}
+    if all(fs.values()):
+        parts.append("Fully sharded, each device holds " + " and ".join(
+            f"{verdict.fmt_number(100 * fs[fw]['memory']['total'] / fs[fw]['replicated_total'])}% of the replicated "
+            f"bytes in {verdict.FRAMEWORKS[fw]}" for fw in ("torch", "jax")) + f" on {n} devices.")
+    if metrics["simulated"]:
+        parts.append(f"The {n} devices were simulated on one CPU and share its cores, so the step times above are "
+                     "not evidence of how either framework scales; the projection to H100s is a model, not a "
+                     "measurement.")
+    return "\n\n".join(parts)
