@@ -209,7 +209,7 @@ def test_similarity_matrix_writes_each_value_and_colours_the_labels():
     image = viz.similarity_matrix(ax, matrix, ["a", "b", "c"], colors=[viz.COLORS["torch"], "#000000", "#1A73E8"])
     assert image.norm.vmin == pytest.approx(0.89) and image.norm.vmax == 1.0  # just below the smallest value
     texts = [t.get_text() for t in ax.texts]
-    assert len(texts) == 9 and texts[1] == "0.95" and texts[5] == "0.97"
+    assert len(texts) == 9 and texts[1] == "0.950" and texts[5] == "0.970"  # three digits by default
     assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
     assert matplotlib.colors.to_hex(ax.get_yticklabels()[0].get_color()).upper() == viz.COLORS["torch"].upper()
     with pytest.raises(ValueError, match="one colour per label"):
