@@ -112,7 +112,7 @@ def pages(reader_site):
                     "errors": errors,
                     **page.evaluate(LAYOUT_PROBLEMS),
                     "verdict": page.evaluate("() => (document.querySelector('.verdict') || {}).innerText || null"),
-                    "provenance": page.evaluate("() => (document.querySelector('.provenance') || {}).innerText || ''"),
+                    "provenance": page.evaluate("() => (document.querySelector('.provenance') || {}).textContent || ''"),  # in the closed appendix
                     "title": page.evaluate("() => (document.querySelector('.post-title') || {}).textContent || ''"),
                     "downloads": page.evaluate("() => Array.from(document.querySelectorAll('.downloads a')).map(a => a.href)"),
                     "scoreboard": page.evaluate("() => Array.from(document.querySelectorAll('.scoreboard tbody tr')).map(r => r.innerText)"),

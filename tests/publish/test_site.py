@@ -138,7 +138,7 @@ def _browse(built: Path, slugs: list[str], prefix: str) -> dict[str, dict]:
                 "errors": errors,
                 "images": images,
                 "katex": page.evaluate("() => document.querySelectorAll('.katex').length"),
-                "provenance": page.evaluate("() => (document.querySelector('.provenance') || {}).innerText || ''"),
+                "provenance": page.evaluate("() => (document.querySelector('.provenance') || {}).textContent || ''"),  # in the closed appendix
                 "colab": page.evaluate("() => (document.querySelector('a.colab') || {}).href || ''"),
                 "verdict": page.evaluate("() => !!document.querySelector('.verdict')"),
                 "text": page.evaluate("() => document.body.innerText"),
