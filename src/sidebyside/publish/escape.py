@@ -13,8 +13,8 @@ so every byte of output goes through one of them wherever it is printed.
   removal of whitespace and control characters, only ``http``, ``https``,
   ``mailto`` and relative URLs pass (an allow-list, never a list of bad schemes).
 - :func:`safe_html`: ``text/html`` output through ``nh3`` (see below) with an
-  allow-list of tags and attributes (tables, inline formatting, links and
-  images whose URL passes :func:`safe_url`); the result is balanced, and a
+  allow-list of tags and attributes (tables, inline formatting, links whose
+  URL passes :func:`safe_url`); the result is balanced, and a
   note says how many URLs were removed.
 - :func:`safe_markdown`: ``text/markdown`` output kept as Markdown, with raw
   HTML and kramdown extensions escaped, fences closed, and every link or image
@@ -105,13 +105,14 @@ def safe_url(url: str) -> bool:
 
 ALLOWED_TAGS = frozenset(
     "table thead tbody tfoot tr th td caption colgroup col div span p br hr b i em strong u s small sub sup "
-    "code pre kbd samp var ul ol li dl dt dd h1 h2 h3 h4 h5 h6 blockquote abbr a img".split())
+    "code pre kbd samp var ul ol li dl dt dd h1 h2 h3 h4 h5 h6 blockquote abbr a".split())
 ALLOWED_ATTRIBUTES = {"*": {"class", "title", "colspan", "rowspan", "align", "valign", "border", "span"},
-                      "a": {"href"}, "img": {"src", "alt", "width", "height"}}
+                      "a": {"href"}}
 # Their content is code or markup for another engine, never text to show.
 DROPPED_WITH_CONTENT = frozenset({"script", "style", "template", "noscript", "iframe", "object", "svg", "math",
                                   "textarea", "title", "xmp", "noembed", "noframes", "plaintext"})
-#: Attributes that hold URLs (CSS ``url()`` lives in ``style``); none but ``href`` and ``src`` survive.
+#: Attributes that hold URLs (CSS ``url()`` lives in ``style``); none but a link's ``href`` survives
+#: (figures come as image outputs, published as files, never as HTML ``<img>``).
 URL_ATTRIBUTES = frozenset({"href", "src", "xlink:href", "srcset", "action", "formaction", "poster", "background",
                             "data", "cite", "longdesc", "ping", "style"})
 _CSS_URL = re.compile(r"url\(\s*(['\"]?)(.*?)\1\s*\)", re.I | re.S)
@@ -119,7 +120,7 @@ _CSS_URL = re.compile(r"url\(\s*(['\"]?)(.*?)\1\s*\)", re.I | re.S)
 
 def _url_filter(tag: str, attribute: str, value: str) -> str | None:
     """nh3's last word on every kept attribute: a URL must pass :func:`safe_url`."""
-    if attribute in ("href", "src") and not safe_url(value):
+    if attribute == "href" and not safe_url(value):
         return None
     return drop_controls(value)
 
@@ -159,7 +160,7 @@ def safe_html(text: str) -> str:
     """``text/html`` output reduced by ``nh3`` to an allow-list of tags and
     attributes (no script, no style, no event handler, no form, no frame), every
     tag balanced so that the output cannot close the block around it. Links
-    and images keep their URL only where it passes :func:`safe_url` (nh3 checks
+    keep their URL only where it passes :func:`safe_url` (nh3 checks
     the scheme too, after the HTML parser's own decoding); when any URL was
     removed, a paragraph saying how many ends the output."""
     import nh3
