@@ -616,6 +616,8 @@ IMPLEMENTATIONS = {
     ("torch", "device"): "ATen's kernels, one launch per op from Python",
     ("torch", "dataloader"): "ATen's kernels, batches from a DataLoader",
     ("torch", "compile"): "kernels Inductor generates",
+    ("torch", "autograd"): "ATen's kernels, backward by autograd",
+    ("torch", "func"): "torch.func transforms over ATen's kernels",
     ("torch", "cuda-graph"): "ATen's kernels replayed from a CUDA graph",
     ("torch", "cuda_graph"): "ATen's kernels replayed from a CUDA graph",
     ("jax", "jit"): "one program compiled by XLA",
