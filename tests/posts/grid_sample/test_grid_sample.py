@@ -639,9 +639,11 @@ def test_bench_goals_follow_the_device_the_shape_and_the_numbers():
     row = {"shape": [8, 64, 128, 128], "ratio": 1.0}
     (goal,) = bench.goals("nearest/2d_channels/forward", row, "gpu")
     assert goal["value"] is None and goal["met"] is None
-    # On a CPU only the per-call goals (none for nearest's forward), whatever the shape.
+    # On a CPU only the per-call goals, every mode's forward included (nearest's too), whatever the shape.
     assert named(bench.goals("bilinear/x/forward", _goal_row((32, 3, 256, 256), ratio=1.6), "cpu")) == {"per call": False}
-    assert bench.goals("nearest/x/forward", _goal_row((32, 3, 256, 256)), "cpu") == []
+    assert named(bench.goals("nearest/x/forward", _goal_row((32, 3, 256, 256)), "cpu")) == {"per call": True}
+    assert named(bench.goals("nearest/x/forward", _goal_row((32, 3, 256, 256), ratio=2.12), "cpu")) == {
+        "per call": False}
     rows = {"bilinear/2d_large_gpu/forward": _goal_row((32, 3, 256, 256), 1.1),
             "bilinear/2d_channels/forward": {"shape": [8, 64, 128, 128], "ratio": 1.0}}
     table = bench.goals_table(rows, "gpu")
