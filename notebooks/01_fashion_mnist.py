@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     cell_metadata_filter: tags,figure,alt,-all
+#     cell_metadata_filter: tags,figure,alt,summary,-all
 #     formats: ipynb,py:percent
 #     notebook_metadata_filter: sidebyside,kernelspec,jupytext,colab,accelerator
 #     text_representation:
@@ -327,7 +327,7 @@ fig.legend(handles=[Patch(color=viz.COLORS[fw], label=f"{viz.LABELS[fw]} (mean o
 fig.tight_layout(rect=(0, 0, 1, 0.92))
 plt.show()
 
-# %% tags=["appendix"]
+# %% tags=["appendix"] summary="Per-class accuracy, every class"
 pd.DataFrame({f"{kind.upper()} {viz.LABELS[fw]} (%)": per_class[kind, fw]
               for kind in runs_config for fw in ("torch", "flax")}, index=data.CLASSES).round(1)
 
@@ -480,7 +480,7 @@ report.results_table(metrics)
 # %% [markdown]
 # ## 7. Conclusion
 
-# %% tags=["remove_input", "collapsed"]
+# %% tags=["remove_input", "collapsed"] summary="The conclusion in full"
 Markdown(report.conclusion(metrics))
 
 # %% tags=["remove_cell"]

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     cell_metadata_filter: tags,figure,alt,-all
+#     cell_metadata_filter: tags,figure,alt,summary,-all
 #     formats: ipynb,py:percent
 #     notebook_metadata_filter: sidebyside,kernelspec,jupytext,colab,accelerator
 #     text_representation:
@@ -82,7 +82,7 @@ if "google.colab" in sys.modules:
 # The original used Flax Linen (`nn.Dense`, `model.init`, `TrainState`) and `jax.random.PRNGKey`;
 # this post uses Flax NNX (whose `nnx.Rngs` holds typed `jax.random.key`s), the current APIs.
 
-# %% tags=["appendix"]
+# %% tags=["appendix"] summary="Set-up: imports, conditions, data"
 import copy
 import dataclasses
 import re
@@ -193,7 +193,7 @@ for variant in ("flax", "flax_torch_init", "flax_same_init"):
             on_epoch_end=recorder(run), progress=f"{variant} seed {seed}")
         runs[variant].append(finish(run, flax_model, history))
 
-# %% tags=["appendix-input", "appendix"]
+# %% tags=["appendix-input", "appendix"] summary="Test accuracy, every variant and seed"
 accuracy = pd.DataFrame(
     [{"variant": VARIANTS[v], "seed": r["seed"], "test accuracy (%)": 100 * r["accuracy"]}
      for v, rs in runs.items() for r in rs]
@@ -209,7 +209,7 @@ tables.table(accuracy, 4)
 # centred at zero (brown negative, teal positive; colours saturate at the 99.5th percentile of
 # |w| over the panels). The first seed of each variant is shown.
 
-# %% figure="weights-end" alt="First-layer weights of PyTorch and Flax networks after training, 128 templates of 28 by 28 pixels each, on one colour scale" tags=["appendix-input", "appendix"]
+# %% figure="weights-end" alt="First-layer weights of PyTorch and Flax networks after training, 128 templates of 28 by 28 pixels each, on one colour scale" tags=["appendix-input", "appendix"] summary="All 128 templates of each network"
 panels = ["torch", "flax", "flax_torch_init"]
 end = {v: runs[v][0]["weights"][num_epochs]["fc1"] for v in panels}
 vmax = viz.shared_vmax(*end.values(), quantile=0.995)
@@ -302,7 +302,7 @@ X_graph_jax, y_graph_jax = jnp.asarray(X_graph), jnp.asarray(y_graph, dtype=jnp.
 forward_graph = viz.jaxpr_graph(forward, params, X_graph_jax, arg_names=["params", "X"], out_name="logits")
 viz.svg(forward_graph)
 
-# %% [markdown] tags=["appendix"]
+# %% [markdown] tags=["appendix"] summary="The gradient's jaxpr, drawn"
 # And the gradient of the loss with respect to the parameters, `jax.grad(loss_fn)`: the forward pass,
 # then the backward pass that `jax.grad` derived, as one program (the loss value itself, which
 # `jax.grad` discards, is pruned). This is the JAX counterpart of what torchviz shows: torchviz draws
@@ -415,7 +415,7 @@ plt.show()
 # (initial weights and batch order); for pairs across frameworks we use seeds $i \ne j$ too, so
 # that both kinds of pair differ in the same things. Random, untrained networks are the baseline.
 
-# %% tags=["appendix-input", "appendix"]
+# %% tags=["appendix-input", "appendix"] summary="CKA of each comparison, as a table"
 networks = [(variant, r["seed"]) for variant, rs in runs.items() for r in rs]
 cka_trained = analysis.cka_matrix([r["hidden"] for rs in runs.values() for r in rs])
 cka_untrained = analysis.cka_matrix([r["hidden_init"] for rs in runs.values() for r in rs])
@@ -476,7 +476,7 @@ tables.table(post.results_table(metrics))
 #
 # ## 5. Conclusion
 
-# %% tags=["remove_input", "collapsed"]
+# %% tags=["remove_input", "collapsed"] summary="The conclusion in full"
 Markdown(post.conclusion(metrics))
 
 # %% tags=["remove_cell"]

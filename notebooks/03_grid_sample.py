@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     cell_metadata_filter: tags,figure,alt,-all
+#     cell_metadata_filter: tags,figure,alt,summary,-all
 #     formats: ipynb,py:percent
 #     notebook_metadata_filter: sidebyside,kernelspec,jupytext,colab,accelerator
 #     text_representation:
@@ -118,7 +118,7 @@ provenance.table(record)
 #
 # `grid_sample(input, grid)` reads `input` (N, C, H, W) at the points of `grid` (N, H_out, W_out, 2), given as (x, y) in [-1, 1]. The details that a port has to get right, all taken from PyTorch's ATen kernels:
 
-# %% [markdown] tags=["appendix"]
+# %% [markdown] tags=["appendix"] summary="What a port must get right: PyTorch's arithmetic in detail"
 # - **Unnormalisation, and how it is rounded.** With `align_corners=True`, -1 and 1 are the *centres* of the corner pixels: x = (g + 1)(W - 1)/2. With `False` they are the *outer edges*: x = ((g + 1)W - 1)/2. PyTorch's CUDA kernels and its 2-D CPU kernel compute the multiply and the subtraction as one fused multiply-add (one rounding); its 3-D CPU kernel rounds the product and the difference apart. An ulp more or less in a coordinate of 400 pixels is 3e-5 of a pixel, which the slope of a 0-255 image turns into an error of 1e-5 of the scale, and which now and then moves a coordinate across a pixel boundary, where the grid gradient changes completely. `sidebyside.grid_sample` computes these roundings explicitly (an exact emulation of the fused multiply-add from exact partial products and error-free additions), so they do not depend on what XLA, Triton or g++ decide to fuse.
 # - **Padding acts on the coordinate, before interpolation.** `border` clamps it to [0, W - 1]; `reflection` mirrors it about -0.5 and W - 0.5 when `align_corners=False` (about 0 and W - 1 otherwise), then clamps. Bicubic applies the padding to each of its 16 integer taps instead.
 # - **Bicubic** is Keys' kernel with A = -0.75. **Nearest** rounds half to even.
@@ -133,7 +133,7 @@ provenance.table(record)
 #
 # A mean squared error over [0, 1] images under one gentle warp, the evidence a public port offers for being "near-identical", cannot see a wrong pixel: a pixel that is off by 0.5 in a 128 x 128 RGB image moves the MSE by 5e-6. So we report the **largest** absolute and relative error, for the output and for both gradients, over grids built to hit the hard cases.
 
-# %% [markdown] tags=["appendix"]
+# %% [markdown] tags=["appendix"] summary="Method: how parity is tested"
 # For each configuration both frameworks get the same input, the same grid and the same output cotangent (rounded to the dtype once, so the inputs are bit-identical). Half of the grid points are uniform in [-2, 2]; the other half sit where ports go wrong: exactly on pixel centres, on pixel edges, at half-pixels, on the border, and far outside (up to 1000 image widths; 9.5 in half precision, whose spacing there is wider than a pixel). PyTorch runs on the device JAX runs on (its CUDA kernel on a GPU), except in half precision, which PyTorch's CUDA kernels compute in float32 and its CPU kernels, like this port, in the dtype: there PyTorch runs on the CPU. The JAX side runs the way the `parity_transform` parameter says (this run: shown below the table); the test suite repeats the comparison op by op, under `jit` and under `vmap`. Errors are reported relative to the largest magnitude of PyTorch's result.
 
 # %% tags=["appendix-input"]
@@ -216,7 +216,7 @@ jax_warps = {(mode, padding): np.asarray(grid_sample(photo_jax, grid_jax, mode=m
                                                      align_corners=False)[0])
              for mode, padding in warp_modes}
 
-# %% tags=["appendix-input", "appendix"]
+# %% tags=["appendix-input", "appendix"] summary="The photograph, warped in every mode"
 warp_diff = {f"{m}/{p}": float(np.abs(torch_warps[m, p] - jax_warps[m, p]).max()) for m, p in warp_modes}
 pd.Series(warp_diff, name="max |PyTorch - JAX| (pixel values in [0, 1])").to_frame()
 
@@ -243,7 +243,7 @@ plt.show()
 #
 # Two different questions get two different numbers, both measured with PyTorch and JAX in one interleaved run (`sidebyside.lab.timing.compare`: first call and compilation apart, every result waited for, median and quartiles of the repeats), float32, a random affine warp; forward+backward is the output and the gradient with respect to both input and grid.
 
-# %% [markdown] tags=["appendix"]
+# %% [markdown] tags=["appendix"] summary="Method: kernel time, the memory floor, call time, the alternatives"
 # - **Kernel time**: what one call costs inside a larger compiled program. Many calls are chained in one program, each on its own copy of the inputs, the copies together at least twice the size of the last-level cache (the L2 on a GPU), so that every call reads its inputs from memory rather than from a cache warmed by the previous call: JAX as one jitted program that calls the kernel once per copy, in order, PyTorch as one CUDA graph on a GPU (a loop on the CPU). Neither side moves any data between calls: a `lax.scan` over stacked copies would slice each copy out and write each output back, two copies per call that PyTorch's loop does not make, which would count against JAX. Inside a jitted model, JAX's dispatch is paid once for the whole program, so this is the number that matters there. On a GPU the chain makes at least 32 calls, going round the copies as often as that takes: a chain of two large calls runs about as long as JAX takes to dispatch it, and would time the dispatch, not the kernels.
 # - **The memory floor**: the time a call would take if it did nothing but move its data: each array it reads or writes, once (input, grid and output; in forward+backward also the grid, the cotangent and, except in nearest, the input again, and both gradients), at the speed of a plain copy (PyTorch's `copy_` of a buffer four times the last-level cache) measured on the same device in the same run. A kernel's share of the floor's speed is the floor divided by its kernel time: 100% would be a kernel as fast as a copy of its data. Where a kernel is far below it, arithmetic or scattered reads set its pace, not memory.
 # - **Per-call time**: a Python loop of calls, as a script that calls `grid_sample` on its own makes them. Each framework's dispatch is included: JAX's costs tens of microseconds per call whatever the size of the problem, PyTorch's about ten, so a small problem can be faster in JAX's kernel and slower in JAX's loop. On a CPU with more than one thread there is a second cost of the same kind: PyTorch's OpenMP threads keep spinning for a while after a call, so the next call finds them awake, while the threads of XLA's pool, which the native kernel shares, go to sleep between calls and are woken for each (measured with an instrumented build of the kernel: `ParallelBatches` in `sidebyside/posts/grid_sample/grid_sample_cpu.cc`). The wake-up is paid inside one program too, where the pool's threads also fall asleep between one call and the next, but it is a fixed cost: it weighs most on the shortest calls, nearest's forward above all, and more per call (inputs in the cache) than in the kernel time (inputs from memory). On a GPU the calls of a repeat are issued back to back and waited for once.
@@ -264,7 +264,7 @@ with pd.option_context("display.float_format", "{:.3g}".format, "display.width",
 Markdown(f"{bench_run['device_kind'].upper()}, {verdict.plural(bench_run['threads'], 'thread')} for both libraries: "
          f"`{bench_run['command']}`")
 
-# %% [markdown] tags=["appendix"]
+# %% [markdown] tags=["appendix"] summary="The goals this device is held to"
 # The goals this device is held to (`sidebyside.posts.grid_sample.bench.goals`): per call everywhere they are set; on a GPU also each kernel against PyTorch's CUDA kernel (at most 0.8 of its time at 32×3×256², 8×64×128² and 4×8×32×64², forward and forward+backward) and the forward at 32×3×256² at 70% of the memory floor's speed or more.
 
 # %% tags=["appendix-input", "appendix"]
@@ -303,7 +303,7 @@ ax.set(xlabel="time relative to PyTorch (JAX / PyTorch, log scale)", ylabel="con
 ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
 plt.show()
 
-# %% figure="floor-speed" alt="Bar chart of each grid_sample kernel's share of the memory floor's speed, JAX and PyTorch side by side for each configuration, with the goal marked where one is set" tags=["appendix-input", "appendix"]
+# %% figure="floor-speed" alt="Bar chart of each grid_sample kernel's share of the memory floor's speed, JAX and PyTorch side by side for each configuration, with the goal marked where one is set" tags=["appendix-input", "appendix"] summary="Against the memory floor"
 floor_keys = [k for k in labels if speed[k].get("jax_floor_speed") is not None]
 if floor_keys:
     fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(floor_keys) + 1.4))
@@ -407,7 +407,7 @@ report.results_table(metrics)
 # %% [markdown]
 # ## 7. Conclusion
 
-# %% tags=["remove_input", "collapsed"]
+# %% tags=["remove_input", "collapsed"] summary="The conclusion in full"
 Markdown(report.conclusion(metrics) + "\n\n" + checkpoints.describe_parts(parts.log))
 
 # %% tags=["remove_cell"]

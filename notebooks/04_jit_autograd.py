@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     cell_metadata_filter: tags,figure,alt,-all
+#     cell_metadata_filter: tags,figure,alt,summary,-all
 #     formats: ipynb,py:percent
 #     notebook_metadata_filter: sidebyside,kernelspec,jupytext,colab,accelerator
 #     text_representation:
@@ -232,7 +232,7 @@ def floor_s(device, n):
     return peaks.floor_seconds(8 * n, bandwidth[device]["floor_bytes_per_s"])
 
 
-# %% [markdown] tags=["appendix"]
+# %% [markdown] tags=["appendix"] summary="Per-call times, every size and tool"
 # Per-call times, median over the repeats, in microseconds, with the memory floor of each size:
 
 # %% tags=["appendix-input", "appendix"]
@@ -507,7 +507,7 @@ errors.columns.name = "size"
 assert (errors.max(axis=1) < 1e-5).all(), errors
 errors.map(lambda e: f"{e:.1e}")
 
-# %% [markdown] tags=["appendix"]
+# %% [markdown] tags=["appendix"] summary="Gradient times, every size and method"
 # All methods agree with the exact derivative to float32 rounding (largest absolute error per
 # method and size above). The time per call, median ± IQR/2, in milliseconds:
 
@@ -606,7 +606,7 @@ results.round(2)
 #
 # Written from the results record by `sidebyside.posts.jit_autograd.report`, so that every number below is the run's.
 
-# %% tags=["remove_input", "collapsed"]
+# %% tags=["remove_input", "collapsed"] summary="The conclusion in full"
 metrics = report.summarise(
     conditions=conditions, startup=startup, bandwidth=bandwidth, jit_entries=jit_entries,
     floors={(d, n): floor_s(d, n) for d, n in jit_entries}, compile_s=compile_s, fits=fits,

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     cell_metadata_filter: tags,figure,alt,-all
+#     cell_metadata_filter: tags,figure,alt,summary,-all
 #     formats: ipynb,py:percent
 #     notebook_metadata_filter: sidebyside,kernelspec,jupytext,colab,accelerator
 #     text_representation:
@@ -261,7 +261,7 @@ precision_applied = {(op, device, mode): precision_check(op, device, mode)
                      for op in OPS for device in devices if device != "cpu"
                      for mode in OPS[op]["modes"] if mode in GPU_ONLY}
 
-# %% [markdown] tags=["appendix"]
+# %% [markdown] tags=["appendix"] summary="Method: FLOP/s against the device's peak"
 # ### Achieved FLOP/s against the device's peak
 #
 # Both operations count as $2n^3$ floating-point operations (the product: $n^2$ dot products of
@@ -297,7 +297,7 @@ device_peaks = {(device, mode): peak(device, mode) for device in devices for mod
 pd.DataFrame([{"device": d, "arithmetic": t, "peak (GFLOP/s)": (p / 1e9 if p else None), "source": why}
               for (d, t), (p, why) in device_peaks.items()]).set_index(["device", "arithmetic"])
 
-# %% tags=["appendix-input", "appendix"]
+# %% tags=["appendix-input", "appendix"] summary="FLOP/s, every size and precision"
 rows = []
 for (op, device, mode, n), entries in linalg_entries.items():
     flops = OPS[op]["flops"](n)
@@ -639,7 +639,7 @@ retrace_table = retrace_detail.groupby("strategy", sort=False).agg(
 retrace_table.insert(0, "traces", [traces[s] for s in retrace_table.index])
 retrace_table.round(3)
 
-# %% [markdown] tags=["appendix"]
+# %% [markdown] tags=["appendix"] summary="Padding: compilations against work"
 # Padding trades compilations for work: the padded call processes `pad_to` elements whatever the
 # true length, which the steady-state column prices. JAX also offers ahead-of-time compilation
 # (`jax.jit(f).lower(*args).compile()`) to pay compilation before a latency-sensitive loop, and a
@@ -710,7 +710,7 @@ results.round(2)
 #
 # Written from the results record by `sidebyside.posts.xla_and_scipy.report`, so that every number below is the run's.
 
-# %% tags=["remove_input", "collapsed"]
+# %% tags=["remove_input", "collapsed"] summary="The conclusion in full"
 metrics = report.summarise(
     conditions=conditions, startup=startup, linalg_entries=linalg_entries, device_peaks=device_peaks,
     inverse_accuracy=inverse_accuracy, n_acc=n_acc, condition=condition, precision_table=precision_table,

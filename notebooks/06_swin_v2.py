@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     cell_metadata_filter: tags,figure,alt,-all
+#     cell_metadata_filter: tags,figure,alt,summary,-all
 #     formats: ipynb,py:percent
 #     notebook_metadata_filter: sidebyside,kernelspec,jupytext,colab,accelerator
 #     text_representation:
@@ -185,7 +185,7 @@ Markdown(timing.conditions_sentence(conditions, on_gpu=on_gpu))
 # The seed's JAX port used Flax Linen; this one uses Flax NNX, the API Flax
 # recommends today (modules hold their parameters, as in PyTorch).
 
-# %% tags=["appendix-input", "appendix"]
+# %% tags=["appendix-input", "appendix"] summary="The configuration, and both networks' sizes"
 model_config = swin.SwinConfig(img_size=img_size, patch_size=patch_size, in_chans=1, num_classes=10,
                                embed_dim=embed_dim, depths=tuple(depths), num_heads=tuple(num_heads),
                                window_size=window_size, drop_path_rate=drop_path_rate)
@@ -399,7 +399,7 @@ Markdown(report.first_epoch_claim(first_steps))
 # %% [markdown]
 # ## 6. Conclusion
 
-# %% tags=["remove_input", "collapsed"]
+# %% tags=["remove_input", "collapsed"] summary="The conclusion in full"
 metrics = report.summarise(
     parity_runs=parity_runs, accuracy=accuracy, speed=speed, model_config=model_config, speed_config=speed_config,
     num_train=len(X_train), num_test=len(X_test), num_epochs=num_epochs, allow_tf32=allow_tf32,

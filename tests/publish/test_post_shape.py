@@ -153,6 +153,23 @@ def test_a_rerender_takes_the_layout_tags_of_the_notebook_as_it_is_now():
     assert executed.cells[3].source == "old_body()"  # the layout only: sources and outputs stay the run's
 
 
+def test_the_notebooks_keep_their_layout_metadata_through_jupytext():
+    """A summary written in a notebook's source reaches the cell's metadata (jupytext drops cell
+    metadata its filter does not name, and `make sync` would then drop it from the pair too)."""
+    import jupytext
+
+    written = 0
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py")):
+        text = path.read_text()
+        summaries = re.findall(r'^# %%.* summary="([^"]*)"', text, re.M)
+        if not summaries:
+            continue
+        read = [c.metadata.get("summary") for c in jupytext.read(path).cells if c.metadata.get("summary")]
+        assert read == summaries, f"{path.name}: the cell_metadata_filter must name summary"
+        written += len(summaries)
+    assert written, "no notebook names a section of its appendix"
+
+
 def _png(size: tuple[int, int], noise: bool) -> bytes:
     """Noise (no PNG compresses it), or a plot's few flat colours scattered (a palette's case)."""
     import numpy as np
