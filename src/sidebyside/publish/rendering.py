@@ -148,7 +148,7 @@ def _preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
     unnamed = 0
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            cell.source = kramdown_math(escape.drop_controls(cell.source))
+            cell.source = escape.safe_links(kramdown_math(escape.drop_controls(cell.source)))
             continue
         if cell.cell_type != "code":
             continue
@@ -343,7 +343,8 @@ def _details(title: str, kind: str) -> tuple[Any, Any]:
 def arrange_appendix(nb) -> None:
     """Give the post its shape, in place: the cells tagged ``appendix`` leave the body
     for an "Appendix" at its end, each run of them (or each cell that opens with a
-    heading or carries ``summary`` metadata) one ``<details>`` section, closed; a cell
+    heading or carries ``summary`` metadata) one ``<details>`` section, closed, titled by
+    that heading or summary (else "More on <the heading above it>"); a cell
     tagged ``appendix-input`` leaves its code there (one section per heading of the body:
     "Code: <heading>") and its outputs where they are; a run of cells tagged
     ``collapsed`` is folded where it stands. A table output of more
@@ -400,7 +401,7 @@ def arrange_appendix(nb) -> None:
                 folded = []
             title = _summary(cell)
             if title or previous_kind != APPENDIX_TAG or not appendix:
-                appendix.append((title or ("Set-up" if cell.cell_type == "code" else "Notes"), [cell]))
+                appendix.append((title or f"More on {section}", [cell]))
             else:
                 appendix[-1][1].append(cell)
         previous_kind = kind
