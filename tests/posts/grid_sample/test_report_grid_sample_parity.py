@@ -294,3 +294,12 @@ def test_goals_claim_names_each_missed_goal_and_changes_with_the_numbers():
     assert gsp.goals_claim(faster) == "Every goal set for this device is met (per call 1 of 1, kernel 2 of 2, " \
                                       "memory floor 1 of 1)."
     assert "Goals met" in gsp.conclusion(_gpu_record())
+
+
+def test_a_bench_row_hands_its_repetitions_to_the_verdict():
+    row = {"torch_ms": 2.0, "torch_q1_ms": 1.9, "torch_q3_ms": 2.1, "torch_repetitions_ms": [1.9, 2.0, 2.1],
+           "jax_ms": 1.0, "jax_q1_ms": 0.95, "jax_q3_ms": 1.05, "jax_repetitions_ms": [0.9, 1.0, 1.4]}
+    assert gsp._timing(row, "jax", "call")["repetitions_s"] == pytest.approx([0.0009, 0.001, 0.0014])
+    found = gsp.verdict.speed(gsp._timing(row, "jax", "call"), gsp._timing(row, "torch", "call"), question="")
+    assert found.repetitions and len(found.repetitions) == 3
+    assert found.interval[1] == pytest.approx(max(j / t for j, t in zip([0.9, 1.0, 1.4], [1.9, 2.0, 2.1])))

@@ -346,7 +346,8 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
                    "min_bytes": min_bytes(x.nbytes, grid.nbytes, cot.nbytes, mode, with_grad)}
             for side in ("jax", "torch"):
                 row.update({f"{side}_ms": t[side].median_s * 1e3, f"{side}_iqr_ms": t[side].iqr_s * 1e3,
-                            f"{side}_q1_ms": t[side].q1_s * 1e3, f"{side}_q3_ms": t[side].q3_s * 1e3})
+                            f"{side}_q1_ms": t[side].q1_s * 1e3, f"{side}_q3_ms": t[side].q3_s * 1e3,
+                            f"{side}_repetitions_ms": [r * 1e3 for r in t[side].repetitions_s]})
             # the first call of each (compilation included): where a configuration's time goes
             row["first_call_ms"] = {name: timed.first_s * 1e3 for name, timed in t.items()}
             for extra in fns:
@@ -472,7 +473,8 @@ def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device,
         row.update({f"{side}_kernel_ms": t[side].median_s * 1e3 / n,
                     f"{side}_kernel_iqr_ms": t[side].iqr_s * 1e3 / n,
                     f"{side}_kernel_q1_ms": t[side].q1_s * 1e3 / n,
-                    f"{side}_kernel_q3_ms": t[side].q3_s * 1e3 / n})
+                    f"{side}_kernel_q3_ms": t[side].q3_s * 1e3 / n,
+                    f"{side}_kernel_repetitions_ms": [r * 1e3 / n for r in t[side].repetitions_s]})
     for layout in layouts:
         row[f"jax_{layout}_kernel_ms"] = t[layout].median_s * 1e3 / n
         row[f"{layout}_kernel_ratio"] = timing.ratio(t[layout], t["torch"])

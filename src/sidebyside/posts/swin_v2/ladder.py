@@ -285,6 +285,7 @@ def speed_ladder(config: SwinConfig, *, batch_size: int, phase: str, precision: 
         else:
             compile_s, allocation_s = max(first[name] - t.median_s, 0.0), None
         per_step = {"median_s": t.median_s / steps, "q1_s": t.q1_s / steps, "q3_s": t.q3_s / steps,
+                    "repetitions_s": [r / steps for r in t.repetitions_s],
                     "first_s": first[name],  # the whole first call (all its steps)
                     "compile_s": compile_s}
         entry = sbs_verdict.ladder_entry(per_step)
