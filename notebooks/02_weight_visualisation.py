@@ -266,7 +266,7 @@ plt.show()
 # with the parameters as blue leaves. Here it is for the training loss on a small batch of images
 # (`graph_batch` of them).
 
-# %% figure="torch-graph" alt="torchviz graph of the PyTorch MLP's loss: autograd nodes from the parameters to the loss" tags=["appendix-input"]
+# %% figure="torch-graph" alt="torchviz graph of the PyTorch MLP's loss: autograd nodes from the parameters to the loss" tags=["appendix-input", "collapsed"] summary="torchviz's graph of the PyTorch loss"
 torch_model = models.TorchMLP().to(device)
 X_graph = arrays.X_train[:graph_batch]
 y_graph = arrays.y_train[:graph_batch]
