@@ -19,7 +19,8 @@ so every byte of output goes through one of them wherever it is printed.
 - :func:`safe_markdown`: ``text/markdown`` output kept as Markdown, with raw
   HTML and kramdown extensions escaped, fences closed, and every link or image
   whose URL fails :func:`safe_url` pointed at :data:`REMOVED_URL` with a
-  visible note.
+  visible note. :func:`safe_links` applies the same test to the links of the
+  notebook's own Markdown cells.
 - :func:`drop_controls`: control characters (C0 but tab and newline, DEL,
   C1, bidirectional overrides) removed.
 - :func:`clean`: a function applied to every string of a nested value (keys too).
@@ -43,7 +44,7 @@ from collections.abc import Callable
 from html.parser import HTMLParser
 from typing import Any
 
-__all__ = ["drop_controls", "fenced", "safe_url", "url_scheme", "safe_html", "safe_markdown", "image_alt",
+__all__ = ["drop_controls", "fenced", "safe_url", "url_scheme", "safe_html", "safe_markdown", "safe_links", "image_alt",
            "clean", "FILTERS", "SAFE_SCHEMES", "REMOVED_URL", "REMOVED_NOTE"]
 
 CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -187,9 +188,9 @@ _PROTECTED = re.compile(r"(?<![\\`])(`+)[^`\n](?:[^\n]*?[^`\n])?\1(?!`)|(?<!\\)\
 # Where a link or image destination starts: an inline ``](`` (kramdown allows space between), a reference
 # definition ``[id]: url``.
 _INLINE_DEST = re.compile(r"\]\s*\(")
-# A definition's URL is read to the end of its paragraph (a scheme split by a newline counts as one).
-_REFERENCE_DEF = re.compile(r"^( {0,3}\[[^\]\n]+\]:)([ \t]*(?:\n[ \t]*)?)(\S[^\n]*(?:\n(?![ \t]*$)[^\n]*)*)$",
-                            re.M)
+# What could be a reference definition: kramdown reads one only at the start of a block, its URL the
+# rest of the line; every line that looks like one is checked (a paragraph's line too: never fewer).
+_REFERENCE_DEF = re.compile(r"^( {0,3}\[[^\]\n]+\]:)[ \t]*(\S.*)$")
 _TITLE = re.compile(r"""\s+("[^"]*"|'[^']*'|\([^()]*\))\s*$""", re.S)
 
 
@@ -221,9 +222,10 @@ def _destination(inner: str) -> str:
 def _check_links(text: str) -> str:
     """Every inline link or image destination and every reference definition
     in ``text`` whose URL fails :func:`safe_url` is replaced by
-    :data:`REMOVED_URL`, followed by :data:`REMOVED_NOTE`. A destination is
-    read to its balanced closing parenthesis (or the end of the paragraph),
-    across whitespace and newlines: never shorter than kramdown reads it."""
+    :data:`REMOVED_URL`, followed by :data:`REMOVED_NOTE`. An inline
+    destination is read to its balanced closing parenthesis (or the end of the
+    paragraph), across whitespace and newlines: never shorter than kramdown
+    reads it; a definition's URL is the rest of its line, as kramdown reads it."""
     out, last = [], 0
     for match in _INLINE_DEST.finditer(text):
         if match.start() < last:
@@ -247,12 +249,12 @@ def _check_links(text: str) -> str:
     out.append(text[last:])
     text = "".join(out)
 
-    def definition(m: re.Match) -> str:
-        if safe_url(_destination(m.group(3))):
-            return m.group(0)
-        return f"{m.group(1)} {REMOVED_URL}\n\n{REMOVED_NOTE}"
-
-    return _REFERENCE_DEF.sub(definition, text)
+    lines = text.split("\n")
+    for n, line in enumerate(lines):
+        definition = _REFERENCE_DEF.match(line)
+        if definition and not safe_url(_destination(definition.group(2))):
+            lines[n] = f"{definition.group(1)} {REMOVED_URL}\n\n{REMOVED_NOTE}\n"
+    return "\n".join(lines)
 
 
 def safe_markdown(text: str) -> str:
@@ -286,6 +288,45 @@ def safe_markdown(text: str) -> str:
     out.append(_escape_prose("\n".join(prose)))
     # Blank lines around each fenced block: kramdown starts a block only after one.
     return "\n\n".join(part for part in out if part.strip())
+
+
+def safe_links(markdown: str) -> str:
+    """Markdown written by the project (a notebook's Markdown cells): kept as
+    it is, raw HTML included, but every link and image outside code and math
+    whose URL fails :func:`safe_url` is replaced as in :func:`safe_markdown`."""
+    lines = str(markdown).split("\n")
+    out: list[str] = []
+    prose: list[str] = []
+
+    def flush() -> None:
+        text = "\n".join(prose)
+        parts, last = [], 0
+        for match in _PROTECTED.finditer(text):
+            parts += [_check_links(text[last:match.start()]), match.group(0)]
+            last = match.end()
+        out.append("".join(parts) + _check_links(text[last:]))
+        prose.clear()
+
+    i = 0
+    while i < len(lines):
+        opening = _FENCE_OPEN.match(lines[i])
+        if not opening:
+            prose.append(lines[i])
+            i += 1
+            continue
+        flush()
+        fence = opening.group(1)
+        closing = re.compile(r"^ {0,3}" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}\s*$")
+        block = [lines[i]]
+        i += 1
+        while i < len(lines) and not closing.match(lines[i]):
+            block.append(lines[i])
+            i += 1
+        block += lines[i:i + 1]
+        i += 1
+        out.append("\n".join(block))
+    flush()
+    return "\n".join(out)
 
 
 def image_alt(text: str) -> str:

@@ -10,7 +10,7 @@ repairs the first):
   mix of two runs, or missing.
 - :func:`incomplete`: a published post whose files are not all there. What
   was published is read from the manifest each publication writes into its
-  figures folder (:data:`MANIFEST`, ``images/<slug>/.published.json``: the
+  figures folder (:data:`MANIFEST`, ``images/<slug>/manifest.json``: the
   post's file name, the run it shows, and every file of the folder with its
   size); a publication older than the manifest is checked against the
   results record and the figures its post links.
@@ -30,13 +30,14 @@ from sidebyside.publish.cache import is_post_of
 
 __all__ = ["MANIFEST", "manifest", "unfinished", "incomplete", "problems", "RECOVER"]
 
-#: The manifest of a publication, inside its figures folder (Jekyll does not serve dotfiles).
-MANIFEST = ".published.json"
+#: The manifest of a publication, inside its figures folder (published with it: it is public too).
+MANIFEST = "manifest.json"
 #: How to finish or roll back an interrupted publication.
 RECOVER = ("run `make recover` (python -m sidebyside.publish recover): it rolls back a publication that "
            "had not swapped all its files (the previous post, figures and results come back) and completes one "
            "that had, and says which; `make execute` and `make render` do the same before anything else")
 _RUN_FIELDS = ("profile", "executed_at", "source_hash")
+_SAME_RUN = ("executed_at", "source_hash")  # what tells two runs apart
 
 
 def manifest(slug: str, post_name: str, files: dict[str, bytes], record: dict[str, Any]) -> bytes:
@@ -103,7 +104,7 @@ def incomplete(site: Path, slug: str, record: dict[str, Any] | None) -> str | No
                 missing.append(f"images/{slug}/{name} (its {path.stat().st_size} bytes, not the {size} published: "
                                "cut short or replaced)")
         run = entry.get("run") or {}
-        if record is not None and any(run.get(k) != record.get(k) for k in _RUN_FIELDS):
+        if record is not None and any(run.get(k) != record.get(k) for k in _SAME_RUN):
             mismatch = (f" The figures folder is of the {run.get('profile')} run of {run.get('executed_at')}, the "
                         f"results record of the {record.get('profile')} run of {record.get('executed_at')}: "
                         "they come from two publications.")
