@@ -474,6 +474,34 @@ def test_svg_graphs_keep_every_element_and_label(figure):
     assert svg.sanitise(out) == out  # sanitising is idempotent
 
 
+def test_svg_from_matplotlib_keeps_its_drawing():
+    """Clip paths (url(#id)), glyphs by <use xlink:href="#id">, an embedded PNG and its style sheet stay;
+    only the RDF metadata goes."""
+    import io
+    import xml.etree.ElementTree as ET
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.imshow([[0, 1], [1, 0]])
+    ax.plot([0, 1], [1, 0])
+    ax.set_title("T <x> & y")
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="svg")
+    plt.close(fig)
+    raw = buffer.getvalue()
+    out = svg.sanitise(raw)
+    _assert_inert(out)
+    # Every SVG element but <metadata> (whose content is RDF, in other namespaces).
+    before = [(e.tag, e.attrib) for e in ET.fromstring(raw).iter()
+              if e.tag.startswith(f"{{{svg.SVG}}}") and e.tag != f"{{{svg.SVG}}}metadata"]
+    assert before == [(e.tag, e.attrib) for e in _svg_elements(out)]
+    assert b"data:image/png;base64," in out and b"url(#" in out and b"xlink:href=\"#" in out
+
+
 # --------------------------------------------------------------------------- the output cap
 
 
