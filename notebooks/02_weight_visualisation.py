@@ -222,12 +222,12 @@ fig.suptitle(f"First-layer weights after {num_epochs} epochs (seed 0)", fontweig
 plt.show()
 
 # %% [markdown]
-# Up close, the first four units of each (the scale of the full grids in the appendix), large enough to see each pixel:
+# Up close, the first three units of each (the scale of the full grids in the appendix), large enough to see each pixel:
 
-# %% figure="weights-closeup" alt="Close-up of the first four first-layer templates of PyTorch and Flax networks after training" tags=["appendix-input"]
-fig, axes = plt.subplots(3, 1, figsize=(4.0, 5.0), constrained_layout=True)
+# %% figure="weights-closeup" alt="Close-up of the first three first-layer templates of PyTorch and Flax networks after training" tags=["appendix-input"]
+fig, axes = plt.subplots(3, 1, figsize=(3.6, 5.6), constrained_layout=True)
 for ax, variant in zip(axes, panels):
-    image = viz.weight_grid(ax, end[variant][:4], vmax=vmax, ncols=4, title=VARIANTS[variant])
+    image = viz.weight_grid(ax, end[variant][:3], vmax=vmax, ncols=3, title=VARIANTS[variant])
     ax.title.set_color(viz.color(variant))
 fig.colorbar(image, ax=axes, shrink=0.8, location="bottom", label="weight (unitless)")
 plt.show()

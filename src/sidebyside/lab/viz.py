@@ -188,7 +188,9 @@ def weight_grid(
     for spine in ax.spines.values():
         spine.set_visible(False)
     k = np.asarray(weights).shape[0]
-    ax.set_xlabel(f"{k} units, {ncols} per row; each image {shape[0]}x{shape[1]} px (input pixels)")
+    # Short enough to fit under a close-up of three templates.
+    ax.set_xlabel(f"{k} units, {shape[0]}×{shape[1]} input pixels each" if k <= ncols else
+                  f"{k} units, {ncols} per row; each image {shape[0]}×{shape[1]} input pixels")
     if title:
         ax.set_title(title)
     return image
