@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     cell_metadata_filter: tags,figure,alt,-all
+#     cell_metadata_filter: tags,figure,alt,summary,-all
 #     formats: ipynb,py:percent
 #     notebook_metadata_filter: sidebyside,kernelspec,jupytext,colab,accelerator
 #     text_representation:
@@ -175,8 +175,9 @@ pd.DataFrame({f"{viz.LABELS[fw]} (lines)": code[fw] for fw in code}).rename(inde
 # weights on the same batches; the one-device run of each framework is its
 # reference. Each worker reports its losses, the bytes its own shards hold,
 # the collectives of one step (JAX: read from the compiled program's HLO;
-# PyTorch: from `torch.profiler`'s record of the c10d calls) and its step
-# times.
+# PyTorch: every c10d call recorded by a `TorchDispatchMode`, as PyTorch's
+# own `CommDebugMode` does, plus DDP's bucketed all-reduces through its
+# communication hook) and its step times.
 
 # %%
 runs = {}

@@ -10,11 +10,10 @@ None where the source does not say). One convention on both sides, so that bytes
   (``jitted.lower(...).compile().as_text()``). Async pairs (``all-reduce-start`` /
   ``-done``) count once; a tuple-shaped collective (XLA's combiner merges several) counts once
   with the bytes of all its operands.
-- :func:`from_profiler`: PyTorch's side, from ``torch.profiler`` events ``(name, input_shapes,
-  start, end)``: the outermost c10d operation names the kind; the largest tensor recorded by it
-  or by the events nested in it (the backend's own, ``gloo:all_reduce``, ``nccl:...``, which has
-  the shapes where DDP passes a list of tensors) gives the bytes. Every tensor this post
-  communicates is float32 (4 bytes an element).
+- :func:`torch_collective`: PyTorch's side, one call at a time, as ``torch_parallel`` sees them:
+  every c10d operator dispatched from Python (FSDP2, DTensor, ``torch.distributed``) through a
+  ``TorchDispatchMode``, and DDP's bucketed all-reduces through a communication hook (DDP's
+  reducer calls the process group from C++, below the dispatcher).
 - :func:`summarise`: count and bytes per kind.
 
 Pure functions over text and tuples: no framework is imported here.
@@ -27,7 +26,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
-__all__ = ["Collective", "KINDS", "parse_hlo", "from_profiler", "summarise"]
+__all__ = ["Collective", "KINDS", "parse_hlo", "torch_collective", "summarise"]
 
 KINDS = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "collective-permute")
 
@@ -39,7 +38,7 @@ _INSTR = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(?P<result>.*?)\s+(?P<op>
 _GROUPS_LIST = re.compile(r"replica_groups=\{\{([0-9,]*)\}")
 _GROUPS_IOTA = re.compile(r"replica_groups=\[(\d+),(\d+)\]<=")
 _GROUPS_MESH = re.compile(r"replica_groups=mesh\[([^\]]*)\]\s*\{([^}]*)\}")
-_PAIRS = re.compile(r"source_target_pairs=\{([^}]*)\}")
+_PAIRS = re.compile(r"source_target_pairs=\{((?:\{\d+,\d+\},?)*)\}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +98,7 @@ def parse_hlo(text: str) -> list[Collective]:
         group = _group(attrs)
         if group is None and op == "collective-permute":
             pairs = _PAIRS.search(attrs)
-            group = len(re.findall(r"\{", pairs.group(1))) if pairs else None
+            group = len(set(re.findall(r"\d+", pairs.group(1)))) if pairs else None
         found.append(Collective(op, size, group))
     return found
 
@@ -113,44 +112,19 @@ _TORCH_OPS = {
     "all_to_all": "all-to-all", "all_to_all_single": "all-to-all",
 }
 _API = re.compile(r"^(?:c10d|_c10d_functional)::(?P<op>[a-z_]+?)(?:_coalesced)?_?$")
-_BACKEND = re.compile(r"^(?:gloo|nccl|mpi):(?P<op>[a-z_]+)$")
 
 
-def _numel(shapes: Sequence[Sequence[int]]) -> list[int]:
-    return [math.prod(s) for s in shapes if s]
-
-
-def from_profiler(events: Iterable[tuple[str, Sequence[Sequence[int]], float, float]], *,
-                  itemsize: int = 4) -> list[Collective]:
-    """PyTorch's collectives from profiler events ``(name, input_shapes, start, end)``.
-
-    A collective is an outermost API event (``c10d::allreduce_``, ``c10d::_allgather_base_``,
-    ``_c10d_functional::all_reduce``): an API event inside its time range is the same collective
-    called lower down. The first backend event (``gloo:all_reduce``, which may run on another
-    thread, after the call returns) that starts after it belongs to it too. Its kind comes from the
-    outermost name; its bytes are the largest tensor any of these events records (the full buffer,
-    by the module's convention; the backend's event has the shapes where DDP passes a list of
-    tensors) times ``itemsize``. A backend event with no API event waiting counts by itself."""
-    rows = []
-    for name, shapes, start, stop in events:
-        api = _API.match(name)
-        match = api or _BACKEND.match(name)
-        if match and match["op"].rstrip("_") in _TORCH_OPS:
-            rows.append((float(start), float(stop), bool(api), _TORCH_OPS[match["op"].rstrip("_")],
-                         max(_numel(shapes), default=0)))
-    rows.sort(key=lambda r: (r[0], -r[1]))
-    found: list[list] = []  # [kind, numel, api_until, waiting_for_backend]
-    for start, stop, is_api, kind, numel in rows:
-        last = found[-1] if found else None
-        if is_api and last is not None and last[2] is not None and start <= last[2]:
-            last[1] = max(last[1], numel)
-        elif is_api:
-            found.append([kind, numel, stop, True])
-        elif last is not None and last[3]:
-            last[1], last[3] = max(last[1], numel), False
-        else:
-            found.append([kind, numel, None, False])
-    return [Collective(kind, numel * itemsize) for kind, numel, _, _ in found]
+def torch_collective(op: str, sizes: Sequence[int]) -> Collective | None:
+    """One PyTorch collective call as a :class:`Collective`: ``op`` is the dispatched operator's
+    name (``c10d::allreduce_``, ``c10d::_allgather_base_``, ``_c10d_functional::all_reduce``) or a
+    plain kind (``all-reduce``); ``sizes`` the bytes of its tensor arguments, of which the largest
+    is the full buffer (the module's convention). None for an operator that is no collective."""
+    if op in KINDS:
+        return Collective(op, max(sizes, default=0))
+    match = _API.match(op)
+    if not match or match["op"].rstrip("_") not in _TORCH_OPS:
+        return None
+    return Collective(_TORCH_OPS[match["op"].rstrip("_")], max(sizes, default=0))
 
 
 def summarise(collectives: Iterable[Collective]) -> dict[str, dict[str, int]]:

@@ -41,7 +41,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from sidebyside.posts.parallel_training import comms
-from sidebyside.posts.parallel_training.model import FlaxViT, TorchViT, ViTConfig, copy_torch_to_flax
+from sidebyside.posts.parallel_training.model import FlaxViT, ViTConfig, copy_torch_to_flax
 
 __all__ = ["STRATEGIES", "one_device", "data_parallel", "fully_sharded", "tensor_parallel", "manual",
            "bytes_per_device", "main"]
@@ -130,14 +130,11 @@ def _torch_names(params) -> dict[str, np.ndarray]:
 
 
 def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict) -> tuple[dict, dict]:
-    """Train one strategy over every step; return its record and its final parameters."""
-    import torch  # noqa: F401  (the initial weights come as a PyTorch state dict)
-
+    """Train one strategy over every step from ``init`` (PyTorch's state dict as NumPy arrays);
+    return its record and its final parameters."""
     config = ViTConfig(**spec["config"])
-    torch_model = TorchViT(config)
-    torch_model.load_state_dict(init)
     flax_model = FlaxViT(config)
-    copy_torch_to_flax(torch_model, flax_model)
+    copy_torch_to_flax(init, flax_model)
     graphdef, params = nnx.split(flax_model, nnx.Param)
     tx = optax.sgd(spec["lr"], momentum=spec["momentum"])
 
@@ -195,15 +192,13 @@ def main(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     out = Path(spec["out"])
     try:
-        import torch
-
         if len(jax.devices()) < spec["num_devices"]:
             (out / "error.json").write_text(json.dumps({"launch": True, "error": (
                 f"a mesh of {spec['num_devices']} devices is larger than the {len(jax.devices())} JAX devices "
                 f"available ({jax.devices()[0].platform}); ask for at most {len(jax.devices())}")}))
             sys.exit(2)
         batches = np.load(spec["batches"])
-        init = torch.load(spec["init"], weights_only=True)
+        init = dict(np.load(spec["init_npz"]))  # PyTorch's state dict as arrays: no PyTorch in this process
         records = {}
         for strategy in spec["strategies"]:
             records[strategy], params = train(strategy, spec, batches["X"], batches["y"], init)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -88,15 +89,25 @@ def check_port(port: int) -> None:
                               f"or master_port=None to pick a free one") from None
 
 
+_FIND_TORCHRUN = """
+import importlib.util, os, sys
+spec = importlib.util.find_spec("torch")
+if spec is None or spec.origin is None:
+    print("no module named torch"); sys.exit(1)
+if not os.path.exists(os.path.join(os.path.dirname(spec.origin), "distributed", "run.py")):
+    print("torch without torch.distributed.run"); sys.exit(1)
+"""
+
+
 def find_torchrun(python: str = sys.executable) -> list[str]:
     """The command that starts ``torchrun`` with ``python``; LaunchError when ``python`` is missing
     or cannot import ``torch.distributed.run``."""
     if shutil.which(python) is None:
         raise LaunchError(f"torchrun cannot start: no Python at {python}")
-    probe = subprocess.run([python, "-c", "import torch.distributed.run"], capture_output=True, text=True)
+    # Look for the module's file without importing PyTorch (seconds on a small machine).
+    probe = subprocess.run([python, "-c", _FIND_TORCHRUN], capture_output=True, text=True)
     if probe.returncode:
-        raise LaunchError(f"torchrun is missing: {python} cannot import torch.distributed.run "
-                          f"({probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else 'no output'}); "
+        raise LaunchError(f"torchrun is missing: {python} has no torch.distributed.run ({probe.stdout.strip()}); "
                           "install PyTorch with its distributed package")
     return [python, "-m", "torch.distributed.run"]
 
@@ -106,6 +117,19 @@ def _tail(path: Path, lines: int = 40) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
+
+
+_ROOT_CAUSE = re.compile(r"Root Cause.*?rank\s*:\s*(\d+)", re.S)
+_ROOT_CAUSE_EXIT = re.compile(r"Root Cause.*?exitcode\s*:\s*([^\n]*)", re.S)
+
+
+def _root_cause(log: Path) -> int | None:
+    """The rank torchrun names as the first to fail, from its log (None where it names none)."""
+    try:
+        match = _ROOT_CAUSE.search(log.read_text(errors="replace"))
+    except OSError:
+        return None
+    return int(match.group(1)) if match else None
 
 
 def _run_group(command: Sequence[str], *, env: dict, log: Path, timeout: float) -> int:
@@ -126,11 +150,14 @@ def _run_group(command: Sequence[str], *, env: dict, log: Path, timeout: float) 
 
 
 def _write_inputs(directory: Path, X: np.ndarray, y: np.ndarray, torch_state: dict) -> tuple[Path, Path]:
+    """The batches and the initial weights (``init.pt`` for PyTorch, ``init.npz`` for JAX's child,
+    which then needs no PyTorch) in ``directory``."""
     import torch
 
     batches, init = directory / "batches.npz", directory / "init.pt"
     np.savez(batches, X=X, y=y)
     torch.save(torch_state, init)
+    np.savez(directory / "init.npz", **{k: v.detach().cpu().numpy() for k, v in torch_state.items()})
     return batches, init
 
 
@@ -162,7 +189,8 @@ def run_torch(num_devices: int, *, X: np.ndarray, y: np.ndarray, torch_state: di
                 "threads": threads}
         (tmp / "spec.json").write_text(json.dumps(spec))
         command = [*launcher, "--nnodes", "1", "--nproc-per-node", str(num_devices), "--master-addr", "127.0.0.1",
-                   "--master-port", str(master_port), "--max-restarts", "0",
+                   "--master-port", str(master_port), "--max-restarts", "0", "--log-dir", str(tmp / "logs"),
+                   "--redirects", "3", "--tee", "3",
                    "-m", "sidebyside.posts.parallel_training.torch_parallel", str(tmp / "spec.json")]
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
         log = tmp / "log.txt"
@@ -176,7 +204,12 @@ def run_torch(num_devices: int, *, X: np.ndarray, y: np.ndarray, torch_state: di
             raise WorkerError("PyTorch", first["rank"], first["error"],
                               first["traceback"].strip().splitlines()[-1] + "\n" + _tail(log))
         if code != 0:
-            raise WorkerError("PyTorch", None, f"torchrun exited with {code}", _tail(log))
+            rank = _root_cause(log)
+            rank_log = "\n".join(_tail(p) for p in sorted((tmp / "logs").glob(f"*/attempt_*/{rank}/std*.log")))
+            raise WorkerError("PyTorch", rank, f"torchrun exited with {code}" + (
+                f"; rank {rank} died first ({_ROOT_CAUSE_EXIT.search(log.read_text(errors='replace')).group(1)})"
+                if rank is not None and _ROOT_CAUSE_EXIT.search(log.read_text(errors="replace")) else ""),
+                (rank_log + "\n" if rank_log else "") + _tail(log))
         ranks = [json.loads((tmp / f"rank{r}.json").read_text()) for r in range(num_devices)]
         params = {s: dict(np.load(tmp / f"{s}.npz")) for s in strategies}
     return {"ranks": ranks, "params": params}
@@ -195,7 +228,8 @@ def run_jax(num_devices: int, *, X: np.ndarray, y: np.ndarray, torch_state: dict
         tmp = Path(tmp)
         batches, init = _write_inputs(tmp, X, y, torch_state)
         spec = {"strategies": list(strategies), "config": config.__dict__, "lr": lr, "momentum": momentum, "batches": str(batches),
-                "init": str(init), "model_parallel": model_parallel, "out": str(tmp), "num_devices": num_devices}
+                "init_npz": str(init.with_suffix(".npz")), "model_parallel": model_parallel, "out": str(tmp),
+                "num_devices": num_devices}
         (tmp / "spec.json").write_text(json.dumps(spec))
         env = dict(os.environ)
         if simulated:

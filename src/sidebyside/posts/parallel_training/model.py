@@ -226,14 +226,16 @@ def FlaxViT(config: ViTConfig, *, seed: int = 0):
 
 def copy_torch_to_flax(torch_model, flax_model) -> None:
     """Copy every PyTorch parameter into the Flax model of the same config, in place: Linear
-    weights transposed (PyTorch stores ``(out, in)``, Flax ``(in, out)``), LayerNorm weight -> scale."""
+    weights transposed (PyTorch stores ``(out, in)``, Flax ``(in, out)``), LayerNorm weight -> scale.
+    ``torch_model`` is the PyTorch model or its state dict (tensors or NumPy arrays)."""
     from flax import nnx
 
     params = nnx.state(flax_model, nnx.Param)
     flat = dict(nnx.to_flat_state(params))
-    for name, tensor in torch_model.state_dict().items():
+    state = torch_model.state_dict() if hasattr(torch_model, "state_dict") else torch_model
+    for name, tensor in state.items():
         parts = name.split(".")
-        value = tensor.detach().cpu().numpy()
+        value = tensor.detach().cpu().numpy() if hasattr(tensor, "detach") else np.asarray(tensor)
         leaf = parts[-1]
         if leaf == "weight" and value.ndim == 2:
             parts[-1], value = "kernel", value.T

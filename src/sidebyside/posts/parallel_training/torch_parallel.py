@@ -17,7 +17,7 @@ The worker reads a JSON spec (strategies, model config, paths of the batches and
 weights, ``model_parallel``, ``out``), trains every strategy on the same global batches (each data
 rank takes its contiguous slice), and writes ``rank<r>.json`` with, per strategy, the loss per
 step, the step times, the bytes of parameters, gradients and optimiser state this rank holds
-(local tensors of DTensors), and the collectives of one profiled step; rank 0 also writes the
+(local tensors of DTensors), and the collectives of one step (:class:`CollectiveLog`); rank 0 also writes the
 final full parameters to ``<strategy>.npz``. A failing rank writes ``rank<r>.error.json`` (its
 error and traceback) and exits non-zero, which stops ``torchrun``.
 """
@@ -34,17 +34,20 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor import DTensor
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 from torch.nn.parallel import DistributedDataParallel
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from sidebyside.posts.parallel_training import comms
 from sidebyside.posts.parallel_training.model import TorchViT, ViTConfig
 
 __all__ = ["STRATEGIES", "one_device", "data_parallel", "fully_sharded", "tensor_parallel", "manual",
-           "memory", "main"]
+           "memory", "CollectiveLog", "main"]
 
 
 def _no_hook(model):
@@ -114,13 +117,43 @@ def memory(model, optimizer) -> dict[str, int]:
     return {"params": nbytes(params), "grads": nbytes(p.grad for p in params), "optimizer": nbytes(state)}
 
 
-def _profiled(fn):
-    """Run ``fn()`` under the profiler; return its collectives (see :func:`comms.from_profiler`)."""
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
-        fn()
-    events = sorted(prof.events(), key=lambda e: e.time_range.start)
-    return comms.from_profiler([(e.name, e.input_shapes or [], e.time_range.start, e.time_range.end)
-                                for e in events])
+class CollectiveLog(TorchDispatchMode):
+    """While active (``with log:``), records every collective dispatched from Python (FSDP2,
+    DTensor, ``torch.distributed``) in ``log.found``; :meth:`watch` adds DDP's bucketed
+    all-reduces, which its C++ reducer issues below the dispatcher, through a communication hook.
+    Only the outermost call counts (an operator that calls another runs below the mode)."""
+
+    def __init__(self):
+        super().__init__()
+        self.found: list[comms.Collective] = []
+        self.active = False
+        self.in_hook = False
+
+    def __enter__(self):
+        self.active = True
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        self.active = False
+        return super().__exit__(*exc)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        sizes = [t.numel() * t.element_size() for t in pytree.tree_leaves((args, kwargs)) if torch.is_tensor(t)]
+        found = comms.torch_collective(str(func._overloadpacket._qualified_op_name), sizes)
+        if found is not None and not self.in_hook:
+            self.found.append(found)
+        return func(*args, **(kwargs or {}))
+
+    def watch(self, ddp: DistributedDataParallel) -> None:
+        def hook(group, bucket):
+            if self.active:
+                self.found.append(comms.Collective("all-reduce", bucket.buffer().numel() * bucket.buffer().element_size()))
+            self.in_hook = True  # the hook's own all_reduce is this one, whether the mode sees it or not
+            try:
+                return default_hooks.allreduce_hook(group, bucket)
+            finally:
+                self.in_hook = False
+        ddp.register_comm_hook(ddp.process_group, hook)
 
 
 def _full_params(model) -> dict[str, np.ndarray]:
@@ -138,6 +171,9 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict, m
     model = TorchViT(config)
     model.load_state_dict(init)
     model, after_backward = STRATEGIES[strategy](model, mesh)
+    log = CollectiveLog()
+    if isinstance(model, DistributedDataParallel):
+        log.watch(model)
     optimizer = torch.optim.SGD(model.parameters(), lr=spec["lr"], momentum=spec["momentum"], foreach=False)
     if strategy == "one_device":
         data_rank, data_size, data_group = 0, 1, None
@@ -168,9 +204,9 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict, m
         start = time.perf_counter()
         last = step == steps - 1
         if step == min(1, steps - 1):
-            holder = {}
-            record["collectives"] = [c.__dict__ for c in _profiled(lambda: holder.update(loss=one_step(last)))]
-            loss = holder["loss"]
+            with log:
+                loss = one_step(last)
+            record["collectives"] = [c.__dict__ for c in log.found]
         else:
             loss = one_step(last)
         seconds.append(time.perf_counter() - start)

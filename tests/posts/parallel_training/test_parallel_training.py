@@ -1,0 +1,335 @@
+"""parallel-training: each strategy against the one-device run at 2 devices (both frameworks, their
+real engines: torchrun on gloo, JAX on simulated CPU devices), the collective parsers, the memory
+arithmetic, the launcher's errors, the verdicts, and the notebook's smoke run through the publisher."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import ROOT, make_site
+
+from sidebyside.posts.parallel_training import comms, costmodel, launch, model, report
+
+STRATEGIES = launch.STRATEGIES
+CONFIG = model.ViTConfig(patch=7, dim=16, depth=1, heads=4, mlp=32)
+BATCH, STEPS = 8, 3
+
+
+# ----------------------------------------------------------------------------- one run per framework, 2 devices
+
+
+@pytest.fixture(scope="module")
+def inputs():
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, size=(64, 28, 28), dtype=np.uint8)
+    labels = rng.integers(0, 10, size=64)
+    batches = model.batches(images, labels, batch_size=BATCH, steps=STEPS)
+    X, y = np.stack([b[0] for b in batches]), np.stack([b[1] for b in batches])
+    return X, y, model.TorchViT(CONFIG).state_dict()
+
+
+@pytest.fixture(scope="module")
+def runs(inputs, tmp_path_factory):
+    X, y, state = inputs
+    common = dict(X=X, y=y, torch_state=state, config=CONFIG, lr=0.1, momentum=0.9, model_parallel=2)
+    torch_result = launch.run_torch(2, **common)
+    jax_result = launch.run_jax(2, **common)
+    return {"torch": report.torch_record(torch_result), "jax": report.jax_record(jax_result),
+            "torch_params": torch_result["params"], "jax_params": jax_result["params"]}
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax"])
+@pytest.mark.parametrize("strategy", STRATEGIES[1:])
+def test_strategy_follows_the_one_device_losses(runs, framework, strategy):
+    record = runs[framework][strategy]
+    assert len(record["losses"]) == STEPS
+    assert record["losses"][-1] != record["losses"][0]  # it trained
+    assert record["max_loss_deviation"] < 1e-5, record["losses"]
+    assert record["max_param_difference"] < 1e-4
+
+
+def test_both_references_agree(runs):
+    torch_ref, jax_ref = runs["torch"]["one_device"], runs["jax"]["one_device"]
+    assert np.allclose(torch_ref["losses"], jax_ref["losses"], atol=1e-5)
+    for name, value in runs["torch_params"]["one_device"].items():
+        assert np.allclose(value, runs["jax_params"]["one_device"][name], atol=1e-4), name
+
+
+def _expected_sharded_bytes(state, n, *, pad: bool) -> int:
+    """Parameter bytes one device holds when each tensor is split over ``n`` devices: FSDP2 splits
+    dim 0 and pads it to a multiple of ``n``; JAX splits the first axis ``n`` divides, else replicates."""
+    total = 0
+    for value in state.values():
+        shape = tuple(value.shape)
+        if pad:
+            total += math.ceil(shape[0] / n) * math.prod(shape[1:]) * 4
+        else:
+            divisible = any(d % n == 0 for d in shape)
+            total += math.prod(shape) * 4 // (n if divisible else 1)
+    return total
+
+
+def test_memory_per_device_is_the_shards(runs, inputs):
+    state = inputs[2]
+    replicated = sum(v.numel() for v in state.values()) * 4
+    for framework in ("torch", "jax"):
+        assert runs[framework]["one_device"]["memory"] == {"params": replicated, "grads": replicated,
+                                                           "optimizer": replicated, "total": 3 * replicated}
+        assert runs[framework]["data_parallel"]["memory"]["params"] == replicated
+    assert runs["torch"]["fully_sharded"]["memory"]["params"] == _expected_sharded_bytes(state, 2, pad=True)
+    assert runs["jax"]["fully_sharded"]["memory"]["params"] == _expected_sharded_bytes(state, 2, pad=False)
+    for framework in ("torch", "jax"):
+        fs = runs[framework]["fully_sharded"]
+        assert fs["memory"]["grads"] == fs["memory"]["params"] == fs["memory"]["optimizer"]
+        assert fs["memory"]["total"] < fs["replicated_total"]
+
+
+def test_collectives_match_each_strategy(runs, inputs):
+    grads = sum(v.numel() for v in inputs[2].values()) * 4
+    for framework in ("torch", "jax"):
+        dp = runs[framework]["data_parallel"]["comms"]
+        assert dp["all-reduce"]["bytes"] >= grads and set(dp) == {"all-reduce", "total"}
+        assert runs[framework]["one_device"]["comms"]["total"]["count"] == 0
+        assert runs[framework]["manual"]["comms"]["all-reduce"]["bytes"] >= grads
+    assert runs["torch"]["fully_sharded"]["comms"]["all-gather"]["count"] >= 2
+    assert runs["torch"]["fully_sharded"]["comms"]["reduce-scatter"]["bytes"] >= grads
+    # tensor parallel on a (1, 2) mesh: activations all-reduced over the model axis, nothing else
+    activation = (BATCH * CONFIG.tokens * CONFIG.dim) * 4
+    for framework in ("torch", "jax"):
+        tp = runs[framework]["tensor_parallel"]["comms"]
+        assert tp["all-reduce"]["bytes"] % activation == 0 and tp["all-reduce"]["bytes"] > 0
+
+
+# ----------------------------------------------------------------------------- parsers
+
+
+HLO = textwrap.dedent("""\
+    ENTRY %main {
+      %all-reduce = f32[64,128]{1,0} all-reduce(f32[64,128]{1,0} %p0), channel_id=1, replica_groups={{0,1},{2,3}}, to_apply=%add
+      %ar2 = (f32[32]{0}, f32[32,32]{1,0}) all-reduce(f32[32]{0} %a, f32[32,32]{1,0} %b), replica_groups=[2,4]<=[8], to_apply=%add
+      %all-gather.1 = f32[8,16]{1,0} all-gather(f32[2,16]{1,0} %p1), dimensions={0}, replica_groups=mesh['data'=4,'model'=2] {'data'}
+      %rs = bf16[4,16]{1,0} reduce-scatter(bf16[16,16]{1,0} %p2), dimensions={0}, replica_groups={{0,1,2,3}}, to_apply=%add
+      %ags = (f32[2,16]{1,0}, f32[8,16]{1,0}) all-gather-start(f32[2,16]{1,0} %p3), dimensions={0}, replica_groups={{0,1,2,3}}
+      %agd = f32[8,16]{1,0} all-gather-done((f32[2,16]{1,0}, f32[8,16]{1,0}) %ags)
+      %add.3 = f32[64,128]{1,0} add(f32[64,128]{1,0} %all-reduce, f32[64,128]{1,0} %all-reduce)
+      ROOT %cp = f32[4]{0} collective-permute(f32[4]{0} %x), source_target_pairs={{0,1},{1,0}}
+    }""")
+
+
+def test_hlo_parser_on_a_written_program():
+    found = comms.parse_hlo(HLO)
+    assert found == [comms.Collective("all-reduce", 64 * 128 * 4, 2),
+                     comms.Collective("all-reduce", (32 + 32 * 32) * 4, 4),
+                     comms.Collective("all-gather", 8 * 16 * 4, 4),
+                     comms.Collective("reduce-scatter", 16 * 16 * 2, 4),
+                     comms.Collective("all-gather", 8 * 16 * 4, 4),
+                     comms.Collective("collective-permute", 16, 2)]
+    summary = comms.summarise(found)
+    assert summary["all-reduce"] == {"count": 2, "bytes": 64 * 128 * 4 + (32 + 32 * 32) * 4}
+    assert summary["total"]["count"] == 6
+
+
+def test_hlo_parser_refuses_a_collective_it_cannot_read():
+    with pytest.raises(ValueError, match="cannot read the shapes"):
+        comms.parse_hlo("  %x = token[] all-reduce(token[] %t), replica_groups={}")
+
+
+PROGRAM = """
+import json, jax, jax.numpy as jnp
+from jax.sharding import NamedSharding, PartitionSpec as P, AxisType
+from sidebyside.posts.parallel_training import comms
+mesh = jax.make_mesh((2,), ("data",), axis_types=(AxisType.Auto,))
+x = jax.device_put(jnp.ones((6, 8)), NamedSharding(mesh, P("data")))
+w = jax.device_put(jnp.ones((8, 4)), NamedSharding(mesh, P()))
+grad = jax.jit(jax.grad(lambda w, x: jnp.sum((x @ w) ** 2)), out_shardings=NamedSharding(mesh, P()))
+gather = jax.jit(lambda x: x * 2, out_shardings=NamedSharding(mesh, P()))
+print(json.dumps([[c.__dict__ for c in comms.parse_hlo(f.lower(*a).compile().as_text())]
+                  for f, a in ((grad, (w, x)), (gather, (x,)))]))
+"""
+
+
+def test_hlo_parser_on_a_compiled_program():
+    """A gradient over a batch split on 2 devices needs one all-reduce of the weights' gradient
+    (8 x 4 float32); replicating a split array needs one all-gather of the whole (6 x 8)."""
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
+    out = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, env=env, check=True)
+    grad, gather = json.loads(out.stdout.strip().splitlines()[-1])
+    assert grad == [{"kind": "all-reduce", "bytes": 8 * 4 * 4, "group": 2}]
+    assert gather == [{"kind": "all-gather", "bytes": 6 * 8 * 4, "group": 2}]
+
+
+def test_torch_calls_become_collectives():
+    assert comms.torch_collective("c10d::allreduce_", [400, 8]) == comms.Collective("all-reduce", 400)
+    assert comms.torch_collective("_c10d_functional::all_reduce", [128]) == comms.Collective("all-reduce", 128)
+    assert comms.torch_collective("c10d::_allgather_base_", [256, 128]) == comms.Collective("all-gather", 256)
+    assert comms.torch_collective("c10d::_reduce_scatter_base_", [128, 256]) == comms.Collective("reduce-scatter", 256)
+    assert comms.torch_collective("all-reduce", [44]) == comms.Collective("all-reduce", 44)
+    assert comms.torch_collective("aten::add", [4]) is None
+    assert comms.torch_collective("c10d::barrier", [4]) is None
+
+
+# ----------------------------------------------------------------------------- memory and the cost model
+
+
+def test_torch_memory_counts_local_tensors():
+    import torch
+
+    from sidebyside.posts.parallel_training import torch_parallel
+
+    layer = torch.nn.Linear(3, 5)
+    optimizer = torch.optim.SGD(layer.parameters(), lr=0.1, momentum=0.9)
+    layer(torch.ones(2, 3)).sum().backward()
+    before = torch_parallel.memory(layer, optimizer)
+    assert before == {"params": 80, "grads": 80, "optimizer": 0}
+    optimizer.step()
+    assert torch_parallel.memory(layer, optimizer)["optimizer"] == 80
+
+
+def test_ring_arithmetic():
+    assert costmodel.ring_seconds("all-reduce", 1e9, 8, 1e9) == pytest.approx(2 * 7 / 8)
+    assert costmodel.ring_seconds("all-gather", 1e9, 4, 1e9) == pytest.approx(3 / 4)
+    assert costmodel.ring_seconds("all-reduce", 1e9, 1, 1e9) == 0
+    with pytest.raises(ValueError, match="unknown collective"):
+        costmodel.ring_seconds("broadcast", 1, 2, 1)
+
+
+def test_projection_crosses_to_the_network_beyond_a_node():
+    collectives = [{"kind": "all-reduce", "bytes": 4e8}]
+    p = costmodel.project("data_parallel", collectives=collectives, grad_bytes=4e8, measured_devices=8, params=10 ** 8,
+                          tokens_per_device=1024, model_parallel=2)
+    hw = costmodel.H100
+    assert p[8]["comm_s"] == pytest.approx(hw.latency_s + 2 * 7 / 8 * 4e8 / hw.nvlink_bytes_per_s)
+    assert p[64]["comm_s"] == pytest.approx(hw.latency_s + 2 * 63 / 64 * 4e8 / hw.network_bytes_per_s)
+    assert p[512]["efficiency_no_overlap"] < p[8]["efficiency_no_overlap"]
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+def test_plan_errors_say_what_to_change():
+    assert launch.plan(4, batch_size=8, config=CONFIG, model_parallel=2) == {"1d": (4,), "2d": (2, 2)}
+    with pytest.raises(ValueError, match="3 devices do not divide the global batch of 8"):
+        launch.plan(3, batch_size=8, config=CONFIG, model_parallel=1)
+    with pytest.raises(ValueError, match=r"model axis \(3 devices\) does not divide the model's heads \(4\)"):
+        launch.plan(6, batch_size=12, config=CONFIG, model_parallel=3)
+    with pytest.raises(ValueError, match=r"model axis \(4\) does not divide 2 devices"):
+        launch.plan(2, batch_size=8, config=CONFIG, model_parallel=4)
+    with pytest.raises(launch.LaunchError, match="larger than the 2 devices available"):
+        launch.plan(4, batch_size=8, config=CONFIG, model_parallel=2, available=2)
+
+
+def test_jax_mesh_larger_than_the_devices(inputs):
+    X, y, state = inputs
+    with pytest.raises(launch.LaunchError, match="larger than the 1 JAX devices"):
+        launch.run_jax(2, X=X, y=y, torch_state=state, config=CONFIG, lr=0.1, simulated=False,
+                       strategies=["one_device"])
+
+
+def test_missing_torchrun(tmp_path):
+    with pytest.raises(launch.LaunchError, match="no Python at"):
+        launch.find_torchrun(str(tmp_path / "python"))
+    with pytest.raises(launch.LaunchError, match="torchrun is missing"):
+        launch.find_torchrun("/usr/bin/python3")  # Debian's Python, without PyTorch
+
+
+def test_port_in_use(inputs):
+    X, y, state = inputs
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(launch.LaunchError, match=f"port {port} is already in use"):
+            launch.run_torch(2, X=X, y=y, torch_state=state, config=CONFIG, lr=0.1, master_port=port)
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and text in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_failing_worker_names_its_rank_and_leaves_nothing_running(inputs, tmp_path):
+    X, y, state = inputs
+    with pytest.raises(launch.WorkerError) as error:
+        launch.run_torch(1, X=X, y=y, torch_state=state, config=CONFIG, lr=0.1, strategies=["no_such_strategy"],
+                         model_parallel=1, workdir=tmp_path)
+    assert error.value.rank == 0 and "KeyError" in error.value.error and "no_such_strategy" in str(error.value)
+    assert _processes_mentioning(str(tmp_path)) == []
+
+
+# ----------------------------------------------------------------------------- verdicts and prose
+
+
+def test_code_lines_skip_docstrings_comments_and_blanks():
+    def strategy(model):
+        """A docstring
+        over two lines."""
+        # a comment
+
+        return model
+    assert report.code_lines(strategy) == 2
+    assert "return model" in report.source(strategy) and repr(report.source(strategy)).startswith("def strategy")
+
+
+def test_fewer_verdict_flips_with_the_numbers():
+    scale = {"text": "test"}
+    a = report.fewer_verdict("data_parallel", 10, 20, what="bytes", unit="", question="q", scale=scale)
+    b = report.fewer_verdict("data_parallel", 20, 10, what="bytes", unit="", question="q", scale=scale)
+    tie = report.fewer_verdict("data_parallel", 1000, 1005, what="bytes", unit="", question="q", scale=scale)
+    assert (a.winner, b.winner, tie.winner) == ("torch", "jax", None)
+    assert a.sentence.startswith("PyTorch (DistributedDataParallel) needs fewer bytes") and "2×" in a.sentence
+    assert tie.label == "tie"
+
+
+def test_parity_verdict_flips_past_the_tolerance():
+    ok = report.parity_verdict({"torch": {"manual": 1e-7}, "jax": {"manual": 2e-7}}, tolerance=1e-3, scale={},
+                               devices=2)
+    off = report.parity_verdict({"torch": {"manual": 1e-7}, "jax": {"manual": 5e-2}}, tolerance=1e-3, scale={},
+                                devices=2)
+    assert ok.label == "both match" and off.label == "deviates" and off.winner == "torch"
+    assert "JAX leave" in off.sentence
+
+
+def test_record_and_conclusion(runs):
+    metrics = report.summarise(runs={2: {"torch": runs["torch"], "jax": runs["jax"]}},
+                               code={"torch": dict.fromkeys(STRATEGIES, 3), "jax": dict.fromkeys(STRATEGIES, 5)},
+                               parameters=model.param_count(CONFIG), config=CONFIG.__dict__, batch_size=BATCH,
+                               steps=STEPS, lr=0.1, momentum=0.9, model_parallel=2, device="CPU", simulated=True,
+                               loss_tolerance=1e-3, projection={})
+    assert metrics["verdicts"][0]["label"] == "both match"
+    text = report.conclusion(metrics)
+    assert "PyTorch needs less code for data parallel" in text and "not evidence" in text
+    assert len(report.results_table(metrics)) == 2 * len(STRATEGIES)
+
+
+# ----------------------------------------------------------------------------- the notebook, smoke profile
+
+
+@pytest.mark.slow
+def test_notebook_smoke_run_through_the_publisher(tmp_path):
+    from sidebyside import publish
+
+    site = make_site(tmp_path / "site")
+    assert publish.run(profile="smoke", only="parallel-training", force=True, site=site, build=tmp_path / "build",
+                       progress=False) == 0
+    record = json.loads((site / "_data" / "results" / "parallel-training.json").read_text())
+    assert record["profile"] == "smoke"
+    assert {"runs", "verdicts", "projection", "code_lines"} <= set(record["metrics"])
+    assert record["metrics"]["verdicts"][0]["label"] == "both match"
+    post = next((site / "_posts").glob("*-parallel-training.md")).read_text()
+    assert "Traceback" not in post and "not evidence" in post
+    assert ROOT.name  # the real site is untouched (conftest checks _posts/, images/, _data/)
