@@ -202,6 +202,23 @@ def test_optimise_png_keeps_a_figure_under_the_limit_and_never_makes_it_larger()
     assert viz.optimise_png(b"not a png") == b"not a png"
 
 
+def test_the_downloadable_notebook_keeps_its_figures_whole_while_its_text_is_scrubbed():
+    import base64
+
+    from sidebyside.publish import downloads
+
+    png = _png((64, 64), noise=True)
+    payload = base64.b64encode(png).decode()
+    host = next(w for w in re.findall(r"(?<=[/+])[a-z]{2,3}(?=[/+])", payload))  # a "word" inside the base64
+    figure = nbformat.v4.new_output("display_data", data={"image/png": payload + "\n", "text/plain": f"on {host}"})
+    nb = _notebook(_code(f"print('{host}')", [figure]))
+    rule = re.compile(r"(?<![\w-])" + re.escape(host) + r"(?![\w-])", re.I)  # as rendering.scrub_rules writes one
+    written = nbformat.reads(downloads.scrub_notebook(nb, lambda text: rule.sub("[host]", text)), as_version=4)
+    data = written.cells[0].outputs[0]["data"]
+    assert base64.b64decode(data["image/png"]) == png
+    assert data["text/plain"] == "on [host]" and written.cells[0].source == "print('[host]')"
+
+
 def test_every_published_png_is_at_most_400_kb():
     pngs = sorted((ROOT / "images").rglob("*.png"))
     if not pngs:

@@ -22,7 +22,7 @@ from typing import Any
 
 from sidebyside.lab.tables import parse_html, tables_csv
 
-__all__ = ["NAMES", "files", "post_tables"]
+__all__ = ["NAMES", "files", "post_tables", "scrub_notebook"]
 
 RESULTS, TABLES = "results.json", "tables.csv"
 NAMES = (RESULTS, TABLES)  # and "<slug>.ipynb"
@@ -54,11 +54,38 @@ def files(slug: str, executed_nb, preprocessed_nb, record: dict[str, Any],
     """``{filename: bytes}`` of the downloads: ``preprocessed_nb`` is the
     notebook as the post shows it (its tables), ``executed_nb`` the full
     executed notebook (written through ``scrub``)."""
-    import nbformat
-
     out = {RESULTS: (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()}
     tables = post_tables(preprocessed_nb)
     if tables:
         out[TABLES] = tables_csv(tables).encode()
-    out[f"{slug}.ipynb"] = scrub(nbformat.writes(executed_nb)).encode()
+    out[f"{slug}.ipynb"] = scrub_notebook(executed_nb, scrub).encode()
     return out
+
+
+_BINARY = ("image/png", "image/jpeg", "image/gif")
+
+
+def scrub_notebook(nb, scrub: Callable[[str], str]) -> str:
+    """The notebook's JSON written through ``scrub``, except its base64 image payloads:
+    a rule for a short host name (whole words, any case) would otherwise match inside
+    the base64 text, between its ``/`` and ``+``, and corrupt the figure. Each payload
+    is set aside under a random token for the scrub and put back after it."""
+    import copy
+    import secrets
+
+    import nbformat
+
+    nb = copy.deepcopy(nb)
+    kept: dict[str, str] = {}
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data") or {}
+            for mime in _BINARY:
+                if mime in data:
+                    token = f"sidebysidebinary{secrets.token_hex(16)}"
+                    kept[token] = _text(data[mime])
+                    data[mime] = token
+    text = scrub(nbformat.writes(nb))
+    for token, payload in kept.items():
+        text = text.replace(token, json.dumps(payload)[1:-1])  # as the JSON string it was
+    return text
