@@ -227,8 +227,14 @@ def test_freshness_compares_the_cache_key_with_the_published_one(tmp_path):
     results = tmp_path / "_data" / "results"
     results.mkdir(parents=True)
     current, edited = infos
-    for info, key in ((current, publish.cache_key(current, "cpu", params["cpu"][current.slug])), (edited, "0" * 64)):
+    from sidebyside.run import runkey
+
+    module = "src/sidebyside/lab/verdict.py"
+    inputs = {"modules": {module: runkey.digest(ROOT / module)}, "data": {}}
+    for info, key in ((current, publish.cache_key(current, "cpu", params["cpu"][current.slug], ROOT, inputs)),
+                      (edited, "0" * 64)):
         (results / f"{info.slug}.json").write_text(json.dumps({"slug": info.slug, "profile": "cpu", "source_hash": key,
+                                                               "inputs": inputs,
                                                                "executed_at": "2026-11-22T00:00:00+00:00",
                                                                "provenance": {}, "metrics": {}}))
     path = scoreboard.write_freshness(tmp_path, publish.discover(ROOT / "notebooks"), params, ROOT)
@@ -237,8 +243,13 @@ def test_freshness_compares_the_cache_key_with_the_published_one(tmp_path):
     path.unlink()
     from sidebyside.publish import cli
 
-    assert cli.list_notebooks(site=tmp_path, write_freshness=True) == 0
-    assert json.loads(path.read_text()) == {current.slug: "current", edited.slug: "stale"}
+    # Here the records have no post beside them: `list` calls the site incomplete and writes no states.
+    assert cli.list_notebooks(site=tmp_path, write_freshness=True) == 2
+    assert not path.exists()
+    for info in infos:
+        (results / f"{info.slug}.json").unlink()
+    (results / f"{current.slug}.json").write_text(json.dumps({}))  # nothing but a broken record: refused too
+    assert cli.list_notebooks(site=tmp_path, write_freshness=True) == 2 and not path.exists()
 
 
 def test_show_in_full_keeps_every_cell_and_formats_floats():

@@ -152,18 +152,25 @@ def test_cache_key_changes_with_each_input(tmp_path):
     (root / "requirements.txt").write_text("numpy==1\n")
     nb = _write_nb(root / "01_tiny.py")
     info, _ = publish.read_notebook_info(nb)
-    base = publish.cache_key(info, "cpu", {"n": 3}, root)
-    assert publish.cache_key(info, "cpu", {"n": 3}, root) == base
-    assert publish.cache_key(info, "cpu", {"n": 4}, root) != base
-    assert publish.cache_key(info, "gpu", {"n": 3}, root) != base
-    lib.write_text("x = 2\n")
-    changed_lib = publish.cache_key(info, "cpu", {"n": 3}, root)
+    inputs = {"modules": {"src/sidebyside/mod.py": "recorded"}, "data": {}}
+
+    def key(profile="cpu", params=None):
+        return publish.cache_key(info, profile, params or {"n": 3}, root, inputs)
+
+    base = key()
+    assert key() == base
+    assert key(params={"n": 4}) != base
+    assert key("gpu") != base
+    lib.write_text("x = 2\n")  # a module the run recorded
+    changed_lib = key()
     assert changed_lib != base
+    (root / "src" / "sidebyside" / "other.py").write_text("y = 1\n")  # one it did not
+    assert key() == changed_lib
     (root / "requirements.txt").write_text("numpy==2\n")
-    changed_req = publish.cache_key(info, "cpu", {"n": 3}, root)
+    changed_req = key()
     assert changed_req != changed_lib
     nb.write_text(nb.read_text() + "\n# %%\n1\n")
-    assert publish.cache_key(info, "cpu", {"n": 3}, root) != changed_req
+    assert key() != changed_req
 
 
 # --------------------------------------------------------------------------- atomic writes
