@@ -273,7 +273,7 @@ precision_applied = {(op, device, mode): precision_check(op, device, mode)
 # its clock and vector units, or, where a library ran faster than that estimate, the best rate
 # measured in this run; its source is printed with it, and no share of it exceeds 100%.
 
-# %% tags=["appendix-input"]
+# %% tags=["appendix-input", "appendix"]
 PRECISION_OF = {"float32": "fp32", "tf32": "tf32_tensor", "bfloat16": "bf16_tensor", "float64": "fp64_tensor"}
 
 
