@@ -8,6 +8,8 @@ post's results record and generated conclusion). Only notebooks import these.
 - ``jit_autograd``: jit-and-autograd-timing.
 - ``xla_and_scipy``: xla-and-scipy.
 - ``swin_v2``: swin-transformer-v2 (the Flax port of timm's model, weight porting, training, ladder).
+- ``parallel_training``: parallel-training (the ViT in both frameworks, each framework's strategies and
+  launcher, collective counting, the cost model).
 - ``bench``: the command line of the posts' benchmarks (``python -m sidebyside.posts.bench grid_sample``).
 """
 
@@ -15,6 +17,6 @@ from __future__ import annotations
 
 from sidebyside._lazy import face
 
-__all__ = ['fashion_mnist', 'weight_visualisation', 'grid_sample', 'jit_autograd', 'xla_and_scipy', 'swin_v2', 'bench']
+__all__ = ['fashion_mnist', 'weight_visualisation', 'grid_sample', 'jit_autograd', 'xla_and_scipy', 'swin_v2', 'parallel_training', 'bench']
 
-__getattr__ = face(__name__, ['fashion_mnist', 'weight_visualisation', 'grid_sample', 'jit_autograd', 'xla_and_scipy', 'swin_v2', 'bench'])
+__getattr__ = face(__name__, ['fashion_mnist', 'weight_visualisation', 'grid_sample', 'jit_autograd', 'xla_and_scipy', 'swin_v2', 'parallel_training', 'bench'])

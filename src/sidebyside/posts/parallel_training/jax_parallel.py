@@ -59,14 +59,17 @@ def _path(path) -> tuple[str, ...]:
 
 
 def one_device(mesh, params):
+    """The reference: every array whole (on a one-device mesh)."""
     return jax.tree.map(lambda _: P(), params), P()
 
 
 def data_parallel(mesh, params):
+    """Parameters replicated, the batch split over ``data``: XLA all-reduces the gradients."""
     return jax.tree.map(lambda _: P(), params), P("data")
 
 
 def fully_sharded(mesh, params):
+    """Parameters (and so optimiser state) split over ``data`` too: XLA gathers them where used."""
     n = mesh.shape["data"]
 
     def spec(x):
@@ -76,6 +79,7 @@ def fully_sharded(mesh, params):
 
 
 def tensor_parallel(mesh, params):
+    """Megatron-style specs over ``model``, the batch over ``data``; XLA places the collectives."""
     def spec(path, x):
         layer, leaf = (("",) + _path(path))[-2:]
         if layer in COLUMNS:
@@ -87,6 +91,7 @@ def tensor_parallel(mesh, params):
 
 
 def manual(mesh, loss_fn, tx):
+    """The step written per device with ``shard_map``; its one collective, ``pmean``, spelled out."""
     @jax.jit
     # check_vma=False: gradients stay per device until the pmean below (with the check on, JAX would
     # already sum the gradients of the replicated parameters in the backward pass).
@@ -189,6 +194,7 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict) -
 
 
 def main(spec_path: str) -> None:
+    """Run the strategies the JSON spec at ``spec_path`` names (see the module docstring)."""
     spec = json.loads(Path(spec_path).read_text())
     out = Path(spec["out"])
     try:

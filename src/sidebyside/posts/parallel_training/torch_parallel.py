@@ -58,20 +58,24 @@ def _no_hook(model):
 
 
 def one_device(model, mesh):
+    """The reference: the model as it is, no hook."""
     return model, _no_hook
 
 
 def data_parallel(model, mesh):
+    """DDP: a full replica per rank; gradients all-reduced in buckets during backward()."""
     return DistributedDataParallel(model, process_group=mesh.get_group()), _no_hook
 
 
 def fully_sharded(model, mesh):
+    """FSDP2: parameters, gradients and optimiser state split over ``mesh``, gathered per block when used."""
     for block in model.blocks:
         fully_shard(block, mesh=mesh)
     return fully_shard(model, mesh=mesh), _no_hook
 
 
 def tensor_parallel(model, mesh):
+    """Megatron-style tensor parallelism over ``mesh["model"]``, gradients averaged over ``mesh["data"]``."""
     plan = {"attn.q": ColwiseParallel(), "attn.k": ColwiseParallel(), "attn.v": ColwiseParallel(),
             "attn.proj": RowwiseParallel(), "mlp.fc1": ColwiseParallel(), "mlp.fc2": RowwiseParallel()}
     for block in model.blocks:
@@ -89,6 +93,7 @@ def tensor_parallel(model, mesh):
 
 
 def manual(model, mesh):
+    """Replicas, and one all_reduce per gradient written out: the average DDP computes."""
     def average(model):
         for p in model.parameters():
             dist.all_reduce(p.grad)
@@ -225,6 +230,7 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict, m
 
 
 def main(spec_path: str) -> None:
+    """Run the strategies the JSON spec at ``spec_path`` names (see the module docstring)."""
     spec = json.loads(Path(spec_path).read_text())
     out = Path(spec["out"])
     rank = int(os.environ.get("RANK", 0))
@@ -249,11 +255,17 @@ def main(spec_path: str) -> None:
             mesh = meshes["2d" if strategy == "tensor_parallel" else "1d"]
             records[strategy] = train(strategy, spec, X, y, init, mesh)
         (out / f"rank{rank}.json").write_text(json.dumps({"rank": rank, "world": world, "strategies": records}))
-        dist.destroy_process_group()
+        dist.barrier()
     except BaseException as error:
         (out / f"rank{rank}.error.json").write_text(json.dumps({
             "rank": rank, "error": f"{type(error).__name__}: {error}", "traceback": traceback.format_exc()}))
         raise
+    # Every rank's results are written and every rank is past the barrier: leave without the
+    # interpreter's shutdown, where a still-joinable C++ thread of the distributed stack now and then
+    # aborts the process ("terminate called without an active exception"), failing a finished run.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
