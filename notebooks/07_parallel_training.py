@@ -237,6 +237,9 @@ report.results_table(metrics)
 # %%
 report.collectives_table(metrics)
 
+# %% tags=["remove_input"]
+Markdown(report.collectives_claim(metrics))
+
 # %% [markdown]
 # Step times on simulated devices are shown for completeness only: the
 # simulated devices share this machine's CPU cores, so a strategy on more

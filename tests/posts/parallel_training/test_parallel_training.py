@@ -314,6 +314,8 @@ def test_record_and_conclusion(runs):
     text = report.conclusion(metrics)
     assert "PyTorch needs less code for data parallel" in text and "not evidence" in text
     assert len(report.results_table(metrics)) == 2 * len(STRATEGIES)
+    claim = report.collectives_claim(metrics)
+    assert "**data parallel**: PyTorch (DistributedDataParallel) issues 1 all-reduce" in claim
 
 
 # ----------------------------------------------------------------------------- the notebook, smoke profile

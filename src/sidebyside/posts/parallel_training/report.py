@@ -27,7 +27,7 @@ from sidebyside.lab import verdict
 from sidebyside.posts.parallel_training import comms
 
 __all__ = ["STRATEGY_NAMES", "TOOLS", "TIE", "code_lines", "Source", "source", "torch_record", "jax_record",
-           "parity_verdict", "fewer_verdict", "summarise", "results_table", "collectives_table",
+           "parity_verdict", "fewer_verdict", "summarise", "results_table", "collectives_table", "collectives_claim",
            "projection_table", "conclusion"]
 
 STRATEGY_NAMES = {"one_device": "one device", "data_parallel": "data parallel", "fully_sharded": "fully sharded",
@@ -296,6 +296,35 @@ def projection_table(metrics: Mapping[str, Any]):
 
 
 # ----------------------------------------------------------------------------- prose
+
+
+def _kinds(entry: Mapping[str, Any]) -> str:
+    parts = [f"{verdict.plural(e['count'], k)} ({_bytes(e['bytes'])})" for k, e in entry.items() if k != "total"]
+    return _list(parts) if parts else "none"
+
+
+def collectives_claim(metrics: Mapping[str, Any], devices: int | None = None) -> str:
+    """Per strategy, how the two frameworks' collectives differ in number and kind at ``devices``
+    (the largest run by default): where the counts differ and the bytes agree, the same data is
+    moved in differently sized pieces (bucketing, XLA's combiner, per-parameter calls)."""
+    n = str(devices or metrics["largest"])
+    lines = []
+    for s in STRATEGY_NAMES:
+        if s == "one_device":
+            continue
+        t, j = metrics["runs"][n]["torch"].get(s), metrics["runs"][n]["jax"].get(s)
+        if t is None or j is None:
+            continue
+        tc, jc = t["comms"], j["comms"]
+        same_bytes = abs(tc["total"]["bytes"] - jc["total"]["bytes"]) <= TIE * max(tc["total"]["bytes"],
+                                                                                   jc["total"]["bytes"], 1)
+        line = (f"- **{STRATEGY_NAMES[s]}**: PyTorch ({TOOLS['torch'][s]}) issues {_kinds(tc)}; "
+                f"JAX ({TOOLS['jax'][s]}) issues {_kinds(jc)}.")
+        if tc["total"]["count"] != jc["total"]["count"] and same_bytes:
+            line += " The same bytes, cut into a different number of collectives."
+        lines.append(line)
+    return f"Per training step on {n} devices:\n\n" + "\n".join(lines)
+
 
 
 def _tally(metrics: Mapping[str, Any], prefix: str) -> dict[str, list[str]]:
