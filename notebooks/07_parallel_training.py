@@ -200,7 +200,7 @@ f"{len(device_counts)} device counts, {len(launch.STRATEGIES)} strategies, 2 fra
 # one-device run to within that rounding.
 
 # %% figure="loss-deviation" alt="Loss per step of the one-device runs, and each strategy's absolute loss difference from its framework's one-device run, PyTorch and JAX"
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+fig, axes = plt.subplots(1, 2, figsize=(10, 5))
 run = runs[largest]
 for fw in ("torch", "jax"):
     axes[0].plot(np.arange(1, steps + 1), run[fw]["one_device"]["losses"], color=viz.COLORS[fw],
@@ -215,7 +215,7 @@ axes[1].axhline(loss_tolerance, color="grey", linestyle="--", label="tolerance")
 axes[1].set(title=f"|loss − reference| on {largest} devices (floor 1e-9)", xlabel="step",
             ylabel="absolute loss difference")
 axes[0].legend()
-axes[1].legend(fontsize=7, ncol=2)
+axes[1].legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.18))
 fig.tight_layout()
 plt.show()
 
@@ -268,6 +268,9 @@ metrics["projection"] = {fw: {s: costmodel.project(
     model_parallel=model_parallel, device_counts=projection_counts) for s in launch.STRATEGIES[1:]}
     for fw in ("torch", "jax")}
 report.projection_table(metrics)
+
+# %% tags=["remove_input"]
+Markdown(report.projection_claim(metrics))
 
 # %% [markdown]
 # ## 7. Conclusion

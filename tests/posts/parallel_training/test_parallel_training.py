@@ -314,6 +314,13 @@ def test_record_and_conclusion(runs):
     text = report.conclusion(metrics)
     assert "PyTorch needs less code for data parallel" in text and "not evidence" in text
     assert len(report.results_table(metrics)) == 2 * len(STRATEGIES)
+    assert report.projection_claim(metrics) == ""
+    metrics["projection"] = {fw: {s: costmodel.project(
+        s, collectives=runs[fw][s]["collectives"], grad_bytes=runs[fw][s]["memory"]["grads"], measured_devices=2,
+        params=model.param_count(CONFIG), tokens_per_device=BATCH // 2 * CONFIG.tokens, model_parallel=2)
+        for s in STRATEGIES[1:]} for fw in ("torch", "jax")}
+    assert "Projected, not measured: at 512 H100s" in report.projection_claim(metrics)
+    assert "Projected, not measured" in report.conclusion(metrics)
     claim = report.collectives_claim(metrics)
     assert "**data parallel**: PyTorch (DistributedDataParallel) issues 1 all-reduce" in claim
 

@@ -27,7 +27,7 @@ from sidebyside.lab import verdict
 from sidebyside.posts.parallel_training import comms
 
 __all__ = ["STRATEGY_NAMES", "TOOLS", "TIE", "code_lines", "Source", "source", "torch_record", "jax_record",
-           "parity_verdict", "fewer_verdict", "summarise", "results_table", "collectives_table", "collectives_claim",
+           "parity_verdict", "fewer_verdict", "summarise", "results_table", "collectives_table", "collectives_claim", "projection_claim",
            "projection_table", "conclusion"]
 
 STRATEGY_NAMES = {"one_device": "one device", "data_parallel": "data parallel", "fully_sharded": "fully sharded",
@@ -340,6 +340,28 @@ def _list(items: Sequence[str]) -> str:
     return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + items[-1] if items else "none"
 
 
+def projection_claim(metrics: Mapping[str, Any]) -> str:
+    """What the cost model projects at its largest GPU count: the strategy and framework with the
+    highest scaling efficiency (no overlap), the lowest, and how compute compares with
+    communication; labelled a projection. Empty when the record holds no projection."""
+    rows = [(p["efficiency_no_overlap"], fw, s, int(n), p) for fw, per in metrics["projection"].items()
+            for s, counts in per.items() for n, p in counts.items()]
+    if not rows:
+        return ""
+    top = max(r[3] for r in rows)
+    at_top = sorted(r for r in rows if r[3] == top)
+    (low, lfw, ls, _, _), (high, hfw, hs, _, hp) = at_top[0], at_top[-1]
+    params = metrics["model"]["parameters"]
+    return (f"Projected, not measured: at {top} H100s the cost model puts {verdict.FRAMEWORKS[hfw]}'s "
+            f"{STRATEGY_NAMES[hs]} ({TOOLS[hfw][hs]}) highest, at {verdict.fmt_number(100 * high)}% scaling "
+            f"efficiency without overlap ({verdict.fmt_seconds(hp['compute_s'])} of compute against "
+            f"{verdict.fmt_seconds(hp['comm_s'])} of communication per step), and {verdict.FRAMEWORKS[lfw]}'s "
+            f"{STRATEGY_NAMES[ls]} ({TOOLS[lfw][ls]}) lowest, at {verdict.fmt_number(100 * low)}%. A "
+            f"{verdict.fmt_number(params)}-parameter model has too little compute per step to hide its "
+            "collectives on GPUs this fast; the figures rank the strategies' communication, they do not "
+            "predict a large model's scaling.")
+
+
 def conclusion(metrics: Mapping[str, Any]) -> str:
     """The post's answer, from the record alone."""
     n = metrics["largest"]
@@ -359,6 +381,8 @@ def conclusion(metrics: Mapping[str, Any]) -> str:
         parts.append("Fully sharded, each device holds " + " and ".join(
             f"{verdict.fmt_number(100 * fs[fw]['memory']['total'] / fs[fw]['replicated_total'])}% of the replicated "
             f"bytes in {verdict.FRAMEWORKS[fw]}" for fw in ("torch", "jax")) + f" on {n} devices.")
+    if metrics.get("projection"):
+        parts.append(projection_claim(metrics))
     if metrics["simulated"]:
         parts.append(f"The {n} devices were simulated on one CPU and share its cores, so the step times above are "
                      "not evidence of how either framework scales; the projection to H100s is a model, not a "
