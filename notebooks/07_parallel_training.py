@@ -56,6 +56,7 @@ heads = 4                  # ViT: attention heads
 mlp = 64                   # ViT: MLP width
 loss_tolerance = 1e-4      # largest loss difference from the one-device run that float32 reduction order may explain
 projection_counts = [8, 64, 512]  # H100 counts of the cost model's projection
+multiprocess = [2, 2]      # JAX's multi-host path, once: processes x devices per process (their product among device_counts)
 threads = 1                # CPU threads per worker process
 seed = 0
 
@@ -193,6 +194,26 @@ largest = max(device_counts)
 f"{len(device_counts)} device counts, {len(launch.STRATEGIES)} strategies, 2 frameworks: done"
 
 # %% [markdown]
+# ### JAX's multi-host path, once
+#
+# On a cluster, each host runs one JAX process that sees only its own devices;
+# `jax.distributed.initialize` joins them into one set of devices, and the same
+# mesh, shardings and step run unchanged (each process feeds the slices of the
+# batch its devices hold). The library starts that here with local processes of
+# simulated devices, and trains data parallel once.
+
+# %%
+processes, devices_per_process = multiprocess
+if processes * devices_per_process not in runs:
+    raise ValueError(f"multiprocess={multiprocess} needs {processes * devices_per_process} among device_counts={device_counts}")
+multi = launch.run_jax_multiprocess(processes, devices_per_process, X=X, y=y, torch_state=torch_model.state_dict(),
+                                    config=config, lr=lr, momentum=momentum, model_parallel=model_parallel,
+                                    threads=threads)
+multi_record = report.multiprocess_record(multi, runs[processes * devices_per_process]["jax"], processes=processes,
+                                          devices_per_process=devices_per_process)
+Markdown(report.multiprocess_claim(multi_record, tolerance=loss_tolerance))
+
+# %% [markdown]
 # ## 4. Correctness: the loss against the one-device run
 #
 # Splitting a batch over devices changes the order of float32 sums, and
@@ -262,6 +283,7 @@ costmodel.inputs_table(params=model.param_count(config), tokens_per_device=token
                        model_parallel=model_parallel)
 
 # %%
+metrics["multiprocess"] = multi_record
 metrics["projection"] = {fw: {s: costmodel.project(
     s, collectives=runs[largest][fw][s]["collectives"], grad_bytes=runs[largest][fw][s]["memory"]["grads"],
     measured_devices=largest, params=model.param_count(config), tokens_per_device=tokens_per_device,

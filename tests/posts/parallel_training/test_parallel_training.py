@@ -57,6 +57,16 @@ def test_strategy_follows_the_one_device_losses(runs, framework, strategy):
     assert record["max_param_difference"] < 1e-4
 
 
+def test_jax_multiprocess_path_follows_the_single_process_run(runs, inputs):
+    X, y, state = inputs
+    result = launch.run_jax_multiprocess(2, 1, X=X, y=y, torch_state=state, config=CONFIG, lr=0.1, momentum=0.9)
+    assert result["processes"] == 2
+    record = report.multiprocess_record(result, runs["jax"], processes=2, devices_per_process=1)
+    assert record["max_loss_deviation"] < 1e-5 and record["max_loss_deviation_single_process"] < 1e-5
+    assert record["collectives"]["all-reduce"]["count"] >= 1
+    assert "2 processes of 1 device joined" in report.multiprocess_claim(record, tolerance=1e-4)
+
+
 def test_both_references_agree(runs):
     torch_ref, jax_ref = runs["torch"]["one_device"], runs["jax"]["one_device"]
     assert np.allclose(torch_ref["losses"], jax_ref["losses"], atol=1e-5)

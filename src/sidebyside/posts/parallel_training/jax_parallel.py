@@ -37,6 +37,7 @@ import jax
 import numpy as np
 import optax
 from flax import nnx
+from jax.experimental import multihost_utils
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -121,11 +122,27 @@ def bytes_per_device(tree) -> int:
     return int(max(held.values(), default=0))
 
 
+def _put(tree, shardings):
+    """NumPy (or JAX) arrays laid out by ``shardings``: every process holds the whole value and
+    gives each of its devices its slice, so this works with one process or several."""
+    def put(x, sharding):
+        host = np.asarray(x)
+        return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+    return jax.tree.map(put, tree, shardings)
+
+
+def _gather(x) -> np.ndarray:
+    """The whole value of ``x`` on this process (a collective when other processes hold parts)."""
+    if x.is_fully_addressable:
+        return np.asarray(x)
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+
+
 def _torch_names(params) -> dict[str, np.ndarray]:
     """Flax parameters under PyTorch's names and layouts (kernels transposed, scale -> weight)."""
     out = {}
     for path, value in jax.tree_util.tree_leaves_with_path(params):
-        parts, value = list(_path(path)), np.asarray(value)
+        parts, value = list(_path(path)), _gather(value)
         if parts[-1] == "kernel":
             parts[-1], value = "weight", value.T
         elif parts[-1] == "scale":
@@ -164,14 +181,14 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict) -
     else:
         param_specs, batch_spec = STRATEGIES[strategy](mesh, params)
     param_sh = jax.tree.map(lambda s: NamedSharding(mesh, s), param_specs)
-    params = jax.device_put(params, param_sh)
+    params = _put(params, param_sh)
     opt_sh = optax.tree_map_params(tx, lambda _, s: s, tx.init(params), param_sh,
                                    transform_non_params=lambda _: NamedSharding(mesh, P()))
     opt_state = jax.jit(tx.init, out_shardings=opt_sh)(params)
     batch_sh = NamedSharding(mesh, batch_spec)
     if strategy != "manual":
         jitted = jax.jit(step, out_shardings=(param_sh, opt_sh, NamedSharding(mesh, P())))
-    Xd, yd = jax.device_put(X[0], batch_sh), jax.device_put(y[0], batch_sh)
+    Xd, yd = _put(X[0], batch_sh), _put(y[0], batch_sh)
     start = time.perf_counter()
     compiled = jitted.lower(params, opt_state, Xd, yd).compile()
     compile_s = time.perf_counter() - start
@@ -181,11 +198,11 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict) -
               "optimizer": bytes_per_device(opt_state)}
     losses, seconds = [], []
     for i in range(X.shape[0]):
-        Xd, yd = jax.device_put(X[i], batch_sh), jax.device_put(y[i], batch_sh)
+        Xd, yd = _put(X[i], batch_sh), _put(y[i], batch_sh)
         jax.block_until_ready((Xd, yd))
         start = time.perf_counter()
         params, opt_state, loss = compiled(params, opt_state, Xd, yd)
-        loss = float(jax.block_until_ready(loss))
+        loss = float(jax.block_until_ready(loss).addressable_data(0))  # replicated: any local copy
         seconds.append(time.perf_counter() - start)
         losses.append(loss)
     record = {"losses": losses, "step_seconds": seconds, "compile_s": compile_s, "memory": memory,
@@ -193,11 +210,19 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict) -
     return record, _torch_names(params)
 
 
-def main(spec_path: str) -> None:
-    """Run the strategies the JSON spec at ``spec_path`` names (see the module docstring)."""
+def main(spec_path: str, process_id: int = 0) -> None:
+    """Run the strategies the JSON spec at ``spec_path`` names (see the module docstring). With
+    ``num_processes`` in the spec, this is process ``process_id`` of a multi-process run: JAX's
+    multi-host path (``jax.distributed.initialize``; gloo collectives between CPU processes), the
+    same code a run over several hosts uses; process 0 writes the results."""
     spec = json.loads(Path(spec_path).read_text())
     out = Path(spec["out"])
+    first = process_id == 0
     try:
+        if spec.get("num_processes"):
+            jax.config.update("jax_cpu_collectives_implementation", "gloo")
+            jax.distributed.initialize(coordinator_address=spec["coordinator"], num_processes=spec["num_processes"],
+                                       process_id=process_id)
         if len(jax.devices()) < spec["num_devices"]:
             (out / "error.json").write_text(json.dumps({"launch": True, "error": (
                 f"a mesh of {spec['num_devices']} devices is larger than the {len(jax.devices())} JAX devices "
@@ -208,15 +233,18 @@ def main(spec_path: str) -> None:
         records = {}
         for strategy in spec["strategies"]:
             records[strategy], params = train(strategy, spec, batches["X"], batches["y"], init)
-            np.savez(out / f"{strategy}.npz", **params)
+            if first:
+                np.savez(out / f"{strategy}.npz", **params)
+        if not first:
+            return
         (out / "result.json").write_text(json.dumps({
             "strategies": records, "devices": [str(d) for d in jax.devices()[:spec["num_devices"]]],
-            "platform": jax.devices()[0].platform}))
+            "platform": jax.devices()[0].platform, "processes": jax.process_count()}))
     except Exception as error:
-        (out / "error.json").write_text(json.dumps({
+        (out / ("error.json" if first else f"error{process_id}.json")).write_text(json.dumps({
             "error": f"{type(error).__name__}: {error}", "traceback": traceback.format_exc()}))
         raise
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], *(int(a) for a in sys.argv[2:3]))

@@ -4,6 +4,8 @@
   dimensions against the mesh), with errors that say what to change.
 - :func:`run_torch`: ``torchrun`` (``python -m torch.distributed.run``) with ``num_devices``
   workers on gloo (NCCL on GPUs), running :mod:`.torch_parallel`; returns the ranks' records.
+- :func:`run_jax_multiprocess`: JAX's multi-host path (``jax.distributed.initialize``) with several
+  child processes of simulated devices, as a run over several hosts would be.
 - :func:`run_jax`: one child Python with ``--xla_force_host_platform_device_count`` in its
   ``XLA_FLAGS`` before JAX starts (the calling kernel may have started JAX with one CPU device
   already), running :mod:`.jax_parallel`; returns its record.
@@ -24,6 +26,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,7 +35,7 @@ import numpy as np
 from sidebyside.posts.parallel_training.model import ViTConfig
 
 __all__ = ["WorkerError", "LaunchError", "plan", "free_port", "check_port", "find_torchrun", "run_torch",
-           "run_jax", "STRATEGIES"]
+           "run_jax", "run_jax_multiprocess", "STRATEGIES"]
 
 STRATEGIES = ("one_device", "data_parallel", "fully_sharded", "tensor_parallel", "manual")
 
@@ -132,21 +135,38 @@ def _root_cause(log: Path) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _run_group(command: Sequence[str], *, env: dict, log: Path, timeout: float) -> int:
-    """Run ``command`` in a new process group with its output in ``log``; kill the whole group on
-    timeout, interruption or any exception; return its exit code."""
-    with open(log, "w") as out:
-        proc = subprocess.Popen(list(command), stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        try:
-            return proc.wait(timeout=timeout)
-        except BaseException:
-            raise
-        finally:
+def _run_groups(commands: Sequence[Sequence[str]], *, env: dict, logs: Sequence[Path], timeout: float) -> list[int]:
+    """Run ``commands`` side by side, each in a new process group with its output in its log; stop
+    at the first that fails (non-zero exit), at ``timeout`` (TimeoutExpired), or on interruption;
+    kill every group whatever happens; return the exit codes (None for one killed unfinished)."""
+    procs, files = [], []
+    try:
+        for command, log in zip(commands, logs):
+            files.append(open(log, "w"))
+            procs.append(subprocess.Popen(list(command), stdout=files[-1], stderr=subprocess.STDOUT, env=env,
+                                          start_new_session=True))
+        deadline = time.monotonic() + timeout
+        while any(p.poll() is None for p in procs):
+            if any(p.returncode not in (None, 0) for p in procs):
+                break
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(list(commands[0]), timeout)
+            time.sleep(0.05)
+        return [p.returncode for p in procs]
+    finally:
+        for p in procs:
             try:
-                os.killpg(proc.pid, signal.SIGKILL)  # the group: torchrun's workers too
+                os.killpg(p.pid, signal.SIGKILL)  # the group: torchrun's workers too
             except ProcessLookupError:
                 pass
-            proc.wait()
+            p.wait()
+        for f in files:
+            f.close()
+
+
+def _run_group(command: Sequence[str], *, env: dict, log: Path, timeout: float) -> int:
+    """:func:`_run_groups` for one command; its exit code."""
+    return _run_groups([command], env=env, logs=[log], timeout=timeout)[0]
 
 
 def _write_inputs(directory: Path, X: np.ndarray, y: np.ndarray, torch_state: dict) -> tuple[Path, Path]:
@@ -215,6 +235,55 @@ def run_torch(num_devices: int, *, X: np.ndarray, y: np.ndarray, torch_state: di
     return {"ranks": ranks, "params": params}
 
 
+def _simulated_env(devices: int, threads: int) -> dict:
+    env = dict(os.environ)
+    flags = [f for f in env.get("XLA_FLAGS", "").split() if "force_host_platform_device_count" not in f]
+    env["XLA_FLAGS"] = " ".join(flags + [f"--xla_force_host_platform_device_count={devices}"])
+    env.update(JAX_PLATFORMS="cpu", OMP_NUM_THREADS=str(threads), PYTHONUNBUFFERED="1")
+    return env
+
+
+def run_jax_multiprocess(num_processes: int, devices_per_process: int, *, X: np.ndarray, y: np.ndarray,
+                         torch_state: dict, config: ViTConfig, lr: float, momentum: float = 0.9,
+                         model_parallel: int = 2, strategies: Sequence[str] = ("data_parallel",),
+                         python: str = sys.executable, threads: int = 1, timeout: float = 900,
+                         workdir: str | os.PathLike | None = None) -> dict:
+    """JAX's multi-host path on one machine: ``num_processes`` child processes, each with
+    ``devices_per_process`` simulated CPU devices, joined by ``jax.distributed.initialize`` (a
+    coordinator on a free local port) into one mesh of ``num_processes * devices_per_process``
+    devices. Returns process 0's record, as :func:`run_jax` does; a failing process raises
+    WorkerError with its process index as the rank."""
+    num_devices = num_processes * devices_per_process
+    plan(num_devices, batch_size=X.shape[1], config=config, model_parallel=model_parallel)
+    with tempfile.TemporaryDirectory(dir=workdir, prefix="jax-mp-") as tmp:
+        tmp = Path(tmp)
+        batches, init = _write_inputs(tmp, X, y, torch_state)
+        spec = {"strategies": list(strategies), "config": config.__dict__, "lr": lr, "momentum": momentum,
+                "batches": str(batches), "init_npz": str(init.with_suffix(".npz")), "model_parallel": model_parallel,
+                "out": str(tmp), "num_devices": num_devices, "num_processes": num_processes,
+                "coordinator": f"127.0.0.1:{free_port()}"}
+        (tmp / "spec.json").write_text(json.dumps(spec))
+        commands = [[python, "-m", "sidebyside.posts.parallel_training.jax_parallel", str(tmp / "spec.json"), str(i)]
+                    for i in range(num_processes)]
+        logs = [tmp / f"log{i}.txt" for i in range(num_processes)]
+        try:
+            codes = _run_groups(commands, env=_simulated_env(devices_per_process, threads), logs=logs,
+                                timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise WorkerError("JAX", None, f"timed out after {timeout:.0f} s", _tail(logs[0])) from None
+        for i in range(num_processes):
+            error = tmp / ("error.json" if i == 0 else f"error{i}.json")
+            if error.exists():
+                raise WorkerError("JAX", i, json.loads(error.read_text())["error"], _tail(logs[i]))
+        failed = next((i for i, c in enumerate(codes) if c not in (0, None)), None)
+        if failed is not None or not (tmp / "result.json").exists():
+            i = failed if failed is not None else 0
+            raise WorkerError("JAX", i, f"process {i} exited with {codes[i]}", _tail(logs[i]))
+        result = json.loads((tmp / "result.json").read_text())
+        result["params"] = {s: dict(np.load(tmp / f"{s}.npz")) for s in strategies}
+    return result
+
+
 def run_jax(num_devices: int, *, X: np.ndarray, y: np.ndarray, torch_state: dict, config: ViTConfig, lr: float,
             momentum: float = 0.9, model_parallel: int = 2, strategies: Sequence[str] = STRATEGIES, simulated: bool = True,
             python: str = sys.executable, threads: int = 1, timeout: float = 900,
@@ -231,12 +300,8 @@ def run_jax(num_devices: int, *, X: np.ndarray, y: np.ndarray, torch_state: dict
                 "init_npz": str(init.with_suffix(".npz")), "model_parallel": model_parallel, "out": str(tmp),
                 "num_devices": num_devices}
         (tmp / "spec.json").write_text(json.dumps(spec))
-        env = dict(os.environ)
-        if simulated:
-            flags = [f for f in env.get("XLA_FLAGS", "").split() if "force_host_platform_device_count" not in f]
-            env["XLA_FLAGS"] = " ".join(flags + [f"--xla_force_host_platform_device_count={num_devices}"])
-            env["JAX_PLATFORMS"] = "cpu"
-        env.update(OMP_NUM_THREADS=str(threads), PYTHONUNBUFFERED="1")
+        env = _simulated_env(num_devices, threads) if simulated else {
+            **os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
         log = tmp / "log.txt"
         command = [python, "-m", "sidebyside.posts.parallel_training.jax_parallel", str(tmp / "spec.json")]
         try:

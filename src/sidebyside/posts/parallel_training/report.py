@@ -27,7 +27,8 @@ from sidebyside.lab import verdict
 from sidebyside.posts.parallel_training import comms
 
 __all__ = ["STRATEGY_NAMES", "TOOLS", "TIE", "code_lines", "Source", "source", "torch_record", "jax_record",
-           "parity_verdict", "fewer_verdict", "summarise", "results_table", "collectives_table", "collectives_claim", "projection_claim",
+           "parity_verdict", "fewer_verdict", "summarise", "results_table", "collectives_table", "collectives_claim", "projection_claim", "multiprocess_record",
+           "multiprocess_claim",
            "projection_table", "conclusion"]
 
 STRATEGY_NAMES = {"one_device": "one device", "data_parallel": "data parallel", "fully_sharded": "fully sharded",
@@ -360,6 +361,35 @@ def projection_claim(metrics: Mapping[str, Any]) -> str:
             f"{verdict.fmt_number(params)}-parameter model has too little compute per step to hide its "
             "collectives on GPUs this fast; the figures rank the strategies' communication, they do not "
             "predict a large model's scaling.")
+
+
+def multiprocess_record(result: Mapping[str, Any], single: Mapping[str, Any], *, processes: int,
+                        devices_per_process: int) -> dict[str, Any]:
+    """JAX's multi-process data-parallel run (:func:`launch.run_jax_multiprocess`) against the
+    single-process runs at the same device count (``single``: :func:`jax_record`'s result)."""
+    losses = result["strategies"]["data_parallel"]["losses"]
+    return {
+        "processes": processes, "devices_per_process": devices_per_process, "losses": losses,
+        "max_loss_deviation": float(max(abs(a - b) for a, b in zip(losses, single["one_device"]["losses"]))),
+        "max_loss_deviation_single_process": float(max(
+            abs(a - b) for a, b in zip(losses, single["data_parallel"]["losses"]))),
+        "collectives": comms.summarise(comms.Collective(**c) for c in
+                                       result["strategies"]["data_parallel"]["collectives"]),
+    }
+
+
+def multiprocess_claim(record: Mapping[str, Any], *, tolerance: float) -> str:
+    """One sentence on the multi-process run: its layout, and whether it follows the one-device losses."""
+    n = record["processes"] * record["devices_per_process"]
+    ok = record["max_loss_deviation"] <= tolerance
+    return (f"JAX's multi-host path, {record['processes']} processes of "
+            f"{verdict.plural(record['devices_per_process'], 'device')} "
+            f"joined by `jax.distributed.initialize` into one mesh of {n}, trains data parallel with the same "
+            f"step and the same sharding code, and {'follows' if ok else 'leaves'} the one-device loss curve: "
+            f"the largest deviation is {verdict.fmt_number(record['max_loss_deviation'])} "
+            f"({'inside' if ok else 'beyond'} the tolerance of {verdict.fmt_number(tolerance)}), and "
+            f"{verdict.fmt_number(record['max_loss_deviation_single_process'])} from the single-process run on "
+            f"{n} devices. Its compiled step issues {_kinds(record['collectives'])}.")
 
 
 def conclusion(metrics: Mapping[str, Any]) -> str:
