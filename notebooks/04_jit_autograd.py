@@ -125,7 +125,7 @@ if on_gpu:
     jax_devices["gpu"] = jax.devices("gpu")[0]
     torch_devices["gpu"] = torch.device("cuda")
 startup = timing.warm_start("cpu")  # ... in a warm process: the CPU's start-up (the process's first) is reported
-for device in devices[1:]:  # and every other timed device is warmed too
+if on_gpu:  # and the GPU, the other timed device, is warmed too
     timing.warm_start("cuda")
 provenance.table(record)
 
