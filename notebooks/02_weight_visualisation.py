@@ -116,7 +116,7 @@ arrays = training.prepare(ds, num_train=num_train, num_test=num_test)
 X_cka = arrays.X_test[:num_cka]  # held out: never seen in training
 config = training.TrainConfig(num_epochs=num_epochs, batch_size=batch_size, lr=lr,
                               optimizer=optimizer, schedule=schedule)
-post = report.weight_visualisation  # this post's tables, record and conclusion
+post = report  # this post's tables, record and conclusion
 VARIANTS = post.VARIANTS  # torch, flax, flax_torch_init, flax_same_init -> how the tables name them
 tables.table(pd.DataFrame({"setting": ["training images", "test images", "held-out images for CKA", "epochs", "batch size",
                           "optimiser", "learning rate", "seeds per variant", "device"],
