@@ -332,7 +332,7 @@ Markdown(report.accuracy_claim(accuracy, num_train=len(X_train), num_epochs=num_
 # (and, by default, XLA reserves most of the GPU at start-up). Not timed: JAX op-by-op (eager) execution, which nobody
 # trains a transformer with.
 
-# %% tags=["appendix-input"]
+# %% tags=["appendix-input", "appendix"] summary="Every rung of the speed ladders"
 speed = {}
 settings = [(p, ph, b) for ph in speed_phases for p in precisions for b in speed_batch_sizes]
 for precision, phase, batch in progress.bar(settings, desc="speed ladders"):
@@ -387,7 +387,7 @@ memory_table.round(0) if len(memory_table) else Markdown("No device memory stati
 # program's first run beyond a steady one), and the steady step. An epoch is
 # taken as Imagenette's 9,469 training images.
 
-# %% tags=["appendix-input"]
+# %% tags=["appendix-input", "appendix"] summary="The first step of every rung"
 first_steps = report.first_steps(speed)  # swin.first_step for each working training rung
 first_table = pd.DataFrame(first_steps.values()).set_index(["precision", "batch", "tool"])[
     ["compile_s", "allocation_s", "steady_s", "first_step_s", "first_epoch_s", "steady_epoch_s", "first_epoch_excess"]]

@@ -71,7 +71,7 @@ LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", LIBRARY], check=True)
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ## Setup
 #
 # Every strategy runs outside this kernel, on each framework's own engine:
@@ -83,7 +83,7 @@ if "google.colab" in sys.modules:
 # with the failing rank's error and log if a worker fails, and leaves no
 # process behind.
 
-# %%
+# %% tags=["appendix"] summary="Set-up: imports, the run's devices and versions"
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
@@ -182,7 +182,7 @@ pd.DataFrame({f"{viz.LABELS[fw]} (lines)": code[fw] for fw in code}).rename(inde
 # machine with GPUs: this post measures what the strategies do, not how fast
 # real devices do it.
 
-# %%
+# %% tags=["appendix-input"]
 runs = {}
 for n in progress.bar(device_counts, desc="device counts"):
     torch_result = launch.run_torch(n, X=X, y=y, torch_state=torch_model.state_dict(), config=config, lr=lr,
@@ -202,7 +202,7 @@ f"{len(device_counts)} device counts, {len(launch.STRATEGIES)} strategies, 2 fra
 # batch its devices hold). The library starts that here with local processes of
 # simulated devices, and trains data parallel once.
 
-# %%
+# %% tags=["appendix-input"]
 processes, devices_per_process = multiprocess
 if processes * devices_per_process not in runs:
     raise ValueError(f"multiprocess={multiprocess} needs {processes * devices_per_process} among device_counts={device_counts}")
@@ -220,7 +220,7 @@ Markdown(report.multiprocess_claim(multi_record, tolerance=loss_tolerance))
 # nothing else; each strategy's loss per step should follow its framework's
 # one-device run to within that rounding.
 
-# %% figure="loss-deviation" alt="Loss per step of the one-device runs, and each strategy's absolute loss difference from its framework's one-device run, PyTorch and JAX"
+# %% figure="loss-deviation" alt="Loss per step of the one-device runs, and each strategy's absolute loss difference from its framework's one-device run, PyTorch and JAX" tags=["appendix-input"]
 fig, axes = plt.subplots(1, 2, figsize=(10, 5))
 run = runs[largest]
 for fw in ("torch", "jax"):
@@ -255,7 +255,7 @@ metrics = report.summarise(
     loss_tolerance=loss_tolerance, projection={})
 report.results_table(metrics)
 
-# %%
+# %% tags=["appendix"] summary="Collectives per step, by strategy, kind and framework"
 report.collectives_table(metrics)
 
 # %% tags=["remove_input"]
@@ -277,12 +277,12 @@ Markdown(report.collectives_claim(metrics))
 # InfiniBand between nodes. **This is a projection, not a measurement**; its
 # inputs and their sources:
 
-# %%
+# %% tags=["appendix"] summary="The cost model's inputs and their sources"
 tokens_per_device = (batch_size // largest) * config.tokens
 costmodel.inputs_table(params=model.param_count(config), tokens_per_device=tokens_per_device,
                        model_parallel=model_parallel)
 
-# %%
+# %% tags=["appendix-input"]
 metrics["multiprocess"] = multi_record
 metrics["projection"] = {fw: {s: costmodel.project(
     s, collectives=runs[largest][fw][s]["collectives"], grad_bytes=runs[largest][fw][s]["memory"]["grads"],

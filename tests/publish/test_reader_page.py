@@ -112,6 +112,8 @@ def pages(reader_site):
                     "errors": errors,
                     **page.evaluate(LAYOUT_PROBLEMS),
                     "verdict": page.evaluate("() => (document.querySelector('.verdict') || {}).innerText || null"),
+                    # the whole box, its closed sections included (a further verdict's figures fold away)
+                    "verdict_all": page.evaluate("() => (document.querySelector('.verdict') || {}).textContent || null"),
                     "provenance": page.evaluate("() => (document.querySelector('.provenance') || {}).textContent || ''"),  # in the closed appendix
                     "title": page.evaluate("() => (document.querySelector('.post-title') || {}).textContent || ''"),
                     "downloads": page.evaluate("() => Array.from(document.querySelectorAll('.downloads a')).map(a => a.href)"),
@@ -171,8 +173,11 @@ def test_verdict_box_shows_the_results_figures(reader_site, pages):
     assert headline["scale"]["text"] in box and "Does not answer the seed's claim (JAX 3× faster) yet" in box
     for side in headline["sides"].values():
         assert verdict.fmt_seconds(side["median_s"]) in box and side["tool"] in box
+    # The headline shows everything; a further verdict shows its question, answer and scale, the rest folded.
+    whole = pages[FIXTURE, "wide"]["verdict_all"]
+    assert "Who raced, their figures and the caveat" in box and "seeds" not in box[box.index(accuracy["question"]):]
     # Each table's header names its columns: tools and medians for speed, means and seeds for accuracy.
-    speed_table, seeds_table = box[:box.index(accuracy["question"])], box[box.index(accuracy["question"]):]
+    speed_table, seeds_table = box[:box.index(accuracy["question"])], whole[whole.index(accuracy["question"]):]
     assert "best tool" in speed_table and "median" in speed_table and "seeds" not in speed_table
     assert "mean" in seeds_table and "seeds" in seeds_table and "best tool" not in seeds_table
     assert "Caveat: A smoke-sized batch; <b>not</b> a GPU figure." in box  # escaped: shown as text
