@@ -114,7 +114,7 @@ provenance.table(prov)
 # barely changes when a gradient is scaled, SGD shows a wrongly averaged
 # gradient in the loss at once).
 
-# %%
+# %% tags=["appendix-input"]
 config = model.ViTConfig(patch=patch, dim=dim, depth=depth, heads=heads, mlp=mlp)
 torch_model = model.TorchViT(config, seed=seed)
 flax_model = model.FlaxViT(config, seed=seed)
@@ -163,7 +163,7 @@ report.source(torch_parallel.manual)
 # %% tags=["pair:manual:jax"]
 report.source(jax_parallel.manual)
 
-# %%
+# %% tags=["appendix"] summary="Lines each strategy adds, per framework"
 code = {fw: {s: report.code_lines(getattr(module, s)) for s in launch.STRATEGIES}
         for fw, module in (("torch", torch_parallel), ("jax", jax_parallel))}
 pd.DataFrame({f"{viz.LABELS[fw]} (lines)": code[fw] for fw in code}).rename(index=report.STRATEGY_NAMES)
@@ -248,7 +248,7 @@ plt.show()
 # the momentum buffers, against the one-device total. Collectives are counted per training step, by kind, with
 # the size of the full buffer each works on.
 
-# %% tags=["remove_input"]
+# %% tags=["remove_input", "appendix"] summary="Every strategy and framework: code, correctness, memory, collectives, step time"
 metrics = report.summarise(
     runs=runs, code=code, parameters=model.param_count(config), config=config.__dict__, batch_size=batch_size,
     steps=steps, lr=lr, momentum=momentum, model_parallel=model_parallel, device=provenance.cpu_name(), simulated=True,

@@ -175,7 +175,7 @@ def test_verdict_box_shows_the_results_figures(reader_site, pages):
         assert verdict.fmt_seconds(side["median_s"]) in box and side["tool"] in box
     # The headline shows everything; a further verdict shows its question, answer and scale, the rest folded.
     whole = pages[FIXTURE, "wide"]["verdict_all"]
-    assert "Who raced, their figures and the caveat" in box and "seeds" not in box[box.index(accuracy["question"]):]
+    assert "Who raced, their figures, the caveat and how this was decided" in box and "seeds" not in box[box.index(accuracy["question"]):]
     # Each table's header names its columns: tools and medians for speed, means and seeds for accuracy.
     speed_table, seeds_table = box[:box.index(accuracy["question"])], whole[whole.index(accuracy["question"]):]
     assert "best tool" in speed_table and "median" in speed_table and "seeds" not in speed_table
