@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
 from typing import Any
 
@@ -257,14 +257,10 @@ def _check_links(text: str) -> str:
     return "\n".join(lines)
 
 
-def safe_markdown(text: str) -> str:
-    """``text/markdown`` (or ``text/latex``) output kept as Markdown, but
-    self-contained: raw HTML and kramdown extensions are escaped outside code
-    and math, every link and image URL outside them passes :func:`safe_url` or
-    is replaced (with a visible note), an unclosed fence is closed, and its
-    fenced blocks cannot be closed from inside."""
-    lines = drop_controls(str(text)).split("\n")
-    out: list[str] = []
+def _split_fences(lines: list[str]) -> Iterator[tuple[str, list[str], str | None]]:
+    """``lines`` as runs of prose and fenced blocks, in order: ``(opening, body, closing)`` where
+    ``opening`` is "" for a run of prose (then ``body`` is its lines and ``closing`` None), else the
+    fence's opening line; ``closing`` is its closing line, None when the text ends inside the block."""
     prose: list[str] = []
     i = 0
     while i < len(lines):
@@ -273,19 +269,33 @@ def safe_markdown(text: str) -> str:
             prose.append(lines[i])
             i += 1
             continue
-        out.append(_escape_prose("\n".join(prose)))
+        yield "", prose, None
         prose = []
         fence = opening.group(1)
         closing = re.compile(r"^ {0,3}" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}\s*$")
-        info = re.sub(r"[^\w+.-]", "", lines[i][opening.end():])
-        body = []
+        first, body = lines[i], []
         i += 1
         while i < len(lines) and not closing.match(lines[i]):
             body.append(lines[i])
             i += 1
-        i += 1  # the closing fence (or the end of the text: the block is closed here)
-        out.append(fenced("\n".join(body), info))
-    out.append(_escape_prose("\n".join(prose)))
+        yield first, body, lines[i] if i < len(lines) else None
+        i += 1
+    yield "", prose, None
+
+
+def safe_markdown(text: str) -> str:
+    """``text/markdown`` (or ``text/latex``) output kept as Markdown, but
+    self-contained: raw HTML and kramdown extensions are escaped outside code
+    and math, every link and image URL outside them passes :func:`safe_url` or
+    is replaced (with a visible note), an unclosed fence is closed, and its
+    fenced blocks cannot be closed from inside."""
+    out: list[str] = []
+    for opening, body, _ in _split_fences(drop_controls(str(text)).split("\n")):
+        if not opening:
+            out.append(_escape_prose("\n".join(body)))
+        else:
+            info = re.sub(r"[^\w+.-]", "", opening[_FENCE_OPEN.match(opening).end():])
+            out.append(fenced("\n".join(body), info))
     # Blank lines around each fenced block: kramdown starts a block only after one.
     return "\n\n".join(part for part in out if part.strip())
 
@@ -294,38 +304,17 @@ def safe_links(markdown: str) -> str:
     """Markdown written by the project (a notebook's Markdown cells): kept as
     it is, raw HTML included, but every link and image outside code and math
     whose URL fails :func:`safe_url` is replaced as in :func:`safe_markdown`."""
-    lines = str(markdown).split("\n")
     out: list[str] = []
-    prose: list[str] = []
-
-    def flush() -> None:
-        text = "\n".join(prose)
+    for opening, body, closing in _split_fences(str(markdown).split("\n")):
+        if opening:
+            out.append("\n".join([opening, *body, *([closing] if closing is not None else [])]))
+            continue
+        text = "\n".join(body)
         parts, last = [], 0
         for match in _PROTECTED.finditer(text):
             parts += [_check_links(text[last:match.start()]), match.group(0)]
             last = match.end()
         out.append("".join(parts) + _check_links(text[last:]))
-        prose.clear()
-
-    i = 0
-    while i < len(lines):
-        opening = _FENCE_OPEN.match(lines[i])
-        if not opening:
-            prose.append(lines[i])
-            i += 1
-            continue
-        flush()
-        fence = opening.group(1)
-        closing = re.compile(r"^ {0,3}" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}\s*$")
-        block = [lines[i]]
-        i += 1
-        while i < len(lines) and not closing.match(lines[i]):
-            block.append(lines[i])
-            i += 1
-        block += lines[i:i + 1]
-        i += 1
-        out.append("\n".join(block))
-    flush()
     return "\n".join(out)
 
 
