@@ -62,16 +62,21 @@ def test_cuda_graph_capture_is_refused_on_a_cpu_with_a_clear_error(arrays):
         training.TorchTrainer(models.TorchMLP(hidden=8), arrays, CONFIG, loop="cuda_graph")
 
 
-@pytest.mark.skipif(not CUDA, reason="CUDA graph capture needs a CUDA GPU")
-@pytest.mark.parametrize("loop", training.CUDA_GRAPH_LOOPS)
-def test_cuda_graph_capture_matches_eager_on_a_gpu(arrays, loop):
+def _eager_and_captured_on_a_gpu(arrays, loop):
+    """Two trainers on the GPU from the same weights: eager (``loop="device"``) and ``loop``; the batches."""
     torch.manual_seed(0)
     reference = models.TorchMLP(hidden=32).cuda()
     captured = models.TorchMLP(hidden=32).cuda()
     captured.load_state_dict(reference.state_dict())
     batches = training.index_batches(len(arrays.X_train), CONFIG, 0)[:STEPS]
-    ref = training.TorchTrainer(reference, arrays, CONFIG, loop="device")
-    cap = training.TorchTrainer(captured, arrays, CONFIG, loop=loop)
+    return (training.TorchTrainer(reference, arrays, CONFIG, loop="device"),
+            training.TorchTrainer(captured, arrays, CONFIG, loop=loop), batches)
+
+
+@pytest.mark.skipif(not CUDA, reason="CUDA graph capture needs a CUDA GPU")
+@pytest.mark.parametrize("loop", training.CUDA_GRAPH_LOOPS)
+def test_cuda_graph_capture_matches_eager_on_a_gpu(arrays, loop):
+    ref, cap, batches = _eager_and_captured_on_a_gpu(arrays, loop)
     for i in range(STEPS):
         a = float(ref.run(batches[i:i + 1])[0])
         b = float(cap.run(batches[i:i + 1])[0])
@@ -115,16 +120,10 @@ def test_the_new_cuda_rungs_say_why_not_on_a_cpu(arrays):
 @pytest.mark.skipif(not CUDA, reason="CUDA graph capture needs a CUDA GPU")
 @pytest.mark.parametrize("loop", ["cuda_graph_steps", "compile_cuda_graph"])
 def test_k_step_graph_and_compiled_graphs_match_eager_on_a_gpu(arrays, loop):
-    torch.manual_seed(0)
-    reference = models.TorchMLP(hidden=32).cuda()
-    captured = models.TorchMLP(hidden=32).cuda()
-    captured.load_state_dict(reference.state_dict())
-    batches = training.index_batches(len(arrays.X_train), CONFIG, 0)[:STEPS]
-    ref = training.TorchTrainer(reference, arrays, CONFIG, loop="device")
-    cap = training.TorchTrainer(captured, arrays, CONFIG, loop=loop)
+    ref, cap, batches = _eager_and_captured_on_a_gpu(arrays, loop)
     expected = sum(float(ref.run(batches[i:i + 1])[0]) for i in range(STEPS))
     assert float(cap.run(batches)[0]) == pytest.approx(expected, rel=1e-4)
-    np.testing.assert_allclose(models.first_layer_weights(captured), models.first_layer_weights(reference),
+    np.testing.assert_allclose(models.first_layer_weights(cap.model), models.first_layer_weights(ref.model),
                                atol=1e-5)
 
 
