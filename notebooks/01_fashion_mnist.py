@@ -14,6 +14,10 @@
 #     language: python
 #     name: python3
 #   sidebyside:
+#     compared: The same 784-128-10 MLP and a small CNN trained on FashionMNIST in PyTorch
+#       and in Flax, with the same data order, initialisation and optimiser, compared
+#       on test accuracy over seeds and on training throughput along each framework's
+#       ladder of tools.
 #     date: '2026-11-22'
 #     description: A 22-point accuracy gap between PyTorch and Flax turns out to be
 #       a preprocessing bug and an initialisation default; trained identically, the
@@ -407,7 +411,7 @@ time_ladder("mlp", extra={
                                        loop="jit_step"),
 })
 
-# %% alt="Training throughput of the MLP per tool, PyTorch in orange-red and JAX in blue, each framework's ladder and the host-fed loops" figure="epoch-time" tags=["appendix-input"]
+# %% alt="Training throughput of the MLP per tool, PyTorch in orange-red and JAX in blue, each framework's ladder and the host-fed loops" figure="epoch-time" tags=["key-figure", "appendix-input"]
 rows = {**speed["mlp"]["ladder"], **speed["mlp"]["host_fed"]}
 ran = [n for n, e in rows.items() if e["median_s"] is not None]
 samples = steps_per_epoch * batch_size

@@ -14,6 +14,9 @@
 #     language: python
 #     name: python3
 #   sidebyside:
+#     compared: The same FashionMNIST MLP trained in PyTorch and in Flax over several
+#       seeds, compared on the smoothness of its first-layer weight templates and the
+#       similarity (linear CKA) of its hidden layers, within and across the two frameworks.
 #     date: '2026-11-22'
 #     description: The first-layer weights and computation graphs of the same MLP in
 #       PyTorch and Flax, and a test with numbers of whether the framework or the seed
@@ -224,7 +227,7 @@ plt.show()
 # %% [markdown]
 # Up close, the first three units of each (the scale of the full grids in the appendix), large enough to see each pixel:
 
-# %% figure="weights-closeup" alt="Close-up of the first three first-layer templates of PyTorch and Flax networks after training" tags=["appendix-input"]
+# %% figure="weights-closeup" alt="Close-up of the first three first-layer templates of PyTorch and Flax networks after training" tags=["key-figure", "appendix-input"]
 fig, axes = plt.subplots(3, 1, figsize=(3.6, 5.6), constrained_layout=True)
 for ax, variant in zip(axes, panels):
     image = viz.weight_grid(ax, end[variant][:3], vmax=vmax, ncols=3, title=VARIANTS[variant])

@@ -14,6 +14,10 @@
 #     language: python
 #     name: python3
 #   sidebyside:
+#     compared: Dense matrix products and inverses in NumPy, JAX and PyTorch across
+#       matrix sizes and arithmetics (float32, TF32, bfloat16, float64), with accuracy
+#       against float64; and a two-parameter calibration fitted with SciPy, jax.scipy,
+#       optax and torch.optim.
 #     date: '2026-11-22'
 #     description: Matrix products and inverses in NumPy, JAX and PyTorch in float32
 #       and float64, with their precision defaults made visible, and a small calibration
@@ -315,7 +319,7 @@ linalg_table = pd.DataFrame(rows)
 (linalg_table.pivot_table(index=["op", "device", "dtype", "n"], columns="framework", values="GFLOP/s", sort=False)
  .round(1))
 
-# %% figure="linalg-gflops" alt="Achieved GFLOP/s of NumPy, JAX and PyTorch for matrix product and inverse against matrix size, per arithmetic (float32, TF32, bfloat16, float64)" tags=["appendix-input"]
+# %% figure="linalg-gflops" alt="Achieved GFLOP/s of NumPy, JAX and PyTorch for matrix product and inverse against matrix size, per arithmetic (float32, TF32, bfloat16, float64)" tags=["key-figure", "appendix-input"]
 LINE = {"float32": "-", "tf32": "-.", "bfloat16": ":", "float64": "--"}
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
 for ax, op in zip(axes, OPS):

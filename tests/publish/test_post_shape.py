@@ -1,6 +1,8 @@
 """A post a reader can finish (issue 32; DESIGN.md "The shape of a post", STYLE.md 17).
 
-The publisher's part, without a browser: cells tagged ``appendix`` leave the body for
+The publisher's part, without a browser: the body opens with *what was compared* (the
+header's ``compared``, every verdict's scale, the device) and the figure tagged
+``key-figure``; cells tagged ``appendix`` leave the body for
 closed ``<details>`` sections at its end, ``collapsed`` ones fold where they stand, a
 table of more than 20 rows in the body goes to the appendix, a re-render takes the
 notebook's current layout tags, and every PNG is at most 400 KB (also checked on the
@@ -8,8 +10,8 @@ committed ``images/``).
 
 The reader's part, in headless Chromium at 1280 and 390 px, on a site built from the
 committed posts (as tests/publish/test_site.py builds it): with every ``<details>``
-closed a post is at most 8,000 px tall at 1280 px (the height at 390 px is measured and
-reported) and its body has at most 1,500 words of prose outside its appendix (the verdict
+closed a post opens with that paragraph and its key figure, is at most 8,000 px tall at
+1280 px (the height at 390 px is measured and reported) and its body has at most 1,500 words of prose outside its appendix (the verdict
 box, generated, is not counted); every verdict box links to the "How we measure" page, which the site serves;
 with the sections opened, a post's SVG text renders at 11 px or more and, where a post
 draws weight templates, one figure shows them at 84 px or more.
@@ -170,6 +172,70 @@ def test_the_notebooks_keep_their_layout_metadata_through_jupytext():
     assert written, "no notebook names a section of its appendix"
 
 
+def _record(*scales, device="NVIDIA H100 80GB HBM3", profile="gpu"):
+    return {"profile": profile, "executed_at": "2026-11-25T01:02:03+00:00", "provenance": {"device": device},
+            "metrics": {"verdicts": [{"question": "q", "scale": s} for s in scales]}}
+
+
+def _info(compared="Training one MLP in both frameworks."):
+    from sidebyside.publish.discovery import NotebookInfo
+
+    return NotebookInfo(Path("01_x.py"), "x", "X", "2026-11-25", "d", compared=compared)
+
+
+def test_what_was_compared_names_the_work_every_scale_and_the_device():
+    from sidebyside.lab.verdict import scale_of
+
+    small = scale_of(parameters=148_214, input="32×32×3", batch=16, precision="float32", device="AMD EPYC (1 core)")
+    large = scale_of(parameters=148_214, input="32×32×3", batch=64, precision="float32", device="AMD EPYC (1 core)")
+    text = rendering.compared_paragraph(_info(), _record(small, large, {}, profile="cpu"))
+    assert text.startswith("**What was compared.** Training one MLP in both frameworks. At 148k parameters, "
+                           "input 32×32×3, batch 16 and 64, float32, on AMD EPYC (1 core) (the cpu profile, "
+                           "run on 2026-11-25)")
+    # a record whose verdicts name no scale (an older run) still names its device
+    older = rendering.compared_paragraph(_info(), _record({}))
+    assert "On NVIDIA H100 80GB HBM3 (the gpu profile" in older and "At " not in older
+    # a scale without a device takes the run's
+    no_device = rendering.compared_paragraph(_info(), _record(scale_of(input="8×8")))
+    assert "At input 8×8, on NVIDIA H100 80GB HBM3 (" in no_device
+
+
+def test_what_was_compared_escapes_the_header_and_the_record():
+    text = rendering.compared_paragraph(_info('<script>alert(1)</script> {::nomarkdown} [x](javascript:alert(1))'),
+                                        _record({}, device="<img src=x onerror=alert(1)>"))
+    assert "<script" not in text and "<img" not in text and "javascript:" not in text
+    assert not re.search(r"(?<!\\)\{:", text)  # kramdown's extensions escaped
+
+
+def test_the_key_figure_moves_under_what_was_compared_and_its_cell_stays():
+    figure = nbformat.v4.new_output("display_data", data={"image/png": "AAAA", "text/plain": "<Figure>"})
+    table = nbformat.v4.new_output("display_data", data={"text/plain": "a table"})
+    plot = _code("plot()", [table, figure], tags=["key-figure", "appendix-input"])
+    nb = _notebook(_md("Intro."), _md("## Speed"), plot)
+    rendering.arrange_lead(nb, "**What was compared.** X.")
+    assert 'class="compared"' in nb.cells[0].source and "**What was compared.** X." in nb.cells[0].source
+    assert nb.cells[1].outputs == [figure] and nb.cells[1].source == ""
+    assert nb.cells[2].source == "Intro." and plot.outputs == [table] and nb.cells[4] is plot
+
+
+def test_a_key_figure_tag_without_a_figure_is_reported_and_the_post_goes_on(capsys):
+    nb = _notebook(_md("Intro."), _code("print(1)", [nbformat.v4.new_output("stream", text="1")], tags=["key-figure"]))
+    rendering.arrange_lead(nb, "**What was compared.** X.", where="notebooks/01_x.py")
+    assert len(nb.cells) == 3 and nb.cells[1].source == "Intro."
+    err = capsys.readouterr().err
+    assert "notebooks/01_x.py" in err and "no key figure" in err
+
+
+def test_every_notebook_names_what_it_compares_and_tags_one_key_figure():
+    from sidebyside.publish import discovery
+
+    for info in discovery.discover(ROOT / "notebooks"):
+        assert info.compared.strip(), info.path
+        _, cells = discovery.read_header(info.path)
+        keys = [c for c in cells if rendering.KEY_FIGURE_TAG in (c["metadata"].get("tags") or [])]
+        assert len(keys) == 1 and keys[0]["metadata"].get("figure"), f"{info.path.name}: tag one figure key-figure"
+
+
 def _png(size: tuple[int, int], noise: bool) -> bytes:
     """Noise (no PNG compresses it), or a plot's few flat colours scattered (a palette's case)."""
     import numpy as np
@@ -255,7 +321,11 @@ MEASURE = r"""() => {
     words += (node.textContent.match(/\S*[A-Za-z0-9]\S*/g) || []).length;
   }
   const boxes = Array.from(document.querySelectorAll('section.verdict'));
+  const first = article.firstElementChild;
+  const second = first ? first.nextElementSibling : null;
   return {
+    lead: first ? first.className : null,
+    key_figure: second && second.querySelector('img') ? new URL(second.querySelector('img').src).pathname : null,
     height: Math.max(document.documentElement.scrollHeight, document.body.scrollHeight),
     words,
     open_details: document.querySelectorAll('details[open]').length,
@@ -341,6 +411,16 @@ def test_every_verdict_box_links_to_how_we_measure(published, readings):
     assert sum(boxes.values()) > 0, "no verdict box on any post"
     unlinked = [slug for slug in slugs if readings[slug, "wide"]["verdicts_linked"] != boxes[slug]]
     assert not unlinked, f"verdict boxes without a link to /how-we-measure/: {unlinked}"
+
+
+@pytest.mark.slow
+def test_every_post_opens_with_what_was_compared_and_its_key_figure(published, readings):
+    _, _, slugs = published
+    wrong = [f"{slug}: opens with {readings[slug, 'wide']['lead']!r}, then {readings[slug, 'wide']['key_figure']!r}"
+             for slug in slugs
+             if readings[slug, "wide"]["lead"] != "compared" or not readings[slug, "wide"]["key_figure"]]
+    assert not wrong, ("posts whose body does not open with *what was compared* and the key figure (header field "
+                       "`compared`, cell tag `key-figure`; then `make render`):\n" + "\n".join(wrong))
 
 
 def _svg_min_text(path: Path) -> float:

@@ -60,7 +60,8 @@ def test_scrub_removes_paths_and_host(tmp_path):
 
 
 def _write_nb(path: Path, header_extra: str = "", parameters: bool = True, meta: dict | None = None) -> Path:
-    meta = {"slug": "tiny", "title": "Tiny", "date": "2026-11-22", "description": "A tiny notebook."} if meta is None else meta
+    meta = {"slug": "tiny", "title": "Tiny", "date": "2026-11-22", "description": "A tiny notebook.",
+                "compared": "Nothing: a tiny notebook."} if meta is None else meta
     lines = ["# ---", "# jupyter:", "#   kernelspec:", "#     display_name: Python 3", "#     language: python",
              "#     name: python3"]
     if meta:
@@ -94,7 +95,7 @@ def test_title_heading_dropped_only_when_it_repeats_the_title():
 
 def test_missing_metadata_names_notebook_and_fields(tmp_path):
     path = _write_nb(tmp_path / "01_x.py", meta={"slug": "x"})
-    with pytest.raises(publish.PublishError, match=r"01_x\.py.*title, date, description"):
+    with pytest.raises(publish.PublishError, match=r"01_x\.py.*title, date, description, compared"):
         publish.read_notebook_info(path)
 
 
@@ -106,9 +107,9 @@ def test_missing_parameters_cell_says_what_to_add(tmp_path):
 
 def test_bad_slug_and_date(tmp_path):
     with pytest.raises(publish.PublishError, match="lowercase words"):
-        publish.read_notebook_info(_write_nb(tmp_path / "a.py", meta={"slug": "Bad Slug", "title": "t", "date": "2026-01-01", "description": "d"}))
+        publish.read_notebook_info(_write_nb(tmp_path / "a.py", meta={"slug": "Bad Slug", "title": "t", "date": "2026-01-01", "description": "d", "compared": "c"}))
     with pytest.raises(publish.PublishError, match="YYYY-MM-DD"):
-        publish.read_notebook_info(_write_nb(tmp_path / "b.py", meta={"slug": "ok", "title": "t", "date": "22/11/2026", "description": "d"}))
+        publish.read_notebook_info(_write_nb(tmp_path / "b.py", meta={"slug": "ok", "title": "t", "date": "22/11/2026", "description": "d", "compared": "c"}))
 
 
 def test_duplicate_slugs_rejected(tmp_path):

@@ -60,6 +60,7 @@ __all__ = [
     "Verdict",
     "contestant",
     "scale_of",
+    "scales_text",
     "claim",
     "frame",
     "check_headline",
@@ -337,6 +338,29 @@ def scale_of(*, parameters: int | None = None, input: str | None = None, batch: 
         words.append(f"on {device}")
     out["text"] = ", ".join(words)
     return out
+
+
+def scales_text(scales: Sequence[Mapping[str, Any]], *, device: bool = True) -> str:
+    """The scales of several verdicts (:func:`scale_of` mappings) as one line,
+    field by field in :data:`SCALE_FIELDS` order, each field's distinct values
+    in their first-seen order joined by "and" ("148k parameters, input
+    32×32×3, batch 16 and 64, float32"); without ``device``, the device is
+    left out. Empty when no scale names anything."""
+    seen: dict[str, list[Any]] = {name: [] for name in SCALE_FIELDS if device or name != "device"}
+    for scale in scales:
+        for name, values in seen.items():
+            value = (scale or {}).get(name)
+            if value is not None and value not in values:
+                values.append(value)
+    words = []
+    for name, values in seen.items():
+        if not values:
+            continue
+        shown = " and ".join(_count(v) if name == "parameters" and isinstance(v, (int, float)) else str(v)
+                             for v in values)
+        words.append({"parameters": f"{shown} parameters", "input": f"input {shown}", "batch": f"batch {shown}",
+                      "device": f"on {shown}"}.get(name, shown))
+    return ", ".join(words)
 
 
 def _count(n: int) -> str:

@@ -23,7 +23,7 @@ from sidebyside.publish.common import ROOT, PublishError
 
 __all__ = ["NotebookInfo", "read_header", "notebook_info", "read_notebook_info", "discover", "select", "check_pairs"]
 
-REQUIRED_METADATA = ("slug", "title", "date", "description")
+REQUIRED_METADATA = ("slug", "title", "date", "description", "compared")
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 
@@ -38,6 +38,9 @@ class NotebookInfo:
     description: str
     tags: list[str] = field(default_factory=list)
     parameters: list[str] = field(default_factory=list)
+    #: The work a post compares, in one or two sentences with no figures (the publisher adds the
+    #: scale and device from the run: :func:`sidebyside.publish.rendering.compared_paragraph`).
+    compared: str = ""
 
     def relpath(self, root: Path) -> str:
         try:
@@ -141,7 +144,8 @@ def notebook_info(path: Path) -> NotebookInfo:
         raise PublishError(
             f"{path}: its header lacks {', '.join(missing)}. Add them under 'sidebyside:' in the "
             f"jupytext header, e.g.\n#   sidebyside:\n#     slug: my-topic\n#     title: \"My topic\"\n"
-            f"#     date: '{dt.date.today().isoformat()}'\n#     description: One sentence.\n#     tags: [pytorch, jax]"
+            f"#     date: '{dt.date.today().isoformat()}'\n#     description: One sentence.\n"
+            f"#     compared: The work compared, e.g. training one MLP in PyTorch and in Flax.\n#     tags: [pytorch, jax]"
         )
     slug = str(meta["slug"])
     if not SLUG_RE.match(slug):
@@ -161,7 +165,7 @@ def notebook_info(path: Path) -> NotebookInfo:
         )
     tags = meta.get("tags") or []
     info = NotebookInfo(path, slug, str(meta["title"]), date, str(meta["description"]),
-                        [str(t) for t in tags], _parameter_names(cells[0]["source"]))
+                        [str(t) for t in tags], _parameter_names(cells[0]["source"]), str(meta["compared"]))
     return info
 
 

@@ -24,7 +24,7 @@ from sidebyside.publish.common import ANSI_RE, ROOT, TEMPLATES, PublishError, wa
 from sidebyside.publish.discovery import NotebookInfo
 
 __all__ = ["scrub_rules", "scrub", "collapse_progress", "kramdown_math", "site_config", "check_date", "front_matter",
-           "drop_title_heading", "arrange_appendix", "overlay_layout", "table_rows", "render", "front_matter_text",
+           "drop_title_heading", "compared_paragraph", "arrange_lead", "arrange_appendix", "overlay_layout", "table_rows", "render", "front_matter_text",
            "OUTPUT_CAP", "cap_output"]
 
 #: The most a single cell output (a stream, a value, a traceback, HTML, Markdown) shows in a post, in
@@ -279,6 +279,56 @@ def drop_title_heading(nb, title: str) -> None:
             nb.cells.remove(first)
 
 
+def compared_paragraph(info: NotebookInfo, record: dict[str, Any]) -> str:
+    """*What was compared*, the paragraph under a post's verdict box (DESIGN.md, "The shape of
+    a post"), in Markdown: the work as the notebook's header names it (``compared``), then the
+    scale every verdict of the record was measured at, field by field
+    (:func:`sidebyside.lab.verdict.scales_text`, the device included), or the run's device where
+    no verdict records a scale; then the profile and the day of the run. Header and record text is
+    escaped as an output's Markdown is (:func:`sidebyside.publish.escape.safe_markdown`)."""
+    from sidebyside.lab.verdict import scales_text
+
+    verdicts = (record.get("metrics") or {}).get("verdicts") or []
+    scale = scales_text([v.get("scale") or {} for v in verdicts if isinstance(v, dict)])
+    device = (record.get("provenance") or {}).get("device") or "an unnamed device"
+    day = str(record.get("executed_at", ""))[:10]
+    where = f"At {scale}" if " on " in f" {scale}" else f"At {scale}, on {device}" if scale else f"On {device}"
+    text = (f"**What was compared.** {info.compared.strip()} {where} (the {record.get('profile', '?')} profile"
+            f"{', run on ' + day if day else ''}); every figure on this page comes from that run.")
+    return escape.safe_markdown(" ".join(text.split()))
+
+
+#: The cell tag that makes a figure the post's key figure: the first figure among the tagged
+#: cell's outputs moves up, under *what was compared* (:func:`arrange_lead`).
+KEY_FIGURE_TAG = "key-figure"
+
+
+def arrange_lead(nb, compared: str, *, where: str = "") -> None:
+    """Open the post's body, in place, as DESIGN.md's shape has it: the *what was compared*
+    paragraph (Markdown, already safe: :func:`compared_paragraph`), then the key figure, the
+    first figure output of the first cell tagged :data:`KEY_FIGURE_TAG` (moved, with the rest
+    of that cell left where it is). A tag on a cell without a figure is reported (``where``
+    names the notebook) and the post goes on without one. Call it after :func:`_preprocess`
+    (figures carry their file names) and before :func:`arrange_appendix`."""
+    import nbformat
+
+    lead = [nbformat.v4.new_markdown_cell(f'<div class="compared" markdown="1">\n\n{compared}\n\n</div>')]
+    tagged = next((c for c in nb.cells if KEY_FIGURE_TAG in c.metadata.get("tags", [])), None)
+    if tagged is not None:
+        figure = next((o for o in tagged.get("outputs", [])
+                       if any(m.startswith("image/") for m in (o.get("data") or {}))), None)
+        if figure is None:
+            warn(f"{where or 'a notebook'}: the cell tagged {KEY_FIGURE_TAG!r} has no figure among its outputs; "
+                 "the post has no key figure")
+        else:
+            tagged.outputs = [o for o in tagged.outputs if o is not figure]
+            moved = nbformat.v4.new_code_cell("")
+            moved.metadata["tags"] = [KEY_FIGURE_TAG]
+            moved.outputs = [figure]
+            lead.append(moved)
+    nb.cells[:0] = lead
+
+
 #: Cell tags of the post's shape (STYLE.md 17): ``appendix`` moves a cell to the
 #: collapsed appendix at the end of the post; ``appendix-input`` moves only its code
 #: there (its outputs, a figure or a table, stay where they are); ``collapsed`` folds it
@@ -416,7 +466,7 @@ def arrange_appendix(nb) -> None:
 
 
 #: What a post's layout takes from the notebook's current source (:func:`overlay_layout`).
-LAYOUT_TAGS = frozenset({APPENDIX_TAG, INPUT_TAG, COLLAPSED_TAG})
+LAYOUT_TAGS = frozenset({APPENDIX_TAG, INPUT_TAG, COLLAPSED_TAG, KEY_FIGURE_TAG})
 LAYOUT_METADATA = ("summary",)
 
 
@@ -485,6 +535,7 @@ def render(executed_nb, record: dict[str, Any], info: NotebookInfo, site_config:
 
     rules = scrub_rules(root)
     images.update(downloads.files(info.slug, executed_nb, nb, record, lambda text: scrub(text, rules)))
+    arrange_lead(nb, scrub(compared_paragraph(info, record), rules), where=str(info.path))
     arrange_appendix(nb)
     try:
         pairs.render_pairs(nb)
