@@ -14,6 +14,9 @@
 #     language: python
 #     name: python3
 #   sidebyside:
+#     compared: A small element-wise function and its gradient, from ten elements to
+#       millions, in NumPy, JAX (eager and jax.jit) and PyTorch (eager and torch.compile),
+#       with every timer synchronised and compilation timed on its own.
 #     date: '2026-11-22'
 #     description: jax.jit against torch.compile, NumPy and eager execution, and gradients
 #       in both frameworks, timed with synchronised clocks and compilation kept apart.
@@ -53,6 +56,7 @@ torch_loop_max_size = 1000  # the per-element PyTorch loop of the original runs 
 hvp_size = 10_000           # vector length of the Hessian-vector product
 repeats = 5                 # timed repeats per measurement (median and IQR over them)
 min_repeat_s = 0.01         # each repeat runs the function enough times to last this long
+kernel_calls = 20           # on a GPU: calls profiled per rung for its kernel time (torch.profiler / jax.profiler)
 threads = 0                 # CPU threads for PyTorch, XLA and NumPy alike; 0: every core this process may use
 seed = 0
 
@@ -98,7 +102,7 @@ import torch._dynamo.config
 import torch._inductor.config
 from IPython.display import Markdown
 
-from sidebyside.lab import functions, peaks, progress, tables, viz
+from sidebyside.lab import functions, kernels, peaks, progress, tables, viz
 from sidebyside.posts.jit_autograd import report
 from sidebyside.run import provenance
 
@@ -251,6 +255,19 @@ failed_or_absent = {f"{d}, {LABEL[m]}": (e["error"] or f"not applicable: {e['not
                     for m, e in entries.items() if e["median_s"] is None}
 pd.Series(failed_or_absent, name="why there is no figure", dtype=object).to_frame()
 
+# %% tags=["appendix"]
+# On a GPU, the kernel apart from the call: each rung that ran is profiled (torch.profiler, jax.profiler)
+# for `kernel_calls` calls, and its kernels' time per call is set beside the synchronised per-call time
+# and the back-to-back time; the rest of a call is launch and synchronisation. A CPU has no kernel time.
+kernel_times = {}  # (device, size) -> {method: kernel row of kernels.measure}
+if on_gpu:
+    for n in progress.bar(sizes, desc="kernel time"):
+        ran = {m: fn for m, fn in candidates("gpu", n).items() if m in jit_timings["gpu", n]}
+        # three warm-up calls: reduce-overhead records its CUDA graph after a warm-up call
+        kernel_times["gpu", n] = kernels.measure(ran, calls=kernel_calls, warmup=3)
+kernel_view = report.kernel_table(jit_entries, back_to_back, kernel_times, labels=LABEL) if on_gpu else None
+kernel_view
+
 # %% [markdown]
 # ### Where dispatch overhead stops dominating
 #
@@ -272,7 +289,7 @@ fit_table = pd.DataFrame.from_dict(fits, orient="index").rename(index=LABEL, lev
 fit_table.index.names = ["device", "method"]
 fit_table.round({"overhead (µs)": 1, "per element (ns)": 3, "crossover n*": 0})
 
-# %% figure="time-vs-size" alt="Log-log plot of time per call against vector length for NumPy, JAX eager, jax.jit, PyTorch eager and torch.compile static and dynamic, with the memory-bandwidth floor and the crossover size of each marked" tags=["appendix-input"]
+# %% figure="time-vs-size" alt="Log-log plot of time per call against vector length for NumPy, JAX eager, jax.jit, PyTorch eager and torch.compile static and dynamic, with the memory-bandwidth floor and the crossover size of each marked; on a GPU also the profiler's kernel time of jax.jit and static torch.compile" tags=["key-figure", "appendix-input"]
 STYLE = {"numpy/numpy": ("numpy", "-", "s"), "jax/eager": ("jax", "--", "o"), "jax/jit": ("jax", "-", "o"),
          "torch/eager": ("torch", "--", "^"), "torch/compile": ("torch", "-", "^"),
          "torch/compile-dynamic": ("torch", ":", "v"), "torch/compile-cudagraphs": ("torch", "-.", "D")}
@@ -293,6 +310,12 @@ for ax, device in zip(axes[0], devices):
             a_s = fits[device, method]["overhead (µs)"] * 1e-6
             ax.plot([crossover], [2 * a_s], marker="*", markersize=13, color=viz.COLORS[colour],
                     markeredgecolor="black", linestyle="none")
+    for method in ("torch/compile", "jax/jit"):  # on a GPU, the profiler's kernel time beside the call's
+        points = [(n, kernel_times[device, n][method]["kernel_s"]) for n in sizes
+                  if kernel_times.get((device, n), {}).get(method, {}).get("kernel_s")]
+        if points:
+            ax.plot(*zip(*points), color=viz.COLORS[STYLE[method][0]], linestyle=":", linewidth=1, marker="x",
+                    markersize=4, label=f"{LABEL[method]}: kernel only (profiler)")
     ax.plot(sizes, [floor_s(device, n) for n in sizes], color="black", linewidth=1,
             label=f"memory floor ({bandwidth[device]['floor uses']})")
     ax.plot([], [], marker="*", color="grey", markeredgecolor="black", linestyle="none",
@@ -611,7 +634,7 @@ metrics = report.summarise(
     conditions=conditions, startup=startup, bandwidth=bandwidth, jit_entries=jit_entries,
     floors={(d, n): floor_s(d, n) for d, n in jit_entries}, compile_s=compile_s, fits=fits,
     grad_entries=grad_entries, grad_errors=grad_errors, hvp_entries=hvp_entries, hvp_size=hvp_size,
-    pitfall=pitfall, main_device=main_device, back_to_back=back_to_back)
+    pitfall=pitfall, main_device=main_device, back_to_back=back_to_back, kernel=kernel_times)
 Markdown(report.conclusion(metrics))
 
 # %% tags=["remove_cell"]

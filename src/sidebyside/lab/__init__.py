@@ -6,6 +6,7 @@
 - ``functions``: the small functions the timing posts compile, differentiate and time.
 - ``timing``: the one benchmark harness (warm-up and compilation apart, synchronised,
   the ladder of tools, the same conditions on both sides).
+- ``kernels``: the GPU's kernel time per call, from each framework's profiler, apart from launch and wait.
 - ``quiet``: the quiet-machine check around every timed section (calibration, load, refusal).
 - ``peaks``: the hardware floor: data-sheet peaks of GPUs, measured copy bandwidth.
 - ``verdict``: measured numbers into claims (faster / slower / within noise) and their sentences.
@@ -21,6 +22,6 @@ from __future__ import annotations
 
 from sidebyside._lazy import face
 
-__all__ = ['data', 'models', 'training', 'functions', 'timing', 'quiet', 'peaks', 'verdict', 'analysis', 'viz', 'tables', 'progress']
+__all__ = ['data', 'models', 'training', 'functions', 'timing', 'kernels', 'quiet', 'peaks', 'verdict', 'analysis', 'viz', 'tables', 'progress']
 
-__getattr__ = face(__name__, ['data', 'models', 'training', 'functions', 'timing', 'quiet', 'peaks', 'verdict', 'analysis', 'viz', 'tables', 'progress'])
+__getattr__ = face(__name__, ['data', 'models', 'training', 'functions', 'timing', 'kernels', 'quiet', 'peaks', 'verdict', 'analysis', 'viz', 'tables', 'progress'])

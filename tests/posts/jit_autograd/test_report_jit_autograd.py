@@ -138,3 +138,86 @@ def test_the_gradient_verdicts_ratio_interval_and_sentence_run_one_way():
     assert v.label == "within noise" and v.ratio == pytest.approx(1.029)
     assert "PyTorch's time over JAX's 1.03, quartile interval" in v.sentence
     assert v.interval[0] < v.ratio < v.interval[1]
+
+
+def _kernel_row(kernel_s, count=1.0, copy_s=0.0):
+    return {"kernel_s": kernel_s, "copy_s": copy_s, "kernels_per_call": count, "calls": 20,
+            "top": [{"name": "triton_poi_fused", "s": kernel_s, "count": count}], "error": None, "not_applicable": None}
+
+
+def _gpu_record():
+    """The CPU record with a GPU sweep beside it, whose rungs carry the profiler's kernel times."""
+    metrics = _record()
+    gpu = copy.deepcopy(metrics["jit"]["cpu"])
+    for row in gpu.values():
+        row["ladder"].pop("numpy/numpy")
+    metrics["jit"]["gpu"] = gpu
+    metrics["bandwidth"]["gpu"] = {"floor uses": "data sheet"}
+    metrics["compile_s"]["gpu"] = metrics["compile_s"]["cpu"]
+    # At 10 elements JAX's jit call (4.009 µs) runs one 1.5 µs kernel; PyTorch's best there, eager (5.04 µs), five
+    # kernels of 1.8 µs in all and a 0.5 µs copy. At 100,000 elements the kernels take most of the call.
+    metrics["jit_kernel"] = {"gpu": {
+        "10": {"jax/jit": _kernel_row(1.5e-6), "torch/compile": _kernel_row(2e-6),
+               "torch/eager": _kernel_row(1.8e-6, count=5, copy_s=0.5e-6)},
+        "100000": {"jax/jit": _kernel_row(90e-6, count=1), "torch/compile": {"error": "RuntimeError: no CUPTI",
+                                                                            "not_applicable": None}},
+    }}
+    return metrics
+
+
+def test_kernel_claim_separates_the_kernel_from_launch_and_synchronisation():
+    metrics = _gpu_record()
+    text = rep.kernel_claim(metrics, "gpu")
+    assert text.startswith("**GPU, kernel and call apart**")
+    # JAX at 10 elements: 4.009 µs per call, 1.5 µs kernel, the other 2.51 µs (62.6%) launch and synchronisation.
+    assert ("JAX's best (jit) takes 4.01 µs per synchronised call, of which its 1 kernel takes 1.5 µs on the GPU: "
+            "the other 2.51 µs (62.6%) is launch and synchronisation.") in text
+    # PyTorch's best at 10 elements is eager (5.04 µs), with a copy: 5.04 - 1.8 - 0.5 = 2.74 µs.
+    assert ("PyTorch's best (eager) takes 5.04 µs per synchronised call, of which its 5 kernels take 1.8 µs on the "
+            "GPU and its copies 500 ns: the other 2.74 µs (54.4%)") in text
+    assert "PyTorch's best (compile): its kernel time could not be profiled (RuntimeError: no CUPTI)." in text
+    assert rep.kernel_claim(metrics, "cpu") == ""  # no kernel times on the CPU
+    conclusion = rep.conclusion({**metrics, "autograd_device": "gpu"})
+    assert "kernel and call apart" in conclusion and rep.KERNEL_ON_GPU_ONLY not in conclusion
+
+
+def test_kernel_claim_follows_the_numbers():
+    metrics = _gpu_record()
+    metrics["jit_kernel"]["gpu"]["10"]["jax/jit"] = _kernel_row(4.009e-6, count=3)
+    text = rep.kernel_claim(metrics, "gpu")
+    assert "its 3 kernels take 4.01 µs on the GPU: the GPU's work is the whole call" in text
+
+
+def test_a_record_without_kernel_times_still_renders_and_says_where_they_are_measured():
+    metrics = _record()  # a CPU run: no "jit_kernel" at all
+    text = rep.conclusion(metrics)
+    assert rep.KERNEL_ON_GPU_ONLY in text and "kernel and call apart" not in text
+    metrics["jit_kernel"] = {}  # as summarise() writes it without kernel times
+    assert rep.conclusion(metrics) == text
+
+
+def test_summarise_stores_kernel_times_by_device_and_the_table_shows_them():
+    pd = pytest.importorskip("pandas")
+    record = _gpu_record()
+    jit_entries = {(d, int(n)): row["ladder"] for d in ("cpu", "gpu") for n, row in record["jit"][d].items()}
+    back = {("gpu", 10): {"torch/compile": _e(3e-6), "jax/jit": _e(2e-6)}}
+    kernel = {("gpu", int(n)): rows for n, rows in record["jit_kernel"]["gpu"].items()}
+    pitfall = pd.DataFrame([{"device": "cpu", "method": "jax.jit", **record["pitfall"]["cpu/jax.jit"]}]).set_index(
+        ["device", "method"])
+    common = dict(conditions={"threads": 1}, startup=record["startup_s"], bandwidth=record["bandwidth"],
+                  jit_entries=jit_entries, floors={k: 1e-6 for k in jit_entries}, compile_s=record["compile_s"],
+                  fits={}, grad_entries={int(n): r["ladder"] for n, r in record["autograd"].items()},
+                  grad_errors={}, hvp_entries=record["hvp"]["10000"]["ladder"], hvp_size=10_000, pitfall=pitfall,
+                  main_device="gpu")
+    metrics = rep.summarise(**common, back_to_back=back, kernel=kernel)
+    assert set(metrics["jit_kernel"]) == {"gpu"}  # only the device that was profiled
+    assert metrics["jit_kernel"]["gpu"]["10"]["jax/jit"]["kernel_s"] == 1.5e-6
+    assert rep.summarise(**common)["jit_kernel"] == {}
+    table = rep.kernel_table(jit_entries, back, kernel, labels={"jax/jit": "jax.jit"})
+    assert list(table.columns) == ["per call (µs)", "back to back (µs)", "kernel (µs)", "kernels per call",
+                                   "copies (µs)", "launch and sync (µs)", "launch and sync (%)"]
+    row = table.loc[("gpu", 10, "jax.jit")]
+    assert row["per call (µs)"] == pytest.approx(4.009) and row["back to back (µs)"] == pytest.approx(2.0)
+    assert row["kernel (µs)"] == pytest.approx(1.5) and row["launch and sync (µs)"] == pytest.approx(2.509)
+    assert ("gpu", 100000, "torch/compile") not in table.index  # its profile failed: no kernel figure
+    assert rep.kernel_table(jit_entries, back, {}).empty

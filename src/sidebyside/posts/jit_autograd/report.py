@@ -10,7 +10,11 @@ of claim (the jit sweep per device, compilation, gradients, HVP, the pitfall).
 Two times per rung of the jit sweep: the synchronised per-call time (``jit``: launch,
 work and the wait for the result, which at small sizes is mostly latency) and, where the
 notebook measured it, the throughput of calls issued back to back and waited for once per
-repeat (``jit_back_to_back``). Each verdict states its scale (input size, float32, device).
+repeat (``jit_back_to_back``). On a GPU a third: the profiler's kernel time per call
+(``jit_kernel``, :mod:`sidebyside.lab.kernels`), so that the prose can say how much of a
+synchronised call is launch and synchronisation (the call's time minus the time the GPU's
+kernels and copies take); :func:`kernel_table` shows the three side by side. Each verdict
+states its scale (input size, float32, device).
 
 Rungs outside the best-against-best verdicts: NumPy (one library, no framework
 ladder) and the original's per-element ``backward()`` loop (slow by construction).
@@ -25,7 +29,12 @@ from typing import Any
 from sidebyside.lab import functions, timing, verdict
 
 __all__ = ["OUTSIDE_LADDER", "ladder_only", "setup_sentence", "summarise", "verdicts", "jit_claim", "compile_claim",
-           "dispatch_claim", "gradient_claim", "hvp_claim", "pitfall_claim", "conclusion"]
+           "dispatch_claim", "gradient_claim", "hvp_claim", "pitfall_claim", "kernel_claim", "kernel_table",
+           "KERNEL_ON_GPU_ONLY", "conclusion"]
+
+#: The one line a record without kernel times (a run without a GPU) gives about them.
+KERNEL_ON_GPU_ONLY = ("The profiler's kernel time, which separates a call's GPU work from its launch and "
+                      "synchronisation, is measured on a GPU only; this run had none.")
 
 #: Ladder rows that are shown but never enter a best-against-best verdict.
 OUTSIDE_LADDER = ("torch/loop",)
@@ -46,14 +55,16 @@ def setup_sentence(conditions: Mapping[str, Any], startup: Mapping[str, float], 
 
 
 def summarise(*, conditions, startup, bandwidth, jit_entries, floors, compile_s, fits, grad_entries, grad_errors,
-              hvp_entries, hvp_size, pitfall, main_device, back_to_back=None) -> dict[str, Any]:
+              hvp_entries, hvp_size, pitfall, main_device, back_to_back=None, kernel=None) -> dict[str, Any]:
     """The results record of the post.
 
     ``jit_entries``: ``{(device, n): {"<framework>/<tool>": ladder entry}}``;
     ``floors``: ``{(device, n): memory-floor seconds}``; ``fits``: ``{(device, method):
     {"crossover n*": ...}}``; ``grad_entries``: ``{n: ladder}``; ``pitfall``: the
     notebook's pitfall DataFrame (index device, method label); ``back_to_back``: like
-    ``jit_entries``, timed with calls back to back, waited for once per repeat. The
+    ``jit_entries``, timed with calls back to back, waited for once per repeat; ``kernel``:
+    like ``jit_entries``, each row one of :func:`sidebyside.lab.kernels.measure` (a GPU's
+    kernel time per call), stored under ``jit_kernel`` for the devices it covers. The
     verdicts are computed from the record itself (:func:`verdicts`) and stored in it.
     """
     devices = list(dict.fromkeys(d for d, _ in jit_entries))
@@ -72,6 +83,8 @@ def summarise(*, conditions, startup, bandwidth, jit_entries, floors, compile_s,
         "autograd_device": main_device,
         "jit_back_to_back": {d: {str(n): {"ladder": e, "best": verdict.best(e)}
                                  for (dd, n), e in (back_to_back or {}).items() if dd == d} for d in devices},
+        "jit_kernel": {d: {str(n): dict(rows) for (dd, n), rows in (kernel or {}).items() if dd == d}
+                       for d in devices if any(dd == d for dd, _ in (kernel or {}))},
     }
     metrics["verdicts"] = [v.to_dict() for v in verdicts(metrics)]
     return metrics
@@ -266,11 +279,94 @@ def pitfall_claim(metrics: Mapping[str, Any]) -> str:
             f"includes compilation reports {verdict.fmt_seconds(pit['first call (µs), WRONG'] * 1e-6)}.")
 
 
+def _overhead(call_s: float | None, row: Mapping[str, Any] | None) -> tuple[float, float] | None:
+    """``(seconds, share)`` of a synchronised call that is neither kernel nor copy on the
+    device (launch and synchronisation), from its time and its kernel row; None without both."""
+    if not call_s or not row or row.get("kernel_s") is None:
+        return None
+    rest = call_s - row["kernel_s"] - (row.get("copy_s") or 0.0)
+    return rest, rest / call_s
+
+
+def _kernel_sentence(metrics, device, n, framework) -> str:
+    row = metrics["jit"][device][str(n)]
+    tool = row["best"][framework]
+    if not tool:
+        return ""
+    name, who = f"{framework}/{tool}", f"{verdict.FRAMEWORKS[framework]}'s best ({tool})"
+    kernel = metrics["jit_kernel"][device].get(str(n), {}).get(name)
+    if not kernel or kernel.get("not_applicable"):
+        return ""
+    if kernel.get("error"):
+        return f" {who}: its kernel time could not be profiled ({kernel['error']})."
+    call_s = _median(row["ladder"], name)
+    rest = _overhead(call_s, kernel)
+    if rest is None:
+        return ""
+    count = kernel["kernels_per_call"]
+    copies = (f" and its copies {verdict.fmt_seconds(kernel['copy_s'])}" if kernel.get("copy_s") else "")
+    if rest[0] <= 0:
+        tail = "the GPU's work is the whole call, with no launch or synchronisation left over."
+    else:
+        tail = f"the other {verdict.fmt_seconds(rest[0])} ({verdict.fmt_number(100 * rest[1])}%) is launch and synchronisation."
+    return (f" {who} takes {verdict.fmt_seconds(call_s)} per synchronised call, of which its "
+            f"{verdict.fmt_number(count)} {'kernel takes' if count == 1 else 'kernels take'} "
+            f"{verdict.fmt_seconds(kernel['kernel_s'])} on the GPU{copies}: {tail}")
+
+
+def kernel_claim(metrics: Mapping[str, Any], device: str) -> str:
+    """The kernel apart from the call on one device, at the smallest and the largest size:
+    for each framework's best tool (per synchronised call), its time per call, the time its
+    kernels (and copies) take on the device by the profiler, and the rest, launch and
+    synchronisation. Empty where the record has no kernel times for ``device``."""
+    if not metrics.get("jit_kernel", {}).get(device):
+        return ""
+    sizes = _sizes(metrics["jit"][device])
+    parts = []
+    for n in dict.fromkeys((sizes[0], sizes[-1])):
+        text = "".join(_kernel_sentence(metrics, device, n, framework) for framework in ("torch", "jax"))
+        if text:
+            parts.append(f"At {n:,} elements:{text}")
+    if not parts:
+        return ""
+    return f"**{device.upper()}, kernel and call apart** (kernel time from each framework's profiler). " + " ".join(parts)
+
+
+def kernel_table(jit_entries, back_to_back, kernel, *, labels: Mapping[str, str] | None = None):
+    """A pandas DataFrame, one row per (device, size, tool) with a kernel time: the synchronised
+    per-call time, the back-to-back time, the kernel time, kernels per call, the copies on the
+    device, and the rest of the call (launch and synchronisation) in µs and as a share.
+    Arguments as :func:`summarise` takes them (keyed by ``(device, n)``)."""
+    import pandas as pd
+
+    rows = []
+    for (device, n), kernel_rows in kernel.items():
+        for name, k in kernel_rows.items():
+            if k.get("kernel_s") is None:
+                continue
+            call_s = _median(jit_entries.get((device, n), {}), name)
+            back_s = _median((back_to_back or {}).get((device, n), {}), name)
+            rest = _overhead(call_s, k)
+            rows.append({"device": device, "size": n, "tool": (labels or {}).get(name, name),
+                         "per call (µs)": call_s * 1e6 if call_s else None,
+                         "back to back (µs)": back_s * 1e6 if back_s else None,
+                         "kernel (µs)": k["kernel_s"] * 1e6, "kernels per call": k["kernels_per_call"],
+                         "copies (µs)": k["copy_s"] * 1e6,
+                         "launch and sync (µs)": rest[0] * 1e6 if rest else None,
+                         "launch and sync (%)": 100 * rest[1] if rest else None})
+    columns = ["device", "size", "tool", "per call (µs)", "back to back (µs)", "kernel (µs)", "kernels per call",
+               "copies (µs)", "launch and sync (µs)", "launch and sync (%)"]
+    return pd.DataFrame(rows, columns=columns).set_index(["device", "size", "tool"])
+
+
 def conclusion(metrics: Mapping[str, Any]) -> str:
     """The body of the post's Conclusion (Markdown, under the notebook's heading),
-    computed from the results record only."""
+    computed from the results record only; a record without kernel times says, in one
+    line, that they are measured on a GPU only."""
     parts: list[str] = []
     for device in _devices(metrics):
-        parts += [jit_claim(metrics, device), compile_claim(metrics, device)]
+        parts += [jit_claim(metrics, device), kernel_claim(metrics, device), compile_claim(metrics, device)]
+    if not any(metrics.get("jit_kernel", {}).values()):
+        parts.append(KERNEL_ON_GPU_ONLY)
     parts += [gradient_claim(metrics), hvp_claim(metrics), pitfall_claim(metrics)]
     return "\n\n".join(p for p in parts if p)
