@@ -14,6 +14,11 @@
 #     language: python
 #     name: python3
 #   sidebyside:
+#     compared: torch.nn.functional.grid_sample, PyTorch's built-in, against a port
+#       in pure JAX (jnp compiled by XLA) in every mode, padding, dimensionality and
+#       dtype, first for identical outputs and gradients, then for speed per kernel
+#       and per call; this project's own C++ kernel, called from JAX through XLA's FFI,
+#       is raced separately and labelled.
 #     date: '2026-11-22'
 #     description: A JAX grid_sample measured against PyTorch's own kernel in every
 #       mode, padding, dimension and dtype, for outputs and both gradients, and timed
@@ -54,6 +59,9 @@ bench_threads = None
 bench_min_repeat_s = 0.02
 # Copies of the inputs that the kernel time's chain goes round (None: enough to fill twice the last-level cache).
 bench_copies = None
+# Pallas layouts timed where the Pallas kernels run (a GPU): "points" is the one grid_sample takes; "channels" blocks
+# the channels, which only many channels can use.
+bench_pallas_layouts = ["points", "channels"]
 # A run in parts: the parity tables and each benchmark configuration are saved to this file as they
 # finish and read back by the next run; no part starts that would end past run_budget_s.
 checkpoint_file = ""       # "": off, everything is measured in this run (the benchmark in one process)
@@ -143,13 +151,18 @@ def reference_device(config):
     return torch_device if config.dtype in ("float32", "float64") else "cpu"
 
 
-def parity_rows_for(dtypes):
+# Pure JAX: jnp compiled by XLA, and on a GPU float32 through the Pallas kernels ("auto" there);
+# this project's C++ kernel ("native", the CPU's "auto" in float32) is tested apart, below.
+pure_jax = "auto" if on_gpu else "xla"
+
+
+def parity_rows_for(dtypes, implementation):
     return {config.key: parity.measure(config, seed=parity_seed, transform=parity_transform,
-                                       torch_device=reference_device(config))
-            for config in progress.bar(parity.configs(tuple(dtypes)), desc="parity")}
+                                       implementation=implementation, torch_device=reference_device(config))
+            for config in progress.bar(parity.configs(tuple(dtypes)), desc=f"parity ({implementation})")}
 
 
-parity_rows = parts("parity", parity_rows_for, parity_dtypes)
+parity_rows = parts("parity", parity_rows_for, parity_dtypes, pure_jax)
 
 parity_table = pd.DataFrame.from_dict(parity_rows, orient="index")
 parity_table.index.name = "mode/padding/align_corners/dims/dtype"
@@ -163,6 +176,22 @@ Markdown(report.parity_note(parity_rows, transform=parity_transform, backend=jax
                                                torch_device=torch_device))
 
 # %% [markdown]
+# ### This project's C++ kernel, tested apart
+#
+# On a CPU, `grid_sample` sends float32 calls to this project's C++ kernel (through XLA's FFI) unless told otherwise. It is not part of JAX, so the table above tests pure JAX, and the kernel is held to the same tolerances here and gets a verdict of its own, labelled. A GPU has no such kernel.
+
+# %% tags=["appendix-input"]
+native_rows = {} if on_gpu else parts("parity_native", parity_rows_for, ["float32"], "native")
+if native_rows:
+    native_table = pd.DataFrame.from_dict(native_rows, orient="index")
+    native_table.index.name = "mode/padding/align_corners/dims/dtype"
+    with pd.option_context("display.max_rows", 200, "display.float_format", "{:.2e}".format):
+        display(native_table[[*report.ERROR_COLUMNS, "passed"]])
+native_view = report.native_parity_verdict({"parity_native": native_rows, "device": record["device"],
+                                            "parity_transform": parity_transform})
+Markdown(native_view.sentence if native_view else "No C++ kernel on this device: nothing to test apart.")
+
+# %% [markdown]
 # ### The large non-power-of-two case
 #
 # The grids above are small. PyTorch's own kind of reference case is larger: an image of integers 0-255 whose sides are not powers of two, warped by a 45-degree rotation from `affine_grid`. There a coordinate rounded once where PyTorch rounds twice (or the reverse) is off by an ulp of a few hundred pixels, and with image values of 255 that is an error above the 1e-5 tolerance; with sides that are powers of two the product is exact and nothing shows. On a GPU the same case also compares PyTorch's CUDA kernel with its CPU kernel, the yardstick for what "the same numbers" can mean across devices.
@@ -172,7 +201,8 @@ def affine_rows_for(modes, size_2d, size_3d):
     rows = {}
     for config in progress.bar([c for c in parity.configs(("float32",)) if c.mode in modes], desc="affine case"):
         size = tuple(size_2d if config.dims == 2 else size_3d)
-        row = parity.measure(config, transform="jit", case="affine", torch_device=torch_device, size=size)
+        row = parity.measure(config, transform="jit", implementation=pure_jax, case="affine",
+                             torch_device=torch_device, size=size)
         if on_gpu:
             yardstick = parity.measure_torch_devices(config, case="affine", device="cuda", size=size)
             row.update({f"torch_cuda_vs_cpu_{k}": yardstick[k] for k in report.ERROR_COLUMNS})
@@ -250,12 +280,13 @@ plt.show()
 #
 # Both sides' inputs lie in memory their own framework allocated (`sidebyside.posts.grid_sample.bench.torch_tensor`). `torch.from_numpy` would share NumPy's memory, which NumPy asks Linux to back with 2 MiB pages for arrays of 4 MiB and more, while XLA copies into buffers on ordinary 4 KiB pages. A check of PyTorch's CPU kernel on both kinds of page found no difference, but the comparison does not depend on that.
 #
-# Where `grid_sample` takes a kernel (Pallas on a GPU, native on a CPU), the `jax.numpy` (XLA) path is timed too; in bilinear 2-D forward the naive formulation (gather the four corners of every point from a zero-padded image, weight and sum) is timed as well, as the baseline most ports use. These alternatives run against PyTorch in a second interleaved run, apart from the main pair: interleaved with it, the XLA path's large temporaries cost the call after them page faults, and moved both sides' per-call times (see `sidebyside.posts.grid_sample.bench`). On a GPU the Pallas kernels are also timed in their second layout (`pallas_layout="channels"`: tiles of points by channels, each point's taps reused across a block of channels), which may suit many channels better; `implementation="auto"` keeps the first, which was the faster in every configuration of an earlier run on an H100; the columns "Pallas channels layout / PyTorch" show this run's figures. The benchmark runs in a fresh process, `python -m sidebyside.posts.bench grid_sample`, because the thread count of XLA's CPU client is fixed when JAX starts: there both libraries get the same cores. A run in parts (the gpu profile, made in device calls of a few minutes) starts one such process per configuration and saves each configuration as it finishes.
+# Where `grid_sample` takes a kernel (Pallas on a GPU, native on a CPU), the `jax.numpy` (XLA) path is timed too; in bilinear 2-D forward the naive formulation (gather the four corners of every point from a zero-padded image, weight and sum) is timed as well, as the baseline most ports use. These alternatives run against PyTorch in a second interleaved run, apart from the main pair: interleaved with it, the XLA path's large temporaries cost the call after them page faults, and moved both sides' per-call times (see `sidebyside.posts.grid_sample.bench`). On a GPU the Pallas kernels can also be timed in their second layout (`pallas_layout="channels"`: tiles of points by channels, each point's taps reused across a block of channels), which may suit many channels better, where `bench_pallas_layouts` names it (the gpu profile, whose sizes have 3 channels, does not); `implementation="auto"` keeps the first, which was the faster in every configuration of an earlier run on an H100; the columns "Pallas channels layout / PyTorch" show a run's figures where it timed them. The benchmark runs in a fresh process, `python -m sidebyside.posts.bench grid_sample`, because the thread count of XLA's CPU client is fixed when JAX starts: there both libraries get the same cores. A run in parts (the gpu profile, made in device calls of a few minutes) starts one such process per configuration and saves each configuration as it finishes.
 
 # %% tags=["appendix-input"]
 bench_run = sampling_bench.run_each({k: tuple(v) for k, v in bench_sizes.items()}, tuple(bench_modes),
                                     part=parts if checkpoint_file else None, repeats=bench_repeats,
-                                    min_repeat_s=bench_min_repeat_s, threads=bench_threads, copies=bench_copies)
+                                    min_repeat_s=bench_min_repeat_s, threads=bench_threads, copies=bench_copies,
+                                    pallas_layouts=tuple(bench_pallas_layouts))
 speed = bench_run["results"]
 speed_rows = sampling_bench.speed_table(speed)
 speed_rows.insert(0, "JAX implementation", [speed[k]["implementation"] for k in speed_rows.index])
@@ -273,38 +304,37 @@ with pd.option_context("display.float_format", "{:.3g}".format, "display.width",
     display(goals.set_index(["config", "goal"]))
 Markdown(sampling_bench.goals_summary(goals))
 
-# %% figure="speed-ratios" alt="Bar chart of JAX time divided by PyTorch time for each grid_sample configuration, per kernel and per call, with the goals marked" tags=["appendix-input"]
-fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(speed) + 1.4))
-labels = list(speed)
+# %% figure="speed-ratios" alt="For each grid_sample configuration, the time per call of pure JAX at its best and of this project's C++ kernel, relative to PyTorch's built-in grid_sample at its best (eager or torch.compile), log scale" tags=["key-figure", "appendix-input"]
+def best_call(ladder, framework):
+    """The fastest rung of ``framework`` in a row's ladder: (its tool, seconds per call), or (None, nan)."""
+    rungs = [(name.split("/", 1)[1], e["median_s"]) for name, e in ladder.items()
+             if name.startswith(framework + "/") and e.get("median_s")]
+    return min(rungs, key=lambda rung: rung[1]) if rungs else (None, np.nan)
+
+
+labels = [k for k in speed if speed[k].get("ladder")]
+torch_best = {k: best_call(speed[k]["ladder"], "torch") for k in labels}
+jax_best = {k: best_call(speed[k]["ladder"], "jax") for k in labels}
+fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(labels) + 1.6))
 ypos = np.arange(len(labels))
-ax.barh(ypos - 0.2, [speed[k].get("kernel_ratio", np.nan) for k in labels], height=0.4, color=viz.COLORS["jax"],
-        label="JAX kernel / PyTorch kernel")
-ax.barh(ypos + 0.2, [speed[k]["ratio"] for k in labels], height=0.4, color=viz.COLORS["jax"], alpha=0.45,
-        label="JAX per call / PyTorch per call")
-xla_keys = [k for k in labels if "xla_ratio" in speed[k]]
-if xla_keys:
-    ax.scatter([speed[k]["xla_ratio"] for k in xla_keys], [labels.index(k) + 0.2 for k in xla_keys],
-               color="black", marker="o", facecolors="none", zorder=3, label="JAX XLA path, per call")
-ax.axvline(1.0, color=viz.COLORS["torch"], lw=2, label="PyTorch (= 1)")
-for k in labels:
-    for g in sampling_bench.goals(k, speed[k], record["device_kind"]):
-        if g["goal"] == "per call":
-            ax.plot([g["limit"]] * 2, [labels.index(k), labels.index(k) + 0.4], color="black", lw=1.5)
-        if g["goal"] == "kernel":
-            ax.plot([g["limit"]] * 2, [labels.index(k) - 0.4, labels.index(k)], color="black", lw=1.5, ls=":")
-ax.plot([], [], color="black", lw=1.5, label="per-call goal")
-if any(g["goal"] == "kernel" for k in labels for g in sampling_bench.goals(k, speed[k], record["device_kind"])):
-    ax.plot([], [], color="black", lw=1.5, ls=":", label="kernel goal")
+jax_tools = ", ".join(sorted({tool for tool, _ in jax_best.values() if tool}))
+ax.barh(ypos, [jax_best[k][1] / torch_best[k][1] for k in labels], height=0.6, color=viz.COLORS["jax"],
+        label=f"pure JAX at its best ({jax_tools})")
+custom = [k for k in labels if speed[k]["implementation"] == "native"]
+if custom:
+    ax.scatter([speed[k]["jax_ms"] / 1e3 / torch_best[k][1] for k in custom], [labels.index(k) for k in custom],
+               color="black", marker="D", s=18, zorder=3, label="this project's C++ kernel through XLA's FFI")
+ax.axvline(1.0, color=viz.COLORS["torch"], lw=2, label="PyTorch's built-in at its best (= 1)")
 ax.set_xscale("log")
-ax.set_yticks(ypos, labels, fontsize=7)
+ax.set_yticks(ypos, [f"{k} (PyTorch: {torch_best[k][0]})" for k in labels], fontsize=7)
 ax.invert_yaxis()
-ax.set(xlabel="time relative to PyTorch (JAX / PyTorch, log scale)", ylabel="configuration",
-       title=f"grid_sample speed on {record['device']}")
-ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
+ax.set(xlabel="time per call relative to PyTorch's best (log scale; under 1: faster than PyTorch)",
+       title=f"grid_sample per call on {record['device']}")
+ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
 plt.show()
 
 # %% figure="floor-speed" alt="Bar chart of each grid_sample kernel's share of the memory floor's speed, JAX and PyTorch side by side for each configuration, with the goal marked where one is set" tags=["appendix-input", "appendix"] summary="Against the memory floor"
-floor_keys = [k for k in labels if speed[k].get("jax_floor_speed") is not None]
+floor_keys = [k for k in speed if speed[k].get("jax_floor_speed") is not None]
 if floor_keys:
     fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(floor_keys) + 1.4))
     ypos = np.arange(len(floor_keys))
@@ -401,7 +431,7 @@ metrics = report.summarise(
     parity_rows, affine_rows, speed, device=record["device"], device_kind=record["device_kind"],
     torch_device=torch_device, parity_transform=parity_transform, warp_diff=warp_diff,
     pitfall=pitfall, nan_backward_returncode=child.returncode,
-    parts=parts.log)
+    parts=parts.log, native_rows=native_rows)
 report.results_table(metrics)
 
 # %% [markdown]

@@ -159,9 +159,28 @@ def test_the_budget_lines_of_params_gpu_are_the_recorded_h100_seconds():
     assert f"parity {grid['parity']} s, the affine case {grid['affine']} s" in comments
     swin = posts["swin-transformer-v2"]["parts"]
     assert f"parity {swin['parity/trained']} s (trained model) and {swin['parity/timed']} s" in comments
-    assert f"{swin['accuracy/torch/*']['each_s']} s per PyTorch seed" in comments
+    assert "109 s per PyTorch seed" in comments  # the measured rate the estimate scales
     gpu = yaml.safe_load(path.read_text())
     assert swin["accuracy/torch/*"]["count"] == swin["accuracy/jax/*"]["count"] == len(gpu["swin-transformer-v2"]["seeds"])
+    # Estimated posts say so, and their budget_s is what the planner makes of their parts (runs and overheads).
+    for slug in ("grid-sample-parity", "swin-transformer-v2"):
+        assert "ESTIMATE" in posts[slug]["measured"] and "f245967" in posts[slug]["measured"]
+        runs, _ = schedule.runs_of(slug, posts[slug], gpu[slug], root=ROOT / "build" / "no-checkpoints",
+                                   run_overhead_s=budgets["run_overhead_s"])
+        assert posts[slug]["budget_s"] == sum(r.seconds for r in runs), slug
+        assert f"{slug}: " in comments and f"{posts[slug]['budget_s']} s" in comments, slug
+    # The parts the budget counts are the parts the gpu parameters make: a benchmark configuration per mode at each
+    # size, a speed setting per phase, precision and batch.
+    from sidebyside.posts.grid_sample.bench import configs
+    grid_params = gpu["grid-sample-parity"]
+    made = [c["name"] for c in configs(("nearest", "bilinear", "bicubic"), grid_params["bench_sizes"])]
+    for mode in ("nearest", "bilinear", "bicubic"):
+        assert grid[f"bench/{mode}/*"]["count"] == sum(name.startswith(f"{mode}/") for name in made), mode
+    swin_params = gpu["swin-transformer-v2"]
+    for phase in ("train", "eval"):
+        settings = sum(len(swin_params.get("precision_batch_sizes", {}).get(precision, swin_params["speed_batch_sizes"]))
+                       for precision in swin_params["precisions"])
+        assert swin[f"speed/{phase}/*"]["count"] == settings, phase
     assert "parallel-training" in posts  # its single-GPU part gets a line too (null until measured)
     slugs = {i.slug for i in discover(ROOT / "notebooks")}
     assert "weight-visualisation" in slugs and "weight-visualisation" not in posts  # gains nothing from a GPU

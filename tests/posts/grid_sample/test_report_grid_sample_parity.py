@@ -58,13 +58,13 @@ def _inputs():
     return parity_rows, affine_rows, speed
 
 
-def _record(device_kind="cpu", returncode=-11, **changes):
+def _record(device_kind="cpu", returncode=-11, native_rows=None, **changes):
     parity_rows, affine_rows, speed = _inputs()
     metrics = gsp.summarise(parity_rows, affine_rows, speed, device="Test CPU", device_kind=device_kind,
                             torch_device="cpu", parity_transform="jit", warp_diff={"a": 1e-7, "b": 3.45e-7},
                             pitfall={"xla": {"unsynchronised": SimpleNamespace(median_s=1e-5),
                                              "synchronised": SimpleNamespace(median_s=2e-3)}},
-                            nan_backward_returncode=returncode)
+                            nan_backward_returncode=returncode, native_rows=native_rows)
     for path, value in changes.items():
         *outer, last = path.split(".")
         target = metrics
@@ -83,7 +83,7 @@ def test_record_keeps_every_key_the_site_and_the_tests_read():
     assert metrics["gpu_goals"] == "not yet measured"
     row = metrics["speed"]["nearest/3d/forward+backward"]
     assert row["goal"] == 2.0 and row["jax_kernel_q1_ms"] == pytest.approx(0.891)
-    assert [v["question"] for v in metrics["verdicts"]][0].startswith("Does sidebyside.grid_sample")
+    assert [v["question"] for v in metrics["verdicts"]][0] == "Does grid_sample written in pure JAX give PyTorch's numbers?"
     assert metrics["parts"] == {}  # a run in one go
 
 
@@ -107,6 +107,29 @@ def test_parity_claim_counts_the_affine_case_and_names_the_dtypes():
     # the largest error per dtype, never pooled: float32's includes the large affine case
     assert "the largest relative error is 4.56e-07 in float32 and 3.21e-16 in float64" in text
     assert gsp.largest_by_dtype(_record()) == {"float32": 4.56e-7, "float64": 3.21e-16}
+
+
+def test_the_parity_headline_races_pure_jax_and_the_cpp_kernel_is_judged_apart():
+    native_rows = {"bilinear/zeros/False/2d/float32": _parity_row(5.67e-7),
+                   "nearest/border/True/3d/float32": _parity_row(0.0)}
+    metrics = _record(native_rows=native_rows)
+    head, *_, last = metrics["verdicts"]
+    assert head["kind"] == "framework" and head["contestants"]["jax"]["origin"] == "built_with"
+    assert head["contestants"]["jax"]["implementation"] == "grid_sample in jnp compiled by XLA"
+    assert head["contestants"]["torch"]["origin"] == "framework"
+    assert head["scale"]["precision"] == "float32, float64" and head["scale"]["device"] == "Test CPU"
+    assert head["scale"]["input"] == "2d and 3d grids, every mode, padding and align_corners"
+    assert last["kind"] == "custom" and last["contestants"]["jax"]["origin"] == "project"
+    assert last["sentence"].startswith("This project's C++ kernel gives PyTorch's numbers: in 2 of 2 configurations")
+    assert "5.67e-07 in float32" in last["sentence"] and last["scale"]["precision"] == "float32"
+    assert "Judged apart: This project's C++ kernel gives" in gsp.parity_claim(metrics)
+    # a failing kernel row is the kernel's verdict, never the frameworks'
+    native_rows["nearest/border/True/3d/float32"] = _parity_row(0.2, passed=False)
+    metrics = _record(native_rows=native_rows)
+    assert metrics["verdicts"][0]["label"] == "same" and metrics["verdicts"][-1]["label"] == "different"
+    # a GPU run has no C++ kernel: no such verdict
+    assert gsp.native_parity_verdict(_record()) is None
+    assert all(v["kind"] == "framework" or "kernel" in v["question"] for v in _record()["verdicts"])
 
 
 def test_parity_claim_flips_when_a_configuration_fails():
@@ -209,7 +232,7 @@ def test_conclusion_is_built_from_the_claims():
     metrics = _record()
     text = gsp.conclusion(metrics)
     first, second = text.split("\n\n")
-    assert first.startswith("**JAX gives PyTorch's numbers") and "3.45e-07 in any pixel" in first
+    assert first.startswith("**Pure JAX gives PyTorch's numbers") and "3.45e-07 in any pixel" in first
     assert second.startswith("**Speed on Test CPU, bilinear/large/forward.**") and "`gpu` profile" in second
     changed = copy.deepcopy(metrics)
     changed["photo_max_abs_diff"] = 0.25
@@ -219,7 +242,7 @@ def test_conclusion_is_built_from_the_claims():
 def test_notes_under_the_tables():
     parity_rows, affine_rows, _ = _inputs()
     note = gsp.parity_note(parity_rows, transform="vmap", backend="cpu", torch_device="cpu")
-    assert "`vmap` on the CPU (float32 through the native kernel)" in note and "**3 of 3 configurations**" in note
+    assert "`vmap` on the CPU (pure JAX: jnp compiled by XLA)" in note and "**3 of 3 configurations**" in note
     assert "float32 2.34e-07, float64 3.21e-16" in note and "atomics" not in note
     parity_rows["bilinear/zeros/False/2d/float32"]["passed"] = False
     gpu_note = gsp.parity_note(parity_rows, transform="jit", backend="gpu", torch_device="cuda")

@@ -203,3 +203,35 @@ def test_compiled_rungs_are_static_shapes(monkeypatch):
     X, y = swin.random_batches(TINY, 2, 1)
     rung = swin.ladder._torch_rung(TINY, "compile", "train", X, y, "float32", 0)
     assert rung.run is not None and calls == [{"dynamic": False}]
+
+
+def test_the_seeds_of_one_program_compile_its_training_step_once(monkeypatch):
+    """Seeds differ in the arguments (weights, dropout streams, batches), not in the program: the
+    accuracy runs compile the step once and reuse it, and a reused step trains exactly as a freshly
+    compiled one; another batch size is another program and compiles again."""
+    from sidebyside.posts.swin_v2 import train as swin_train
+
+    compiles = []
+    real = swin_train._compile_step
+    monkeypatch.setattr(swin_train, "_compile_step", lambda *a, **k: compiles.append(1) or real(*a, **k))
+    monkeypatch.setattr(swin_train, "_STEP_CACHE", {})
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((24, 2, 16, 16)).astype(np.float32)
+    y = rng.integers(0, 5, 24)
+
+    def run(seed, batch_size=8):
+        config = training.TrainConfig(num_epochs=1, batch_size=batch_size, lr=1e-3, optimizer="adam",
+                                      schedule="cosine", seed=seed)
+        return swin.train_flax(swin.FlaxSwinV2(TINY, rngs=nnx.Rngs(seed)), X, y, X[:8], y[:8], config)
+
+    first, second = run(0), run(1)
+    assert len(compiles) == 1
+    assert first.compile_seconds > 0 and second.compile_seconds == 0.0
+    assert first.train_loss != second.train_loss  # the seed still decides the run
+    again = run(1)  # reused once more: the same numbers as the run before
+    assert again.train_loss == second.train_loss and len(compiles) == 1
+    swin_train._STEP_CACHE.clear()
+    fresh = run(1)  # compiled anew: the same numbers as the reused program
+    assert fresh.train_loss == second.train_loss and len(compiles) == 2
+    run(0, batch_size=12)
+    assert len(compiles) == 3

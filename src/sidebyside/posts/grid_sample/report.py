@@ -9,7 +9,8 @@ tables (:func:`parity_note`, :func:`affine_note`), the timing pitfall
 Conclusion (:func:`conclusion`), built from one small function per kind of claim.
 
 Record keys (``metrics``): ``parity`` and ``parity_affine`` (per configuration key
-``mode/padding/align_corners/dims/dtype``: the largest errors and ``passed``),
+``mode/padding/align_corners/dims/dtype``: the largest errors and ``passed``; pure JAX),
+``parity_native`` (the same for this project's C++ kernel, float32 on a CPU; empty on a GPU),
 ``parity_reference_device``, ``parity_transform``, ``speed`` (per
 ``mode/size/forward|forward+backward``: the benchmark's times, quartiles, ratios, memory
 floor, ``goal`` (per call) and ``goals``: every goal of the row,
@@ -25,7 +26,8 @@ from typing import Any
 
 from sidebyside.lab import verdict
 
-__all__ = ["ERROR_COLUMNS", "SPEED_KEYS", "summarise", "verdicts", "parity_verdict", "speed_verdicts",
+__all__ = ["ERROR_COLUMNS", "SPEED_KEYS", "summarise", "verdicts", "parity_verdict", "native_parity_verdict",
+           "speed_verdicts",
            "largest_by_dtype", "headline_key", "parity_note", "affine_note", "pitfall_note", "results_table", "conclusion",
            "parity_claim", "photo_claim", "non_finite_claim", "speed_claim", "floor_claim", "slower_claim",
            "goals_claim", "device_claim"]
@@ -50,7 +52,8 @@ SPEED_KEYS = ("jax_ms", "torch_ms", "ratio", "jax_iqr_ms", "torch_iqr_ms", "jax_
 def summarise(parity_rows: Mapping[str, Mapping[str, Any]], affine_rows: Mapping[str, Mapping[str, Any]],
               speed: Mapping[str, Mapping[str, Any]], *, device: str, device_kind: str, torch_device: str,
               parity_transform: str, warp_diff: Mapping[str, float], pitfall: Mapping[str, Any],
-              nan_backward_returncode: int, parts: Mapping[str, Any] | None = None) -> dict[str, Any]:
+              nan_backward_returncode: int, parts: Mapping[str, Any] | None = None,
+              native_rows: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The post's results record from what the notebook measured.
 
     ``parity_rows``/``affine_rows``: :func:`sidebyside.posts.grid_sample.parity.measure` per
@@ -59,7 +62,8 @@ def summarise(parity_rows: Mapping[str, Mapping[str, Any]], affine_rows: Mapping
     (``"unsynchronised"``, ``"synchronised"``: anything with ``median_s``);
     ``nan_backward_returncode``: the exit code of PyTorch's CPU backward on a NaN grid;
     ``parts``: for a run in parts (:class:`sidebyside.run.checkpoints.Checkpoints`), which run measured each
-    part, at which commit.
+    part, at which commit; ``native_rows``: the parity rows of this project's C++ kernel (a CPU run),
+    in the form of ``parity_rows``.
     """
     from sidebyside.posts.grid_sample import bench as sampling_bench
 
@@ -67,6 +71,7 @@ def summarise(parity_rows: Mapping[str, Mapping[str, Any]], affine_rows: Mapping
         "parity": {k: {q: r[q] for q in _PARITY_KEYS} for k, r in parity_rows.items()},
         "parity_affine": {k: {q: v for q, v in r.items() if q.endswith("_err") or q == "passed"}
                           for k, r in affine_rows.items()},
+        "parity_native": {k: {q: r[q] for q in _PARITY_KEYS} for k, r in (native_rows or {}).items()},
         "parity_reference_device": torch_device,
         "parity_transform": parity_transform,
         "speed": {k: {**{q: v.get(q) for q in SPEED_KEYS}, "goal": sampling_bench.goal_for(k, device_kind),
@@ -102,27 +107,68 @@ def largest_by_dtype(metrics: Mapping[str, Any]) -> dict[str, float]:
             for dtype in _dtypes(metrics)}
 
 
-def parity_verdict(metrics: Mapping[str, Any]) -> verdict.Verdict:
-    """Same numbers or not: every configuration (the parity table and the large
-    non-power-of-two case) within its tolerance, with the largest relative error."""
-    rows = {**metrics["parity"], **{f"affine:{k}": v for k, v in metrics["parity_affine"].items()}}
+#: PyTorch's side of every parity verdict: its built-in, called as users call it.
+_TORCH_BUILT_IN = verdict.contestant("torch", "eager", "F.grid_sample (ATen's grid_sampler kernel)")
+
+
+def _parity_scale(metrics: Mapping[str, Any], rows: Mapping[str, Any]) -> dict[str, Any]:
+    dims = sorted({k.split("/")[3] for k in rows if k.count("/") == 4})
+    return verdict.scale_of(input=f"{' and '.join(dims)} grids, every mode, padding and align_corners",
+                            precision=", ".join(dict.fromkeys(k.rsplit("/", 1)[-1] for k in rows)),
+                            device=metrics["device"])
+
+
+def _parity(rows: Mapping[str, Mapping[str, Any]], by_dtype_errors: Mapping[str, float], *, who: str,
+            question: str, extra: str) -> verdict.Verdict:
     n, n_within = len(rows), sum(bool(r["passed"]) for r in rows.values())
     largest = verdict.fmt_number(_largest(rows))
-    errors = [f"{verdict.fmt_number(e)} in {dtype}" for dtype, e in largest_by_dtype(metrics).items()]
+    errors = [f"{verdict.fmt_number(e)} in {dtype}" for dtype, e in by_dtype_errors.items()]
     by_dtype = ", ".join(errors[:-1]) + (" and " if len(errors) > 1 else "") + errors[-1] if errors else largest
+    dtypes = ", ".join(dict.fromkeys(k.rsplit("/", 1)[-1] for k in rows))
     if n_within == n:
-        sentence = (f"JAX gives PyTorch's numbers: in {n_within} of {n} configurations (every mode, padding, "
-                    f"align_corners and dimensionality, in {', '.join(_dtypes(metrics))}, plus the large "
-                    f"non-power-of-two case) the output and both gradients agree within the tolerance of their "
-                    f"dtype; the largest relative error is {by_dtype}.")
+        sentence = (f"{who} gives PyTorch's numbers: in {n_within} of {n} configurations (every mode, padding, "
+                    f"align_corners and dimensionality, in {dtypes}{extra}) the output and both gradients agree "
+                    f"within the tolerance of their dtype; the largest relative error is {by_dtype}.")
     else:
-        sentence = (f"JAX does not give PyTorch's numbers everywhere: {verdict.plural(n - n_within, 'configuration')} "
+        sentence = (f"{who} does not give PyTorch's numbers everywhere: {verdict.plural(n - n_within, 'configuration')} "
                     f"of {n} exceed their tolerance (largest relative error {largest}).")
     return verdict.Verdict(
-        question="Does sidebyside.grid_sample give PyTorch's numbers?", label="same" if n_within == n else "different",
-        sentence=sentence, subject="jax", other="torch", winner=None,
+        question=question, label="same" if n_within == n else "different", sentence=sentence, subject="jax",
+        other="torch", winner=None,
         test="largest error of output, input gradient and grid gradient within the documented tolerance, "
              "per configuration")
+
+
+def parity_verdict(metrics: Mapping[str, Any]) -> verdict.Verdict:
+    """Same numbers or not, in pure JAX (jnp compiled by XLA; on a GPU, float32 through the
+    Pallas kernels): every configuration of the parity table and the large non-power-of-two
+    case within its tolerance, with the largest relative error per dtype. This project's C++
+    kernel is judged apart (:func:`native_parity_verdict`)."""
+    rows = {**metrics["parity"], **{f"affine:{k}": v for k, v in metrics["parity_affine"].items()}}
+    gpu = metrics.get("device_kind") == "gpu"
+    implementation = ("grid_sample in jnp compiled by XLA" + ("; float32 as Pallas kernels" if gpu else ""))
+    v = _parity(rows, largest_by_dtype(metrics), who="Pure JAX",
+                question="Does grid_sample written in pure JAX give PyTorch's numbers?",
+                extra=", plus the large non-power-of-two case")
+    return verdict.frame(v, contestants={
+        "torch": _TORCH_BUILT_IN,
+        "jax": verdict.contestant("jax", metrics.get("parity_transform", "jit"), implementation, origin="built_with")},
+        scale=_parity_scale(metrics, metrics["parity"]))
+
+
+def native_parity_verdict(metrics: Mapping[str, Any]) -> verdict.Verdict | None:
+    """The same test for this project's C++ kernel (through XLA's FFI; float32 on a CPU),
+    labelled ``kind="custom"``; None where the record has no such rows (a GPU run)."""
+    rows = metrics.get("parity_native") or {}
+    if not rows:
+        return None
+    v = _parity(rows, {"float32": _largest(rows)}, who="This project's C++ kernel",
+                question="Does this project's C++ kernel give PyTorch's numbers?", extra="")
+    return verdict.frame(v, kind="custom", contestants={
+        "torch": _TORCH_BUILT_IN,
+        "jax": verdict.contestant("jax", metrics.get("parity_transform", "jit"), "C++ kernel through XLA's FFI",
+                                  origin="project")},
+        scale=_parity_scale(metrics, rows))
 
 
 def headline_key(speed: Mapping[str, Mapping[str, Any]]) -> str:
@@ -222,7 +268,8 @@ def speed_verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
 def verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
     """The post's verdicts, from the record: parity, then speed (the frameworks' verdict
     before any hand-written kernel's)."""
-    out = [parity_verdict(metrics), *speed_verdicts(metrics)]
+    native = native_parity_verdict(metrics)
+    out = [parity_verdict(metrics), *speed_verdicts(metrics), *([native] if native else [])]
     verdict.check_headline(out)
     return out
 
@@ -244,7 +291,7 @@ def parity_note(parity_rows: Mapping[str, Mapping[str, Any]], *, transform: str,
                "Tolerances: nearest must be exact; ")
     return (
         f"JAX run: `{transform}` on the {backend.upper()}"
-        + (" (float32 through the Pallas kernels)" if gpu else " (float32 through the native kernel)")
+        + (" (float32 through the Pallas kernels)" if gpu else " (pure JAX: jnp compiled by XLA)")
         + f", PyTorch on the {torch_device.upper()}" + (" (half precision on the CPU)" if gpu else "")
         + f". **{passed} of {len(parity_rows)} configurations** are within tolerance for the output and both "
         "gradients. " + nearest + "float32 within 1e-5 and float64 within 1e-10 of the output's scale. "
@@ -329,8 +376,10 @@ def _goals_met(metrics: Mapping[str, Any]) -> dict[str, list[bool]]:
 
 
 def parity_claim(metrics: Mapping[str, Any]) -> str:
-    """Same numbers or not (:func:`parity_verdict`), in bold."""
-    return f"**{parity_verdict(metrics).sentence}**"
+    """Same numbers or not (:func:`parity_verdict`), in bold; then this project's C++ kernel's
+    own parity (:func:`native_parity_verdict`), labelled, where the record has it."""
+    native = native_parity_verdict(metrics)
+    return f"**{parity_verdict(metrics).sentence}**" + (f" Judged apart: {native.sentence}" if native else "")
 
 
 def photo_claim(metrics: Mapping[str, Any]) -> str:
