@@ -14,6 +14,11 @@
 #     language: python
 #     name: python3
 #   sidebyside:
+#     compared: One small vision transformer with the same weights and batches, trained
+#       in PyTorch and in JAX on one device and under data-parallel, fully sharded,
+#       2-D (data and tensor) and hand-written collective strategies, compared on losses,
+#       code added, memory per device and bytes moved by collectives; on one device,
+#       the step time of PyTorch eager, torch.compile and JAX jit.
 #     date: '2026-11-24'
 #     description: One small vision transformer trained on several devices in JAX and
 #       PyTorch, data parallel, fully sharded, tensor parallel and by hand, with the
@@ -58,6 +63,10 @@ loss_tolerance = 1e-4      # largest loss difference from the one-device run tha
 projection_counts = [8, 64, 512]  # H100 counts of the cost model's projection
 multiprocess = [2, 2]      # JAX's multi-host path, once: processes x devices per process (their product among device_counts)
 threads = 1                # CPU threads per worker process
+torch_tools = ["eager", "compile"]  # PyTorch's one-device rungs (JAX's: jit)
+repeats = 3                # timed repeats of every step (sidebyside.lab.timing)
+min_repeat_s = 0.01        # shortest repeat where the harness chooses the calls per repeat (one process)
+worker_calls = 1           # calls per repeat in a torchrun worker (fixed: every rank makes the same calls)
 seed = 0
 
 # %% tags=["remove_cell", "colab-install"]
@@ -81,24 +90,43 @@ if "google.colab" in sys.modules:
 # must be set before JAX starts, and this kernel's JAX has started already).
 # The library launches both, gathers what they report, stops the whole run
 # with the failing rank's error and log if a worker fails, and leaves no
-# process behind.
+# process behind. The one-device reference runs in this kernel, under the
+# same conditions for both frameworks (`timing.same_conditions`, set before
+# JAX starts), with each compiler's one-time start-up paid first
+# (`timing.warm_start`), so that compile times are those of a warm process;
+# Inductor's on-disk caches are off, so that each `torch.compile` is as cold as
+# each `jit`.
 
 # %% tags=["appendix"] summary="Set-up: imports, the run's devices and versions"
+from sidebyside.lab import timing
+
+conditions = timing.same_conditions(tf32=False)  # before JAX starts
+
+import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
+import torch._inductor.config
 from IPython.display import Markdown
 
 from sidebyside.lab import data, progress, tables, viz
-from sidebyside.posts.parallel_training import costmodel, jax_parallel, launch, model, report, torch_parallel
+from sidebyside.posts.parallel_training import costmodel, jax_parallel, launch, model, reference, report, torch_parallel
 from sidebyside.run import provenance
 
 tables.show_in_full()
 viz.style()
+torch._inductor.config.force_disable_caches = True  # each torch.compile cold, as each jit is (no persistent cache)
 prov = provenance.collect()
+gpu = reference.gpu_plan(torch.cuda.device_count(), sum(d.platform == "gpu" for d in jax.devices()))
+startup = timing.warm_start("cpu", frameworks=("torch", "jax") if "compile" in torch_tools else ("jax",))
+if gpu["reference"]:
+    timing.warm_start("cuda", frameworks=("torch", "jax") if "compile" in torch_tools else ("jax",))
 provenance.table(prov)
+
+# %% tags=["remove_input", "appendix"]
+Markdown(report.conditions_text(conditions, startup, on_gpu=gpu["reference"]))
 
 # %% [markdown]
 # ## 1. The model and the data
@@ -178,7 +206,11 @@ pd.DataFrame({f"{viz.LABELS[fw]} (lines)": code[fw] for fw in code}).rename(inde
 # the collectives of one step (JAX: read from the compiled program's HLO;
 # PyTorch: every c10d call recorded by a `TorchDispatchMode`, as PyTorch's
 # own `CommDebugMode` does, plus DDP's bucketed all-reduces through its
-# communication hook) and its step times. Every run uses simulated CPU devices, also on a
+# communication hook) and its step time, measured inside the worker by the
+# same harness as every figure of this site (`sidebyside.lab.timing`: median
+# and interquartile range over repeats; a torchrun worker makes a fixed number
+# of calls per repeat so that the ranks' collectives pair up, and the slowest
+# rank's time is the strategy's). Every run uses simulated CPU devices, also on a
 # machine with GPUs: this post measures what the strategies do, not how fast
 # real devices do it.
 
@@ -186,9 +218,11 @@ pd.DataFrame({f"{viz.LABELS[fw]} (lines)": code[fw] for fw in code}).rename(inde
 runs = {}
 for n in progress.bar(device_counts, desc="device counts"):
     torch_result = launch.run_torch(n, X=X, y=y, torch_state=torch_model.state_dict(), config=config, lr=lr,
-                                    momentum=momentum, model_parallel=model_parallel, threads=threads)
+                                    momentum=momentum, model_parallel=model_parallel, threads=threads,
+                                    repeats=repeats, number=worker_calls)
     jax_result = launch.run_jax(n, X=X, y=y, torch_state=torch_model.state_dict(), config=config, lr=lr,
-                                momentum=momentum, model_parallel=model_parallel, threads=threads)
+                                momentum=momentum, model_parallel=model_parallel, threads=threads,
+                                repeats=repeats, min_repeat_s=min_repeat_s)
     runs[n] = {"torch": report.torch_record(torch_result), "jax": report.jax_record(jax_result)}
 largest = max(device_counts)
 f"{len(device_counts)} device counts, {len(launch.STRATEGIES)} strategies, 2 frameworks: done"
@@ -214,13 +248,42 @@ multi_record = report.multiprocess_record(multi, runs[processes * devices_per_pr
 Markdown(report.multiprocess_claim(multi_record, tolerance=loss_tolerance))
 
 # %% [markdown]
-# ## 4. Correctness: the loss against the one-device run
+# ## 4. One device: eager, `torch.compile` and `jit`
+#
+# The reference of every strategy is one device, and there each framework has
+# its ladder of tools: PyTorch eager and `torch.compile` of the whole step
+# (static shapes), JAX `jit`. The three run in this process on the same weights,
+# batches and optimiser, are timed in one interleaved run of
+# `sidebyside.lab.timing.ladder` (the data already on the device, every clock
+# read after the work is done, compilation apart), and then train over the same
+# steps; each rung's losses are checked against PyTorch eager's on the CPU.
+# Where a GPU is visible, the same ladder runs on it too, checked against the
+# same CPU losses.
+
+# %% tags=["appendix-input"]
+ladders = {"cpu": reference.run(X, y, torch_model.state_dict(), config, lr=lr, momentum=momentum, torch_device="cpu",
+                                jax_device=jax.devices("cpu")[0], torch_tools=torch_tools, repeats=repeats,
+                                min_repeat_s=min_repeat_s)}
+names = {"cpu": prov["cpu"]}
+if gpu["reference"]:
+    ladders["gpu"] = reference.run(X, y, torch_model.state_dict(), config, lr=lr, momentum=momentum,
+                                   torch_device="cuda", jax_device=next(d for d in jax.devices() if d.platform == "gpu"),
+                                   torch_tools=torch_tools, repeats=repeats, min_repeat_s=min_repeat_s)
+    names["gpu"] = prov["device"]
+one_device = report.reference_record(ladders, names=names, tolerance=loss_tolerance)
+report.reference_table({"reference": one_device})
+
+# %% tags=["remove_input"]
+Markdown(report.reference_claim(one_device, tolerance=loss_tolerance) + "\n\n" + gpu["note"])
+
+# %% [markdown]
+# ## 5. Correctness: the loss against the one-device run
 #
 # Splitting a batch over devices changes the order of float32 sums, and
 # nothing else; each strategy's loss per step should follow its framework's
 # one-device run to within that rounding.
 
-# %% figure="loss-deviation" alt="Loss per step of the one-device runs, and each strategy's absolute loss difference from its framework's one-device run, PyTorch and JAX" tags=["appendix-input"]
+# %% figure="loss-deviation" alt="Loss per step of the one-device runs, and each strategy's absolute loss difference from its framework's one-device run, PyTorch and JAX" tags=["key-figure", "appendix-input"]
 fig, axes = plt.subplots(1, 2, figsize=(10, 5))
 run = runs[largest]
 for fw in ("torch", "jax"):
@@ -241,7 +304,7 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# ## 5. Results
+# ## 6. Results
 #
 # Memory per device is what the shards themselves hold (JAX's
 # `addressable_shards`, PyTorch's local tensors): parameters, gradients and
@@ -252,7 +315,7 @@ plt.show()
 metrics = report.summarise(
     runs=runs, code=code, parameters=model.param_count(config), config=config.__dict__, batch_size=batch_size,
     steps=steps, lr=lr, momentum=momentum, model_parallel=model_parallel, device=provenance.cpu_name(), simulated=True,
-    loss_tolerance=loss_tolerance, projection={})
+    loss_tolerance=loss_tolerance, projection={}, reference=one_device, gpu_note=gpu["note"])
 report.results_table(metrics)
 
 # %% tags=["appendix"] summary="Collectives per step, by strategy, kind and framework"
@@ -265,10 +328,11 @@ Markdown(report.collectives_claim(metrics))
 # Step times on simulated devices are shown for completeness only: the
 # simulated devices share this machine's CPU cores, so a strategy on more
 # devices does not get more compute, and these times say nothing about how
-# either framework scales.
+# either framework scales. The speed verdicts rest on the one-device ladder
+# alone.
 
 # %% [markdown]
-# ## 6. At scale, on paper
+# ## 7. At scale, on paper
 #
 # A cost model (`sidebyside.posts.parallel_training.costmodel`) projects each
 # strategy's step to 8, 64 and 512 H100s from the bytes measured above: compute
@@ -295,7 +359,7 @@ report.projection_table(metrics)
 Markdown(report.projection_claim(metrics))
 
 # %% [markdown]
-# ## 7. Conclusion
+# ## 8. Conclusion
 
 # %% tags=["remove_input"]
 Markdown(report.conclusion(metrics))

@@ -1,6 +1,8 @@
 """parallel-training: each strategy against the one-device run at 2 devices (both frameworks, their
-real engines: torchrun on gloo, JAX on simulated CPU devices), the collective parsers, the memory
-arithmetic, the launcher's errors, the verdicts, and the notebook's smoke run through the publisher."""
+real engines: torchrun on gloo, JAX on simulated CPU devices), the workers' step times from the
+timing harness, the one-device ladder (eager, torch.compile, jit; on a GPU too, where there is one),
+the collective parsers, the memory arithmetic, the launcher's errors, the verdicts, and the
+notebook's smoke run through the publisher."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import numpy as np
 import pytest
 from conftest import ROOT, make_site
 
-from sidebyside.posts.parallel_training import comms, costmodel, launch, model, report
+from sidebyside.posts.parallel_training import comms, costmodel, launch, model, reference, report
 
 STRATEGIES = launch.STRATEGIES
 CONFIG = model.ViTConfig(patch=7, dim=16, depth=1, heads=4, mlp=32)
@@ -55,6 +57,44 @@ def test_strategy_follows_the_one_device_losses(runs, framework, strategy):
     assert record["losses"][-1] != record["losses"][0]  # it trained
     assert record["max_loss_deviation"] < 1e-5, record["losses"]
     assert record["max_param_difference"] < 1e-4
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax"])
+def test_workers_time_each_strategy_with_the_harness(runs, framework):
+    for strategy in STRATEGIES:
+        t = runs[framework][strategy]["time"]
+        assert 0 < t["q1_s"] <= t["median_s"] <= t["q3_s"] and t["iqr_s"] == pytest.approx(t["q3_s"] - t["q1_s"])
+        assert t["repetitions_s"] and t["error"] is None  # lab.timing's repetition blocks
+    if framework == "torch":  # every rank timed its own step; one_device runs on rank 0 alone
+        ranks = {s: len(runs["torch"][s]["rank_medians_s"]) for s in STRATEGIES}
+        assert ranks == {**dict.fromkeys(STRATEGIES, 2), "one_device": 1}
+
+
+def _rank(strategy_seconds: dict[str, float], losses=(1.0, 0.5)) -> dict:
+    memory = {"params": 4, "grads": 4, "optimizer": 4}
+    return {"strategies": {s: {"losses": list(losses), "memory": memory, "collectives": [],
+                               "time": {"median_s": t, "q1_s": t, "q3_s": t, "iqr_s": 0.0}}
+                           for s, t in strategy_seconds.items()}}
+
+
+def test_torch_record_takes_the_slowest_rank():
+    ranks = [_rank({"one_device": 1.0, "data_parallel": 2.0}), _rank({"data_parallel": 3.0})]
+    params = {s: {"w": np.zeros(1)} for s in ("one_device", "data_parallel")}
+    record = report.torch_record({"ranks": ranks, "params": params})
+    assert record["data_parallel"]["time"]["median_s"] == 3.0
+    assert record["data_parallel"]["rank_medians_s"] == [2.0, 3.0]
+    assert record["one_device"]["time"]["median_s"] == 1.0 and record["one_device"]["rank_medians_s"] == [1.0]
+
+
+def test_workers_are_not_judged_by_the_quiet_check(monkeypatch):
+    """Simulated devices share the cores: the other workers would always read as a busy machine."""
+    from sidebyside.run import context
+
+    monkeypatch.setenv(context.ENV["profile"], "cpu")
+    monkeypatch.setenv(context.ENV["root"], "/somewhere")
+    env = launch.worker_env(3)
+    assert context.ENV["profile"] not in env and env[context.ENV["root"]] == "/somewhere"
+    assert env["OMP_NUM_THREADS"] == "3" and context.current(env).profile is None
 
 
 def test_jax_multiprocess_path_follows_the_single_process_run(runs, inputs):
@@ -117,6 +157,91 @@ def test_collectives_match_each_strategy(runs, inputs):
     for framework in ("torch", "jax"):
         tp = runs[framework]["tensor_parallel"]["comms"]
         assert tp["all-reduce"]["bytes"] % activation == 0 and tp["all-reduce"]["bytes"] > 0
+
+
+# ----------------------------------------------------------------------------- the one-device ladder
+
+
+@pytest.fixture(scope="module")
+def ladder(inputs):
+    X, y, state = inputs
+    return reference.run(X, y, state, CONFIG, lr=0.1, momentum=0.9, repeats=3, min_repeat_s=0.005)
+
+
+def test_one_device_ladder_follows_the_eager_losses(ladder):
+    entries, losses = ladder["entries"], ladder["losses"]
+    assert set(entries) == set(losses) == {"torch/eager", "torch/compile", "jax/jit"}
+    eager = np.array(losses["torch/eager"])
+    assert len(eager) == STEPS and eager[-1] != eager[0]
+    assert np.abs(np.array(losses["torch/compile"]) - eager).max() < 1e-5
+    assert np.abs(np.array(losses["jax/jit"]) - eager).max() < 1e-5
+    for name, entry in entries.items():
+        assert entry["error"] is None and 0 < entry["q1_s"] <= entry["median_s"] <= entry["q3_s"], name
+    assert entries["torch/compile"]["compile_s"] > entries["torch/eager"]["compile_s"]
+    assert entries["jax/jit"]["compile_s"] > 0
+    # Without compiled autograd Dynamo breaks the step at backward(): the count a slower compiled rung cites.
+    assert entries["torch/compile"]["graph_breaks"] >= 1
+
+
+def test_one_device_ladder_in_the_record(ladder):
+    record = report.reference_record({"cpu": ladder}, names={"cpu": "a test CPU"}, tolerance=1e-4)
+    rungs = record["cpu"]["rungs"]
+    assert rungs["torch/eager"]["max_loss_deviation"] == 0 and all(r["within_tolerance"] for r in rungs.values())
+    claim = report.reference_claim(record, tolerance=1e-4)
+    assert claim.startswith("- **One device, CPU** (a test CPU): a training step takes PyTorch eager ")
+    assert "eager run: PyTorch torch.compile " in claim and "all within the float32 tolerance of 0.0001." in claim
+    v = report.reference_verdict("cpu", record["cpu"], scale={"text": "one CPU"}).to_dict()
+    assert v["question"] == "Which framework runs the one-device training step faster on the CPU?"
+    assert v["sentence"].startswith("Best against best: ") and v["scale"] == {"text": "one CPU"}
+    assert {c["framework"] for c in v["contestants"].values()} == {"torch", "jax"}
+    assert len(report.reference_table({"reference": record})) == 3
+
+
+def test_reference_record_flags_a_deviation_and_needs_the_eager_reference():
+    entry = {"median_s": 1e-3, "q1_s": 1e-3, "q3_s": 1e-3, "iqr_s": 0.0, "compile_s": None, "error": None}
+    cpu = {"torch_device": "cpu", "jax_device": "cpu", "entries": {"torch/eager": entry, "jax/jit": entry},
+           "losses": {"torch/eager": [2.0, 1.0], "jax/jit": [2.0, 1.0 + 1e-7]}}
+    gpu = {**cpu, "losses": {"torch/eager": [2.0, 1.01], "jax/jit": [2.0, 1.0]}}
+    record = report.reference_record({"cpu": cpu, "gpu": gpu}, names={"cpu": "c", "gpu": "g"}, tolerance=1e-4)
+    assert record["gpu"]["rungs"]["torch/eager"]["within_tolerance"] is False
+    assert record["cpu"]["rungs"]["jax/jit"]["within_tolerance"] is True
+    claim = report.reference_claim(record, tolerance=1e-4)
+    assert "eager run: PyTorch eager 0.01 and JAX jit 0; beyond the float32 tolerance of 0.0001: PyTorch eager." in claim
+    assert "**One device, GPU** (g)" in claim
+    failed = {**cpu, "entries": {**cpu["entries"], "torch/eager": {**entry, "median_s": None, "error": "boom"}},
+              "losses": {"jax/jit": [2.0, 1.0]}}
+    with pytest.raises(ValueError, match="PyTorch eager rung is the one-device reference.*boom"):
+        report.reference_record({"cpu": failed}, names={"cpu": "c"}, tolerance=1e-4)
+
+
+def test_unknown_torch_tool(inputs):
+    X, y, state = inputs
+    with pytest.raises(ValueError, match=r"unknown PyTorch tools \['jit'\]"):
+        reference.run(X, y, state, CONFIG, lr=0.1, momentum=0.9, torch_tools=["eager", "jit"])
+
+
+def test_gpu_plan_says_scaling_was_not_measured():
+    none, one, many = reference.gpu_plan(0, 0), reference.gpu_plan(1, 1), reference.gpu_plan(4, 4)
+    assert (none["reference"], one["reference"], many["reference"]) == (False, True, True)
+    assert all("scaling was not measured" in p["note"] for p in (none, one, many))
+    assert "one GPU" in one["note"] and "4 GPUs" in many["note"] and "not written yet" in many["note"]
+    assert reference.gpu_plan(1, 0)["reference"] is False  # both frameworks must see it
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
+def test_gpu_reference_follows_the_cpu_losses(ladder, inputs):
+    import jax
+
+    gpus = [d for d in jax.devices() if d.platform == "gpu"]
+    if not gpus:
+        pytest.skip("JAX sees no GPU")
+    X, y, state = inputs
+    on_gpu = reference.run(X, y, state, CONFIG, lr=0.1, momentum=0.9, torch_device="cuda", jax_device=gpus[0],
+                           repeats=3, min_repeat_s=0.005)
+    assert on_gpu["torch_device"] == "cuda" and on_gpu["jax_device"] == str(gpus[0])
+    record = report.reference_record({"cpu": ladder, "gpu": on_gpu}, names={"cpu": "c", "gpu": "g"}, tolerance=1e-4)
+    for name, rung in record["gpu"]["rungs"].items():
+        assert rung["error"] is None and rung["within_tolerance"], (name, rung["max_loss_deviation"])
 
 
 # ----------------------------------------------------------------------------- parsers
@@ -314,15 +439,20 @@ def test_parity_verdict_flips_past_the_tolerance():
     assert "JAX leave" in off.sentence
 
 
-def test_record_and_conclusion(runs):
+def test_record_and_conclusion(runs, ladder):
+    one_device = report.reference_record({"cpu": ladder}, names={"cpu": "a test CPU"}, tolerance=1e-3)
+    note = reference.gpu_plan(0, 0)["note"]
     metrics = report.summarise(runs={2: {"torch": runs["torch"], "jax": runs["jax"]}},
                                code={"torch": dict.fromkeys(STRATEGIES, 3), "jax": dict.fromkeys(STRATEGIES, 5)},
                                parameters=model.param_count(CONFIG), config=CONFIG.__dict__, batch_size=BATCH,
                                steps=STEPS, lr=0.1, momentum=0.9, model_parallel=2, device="CPU", simulated=True,
-                               loss_tolerance=1e-3, projection={})
+                               loss_tolerance=1e-3, projection={}, reference=one_device, gpu_note=note)
     assert metrics["verdicts"][0]["label"] == "both match"
+    speed = metrics["verdicts"][1]
+    assert speed["question"].endswith("faster on the CPU?") and "one device, CPU (a test CPU)" in speed["scale"]["text"]
     text = report.conclusion(metrics)
     assert "PyTorch needs less code for data parallel" in text and "not evidence" in text
+    assert "**One device, CPU** (a test CPU)" in text and text.endswith(note)
     assert len(report.results_table(metrics)) == 2 * len(STRATEGIES)
     assert report.projection_claim(metrics) == ""
     metrics["projection"] = {fw: {s: costmodel.project(

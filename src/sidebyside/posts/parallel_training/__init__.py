@@ -6,6 +6,7 @@
 - ``launch``: the checks, and the child processes that run each framework's workers.
 - ``comms``: collectives per step from XLA's HLO text and from PyTorch's profiler.
 - ``costmodel``: the labelled projection to 8, 64 and 512 H100s.
+- ``reference``: the one-device ladder (PyTorch eager and torch.compile, JAX jit) in this process, on the CPU or a GPU.
 - ``report``: its results record, verdicts and generated prose.
 """
 
@@ -13,6 +14,6 @@ from __future__ import annotations
 
 from sidebyside._lazy import face
 
-__all__ = ['model', 'torch_parallel', 'jax_parallel', 'launch', 'comms', 'costmodel', 'report']
+__all__ = ['model', 'torch_parallel', 'jax_parallel', 'launch', 'comms', 'costmodel', 'reference', 'report']
 
 __getattr__ = face(__name__, __all__)

@@ -17,7 +17,9 @@ strategy adds to the one-device step (the notebook shows and counts them):
 - :func:`manual`: ``jax.shard_map`` over ``data`` with an explicit ``lax.pmean`` of the gradients.
 
 XLA inserts the collectives of the first four; :func:`comms.parse_hlo` reads them from the
-compiled program. The child writes ``result.json`` (per strategy: losses, step times, compile
+compiled program. The child writes ``result.json`` (per strategy: losses, the step time
+(the strategies' compiled steps timed in one interleaved :func:`sidebyside.lab.timing.compare`,
+``time``, a :func:`sidebyside.lab.verdict.ladder_entry`; a multi-process run is not timed), compile
 time, bytes per device of parameters, gradients and optimiser state from the arrays'
 ``addressable_shards``, collectives) and ``<strategy>.npz`` (final parameters, PyTorch's names
 and layouts); a failure writes ``error.json``.
@@ -30,8 +32,10 @@ import math
 import sys
 import time
 import traceback
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
@@ -41,6 +45,7 @@ from jax.experimental import multihost_utils
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from sidebyside.lab import timing, verdict
 from sidebyside.posts.parallel_training import comms
 from sidebyside.posts.parallel_training.model import FlaxViT, ViTConfig, copy_torch_to_flax
 
@@ -151,9 +156,13 @@ def _torch_names(params) -> dict[str, np.ndarray]:
     return out
 
 
-def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict) -> tuple[dict, dict]:
-    """Train one strategy over every step from ``init`` (PyTorch's state dict as NumPy arrays);
-    return its record and its final parameters."""
+def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict,
+          devices: Sequence[jax.Device] | None = None) -> tuple[dict, dict, Callable[[], Any]]:
+    """Train one strategy over every step from ``init`` (PyTorch's state dict as NumPy arrays) on
+    the first devices of ``devices`` (default: every JAX device; the one-device reference on a
+    chosen device passes ``[device]``). Returns its record, its final parameters, and one
+    compiled step on the first batch from the final state (pure: calling it changes nothing),
+    to be timed with :mod:`sidebyside.lab.timing`."""
     config = ViTConfig(**spec["config"])
     flax_model = FlaxViT(config)
     copy_torch_to_flax(init, flax_model)
@@ -170,7 +179,7 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict) -
         return optax.apply_updates(params, updates), opt_state, loss
 
     n, mp = spec["num_devices"], spec["model_parallel"]
-    devices = jax.devices()
+    devices = list(devices or jax.devices())
     shape, names = {"one_device": ((1,), ("data",)), "tensor_parallel": ((n // mp, mp), ("data", "model"))}.get(
         strategy, ((n,), ("data",)))
     # Auto axes: XLA's sharding propagation places the collectives (JAX's default is now Explicit).
@@ -196,18 +205,15 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict) -
     grads = jax.jit(jax.grad(loss_fn), out_shardings=param_sh)(params, Xd, yd)
     memory = {"params": bytes_per_device(params), "grads": bytes_per_device(grads),
               "optimizer": bytes_per_device(opt_state)}
-    losses, seconds = [], []
+    losses = []
     for i in range(X.shape[0]):
         Xd, yd = _put(X[i], batch_sh), _put(y[i], batch_sh)
-        jax.block_until_ready((Xd, yd))
-        start = time.perf_counter()
         params, opt_state, loss = compiled(params, opt_state, Xd, yd)
-        loss = float(jax.block_until_ready(loss).addressable_data(0))  # replicated: any local copy
-        seconds.append(time.perf_counter() - start)
-        losses.append(loss)
-    record = {"losses": losses, "step_seconds": seconds, "compile_s": compile_s, "memory": memory,
+        losses.append(float(loss.addressable_data(0)))  # replicated: any local copy
+    record = {"losses": losses, "compile_s": compile_s, "memory": memory,
               "collectives": [c.__dict__ for c in collectives], "mesh": dict(mesh.shape)}
-    return record, _torch_names(params)
+    first = (params, opt_state, _put(X[0], batch_sh), _put(y[0], batch_sh))
+    return record, _torch_names(params), partial(compiled, *first)
 
 
 def main(spec_path: str, process_id: int = 0) -> None:
@@ -230,11 +236,17 @@ def main(spec_path: str, process_id: int = 0) -> None:
             sys.exit(2)
         batches = np.load(spec["batches"])
         init = dict(np.load(spec["init_npz"]))  # PyTorch's state dict as arrays: no PyTorch in this process
-        records = {}
+        records, steps = {}, {}
         for strategy in spec["strategies"]:
-            records[strategy], params = train(strategy, spec, batches["X"], batches["y"], init)
+            records[strategy], params, steps[strategy] = train(strategy, spec, batches["X"], batches["y"], init)
             if first:
                 np.savez(out / f"{strategy}.npz", **params)
+        # A multi-process run is not timed: each process would choose its own calls per repeat, and
+        # the processes' collectives would not pair up.
+        if not spec.get("num_processes"):
+            timings = timing.compare(steps, repeats=spec["repeats"], min_repeat_s=spec["min_repeat_s"])
+            for strategy, t in timings.items():
+                records[strategy]["time"] = verdict.ladder_entry(t)
         if not first:
             return
         (out / "result.json").write_text(json.dumps({

@@ -6,9 +6,13 @@ the cost model's projection. :func:`summarise` builds the results record (``metr
 count, framework and strategy, the loss curve and its largest deviation from the framework's own
 one-device reference, the final parameters' largest difference from it, the bytes per device of
 parameters, gradients and optimiser state against the replicated total, the collectives per step by
-kind, the step times; then ``verdicts`` (headline first): whether both reach the reference's losses,
-and per strategy which framework needs less code, whose collectives move fewer bytes and whose
-memory per device is lower. :func:`conclusion` writes the prose from the record alone.
+kind, the step times (each worker's, from :mod:`sidebyside.lab.timing`: on simulated devices, not
+scaling evidence); the one-device ladders run in the notebook's process (:func:`reference_record`:
+PyTorch eager and ``torch.compile``, JAX ``jit``, on the CPU and, where there is one, on the GPU,
+each rung's losses against the CPU's PyTorch eager run); then ``verdicts`` (headline first): whether
+both reach the reference's losses, which framework's one-device step is faster on each device that
+ran it, and per strategy which framework needs less code, whose collectives move fewer bytes and
+whose memory per device is lower. :func:`conclusion` writes the prose from the record alone.
 
 Counts (lines, bytes) are exact: a verdict on them compares the numbers, and calls a difference
 under ``TIE`` (1%) a tie. Losses compare against ``loss_tolerance``, the float32 noise allowed.
@@ -18,7 +22,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import statistics
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -26,7 +29,8 @@ from typing import Any
 from sidebyside.lab import verdict
 from sidebyside.posts.parallel_training import comms
 
-__all__ = ["STRATEGY_NAMES", "TOOLS", "TIE", "code_lines", "Source", "source", "torch_record", "jax_record",
+__all__ = ["STRATEGY_NAMES", "TOOLS", "TIE", "RUNGS", "WHERE", "code_lines", "Source", "source", "torch_record",
+           "jax_record", "conditions_text", "reference_record", "reference_verdict", "reference_claim", "reference_table",
            "parity_verdict", "fewer_verdict", "summarise", "results_table", "collectives_table", "collectives_claim", "projection_claim", "multiprocess_record",
            "multiprocess_claim",
            "projection_table", "conclusion"]
@@ -78,13 +82,6 @@ def source(*fns: Callable) -> Source:
 # ----------------------------------------------------------------------------- the records
 
 
-def _times(seconds: Sequence[float]) -> dict[str, float]:
-    """Median and quartiles of the step times after the first (which pays any compilation)."""
-    rest = list(seconds[1:]) or list(seconds)
-    q = statistics.quantiles(rest, n=4, method="inclusive") if len(rest) > 1 else [rest[0]] * 3
-    return {"median_s": statistics.median(rest), "q1_s": q[0], "q3_s": q[2], "first_s": seconds[0]}
-
-
 def _compare(strategies: dict, params: Mapping[str, Mapping[str, Any]]) -> dict:
     import numpy as np
 
@@ -102,24 +99,129 @@ def _compare(strategies: dict, params: Mapping[str, Mapping[str, Any]]) -> dict:
 
 
 def torch_record(result: Mapping[str, Any]) -> dict[str, Any]:
-    """Per strategy, from :func:`launch.run_torch`'s result: rank 0's losses, step times and
-    collectives, and the memory of the rank that holds the most."""
+    """Per strategy, from :func:`launch.run_torch`'s result: rank 0's losses and collectives, the
+    memory of the rank that holds the most, and the step time of the slowest rank (each rank timed
+    its own step with :mod:`sidebyside.lab.timing`; a synchronous step goes at the pace of the
+    slowest), with every rank's median in ``rank_medians_s``."""
     ranks = result["ranks"]
     out = {}
     for name, rec in ranks[0]["strategies"].items():
-        held = [r["strategies"][name]["memory"] for r in ranks if name in r["strategies"]]
-        memory = max(held, key=lambda m: sum(m.values()))
+        held = [r["strategies"][name] for r in ranks if name in r["strategies"]]
+        memory = max((h["memory"] for h in held), key=lambda m: sum(m.values()))
         out[name] = {"losses": rec["losses"], "memory": dict(memory), "collectives": rec.get("collectives", []),
-                     "time": _times(rec["step_seconds"]), "compile_s": None}
+                     "time": max((h["time"] for h in held), key=lambda t: t["median_s"]),
+                     "rank_medians_s": [h["time"]["median_s"] for h in held], "compile_s": None}
     return _compare(out, result["params"])
 
 
 def jax_record(result: Mapping[str, Any]) -> dict[str, Any]:
     """Per strategy, from :func:`launch.run_jax`'s result (one process sees every device)."""
     out = {name: {"losses": rec["losses"], "memory": dict(rec["memory"]), "collectives": rec["collectives"],
-                  "time": _times(rec["step_seconds"]), "compile_s": rec["compile_s"]}
+                  "time": rec["time"], "compile_s": rec["compile_s"]}
            for name, rec in result["strategies"].items()}
     return _compare(out, result["params"])
+
+
+# ----------------------------------------------------------------------------- the one-device reference ladder
+
+#: Each one-device rung as the post names it.
+RUNGS = {"torch/eager": "PyTorch eager", "torch/compile": "PyTorch torch.compile", "jax/jit": "JAX jit"}
+#: The rungs that compile their step (their compile time is reported apart).
+COMPILED = ("torch/compile", "jax/jit")
+#: Where a one-device ladder ran, as the post names it.
+WHERE = {"cpu": "the CPU", "gpu": "the GPU"}
+
+
+def reference_record(ladders: Mapping[str, Mapping[str, Any]], *, names: Mapping[str, str],
+                     tolerance: float) -> dict[str, Any]:
+    """The one-device ladders (:func:`.reference.run`'s results) keyed by where they ran ("cpu",
+    "gpu"; ``names``: where -> the device's name), each rung's ladder entry with its losses, its
+    largest loss deviation from the CPU's PyTorch eager run (the reference of every check, the
+    GPU's included) and whether that is within ``tolerance``. Raises ValueError when that
+    reference did not run."""
+    cpu = ladders["cpu"]
+    if "torch/eager" not in cpu["losses"]:
+        raise ValueError("the CPU's PyTorch eager rung is the one-device reference and it did not run: "
+                         f"{cpu['entries'].get('torch/eager', {}).get('error')}")
+    base = cpu["losses"]["torch/eager"]
+    out = {}
+    for where, ladder in ladders.items():
+        rungs = {}
+        for name, entry in ladder["entries"].items():
+            losses = ladder["losses"].get(name)
+            deviation = None if losses is None else float(max(abs(a - b) for a, b in zip(losses, base)))
+            rungs[name] = {**entry, "losses": losses, "max_loss_deviation": deviation,
+                           "within_tolerance": None if deviation is None else deviation <= tolerance}
+        out[where] = {"device": names[where], "torch_device": ladder["torch_device"],
+                      "jax_device": ladder["jax_device"], "rungs": rungs}
+    return out
+
+
+def conditions_text(conditions: Mapping[str, Any], startup: Mapping[str, float], *, on_gpu: bool) -> str:
+    """The one-device ladder's conditions (:func:`sidebyside.lab.timing.conditions_sentence`) and
+    each compiler's one-time start-up (:func:`sidebyside.lab.timing.warm_start`), paid before it."""
+    from sidebyside.lab import timing
+
+    paid = [f"{label} {verdict.fmt_seconds(startup[key])}" for key, label in (
+        ("torch_compile_startup_s", "`torch.compile`"), ("jax_jit_startup_s", "`jax.jit`")) if key in startup]
+    text = timing.conditions_sentence(conditions, on_gpu=on_gpu)
+    return text + (f" One-time compiler start-up, paid before any timing: {_list(paid)}." if paid else "")
+
+
+def reference_verdict(where: str, record: Mapping[str, Any], *, scale: Mapping[str, Any]) -> verdict.Verdict:
+    """Best against best of the one-device ladder that ran at ``where`` (``record``: one entry of
+    :func:`reference_record`), then what the ladder shows (:func:`sidebyside.lab.verdict.ladder`:
+    a compiled rung slower than eager is explained by its measured graph breaks)."""
+    return verdict.ladder(record["rungs"], scale=scale,
+                          question=f"Which framework runs the one-device training step faster on {WHERE[where]}?")
+
+
+def reference_claim(reference: Mapping[str, Any], *, tolerance: float) -> str:
+    """Per device, each rung's step time (median and IQR, from :mod:`sidebyside.lab.timing`; compile
+    time apart) and whether its losses follow the CPU's PyTorch eager run, from the record alone."""
+    lines = []
+    for where, record in reference.items():
+        times, checks, beyond, failed = [], [], [], []
+        for name, r in record["rungs"].items():
+            if r.get("median_s") is None:
+                failed.append(f"{RUNGS.get(name, name)} did not run ({r.get('error') or r.get('not_applicable')})")
+                continue
+            compiled = (f", compiled in {verdict.fmt_seconds(r['compile_s'])}" if name in COMPILED and
+                        r.get("compile_s") is not None else "")
+            times.append(f"{RUNGS.get(name, name)} {verdict.fmt_seconds(r['median_s'])} (IQR "
+                         f"{verdict.fmt_seconds(r['iqr_s'])}{compiled})")
+            if r["max_loss_deviation"] is not None and not (where == "cpu" and name == "torch/eager"):
+                checks.append(f"{RUNGS.get(name, name)} {verdict.fmt_number(r['max_loss_deviation'])}")
+                if not r["within_tolerance"]:
+                    beyond.append(RUNGS.get(name, name))
+        line = (f"- **One device, {where.upper()}** ({record['device']}): a training step takes "
+                f"{_list(times)}.")
+        if checks:
+            line += (f" Largest loss deviation from the CPU's PyTorch eager run: {_list(checks)}; " + (
+                f"beyond the float32 tolerance of {verdict.fmt_number(tolerance)}: {_list(beyond)}." if beyond else
+                f"all within the float32 tolerance of {verdict.fmt_number(tolerance)}."))
+        if failed:
+            line += " " + "; ".join(failed) + "."
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def reference_table(metrics: Mapping[str, Any]):
+    """One row per device and one-device rung: step time (median, IQR), compile time, graph
+    breaks, the largest loss deviation from the CPU's PyTorch eager run, and its status."""
+    import pandas as pd
+
+    rows = []
+    for where, record in metrics["reference"].items():
+        for name, r in record["rungs"].items():
+            rows.append({"device": f"{where.upper()} ({record['device']})",
+                         "framework, tool": RUNGS.get(name, name),
+                         "step time (ms, median)": None if r.get("median_s") is None else 1e3 * r["median_s"],
+                         "IQR (ms)": None if r.get("iqr_s") is None else 1e3 * r["iqr_s"],
+                         "compile (s)": r.get("compile_s"), "graph breaks": r.get("graph_breaks"),
+                         "largest loss deviation": r["max_loss_deviation"],
+                         "status": "ran" if r.get("median_s") is not None else f"failed: {r.get('error')}"})
+    return pd.DataFrame(rows).set_index(["device", "framework, tool"])
 
 
 # ----------------------------------------------------------------------------- verdicts
@@ -194,10 +296,13 @@ def _bytes(n: float) -> str:
 
 def summarise(*, runs: Mapping[int, Mapping[str, Any]], code: Mapping[str, Mapping[str, int]], parameters: int,
               config: Mapping[str, Any], batch_size: int, steps: int, lr: float, momentum: float, model_parallel: int,
-              device: str, simulated: bool, loss_tolerance: float, projection: Mapping[str, Any]) -> dict[str, Any]:
+              device: str, simulated: bool, loss_tolerance: float, projection: Mapping[str, Any],
+              reference: Mapping[str, Any] | None = None, gpu_note: str = "") -> dict[str, Any]:
     """The results record; ``runs``: device count -> ``{"torch": torch_record(...), "jax": jax_record(...)}``;
     ``code``: framework -> strategy -> :func:`code_lines`; ``projection``: framework -> strategy ->
-    :func:`costmodel.project`'s result."""
+    :func:`costmodel.project`'s result; ``reference``: :func:`reference_record`'s result (its speed
+    verdicts follow the headline, one per device); ``gpu_note``: what the run says about GPUs and
+    scaling (:func:`.reference.gpu_plan`)."""
     largest = max(runs)
     kind = "simulated CPU devices" if simulated else "devices"
     scale = verdict.scale_of(parameters=parameters, input="28×28", batch=batch_size, precision="float32",
@@ -206,6 +311,10 @@ def summarise(*, runs: Mapping[int, Mapping[str, Any]], code: Mapping[str, Mappi
     strategies = [s for s in STRATEGY_NAMES if s != "one_device" and s in run["torch"] and s in run["jax"]]
     found = [parity_verdict({fw: {s: run[fw][s]["max_loss_deviation"] for s in strategies} for fw in ("torch", "jax")},
                             tolerance=loss_tolerance, scale=scale, devices=largest)]
+    for where, record in (reference or {}).items():
+        found.append(reference_verdict(where, record, scale=verdict.scale_of(
+            parameters=parameters, input="28×28", batch=batch_size, precision="float32",
+            device=f"one device, {where.upper()} ({record['device']})")))
     for s in strategies:
         found.append(fewer_verdict(s, code["torch"][s], code["jax"][s], what="lines of code", unit=" lines",
                                    question=f"Which framework needs less code for {STRATEGY_NAMES[s]}?", scale=scale,
@@ -227,6 +336,7 @@ def summarise(*, runs: Mapping[int, Mapping[str, Any]], code: Mapping[str, Mappi
         "model_parallel": model_parallel, "device": device, "simulated": simulated, "largest": largest,
         "loss_tolerance": loss_tolerance, "code_lines": {fw: dict(v) for fw, v in code.items()},
         "runs": {str(n): r for n, r in runs.items()}, "projection": dict(projection),
+        "reference": dict(reference or {}), "gpu_note": gpu_note,
         "verdicts": [v.to_dict() for v in found],
     }
 
@@ -255,6 +365,7 @@ def results_table(metrics: Mapping[str, Any], devices: int | None = None):
                 "collectives per step": r["comms"]["total"]["count"],
                 "collective bytes per step (KiB)": r["comms"]["total"]["bytes"] / 1024,
                 "step time (ms, median)": 1e3 * r["time"]["median_s"],
+                "step time IQR (ms)": 1e3 * r["time"]["iqr_s"],
             })
     return pd.DataFrame(rows).set_index(["strategy", "framework, tool"])
 
@@ -411,10 +522,14 @@ def conclusion(metrics: Mapping[str, Any]) -> str:
         parts.append("Fully sharded, each device holds " + " and ".join(
             f"{verdict.fmt_number(100 * fs[fw]['memory']['total'] / fs[fw]['replicated_total'])}% of the replicated "
             f"bytes in {verdict.FRAMEWORKS[fw]}" for fw in ("torch", "jax")) + f" on {n} devices.")
+    if metrics.get("reference"):
+        parts.append(reference_claim(metrics["reference"], tolerance=metrics["loss_tolerance"]))
     if metrics.get("projection"):
         parts.append(projection_claim(metrics))
     if metrics["simulated"]:
         parts.append(f"The {n} devices were simulated on one CPU and share its cores, so the step times above are "
                      "not evidence of how either framework scales; the projection to H100s is a model, not a "
                      "measurement.")
+    if metrics.get("gpu_note"):
+        parts.append(metrics["gpu_note"])
     return "\n\n".join(parts)

@@ -14,9 +14,11 @@ functions are what a strategy adds to the one-device step (the notebook shows an
 - :func:`manual`: replicated parameters and one ``all_reduce`` per gradient.
 
 The worker reads a JSON spec (strategies, model config, paths of the batches and the initial
-weights, ``model_parallel``, ``out``), trains every strategy on the same global batches (each data
-rank takes its contiguous slice), and writes ``rank<r>.json`` with, per strategy, the loss per
-step, the step times, the bytes of parameters, gradients and optimiser state this rank holds
+weights, ``model_parallel``, ``out``, and ``repeats`` and ``number`` for the timing), trains every
+strategy on the same global batches (each data rank takes its contiguous slice), and writes
+``rank<r>.json`` with, per strategy, the loss per step, the step time (:func:`sidebyside.lab.timing.time_fn`
+in this worker, after the loss curve: ``number`` calls per repeat on every rank, so that the ranks'
+collectives pair up; a :func:`sidebyside.lab.verdict.ladder_entry`), the bytes of parameters, gradients and optimiser state this rank holds
 (local tensors of DTensors), and the collectives of one step (:class:`CollectiveLog`); rank 0 also writes the
 final full parameters to ``<strategy>.npz``. A failing rank writes ``rank<r>.error.json`` (its
 error and traceback) and exits non-zero, which stops ``torchrun``.
@@ -27,7 +29,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 import traceback
 from pathlib import Path
 
@@ -43,11 +44,12 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from sidebyside.lab import timing, verdict
 from sidebyside.posts.parallel_training import comms
 from sidebyside.posts.parallel_training.model import TorchViT, ViTConfig
 
 __all__ = ["STRATEGIES", "one_device", "data_parallel", "fully_sharded", "tensor_parallel", "manual",
-           "memory", "CollectiveLog", "main"]
+           "make_step", "memory", "CollectiveLog", "main"]
 
 
 def _no_hook(model):
@@ -103,6 +105,24 @@ def manual(model, mesh):
 
 STRATEGIES = {"one_device": one_device, "data_parallel": data_parallel, "fully_sharded": fully_sharded,
               "tensor_parallel": tensor_parallel, "manual": manual}
+
+
+def make_step(model, optimizer, after_backward=_no_hook):
+    """The training step every strategy runs: ``step(xb, yb, inspect=None)`` computes the
+    cross-entropy of ``model(xb)``, back-propagates, calls ``after_backward(model)`` (a strategy's
+    hook), then ``inspect()`` when given (the worker reads the memory held there, gradients and
+    optimiser state both alive), the optimiser step and ``zero_grad``; returns the detached loss.
+    The one-device reference compiles this same function (:mod:`.reference`)."""
+    def step(xb, yb, inspect=None):
+        loss = torch.nn.functional.cross_entropy(model(xb), yb)
+        loss.backward()
+        after_backward(model)
+        if inspect is not None:
+            inspect()
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss.detach()
+    return step
 
 
 # ----------------------------------------------------------------------------- measuring
@@ -188,33 +208,25 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict, m
     else:
         data_group, data_rank, data_size = mesh.get_group(), mesh.get_local_rank(), mesh.size()
     local = X.shape[1] // data_size
-    losses, seconds, record = [], [], {}
+    one_step = make_step(model, optimizer, after_backward)
+    losses, record = [], {}
     steps = X.shape[0]
+
+    def batch(i):  # this data rank's slice of global batch i
+        rows = slice(data_rank * local, (data_rank + 1) * local)
+        return torch.from_numpy(X[i, rows]), torch.from_numpy(y[i, rows]).long()
+
+    def read_memory():
+        record["memory"] = memory(model, optimizer)
+
     for step in range(steps):
-        xb = torch.from_numpy(X[step, data_rank * local:(data_rank + 1) * local])
-        yb = torch.from_numpy(y[step, data_rank * local:(data_rank + 1) * local]).long()
-
-        def one_step(last=False):
-            loss = torch.nn.functional.cross_entropy(model(xb), yb)
-            loss.backward()
-            after_backward(model)
-            if last:
-                record["memory"] = memory(model, optimizer)
-            optimizer.step()
-            optimizer.zero_grad()
-            return loss.detach()
-
-        if data_group is not None:
-            dist.barrier()
-        start = time.perf_counter()
-        last = step == steps - 1
+        inspect = read_memory if step == steps - 1 else None
         if step == min(1, steps - 1):
             with log:
-                loss = one_step(last)
+                loss = one_step(*batch(step), inspect)
             record["collectives"] = [c.__dict__ for c in log.found]
         else:
-            loss = one_step(last)
-        seconds.append(time.perf_counter() - start)
+            loss = one_step(*batch(step), inspect)
         if data_group is not None and data_size > 1:
             loss = loss.clone()
             dist.all_reduce(loss, group=data_group)
@@ -222,10 +234,15 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict, m
         losses.append(float(loss))
     if "memory" not in record:
         raise ValueError("train() needs at least 2 steps: memory is read on the last, collectives on the second")
-    record.update(losses=losses, step_seconds=seconds)
+    record["losses"] = losses
     params = _full_params(model)
     if dist.get_rank() == 0:
         np.savez(Path(spec["out"]) / f"{strategy}.npz", **params)
+    # Timed after the loss curve, on the first batch. Every rank calls the step equally often (a fixed
+    # number of calls per repeat, never one each rank chooses), or the ranks' collectives would not pair.
+    first = batch(0)
+    record["time"] = verdict.ladder_entry(timing.time_fn(lambda: one_step(*first), name=strategy,
+                                                         repeats=spec["repeats"], number=spec["number"]))
     return record
 
 

@@ -1,0 +1,142 @@
+"""The one-device reference, in this process, on the device the caller names: each framework's
+ladder of tools for the same training step (PyTorch eager and ``torch.compile`` of the whole step,
+JAX ``jit``), trained from the same weights on the same batches with the same optimiser, then timed
+in one interleaved run of :func:`sidebyside.lab.timing.ladder`.
+
+- :func:`run`: the ladder on one device (``torch_device`` "cpu" or "cuda", ``jax_device`` a JAX
+  device): the loss per step of every tool, its ladder entry (a tool that fails keeps its row with
+  its error), and for ``torch.compile`` the graph breaks Dynamo makes (``torch._dynamo.explain``),
+  the measurement that explains a compiled rung slower than eager.
+- :func:`gpu_plan`: what the gpu profile runs on the GPUs this machine shows.
+
+The PyTorch step is :func:`.torch_parallel.make_step`, the one the strategies' workers run; the
+JAX step is :func:`.jax_parallel.train`'s ``one_device`` strategy placed on ``jax_device``. The data
+is on the device before any clock starts; every timed call is synchronised by the harness. The
+strategies on several devices are not here: they run in worker processes (:mod:`.launch`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from sidebyside.lab import timing, verdict
+from sidebyside.posts.parallel_training.model import ViTConfig
+
+__all__ = ["TORCH_TOOLS", "run", "gpu_plan"]
+
+#: PyTorch's one-device rungs: eager, and ``torch.compile`` of the whole step (static shapes).
+TORCH_TOOLS = ("eager", "compile")
+
+
+def _torch_trainer(torch_state: Mapping[str, Any], config: ViTConfig, *, lr: float, momentum: float, device: str,
+                   compiled: bool):
+    """The one-device PyTorch step on ``device`` from ``torch_state``, compiled or eager, and a
+    ``reset()`` that puts the weights back and empties the optimiser state in place (so a
+    compiled step keeps its compiled code)."""
+    import torch
+
+    from sidebyside.posts.parallel_training.model import TorchViT
+    from sidebyside.posts.parallel_training.torch_parallel import make_step
+
+    model = TorchViT(config).to(device)
+    model.load_state_dict(torch_state)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, foreach=False)
+    step = make_step(model, optimizer)
+    if compiled:
+        step = torch.compile(step, dynamic=False)
+
+    def reset():
+        model.load_state_dict(torch_state)
+        optimizer.state.clear()
+        optimizer.zero_grad(set_to_none=True)
+    return step, reset
+
+
+def run(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], config: ViTConfig, *, lr: float,
+        momentum: float, torch_device: str = "cpu", jax_device: Any = None,
+        torch_tools: Sequence[str] = TORCH_TOOLS, repeats: int = 5, min_repeat_s: float = 0.05) -> dict[str, Any]:
+    """The one-device ladder on one device, trained on the global batches ``X`` (steps, B, 28, 28)
+    and ``y`` (steps, B) with SGD (``lr``, ``momentum``) from ``torch_state``.
+
+    Every rung is first timed on the first batch (:func:`sidebyside.lab.timing.ladder`, ``repeats``
+    and ``min_repeat_s``: its first call holds the compilation), then trained from the initial
+    weights over every batch for its loss curve. ``jax_device``: the JAX device (default: JAX's
+    first CPU device). Returns ``{"torch_device", "jax_device", "entries": {"<framework>/<tool>":
+    ladder entry}, "losses": {name: [loss per step]}}``; a ``torch/compile`` entry also carries
+    ``graph_breaks`` (or ``graph_breaks_error``), a ``jax/jit`` entry the ahead-of-time
+    ``compile_s``."""
+    import jax
+    import torch
+
+    from sidebyside.posts.parallel_training import jax_parallel
+
+    unknown = set(torch_tools) - set(TORCH_TOOLS)
+    if unknown:
+        raise ValueError(f"unknown PyTorch tools {sorted(unknown)}; choose among {TORCH_TOOLS}")
+    jax_device = jax_device if jax_device is not None else jax.devices("cpu")[0]
+    common = dict(lr=lr, momentum=momentum, device=torch_device)
+    Xt = torch.from_numpy(X).to(torch_device)
+    yt = torch.from_numpy(y).long().to(torch_device)
+    breaks: dict[str, Any] = {}
+    if "compile" in torch_tools:
+        # First: explain() resets Dynamo's caches, which would throw the timed rung's compiled code away.
+        try:
+            step, _ = _torch_trainer(torch_state, config, compiled=False, **common)
+            breaks["graph_breaks"] = int(torch._dynamo.explain(step)(Xt[0], yt[0]).graph_break_count)
+        except Exception as error:  # noqa: BLE001  (the count is a finding; its failure is one too)
+            breaks["graph_breaks_error"] = f"{type(error).__name__}: {error}"[:300]
+    candidates: dict[str, Any] = {}
+    trainers = {}
+    for tool in torch_tools:
+        name = f"torch/{tool}"
+        try:  # a tool that fails keeps its row, with its error
+            step, reset = _torch_trainer(torch_state, config, compiled=tool == "compile", **common)
+            trainers[name], candidates[name] = (step, reset), partial(step, Xt[0], yt[0])
+        except Exception as error:  # noqa: BLE001
+            candidates[name] = error
+    spec = {"config": config.__dict__, "lr": lr, "momentum": momentum, "num_devices": 1, "model_parallel": 1}
+    init = {k: v.detach().cpu().numpy() for k, v in torch_state.items()}
+    losses = {}
+    try:
+        jax_record, _, candidates["jax/jit"] = jax_parallel.train("one_device", spec, X, y, init,
+                                                                  devices=[jax_device])
+        losses["jax/jit"] = jax_record["losses"]
+    except Exception as error:  # noqa: BLE001
+        candidates["jax/jit"], jax_record = error, None
+    entries, _ = timing.ladder(candidates, repeats=repeats, min_repeat_s=min_repeat_s)
+    if jax_record is not None and entries["jax/jit"].get("median_s") is not None:
+        entries["jax/jit"]["compile_s"] = jax_record["compile_s"]  # compiled ahead of time, before its first call
+    for name, (step, reset) in trainers.items():
+        if entries[name].get("error"):
+            continue
+        try:
+            reset()
+            losses[name] = [float(step(Xt[i], yt[i])) for i in range(len(X))]
+        except Exception as error:  # noqa: BLE001
+            entries[name] = verdict.ladder_entry(error=error)
+    if "torch/compile" in entries:
+        entries["torch/compile"].update(breaks)
+    return {"torch_device": str(torch_device), "jax_device": str(jax_device), "entries": entries, "losses": losses}
+
+
+def gpu_plan(torch_gpus: int, jax_gpus: int) -> dict[str, Any]:
+    """What the gpu profile runs with ``torch_gpus`` and ``jax_gpus`` visible: ``reference`` (run
+    the one-device reference on the GPU too: both frameworks see one), ``gpus`` (the count both
+    see) and ``note``, the post's sentence on scaling, which was not measured in any case (the
+    strategies run on simulated CPU devices; multi-GPU runs over NCCL are not written yet)."""
+    gpus = min(torch_gpus, jax_gpus)
+    if gpus == 0:
+        note = ("No GPU is visible to both frameworks here, so everything ran on the CPU and scaling was not "
+                "measured.")
+    elif gpus == 1:
+        note = ("This machine has one GPU: the one-device reference ran on it as well, and scaling was not "
+                "measured (the strategies ran on simulated CPU devices).")
+    else:
+        note = (f"This machine has {gpus} GPUs, but the multi-GPU runs (torchrun on NCCL, JAX over the GPUs) are "
+                "not written yet: the one-device reference ran on one GPU, the strategies on simulated CPU "
+                "devices, and scaling was not measured.")
+    return {"reference": gpus >= 1, "gpus": gpus, "note": note}
