@@ -315,17 +315,21 @@ def best_call(ladder, framework):
 labels = [k for k in speed if speed[k].get("ladder")]
 torch_best = {k: best_call(speed[k]["ladder"], "torch") for k in labels}
 jax_best = {k: best_call(speed[k]["ladder"], "jax") for k in labels}
-fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(labels) + 1.6))
+fig, ax = plt.subplots(figsize=(7.5, 0.36 * len(labels) + 1.6))
 ypos = np.arange(len(labels))
+pure = [jax_best[k][1] / torch_best[k][1] for k in labels]
 jax_tools = ", ".join(sorted({tool for tool, _ in jax_best.values() if tool}))
-ax.barh(ypos, [jax_best[k][1] / torch_best[k][1] for k in labels], height=0.6, color=viz.COLORS["jax"],
-        label=f"pure JAX at its best ({jax_tools})")
+ax.hlines(ypos, 1.0, pure, color=viz.COLORS["jax"], lw=2)  # from PyTorch's time to pure JAX's
+ax.scatter(pure, ypos, color=viz.COLORS["jax"], s=30, zorder=3, label=f"pure JAX at its best ({jax_tools})")
 custom = [k for k in labels if speed[k]["implementation"] == "native"]
 if custom:
     ax.scatter([speed[k]["jax_ms"] / 1e3 / torch_best[k][1] for k in custom], [labels.index(k) for k in custom],
                color="black", marker="D", s=18, zorder=3, label="this project's C++ kernel through XLA's FFI")
 ax.axvline(1.0, color=viz.COLORS["torch"], lw=2, label="PyTorch's built-in at its best (= 1)")
 ax.set_xscale("log")
+ticks = [t for t in (0.25, 0.5, 1, 2, 4, 8, 16) if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+ax.set_xticks(ticks, [f"{t:g}×" for t in ticks])
+ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 ax.set_yticks(ypos, [f"{k} (PyTorch: {torch_best[k][0]})" for k in labels], fontsize=7)
 ax.invert_yaxis()
 ax.set(xlabel="time per call relative to PyTorch's best (log scale; under 1: faster than PyTorch)",

@@ -195,6 +195,11 @@ def test_what_was_compared_names_the_work_every_scale_and_the_device():
     # a record whose verdicts name no scale (an older run) still names its device
     older = rendering.compared_paragraph(_info(), _record({}))
     assert "On NVIDIA H100 80GB HBM3 (the gpu profile" in older and "At " not in older
+    # scales that differ in more than one field are named one by one
+    op = scale_of(input="32×3×128×128", batch=32, precision="float32", device="CPU")
+    grids = scale_of(input="2-D grids", precision="float16, float64", device="CPU")
+    both = rendering.compared_paragraph(_info(), _record(grids, op, grids))
+    assert "At input 2-D grids, float16, float64; input 32×3×128×128, batch 32, float32, on CPU (" in both
     # a scale without a device takes the run's
     no_device = rendering.compared_paragraph(_info(), _record(scale_of(input="8×8")))
     assert "At input 8×8, on NVIDIA H100 80GB HBM3 (" in no_device

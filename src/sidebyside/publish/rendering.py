@@ -282,19 +282,32 @@ def drop_title_heading(nb, title: str) -> None:
 def compared_paragraph(info: NotebookInfo, record: dict[str, Any]) -> str:
     """*What was compared*, the paragraph under a post's verdict box (DESIGN.md, "The shape of
     a post"), in Markdown: the work as the notebook's header names it (``compared``), then the
-    scale every verdict of the record was measured at, field by field
-    (:func:`sidebyside.lab.verdict.scales_text`, the device included), or the run's device where
-    no verdict records a scale; then the profile and the day of the run. Header and record text is
-    escaped as an output's Markdown is (:func:`sidebyside.publish.escape.safe_markdown`)."""
-    from sidebyside.lab.verdict import scales_text
+    scales the record's verdicts were measured at (:func:`sidebyside.lab.verdict.scales_text`:
+    merged field by field where at most one field differs between them, else each scale in
+    turn), on the devices they name (else the run's device); then the profile and the day of the
+    run. Header and record text is escaped as an output's Markdown is
+    (:func:`sidebyside.publish.escape.safe_markdown`)."""
+    from sidebyside.lab.verdict import SCALE_FIELDS, scales_text
 
-    verdicts = (record.get("metrics") or {}).get("verdicts") or []
-    scale = scales_text([v.get("scale") or {} for v in verdicts if isinstance(v, dict)])
-    device = (record.get("provenance") or {}).get("device") or "an unnamed device"
+    verdicts = [v for v in (record.get("metrics") or {}).get("verdicts") or [] if isinstance(v, dict)]
+    scales: list[dict[str, Any]] = []
+    devices: list[str] = []
+    for v in verdicts:
+        scale = {f: (v.get("scale") or {}).get(f) for f in SCALE_FIELDS}
+        if scale["device"] and scale["device"] not in devices:
+            devices.append(str(scale["device"]))
+        scale["device"] = None
+        if any(scale.values()) and scale not in scales:
+            scales.append(scale)
+    varying = [f for f in SCALE_FIELDS if len({str(s.get(f)) for s in scales}) > 1]
+    size = (scales_text(scales, device=False) if len(varying) <= 1
+            else "; ".join(scales_text([s], device=False) for s in scales))
+    device = " and ".join(devices) or (record.get("provenance") or {}).get("device") or "an unnamed device"
+    where = f"At {size}, on {device}" if size else f"On {device}"
     day = str(record.get("executed_at", ""))[:10]
-    where = f"At {scale}" if " on " in f" {scale}" else f"At {scale}, on {device}" if scale else f"On {device}"
-    text = (f"**What was compared.** {info.compared.strip()} {where} (the {record.get('profile', '?')} profile"
-            f"{', run on ' + day if day else ''}); every figure on this page comes from that run.")
+    text = (f"**What was compared.** {(info.compared or info.description).strip()} {where} "
+            f"(the {record.get('profile', '?')} profile{', run on ' + day if day else ''}); every figure on this "
+            "page comes from that run.")
     return escape.safe_markdown(" ".join(text.split()))
 
 
