@@ -119,7 +119,7 @@ tables.show_in_full()
 viz.style()
 torch._inductor.config.force_disable_caches = True  # each torch.compile cold, as each jit is (no persistent cache)
 prov = provenance.collect()
-gpu = reference.gpu_plan(torch.cuda.device_count(), sum(d.platform == "gpu" for d in jax.devices()))
+gpu = reference.gpu_plan(torch.cuda.device_count(), sum(d.platform == "gpu" for d in jax.devices()), prov["device"])
 startup = timing.warm_start("cpu", frameworks=("torch", "jax") if "compile" in torch_tools else ("jax",))
 if gpu["reference"]:
     timing.warm_start("cuda", frameworks=("torch", "jax") if "compile" in torch_tools else ("jax",))
@@ -210,19 +210,19 @@ pd.DataFrame({f"{viz.LABELS[fw]} (lines)": code[fw] for fw in code}).rename(inde
 # same harness as every figure of this site (`sidebyside.lab.timing`: median
 # and interquartile range over repeats; a torchrun worker makes a fixed number
 # of calls per repeat so that the ranks' collectives pair up, and the slowest
-# rank's time is the strategy's). Every run uses simulated CPU devices, also on a
-# machine with GPUs: this post measures what the strategies do, not how fast
-# real devices do it.
+# rank's time is the strategy's). These runs use simulated CPU devices, also on
+# a machine with GPUs: they measure what the strategies do, not how fast real
+# devices do it (where there are two GPUs or more, section 7 runs the same
+# launches on them).
 
 # %% tags=["appendix-input"]
+common = dict(X=X, y=y, torch_state=torch_model.state_dict(), config=config, lr=lr, momentum=momentum, threads=threads)
+torch_args = dict(common, repeats=repeats, number=worker_calls)
+jax_args = dict(common, repeats=repeats, min_repeat_s=min_repeat_s)
 runs = {}
 for n in progress.bar(device_counts, desc="device counts"):
-    torch_result = launch.run_torch(n, X=X, y=y, torch_state=torch_model.state_dict(), config=config, lr=lr,
-                                    momentum=momentum, model_parallel=model_parallel, threads=threads,
-                                    repeats=repeats, number=worker_calls)
-    jax_result = launch.run_jax(n, X=X, y=y, torch_state=torch_model.state_dict(), config=config, lr=lr,
-                                momentum=momentum, model_parallel=model_parallel, threads=threads,
-                                repeats=repeats, min_repeat_s=min_repeat_s)
+    torch_result = launch.run_torch(n, model_parallel=model_parallel, device="cpu", **torch_args)
+    jax_result = launch.run_jax(n, model_parallel=model_parallel, device="cpu", **jax_args)
     runs[n] = {"torch": report.torch_record(torch_result), "jax": report.jax_record(jax_result)}
 largest = max(device_counts)
 f"{len(device_counts)} device counts, {len(launch.STRATEGIES)} strategies, 2 frameworks: done"
@@ -332,7 +332,38 @@ Markdown(report.collectives_claim(metrics))
 # alone.
 
 # %% [markdown]
-# ## 7. At scale, on paper
+# ## 7. Scaling over real GPUs
+#
+# With two GPUs or more, the same launches run on the GPUs themselves:
+# `torchrun` with one worker per GPU over NCCL, and one JAX process that
+# drives every GPU, at 1, 2, 4, ... and all of the GPUs, with the same global
+# batch at every count (strong scaling). Each strategy's scaling efficiency is
+# its step time on one GPU over n times its step time on n GPUs, t1 / (n × tn):
+# 100% is a step n times as fast. Each run's losses are checked against its
+# framework's one-device run, as on the CPU. With one GPU or none, scaling is
+# not measured, and this section says so.
+
+# %% tags=["appendix-input"]
+gpu_counts = launch.scaling_plan(gpu["scaling"], batch_size=batch_size, config=config, model_parallel=model_parallel)
+scaling = {}
+for n, axis in progress.bar(gpu_counts, desc="GPUs"):
+    scaling[n] = {"torch": report.torch_record(launch.run_torch(n, model_parallel=axis, device="gpu", **torch_args)),
+                  "jax": report.jax_record(launch.run_jax(n, model_parallel=axis, device="gpu", **jax_args))}
+metrics["scaling"] = report.scaling_record(scaling, device=prov["device"], tolerance=loss_tolerance,
+                                           model_parallel=dict(gpu_counts))
+
+# %% tags=["remove_input"]
+Markdown(report.scaling_claim(metrics))
+
+# %% figure="scaling-efficiency" alt="Scaling efficiency against the number of GPUs, one line per strategy, PyTorch and JAX side by side" tags=["remove_input"]
+if report.scaling_figure(metrics) is not None:
+    plt.show()
+
+# %% tags=["remove_input"]
+report.scaling_table(metrics)  # None without scaling runs: no table
+
+# %% [markdown]
+# ## 8. At scale, on paper
 #
 # A cost model (`sidebyside.posts.parallel_training.costmodel`) projects each
 # strategy's step to 8, 64 and 512 H100s from the bytes measured above: compute
@@ -359,7 +390,7 @@ report.projection_table(metrics)
 Markdown(report.projection_claim(metrics))
 
 # %% [markdown]
-# ## 8. Conclusion
+# ## 9. Conclusion
 
 # %% tags=["remove_input"]
 Markdown(report.conclusion(metrics))

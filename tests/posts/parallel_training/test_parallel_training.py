@@ -46,7 +46,12 @@ def runs(inputs, tmp_path_factory):
     torch_result = launch.run_torch(2, **common)
     jax_result = launch.run_jax(2, **common)
     return {"torch": report.torch_record(torch_result), "jax": report.jax_record(jax_result),
-            "torch_params": torch_result["params"], "jax_params": jax_result["params"]}
+            "torch_params": torch_result["params"], "jax_params": jax_result["params"],
+            "torch_devices": [r["device"] for r in torch_result["ranks"]], "jax_platform": jax_result["platform"]}
+
+
+def test_the_cpu_runs_stay_on_the_cpu(runs):
+    assert runs["torch_devices"] == ["cpu", "cpu"] and runs["jax_platform"] == "cpu"
 
 
 @pytest.mark.parametrize("framework", ["torch", "jax"])
@@ -220,11 +225,14 @@ def test_unknown_torch_tool(inputs):
         reference.run(X, y, state, CONFIG, lr=0.1, momentum=0.9, torch_tools=["eager", "jit"])
 
 
-def test_gpu_plan_says_scaling_was_not_measured():
-    none, one, many = reference.gpu_plan(0, 0), reference.gpu_plan(1, 1), reference.gpu_plan(4, 4)
+def test_gpu_plan_measures_scaling_only_with_two_gpus_or_more():
+    none, one = reference.gpu_plan(0, 0), reference.gpu_plan(1, 1)
+    many = reference.gpu_plan(8, 6, "A Test GPU")  # both frameworks must see a GPU: 6
     assert (none["reference"], one["reference"], many["reference"]) == (False, True, True)
-    assert all("scaling was not measured" in p["note"] for p in (none, one, many))
-    assert "one GPU" in one["note"] and "4 GPUs" in many["note"] and "not written yet" in many["note"]
+    assert (none["scaling"], one["scaling"], many["scaling"]) == ([], [], [1, 2, 4, 6])
+    assert all("scaling was not measured" in p["note"] for p in (none, one))
+    assert "one GPU" in one["note"] and "not measured" not in many["note"]
+    assert many["note"].startswith("This machine has 6 GPUs (A Test GPU)") and "on 1, 2, 4 and 6 of them" in many["note"]
     assert reference.gpu_plan(1, 0)["reference"] is False  # both frameworks must see it
 
 
@@ -242,6 +250,164 @@ def test_gpu_reference_follows_the_cpu_losses(ladder, inputs):
     record = report.reference_record({"cpu": ladder, "gpu": on_gpu}, names={"cpu": "c", "gpu": "g"}, tolerance=1e-4)
     for name, rung in record["gpu"]["rungs"].items():
         assert rung["error"] is None and rung["within_tolerance"], (name, rung["max_loss_deviation"])
+
+
+# ----------------------------------------------------------------------------- devices and scaling
+
+
+def test_torch_placement_is_decided_in_one_place():
+    cpu = launch.torch_placement("cpu", 3)
+    assert cpu == launch.TorchPlacement(backend="gloo", device="cpu", mesh="cpu") and not cpu.cuda
+    gpu = launch.torch_placement("gpu", 3)
+    assert gpu == launch.TorchPlacement(backend="nccl", device="cuda:3", mesh="cuda") and gpu.cuda
+    assert launch.torch_placement("cuda", 0) == launch.TorchPlacement("nccl", "cuda:0", "cuda")  # PyTorch's name
+    assert launch.torch_placement("CPU") == cpu  # every rank on the CPU, whatever its local rank
+    with pytest.raises(ValueError, match="unknown device kind 'tpu'"):
+        launch.torch_placement("tpu")
+    with pytest.raises(ValueError, match="local_rank must be >= 0"):
+        launch.torch_placement("gpu", -1)
+
+
+def test_an_unknown_device_kind_fails_before_any_worker_starts(inputs, tmp_path):
+    X, y, state = inputs
+    for run in (launch.run_torch, launch.run_jax):
+        with pytest.raises(ValueError, match="unknown device kind 'tpu'"):
+            run(2, X=X, y=y, torch_state=state, config=CONFIG, lr=0.1, device="tpu", workdir=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_jax_picks_the_first_devices_of_the_kind():
+    from types import SimpleNamespace
+
+    from sidebyside.posts.parallel_training import jax_parallel
+
+    devices = [SimpleNamespace(platform=p, id=i) for i, p in enumerate(["cpu", "gpu", "cpu", "gpu", "gpu"])]
+    assert [d.id for d in jax_parallel.pick_devices(devices, "gpu", 2)] == [1, 3]
+    assert [d.id for d in jax_parallel.pick_devices(devices, "cuda", 3)] == [1, 3, 4]
+    assert [d.id for d in jax_parallel.pick_devices(devices, "cpu", 1)] == [0]
+    with pytest.raises(launch.LaunchError, match="larger than the 3 JAX gpu devices available; ask for at most 3"):
+        jax_parallel.pick_devices(devices, "gpu", 4)
+    import jax
+
+    assert jax_parallel.pick_devices(jax.devices("cpu"), "cpu", 1) == [jax.devices("cpu")[0]]
+
+
+def test_scaling_counts_are_powers_of_two_then_every_gpu():
+    assert [launch.scaling_counts(g) for g in (0, 1, 2, 3, 4, 6, 8, 12)] == [
+        [], [1], [1, 2], [1, 2, 3], [1, 2, 4], [1, 2, 4, 6], [1, 2, 4, 8], [1, 2, 4, 8, 12]]
+
+
+def test_scaling_plan_shrinks_the_model_axis_on_one_gpu_and_checks_every_count():
+    assert launch.scaling_plan([1, 2, 4, 8], batch_size=64, config=CONFIG, model_parallel=2) == [
+        (1, 1), (2, 2), (4, 2), (8, 2)]
+    with pytest.raises(ValueError, match="6 devices do not divide the global batch of 8"):
+        launch.scaling_plan([1, 2, 4, 6], batch_size=8, config=CONFIG, model_parallel=2)
+    assert launch.scaling_plan([], batch_size=8, config=CONFIG, model_parallel=2) == []
+
+
+def test_scaling_efficiency_arithmetic():
+    assert report.scaling_efficiency({4: 0.5, 1: 1.0, 2: 0.5}) == {1: 1.0, 2: 1.0, 4: 0.5}
+    assert report.scaling_efficiency({1: 2.0, 8: 2.0})[8] == pytest.approx(1 / 8)  # no time saved
+    assert report.scaling_efficiency({1: 1.0, 2: 0.4})[2] == pytest.approx(1.25)  # superlinear stays visible
+    with pytest.raises(ValueError, match="needs the step time on one device"):
+        report.scaling_efficiency({2: 1.0, 4: 0.5})
+    with pytest.raises(ValueError, match="must be positive"):
+        report.scaling_efficiency({1: 1.0, 2: 0.0})
+
+
+def _scaling_runs(deviation: float = 1e-6) -> dict:
+    """Synthetic records at 1, 2 and 4 GPUs: step time t1 / n^0.5 for every strategy, PyTorch's
+    DDP a quarter faster at 4."""
+    def record(fw, n):
+        out = {"one_device": {"time": {"median_s": 0.01, "iqr_s": 0.0}, "max_loss_deviation": 0.0}}
+        for s in STRATEGIES[1:]:
+            t = 0.01 / n ** 0.5 * (0.75 if (fw, s, n) == ("torch", "data_parallel", 4) else 1)
+            out[s] = {"time": {"median_s": t, "iqr_s": t / 10},
+                      "max_loss_deviation": deviation if (fw, s, n) == ("jax", "manual", 2) else 0.0}
+        return out
+    return {n: {"torch": record("torch", n), "jax": record("jax", n)} for n in (1, 2, 4)}
+
+
+def test_scaling_record_table_figure_and_claim_with_gpu_runs():
+    record = report.scaling_record(_scaling_runs(), device="Test GPU", tolerance=1e-4,
+                                   model_parallel={1: 1, 2: 2, 4: 2})
+    assert json.loads(json.dumps(record)) == record  # the results JSON keeps it as it is
+    assert record["counts"] == [1, 2, 4] and record["model_parallel"] == {"1": 1, "2": 2, "4": 2}
+    assert set(record["strategies"]["torch"]) == set(STRATEGIES[1:])  # one device is the reference, not a row
+    ddp = record["strategies"]["torch"]["data_parallel"]
+    assert ddp["1"]["efficiency"] == 1 and ddp["2"]["efficiency"] == pytest.approx(1 / 2 ** 0.5)
+    assert ddp["4"]["efficiency"] == pytest.approx(0.01 / (4 * 0.01 / 2 * 0.75))
+    metrics = {"scaling": record, "batch_size": 64, "gpu_note": "a note"}
+    table = report.scaling_table(metrics)
+    assert len(table) == 3 * 4 * 2 and list(table.index.names) == ["strategy", "framework, tool", "GPUs"]
+    row = table.loc[("data parallel", "PyTorch, DistributedDataParallel", 4)]
+    assert row["scaling efficiency (%)"] == pytest.approx(100 * ddp["4"]["efficiency"])
+    assert row["step time (ms, median)"] == pytest.approx(1e3 * 0.01 / 2 * 0.75)
+    claim = report.scaling_claim(metrics)
+    assert claim.startswith("Measured on real GPUs (Test GPU): every strategy of both frameworks ran on 1, 2 and 4 GPUs "
+                            "with the same global batch of 64 (strong scaling)")
+    assert "at 4 GPUs: PyTorch data parallel (DistributedDataParallel) 66.7%" in claim
+    assert "Highest: PyTorch's data parallel at 66.7%; lowest: " in claim and "at 50%." in claim
+    assert "model axis: 1 on 1 GPU, 2 on 2 GPUs and 2 on 4 GPUs." in claim
+    assert "inside the float32 tolerance of 0.0001" in claim
+    fig = report.scaling_figure(metrics)
+    try:
+        assert [len(ax.get_lines()) for ax in fig.axes] == [5, 5]  # 4 strategies and the ideal, per framework
+        assert [ax.get_title() for ax in fig.axes] == ["PyTorch", "JAX"]
+        efficiency = fig.axes[0].get_lines()[0].get_ydata()  # PyTorch's data parallel
+        assert list(efficiency) == pytest.approx([100, 100 / 2 ** 0.5, 100 * ddp["4"]["efficiency"]])
+    finally:
+        __import__("matplotlib.pyplot").pyplot.close(fig)
+
+
+def test_scaling_claim_names_a_run_beyond_the_tolerance():
+    record = report.scaling_record(_scaling_runs(deviation=0.01), device="g", tolerance=1e-4)
+    claim = report.scaling_claim({"scaling": record, "batch_size": 8})
+    assert "Beyond the float32 tolerance of 0.0001 from the framework's one-device run: JAX manual collectives on 2 GPUs." in claim
+    assert record["strategies"]["jax"]["manual"]["2"]["within_tolerance"] is False
+
+
+def test_without_gpu_runs_there_is_no_scaling_table():
+    assert report.scaling_record({}, device="g", tolerance=1e-4) is None
+    note = reference.gpu_plan(1, 1)["note"]
+    metrics = {"scaling": None, "batch_size": 8, "gpu_note": note}
+    assert report.scaling_table(metrics) is None and report.scaling_figure(metrics) is None
+    assert report.scaling_claim(metrics) == note and "scaling was not measured" in note
+
+
+def test_the_scaling_path_runs_every_strategy_on_one_device(runs, inputs):
+    """The GPU scaling runs are the CPU code with another device kind: its first count, one device
+    with a model axis of 1, runs every strategy of both frameworks; with the 2-device runs, the
+    record follows."""
+    X, y, state = inputs
+    counts = launch.scaling_plan([1, 2], batch_size=BATCH, config=CONFIG, model_parallel=2)
+    assert counts == [(1, 1), (2, 2)]
+    common = dict(X=X, y=y, torch_state=state, config=CONFIG, lr=0.1, momentum=0.9, model_parallel=1, device="cpu")
+    one = {"torch": report.torch_record(launch.run_torch(1, **common)), "jax": report.jax_record(launch.run_jax(1, **common))}
+    record = report.scaling_record({1: one, 2: {"torch": runs["torch"], "jax": runs["jax"]}}, device="simulated",
+                                   tolerance=1e-4, model_parallel=dict(counts))
+    for fw in ("torch", "jax"):
+        assert set(record["strategies"][fw]) == set(STRATEGIES[1:])
+        for strategy, per in record["strategies"][fw].items():
+            assert per["1"]["efficiency"] == 1 and per["2"]["efficiency"] > 0, (fw, strategy)
+            assert per["1"]["within_tolerance"] and per["2"]["within_tolerance"], (fw, strategy)
+    assert len(report.scaling_table({"scaling": record})) == 2 * 4 * 2
+
+
+@pytest.mark.skipif(__import__("torch").cuda.device_count() < 2, reason="needs 2 GPUs or more")
+def test_two_gpus_follow_the_one_device_losses(inputs, ladder):
+    X, y, state = inputs
+    common = dict(X=X, y=y, torch_state=state, config=CONFIG, lr=0.1, momentum=0.9, model_parallel=2, device="gpu")
+    torch_result = launch.run_torch(2, strategies=("one_device", "data_parallel", "fully_sharded"), **common)
+    jax_result = launch.run_jax(2, strategies=("one_device", "data_parallel", "tensor_parallel"), **common)
+    assert [r["device"] for r in torch_result["ranks"]] == ["cuda:0", "cuda:1"]
+    assert jax_result["platform"] == "gpu" and len(jax_result["devices"]) == 2
+    cpu_eager = np.array(ladder["losses"]["torch/eager"])
+    for fw, record in (("torch", report.torch_record(torch_result)), ("jax", report.jax_record(jax_result))):
+        for strategy, r in record.items():
+            assert r["max_loss_deviation"] < 1e-4, (fw, strategy, r["losses"])
+            assert np.abs(np.array(r["losses"]) - cpu_eager).max() < 1e-4, (fw, strategy)
+            assert r["losses"][-1] != r["losses"][0] and r["time"]["median_s"] > 0
 
 
 # ----------------------------------------------------------------------------- parsers
@@ -362,10 +528,11 @@ def test_plan_errors_say_what_to_change():
         launch.plan(4, batch_size=8, config=CONFIG, model_parallel=2, available=2)
 
 
+@pytest.mark.skipif(__import__("torch").cuda.device_count() > 0, reason="checks a machine without GPUs")
 def test_jax_mesh_larger_than_the_devices(inputs):
     X, y, state = inputs
-    with pytest.raises(launch.LaunchError, match="larger than the 1 JAX devices"):
-        launch.run_jax(2, X=X, y=y, torch_state=state, config=CONFIG, lr=0.1, simulated=False,
+    with pytest.raises(launch.LaunchError, match="larger than the 0 JAX gpu devices"):
+        launch.run_jax(2, X=X, y=y, torch_state=state, config=CONFIG, lr=0.1, device="gpu",
                        strategies=["one_device"])
 
 
@@ -463,6 +630,9 @@ def test_record_and_conclusion(runs, ladder):
     assert "Projected, not measured" in report.conclusion(metrics)
     claim = report.collectives_claim(metrics)
     assert "**data parallel**: PyTorch (DistributedDataParallel) issues 1 all-reduce" in claim
+    assert "Measured on real GPUs" not in report.conclusion(metrics)
+    metrics["scaling"] = report.scaling_record(_scaling_runs(), device="Test GPU", tolerance=1e-3)
+    assert report.scaling_claim(metrics) in report.conclusion(metrics)
 
 
 # ----------------------------------------------------------------------------- the notebook, smoke profile

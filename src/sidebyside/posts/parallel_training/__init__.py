@@ -3,11 +3,13 @@
 - ``model``: the ViT in PyTorch and Flax NNX, the weight copy, the shared batches.
 - ``torch_parallel``: PyTorch's strategies (DDP, FSDP2, DTensor tensor parallel, manual collectives), the torchrun worker.
 - ``jax_parallel``: JAX's strategies (NamedSharding meshes, shard_map), the child process.
-- ``launch``: the checks, and the child processes that run each framework's workers.
+- ``launch``: the checks, the device kinds (simulated CPU devices or real GPUs) and the GPU counts of a
+  scaling run, and the child processes that run each framework's workers.
 - ``comms``: collectives per step from XLA's HLO text and from PyTorch's profiler.
 - ``costmodel``: the labelled projection to 8, 64 and 512 H100s.
 - ``reference``: the one-device ladder (PyTorch eager and torch.compile, JAX jit) in this process, on the CPU or a GPU.
-- ``report``: its results record, verdicts and generated prose.
+- ``report``: its results record (with the scaling over real GPUs, where there are two or more), verdicts and
+  generated prose.
 """
 
 from __future__ import annotations

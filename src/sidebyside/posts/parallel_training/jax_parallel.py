@@ -1,6 +1,8 @@
 """JAX's strategies, run in a child process that sees ``num_devices`` devices (``python -m
 sidebyside.posts.parallel_training.jax_parallel <spec.json>``; :mod:`.launch` starts it with
-simulated CPU devices set in ``XLA_FLAGS`` before JAX starts).
+simulated CPU devices set in ``XLA_FLAGS`` before JAX starts, or, with ``device`` "gpu" in the
+spec, on the machine's GPUs, all driven by this one process). :func:`pick_devices` chooses the
+devices the meshes are built over: the first ``num_devices`` of the spec's kind.
 
 The training step is one pure function of the Flax NNX model's parameters (``nnx.split``), the
 optax SGD-with-momentum state and a global batch. Each strategy is one function that takes the mesh axes and
@@ -47,10 +49,11 @@ from jax.sharding import PartitionSpec as P
 
 from sidebyside.lab import timing, verdict
 from sidebyside.posts.parallel_training import comms
+from sidebyside.posts.parallel_training.launch import LaunchError, device_kind
 from sidebyside.posts.parallel_training.model import FlaxViT, ViTConfig, copy_torch_to_flax
 
 __all__ = ["STRATEGIES", "one_device", "data_parallel", "fully_sharded", "tensor_parallel", "manual",
-           "bytes_per_device", "main"]
+           "pick_devices", "bytes_per_device", "main"]
 
 COLUMNS, ROWS = ("q", "k", "v", "fc1"), ("proj", "fc2")
 
@@ -112,6 +115,21 @@ def manual(mesh, loss_fn, tx):
 
 STRATEGIES = {"one_device": one_device, "data_parallel": data_parallel, "fully_sharded": fully_sharded,
               "tensor_parallel": tensor_parallel, "manual": manual}
+
+
+# ----------------------------------------------------------------------------- devices
+
+
+def pick_devices(devices: Sequence[Any], kind: str, num_devices: int) -> list[Any]:
+    """The first ``num_devices`` of ``devices`` (JAX devices, in JAX's order) on the platform of
+    ``kind`` ("cpu": the simulated CPU devices; "gpu" or "cuda": the GPUs); LaunchError, saying how
+    many there are, when there are fewer."""
+    platform = device_kind(kind)
+    found = [d for d in devices if d.platform == platform]
+    if len(found) < num_devices:
+        raise LaunchError(f"a mesh of {num_devices} devices is larger than the {len(found)} JAX {platform} devices "
+                          f"available; ask for at most {len(found)}")
+    return found[:num_devices]
 
 
 # ----------------------------------------------------------------------------- measuring
@@ -229,16 +247,20 @@ def main(spec_path: str, process_id: int = 0) -> None:
             jax.config.update("jax_cpu_collectives_implementation", "gloo")
             jax.distributed.initialize(coordinator_address=spec["coordinator"], num_processes=spec["num_processes"],
                                        process_id=process_id)
-        if len(jax.devices()) < spec["num_devices"]:
-            (out / "error.json").write_text(json.dumps({"launch": True, "error": (
-                f"a mesh of {spec['num_devices']} devices is larger than the {len(jax.devices())} JAX devices "
-                f"available ({jax.devices()[0].platform}); ask for at most {len(jax.devices())}")}))
+        kind = device_kind(spec.get("device", "cpu"))
+        if kind == "gpu":  # float32 as on the CPU and in the one-device reference: no TF32
+            jax.config.update("jax_default_matmul_precision", "highest")
+        try:
+            devices = pick_devices(jax.devices(), kind, spec["num_devices"])
+        except LaunchError as error:
+            (out / "error.json").write_text(json.dumps({"launch": True, "error": str(error)}))
             sys.exit(2)
         batches = np.load(spec["batches"])
         init = dict(np.load(spec["init_npz"]))  # PyTorch's state dict as arrays: no PyTorch in this process
         records, steps = {}, {}
         for strategy in spec["strategies"]:
-            records[strategy], params, steps[strategy] = train(strategy, spec, batches["X"], batches["y"], init)
+            records[strategy], params, steps[strategy] = train(strategy, spec, batches["X"], batches["y"], init,
+                                                               devices)
             if first:
                 np.savez(out / f"{strategy}.npz", **params)
         # A multi-process run is not timed: each process would choose its own calls per repeat, and
@@ -250,8 +272,8 @@ def main(spec_path: str, process_id: int = 0) -> None:
         if not first:
             return
         (out / "result.json").write_text(json.dumps({
-            "strategies": records, "devices": [str(d) for d in jax.devices()[:spec["num_devices"]]],
-            "platform": jax.devices()[0].platform, "processes": jax.process_count()}))
+            "strategies": records, "devices": [str(d) for d in devices],
+            "platform": devices[0].platform, "processes": jax.process_count()}))
     except Exception as error:
         (out / ("error.json" if first else f"error{process_id}.json")).write_text(json.dumps({
             "error": f"{type(error).__name__}: {error}", "traceback": traceback.format_exc()}))

@@ -2,13 +2,18 @@
 
 - :func:`plan`: the checks every run makes first (device counts, the batch and the model's
   dimensions against the mesh), with errors that say what to change.
+- :func:`device_kind`, :func:`torch_placement`: the kind of device a run uses ("cpu" or "gpu"),
+  and what it means for a PyTorch worker (gloo on the CPU; NCCL and ``cuda:<LOCAL_RANK>`` on GPUs).
+- :func:`scaling_counts`, :func:`scaling_plan`: the device counts of a strong-scaling run over
+  real GPUs (1, 2, 4, ... and every GPU), each with its model axis, checked before any run.
 - :func:`run_torch`: ``torchrun`` (``python -m torch.distributed.run``) with ``num_devices``
   workers on gloo (NCCL on GPUs), running :mod:`.torch_parallel`; returns the ranks' records.
 - :func:`run_jax_multiprocess`: JAX's multi-host path (``jax.distributed.initialize``) with several
   child processes of simulated devices, as a run over several hosts would be.
 - :func:`run_jax`: one child Python with ``--xla_force_host_platform_device_count`` in its
   ``XLA_FLAGS`` before JAX starts (the calling kernel may have started JAX with one CPU device
-  already), running :mod:`.jax_parallel`; returns its record.
+  already), running :mod:`.jax_parallel`; on GPUs, one child that drives the first
+  ``num_devices`` local GPUs; returns its record.
 
 A child that fails raises :class:`WorkerError` naming the rank, its error and the tail of its log.
 Every child runs in its own process group, killed whole when the run fails, times out or is
@@ -28,6 +33,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -36,9 +42,12 @@ from sidebyside.posts.parallel_training.model import ViTConfig
 from sidebyside.run import context
 
 __all__ = ["WorkerError", "LaunchError", "plan", "free_port", "check_port", "find_torchrun", "worker_env",
+           "DEVICE_KINDS", "TorchPlacement", "device_kind", "torch_placement", "scaling_counts", "scaling_plan",
            "run_torch", "run_jax", "run_jax_multiprocess", "STRATEGIES"]
 
 STRATEGIES = ("one_device", "data_parallel", "fully_sharded", "tensor_parallel", "manual")
+#: The kinds of device a run uses: the CPU (simulated devices) or real GPUs.
+DEVICE_KINDS = ("cpu", "gpu")
 
 
 class LaunchError(RuntimeError):
@@ -73,6 +82,65 @@ def plan(num_devices: int, *, batch_size: int, config: ViTConfig, model_parallel
         raise ValueError(f"the model axis ({model_parallel}) does not divide {num_devices} devices")
     config.check(model_parallel)
     return {"1d": (num_devices,), "2d": (num_devices // model_parallel, model_parallel)}
+
+
+def device_kind(kind: str) -> str:
+    """``kind`` as one of :data:`DEVICE_KINDS`: "cpu", or "gpu" (also spelled "cuda", PyTorch's name);
+    ValueError for anything else."""
+    found = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}.get(str(kind).lower())
+    if found is None:
+        raise ValueError(f"unknown device kind {kind!r}; choose 'cpu' (simulated devices) or 'gpu' (real GPUs)")
+    return found
+
+
+@dataclass(frozen=True)
+class TorchPlacement:
+    """Where a PyTorch worker runs: its process group ``backend``, the ``device`` of its tensors and
+    model, and the ``mesh`` device type of its ``DeviceMesh``."""
+
+    backend: str
+    device: str
+    mesh: str
+
+    @property
+    def cuda(self) -> bool:
+        """Whether the worker owns a GPU (it calls ``torch.cuda.set_device`` on ``device``)."""
+        return self.mesh == "cuda"
+
+
+def torch_placement(kind: str, local_rank: int = 0) -> TorchPlacement:
+    """The one place that maps a device kind to a PyTorch worker's placement: on the CPU, gloo and
+    "cpu" for every rank; on GPUs, NCCL and ``cuda:<local_rank>`` (one GPU per worker)."""
+    if local_rank < 0:
+        raise ValueError(f"local_rank must be >= 0, got {local_rank}")
+    if device_kind(kind) == "cpu":
+        return TorchPlacement(backend="gloo", device="cpu", mesh="cpu")
+    return TorchPlacement(backend="nccl", device=f"cuda:{local_rank}", mesh="cuda")
+
+
+def scaling_counts(gpus: int) -> list[int]:
+    """The device counts of a strong-scaling run over ``gpus`` devices: the powers of two up to
+    ``gpus``, then ``gpus`` itself where it is not one (6 -> [1, 2, 4, 6]); [] for none."""
+    counts, n = [], 1
+    while n <= gpus:
+        counts.append(n)
+        n *= 2
+    if gpus >= 1 and counts[-1] != gpus:
+        counts.append(gpus)
+    return counts
+
+
+def scaling_plan(counts: Sequence[int], *, batch_size: int, config: ViTConfig,
+                 model_parallel: int) -> list[tuple[int, int]]:
+    """Each device count of a scaling run with its model axis, ``min(model_parallel, n)`` (one
+    device runs the 2-D strategy on a 1 x 1 mesh), every one checked with :func:`plan` before any
+    run starts, so that a count the batch or the model cannot take fails at once."""
+    out = []
+    for n in counts:
+        axis = min(model_parallel, n)
+        plan(n, batch_size=batch_size, config=config, model_parallel=axis)
+        out.append((n, axis))
+    return out
 
 
 def free_port() -> int:
@@ -183,19 +251,21 @@ def _write_inputs(directory: Path, X: np.ndarray, y: np.ndarray, torch_state: di
 
 
 def run_torch(num_devices: int, *, X: np.ndarray, y: np.ndarray, torch_state: dict, config: ViTConfig, lr: float,
-              momentum: float = 0.9, model_parallel: int = 2, strategies: Sequence[str] = STRATEGIES, backend: str = "gloo",
+              momentum: float = 0.9, model_parallel: int = 2, strategies: Sequence[str] = STRATEGIES, device: str = "cpu",
               master_port: int | None = None, python: str = sys.executable, threads: int = 1,
               repeats: int = 5, number: int = 2, timeout: float = 900,
               workdir: str | os.PathLike | None = None) -> dict:
     """Train ``strategies`` with ``num_devices`` torchrun workers on the global batches ``X`` (steps,
     B, 28, 28) and ``y`` (steps, B) with SGD (``lr``, ``momentum``), every strategy starting from
     ``torch_state``; each worker then times its step with :func:`sidebyside.lab.timing.time_fn`,
-    ``repeats`` repeats of ``number`` calls (fixed, the same on every rank).
+    ``repeats`` repeats of ``number`` calls (fixed, the same on every rank). ``device``: "cpu"
+    (gloo, every worker on the CPU) or "gpu" (NCCL, one GPU per worker; see :func:`torch_placement`).
 
     Returns ``{"ranks": [record per rank], "params": {strategy: {name: array}}}``; see
     :mod:`.torch_parallel` for a rank's record. Raises WorkerError naming the failed rank."""
+    kind = device_kind(device)
     available = None
-    if backend == "nccl":
+    if kind == "gpu":
         import torch
 
         available = torch.cuda.device_count()
@@ -208,7 +278,7 @@ def run_torch(num_devices: int, *, X: np.ndarray, y: np.ndarray, torch_state: di
         tmp = Path(tmp)
         batches, init = _write_inputs(tmp, X, y, torch_state)
         spec = {"strategies": list(strategies), "config": config.__dict__, "lr": lr, "momentum": momentum, "batches": str(batches),
-                "init": str(init), "model_parallel": model_parallel, "out": str(tmp), "backend": backend,
+                "init": str(init), "model_parallel": model_parallel, "out": str(tmp), "device": kind,
                 "threads": threads, "repeats": repeats, "number": number}
         (tmp / "spec.json").write_text(json.dumps(spec))
         command = [*launcher, "--nnodes", "1", "--nproc-per-node", str(num_devices), "--master-addr", "127.0.0.1",
@@ -257,6 +327,14 @@ def _simulated_env(devices: int, threads: int) -> dict:
     return env
 
 
+def _gpu_env(threads: int) -> dict:
+    """A JAX child on GPUs: memory taken as needed, not most of every GPU at start (the calling
+    kernel's JAX may hold its share of them already)."""
+    env = worker_env(threads)
+    env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    return env
+
+
 def run_jax_multiprocess(num_processes: int, devices_per_process: int, *, X: np.ndarray, y: np.ndarray,
                          torch_state: dict, config: ViTConfig, lr: float, momentum: float = 0.9,
                          model_parallel: int = 2, strategies: Sequence[str] = ("data_parallel",),
@@ -299,23 +377,26 @@ def run_jax_multiprocess(num_processes: int, devices_per_process: int, *, X: np.
 
 
 def run_jax(num_devices: int, *, X: np.ndarray, y: np.ndarray, torch_state: dict, config: ViTConfig, lr: float,
-            momentum: float = 0.9, model_parallel: int = 2, strategies: Sequence[str] = STRATEGIES, simulated: bool = True,
+            momentum: float = 0.9, model_parallel: int = 2, strategies: Sequence[str] = STRATEGIES, device: str = "cpu",
             python: str = sys.executable, threads: int = 1, repeats: int = 5, min_repeat_s: float = 0.05,
             timeout: float = 900, workdir: str | os.PathLike | None = None) -> dict:
-    """Train ``strategies`` in JAX on ``num_devices`` devices in a child process (simulated CPU
-    devices unless ``simulated`` is False, where the child uses the accelerators it finds), each
-    starting from ``torch_state`` copied into the Flax model; the child then times the strategies'
-    steps in one interleaved :func:`sidebyside.lab.timing.compare` (``repeats``, ``min_repeat_s``). Returns the child's record (see
-    :mod:`.jax_parallel`) with ``"params"``: ``{strategy: {name: array}}``."""
+    """Train ``strategies`` in JAX on ``num_devices`` devices in a child process, each starting from
+    ``torch_state`` copied into the Flax model; the child then times the strategies' steps in one
+    interleaved :func:`sidebyside.lab.timing.compare` (``repeats``, ``min_repeat_s``). ``device``:
+    "cpu" (``num_devices`` simulated CPU devices) or "gpu" (the first ``num_devices`` of the GPUs the
+    child sees, one process driving them all; :func:`.jax_parallel.pick_devices`; LaunchError when
+    it sees fewer). Returns the child's record (see :mod:`.jax_parallel`) with ``"params"``:
+    ``{strategy: {name: array}}``."""
+    kind = device_kind(device)
     plan(num_devices, batch_size=X.shape[1], config=config, model_parallel=model_parallel)
     with tempfile.TemporaryDirectory(dir=workdir, prefix="jax-") as tmp:
         tmp = Path(tmp)
         batches, init = _write_inputs(tmp, X, y, torch_state)
         spec = {"strategies": list(strategies), "config": config.__dict__, "lr": lr, "momentum": momentum, "batches": str(batches),
                 "init_npz": str(init.with_suffix(".npz")), "model_parallel": model_parallel, "out": str(tmp),
-                "num_devices": num_devices, "repeats": repeats, "min_repeat_s": min_repeat_s}
+                "num_devices": num_devices, "repeats": repeats, "min_repeat_s": min_repeat_s, "device": kind}
         (tmp / "spec.json").write_text(json.dumps(spec))
-        env = _simulated_env(num_devices, threads) if simulated else worker_env(threads)
+        env = _simulated_env(num_devices, threads) if kind == "cpu" else _gpu_env(threads)
         log = tmp / "log.txt"
         command = [python, "-m", "sidebyside.posts.parallel_training.jax_parallel", str(tmp / "spec.json")]
         try:

@@ -7,12 +7,14 @@ in one interleaved run of :func:`sidebyside.lab.timing.ladder`.
   device): the loss per step of every tool, its ladder entry (a tool that fails keeps its row with
   its error), and for ``torch.compile`` the graph breaks Dynamo makes (``torch._dynamo.explain``),
   the measurement that explains a compiled rung slower than eager.
-- :func:`gpu_plan`: what the gpu profile runs on the GPUs this machine shows.
+- :func:`gpu_plan`: what the gpu profile runs on the GPUs this machine shows: the one-device
+  ladder on one GPU, and with two or more the device counts of the scaling runs over them.
 
 The PyTorch step is :func:`.torch_parallel.make_step`, the one the strategies' workers run; the
 JAX step is :func:`.jax_parallel.train`'s ``one_device`` strategy placed on ``jax_device``. The data
 is on the device before any clock starts; every timed call is synchronised by the harness. The
-strategies on several devices are not here: they run in worker processes (:mod:`.launch`).
+strategies on several devices are not here: they run in worker processes (:mod:`.launch`), on
+simulated CPU devices and, with two or more GPUs, on the GPUs.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from sidebyside.lab import timing, verdict
+from sidebyside.posts.parallel_training.launch import scaling_counts
 from sidebyside.posts.parallel_training.model import ViTConfig
 
 __all__ = ["TORCH_TOOLS", "run", "gpu_plan"]
@@ -123,12 +126,15 @@ def run(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], config: Vi
     return {"torch_device": str(torch_device), "jax_device": str(jax_device), "entries": entries, "losses": losses}
 
 
-def gpu_plan(torch_gpus: int, jax_gpus: int) -> dict[str, Any]:
-    """What the gpu profile runs with ``torch_gpus`` and ``jax_gpus`` visible: ``reference`` (run
-    the one-device reference on the GPU too: both frameworks see one), ``gpus`` (the count both
-    see) and ``note``, the post's sentence on scaling, which was not measured in any case (the
-    strategies run on simulated CPU devices; multi-GPU runs over NCCL are not written yet)."""
+def gpu_plan(torch_gpus: int, jax_gpus: int, device: str = "GPU") -> dict[str, Any]:
+    """What the gpu profile runs with ``torch_gpus`` and ``jax_gpus`` visible (``device``: the GPU's
+    name): ``reference`` (run the one-device reference on the GPU too: both frameworks see one),
+    ``gpus`` (the count both see), ``scaling`` (the GPU counts of the strong-scaling runs,
+    :func:`.launch.scaling_counts`, with two or more GPUs; [] otherwise) and ``note``, the post's
+    sentence on GPUs and scaling. The strategies' memory, collectives and verdicts come from the
+    simulated CPU devices in every case."""
     gpus = min(torch_gpus, jax_gpus)
+    scaling = scaling_counts(gpus) if gpus >= 2 else []
     if gpus == 0:
         note = ("No GPU is visible to both frameworks here, so everything ran on the CPU and scaling was not "
                 "measured.")
@@ -136,7 +142,9 @@ def gpu_plan(torch_gpus: int, jax_gpus: int) -> dict[str, Any]:
         note = ("This machine has one GPU: the one-device reference ran on it as well, and scaling was not "
                 "measured (the strategies ran on simulated CPU devices).")
     else:
-        note = (f"This machine has {gpus} GPUs, but the multi-GPU runs (torchrun on NCCL, JAX over the GPUs) are "
-                "not written yet: the one-device reference ran on one GPU, the strategies on simulated CPU "
-                "devices, and scaling was not measured.")
-    return {"reference": gpus >= 1, "gpus": gpus, "note": note}
+        counts = ", ".join(map(str, scaling[:-1])) + f" and {scaling[-1]}"
+        note = (f"This machine has {gpus} GPUs ({device}): the one-device reference ran on one of them, and every "
+                f"strategy of both frameworks also ran on {counts} of them with the same global batch to measure "
+                "its scaling (PyTorch over NCCL, one torchrun worker per GPU; JAX in one process driving them all). "
+                "The memory, collectives and verdicts come from the simulated CPU devices.")
+    return {"reference": gpus >= 1, "gpus": gpus, "scaling": scaling, "note": note}

@@ -14,13 +14,16 @@ functions are what a strategy adds to the one-device step (the notebook shows an
 - :func:`manual`: replicated parameters and one ``all_reduce`` per gradient.
 
 The worker reads a JSON spec (strategies, model config, paths of the batches and the initial
-weights, ``model_parallel``, ``out``, and ``repeats`` and ``number`` for the timing), trains every
-strategy on the same global batches (each data rank takes its contiguous slice), and writes
-``rank<r>.json`` with, per strategy, the loss per step, the step time (:func:`sidebyside.lab.timing.time_fn`
-in this worker, after the loss curve: ``number`` calls per repeat on every rank, so that the ranks'
-collectives pair up; a :func:`sidebyside.lab.verdict.ladder_entry`), the bytes of parameters, gradients and optimiser state this rank holds
-(local tensors of DTensors), and the collectives of one step (:class:`CollectiveLog`); rank 0 also writes the
-final full parameters to ``<strategy>.npz``. A failing rank writes ``rank<r>.error.json`` (its
+weights, ``model_parallel``, ``out``, ``device`` ("cpu" or "gpu", placed by
+:func:`.launch.torch_placement`: gloo on the CPU; NCCL, ``torch.cuda.set_device`` and the model
+and batches on ``cuda:<LOCAL_RANK>`` on GPUs, with TF32 off), and ``repeats`` and ``number`` for
+the timing), trains every strategy on the same global batches (each data rank takes its
+contiguous slice), and writes ``rank<r>.json`` with its ``device`` and, per strategy, the loss per
+step, the step time (:func:`sidebyside.lab.timing.time_fn` in this worker, after the loss curve:
+``number`` calls per repeat on every rank, so that the ranks' collectives pair up; a
+:func:`sidebyside.lab.verdict.ladder_entry`), the bytes of parameters, gradients and optimiser
+state this rank holds (local tensors of DTensors), and the collectives of one step
+(:class:`CollectiveLog`); rank 0 also writes the final full parameters to ``<strategy>.npz``. A failing rank writes ``rank<r>.error.json`` (its
 error and traceback) and exits non-zero, which stops ``torchrun``.
 """
 
@@ -46,6 +49,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from sidebyside.lab import timing, verdict
 from sidebyside.posts.parallel_training import comms
+from sidebyside.posts.parallel_training.launch import torch_placement
 from sidebyside.posts.parallel_training.model import TorchViT, ViTConfig
 
 __all__ = ["STRATEGIES", "one_device", "data_parallel", "fully_sharded", "tensor_parallel", "manual",
@@ -54,6 +58,11 @@ __all__ = ["STRATEGIES", "one_device", "data_parallel", "fully_sharded", "tensor
 
 def _no_hook(model):
     pass
+
+
+def _device_ids(mesh):
+    """DDP's ``device_ids``: None on the CPU, this worker's GPU on a CUDA mesh."""
+    return None if mesh.device_type == "cpu" else [torch.cuda.current_device()]
 
 
 # ----------------------------------------------------------------------------- the strategies
@@ -66,7 +75,7 @@ def one_device(model, mesh):
 
 def data_parallel(model, mesh):
     """DDP: a full replica per rank; gradients all-reduced in buckets during backward()."""
-    return DistributedDataParallel(model, process_group=mesh.get_group()), _no_hook
+    return DistributedDataParallel(model, process_group=mesh.get_group(), device_ids=_device_ids(mesh)), _no_hook
 
 
 def fully_sharded(model, mesh):
@@ -190,11 +199,13 @@ def _full_params(model) -> dict[str, np.ndarray]:
     return out
 
 
-def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict, mesh) -> dict:
-    """Train one strategy over every step; return this rank's record (see the module docstring)."""
+def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict, mesh, device: str = "cpu") -> dict:
+    """Train one strategy over every step on ``device`` (this worker's :class:`.launch.TorchPlacement`
+    device); return this rank's record (see the module docstring)."""
     config = ViTConfig(**spec["config"])
     model = TorchViT(config)
     model.load_state_dict(init)
+    model = model.to(device)
     model, after_backward = STRATEGIES[strategy](model, mesh)
     log = CollectiveLog()
     if isinstance(model, DistributedDataParallel):
@@ -214,7 +225,7 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict, m
 
     def batch(i):  # this data rank's slice of global batch i
         rows = slice(data_rank * local, (data_rank + 1) * local)
-        return torch.from_numpy(X[i, rows]), torch.from_numpy(y[i, rows]).long()
+        return torch.from_numpy(X[i, rows]).to(device), torch.from_numpy(y[i, rows]).long().to(device)
 
     def read_memory():
         record["memory"] = memory(model, optimizer)
@@ -252,26 +263,31 @@ def main(spec_path: str) -> None:
     out = Path(spec["out"])
     rank = int(os.environ.get("RANK", 0))
     try:
+        place = torch_placement(spec.get("device", "cpu"), int(os.environ.get("LOCAL_RANK", 0)))
         torch.set_num_threads(spec.get("threads", 1))
-        dist.init_process_group(spec.get("backend", "gloo"))
+        if place.cuda:
+            torch.cuda.set_device(place.device)
+            # float32 as on the CPU and in the one-device reference: no TF32 in cuBLAS or cuDNN
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+        dist.init_process_group(place.backend)
         world = dist.get_world_size()
         batches = np.load(spec["batches"])
         X, y = batches["X"], batches["y"]
         init = torch.load(spec["init"], weights_only=True)
-        device = "cuda" if spec.get("backend") == "nccl" else "cpu"
         mp = spec["model_parallel"]
-        meshes = {"1d": init_device_mesh(device, (world,), mesh_dim_names=("data",)),
-                  "2d": init_device_mesh(device, (world // mp, mp), mesh_dim_names=("data", "model"))}
+        meshes = {"1d": init_device_mesh(place.mesh, (world,), mesh_dim_names=("data",)),
+                  "2d": init_device_mesh(place.mesh, (world // mp, mp), mesh_dim_names=("data", "model"))}
         records = {}
         for strategy in spec["strategies"]:
             if strategy == "one_device":
                 if rank == 0:
-                    records[strategy] = train(strategy, spec, X, y, init, None)
+                    records[strategy] = train(strategy, spec, X, y, init, None, place.device)
                 dist.barrier()
                 continue
             mesh = meshes["2d" if strategy == "tensor_parallel" else "1d"]
-            records[strategy] = train(strategy, spec, X, y, init, mesh)
-        (out / f"rank{rank}.json").write_text(json.dumps({"rank": rank, "world": world, "strategies": records}))
+            records[strategy] = train(strategy, spec, X, y, init, mesh, place.device)
+        (out / f"rank{rank}.json").write_text(json.dumps({"rank": rank, "world": world, "device": place.device,
+                                                          "strategies": records}))
         dist.barrier()
     except BaseException as error:
         (out / f"rank{rank}.error.json").write_text(json.dumps({
