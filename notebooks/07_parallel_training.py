@@ -131,16 +131,12 @@ Markdown(report.conditions_text(conditions, startup, on_gpu=gpu["reference"]))
 # %% [markdown]
 # ## 1. The model and the data
 #
-# A small vision transformer (`sidebyside.posts.parallel_training.model`),
-# written once per framework with the same layer names: 7×7 patches, a learned
-# position embedding, pre-norm blocks of multi-head attention (separate `q`,
-# `k`, `v` projections, so that tensor parallelism can split them by heads) and
-# an MLP, mean pooling, a linear head. PyTorch initialises it; its weights are
-# copied into the Flax NNX model, and the two compute the same logits. Every
-# strategy of both frameworks trains from these weights on the same global
-# batches of FashionMNIST with SGD and momentum (unlike Adam, whose update
-# barely changes when a gradient is scaled, SGD shows a wrongly averaged
-# gradient in the loss at once).
+# A small vision transformer, written once per framework with the same layer
+# names: 7×7 patches, pre-norm attention with separate `q`, `k`, `v` (so tensor
+# parallelism can split heads), an MLP, mean pooling. PyTorch initialises it and
+# Flax NNX gets a copy of its weights; every strategy trains from them on the same
+# FashionMNIST batches with SGD and momentum, which, unlike Adam, shows a wrongly
+# averaged gradient in the loss at once.
 
 # %% tags=["appendix-input"]
 config = model.ViTConfig(patch=patch, dim=dim, depth=depth, heads=heads, mlp=mlp)
@@ -200,9 +196,12 @@ pd.DataFrame({f"{viz.LABELS[fw]} (lines)": code[fw] for fw in code}).rename(inde
 # ## 3. Training under every strategy
 #
 # For each device count, one `torchrun` launch trains all of PyTorch's
-# strategies and one JAX child process trains all of JAX's, each from the same
-# weights on the same batches; the one-device run of each framework is its
-# reference. Each worker reports its losses, the bytes its own shards hold,
+# strategies and one JAX child process trains all of JAX's, from the same
+# weights on the same batches, on simulated CPU devices (also on a machine with
+# GPUs: section 7 runs them on real ones).
+
+# %% [markdown] tags=["appendix"] summary="Method: what each worker measures"
+# Each worker reports its losses, the bytes its own shards hold,
 # the collectives of one step (JAX: read from the compiled program's HLO;
 # PyTorch: every c10d call recorded by a `TorchDispatchMode`, as PyTorch's
 # own `CommDebugMode` does, plus DDP's bucketed all-reduces through its
@@ -210,10 +209,8 @@ pd.DataFrame({f"{viz.LABELS[fw]} (lines)": code[fw] for fw in code}).rename(inde
 # same harness as every figure of this site (`sidebyside.lab.timing`: median
 # and interquartile range over repeats; a torchrun worker makes a fixed number
 # of calls per repeat so that the ranks' collectives pair up, and the slowest
-# rank's time is the strategy's). These runs use simulated CPU devices, also on
-# a machine with GPUs: they measure what the strategies do, not how fast real
-# devices do it (where there are two GPUs or more, section 7 runs the same
-# launches on them).
+# rank's time is the strategy's). Simulated devices measure what the strategies
+# do, not how fast real devices do it.
 
 # %% tags=["appendix-input"]
 common = dict(X=X, y=y, torch_state=torch_model.state_dict(), config=config, lr=lr, momentum=momentum, threads=threads)
@@ -227,7 +224,7 @@ for n in progress.bar(device_counts, desc="device counts"):
 largest = max(device_counts)
 f"{len(device_counts)} device counts, {len(launch.STRATEGIES)} strategies, 2 frameworks: done"
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ### JAX's multi-host path, once
 #
 # On a cluster, each host runs one JAX process that sees only its own devices;
@@ -236,7 +233,7 @@ f"{len(device_counts)} device counts, {len(launch.STRATEGIES)} strategies, 2 fra
 # batch its devices hold). The library starts that here with local processes of
 # simulated devices, and trains data parallel once.
 
-# %% tags=["appendix-input"]
+# %% tags=["appendix"]
 processes, devices_per_process = multiprocess
 if processes * devices_per_process not in runs:
     raise ValueError(f"multiprocess={multiprocess} needs {processes * devices_per_process} among device_counts={device_counts}")
@@ -250,17 +247,13 @@ Markdown(report.multiprocess_claim(multi_record, tolerance=loss_tolerance))
 # %% [markdown]
 # ## 4. One device: eager, `torch.compile` and `jit`
 #
-# The reference of every strategy is one device, and there each framework has
-# its ladder of tools: PyTorch eager and `torch.compile` of the whole step
-# (static shapes), JAX `jit`. The three run in this process on the same weights,
-# batches and optimiser, are timed in one interleaved run of
-# `sidebyside.lab.timing.ladder` (the data already on the device, every clock
-# read after the work is done, compilation apart), and then train over the same
-# steps; each rung's losses are checked against PyTorch eager's on the CPU.
-# Where a GPU is visible, the same ladder runs on it too, checked against the
-# same CPU losses.
+# Every strategy's reference is one device, where each framework has its ladder
+# of tools: PyTorch eager and `torch.compile` of the whole step, JAX `jit`, on the
+# same weights, batches and optimiser, timed in one interleaved run, each rung's
+# losses checked against PyTorch eager's on the CPU (and on a GPU where one is
+# visible).
 
-# %% tags=["appendix-input"]
+# %% tags=["appendix"] summary="The one-device ladder, rung by rung"
 ladders = {"cpu": reference.run(X, y, torch_model.state_dict(), config, lr=lr, momentum=momentum, torch_device="cpu",
                                 jax_device=jax.devices("cpu")[0], torch_tools=torch_tools, repeats=repeats,
                                 min_repeat_s=min_repeat_s)}
@@ -284,7 +277,7 @@ Markdown(report.reference_claim(one_device, tolerance=loss_tolerance) + "\n\n" +
 # one-device run to within that rounding.
 
 # %% figure="loss-deviation" alt="Loss per step of the one-device runs, and each strategy's absolute loss difference from its framework's one-device run, PyTorch and JAX" tags=["key-figure", "appendix-input"]
-fig, axes = plt.subplots(1, 2, figsize=(10, 5))
+fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
 run = runs[largest]
 for fw in ("torch", "jax"):
     axes[0].plot(np.arange(1, steps + 1), run[fw]["one_device"]["losses"], color=viz.COLORS[fw],
@@ -325,23 +318,17 @@ report.collectives_table(metrics)
 Markdown(report.collectives_claim(metrics))
 
 # %% [markdown]
-# Step times on simulated devices are shown for completeness only: the
-# simulated devices share this machine's CPU cores, so a strategy on more
-# devices does not get more compute, and these times say nothing about how
-# either framework scales. The speed verdicts rest on the one-device ladder
-# alone.
+# Step times on simulated devices (in the appendix) are not scaling evidence:
+# the simulated devices share this machine's cores. The speed verdict rests on
+# the one-device ladder alone.
 
 # %% [markdown]
 # ## 7. Scaling over real GPUs
 #
-# With two GPUs or more, the same launches run on the GPUs themselves:
-# `torchrun` with one worker per GPU over NCCL, and one JAX process that
-# drives every GPU, at 1, 2, 4, ... and all of the GPUs, with the same global
-# batch at every count (strong scaling). Each strategy's scaling efficiency is
-# its step time on one GPU over n times its step time on n GPUs, t1 / (n × tn):
-# 100% is a step n times as fast. Each run's losses are checked against its
-# framework's one-device run, as on the CPU. With one GPU or none, scaling is
-# not measured, and this section says so.
+# With two GPUs or more, every strategy runs on the GPUs themselves (NCCL for
+# PyTorch, one process over every GPU for JAX) at 1, 2, 4, ... N GPUs with the
+# same global batch. Scaling efficiency is t1 / (n × tn): 100% is a step n times
+# as fast. With one GPU or none, scaling is not measured.
 
 # %% tags=["appendix-input"]
 gpu_counts = launch.scaling_plan(gpu["scaling"], batch_size=batch_size, config=config, model_parallel=model_parallel)
@@ -392,7 +379,7 @@ Markdown(report.projection_claim(metrics))
 # %% [markdown]
 # ## 9. Conclusion
 
-# %% tags=["remove_input"]
+# %% tags=["remove_input", "collapsed"] summary="The conclusion in full"
 Markdown(report.conclusion(metrics))
 
 # %% tags=["remove_cell"]
