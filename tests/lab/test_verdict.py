@@ -186,3 +186,12 @@ def test_seed_verdicts_need_enough_seeds():
     enough = verdict.seeds([90.0, 90.5, 91.0, 90.2, 90.4], [88.0, 88.2, 88.1, 88.3, 88.0], question="q",
                            min_seeds=5)
     assert enough.winner == "torch"
+
+
+def test_scales_text_merges_each_field_in_order_and_can_leave_the_device_out():
+    a = verdict.scale_of(parameters=28_300_000, input="256×256×3", batch=32, precision="float32", device="H")
+    b = verdict.scale_of(parameters=28_300_000, input="256×256×3", batch=64, precision="bfloat16", device="H")
+    assert verdict.scales_text([a, b, a]) == \
+        "28.3M parameters, input 256×256×3, batch 32 and 64, float32 and bfloat16, on H"
+    assert verdict.scales_text([b, a], device=False) == "28.3M parameters, input 256×256×3, batch 64 and 32, bfloat16 and float32"
+    assert verdict.scales_text([{}, verdict.scale_of()]) == ""
