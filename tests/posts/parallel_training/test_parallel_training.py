@@ -375,6 +375,7 @@ def test_without_gpu_runs_there_is_no_scaling_table():
     assert report.scaling_claim(metrics) == note and "scaling was not measured" in note
 
 
+@pytest.mark.slow  # launches every strategy of both frameworks: an end-to-end run, as the notebook smoke run is
 def test_the_scaling_path_runs_every_strategy_on_one_device(runs, inputs):
     """The GPU scaling runs are the CPU code with another device kind: its first count, one device
     with a model axis of 1, runs every strategy of both frameworks; with the 2-device runs, the
