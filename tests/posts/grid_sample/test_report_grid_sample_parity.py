@@ -151,11 +151,11 @@ def test_speed_claim_names_the_winner_and_changes_with_the_numbers():
     assert "What the frameworks give their users: Best against best: PyTorch (eager) is 3× faster than JAX (xla)" \
         in text
     # ... then what the C++ kernel buys, labelled as such.
-    assert "What a hand-written kernel buys: JAX (jit) is 2× faster than PyTorch (eager)" in text
+    assert "What a hand-written kernel buys: JAX (C++ kernel via XLA's FFI, jit) is 2× faster than PyTorch (eager)" in text
     assert text.index("What the frameworks give") < text.index("What a hand-written kernel buys")
     slow = _record(**{"speed.bilinear/large/forward.jax_ms": 8.0, "speed.bilinear/large/forward.jax_q1_ms": 7.9,
                       "speed.bilinear/large/forward.jax_q3_ms": 8.1})
-    assert "PyTorch (eager) is 2× faster than JAX (jit)" in gsp.speed_claim(slow)
+    assert "PyTorch (eager) is 2× faster than JAX (C++ kernel via XLA's FFI, jit)" in gsp.speed_claim(slow)
     close = _record(**{"speed.bilinear/large/forward.jax_ms": 4.0, "speed.bilinear/large/forward.jax_q1_ms": 3.5,
                        "speed.bilinear/large/forward.jax_q3_ms": 4.5})
     assert "within noise" in gsp.speed_claim(close)
@@ -188,7 +188,7 @@ def test_speed_claim_without_kernel_times_is_per_call_only():
         row["jax_kernel_ms"] = None
     text = gsp.speed_claim(metrics)
     assert "Inside one compiled program" not in text and "chained" not in text
-    assert "What a hand-written kernel buys: JAX (jit)" in text
+    assert "What a hand-written kernel buys: JAX (C++ kernel via XLA's FFI, jit)" in text
 
 
 def test_slower_claim_separates_kernel_from_dispatch():

@@ -235,6 +235,7 @@ def custom_verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
     native = row.get("implementation") == "native"
     kind = "custom" if native else "framework"
     what = "this project's C++ kernel" if native else "JAX's grid_sample"
+    via = "C++ kernel via XLA's FFI, " if native else ""  # the sentence names what JAX's side runs
     out = []
     torch_side = verdict.contestant("torch", "eager", "ATen's grid_sampler kernel")
     if row.get("jax_kernel_ms") is not None:
@@ -244,7 +245,7 @@ def custom_verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
         out.append(verdict.speed(
             _timing(row, "torch", "kernel"), _timing(row, "jax", "kernel"),
             question=f"How fast is {what} inside one compiled program ({key}, calls chained)?",
-            subject_tool=chained_torch["tool"], other_tool="one jit, chained", kind=kind,
+            subject_tool=chained_torch["tool"], other_tool=f"{via}one jit, chained", kind=kind,
             contestants={"torch": chained_torch, "jax": _jax_side(row, "one jit, chained")},
             scale=scale(metrics, key),
             caveat="" if graph else "PyTorch's side is a Python loop of eager calls: on a CPU it has no "
@@ -253,7 +254,7 @@ def custom_verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
         out.append(verdict.speed(
             _timing(row, "torch", "call"), _timing(row, "jax", "call"),
             question=f"What does this project's C++ kernel buy per call from Python ({key})?",
-            subject_tool="eager", other_tool="jit", kind="custom",
+            subject_tool="eager", other_tool=f"{via}jit", kind="custom",
             contestants={"torch": torch_side, "jax": _jax_side(row, "jit")}, scale=scale(metrics, key)))
     return out
 
