@@ -108,7 +108,7 @@ def largest_by_dtype(metrics: Mapping[str, Any]) -> dict[str, float]:
 
 
 #: PyTorch's side of every parity verdict: its built-in, called as users call it.
-_TORCH_BUILT_IN = verdict.contestant("torch", "eager", "F.grid_sample (ATen's grid_sampler kernel)")
+_TORCH_BUILT_IN = verdict.contestant("torch", "eager", "ATen's grid_sampler kernel")
 
 
 def _parity_scale(metrics: Mapping[str, Any], rows: Mapping[str, Any]) -> dict[str, Any]:
@@ -237,11 +237,10 @@ def custom_verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
     what = "this project's C++ kernel" if native else "JAX's grid_sample"
     via = "C++ kernel via XLA's FFI, " if native else ""  # the sentence names what JAX's side runs
     out = []
-    torch_side = verdict.contestant("torch", "eager", "ATen's grid_sampler kernel")
     if row.get("jax_kernel_ms") is not None:
         graph = row.get("torch_kernel_tool") == "cuda graph"
         chained_torch = verdict.contestant(
-            "torch", "CUDA graph" if graph else "eager calls in a Python loop", "ATen's grid_sampler kernel")
+            "torch", "CUDA graph" if graph else "eager calls in a Python loop", _TORCH_BUILT_IN["implementation"])
         out.append(verdict.speed(
             _timing(row, "torch", "kernel"), _timing(row, "jax", "kernel"),
             question=f"How fast is {what} inside one compiled program ({key}, calls chained)?",
@@ -255,7 +254,7 @@ def custom_verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
             _timing(row, "torch", "call"), _timing(row, "jax", "call"),
             question=f"What does this project's C++ kernel buy per call from Python ({key})?",
             subject_tool="eager", other_tool=f"{via}jit", kind="custom",
-            contestants={"torch": torch_side, "jax": _jax_side(row, "jit")}, scale=scale(metrics, key)))
+            contestants={"torch": _TORCH_BUILT_IN, "jax": _jax_side(row, "jit")}, scale=scale(metrics, key)))
     return out
 
 
