@@ -7,8 +7,6 @@ PROFILE ?= auto
 # ONLY=slug[,slug]: restrict to some notebooks. FORCE=1: run even if cached or frozen.
 ONLY ?=
 FORCE ?=
-# ALLOW_BUSY=1: publish a run the quiet-machine check found busy (every speed verdict then says so).
-ALLOW_BUSY ?=
 # SETUP=0 with PYTHON=python3: use a machine's own Python and skip set-up (air-gapped GPU boxes).
 SETUP ?= 1
 VENV ?= .venv
@@ -35,7 +33,6 @@ endif
 
 PUBLISH := $(PYTHON) -m sidebyside.publish
 SELECT := $(if $(ONLY),--only $(ONLY)) --site $(SITE)
-BUSY := $(if $(filter 1,$(ALLOW_BUSY)),--allow-busy)
 
 .PHONY: all help setup apt venv gpu bundle assets sync check-pairs lint execute render list recover site serve test test-fast offline clean
 
@@ -113,7 +110,7 @@ lint: $(SETUP_DEPS)
 
 ## execute: run the notebooks that changed with PROFILE=auto|smoke|cpu|gpu [ONLY=slug] [FORCE=1], and publish them
 execute: $(SETUP_DEPS)
-	$(PUBLISH) execute --profile $(PROFILE) $(SELECT) $(BUSY) $(if $(filter 1,$(FORCE)),--force,$(if $(filter-out 0,$(FORCE)),$(error FORCE=$(FORCE) is neither 1 (replace cached or larger-profile results) nor 0 or empty (keep them))))
+	$(PUBLISH) execute --profile $(PROFILE) $(SELECT) $(if $(filter 1,$(FORCE)),--force,$(if $(filter-out 0,$(FORCE)),$(error FORCE=$(FORCE) is neither 1 (replace cached or larger-profile results) nor 0 or empty (keep them))))
 
 ## render: render posts again from build/executed (after a template change), without executing
 render: $(SETUP_DEPS)
@@ -127,7 +124,13 @@ list: $(SETUP_DEPS)
 .PHONY: reproduce
 reproduce: $(SETUP_DEPS)
 	$(if $(ONLY),,$(error reproduce needs the post: make reproduce ONLY=<slug> (make list shows the slugs)))
-	$(PUBLISH) reproduce --only $(ONLY) $(if $(filter-out auto,$(PROFILE)),--profile $(PROFILE)) $(BUSY)
+	$(PUBLISH) reproduce --only $(ONLY) $(if $(filter-out auto,$(PROFILE)),--profile $(PROFILE))
+
+## aa: race every timed contestant of ONLY=slug against itself (A/A) into build/aa/ and count the verdicts that find a winner
+.PHONY: aa
+aa: $(SETUP_DEPS)
+	$(if $(ONLY),,$(error aa needs the post: make aa ONLY=<slug> (make list shows the slugs)))
+	$(PUBLISH) aa --only $(ONLY) $(if $(filter-out auto,$(PROFILE)),--profile $(PROFILE))
 
 ## recover: finish or roll back a publication that was interrupted (execute and render do it first too)
 recover: $(SETUP_DEPS)

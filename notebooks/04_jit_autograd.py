@@ -600,7 +600,7 @@ for method in hvp_timings:  # then the values, checked
     value = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
     hvp_error[method] = float(np.max(np.abs(value - exact_hvp)))
 assert max(hvp_error.values()) < 1e-4, hvp_error
-hvp_table = timing.ladder_table(hvp_entries, labels=HVP_LABEL, unit="ms")
+hvp_table = tables.ladder_table(hvp_entries, labels=HVP_LABEL, unit="ms")
 hvp_table.insert(0, "max |error|", [hvp_error.get(m) for m in hvp_entries])
 hvp_table
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 from flax import nnx
 
-from sidebyside.lab import data, models, peaks, timing, training, verdict
+from sidebyside.lab import data, models, peaks, tables, timing, training, verdict
 from sidebyside.lab import functions as F
 
 CUDA = torch.cuda.is_available()
@@ -299,7 +299,7 @@ def test_ladder_keeps_failures_and_not_applicable_rows_in_order():
     v = verdict.ladder(entries, question="q")
     assert "Not applicable on this machine: PyTorch cuda-graph" in v.sentence
     assert "Failed, kept as findings: PyTorch compile (RuntimeError" in v.sentence
-    table = timing.ladder_table(entries)
+    table = tables.ladder_table(entries)
     assert table.loc["PyTorch, cuda-graph", "status"].startswith("not applicable")
     assert table.loc["PyTorch, compile", "status"].startswith("failed")
     with pytest.raises(ValueError, match="framework"):

@@ -4,10 +4,14 @@
 - ``models``: the same architectures in PyTorch and Flax, with the same public names.
 - ``training``: training loops for both frameworks, every rung of each one's ladder of tools.
 - ``functions``: the small functions the timing posts compile, differentiate and time.
-- ``timing``: the one benchmark harness (warm-up and compilation apart, synchronised,
-  the ladder of tools, the same conditions on both sides).
+- ``timing``: the one benchmark harness's measuring loop (warm-up and compilation apart,
+  synchronised, interleaved, pooled over independent processes, the ladder of tools).
+- ``pool``: the worker processes the harness times in (one process is one observation).
+- ``conditions``: the same conditions on both sides (threads, precision, warm start, compile cache).
+- ``stats``: the statistics verdicts rest on (t-intervals over processes, Welch's test).
+- ``noise``: each machine kind's noise floor, from A/A races.
 - ``kernels``: the GPU's kernel time per call, from each framework's profiler, apart from launch and wait.
-- ``quiet``: the quiet-machine check around every timed section (calibration, load, refusal).
+- ``quiet``: the quiet-machine check around every timed section (calibration, load; it records).
 - ``peaks``: the hardware floor: data-sheet peaks of GPUs, measured copy bandwidth.
 - ``verdict``: measured numbers into claims (faster / slower / within noise) and their sentences.
 - ``analysis``: representation similarity (CKA) and weight statistics.
@@ -22,6 +26,6 @@ from __future__ import annotations
 
 from sidebyside._lazy import face
 
-__all__ = ['data', 'models', 'training', 'functions', 'timing', 'kernels', 'quiet', 'peaks', 'verdict', 'analysis', 'viz', 'tables', 'progress']
+__all__ = ['data', 'models', 'training', 'functions', 'timing', 'pool', 'conditions', 'stats', 'noise', 'kernels', 'quiet', 'peaks', 'verdict', 'analysis', 'viz', 'tables', 'progress']
 
-__getattr__ = face(__name__, ['data', 'models', 'training', 'functions', 'timing', 'kernels', 'quiet', 'peaks', 'verdict', 'analysis', 'viz', 'tables', 'progress'])
+__getattr__ = face(__name__, ['data', 'models', 'training', 'functions', 'timing', 'pool', 'conditions', 'stats', 'noise', 'kernels', 'quiet', 'peaks', 'verdict', 'analysis', 'viz', 'tables', 'progress'])

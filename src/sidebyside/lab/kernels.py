@@ -272,5 +272,5 @@ def measure(candidates: Mapping[str, Any], *, calls: int = CALLS, warmup: int = 
         except timing.NotApplicable as reason:
             rows[name] = {"error": None, "not_applicable": str(reason)}
         except Exception as error:  # a failing profile is a finding: keep its row
-            rows[name] = {"error": timing._one_line(error), "not_applicable": None}
+            rows[name] = {"error": timing.one_line(error), "not_applicable": None}
     return rows

@@ -23,17 +23,15 @@ The rules (:data:`RULES`), judged after every section:
   time the hypervisor gave to other guests (steal) counts as theirs;
 - **other GPU**: another process of this machine computes on the GPU.
 
-What is refused and what is recorded depends on the run context
-(:mod:`sidebyside.run.context`): under the cpu and gpu profiles a busy
-section raises :class:`BusyMachine` (the run stops, naming what was busy and
-by how much), unless ``allow_busy`` is set (``make execute ALLOW_BUSY=1``);
-then every speed verdict carries :func:`caveat`. The smoke profile, and a
-notebook run by hand, record and never refuse. The record of the whole run
-(:func:`record`) is the ``machine`` entry of the run's provenance
+The check records; it never refuses. Load shows up as a wider interval,
+which is what a reader needs to know, and each section's findings are handed
+to the measurement it bracketed (:func:`section` yields a list that holds
+them after the block), so that the timing entries carry them to their
+verdicts (``busy``), each finding with its figure. The record of the whole
+run (:func:`record`) is the ``machine`` entry of the run's provenance
 (:func:`sidebyside.run.provenance.collect`).
 
-Inputs: the names of the section being timed. Outputs: the record, the
-caveat, or :class:`BusyMachine`.
+Inputs: the names of the section being timed. Outputs: the findings and the record.
 """
 
 from __future__ import annotations
@@ -52,8 +50,8 @@ from typing import Any
 
 from sidebyside.run import context, provenance
 
-__all__ = ["RULES", "baselines_file", "BusyMachine", "Monitor", "monitor", "section", "calibrate", "snapshot",
-           "cpu_between", "calibration_findings", "cpu_findings", "gpu_findings", "gpu_processes", "caveat",
+__all__ = ["RULES", "baselines_file", "Monitor", "monitor", "section", "calibrate", "snapshot",
+           "cpu_between", "calibration_findings", "cpu_findings", "gpu_findings", "gpu_processes",
            "record", "machine_kind", "load_baseline", "save_baseline"]
 
 #: The thresholds of the check (fractions).
@@ -73,15 +71,6 @@ WORKLOADS = {"compute_s": "the one-thread compute loop", "copy_s": "the memory c
 
 _PUBLISHING = ("cpu", "gpu")
 _COPY_BYTES = 32 * 2**20
-
-
-class BusyMachine(RuntimeError):
-    """The machine was busy during a timed section of a run that publishes.
-    ``reasons``: one sentence per finding, each with its figure."""
-
-    def __init__(self, message: str, reasons: list[str]):
-        super().__init__(message)
-        self.reasons = reasons
 
 
 # ----------------------------------------------------------------------------- calibration
@@ -379,22 +368,23 @@ def save_baseline(kind: str, calibration: Mapping[str, float], path: Path | None
 
 
 class Monitor:
-    """The check of one run: brackets sections (:meth:`section`), keeps the readings,
-    judges them by :data:`RULES`, and refuses when ``refuse`` is set.
+    """The check of one run: brackets sections (:meth:`section`), keeps the readings and
+    judges them by :data:`RULES`. ``judged``: whether the run publishes (cpu, gpu), so that its
+    calibrations are repeated enough to be read.
 
     ``calibrate``, ``snapshot``, ``cpu_between`` and ``gpu`` are injectable (tests give
     synthetic machines); ``baseline`` is the committed quiet baseline, None for none.
     """
 
-    def __init__(self, *, refuse: bool, allowed: bool = False, baseline: Mapping[str, float] | None = None,
+    def __init__(self, *, judged: bool, baseline: Mapping[str, float] | None = None,
                  kind: str = "this machine kind", runs: int = 5, rules: Mapping[str, float] = RULES,
                  calibrate: Callable[..., dict[str, float]] | None = None,
                  snapshot: Callable[[], dict[str, Any]] = snapshot,
                  cpu_between: Callable[..., dict[str, Any]] = cpu_between,
                  gpu: Callable[[], str | None] = _gpu_framework,
                  gpu_processes: Callable[[], list[dict[str, Any]] | None] = gpu_processes):
-        self.refuse, self.allowed, self.baseline, self.kind, self.runs, self.rules = (
-            refuse, allowed, dict(baseline) if baseline else None, kind, runs, dict(rules))
+        self.judged, self.baseline, self.kind, self.runs, self.rules = (
+            judged, dict(baseline) if baseline else None, kind, runs, dict(rules))
         self._calibrate = calibrate or (lambda gpu=None: globals()["calibrate"](self.runs, gpu=gpu))
         self._snapshot, self._cpu_between, self._gpu, self._gpu_processes = (snapshot, cpu_between, gpu,
                                                                             gpu_processes)
@@ -446,15 +436,16 @@ class Monitor:
         return cpu_findings(merged, rules=self.rules)
 
     @contextlib.contextmanager
-    def section(self, name: str) -> Iterator[None]:
+    def section(self, name: str) -> Iterator[list[str]]:
         """Bracket one timed section: calibration and load reading before and after, then
-        the judgement; raises :class:`BusyMachine` after the section when it finds the
-        machine busy and refuses."""
+        the judgement. Yields a list that holds, after the block, what was found busy (one
+        sentence per finding, with its figure; empty when quiet)."""
         gpu = self._gpu()
         before, found = self._calibrate_now(gpu)
         gpus_before = self._gpu_processes() if gpu else None
         start = self._snapshot()
-        yield
+        findings: list[str] = []
+        yield findings
         end = self._snapshot()
         after, found_after = self._calibrate_now(gpu)
         found += found_after
@@ -473,68 +464,38 @@ class Monitor:
         })
         self.findings.extend(f for f in found if f not in self.findings)
         provenance.note_machine(self.record())
-        if found and self.refuse and not self.allowed:
-            raise BusyMachine(
-                f"the machine was busy during the timed section '{name[:120]}', so this run does not publish: "
-                + "; ".join(found) + ". Stop what else is running (or wait until it ends) and run again; to "
-                "publish anyway, with every speed verdict saying the machine was busy: make execute ... "
-                "ALLOW_BUSY=1", found)
+        findings.extend(found)
 
     def busy(self) -> bool:
         return bool(self.findings)
 
-    def caveat(self) -> str:
-        """The sentence every speed verdict of a busy run carries; "" when the run was quiet
-        or is not judged (smoke, by hand)."""
-        if not self.findings or not self.refuse:
-            return ""
-        parts = []
-        if self.worst["other_cpu_share"] > self.rules["other_cpu_share"]:
-            parts.append(f"other processes used up to {_pct(self.worst['other_cpu_share'])} of its CPU time")
-        if self.worst["calibration_slowdown"] > min(self.rules["drift"], self.rules["baseline"]):
-            parts.append(f"a fixed calibration workload ran up to {_pct(self.worst['calibration_slowdown'])} slower "
-                         "than on the quiet machine")
-        if any("GPU:" in f for f in self.findings):
-            parts.append("other processes computed on the GPU")
-        return ("Measured on a busy machine (published with ALLOW_BUSY): " + "; ".join(parts or self.findings[:1])
-                + ", so these figures may not reproduce.")
-
     def record(self) -> dict[str, Any]:
         """The ``machine`` entry of the provenance: status, rules, baselines, the worst
         figures, every finding, and each section's reading."""
-        status = "quiet" if not self.findings else ("busy, published anyway (ALLOW_BUSY)" if self.allowed and
-                                                     self.refuse else "busy" if self.refuse else
-                                                     "busy (not judged: this run does not publish)")
-        return {"status": status, "judged": self.refuse, "allow_busy": self.allowed, "rules": self.rules,
+        status = "quiet" if not self.findings else "busy: shown beside the verdicts it touched"
+        return {"status": status, "judged": self.judged, "rules": self.rules,
                 "kind": self.kind, "committed_baseline": self.baseline, "quiet_level": self.level,
-                "worst": self.worst, "findings": list(self.findings), "caveat": self.caveat(),
-                "sections": self.sections}
+                "worst": self.worst, "findings": list(self.findings), "sections": self.sections}
 
 
 _MONITOR: Monitor | None = None
 
 
 def monitor() -> Monitor:
-    """This process's monitor, made on first use from the run context: it refuses under the
-    cpu and gpu profiles unless ``allow_busy``; smoke and runs by hand only record."""
+    """This process's monitor, made on first use from the run context (runs under the cpu and
+    gpu profiles calibrate five times a reading, smoke and runs by hand once)."""
     global _MONITOR
     if _MONITOR is None:
         run = context.current()
         judged = run.profile in _PUBLISHING
         kind = machine_kind()
-        _MONITOR = Monitor(refuse=judged, allowed=bool(getattr(run, "allow_busy", False)),
-                           baseline=load_baseline(kind), kind=kind, runs=5 if judged else 1)
+        _MONITOR = Monitor(judged=judged, baseline=load_baseline(kind), kind=kind, runs=5 if judged else 1)
     return _MONITOR
 
 
-def section(name: str) -> contextlib.AbstractContextManager[None]:
-    """Bracket a timed section with this process's :func:`monitor`."""
+def section(name: str) -> contextlib.AbstractContextManager[list[str]]:
+    """Bracket a timed section with this process's :func:`monitor`; yields its findings' list."""
     return monitor().section(name)
-
-
-def caveat() -> str:
-    """The busy-machine caveat of this run so far ("" when quiet or not judged)."""
-    return _MONITOR.caveat() if _MONITOR is not None else ""
 
 
 def record() -> dict[str, Any] | None:

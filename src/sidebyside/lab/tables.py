@@ -33,7 +33,7 @@ import numpy as np
 
 from sidebyside.lab.verdict import fmt_number
 
-__all__ = ["format_value", "table", "Table", "show_in_full", "parse_html", "tables_csv"]
+__all__ = ["format_value", "table", "Table", "show_in_full", "parse_html", "tables_csv", "ladder_table"]
 
 
 def format_value(value: Any, digits: int = 3) -> str:
@@ -173,3 +173,27 @@ def tables_csv(tables: Iterable[tuple[str, Sequence[Sequence[str]]]]) -> str:
                 writer.writerow([n, section, r, c, value])
     return buffer.getvalue()
 
+
+def ladder_table(entries: Mapping[str, Mapping[str, Any]], *, labels: Mapping[str, str] | None = None,
+                 unit: str = "ms", scale: float = 1.0):
+    """A pandas DataFrame of a ladder, one row per tool, each row naming its
+    framework and tool: median, IQR, compile time (s), and the error or the
+    reason it does not apply. ``scale`` multiplies the times (e.g. steps per
+    epoch / steps per call, to show an epoch)."""
+    import pandas as pd
+
+    from sidebyside.lab.verdict import FRAMEWORKS
+
+    factor = {"s": 1.0, "ms": 1e3, "us": 1e6, "µs": 1e6}[unit] * scale
+    rows = []
+    for name, e in entries.items():
+        framework, tool = name.split("/", 1)
+        rows.append({
+            "framework / tool": (labels or {}).get(name, f"{FRAMEWORKS.get(framework, framework)}, {tool}"),
+            f"median ({unit})": None if e.get("median_s") is None else e["median_s"] * factor,
+            f"IQR ({unit})": None if e.get("iqr_s") is None else e["iqr_s"] * factor,
+            "compile (s)": e.get("compile_s"),
+            "status": ("ran" if e.get("median_s") is not None else
+                       f"not applicable: {e['not_applicable']}" if e.get("not_applicable") else f"failed: {e.get('error')}"),
+        })
+    return pd.DataFrame(rows).set_index("framework / tool")

@@ -1,70 +1,66 @@
-"""The one benchmark harness for both frameworks.
+"""The one benchmark harness for both frameworks: the measuring loop.
 
 Rules it enforces, so that every published figure is comparable:
 
+- One process is one observation. :func:`compare` and :func:`ladder` time
+  their contestants in :func:`sidebyside.lab.pool.processes` independent
+  processes (cpu 5, gpu 3, smoke 2): this one first, then fresh worker
+  processes (:mod:`sidebyside.lab.pool`) that receive the contestants by
+  value (cloudpickle), or a *builder* that builds them. Each process
+  interleaves the contestants (A B C A B C ...), the starting one alternating
+  between processes, and keeps each one's median per-call time
+  (``processes_s``); a speed verdict's interval is a confidence interval over
+  those (:mod:`sidebyside.lab.stats`).
 - The first call is timed on its own (``first_s``): it holds tracing and
-  compilation for ``jax.jit`` and ``torch.compile``. ``compile_s`` is that
-  first call minus the steady-state median, never mixed into the run time.
+  compilation for ``jax.jit`` and ``torch.compile``, cold, in the first
+  process. ``compile_s`` is that first call minus the steady-state median,
+  never mixed into the run time. Later processes reuse the run's
+  compilation cache (:mod:`sidebyside.lab.conditions`).
 - Every timed call waits for its result: JAX arrays are blocked on
   (``block_until_ready``), CUDA work is synchronised (``torch.cuda.synchronize``).
   ``synchronize=False`` exists only to show what an unsynchronised timer reports;
-  even then the number of calls per repeat is chosen from synchronised calls
-  (otherwise dispatch-only timings would queue thousands of asynchronous calls),
+  even then the number of calls per repeat is chosen from synchronised calls,
   and the queue is drained after the repeats so the next measurement starts clean.
-- Each repeat runs the function ``number`` times (chosen automatically so one
-  repeat lasts at least ``min_repeat_s``), and the result keeps every
-  per-call time: median, quartiles and IQR come from those.
-- The repeats form :data:`REPETITIONS` independent repetitions (blocks spread
-  over the section, each starting the functions in another order); each
-  repetition's median is kept (``repetitions_s``), and a speed verdict's
-  interval covers the spread between them (:func:`sidebyside.lab.verdict.speed`).
-- Every timed section is bracketed by the quiet-machine check
-  (:mod:`sidebyside.lab.quiet`): calibration and load readings before and
-  after, and a run that publishes stops when the machine was busy.
+- Each repeat runs the function ``number`` times (chosen so one repeat lasts
+  at least ``min_repeat_s``); ``repeats`` is the count over all processes
+  together, at least :data:`MIN_REPEATS` in each.
+- Every pooled measurement is one section of the quiet-machine check
+  (:mod:`sidebyside.lab.quiet`): what it found busy is kept in each entry
+  (``busy``), with the machine kind's noise floor (``floor``), so that a
+  verdict reads both from its inputs.
 - Nothing is printed: functions return data for the notebook to show.
 
-One measuring loop does all of this (``_measure``): :func:`time_fn` (one
-function), :func:`compare` (several, interleaved) and :func:`ladder` (several,
-interleaved, failures kept as rows) are views of it, so they cannot drift apart.
+Every timing, in a notebook and in a results record, is one entry of one
+schema (:data:`ENTRY_KEYS`, seconds): :meth:`Timing.entry` writes it and
+:func:`read` reads it; a bare number is refused.
 
-Inputs: a zero-argument callable (use ``functools.partial`` or a lambda).
-Outputs: :class:`Timing` records, or a dict of them from :func:`compare`.
-
-The fair-comparison set-up lives here too, once for every notebook:
-
-- :func:`same_conditions` (call it before importing JAX): the same threads on
-  a CPU for PyTorch, XLA and NumPy's BLAS, float32 with TF32 off on both sides
-  (or on, on both sides), and a record of what was set, for the post and the
-  results JSON (:func:`conditions_sentence` writes the post's sentence).
-- :func:`tf32`: a context that allows TF32 on both sides and restores.
-- :func:`warm_start`: pays each framework's one-time compiler start-up on a
-  trivial function, so that the compile times of a ladder are those of a warm
-  process; the start-up is returned, to be reported apart.
-- :func:`ladder`: each framework's ladder of tools timed in one interleaved run
-  (like :func:`compare`), where a tool that fails keeps its row with its error
-  and a tool that cannot run here (a GPU-only rung on a CPU) keeps its row as
-  not applicable, with the reason (:class:`NotApplicable`).
+The conditions (threads, precision, warm start) live in
+:mod:`sidebyside.lab.conditions`; their names are re-exported here.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import gc
-import os
+import math
 import statistics
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from sidebyside.lab import quiet
+from sidebyside.lab import noise, pool, quiet
+from sidebyside.lab.conditions import conditions_sentence, same_conditions, tf32, warm_start
 
-__all__ = ["Timing", "block", "time_fn", "compare", "summarise", "ratio", "same_conditions", "conditions_sentence",
-           "tf32", "warm_start", "NotApplicable", "ladder", "ladder_table", "REPETITIONS"]
+__all__ = ["Timing", "block", "time_fn", "compare", "ladder", "measure_here", "summarise", "ratio", "read",
+           "ENTRY_KEYS", "MIN_REPEATS", "NotApplicable", "one_line", "same_conditions", "conditions_sentence",
+           "tf32", "warm_start"]
 
-#: Independent repetitions of every timed section (fewer only when there are fewer repeats).
-REPETITIONS = 3
+#: The fewest repeats of each function in each process.
+MIN_REPEATS = 3
+
+#: The keys of a timing entry (seconds), written by :meth:`Timing.entry`, read by :func:`read`.
+ENTRY_KEYS = ("median_s", "q1_s", "q3_s", "iqr_s", "min_s", "first_s", "compile_s", "repeats", "number",
+              "synchronized", "processes_s", "first_per_process_s", "floor", "busy")
 
 
 def _is_jax_array(x: Any) -> bool:
@@ -113,9 +109,12 @@ def block(result: Any) -> Any:
 class Timing:
     """Per-call times of one function, in seconds.
 
-    ``times_s`` holds one mean per repeat (each repeat ran ``number`` calls);
-    ``first_s`` the very first call (compilation included, if any);
-    ``repetitions_s`` the median of each independent repetition (block of repeats).
+    ``times_s`` holds one mean per repeat (each repeat ran ``number`` calls), from
+    every process; ``first_s`` the very first call of the first process
+    (compilation included, cold); ``processes_s`` the median of each process, in
+    process order (one observation each); ``first_per_process_s`` each process's
+    first call; ``floor`` the machine kind's noise floor; ``busy`` what the
+    quiet-machine check found during the measurement.
     """
 
     name: str
@@ -123,7 +122,10 @@ class Timing:
     number: int
     first_s: float
     synchronized: bool = True
-    repetitions_s: list[float] = dataclasses.field(default_factory=list)
+    processes_s: list[float] = dataclasses.field(default_factory=list)
+    first_per_process_s: list[float] = dataclasses.field(default_factory=list)
+    floor: float | None = None
+    busy: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def median_s(self) -> float:
@@ -154,23 +156,33 @@ class Timing:
     def repeats(self) -> int:
         return len(self.times_s)
 
-    def to_dict(self) -> dict:
-        return {
-            "median": self.median_s,
-            "iqr": self.iqr_s,
-            "q1": self.q1_s,
-            "q3": self.q3_s,
-            "min": self.min_s,
-            "first": self.first_s,
-            "compile": self.compile_s,
-            "repeats": self.repeats,
-            "number": self.number,
-            "synchronized": self.synchronized,
-            "repetitions": list(self.repetitions_s),
-        }
+    def entry(self) -> dict[str, Any]:
+        """This timing as an entry of the one schema (:data:`ENTRY_KEYS`)."""
+        return {key: getattr(self, key) for key in ENTRY_KEYS}
 
     def __str__(self) -> str:
-        return f"{self.name}: {_fmt(self.median_s)} ± {_fmt(self.iqr_s / 2)} (median ± IQR/2, {self.repeats}×{self.number})"
+        return (f"{self.name}: {_fmt(self.median_s)} ± {_fmt(self.iqr_s / 2)} (median ± IQR/2, "
+                f"{self.repeats}×{self.number} over {len(self.processes_s) or 1} process(es))")
+
+
+def read(entry: Any) -> dict[str, Any]:
+    """The timing entry of a :class:`Timing` or of a mapping with the keys of :data:`ENTRY_KEYS`
+    (``median_s`` required; ``q1_s``/``q3_s`` default to the median). Raises TypeError for a bare
+    number or anything else: a time without its spread and processes cannot make a verdict."""
+    if isinstance(entry, Timing):
+        return entry.entry()
+    if isinstance(entry, Mapping):
+        if entry.get("median_s") is None:
+            raise ValueError(f"a timing entry needs 'median_s' (seconds); got keys {sorted(entry)}")
+        out = {key: entry.get(key) for key in ENTRY_KEYS}
+        out["q1_s"] = out["median_s"] if out["q1_s"] is None else out["q1_s"]
+        out["q3_s"] = out["median_s"] if out["q3_s"] is None else out["q3_s"]
+        out["processes_s"] = [float(x) for x in out["processes_s"] or []]
+        out["busy"] = list(out["busy"] or [])
+        return out
+    raise TypeError(f"a timing is a Timing or an entry with 'median_s' (seconds), not {type(entry).__name__} "
+                    f"{entry!r}: time it with sidebyside.lab.timing.compare or ladder, which keep the spread and "
+                    "every process's figure")
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -208,7 +220,6 @@ def _choose_number(fn: Callable[[], Any], min_repeat_s: float, max_number: int) 
         elapsed = time.perf_counter() - start
         if elapsed >= min_repeat_s:
             break
-        # Grow geometrically, aiming a little past the target.
         number = min(max_number, max(number * 2, int(number * min_repeat_s * 1.2 / max(elapsed, 1e-9))))
     return number
 
@@ -220,38 +231,31 @@ def _validate(repeats: int, warmup: int) -> None:
         raise ValueError(f"warmup must be >= 0, got {warmup}")
 
 
-def _measure(
-    fns: Mapping[str, Callable[[], Any]],
-    *,
-    repeats: int,
-    warmup: int,
-    number: int | None,
-    min_repeat_s: float,
-    max_number: int,
-    synchronize: bool,
-    pipelined: bool,
-    keep_errors: bool,
-) -> tuple[dict[str, Timing], dict[str, BaseException]]:
-    """The one measuring loop behind :func:`time_fn`, :func:`compare` and :func:`ladder`.
+def one_line(error: BaseException) -> str:
+    """An exception as one line of at most 300 characters, for a table row."""
+    return " ".join(f"{type(error).__name__}: {error}".split())[:300]
+
+
+def measure_here(fns: Mapping[str, Callable[[], Any]], *, repeats: int, warmup: int = 1, number: int | None = None,
+                 min_repeat_s: float = 0.05, max_number: int = 10_000, synchronize: bool = True,
+                 pipelined: bool = False, keep_errors: bool = False, shift: int = 0,
+                 ) -> tuple[dict[str, Timing], dict[str, str]]:
+    """The measuring loop of one process.
 
     Each function is called once alone (timed: ``first_s``, compilation included), warmed up
     ``warmup`` times, and given its ``number`` of calls per repeat (chosen from synchronised
-    calls unless given); then the repeats alternate between the functions (A B C A B C ...), in
-    :data:`REPETITIONS` blocks, each starting with the next function (B C A ..., C A B ...), each
-    block's median kept as one repetition. The repeats are one section of the quiet-machine
-    check (:func:`sidebyside.lab.quiet.section`), which raises
-    :class:`~sidebyside.lab.quiet.BusyMachine` after them in a run that publishes on a busy
-    machine. Every clock read follows a synchronised result, except with ``synchronize=False`` (the
-    pitfall, shown on purpose), where the queue is drained, outside the clock, before another
-    function's repeat and at the end. ``pipelined=True`` waits once per repeat, for its last
-    call. With ``keep_errors`` a function that raises (first call, warm-up, or a repeat) is
-    dropped from the run and its exception returned; otherwise the exception propagates.
+    calls unless given); then ``repeats`` rounds alternate between the functions, each round
+    starting with function ``shift`` (A B C, or B C A for ``shift=1``). Every clock read follows a
+    synchronised result, except with ``synchronize=False`` (the pitfall, shown on purpose), where
+    the queue is drained, outside the clock, before another function's repeat and at the end.
+    ``pipelined=True`` waits once per repeat, for its last call. With ``keep_errors`` a function
+    that raises is dropped and its error kept as one line; otherwise the exception propagates.
     Returns ``(timings, errors)``, each keyed by name, in the order of ``fns``.
     """
     _validate(repeats, warmup)
     first: dict[str, float] = {}
     numbers: dict[str, int] = {}
-    errors: dict[str, BaseException] = {}
+    errors: dict[str, str] = {}
     running: dict[str, Callable[[], Any]] = {}
     for name, fn in fns.items():
         try:
@@ -265,329 +269,124 @@ def _measure(
         except Exception as error:
             if not keep_errors:
                 raise
-            errors[name] = error
+            errors[name] = one_line(error)
     times: dict[str, list[float]] = {name: [] for name in running}
-    blocks: dict[str, list[list[float]]] = {name: [] for name in running}
     queued: dict[str, Any] = {}  # unsynchronised results not yet waited for
-    sizes = _block_sizes(repeats, REPETITIONS)
-    with quiet.section(", ".join(running) or ", ".join(fns)):
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            for block_index, size in enumerate(sizes):
-                order = list(running)
-                shift = block_index % max(len(order), 1)
-                for name in order:
-                    blocks[name].append([])
-                for _ in range(size):
-                    for name in order[shift:] + order[:shift]:  # each repetition starts with another function
-                        if name not in running:
-                            continue
-                        fn, n = running[name], numbers[name]
-                        try:
-                            start = time.perf_counter()
-                            for _ in range(n):
-                                result = _call(fn, synchronize and not pipelined)
-                            if pipelined and synchronize:
-                                block(result)  # the repeat ends when its last call is done
-                            elapsed = (time.perf_counter() - start) / n
-                            times[name].append(elapsed)
-                            blocks[name][-1].append(elapsed)
-                            if not synchronize:
-                                queued[name] = result
-                                if len(running) > 1:
-                                    block(queued.pop(name))  # drain before another function's repeat
-                        except Exception as error:
-                            if not keep_errors:
-                                raise
-                            errors[name] = error
-                            del running[name]
-        finally:
-            if gc_was_enabled:
-                gc.enable()
-        for result in queued.values():
-            block(result)  # drain what the unsynchronised repeats left queued
+    order = list(running)
+    shift = shift % max(len(order), 1)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            for name in order[shift:] + order[:shift]:
+                if name not in running:
+                    continue
+                fn, n = running[name], numbers[name]
+                try:
+                    start = time.perf_counter()
+                    for _ in range(n):
+                        result = _call(fn, synchronize and not pipelined)
+                    if pipelined and synchronize:
+                        block(result)  # the repeat ends when its last call is done
+                    times[name].append((time.perf_counter() - start) / n)
+                    if not synchronize:
+                        queued[name] = result
+                        if len(running) > 1:
+                            block(queued.pop(name))  # drain before another function's repeat
+                except Exception as error:
+                    if not keep_errors:
+                        raise
+                    errors[name] = one_line(error)
+                    del running[name]
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    for result in queued.values():
+        block(result)  # drain what the unsynchronised repeats left queued
     timings = {name: Timing(name, times[name], numbers[name], first[name], synchronize,
-                            [statistics.median(b) for b in blocks[name] if b]) for name in running}
+                            [statistics.median(times[name])], [first[name]]) for name in running}
     return timings, errors
 
 
-def _block_sizes(repeats: int, repetitions: int) -> list[int]:
-    """``repeats`` split into ``repetitions`` blocks as even as can be (fewer when there are fewer repeats)."""
-    count = max(1, min(repeats, repetitions))
-    return [repeats // count + (1 if i < repeats % count else 0) for i in range(count)]
+def _pooled(source: Mapping[str, Callable[[], Any]] | Callable[[], Mapping[str, Any]], *, repeats: int,
+            processes: int | None, keep_errors: bool, here: Mapping[str, Any] | None = None, **options: Any,
+            ) -> tuple[Mapping[str, Any], dict[str, Timing], dict[str, str]]:
+    """Build the contestants here (``source()``, or ``source`` itself when it is a mapping, or
+    ``here`` when this process built them already from the builder ``source``), time
+    the callables among them in this process and, for a builder, in the other processes of
+    :func:`pool.processes`, one after another, the starting contestant alternating. Returns
+    ``(built, timings, errors)``: what this process built, the pooled :class:`Timing` of every
+    contestant that ran in every process, and one error line for each that failed anywhere."""
+    pooled = callable(source) and not isinstance(source, Mapping)
+    built = here if here is not None else source() if pooled else source
+    if not isinstance(built, Mapping):
+        raise TypeError(f"a builder returns a mapping of name -> zero-argument callable, got {type(built).__name__}")
+    count = pool.processes(processes)
+    callables = {n: f for n, f in built.items() if callable(f) and not isinstance(f, BaseException)}
+    fns = pool.aa(callables)
+    per = max(MIN_REPEATS if count > 1 else 1, math.ceil(repeats / count))
+    runs: list[dict[str, Timing]] = []
+    errors: dict[str, str] = {}
+    with quiet.section(", ".join(fns) or "nothing") as busy:
+        here, failed = measure_here(fns, repeats=per, keep_errors=keep_errors, shift=0, **options)
+        runs.append(here)
+        errors.update(failed)
+        for index in range(1, count):
+            there, failed = pool.measure_elsewhere(source if pooled else callables, index, repeats=per,
+                                                   keep_errors=keep_errors, **options)
+            runs.append(there)
+            errors.update({n: f"{e} (in process {index + 1} of {count})" for n, e in failed.items() if n not in errors})
+    floor = noise.floor()
+    timings = {}
+    for name in fns:
+        parts = [run[name] for run in runs if name in run]
+        if name in errors or len(parts) < count:
+            errors.setdefault(name, "did not run in every process")
+            continue
+        timings[name] = Timing(name, [t for p in parts for t in p.times_s], parts[0].number, parts[0].first_s,
+                               parts[0].synchronized, [p.processes_s[0] for p in parts],
+                               [p.first_s for p in parts], floor, list(busy))
+    return built, timings, errors
 
 
-def time_fn(
-    fn: Callable[[], Any],
-    *,
-    name: str | None = None,
-    repeats: int = 7,
-    warmup: int = 1,
-    number: int | None = None,
-    min_repeat_s: float = 0.05,
-    max_number: int = 10_000,
-    synchronize: bool = True,
-) -> Timing:
-    """Time ``fn()``.
-
-    The first call is timed alone (``first_s``, compilation included); then
-    ``warmup`` untimed calls; then ``repeats`` repeats of ``number`` calls each
-    (``number=None`` picks one so a repeat lasts at least ``min_repeat_s``).
-    Returns a :class:`Timing` with per-call seconds.
-    """
+def time_fn(fn: Callable[[], Any], *, name: str | None = None, repeats: int = 7, warmup: int = 1,
+            number: int | None = None, min_repeat_s: float = 0.05, max_number: int = 10_000,
+            synchronize: bool = True) -> Timing:
+    """Time ``fn()`` in this process: one observation, for a figure that draws no verdict (a
+    bandwidth, what an unsynchronised timer reports). The first call is timed alone (``first_s``);
+    then ``warmup`` untimed calls; then ``repeats`` repeats of ``number`` calls each."""
     name = name or getattr(fn, "__name__", "fn")
-    timings, _ = _measure({name: fn}, repeats=repeats, warmup=warmup, number=number, min_repeat_s=min_repeat_s,
-                          max_number=max_number, synchronize=synchronize, pipelined=False, keep_errors=False)
+    timings, _ = measure_here({name: fn}, repeats=repeats, warmup=warmup, number=number, min_repeat_s=min_repeat_s,
+                              max_number=max_number, synchronize=synchronize)
     return timings[name]
 
 
-def compare(
-    fns: Mapping[str, Callable[[], Any]],
-    *,
-    repeats: int = 7,
-    warmup: int = 1,
-    min_repeat_s: float = 0.05,
-    max_number: int = 10_000,
-    synchronize: bool = True,
-    pipelined: bool = False,
-) -> dict[str, Timing]:
-    """Time several functions in one interleaved run.
+def compare(fns: Mapping[str, Callable[[], Any]] | Callable[[], Mapping[str, Callable[[], Any]]], *,
+            repeats: int = 7, warmup: int = 1, min_repeat_s: float = 0.05, max_number: int = 10_000,
+            synchronize: bool = True, pipelined: bool = False, processes: int | None = None,
+            here: Mapping[str, Callable[[], Any]] | None = None) -> dict[str, Timing]:
+    """Time several functions interleaved, in every process of the run (see the module).
 
-    Each is called once alone (timed: ``first_s``), warmed up, and given its
-    own ``number``; then the repeats alternate between them (A B C A B C ...),
-    so slow drifts of a shared, noisy machine hit all of them alike. Ratios
-    between the returned timings are therefore measured in one run.
-
-    ``pipelined=True`` (GPU kernels): a repeat issues its ``number`` calls back to
-    back and waits once, at its end, for the last result (work on one device
-    stream finishes in order), so the per-call time is the device's throughput
-    rather than launch-and-wait latency, as in a training loop. Without it every
-    call is waited for, and a kernel of tens of microseconds is timed together
-    with the host's dispatch and the synchronisation.
+    ``fns``: the ``{name: callable}`` mapping (sent by value to each worker process: everything
+    the callables hold must pickle with cloudpickle, which takes functions and classes defined in
+    a notebook) or a builder, a zero-argument function returning it, built again in each worker.
+    ``pipelined=True`` (GPU kernels): a repeat issues its calls back to back and waits once, at
+    its end, so the per-call time is the device's throughput rather than launch-and-wait latency.
+    ``processes``: how many (default :func:`pool.processes`); ``here``: what the builder built in
+    this process already, so that it is not built twice. A function that raises stops it.
     """
     _validate(repeats, warmup)
-    if not fns:
+    _, timings, _ = _pooled(fns, repeats=repeats, processes=processes, keep_errors=False, here=here, warmup=warmup,
+                            min_repeat_s=min_repeat_s, max_number=max_number, synchronize=synchronize,
+                            pipelined=pipelined)
+    if not timings:
         raise ValueError("compare() needs at least one function")
-    timings, _ = _measure(fns, repeats=repeats, warmup=warmup, number=None, min_repeat_s=min_repeat_s,
-                          max_number=max_number, synchronize=synchronize, pipelined=pipelined, keep_errors=False)
     return timings
 
 
 def ratio(numerator: Timing, denominator: Timing) -> float:
     """Median time ratio ``numerator / denominator`` (e.g. JAX / PyTorch)."""
     return numerator.median_s / denominator.median_s
-
-
-def summarise(timings: Mapping[str, Timing] | Iterable[Timing], unit: str = "ms"):
-    """A pandas DataFrame of timings: median, IQR, first call, compile time,
-    in ``unit`` ("s", "ms" or "us"), one row per timing."""
-    import pandas as pd
-
-    scale = {"s": 1.0, "ms": 1e3, "us": 1e6}[unit]
-    items = timings.values() if isinstance(timings, Mapping) else timings
-    rows = [
-        {
-            "name": t.name,
-            f"median ({unit})": t.median_s * scale,
-            f"IQR ({unit})": t.iqr_s * scale,
-            f"first call ({unit})": t.first_s * scale,
-            f"compile ({unit})": t.compile_s * scale,
-            "repeats": f"{t.repeats}×{t.number}",
-        }
-        for t in items
-    ]
-    return pd.DataFrame(rows).set_index("name")
-
-
-# ----------------------------------------------------------------------------- same conditions
-
-_BLAS_LIMITS: Any = None  # threadpoolctl's limiter, kept alive for the process
-
-
-def _set_tf32(enabled: bool, frameworks: Iterable[str] = ("torch", "jax")) -> None:
-    import torch
-
-    if "torch" in frameworks:
-        torch.backends.cuda.matmul.allow_tf32 = enabled
-        torch.backends.cudnn.allow_tf32 = enabled
-        torch.set_float32_matmul_precision("high" if enabled else "highest")
-    if "jax" in frameworks and "jax" in sys.modules:
-        import jax
-
-        jax.config.update("jax_default_matmul_precision", "tensorfloat32" if enabled else "highest")
-
-
-def _precision_record() -> dict[str, Any]:
-    import torch
-
-    record = {
-        "torch_float32_matmul_precision": torch.get_float32_matmul_precision(),
-        "torch_cuda_matmul_allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
-        "torch_cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
-    }
-    if "jax" in sys.modules:
-        import jax
-
-        record["jax_default_matmul_precision"] = jax.config.jax_default_matmul_precision
-    return record
-
-
-def same_conditions(*, threads: int | None = None, tf32: bool = False) -> dict[str, Any]:
-    """Put both frameworks under the same conditions; returns what was set.
-
-    Call it once, at the top of a notebook, BEFORE importing JAX: XLA reads
-    its CPU thread settings when its backend starts.
-
-    - Threads on a CPU: ``threads`` (default: every core this process may
-      use). PyTorch gets ``torch.set_num_threads(threads)`` (where its own
-      count differs); NumPy's BLAS is
-      limited with threadpoolctl; XLA's CPU pool follows the cores the process
-      may run on, so with fewer threads than cores the process is pinned to
-      ``threads`` cores (``os.sched_setaffinity``), and with one thread XLA's
-      Eigen pool is switched off (``XLA_FLAGS``).
-    - Precision: float32 with TF32 off on both sides (``tf32=False``): PyTorch
-      ``set_float32_matmul_precision("highest")`` and both cuBLAS/cuDNN TF32
-      switches off; JAX ``jax_default_matmul_precision="highest"``. ``tf32=True``
-      turns TF32 on for both (a separate row, never one side only).
-
-    Returns a dict for the results JSON (``metrics["conditions"]``): threads of
-    each library, the precision settings, and the harness's rules (data on the
-    device, synchronised clocks, compile apart, median and IQR).
-    """
-    backends = sys.modules.get("jax._src.xla_bridge")
-    if backends is not None and getattr(backends, "_backends", None):
-        raise RuntimeError("same_conditions() must run before JAX starts its backend (XLA reads its thread "
-                           "settings then): call it at the top of the notebook, before any JAX array exists.")
-    available = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
-    threads = len(available) if threads is None else int(threads)
-    if not 1 <= threads <= len(available):
-        raise ValueError(f"threads must be between 1 and the {len(available)} cores this process may use, got {threads}")
-    if threads < len(available) and hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, available[:threads])
-    os.environ["OMP_NUM_THREADS"] = str(threads)
-    if threads == 1:
-        flags = os.environ.get("XLA_FLAGS", "")
-        extra = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-        if extra not in flags:
-            os.environ["XLA_FLAGS"] = (flags + " " + extra).strip()
-    import torch
-
-    if torch.get_num_threads() != threads:
-        # Only when it changes something: on a busy machine, calling set_num_threads even with
-        # PyTorch's own default can make small eager ops far slower (its worker threads then
-        # compete with the caller).
-        torch.set_num_threads(threads)
-    blas_threads: Any
-    global _BLAS_LIMITS
-    try:
-        import threadpoolctl
-
-        _BLAS_LIMITS = threadpoolctl.threadpool_limits(limits=threads, user_api="blas")
-        infos = [info for info in threadpoolctl.threadpool_info() if info.get("user_api") == "blas"]
-        blas_threads = max((info["num_threads"] for info in infos), default=None)
-    except ImportError:
-        blas_threads = "unknown (threadpoolctl is not installed: pip install threadpoolctl)"
-    import jax  # noqa: F401  (after the thread settings above)
-
-    _set_tf32(tf32)
-    return {
-        "threads": threads,
-        "torch_threads": torch.get_num_threads(),
-        "numpy_blas_threads": blas_threads,
-        "xla_cpu_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else threads,
-        "xla_flags": os.environ.get("XLA_FLAGS", ""),
-        "tf32": bool(tf32),
-        **_precision_record(),
-        "rules": ["data already on the device", "synchronised before every clock read",
-                  "first call and compilation timed apart, in a warm process", "median and IQR over repeats",
-                  "each framework's ladder of tools in one interleaved run"],
-    }
-
-
-def conditions_sentence(conditions: Mapping[str, Any], *, on_gpu: bool) -> str:
-    """The post's sentence stating the conditions of :func:`same_conditions`."""
-    if conditions["tf32"]:
-        precision = ("float32 with TF32 allowed on both sides (PyTorch matmul precision "
-                     f"`{conditions['torch_float32_matmul_precision']}`, JAX "
-                     f"`{conditions.get('jax_default_matmul_precision')}`)")
-    else:
-        precision = ("float32 with TF32 off on both sides (PyTorch matmul precision "
-                     f"`{conditions['torch_float32_matmul_precision']}`, cuBLAS and cuDNN TF32 off; JAX default "
-                     f"matmul precision `{conditions.get('jax_default_matmul_precision')}`)")
-    threads = (f"On the CPU every library runs {conditions['threads']} thread"
-               f"{'s' if conditions['threads'] != 1 else ''}: PyTorch {conditions['torch_threads']}, NumPy's BLAS "
-               f"{conditions['numpy_blas_threads']}, XLA over {conditions['xla_cpu_cores']} core"
-               f"{'s' if conditions['xla_cpu_cores'] != 1 else ''}.")
-    where = "on the GPU" if on_gpu else "on the CPU"
-    return (f"Same conditions for both frameworks {where}: {precision}; data already on the device; every clock "
-            f"read after the work is synchronised; first calls and compilation timed apart, in a warm process; "
-            f"median and interquartile range over interleaved repeats. {threads}")
-
-
-@contextlib.contextmanager
-def tf32(enabled: bool = True, frameworks: Iterable[str] = ("torch", "jax")):
-    """Allow (or forbid) TF32 on both sides inside the block; restores the
-    previous settings of both frameworks on exit. JAX traces with the
-    precision current at trace time: jit a separate function per setting (or
-    pass ``precision="tensorfloat32"``) and, to switch PyTorch alone around
-    each timed call, ``frameworks=("torch",)``."""
-    import torch
-
-    frameworks = tuple(frameworks)
-    before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
-              torch.get_float32_matmul_precision())
-    touch_jax = "jax" in frameworks and "jax" in sys.modules
-    jax_before = None
-    if touch_jax:
-        import jax
-
-        jax_before = jax.config.jax_default_matmul_precision
-    _set_tf32(enabled, frameworks)
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before[0], before[1]
-        torch.set_float32_matmul_precision(before[2])
-        if touch_jax:
-            import jax
-
-            jax.config.update("jax_default_matmul_precision", jax_before)
-
-
-def warm_start(device: str = "cpu", frameworks: Iterable[str] = ("torch", "jax")) -> dict[str, float]:
-    """Pay the one-time start-up of ``torch.compile`` and ``jax.jit`` (imports,
-    compiler threads, the first code generation) on a trivial function on
-    ``device`` ("cpu" or "cuda"), so that the compile times measured after it
-    are those of a warm process. Returns the seconds each first call took,
-    to be reported apart as library start-up. ``frameworks``: the compilers
-    the notebook uses (a notebook without ``torch.compile`` skips its start-up)."""
-    import jax
-    import jax.numpy as jnp
-    import torch
-
-    out = {}
-    if "torch" in frameworks:
-        torch_device = torch.device("cuda" if device in ("cuda", "gpu") else "cpu")
-        x = torch.ones(8, device=torch_device)
-
-        def _torch_start(t):
-            return t * 2 + 1
-
-        start = time.perf_counter()
-        block(torch.compile(_torch_start, dynamic=False)(x))
-        out["torch_compile_startup_s"] = time.perf_counter() - start
-    if "jax" not in frameworks:
-        return out
-    jax_device = jax.devices("gpu" if device in ("cuda", "gpu") else "cpu")[0]
-    y = jax.device_put(jnp.ones(8, jnp.float32), jax_device)
-    start = time.perf_counter()
-    block(jax.jit(lambda v: v * 2 + 1)(y))
-    out["jax_jit_startup_s"] = time.perf_counter() - start
-    return out
-
-
-# ----------------------------------------------------------------------------- the ladder
 
 
 class NotApplicable(Exception):
@@ -600,86 +399,52 @@ class NotApplicable(Exception):
         return cls(f"CUDA graphs need a CUDA GPU; this run is on the {device_type.upper()}")
 
 
-def _one_line(error: BaseException) -> str:
-    text = f"{type(error).__name__}: {error}"
-    return " ".join(text.split())[:300]
+def ladder(candidates: Mapping[str, Any] | Callable[[], Mapping[str, Any]], *, needs: Mapping[str, str] | None = None,
+           repeats: int = 7, warmup: int = 1, min_repeat_s: float = 0.05, max_number: int = 10_000,
+           pipelined: bool = False, processes: int | None = None,
+           ) -> tuple[dict[str, dict[str, Any]], dict[str, Timing]]:
+    """Time a ladder of tools interleaved in every process of the run, failures kept.
 
+    ``candidates`` (or what its builder returns, as in :func:`compare`) maps
+    ``"<framework>/<tool>"`` to a zero-argument callable, to a :class:`NotApplicable` (a rung
+    that cannot run on this machine), or to an exception raised while building the tool. A
+    callable that raises keeps its row with the error in one line; ``needs`` says per name what
+    the tool needs, appended to its error. A callable's ``graph_breaks`` attribute (a
+    ``torch.compile`` rung's count) is kept in its entry.
 
-def ladder(
-    candidates: Mapping[str, Any],
-    *,
-    needs: Mapping[str, str] | None = None,
-    repeats: int = 7,
-    warmup: int = 1,
-    min_repeat_s: float = 0.05,
-    max_number: int = 10_000,
-    pipelined: bool = False,
-) -> tuple[dict[str, dict[str, Any]], dict[str, Timing]]:
-    """Time a ladder of tools in one interleaved run, failures kept.
-
-    ``candidates`` maps ``"<framework>/<tool>"`` to a zero-argument callable
-    (what :func:`compare` takes), to a :class:`NotApplicable` (a rung that
-    cannot run on this machine), or to an exception raised while building
-    the tool. A callable whose first call, warm-up or repeats raise keeps its
-    row with the error in one line; ``needs`` says per name what the tool
-    needs, appended to its error (e.g. "a CUDA GPU and a capturable optimiser").
-
-    Returns ``(entries, timings)``: ``entries`` holds one
-    :func:`sidebyside.lab.verdict.ladder_entry` per candidate, in order (the
-    results JSON's ``"ladder"``); ``timings`` the :class:`Timing` of those
-    that ran.
+    Returns ``(entries, timings)``: one :func:`sidebyside.lab.verdict.ladder_entry` per
+    candidate, in order (the results JSON's ``"ladder"``), and the :class:`Timing` of those that ran.
     """
     from sidebyside.lab import verdict
 
     _validate(repeats, warmup)
     needs = dict(needs or {})
+    built, timings, errors = _pooled(candidates, repeats=repeats, processes=processes, keep_errors=True,
+                                     warmup=warmup, min_repeat_s=min_repeat_s, max_number=max_number,
+                                     synchronize=True, pipelined=pipelined)
     entries: dict[str, dict[str, Any]] = {}
-
-    def fail(name: str, error: BaseException | str) -> None:
-        text = error if isinstance(error, str) else _one_line(error)
-        if needs.get(name):
-            text += f" (needs {needs[name]})"
-        entries[name] = verdict.ladder_entry(error=text)
-
-    callables: dict[str, Callable[[], Any]] = {}
-    for name, candidate in candidates.items():
-        verdict._split(name)  # "<framework>/<tool>" or a clear error
+    for name, candidate in built.items():
+        verdict.split(name)  # "<framework>/<tool>" or a clear error
         if isinstance(candidate, NotApplicable):
             entries[name] = verdict.ladder_entry(not_applicable=str(candidate))
-        elif isinstance(candidate, BaseException):
-            fail(name, candidate)
+        elif isinstance(candidate, BaseException) or name in errors:
+            text = one_line(candidate) if isinstance(candidate, BaseException) else errors[name]
+            entries[name] = verdict.ladder_entry(error=text + (f" (needs {needs[name]})" if needs.get(name) else ""))
         else:
-            entries[name] = {}  # keeps the order of the candidates
-            callables[name] = candidate
-    timings, errors = _measure(callables, repeats=repeats, warmup=warmup, number=None, min_repeat_s=min_repeat_s,
-                               max_number=max_number, synchronize=True, pipelined=pipelined, keep_errors=True)
-    for name, error in errors.items():  # a failing tool is a finding: keep its row
-        fail(name, error)
-    for name, t in timings.items():
-        entries[name] = verdict.ladder_entry(t)
+            entries[name] = verdict.ladder_entry(timings[name])
+            if getattr(candidate, "graph_breaks", None) is not None:
+                entries[name]["graph_breaks"] = candidate.graph_breaks
     return entries, timings
 
 
-def ladder_table(entries: Mapping[str, Mapping[str, Any]], *, labels: Mapping[str, str] | None = None,
-                 unit: str = "ms", scale: float = 1.0):
-    """A pandas DataFrame of a ladder, one row per tool, each row naming its
-    framework and tool: median, IQR, compile time (s), and the error or the
-    reason it does not apply. ``scale`` multiplies the times (e.g. steps per
-    epoch / steps per call, to show an epoch)."""
+def summarise(timings: Mapping[str, Timing] | Iterable[Timing], unit: str = "ms"):
+    """A pandas DataFrame of timings: median, IQR, first call, compile time,
+    in ``unit`` ("s", "ms" or "us"), one row per timing."""
     import pandas as pd
 
-    from sidebyside.lab.verdict import FRAMEWORKS
-
-    factor = {"s": 1.0, "ms": 1e3, "us": 1e6, "µs": 1e6}[unit] * scale
-    rows = []
-    for name, e in entries.items():
-        framework, tool = name.split("/", 1)
-        rows.append({
-            "framework / tool": (labels or {}).get(name, f"{FRAMEWORKS.get(framework, framework)}, {tool}"),
-            f"median ({unit})": None if e.get("median_s") is None else e["median_s"] * factor,
-            f"IQR ({unit})": None if e.get("iqr_s") is None else e["iqr_s"] * factor,
-            "compile (s)": e.get("compile_s"),
-            "status": ("ran" if e.get("median_s") is not None else
-                       f"not applicable: {e['not_applicable']}" if e.get("not_applicable") else f"failed: {e.get('error')}"),
-        })
-    return pd.DataFrame(rows).set_index("framework / tool")
+    scale = {"s": 1.0, "ms": 1e3, "us": 1e6}[unit]
+    items = timings.values() if isinstance(timings, Mapping) else timings
+    rows = [{"name": t.name, f"median ({unit})": t.median_s * scale, f"IQR ({unit})": t.iqr_s * scale,
+             f"first call ({unit})": t.first_s * scale, f"compile ({unit})": t.compile_s * scale,
+             "repeats": f"{t.repeats}×{t.number}", "processes": len(t.processes_s)} for t in items]
+    return pd.DataFrame(rows).set_index("name")

@@ -4,24 +4,27 @@ Every sentence a post prints with a number in it comes from here, so that a
 claim changes when the numbers do and every notebook decides "faster",
 "slower" or "within noise" the same way.
 
-Two kinds of claim:
+Two kinds of claim, each a pure function of the numbers it is given
+(nothing global is read; the formulas are in :mod:`sidebyside.lab.stats`):
 
-- :func:`speed`: one framework's timing against the other's. The test: the
-  ratio of medians, with an interval built from the quartiles of both sides
-  (``q1_a / q3_b`` to ``q3_a / q1_b``). When that interval holds 1 the two are
-  "within noise"; otherwise the faster side wins by the ratio of medians. The
-  interval is conservative: it is as wide as both spreads together.
+- :func:`speed`: one framework's timing against the other's, each a timing
+  entry of the one schema (:func:`sidebyside.lab.timing.read`) measured in the
+  same independent processes. The test: the geometric mean of the per-process
+  time ratios with its 95% t-interval over the processes. "within noise" when
+  the interval holds 1; "practically tied" when the ratio lies inside the
+  machine kind's noise floor (carried by the entries); "too few processes"
+  with fewer than 2; otherwise the faster side wins by that ratio. What the
+  quiet-machine check found during the measurement (carried by the entries)
+  is said in the caveat.
 - :func:`seeds`: a quantity measured over several seeds on each side (test
-  accuracy, say). The test: the difference of the means against two standard
-  errors of that difference (Welch's standard error). Inside them: "within
-  seed noise".
+  accuracy, say). Welch's t-test: the difference of the means against its
+  95% interval, with the smallest difference the seeds could have detected.
 
 And the ladder of tools (the compile matrix): a mapping
-``"<framework>/<tool>" -> entry`` where an entry is a :class:`timing.Timing`
-or a dict with ``median_s`` and ``iqr_s`` (optionally ``q1_s``/``q3_s``,
-``compile_s``) or ``error`` for a tool that failed. :func:`best` picks each
-framework's fastest working tool; :func:`ladder` compares best with best and
-says what the rest of the ladder shows.
+``"<framework>/<tool>" -> entry`` where an entry is a timing entry or
+``error`` / ``not_applicable`` for a tool that failed or cannot run here.
+:func:`best` picks each framework's fastest working tool; :func:`ladder`
+compares best with best and says what the rest of the ladder shows.
 
 Who races, and at what size. Every verdict carries ``contestants`` (per side:
 framework, tool, implementation, and ``origin``: ``"framework"`` when the
@@ -35,14 +38,15 @@ it does not answer that claim yet. A precision row that did not take effect on
 both sides (:func:`precision_applied`) gets :func:`not_applied`, no race.
 
 Direction: ``ratio`` and ``interval`` are always the subject's time over the
-other's (below 1: the subject is faster), and so are the figures in the
-sentence; ``factor`` (>= 1) is how many times faster the winner is.
+other's (below 1: the subject is faster); ``factor`` (>= 1) is how many times
+faster the winner is, and a sentence with a winner states its speed-up and
+interval in the winner's terms ("PyTorch is 1.71× faster (1.43–2.12×, ...)").
 
 A :class:`Verdict` is returned, never printed: ``verdict.sentence`` for the
 post, ``verdict.to_dict()`` for the results JSON (the site's verdict box and
 scoreboard read it).
 
-Inputs: seconds (or any unit, the same on both sides) and plain numbers.
+Inputs: timing entries (seconds) and plain numbers; a bare number is refused.
 Outputs: :class:`Verdict`; formatting helpers :func:`fmt_ratio`,
 :func:`fmt_seconds`, :func:`fmt_number`, :func:`plural`.
 """
@@ -54,6 +58,8 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from sidebyside.lab import stats
 
 __all__ = [
     "FRAMEWORKS",
@@ -84,7 +90,7 @@ __all__ = [
 #: Framework keys as they appear in ladder names, and how prose names them.
 FRAMEWORKS = {"torch": "PyTorch", "jax": "JAX"}
 
-FASTER, SLOWER, WITHIN = "faster", "slower", "within noise"
+FASTER, SLOWER, WITHIN, TIED, TOO_FEW = "faster", "slower", "within noise", "practically tied", "too few processes"
 NOT_APPLIED = "not applied"
 
 #: Where an implementation comes from: shipped with its framework, or written here.
@@ -132,7 +138,10 @@ class Verdict:
     scale: dict[str, Any] = dataclasses.field(default_factory=dict)
     claim: dict[str, Any] | None = None
     kind: str = "framework"
-    repetitions: list[float] | None = None
+    processes: int | None = None
+    floor: float | None = None
+    busy: list[str] = dataclasses.field(default_factory=list)
+    detectable: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -193,52 +202,29 @@ def plural(n: int, word: str, plural_word: str | None = None) -> str:
 # ----------------------------------------------------------------------------- speed
 
 
-def _quartiles(entry: Any) -> tuple[float, float, float]:
-    """(q1, median, q3) in seconds from a Timing or a ladder/to_dict entry."""
-    if hasattr(entry, "median_s") and hasattr(entry, "q1_s"):
-        return entry.q1_s, entry.median_s, entry.q3_s
-    if isinstance(entry, Mapping):
-        median = entry.get("median_s", entry.get("median"))
-        if median is None:
-            raise ValueError(f"a timing entry needs 'median_s', got keys {sorted(entry)}")
-        q1 = entry.get("q1_s", entry.get("q1"))
-        q3 = entry.get("q3_s", entry.get("q3"))
-        if q1 is None or q3 is None:
-            half = (entry.get("iqr_s", entry.get("iqr")) or 0.0) / 2
-            q1, q3 = median - half, median + half
-        return float(q1), float(median), float(q3)
-    if isinstance(entry, (int, float)):
-        return float(entry), float(entry), float(entry)
-    raise TypeError(f"cannot read a timing from {type(entry).__name__}")
+def _read(entry: Any) -> dict[str, Any]:
+    """A timing entry of the one schema (:func:`sidebyside.lab.timing.read`, imported when first needed:
+    the publisher reads verdicts without the harness)."""
+    from sidebyside.lab import timing
+
+    return timing.read(entry)
 
 
-def _repetitions(entry: Any) -> list[float]:
-    """Each independent repetition's median (seconds) of a Timing or an entry; [] when not kept."""
-    found = getattr(entry, "repetitions_s", None)
-    if isinstance(entry, Mapping):
-        found = entry.get("repetitions_s", entry.get("repetitions"))
-    return [float(x) for x in found or []]
-
-
-def _between_repetitions(subject: Any, other: Any) -> list[float]:
-    """The subject's time over the other's in each repetition, paired in order (both sides measured in
-    the same interleaved repetitions); [] unless both kept at least two."""
-    a, b = _repetitions(subject), _repetitions(other)
-    if min(len(a), len(b)) < 2 or min(a + b) <= 0:
-        return []
-    return [x / y for x, y in zip(a, b)]
-
-
-def _machine_caveat(caveat: str) -> str:
-    """``caveat`` with the busy-machine sentence of this run (:func:`sidebyside.lab.quiet.caveat`) added once."""
-    from sidebyside.lab import quiet
-
-    busy = quiet.caveat()
-    return caveat if not busy or busy in caveat else f"{caveat} {busy}".strip()
+def _median(entry: Any) -> float:
+    return _read(entry)["median_s"]
 
 
 def _name(framework: str) -> str:
     return FRAMEWORKS.get(framework, framework)
+
+
+def _interval_text(lo: float, hi: float, winner_is_subject: bool | None) -> str:
+    """An interval of the subject's time over the other's, in the winner's terms (a speed-up)
+    when there is a winner, else as the time ratio."""
+    if winner_is_subject is None:
+        return f"{fmt_number(lo)}–{fmt_number(hi)}"
+    low, high = (1 / hi, 1 / lo) if winner_is_subject else (lo, hi)
+    return f"{fmt_number(low)}–{fmt_ratio(high)}"
 
 
 def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch", other_name: str = "jax",
@@ -247,57 +233,74 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
           against: Mapping[str, Any] | None = None, kind: str = "framework") -> Verdict:
     """Is ``subject`` faster than ``other``?
 
-    Both are timings of the same work (Timing, ladder entry dict, or seconds).
-    ``ratio`` and ``interval`` are the subject's time over the other's, and
-    the sentence quotes them that way; ``factor`` (>= 1) is the winner's
-    speed-up. ``contestants``, ``scale``, ``against`` and ``kind`` go to
-    :func:`frame`.
+    Both are timings of the same work, measured in the same processes (:class:`timing.Timing`
+    or a timing entry; a bare number raises TypeError). The test (:mod:`sidebyside.lab.stats`):
+    the geometric mean of the per-process time ratios with its 95% t-interval over the
+    processes; "within noise" when the interval holds 1, "practically tied" when the ratio lies
+    inside the noise floor the entries carry, "too few processes" with fewer than 2; otherwise
+    the faster side wins by that ratio. What the quiet-machine check found during the
+    measurement (the entries' ``busy``) is added to the caveat, with its figures. ``ratio`` and
+    ``interval`` are the subject's time over the other's; ``factor`` (>= 1) the winner's
+    speed-up. ``contestants``, ``scale``, ``against`` and ``kind`` go to :func:`frame`.
     """
-    a1, am, a3 = _quartiles(subject)
-    b1, bm, b3 = _quartiles(other)
-    if min(a1, am, b1, bm) <= 0:
+    a, b = _read(subject), _read(other)
+    am, bm = a["median_s"], b["median_s"]
+    if min(am, bm) <= 0:
         raise ValueError("timings must be positive")
-    lo, hi = a1 / b3, a3 / b1  # interval of subject/other
-    spread = _between_repetitions(subject, other)
-    if spread:  # the interval covers the spread between independent repetitions too
-        lo, hi = min(lo, *spread), max(hi, *spread)
-    caveat = _machine_caveat(caveat)
-    ratio = am / bm
+    n = min(len(a["processes_s"]), len(b["processes_s"]))
+    floor = a["floor"] if a["floor"] is not None else b["floor"]
+    busy = list(dict.fromkeys(a["busy"] + b["busy"]))
+    if busy:
+        more = f"; and {plural(len(busy) - 2, 'other finding')}" if len(busy) > 2 else ""
+        caveat = (f"{caveat} The machine was busy while this was measured ({'; '.join(busy[:2])}{more}); the "
+                  "interval includes that.").strip()
     who_a = _name(subject_name) + (f" ({subject_tool})" if subject_tool else "")
     who_b = _name(other_name) + (f" ({other_tool})" if other_tool else "")
-    which = f"interval over quartiles and {len(spread)} repetitions" if spread else "quartile interval"
-    figures = (f"{_name(subject_name)}'s time over {_name(other_name)}'s {fmt_number(ratio)}, {which} "
-               f"{fmt_number(lo)}–{fmt_number(hi)}")
-    if lo <= 1.0 <= hi:
-        label, winner = WITHIN, None
-        sentence = (f"{who_a} and {who_b} are within noise of each other: {fmt_seconds(am)} against "
-                    f"{fmt_seconds(bm)} ({figures}, which holds 1).")
-        factor = max(ratio, 1 / ratio)
-    elif ratio < 1:
-        label, winner, factor = FASTER, subject_name, 1 / ratio
-        sentence = (f"{who_a} is {fmt_ratio(factor)} faster than {who_b}: {fmt_seconds(am)} against "
-                    f"{fmt_seconds(bm)} ({figures}).")
+    interval, ratio = None, am / bm
+    floor_text = (f"this machine kind's noise floor of ±{fmt_number(100 * floor)}%" if floor is not None
+                  else "no noise floor measured for this machine kind")
+    if n < 2:
+        label, winner, factor = TOO_FEW, None, max(ratio, 1 / ratio)
+        sentence = (f"{who_a} {fmt_seconds(am)} against {who_b} {fmt_seconds(bm)}, measured in "
+                    f"{plural(n, 'process', 'processes')}: one process is one observation, so no verdict is drawn "
+                    "(a verdict pools at least 2 independent processes).")
+        test = "none: fewer than 2 independent processes"
     else:
-        label, winner, factor = SLOWER, other_name, ratio
-        sentence = (f"{who_b} is {fmt_ratio(factor)} faster than {who_a}: {fmt_seconds(bm)} against "
-                    f"{fmt_seconds(am)} ({figures}).")
+        found = stats.ratio_interval(a["processes_s"][:n], b["processes_s"][:n])
+        ratio, interval = found["ratio"], found["interval"]
+        lo, hi = interval
+        over = f"{n} processes"
+        if lo <= 1.0 <= hi:
+            label, winner, factor = WITHIN, None, max(ratio, 1 / ratio)
+            sentence = (f"{who_a} and {who_b} are within noise of each other: {fmt_seconds(am)} against "
+                        f"{fmt_seconds(bm)} ({_name(subject_name)}'s time over {_name(other_name)}'s "
+                        f"{fmt_number(ratio)}, 95% confidence interval {_interval_text(lo, hi, None)} over {over}, "
+                        "which holds 1).")
+        elif stats.inside_floor(ratio, floor):
+            label, winner, factor = TIED, None, max(ratio, 1 / ratio)
+            sentence = (f"{who_a} and {who_b} are practically tied: {fmt_seconds(am)} against {fmt_seconds(bm)} "
+                        f"({_name(subject_name)}'s time over {_name(other_name)}'s {fmt_number(ratio)}, 95% "
+                        f"confidence interval {_interval_text(lo, hi, None)} over {over}, inside {floor_text}).")
+        else:
+            subject_wins = ratio < 1
+            label = FASTER if subject_wins else SLOWER
+            winner = subject_name if subject_wins else other_name
+            factor = 1 / ratio if subject_wins else ratio
+            fast, slow = (who_a, who_b) if subject_wins else (who_b, who_a)
+            fast_s, slow_s = (am, bm) if subject_wins else (bm, am)
+            sentence = (f"{fast} is {fmt_ratio(factor)} faster than {slow} "
+                        f"({_interval_text(lo, hi, subject_wins)}, 95% confidence interval over {over}): "
+                        f"{fmt_seconds(fast_s)} against {fmt_seconds(slow_s)}.")
+        test = (found["method"] + "; within noise when the interval holds 1, practically tied inside the noise "
+                f"floor ({floor_text})")
     if caveat:
         sentence += " " + caveat
-    sides = {
-        subject_name: {"tool": subject_tool, "median_s": am, "q1_s": a1, "q3_s": a3, "iqr_s": a3 - a1},
-        other_name: {"tool": other_tool, "median_s": bm, "q1_s": b1, "q3_s": b3, "iqr_s": b3 - b1},
-    }
-    if spread:
-        sides[subject_name]["repetitions_s"] = _repetitions(subject)
-        sides[other_name]["repetitions_s"] = _repetitions(other)
-    v = Verdict(question=question, label=label, sentence=sentence,
-                test="ratio of medians (subject's time over the other's); within noise when the quartile "
-                     "interval q1/q3 .. q3/q1 holds 1" + (", widened to cover the ratio of every independent "
-                                                          "repetition" if spread else
-                                                          "; no independent repetitions were kept, so the "
-                                                          "interval is the spread inside one run"),
-                subject=subject_name, other=other_name, winner=winner, ratio=ratio,
-                interval=(lo, hi), sides=sides, caveat=caveat, factor=factor, repetitions=spread or None)
+    sides = {name: {"tool": tool, **{k: e[k] for k in ("median_s", "q1_s", "q3_s", "iqr_s", "processes_s",
+                                                        "first_per_process_s")}}
+             for name, tool, e in ((subject_name, subject_tool, a), (other_name, other_tool, b))}
+    v = Verdict(question=question, label=label, sentence=sentence, test=test, subject=subject_name, other=other_name,
+                winner=winner, ratio=ratio, interval=interval, sides=sides, caveat=caveat, factor=factor,
+                processes=n, floor=floor, busy=busy)
     return frame(v, contestants=contestants, scale=scale, against=against, kind=kind)
 
 
@@ -488,34 +491,40 @@ def seeds(subject: Sequence[float], other: Sequence[float], *, question: str, qu
           against: Mapping[str, Any] | None = None) -> Verdict:
     """Do two seed-sets differ by more than seed noise?
 
-    The difference of means against two standard errors of the difference
-    (Welch). With one seed on a side its spread is unknown: the verdict is
-    then "within seed noise" only for an exact tie, and says so. With fewer
-    than ``min_seeds`` seeds on a side no verdict is drawn (label "too few
-    seeds"). ``contestants``, ``scale`` and ``against`` go to :func:`frame`.
+    Welch's test (:func:`sidebyside.lab.stats.welch`): the difference of the means, its 95%
+    interval from Welch's standard error and the t quantile for the Welch–Satterthwaite degrees
+    of freedom; "within seed noise" when the interval holds 0. The sentence states the smallest
+    difference the seeds could have detected (80% power). With one seed on a side its spread is
+    unknown: the verdict is then "within seed noise" only for an exact tie, and says so. With
+    fewer than ``min_seeds`` seeds on a side no verdict is drawn (label "too few seeds").
+    ``contestants``, ``scale`` and ``against`` go to :func:`frame`.
     """
     a, b = [float(x) for x in subject], [float(x) for x in other]
     if not a or not b:
         raise ValueError("seeds() needs at least one value on each side")
+    test = stats.welch(a, b)
     ma, mb = statistics.fmean(a), statistics.fmean(b)
     va = statistics.variance(a) if len(a) > 1 else 0.0
     vb = statistics.variance(b) if len(b) > 1 else 0.0
-    se = math.sqrt(va / len(a) + vb / len(b))
-    diff = ma - mb
-    threshold = 2 * se
+    diff = test["difference"]
+    interval = test["interval"]
+    threshold = (interval[1] - interval[0]) / 2 if interval else 0.0
     n = min(len(a), len(b))
     seeds_text = plural(n, "seed") if len(a) == len(b) else f"{len(a)} and {len(b)} seeds"
-    sign_diff = fmt_signed(diff)
+    detectable = (f"; these seeds could detect a difference of {fmt_number(test['detectable'])}{unit} or more"
+                  if test["detectable"] else "")
+    how = (f"Welch's 95% interval {fmt_signed(interval[0])} to {fmt_signed(interval[1])}{unit}, "
+           f"{fmt_number(test['df'])} degrees of freedom{detectable}" if interval else "")
     if n < min_seeds:
         label, winner = "too few seeds", None
         sentence = (f"{_name(subject_name)} {fmt_number(ma)} against {_name(other_name)} {fmt_number(mb)}{unit} "
                     f"({quantity}) over {seeds_text}: fewer than the {min_seeds} seeds a verdict needs, "
                     "so none is drawn.")
-    elif abs(diff) <= threshold:
+    elif not test["significant"]:
         label, winner = "within seed noise", None
         sentence = (f"{_name(subject_name)} and {_name(other_name)} reach the same {quantity} within seed noise: "
                     f"{fmt_number(ma)} against {fmt_number(mb)}{unit} over {seeds_text}, a difference of "
-                    f"{sign_diff}{unit} inside two standard errors ({fmt_number(threshold)}{unit}).")
+                    f"{fmt_signed(diff)}{unit}" + (f" ({how}, which holds 0)." if how else "."))
     else:
         better_subject = (diff > 0) == higher_is_better
         label = "higher" if diff > 0 else "lower"
@@ -524,8 +533,8 @@ def seeds(subject: Sequence[float], other: Sequence[float], *, question: str, qu
         win_mean, lose_mean = (ma, mb) if better_subject else (mb, ma)
         sentence = (f"{_name(winner)} reaches a {'higher' if higher_is_better else 'lower'} {quantity}: "
                     f"{fmt_number(win_mean)}{unit} against {fmt_number(lose_mean)}{unit} for {_name(loser)} over "
-                    f"{seeds_text}, a difference of {fmt_signed(win_mean - lose_mean)}{unit}, beyond two standard "
-                    f"errors ({fmt_number(threshold)}{unit}).")
+                    f"{seeds_text}, a difference of {fmt_signed(win_mean - lose_mean)}{unit}"
+                    + (f" ({how}, which excludes 0)." if how else "."))
     if n < 2 and n >= min_seeds:
         sentence += " With one seed the spread is unknown; treat this as a single observation."
     if caveat:
@@ -535,9 +544,12 @@ def seeds(subject: Sequence[float], other: Sequence[float], *, question: str, qu
         other_name: {"mean": mb, "std": math.sqrt(vb), "n": len(b)},
     }
     v = Verdict(question=question, label=label, sentence=sentence,
-                test="difference of means against two Welch standard errors",
+                test="Welch's t-test: the difference of means against its 95% interval (Welch's standard error, "
+                     "t quantile for the Welch–Satterthwaite degrees of freedom)",
                 subject=subject_name, other=other_name, winner=winner, difference=diff,
-                threshold=threshold, sides=sides, caveat=caveat)
+                threshold=threshold, sides=sides, caveat=caveat,
+                interval=tuple(interval) if interval else None)
+    v.detectable = test["detectable"]  # the smallest difference these seeds could detect (80% power)
     return frame(v, contestants=contestants, scale=scale, against=against)
 
 
@@ -546,47 +558,44 @@ def seeds(subject: Sequence[float], other: Sequence[float], *, question: str, qu
 
 def ladder_entry(timing: Any = None, *, error: BaseException | str | None = None,
                  not_applicable: str | None = None) -> dict[str, Any]:
-    """One ladder row for the results JSON: ``median_s``, ``iqr_s``,
-    ``q1_s``, ``q3_s``, ``compile_s``, ``first_s``, ``repetitions_s`` (each
-    independent repetition's median, for a timed row), ``error`` (one line,
-    or None) and ``not_applicable`` (why the tool cannot run on this machine,
-    e.g. a CUDA-graph rung on a CPU, or None). A failed tool passes
+    """One ladder row for the results JSON: a timing entry of the one schema
+    (:data:`sidebyside.lab.timing.ENTRY_KEYS`: ``median_s``, quartiles, ``compile_s``, ``first_s``,
+    every process's median ``processes_s``, ``floor``, ``busy``), plus ``error`` (one line, or None)
+    and ``not_applicable`` (why the tool cannot run on this machine, or None). A failed tool passes
     ``error=`` and no timing; a tool that does not apply, ``not_applicable=``."""
-    empty = {"median_s": None, "iqr_s": None, "q1_s": None, "q3_s": None, "compile_s": None, "first_s": None}
+    from sidebyside.lab.timing import ENTRY_KEYS
+
+    empty = dict.fromkeys(ENTRY_KEYS)
     if error is not None:
         text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
         text = " ".join(str(text).split())[:300]
         return {**empty, "error": text, "not_applicable": None}
     if not_applicable is not None:
         return {**empty, "error": None, "not_applicable": " ".join(str(not_applicable).split())}
-    q1, median, q3 = _quartiles(timing)
-    compile_s = getattr(timing, "compile_s", None)
-    first_s = getattr(timing, "first_s", None)
-    if isinstance(timing, Mapping):
-        compile_s = timing.get("compile_s", timing.get("compile"))
-        first_s = timing.get("first_s", timing.get("first"))
-    return {"median_s": median, "iqr_s": q3 - q1, "q1_s": q1, "q3_s": q3, "compile_s": compile_s,
-            "first_s": first_s, "repetitions_s": _repetitions(timing) or None, "error": None,
-            "not_applicable": None}
+    return {**_read(timing), "error": None, "not_applicable": None}
+
+
+#: The fields of a timing entry that are per-call times (scaled by :func:`scaled`).
+_TIMES = ("median_s", "iqr_s", "q1_s", "q3_s", "min_s")
 
 
 def scaled(entries: Mapping[str, Mapping[str, Any]], factor: float) -> dict[str, dict[str, Any]]:
-    """Ladder entries with their times multiplied by ``factor`` (e.g. steps
-    per epoch over steps per timed call); compile times, errors and reasons
-    are kept as they are."""
+    """Ladder entries with their per-call times (each process's too) multiplied by ``factor``
+    (e.g. steps per epoch over steps per timed call); compile times, errors and reasons are kept."""
     out = {}
     for name, entry in entries.items():
         e = dict(entry)
-        for key in ("median_s", "iqr_s", "q1_s", "q3_s"):
+        for key in _TIMES:
             if e.get(key) is not None:
                 e[key] = e[key] * factor
-        if e.get("repetitions_s"):
-            e["repetitions_s"] = [x * factor for x in e["repetitions_s"]]
+        if e.get("processes_s"):
+            e["processes_s"] = [x * factor for x in e["processes_s"]]
         out[name] = e
     return out
 
 
-def _split(name: str) -> tuple[str, str]:
+def split(name: str) -> tuple[str, str]:
+    """``"<framework>/<tool>"`` as ``(framework, tool)``; ValueError for any other name."""
     framework, sep, tool = name.partition("/")
     if not sep or not tool:
         raise ValueError(f"ladder names are '<framework>/<tool>', got {name!r}")
@@ -606,8 +615,8 @@ def best(entries: Mapping[str, Any], frameworks: Sequence[str] = ("torch", "jax"
     out: dict[str, Any] = {}
     medians: dict[str, float] = {}
     for framework in frameworks:
-        candidates = [(_quartiles(e)[1], _split(n)[1]) for n, e in entries.items()
-                      if _split(n)[0] == framework and _usable(e)]
+        candidates = [(_median(e), split(n)[1]) for n, e in entries.items()
+                      if split(n)[0] == framework and _usable(e)]
         if candidates:
             medians[framework], out[framework] = min(candidates)
         else:
@@ -657,7 +666,7 @@ IMPLEMENTATIONS = {
 
 
 def _contestant_of(name: str, entry: Any) -> dict[str, Any]:
-    framework, tool = _split(name)
+    framework, tool = split(name)
     given = entry if isinstance(entry, Mapping) else {}
     implementation = given.get("implementation") or IMPLEMENTATIONS.get((framework, tool)) or next(
         (text for (fw, t), text in IMPLEMENTATIONS.items() if fw == framework and tool.startswith(t)),
@@ -671,17 +680,17 @@ def slower_than_eager(entries: Mapping[str, Any], framework: str = "torch") -> l
     its entry measured: ``why`` (one line), or ``graph_breaks`` (the count
     ``torch._dynamo.explain`` reported). Without either the sentence says
     that no measurement in the run explains it."""
-    eager = next((e for n, e in entries.items() if _split(n) in ((framework, "eager"), (framework, "device"))
+    eager = next((e for n, e in entries.items() if split(n) in ((framework, "eager"), (framework, "device"))
                   and _usable(e)), None)
     if eager is None:
         return []
-    eager_s = _quartiles(eager)[1]
+    eager_s = _median(eager)
     out = []
     for name, entry in entries.items():
-        fw, tool = _split(name)
+        fw, tool = split(name)
         if fw != framework or "compile" not in tool or not _usable(entry):
             continue
-        seconds = _quartiles(entry)[1]
+        seconds = _median(entry)
         if seconds <= eager_s:
             continue
         given = entry if isinstance(entry, Mapping) else {}
@@ -719,9 +728,9 @@ def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
     if applied and any(applied.values()):
         return not_applied(question, applied, subject_name=a, other_name=b, scale=scale)
     chosen = best(entries, frameworks)
-    failed = [f"{_name(_split(n)[0])} {_split(n)[1]} ({e.get('error')})" for n, e in entries.items()
+    failed = [f"{_name(split(n)[0])} {split(n)[1]} ({e.get('error')})" for n, e in entries.items()
               if isinstance(e, Mapping) and e.get("error")]
-    absent = [f"{_name(_split(n)[0])} {_split(n)[1]} ({e.get('not_applicable')})" for n, e in entries.items()
+    absent = [f"{_name(split(n)[0])} {split(n)[1]} ({e.get('not_applicable')})" for n, e in entries.items()
               if isinstance(e, Mapping) and e.get("not_applicable") and not e.get("error")]
     if chosen[a] is None or chosen[b] is None:
         missing = a if chosen[a] is None else b
@@ -736,13 +745,13 @@ def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
                  scale=scale, kind=kind)
     parts = [f"Best against best: {head.sentence}"]
     for side, rival in ((a, b), (b, a)):
-        working = [(_quartiles(e)[1], _split(n)[1]) for n, e in entries.items()
-                   if _split(n)[0] == side and _usable(e)]
+        working = [(_median(e), split(n)[1]) for n, e in entries.items()
+                   if split(n)[0] == side and _usable(e)]
         if len(working) < 2:
             continue
         slowest_s, slowest = max(working)
         fastest_s, fastest = min(working)
-        rival_s = _quartiles(entries[f"{rival}/{chosen[rival]}"])[1]
+        rival_s = _median(entries[f"{rival}/{chosen[rival]}"])
         parts.append(f"{_name(side)}'s ladder runs from {slowest} ({_against(slowest_s, rival_s, rival)}) to "
                      f"{fastest} ({_against(fastest_s, rival_s, rival)}).")
     for side in (a, b):
@@ -754,5 +763,5 @@ def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
     if caveat:
         parts.append(caveat)
     head.sentence = " ".join(parts)
-    head.caveat = _machine_caveat(caveat)
+    head.caveat = f"{caveat} {head.caveat}".strip()
     return frame(head, against=against, kind=kind)

@@ -25,9 +25,9 @@ __all__ = ["run", "rerender", "list_notebooks", "main"]
 @holding_lock
 def run(*, profile: str = "auto", only: str | None = None, force: bool = False, site: Path = ROOT,
         build: Path = ROOT / "build", notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params",
-        root: Path = ROOT, progress: bool = True, dry_run: bool = False, allow_busy: bool = False) -> int:
-    """Execute (when needed) and publish notebooks. Returns a process exit code. ``allow_busy``:
-    publish a run the quiet-machine check found busy, every speed verdict saying so."""
+        root: Path = ROOT, progress: bool = True, dry_run: bool = False, aa: bool = False) -> int:
+    """Execute (when needed) and publish notebooks. Returns a process exit code. ``aa``: an A/A
+    run (every timed contestant races the first one's function), for a scratch site only."""
     started = time.perf_counter()
     if profile == "auto":
         profile = detect_profile()
@@ -68,7 +68,7 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
         params = params_by_profile[profile][info.slug]
         forget_run(build / "executed" / f"{info.slug}.ipynb")
         executed, saved = execute(info, nb, profile, params, build, root=root, progress=progress,
-                                  allow_busy=allow_busy)
+                                  aa=aa)
         key, saved["provenance"]["git_sha"] = key_and_stamp(info, profile, params, params_dir, saved, root)
         record = complete_record(saved, info, profile, params, key, root)
         write_run_record(executed, record)
@@ -228,14 +228,16 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--force", action="store_true", help="run even if up to date or a larger profile is published")
     ex.add_argument("--dry-run", action="store_true", help="say what would run, run nothing")
     ex.add_argument("--no-progress", action="store_true", help="no per-cell progress bar")
-    ex.add_argument("--allow-busy", action="store_true",
-                    help="publish even if the machine was busy (every speed verdict then says so)")
     again = sub.add_parser("reproduce", parents=[common],
                            help="run --only <slug> here into build/reproduce/ and compare its speed verdicts with the "
                                 "published ones (exit 1: one does not reproduce on the same hardware)")
     again.add_argument("--profile", default=None, help="default: the profile of the published run")
-    again.add_argument("--allow-busy", action="store_true", help="measure even if this machine is busy")
     again.add_argument("--scratch", type=Path, default=None, help="where the run goes (default: build/reproduce/)")
+    same = sub.add_parser("aa", parents=[common],
+                          help="run --only <slug> here into build/aa/ racing every timed contestant against itself "
+                               "(A/A) and count the speed verdicts that find a winner")
+    same.add_argument("--profile", default=None, help="default: the profile of the published run, else cpu")
+    same.add_argument("--scratch", type=Path, default=None, help="where the run goes (default: build/aa/)")
     sub.add_parser("render", parents=[common], help="render published notebooks again from build/executed")
     listing = sub.add_parser("list", parents=[common], help="list notebooks, slugs and what is published")
     listing.add_argument("--freshness", action="store_true",
@@ -263,12 +265,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "execute":
             return run(profile=args.profile, only=args.only, force=args.force, site=args.site, build=args.build,
                        notebooks=args.notebooks, params_dir=args.params, progress=not args.no_progress,
-                       dry_run=args.dry_run, allow_busy=args.allow_busy)
+                       dry_run=args.dry_run)
         if args.command == "reproduce":
             from sidebyside.publish.reproduce import SCRATCH, reproduce
 
             return reproduce(only=args.only, profile=args.profile, site=args.site, scratch=args.scratch or SCRATCH,
-                             notebooks=args.notebooks, params_dir=args.params, allow_busy=args.allow_busy)
+                             notebooks=args.notebooks, params_dir=args.params)
+        if args.command == "aa":
+            from sidebyside.publish.reproduce import AA_SCRATCH, aa
+
+            return aa(only=args.only, profile=args.profile, site=args.site, scratch=args.scratch or AA_SCRATCH,
+                      notebooks=args.notebooks, params_dir=args.params)
         if args.command == "render":
             return rerender(only=args.only, site=args.site, build=args.build, notebooks=args.notebooks,
                             params_dir=args.params)

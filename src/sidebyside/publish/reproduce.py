@@ -8,12 +8,17 @@ prints, per verdict, the published figure and hardware, the reader's figure
 and hardware, and whether it reproduces (:func:`table`), then a one-line
 summary (:func:`summary`).
 
-A speed verdict reproduces when the winner is the same (both "within noise"
-counts as the same) and the reader's ratio (the subject's time over the
-other's) lies inside the combined interval: the published interval widened
-by the reader's own relative spread on each side. On the same hardware kind
-(the records' ``provenance.device``) a verdict that does not reproduce makes
-the command exit 1; on other hardware it is reported, not failed.
+A speed verdict reproduces when the winner is the same (no winner on both
+sides counts as the same: within noise, practically tied) and the two 95%
+confidence intervals of the time ratio (each over its run's independent
+processes) overlap. On the same hardware kind (the records'
+``provenance.device``) a verdict that does not reproduce makes the command
+exit 1; on other hardware it is reported, not failed. A busy machine never
+stops it: load widens the reader's intervals, and the verdicts say so.
+
+:func:`aa` is the same run in A/A mode (``make aa ONLY=<slug>``): every timed
+contestant races the first one's function through the verdict's own path,
+and :func:`aa_table` counts the speed verdicts that still find a winner.
 
 Inputs: the published record (``<site>/_data/results/<slug>.json``) and the
 reader's. Outputs: text on stdout, an exit code.
@@ -31,21 +36,25 @@ from sidebyside.publish.cache import published_record
 from sidebyside.publish.common import ROOT, PublishError, say
 from sidebyside.publish.discovery import discover, select
 
-__all__ = ["Row", "speed_verdicts", "compare", "table", "summary", "reproduce", "SCRATCH"]
+__all__ = ["Row", "speed_verdicts", "compare", "table", "summary", "reproduce", "aa", "aa_table", "SCRATCH",
+           "AA_SCRATCH"]
 
 #: Where the reader's runs go: one scratch site per slug, under the (ignored) build folder.
 SCRATCH = ROOT / "build" / "reproduce"
+#: Where the A/A runs go.
+AA_SCRATCH = ROOT / "build" / "aa"
 
-REPRODUCES, OTHER_WINNER, OUTSIDE, MISSING = ("reproduces", "different winner", "same winner, outside the interval",
-                                              "not measured in your run")
+REPRODUCES, OTHER_WINNER, OUTSIDE, MISSING = ("reproduces", "different winner",
+                                              "same winner, intervals do not overlap", "not measured in your run")
 
 
 @dataclasses.dataclass
 class Row:
     """One speed verdict, published against the reader's. ``ratio``/``interval``: the
-    subject's time over the other's; ``combined``: the interval the reader's ratio must
-    fall in; ``outcome``: one of "reproduces", "different winner", "same winner, outside
-    the interval", "not measured in your run"; ``same_hardware``: whether a miss fails."""
+    subject's time over the other's; ``combined``: where the two 95% intervals overlap (None
+    when they do not, or one has none); ``outcome``: one of "reproduces", "different winner",
+    "same winner, intervals do not overlap", "not measured in your run"; ``same_hardware``:
+    whether a miss fails."""
 
     question: str
     published: dict[str, Any]
@@ -75,21 +84,21 @@ def _verdicts(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def speed_verdicts(record: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The speed verdicts of a results record, each as ``{"question", "winner", "ratio",
-    "interval", "subject", "other", "tools"}`` (``ratio`` and ``interval``: the subject's
-    median time over the other's, from the verdict's sides)."""
+    """The speed verdicts of a results record, each as ``{"question", "winner", "label", "ratio",
+    "interval", "subject", "other", "tools"}`` (``ratio`` and ``interval``: the subject's time
+    over the other's; ``interval`` None where the verdict pooled fewer than 2 processes)."""
     out = []
     for v in _verdicts(record):
         sides, interval = v.get("sides") or {}, v.get("interval")
         subject, other = v.get("subject"), v.get("other")
-        try:
-            ratio = sides[subject]["median_s"] / sides[other]["median_s"]
-        except (KeyError, TypeError, ZeroDivisionError):
+        if not all(isinstance(sides.get(k), Mapping) and "median_s" in sides[k] for k in (subject, other)):
             continue  # not a speed verdict (seeds, parity), or no comparison
-        if not interval or len(interval) != 2 or not ratio > 0:
+        ratio = v.get("ratio")
+        if not ratio or ratio <= 0:
             continue
-        out.append({"question": v.get("question", ""), "winner": v.get("winner"), "ratio": ratio,
-                    "interval": (float(interval[0]), float(interval[1])), "subject": subject, "other": other,
+        out.append({"question": v.get("question", ""), "winner": v.get("winner"), "label": v.get("label"),
+                    "ratio": float(ratio), "subject": subject, "other": other,
+                    "interval": (float(interval[0]), float(interval[1])) if interval and len(interval) == 2 else None,
                     "tools": {k: (sides.get(k) or {}).get("tool", "") for k in (subject, other)}})
     return out
 
@@ -98,12 +107,13 @@ def _device(record: Mapping[str, Any]) -> str:
     return str((record.get("provenance") or {}).get("device") or "unknown hardware")
 
 
-def _combined(published: Mapping[str, Any], reader: Mapping[str, Any]) -> tuple[float, float]:
-    """The published interval widened by the reader's own relative spread on each side."""
-    lo_p, hi_p = published["interval"]
-    lo_r, hi_r = reader["interval"]
-    r = reader["ratio"]
-    return lo_p * min(lo_r / r, 1.0), hi_p * max(hi_r / r, 1.0)
+def _combined(published: Mapping[str, Any], reader: Mapping[str, Any]) -> tuple[float, float] | None:
+    """Where the published and the reader's 95% intervals overlap; None when they do not or one
+    has no interval."""
+    if published["interval"] is None or reader["interval"] is None:
+        return None
+    lo, hi = max(published["interval"][0], reader["interval"][0]), min(published["interval"][1], reader["interval"][1])
+    return (lo, hi) if lo <= hi else None
 
 
 def compare(published: Mapping[str, Any], reader: Mapping[str, Any]) -> list[Row]:
@@ -121,7 +131,7 @@ def compare(published: Mapping[str, Any], reader: Mapping[str, Any]) -> list[Row
             combined = _combined(p, r)
             if p["winner"] != r["winner"]:
                 outcome = OTHER_WINNER
-            elif combined[0] <= r["ratio"] <= combined[1]:
+            elif combined is not None:
                 outcome = REPRODUCES
             else:
                 outcome = OUTSIDE
@@ -130,14 +140,18 @@ def compare(published: Mapping[str, Any], reader: Mapping[str, Any]) -> list[Row
 
 
 def _figure(v: Mapping[str, Any]) -> str:
+    if v["interval"] is None:
+        return f"{v.get('label') or 'no verdict'} (time ratio {fmt_number(v['ratio'])}, no interval)"
     lo, hi = v["interval"]
-    spread = f"time ratio {fmt_number(v['ratio'])}, interval {fmt_number(lo)}–{fmt_number(hi)}"
     if v["winner"] is None:
-        return f"within noise ({spread})"
-    factor = 1 / v["ratio"] if v["winner"] == v["subject"] else v["ratio"]
+        return (f"{v.get('label') or 'within noise'} (time ratio {fmt_number(v['ratio'])}, 95% interval "
+                f"{fmt_number(lo)}–{fmt_number(hi)})")
+    subject_wins = v["winner"] == v["subject"]
+    factor = 1 / v["ratio"] if subject_wins else v["ratio"]
+    low, high = (1 / hi, 1 / lo) if subject_wins else (lo, hi)
     tool = v["tools"].get(v["winner"])
     who = FRAMEWORKS.get(v["winner"], v["winner"]) + (f" ({tool})" if tool else "")
-    return f"{who} {fmt_ratio(factor)} faster ({spread})"
+    return f"{who} {fmt_ratio(factor)} faster ({fmt_number(low)}–{fmt_ratio(high)}, 95% interval)"
 
 
 def table(rows: Iterable[Row]) -> str:
@@ -155,9 +169,7 @@ def table(rows: Iterable[Row]) -> str:
         elif row.outcome == OTHER_WINNER:
             said = "does NOT reproduce: a different winner"
         else:
-            lo, hi = row.combined
-            said = (f"does NOT reproduce: the same winner, but the time ratio {fmt_number(row.reader['ratio'])} is "
-                    f"outside the combined interval {fmt_number(lo)}–{fmt_number(hi)}")
+            said = "does NOT reproduce: the same winner, but the two 95% intervals do not overlap"
         if row.outcome != REPRODUCES and not row.same_hardware:
             said += " (other hardware: reported, not failed)"
         lines.append(f"  -> {said}")
@@ -177,15 +189,28 @@ def summary(slug: str, rows: list[Row]) -> str:
     return f"{slug}: {held} of {len(rows)} speed verdicts reproduce {where}{verdict}"
 
 
+def _run_here(info, chosen: str, target: Path, *, notebooks: Path, params_dir: Path, root: Path, progress: bool,
+              aa: bool = False) -> dict[str, Any]:
+    """Run one notebook here into the scratch site ``target`` and return its record."""
+    from sidebyside.publish.cli import run
+
+    say(f"{info.slug}: running it here with the {chosen} profile{' in A/A mode' if aa else ''} into {target} (the "
+        "published files are not touched) ...")
+    run(profile=chosen, only=info.slug, force=True, site=target, build=target / "build", notebooks=notebooks,
+        params_dir=params_dir, root=root, progress=progress, aa=aa)
+    mine = published_record(target, info.slug)
+    if mine is None:
+        raise PublishError(f"{info.slug}: the run left no results in {target}")
+    return mine
+
+
 def reproduce(*, only: str, profile: str | None = None, site: Path = ROOT, scratch: Path = SCRATCH,
               notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params", root: Path = ROOT,
-              allow_busy: bool = False, progress: bool = True) -> int:
+              progress: bool = True) -> int:
     """Run each notebook of ``only`` on this machine into ``scratch/<slug>/`` with the
     published profile (or ``profile``), print :func:`table` and :func:`summary` against
     the record published in ``site``; return 1 when a verdict measured on the same
     hardware kind does not reproduce, else 0."""
-    from sidebyside.publish.cli import run
-
     if not only:
         raise PublishError("reproduce needs the post to check: make reproduce ONLY=<slug> (make list shows the slugs)")
     exit_code = 0
@@ -193,18 +218,43 @@ def reproduce(*, only: str, profile: str | None = None, site: Path = ROOT, scrat
         published = published_record(site, info.slug)
         if published is None:
             raise PublishError(f"{info.slug} is not published in {site}: there is nothing to reproduce")
-        chosen = profile or published["profile"]
-        target = Path(scratch) / info.slug
-        say(f"{info.slug}: running it here with the {chosen} profile into {target} (the published files are not "
-            "touched) ...")
-        run(profile=chosen, only=info.slug, force=True, site=target, build=target / "build", notebooks=notebooks,
-            params_dir=params_dir, root=root, progress=progress, allow_busy=allow_busy)
-        mine = published_record(target, info.slug)
-        if mine is None:
-            raise PublishError(f"{info.slug}: the run left no results in {target}")
+        mine = _run_here(info, profile or published["profile"], Path(scratch) / info.slug, notebooks=notebooks,
+                         params_dir=params_dir, root=root, progress=progress)
         rows = compare(published, mine)
         print(table(rows))
         print(summary(info.slug, rows))
         if any(row.fails for row in rows):
             exit_code = 1
     return exit_code
+
+
+def aa_table(record: Mapping[str, Any]) -> tuple[str, int, int]:
+    """The speed verdicts of an A/A run's record, one line each (label, ratio, interval), and
+    ``(text, winners, verdicts)``: how many of them found a winner."""
+    found = speed_verdicts(record)
+    lines = [f"{_figure(v)}: {v['question']}" for v in found]
+    winners = sum(v["winner"] is not None for v in found)
+    return "\n".join(lines), winners, len(found)
+
+
+def aa(*, only: str, profile: str | None = None, site: Path = ROOT, scratch: Path = AA_SCRATCH,
+       notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params", root: Path = ROOT,
+       progress: bool = True) -> int:
+    """Run each notebook of ``only`` here in A/A mode into ``scratch/<slug>/`` (the published
+    profile, or ``profile``, else cpu), print each speed verdict and how many found a winner;
+    return 0 (the count is the finding)."""
+    if not only:
+        raise PublishError("aa needs the post to check: make aa ONLY=<slug> (make list shows the slugs)")
+    total = winners = 0
+    for info in select(discover(notebooks), only):
+        published = published_record(site, info.slug)
+        chosen = profile or (published or {}).get("profile") or "cpu"
+        record = _run_here(info, chosen, Path(scratch) / info.slug, notebooks=notebooks, params_dir=params_dir,
+                           root=root, progress=progress, aa=True)
+        text, won, count = aa_table(record)
+        print(text)
+        print(f"{info.slug}: {won} of {count} speed verdicts found a winner racing each contestant against itself "
+              f"({_device(record)}, {chosen} profile)")
+        total, winners = total + count, winners + won
+    print(f"A/A: {winners} of {total} speed verdicts found a winner")
+    return 0

@@ -21,12 +21,12 @@ headless       ``SIDEBYSIDE_HEADLESS``     "1": no widgets (text progress bars)
 inputs         ``SIDEBYSIDE_INPUTS``       JSON: the inputs the publisher declares for the run
                                            (notebook digest, profile, parameters, pins:
                                            :func:`sidebyside.run.runkey.declared_inputs`)
-allow_busy     ``SIDEBYSIDE_ALLOW_BUSY``   "1": publish a run measured on a busy machine, every
-                                           speed verdict saying so (:mod:`sidebyside.lab.quiet`)
+aa             ``SIDEBYSIDE_AA``           "1": an A/A run: every timed contestant races the first
+                                           one's function (:func:`sidebyside.lab.pool.aa`)
 =============  ==========================  ==========================================
 
 A notebook run by hand has no context: every field is None (``headless``
-and ``allow_busy`` False), and the library falls back to the checkout this module sits in.
+and ``aa`` False), and the library falls back to the checkout this module sits in.
 
 :func:`results_record` is the one function that builds a results record,
 both the part a notebook saves and the full record the publisher publishes
@@ -55,7 +55,7 @@ ENV = {
     "commit": "SIDEBYSIDE_GIT_SHA",
     "headless": "SIDEBYSIDE_HEADLESS",
     "inputs": "SIDEBYSIDE_INPUTS",
-    "allow_busy": "SIDEBYSIDE_ALLOW_BUSY",
+    "aa": "SIDEBYSIDE_AA",
 }
 
 
@@ -75,7 +75,7 @@ class RunContext:
     commit: str | None = None
     headless: bool = False
     inputs: dict[str, Any] | None = None
-    allow_busy: bool = False
+    aa: bool = False
 
     def env(self) -> dict[str, str]:
         """The environment variables that carry this context into a kernel
@@ -83,7 +83,7 @@ class RunContext:
         out = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("headless", "allow_busy"):
+            if f.name in ("headless", "aa"):
                 out[ENV[f.name]] = "1" if value else "0"
             elif f.name == "inputs" and value is not None:
                 out[ENV["inputs"]] = json.dumps(value, sort_keys=True, default=str)
@@ -115,7 +115,7 @@ def current(environ: Mapping[str, str] | None = None) -> RunContext:
         commit=get("commit"),
         headless=get("headless") == "1",
         inputs=json.loads(get("inputs")) if get("inputs") else None,
-        allow_busy=get("allow_busy") == "1",
+        aa=get("aa") == "1",
     )
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from sidebyside.lab import timing as sbs_timing
-from sidebyside.lab import verdict
+from sidebyside.lab import tables, verdict
 
 __all__ = [
     "TORCH_TOOLS",
@@ -209,7 +209,7 @@ def ladder_table(speed: Mapping[str, Mapping[str, Any]], workloads: Sequence[str
     frames = []
     for w in workloads:
         record = speed[w]
-        table = sbs_timing.ladder_table({**record["ladder"], **record.get("host_fed", {})}, labels=LABELS, unit="s")
+        table = tables.ladder_table({**record["ladder"], **record.get("host_fed", {})}, labels=LABELS, unit="s")
         if len(workloads) > 1:
             table = pd.concat({(w.split("/")[0].upper(), record["precision"]): table}, names=["model", "precision"])
         frames.append(table)

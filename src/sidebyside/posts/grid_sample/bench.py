@@ -347,7 +347,8 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
             for side in ("jax", "torch"):
                 row.update({f"{side}_ms": t[side].median_s * 1e3, f"{side}_iqr_ms": t[side].iqr_s * 1e3,
                             f"{side}_q1_ms": t[side].q1_s * 1e3, f"{side}_q3_ms": t[side].q3_s * 1e3,
-                            f"{side}_repetitions_ms": [r * 1e3 for r in t[side].repetitions_s]})
+                            f"{side}_processes_ms": [r * 1e3 for r in t[side].processes_s]})
+            row.update(floor=t["jax"].floor, busy=t["jax"].busy)
             # the first call of each (compilation included): where a configuration's time goes
             row["first_call_ms"] = {name: timed.first_s * 1e3 for name, timed in t.items()}
             for extra in fns:
@@ -474,7 +475,8 @@ def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device,
                     f"{side}_kernel_iqr_ms": t[side].iqr_s * 1e3 / n,
                     f"{side}_kernel_q1_ms": t[side].q1_s * 1e3 / n,
                     f"{side}_kernel_q3_ms": t[side].q3_s * 1e3 / n,
-                    f"{side}_kernel_repetitions_ms": [r * 1e3 / n for r in t[side].repetitions_s]})
+                    f"{side}_kernel_processes_ms": [r * 1e3 / n for r in t[side].processes_s]})
+    row.update(kernel_floor=t["jax"].floor, kernel_busy=t["jax"].busy)
     for layout in layouts:
         row[f"jax_{layout}_kernel_ms"] = t[layout].median_s * 1e3 / n
         row[f"{layout}_kernel_ratio"] = timing.ratio(t[layout], t["torch"])

@@ -188,9 +188,11 @@ def headline_key(speed: Mapping[str, Mapping[str, Any]]) -> str:
 
 def _timing(row: Mapping[str, Any], side: str, kind: str) -> dict[str, float]:
     infix = "_kernel" if kind == "kernel" else ""
+    prefix = "kernel_" if kind == "kernel" else ""
     return {"median_s": row[f"{side}{infix}_ms"] / 1e3, "q1_s": row[f"{side}{infix}_q1_ms"] / 1e3,
             "q3_s": row[f"{side}{infix}_q3_ms"] / 1e3,
-            "repetitions_s": [r / 1e3 for r in row.get(f"{side}{infix}_repetitions_ms") or []]}
+            "processes_s": [r / 1e3 for r in row.get(f"{side}{infix}_processes_ms") or []],
+            "floor": row.get(f"{prefix}floor"), "busy": row.get(f"{prefix}busy") or []}
 
 
 def scale(metrics: Mapping[str, Any], key: str) -> dict[str, Any]:

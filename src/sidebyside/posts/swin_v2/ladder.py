@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -209,8 +210,28 @@ def _jax_rung(config: SwinConfig, tool: str, phase: str, X: np.ndarray, y: np.nd
     return Rung(f"jax/{tool}", run=run, compile_s=compile_s, peak_memory_bytes=lambda: jax_peak_bytes(compiled))
 
 
-def _one_line(error: BaseException) -> str:
-    return " ".join(f"{type(error).__name__}: {error}".split())[:300]
+def _rungs(config: SwinConfig, torch_tools: Sequence[str], jax_tools: Sequence[str], phase: str, precision: str,
+           batch_size: int, steps: int, seed: int) -> dict[str, Rung]:
+    """Every tool's rung on the same random batches; a tool that fails to build keeps its error."""
+    X, y = random_batches(config, batch_size, steps, seed)
+    rungs: dict[str, Rung] = {}
+    for framework, tools, build in (("torch", torch_tools, _torch_rung), ("jax", jax_tools, _jax_rung)):
+        for tool in tools:
+            name = f"{framework}/{tool}"
+            try:
+                rungs[name] = build(config, tool, phase, X, y, precision, seed)
+            except Exception as error:  # noqa: BLE001  (a failing tool is a finding, kept with its error)
+                rungs[name] = Rung(name, error=sbs_timing.one_line(error))
+    return rungs
+
+
+def _working(config: SwinConfig, names: Sequence[str], phase: str, precision: str, batch_size: int, steps: int,
+             seed: int) -> dict[str, Any]:
+    """The builder a timing worker process calls: the rungs ``names`` built again, as callables."""
+    tools = {fw: [n.split("/", 1)[1] for n in names if n.startswith(fw + "/")] for fw in ("torch", "jax")}
+    rungs = _rungs(config, tools["torch"], tools["jax"], phase, precision, batch_size, steps, seed)
+    return {name: rungs[name].run if rungs[name].run is not None else RuntimeError(rungs[name].error)
+            for name in names}
 
 
 def speed_ladder(config: SwinConfig, *, batch_size: int, phase: str, precision: str = "float32",
@@ -238,35 +259,32 @@ def speed_ladder(config: SwinConfig, *, batch_size: int, phase: str, precision: 
         import torch
 
         torch._dynamo.reset()  # each setting compiles cold, from nothing an earlier setting left
-    X, y = random_batches(config, batch_size, steps, seed)
-    rungs: dict[str, Rung] = {}
+    rungs = _rungs(config, torch_tools, jax_tools, phase, precision, batch_size, steps, seed)
     first: dict[str, float] = {}
     realloc: dict[str, float] = {}
-    for framework, tools, build in (("torch", torch_tools, _torch_rung), ("jax", jax_tools, _jax_rung)):
-        for tool in tools:
-            name = f"{framework}/{tool}"
-            try:
-                rung = build(config, tool, phase, X, y, precision, seed)
-                if rung.run is not None:
-                    # The first call alone: torch.compile compiles here; JAX compiled above, ahead of time.
-                    start = time.perf_counter()
-                    sbs_timing.block(rung.run())
-                    first[name] = time.perf_counter() - start
-                    if framework == "torch" and _on_gpu():
-                        # Empty PyTorch's caching allocator and call again: what this costs beyond a
-                        # steady call is the allocation that the first call paid too.
-                        import torch
+    for name, rung in rungs.items():
+        if rung.run is None:
+            continue
+        try:
+            # The first call alone: torch.compile compiles here; JAX compiled above, ahead of time.
+            start = time.perf_counter()
+            sbs_timing.block(rung.run())
+            first[name] = time.perf_counter() - start
+            if name.startswith("torch/") and _on_gpu():
+                # Empty PyTorch's caching allocator and call again: what this costs beyond a
+                # steady call is the allocation that the first call paid too.
+                import torch
 
-                        torch.cuda.synchronize()
-                        torch.cuda.empty_cache()
-                        start = time.perf_counter()
-                        sbs_timing.block(rung.run())
-                        realloc[name] = time.perf_counter() - start
-            except Exception as error:  # noqa: BLE001  (a failing tool is a finding, kept with its error)
-                rung = Rung(name, error=_one_line(error))
-            rungs[name] = rung
+                torch.cuda.synchronize()
+                torch.cuda.empty_cache()
+                start = time.perf_counter()
+                sbs_timing.block(rung.run())
+                realloc[name] = time.perf_counter() - start
+        except Exception as error:  # noqa: BLE001  (a failing tool is a finding, kept with its error)
+            rungs[name] = Rung(name, error=sbs_timing.one_line(error))
     working = {name: r.run for name, r in rungs.items() if r.run is not None}
-    timings = sbs_timing.compare(working, repeats=repeats, warmup=1, min_repeat_s=min_repeat_s,
+    builder = functools.partial(_working, config, tuple(working), phase, precision, batch_size, steps, seed)
+    timings = sbs_timing.compare(builder, here=working, repeats=repeats, warmup=1, min_repeat_s=min_repeat_s,
                                  pipelined=_on_gpu()) if working else {}
     entries: dict[str, dict[str, Any]] = {}
     for name, rung in rungs.items():
@@ -284,17 +302,15 @@ def speed_ladder(config: SwinConfig, *, batch_size: int, phase: str, precision: 
             compile_s, allocation_s = max(first[name] - realloc[name], 0.0), max(realloc[name] - t.median_s, 0.0)
         else:
             compile_s, allocation_s = max(first[name] - t.median_s, 0.0), None
-        per_step = {"median_s": t.median_s / steps, "q1_s": t.q1_s / steps, "q3_s": t.q3_s / steps,
-                    "repetitions_s": [r / steps for r in t.repetitions_s],
-                    "first_s": first[name],  # the whole first call (all its steps)
-                    "compile_s": compile_s}
-        entry = sbs_verdict.ladder_entry(per_step)
+        entry = sbs_verdict.scaled({name: sbs_verdict.ladder_entry(t)}, 1 / steps)[name]
+        entry["first_s"] = first[name]  # the whole first call (all its steps)
+        entry["compile_s"] = compile_s
         entry["allocation_s"] = allocation_s
         entry["images_per_s"] = batch_size / entry["median_s"]
         try:
             entry["peak_memory_bytes"] = rung.peak_memory_bytes() if rung.peak_memory_bytes else None
         except Exception as error:  # noqa: BLE001
-            entry["peak_memory_bytes"], entry["memory_error"] = None, _one_line(error)
+            entry["peak_memory_bytes"], entry["memory_error"] = None, sbs_timing.one_line(error)
         entries[name] = entry
     return {"phase": phase, "batch_size": batch_size, "precision": precision, "steps_per_call": steps,
             "ladder": entries, "best": sbs_verdict.best(entries)}

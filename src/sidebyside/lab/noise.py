@@ -1,0 +1,131 @@
+"""The noise floor of a machine kind: how far apart two identical functions time.
+
+Racing a function against itself (A/A) through the one measuring path
+(:func:`sidebyside.lab.timing.compare`: the same processes, interleaving and
+statistics as every verdict) gives time ratios that differ from 1 by noise
+alone. The floor of a machine kind is the largest such difference over the
+trials of :func:`measure` (``max |ln r|``, written as the fraction
+``exp(max |ln r|) - 1``): a verdict whose ratio lies inside it is
+"practically tied" whatever its interval says (:mod:`sidebyside.lab.stats`).
+
+The floors are committed beside the quiet baselines
+(``params/noise-floor.json``, :func:`floors_file`), keyed by machine kind
+(:func:`sidebyside.lab.quiet.machine_kind`); ``python -m sidebyside.lab.noise
+--save`` measures this machine kind's and writes it. A machine kind without
+one has no floor: its verdicts rest on their intervals alone, and say so.
+
+Inputs: the machine kind. Outputs: the floor (a fraction) and its record.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from sidebyside.run import context
+
+__all__ = ["floors_file", "floor", "record", "save", "measure", "aa_functions"]
+
+
+def floors_file() -> Path:
+    """``params/noise-floor.json`` of the run's checkout: ``{machine kind: record}``."""
+    return context.current().project_root() / "params" / "noise-floor.json"
+
+
+def record(kind: str | None = None, path: Path | None = None) -> dict[str, Any] | None:
+    """The committed floor record of ``kind`` (default: this machine's), or None."""
+    from sidebyside.lab import quiet
+
+    path = path or floors_file()
+    if not path.exists():
+        return None
+    return json.loads(path.read_text(encoding="utf-8")).get(kind or quiet.machine_kind())
+
+
+def floor(kind: str | None = None, path: Path | None = None) -> float | None:
+    """The noise floor of ``kind`` (default: this machine's) as a fraction, or None without one."""
+    found = record(kind, path)
+    return None if found is None else float(found["floor"])
+
+
+def save(kind: str, found: dict[str, Any], path: Path | None = None) -> None:
+    """Write ``found`` (from :func:`measure`) as the floor record of ``kind``, keeping the others."""
+    path = path or floors_file()
+    floors = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    floors[kind] = found
+    path.write_text(json.dumps(floors, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def aa_functions(size: int = 128) -> dict[str, Any]:
+    """The functions :func:`measure` races against themselves: a PyTorch matmul, a jitted JAX
+    matmul and a jitted JAX elementwise chain, each a builder of a two-name race."""
+    return {name: functools.partial(_race, name, size) for name in ("torch matmul", "jax matmul", "jax elementwise")}
+
+
+def _race(name: str, size: int) -> dict[str, Any]:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import torch
+
+    x = np.random.default_rng(0).standard_normal((size, size)).astype(np.float32)
+    if name == "torch matmul":
+        t = torch.from_numpy(x)
+        fn = functools.partial(torch.matmul, t, t)
+    elif name == "jax matmul":
+        j = jnp.asarray(x)
+        fn = functools.partial(jax.jit(jnp.matmul), j, j)
+    else:
+        j = jnp.asarray(x)
+        fn = functools.partial(jax.jit(lambda v: jnp.tanh(v) * 2 + jnp.sin(v)), j)
+    return {"A": fn, "B": fn}
+
+
+def measure(trials: int = 8, *, processes: int | None = None, repeats: int = 15) -> dict[str, Any]:
+    """Race each of :func:`aa_functions` against itself ``trials`` times through
+    :func:`sidebyside.lab.timing.compare` and return the floor record: ``floor``, ``trials``
+    (the count of races), ``largest`` (the ratio furthest from 1), ``ratios`` and ``method``."""
+    from sidebyside.lab import pool, stats, timing
+
+    ratios = []
+    for _ in range(trials):
+        for builder in aa_functions().values():
+            t = timing.compare(builder, repeats=repeats, processes=processes)
+            ratios.append(stats.ratio_interval(t["A"].processes_s, t["B"].processes_s)["ratio"])
+    largest = max(ratios, key=lambda r: abs(math.log(r)))
+    value = math.exp(max(abs(math.log(r)) for r in ratios)) - 1
+    return {"floor": round(value, 4), "trials": len(ratios), "largest": largest, "ratios": ratios,
+            "processes": pool.processes(processes),
+            "measured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "method": "the largest time ratio of a function raced against itself (A/A) through the harness, "
+                      "as exp(max |ln r|) - 1"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from sidebyside.lab import conditions, quiet
+
+    parser = argparse.ArgumentParser(prog="python -m sidebyside.lab.noise",
+                                     description="Measure this machine kind's noise floor by A/A races.")
+    parser.add_argument("--trials", type=int, default=8, help="races of each function against itself (default 8)")
+    parser.add_argument("--processes", type=int, default=5, help="processes per race (default 5, the cpu profile's)")
+    parser.add_argument("--save", action="store_true", help=f"write it into {floors_file()}")
+    args = parser.parse_args(argv)
+    conditions.same_conditions()
+    found = measure(args.trials, processes=args.processes)
+    kind = quiet.machine_kind()
+    print(json.dumps({"kind": kind, **{k: v for k, v in found.items() if k != "ratios"}}, indent=2))
+    if args.save:
+        save(kind, found)
+        print(f"saved as the noise floor of {kind} in {floors_file()}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

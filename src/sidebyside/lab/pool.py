@@ -1,0 +1,209 @@
+"""Independent processes for the timing harness: one process is one observation.
+
+What changes between processes (address-space layout, page placement, the
+allocators' state, which cores the threads land on, where compiled code is
+aligned) is invisible inside one warm process, so :mod:`sidebyside.lab.timing`
+times every comparison in several processes: its own first, then each of the
+worker processes kept here, one after another (never two at once, so they do
+not compete for the cores).
+
+A worker is a fresh ``python -m sidebyside.lab.pool``, started on first use
+and kept for the run (so that imports are paid once). It sets the same
+conditions as this process (:func:`sidebyside.lab.conditions.applied`, before
+JAX starts), inherits the run's context and compilation cache through the
+environment, and answers jobs: the contestants pickled with cloudpickle (the
+``{name: callable}`` mapping, whose closures travel by value with the arrays,
+models and functions they hold, even those defined in a notebook; or a
+builder that returns it), which it then times with
+:func:`sidebyside.lab.timing.measure_here`, starting with the contestant its
+index names, and sends the timings back. Its output goes to this process's
+standard error, never into the notebook.
+
+:func:`processes` says how many processes a profile pools; :func:`aa`
+replaces every contestant by the first one in an A/A run (``make aa``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sidebyside.run import context
+
+__all__ = ["PROCESSES", "BY_HAND", "processes", "aa", "measure_elsewhere", "close"]
+
+#: Independent processes per profile: each is one observation of every speed verdict.
+PROCESSES = {"smoke": 2, "cpu": 5, "gpu": 3}
+#: A notebook run by hand (no profile) pools as many as the smoke profile.
+BY_HAND = 2
+
+_WORKERS: dict[int, _Worker] = {}
+
+
+def processes(given: int | None = None) -> int:
+    """How many processes a comparison pools: ``given``, else the run profile's
+    (:data:`PROCESSES`), else :data:`BY_HAND`."""
+    if given is not None:
+        if given < 1:
+            raise ValueError(f"processes must be >= 1, got {given}")
+        return int(given)
+    return PROCESSES.get(context.current().profile or "", BY_HAND)
+
+
+def aa(fns: Mapping[str, Callable[[], Any]]) -> dict[str, Callable[[], Any]]:
+    """In an A/A run (the run context's ``aa``) every name races the first contestant's function,
+    through the same processes, interleaving and statistics; otherwise ``fns`` unchanged."""
+    fns = dict(fns)
+    if not context.current().aa or not fns:
+        return fns
+    first = next(iter(fns.values()))
+    return dict.fromkeys(fns, first)
+
+
+class _Worker:
+    """One worker process and its pipes."""
+
+    def __init__(self) -> None:
+        from sidebyside.lab import conditions
+
+        self.log = tempfile.NamedTemporaryFile(prefix="sidebyside-worker-", suffix=".log", delete=False)
+        env = dict(os.environ)
+        env["SIDEBYSIDE_POOL_CONDITIONS"] = repr(conditions.applied())
+        self.process = subprocess.Popen([sys.executable, "-m", "sidebyside.lab.pool"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=self.log, env=env)
+
+    def ask(self, job: dict[str, Any]) -> dict[str, Any]:
+        try:
+            pickle.dump(job, self.process.stdin)
+            self.process.stdin.flush()
+            return pickle.load(self.process.stdout)
+        except (EOFError, BrokenPipeError, pickle.UnpicklingError) as error:
+            self.process.kill()
+            raise RuntimeError(f"a timing worker process died ({type(error).__name__}); the end of its log "
+                               f"({self.log.name}):\n{self.tail()}") from None
+
+    def tail(self, chars: int = 3000) -> str:
+        with open(self.log.name, errors="replace") as f:
+            return f.read()[-chars:]
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.stdin.close()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        os.unlink(self.log.name)
+
+
+def close() -> None:
+    """End every worker process (at exit, or after a test)."""
+    for worker in _WORKERS.values():
+        worker.close()
+    _WORKERS.clear()
+
+
+atexit.register(close)
+
+
+def _compiled_again(fn: Callable[..., Any], backend: Any, dynamic: bool | None, fullgraph: bool) -> Callable[..., Any]:
+    import torch
+
+    return torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=fullgraph)
+
+
+def _dumps(obj: Any) -> bytes:
+    """``obj`` pickled with cloudpickle, a function compiled by ``torch.compile`` as the
+    function, its backend (with its mode's settings) and its options, compiled again on arrival
+    (the compiled wrapper itself holds Dynamo's configuration, which does not pickle)."""
+    import io
+
+    import cloudpickle
+
+    class Pickler(cloudpickle.Pickler):
+        def reducer_override(self, value: Any) -> Any:
+            original = getattr(value, "_torchdynamo_orig_callable", None)
+            context_ = next((c.cell_contents for c in getattr(value, "__closure__", None) or ()
+                             if type(c.cell_contents).__name__ == "OptimizeContext"), None)
+            if original is None or context_ is None or not callable(value):
+                return super().reducer_override(value)
+            backend = context_.callback
+            while hasattr(backend, "_torchdynamo_orig_backend"):
+                backend = backend._torchdynamo_orig_backend
+            return _compiled_again, (original, backend, context_._dynamic, context_.fullgraph)
+
+    buffer = io.BytesIO()
+    Pickler(buffer).dump(obj)
+    return buffer.getvalue()
+
+
+def measure_elsewhere(source: Mapping[str, Callable[[], Any]] | Callable[[], Mapping[str, Any]], index: int,
+                      **options: Any):
+    """Time the contestants in worker ``index`` (1, 2, ...), starting with the ``index``-th:
+    ``source`` is the ``{name: callable}`` mapping itself (its closures travel by value, with the
+    arrays and models they hold) or a builder returning it. ``options`` as
+    :func:`sidebyside.lab.timing.measure_here` takes them. Returns ``(timings, errors)``. Raises
+    RuntimeError, with the worker's words, when it cannot be pickled, fails to build, or the
+    worker dies."""
+    try:
+        blob = _dumps(source)
+    except Exception as error:
+        raise RuntimeError(f"the contestants {', '.join(source) if isinstance(source, Mapping) else source!r} cannot "
+                           f"be sent to a worker process ({type(error).__name__}: {error}): everything they refer to "
+                           "must pickle with cloudpickle; pass timing.compare or timing.ladder a builder (a function "
+                           "that builds them) instead") from error
+    worker = _WORKERS.get(index)
+    if worker is None or worker.process.poll() is not None:
+        worker = _WORKERS[index] = _Worker()
+    answer = worker.ask({"builder": blob, "options": {**options, "shift": index}})
+    if answer.get("fatal"):
+        raise RuntimeError(f"process {index + 1} could not build or time the contestants:\n{answer['fatal']}")
+    return answer["timings"], answer["errors"]
+
+
+def _serve() -> None:
+    """A worker's loop: answer jobs on stdin until it closes."""
+    protocol_in, protocol_out = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # what the contestants print goes to the log, never into the protocol
+    sys.stdout = sys.stderr
+    import ast
+
+    from sidebyside.lab import conditions
+
+    given = ast.literal_eval(os.environ.get("SIDEBYSIDE_POOL_CONDITIONS", "None"))
+    if given is not None:
+        conditions.same_conditions(**given)
+    import gc
+
+    import cloudpickle
+
+    from sidebyside.lab import timing
+
+    while True:
+        try:
+            job = pickle.load(protocol_in)
+        except EOFError:
+            return
+        answer: dict[str, Any] = {"timings": {}, "errors": {}, "fatal": None}
+        try:
+            sent = cloudpickle.loads(job["builder"])
+            built = sent if isinstance(sent, Mapping) else sent()
+            fns = aa({n: f for n, f in built.items() if callable(f) and not isinstance(f, BaseException)})
+            answer["timings"], answer["errors"] = timing.measure_here(fns, **job["options"])
+            del built, fns
+        except Exception:
+            answer["fatal"] = traceback.format_exc(limit=8)
+        gc.collect()
+        pickle.dump(answer, protocol_out)
+        protocol_out.flush()
+
+
+if __name__ == "__main__":
+    _serve()

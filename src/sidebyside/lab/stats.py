@@ -1,0 +1,114 @@
+"""The statistics every verdict rests on, stated once.
+
+Speed: one process is one observation. Each process times both contestants,
+interleaved, and keeps each one's median per-call time; the observation is
+the subject's median over the other's in that process, ``r_i``. Over ``n``
+processes (:func:`ratio_interval`):
+
+- ``L_i = ln r_i``; ``m = mean(L)``, ``s = sd(L)`` (sample, ``n - 1``);
+- the time ratio is the geometric mean ``exp(m)``;
+- the 95% confidence interval is the t-interval on the log-ratios,
+  ``exp(m ± t(0.975, n - 1) · s / √n)``, with Student's t quantile from
+  SciPy. It narrows as processes are added (``1/√n`` and a smaller quantile).
+
+A ratio is "practically tied" when it lies inside the machine kind's noise
+floor ``f`` (:func:`inside_floor`: ``1/(1+f) < ratio < 1+f``): the largest
+ratio that racing a function against itself (A/A) produced on that machine
+kind, whatever its interval says.
+
+Seeds (:func:`welch`): a quantity measured over seeds on each side. The
+difference of the means ``d = mean(a) - mean(b)``, Welch's standard error
+``se = √(var(a)/n_a + var(b)/n_b)``, the Welch–Satterthwaite degrees of
+freedom ``ν``, the two-sided 95% interval ``d ± t(0.975, ν) · se`` (SciPy's
+``ttest_ind(equal_var=False)``), and the smallest difference the test could
+have detected with 80% power at that level, ``(t(0.975, ν) + t(0.80, ν)) · se``.
+
+Inputs: positive per-process times, or seed values. Outputs: plain dicts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["CONFIDENCE", "POWER", "ratio_interval", "inside_floor", "welch"]
+
+#: The confidence of every interval the site publishes.
+CONFIDENCE = 0.95
+#: The power at which :func:`welch` states the smallest detectable difference.
+POWER = 0.80
+
+
+def ratio_interval(subject: Sequence[float], other: Sequence[float], *,
+                   confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """The time ratio ``subject/other`` over processes, paired by position.
+
+    ``subject[i]`` and ``other[i]`` are the median per-call seconds of the two
+    contestants in process ``i``. Returns ``ratio`` (geometric mean of the
+    per-process ratios), ``interval`` (the t-interval on log-ratios, or None
+    with fewer than 2 processes), ``processes`` (n), ``ratios`` (each process's
+    ratio) and ``method`` (one line). Raises ValueError on lengths that differ
+    or a time that is not positive."""
+    from scipy import stats
+
+    if len(subject) != len(other):
+        raise ValueError(f"one time per process on each side: got {len(subject)} and {len(other)}")
+    if not subject:
+        raise ValueError("ratio_interval needs at least one process")
+    if min(*subject, *other) <= 0:
+        raise ValueError("per-process times must be positive seconds")
+    logs = [math.log(a / b) for a, b in zip(subject, other)]
+    n = len(logs)
+    mean = sum(logs) / n
+    out = {"ratio": math.exp(mean), "processes": n, "ratios": [math.exp(x) for x in logs], "interval": None,
+           "method": f"geometric mean of per-process time ratios; {confidence:.0%} t-interval on their logarithms "
+                     f"over {n} process{'es' if n != 1 else ''}"}
+    if n >= 2:
+        sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+        half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+        out["interval"] = (math.exp(mean - half), math.exp(mean + half))
+    return out
+
+
+def inside_floor(ratio: float, floor: float | None) -> bool:
+    """Whether a time ratio lies strictly inside the noise floor ``floor`` (a fraction: 0.05 means
+    ratios between 1/1.05 and 1.05); False without a floor."""
+    if not floor:
+        return False
+    return 1 / (1 + floor) < ratio < 1 + floor
+
+
+def welch(subject: Sequence[float], other: Sequence[float], *, confidence: float = CONFIDENCE,
+          power: float = POWER) -> dict[str, Any]:
+    """Welch's test of ``mean(subject) - mean(other)``.
+
+    Returns ``difference``, ``se``, ``df`` (Welch–Satterthwaite; None with
+    fewer than 2 values on a side or no spread), ``interval`` (the two-sided
+    ``confidence`` interval of the difference, or None), ``pvalue``,
+    ``significant`` (the interval excludes 0) and ``detectable`` (the
+    smallest difference detectable with ``power``, or None)."""
+    from scipy import stats
+
+    a, b = [float(x) for x in subject], [float(x) for x in other]
+    if not a or not b:
+        raise ValueError("welch() needs at least one value on each side")
+    diff = sum(a) / len(a) - sum(b) / len(b)
+    out: dict[str, Any] = {"difference": diff, "se": None, "df": None, "interval": None, "pvalue": None,
+                           "significant": False, "detectable": None}
+    if len(a) < 2 or len(b) < 2:
+        return out
+    va, vb = stats.tvar(a), stats.tvar(b)
+    se = math.sqrt(va / len(a) + vb / len(b))
+    out["se"] = se
+    if se == 0:
+        out["significant"] = diff != 0
+        return out
+    test = stats.ttest_ind(a, b, equal_var=False)
+    df = float(test.df)
+    low, high = test.confidence_interval(confidence)
+    quantile = float(stats.t.ppf(0.5 + confidence / 2, df))
+    out.update(df=df, interval=(float(low), float(high)), pvalue=float(test.pvalue),
+               significant=not (low <= 0 <= high),
+               detectable=(quantile + float(stats.t.ppf(power, df))) * se)
+    return out
