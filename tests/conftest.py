@@ -113,3 +113,13 @@ def _no_results_leak(monkeypatch, tmp_path):
     monkeypatch.setenv(context.ENV["results_dir"], str(tmp_path / "results"))
     monkeypatch.delenv(context.ENV["slug"], raising=False)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _one_process_unless_asked(monkeypatch):
+    """A unit test times the in-process loop of sidebyside.lab.timing (its functions may count calls
+    or hold state a worker process would not share); a test of the pooling passes ``processes=``."""
+    from sidebyside.lab import pool
+
+    monkeypatch.setattr(pool, "BY_HAND", 1)
+    yield

@@ -115,8 +115,8 @@ def test_time_fn_separates_first_call_and_measures_steady_state():
     assert t.first_s >= 0.05 and t.median_s >= 0.002 and t.median_s < 0.05
     assert t.compile_s >= 0.05 - t.median_s - 1e-9
     assert t.q1_s <= t.median_s <= t.q3_s and t.iqr_s >= 0
-    d = t.to_dict()
-    assert d["median"] == t.median_s and d["repeats"] == 5 and d["number"] == 3
+    d = t.entry()
+    assert d["median_s"] == t.median_s and d["repeats"] == 5 and d["number"] == 3 and d["processes_s"] == [t.median_s]
 
 
 def test_time_fn_picks_number_to_fill_a_repeat():
@@ -160,7 +160,10 @@ def test_compare_interleaves_repeats():
                    min_repeat_s=0.0, max_number=1)
     rounds = [order[i:i + 2] for i in range(len(order) - 6, len(order), 2)]
     assert all(sorted(r) == ["a", "b"] for r in rounds)  # every round times each function once
-    assert [r[0] for r in rounds] == ["a", "b", "a"]  # and the repetitions rotate which goes first
+    assert [r[0] for r in rounds] == ["a", "a", "a"]  # one process: the first function opens every round
+    shifted = timing.measure_here({"a": lambda: order.append("a"), "b": lambda: order.append("b")}, repeats=2,
+                                  warmup=0, min_repeat_s=0.0, max_number=1, shift=1)
+    assert set(shifted[0]) == {"a", "b"} and order[-4:] == ["b", "a", "b", "a"]  # another process opens with b
 
 
 def test_compare_pipelined_waits_once_per_repeat():

@@ -307,12 +307,14 @@ def test_ladder_keeps_failures_and_not_applicable_rows_in_order():
 
 
 def test_ladder_verdict_sentence_follows_the_numbers():
-    entries = {"torch/eager": verdict.ladder_entry({"median_s": 2e-3, "iqr_s": 1e-5}),
-               "torch/cuda-graph": verdict.ladder_entry(not_applicable="needs a CUDA GPU"),
-               "jax/jit": verdict.ladder_entry({"median_s": 1e-3, "iqr_s": 1e-5})}
+    def entry(median):  # three processes, one figure each
+        return verdict.ladder_entry({"median_s": median, "processes_s": [median * 0.99, median, median * 1.01]})
+
+    entries = {"torch/eager": entry(2e-3), "torch/cuda-graph": verdict.ladder_entry(not_applicable="needs a CUDA GPU"),
+               "jax/jit": entry(1e-3)}
     before = verdict.ladder(entries, question="q")
     assert before.winner == "jax" and "JAX (jit) is 2× faster" in before.sentence
-    entries["torch/eager"] = verdict.ladder_entry({"median_s": 0.25e-3, "iqr_s": 1e-6})
+    entries["torch/eager"] = entry(0.25e-3)
     after = verdict.ladder(entries, question="q")
     assert after.winner == "torch" and "PyTorch (eager) is 4× faster" in after.sentence
     assert before.sentence != after.sentence

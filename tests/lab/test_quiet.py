@@ -1,9 +1,9 @@
 """The quiet-machine check (issue 37): the rules on synthetic readings, the /proc reading on a
 synthetic /proc, and the harness against a real busy machine (a subprocess that burns a core
-during a timed section): a publishing run refuses and names the cause; with allow_busy it goes
-on and every speed verdict says the machine was busy; the smoke profile records and never refuses.
+during a timed section): the check records and never refuses; the timings it bracketed carry
+its findings, with their figures, to every speed verdict made from them.
 
-Nothing here depends on the machine being quiet: the refusals are provoked, and the rules are
+Nothing here depends on the machine being quiet: the load is provoked, and the rules are
 judged on synthetic figures."""
 
 from __future__ import annotations
@@ -101,22 +101,21 @@ def _synthetic_monitor(calibrations, share=0.0, **kwargs):
                          gpu=lambda: None, **kwargs)
 
 
-def test_a_drifting_calibration_stops_a_publishing_run_and_is_recorded():
-    m = _synthetic_monitor([1.0, 1.0, 1.02, 1.4], refuse=True)
-    with m.section("torch/eager, jax/jit"):
+def test_a_drifting_calibration_is_recorded_and_handed_to_the_section_never_refused():
+    m = _synthetic_monitor([1.0, 1.0, 1.02, 1.4], judged=True)
+    with m.section("torch/eager, jax/jit") as found:
         pass
-    assert not m.busy() and m.record()["status"] == "quiet"
-    with pytest.raises(quiet.BusyMachine, match="compute loop ran 40% slower") as caught:
-        with m.section("torch/compile, jax/jit"):
-            pass
-    assert "torch/compile, jax/jit" in str(caught.value) and "ALLOW_BUSY=1" in str(caught.value)
+    assert found == [] and not m.busy() and m.record()["status"] == "quiet"
+    with m.section("torch/compile, jax/jit") as found:  # no exception: load widens intervals
+        pass
+    assert found and "compute loop ran 40% slower" in found[0]
     record = m.record()
-    assert record["status"] == "busy" and record["sections"][-1]["busy"] == caught.value.reasons
+    assert record["status"].startswith("busy") and record["sections"][-1]["busy"] == found
     assert record["worst"]["calibration_slowdown"] == pytest.approx(0.4)
 
 
 def test_a_run_that_started_busy_is_found_when_the_machine_quietens():
-    m = _synthetic_monitor([1.5, 1.5, 1.0, 1.0], refuse=False)
+    m = _synthetic_monitor([1.5, 1.5, 1.0, 1.0], judged=False)
     with m.section("a"):
         pass
     with m.section("b"):
@@ -124,16 +123,11 @@ def test_a_run_that_started_busy_is_found_when_the_machine_quietens():
     assert any("slower earlier in this run than its quiet level" in f for f in m.findings)
 
 
-def test_allowed_busy_run_goes_on_and_says_so_with_the_figure():
-    m = _synthetic_monitor([1.0, 1.0], share=0.45, refuse=True, allowed=True)
-    with m.section("a"):
+def test_a_busy_section_says_so_with_the_figure():
+    m = _synthetic_monitor([1.0, 1.0], share=0.45, judged=True)
+    with m.section("a") as found:
         pass
-    assert m.record()["status"].startswith("busy, published anyway")
-    assert "45%" in m.caveat() and "busy machine" in m.caveat()
-    smoke = _synthetic_monitor([1.0, 1.0], share=0.45, refuse=False)
-    with smoke.section("a"):  # smoke: recorded, never refused, no caveat
-        pass
-    assert smoke.findings and smoke.caveat() == ""
+    assert any("45%" in f for f in found) and m.record()["status"].startswith("busy")
 
 
 def test_on_a_gpu_the_calibration_names_the_gpu_and_another_process_on_it_is_busy():
@@ -143,14 +137,14 @@ def test_on_a_gpu_the_calibration_names_the_gpu_and_another_process_on_it_is_bus
         calibrated_for.append(gpu)
         return {"compute_s": 1.0, "gpu_matmul_s": 1.0}
 
-    m = quiet.Monitor(refuse=True, calibrate=calibrate, gpu=lambda: "torch",
+    m = quiet.Monitor(judged=True, calibrate=calibrate, gpu=lambda: "torch",
                       snapshot=lambda: {"processes": {7: ("trainer", 1, 0)}},
                       cpu_between=lambda a, b: {"wall_s": 1.0, "cpus": 2, "other_cpu_s": 0.0, "other_cpu_share": 0.0,
                                                 "others": [], "load_average": [0.0, 0.0]},
                       gpu_processes=lambda: [{"pid": 7, "name": "trainer", "memory_mib": 500.0}])
-    with pytest.raises(quiet.BusyMachine, match=r"other processes computed on the GPU: trainer \(pid 7"):
-        with m.section("torch/compile, jax/jit"):
-            pass
+    with m.section("torch/compile, jax/jit") as found:
+        pass
+    assert any("other processes computed on the GPU: trainer (pid 7" in f for f in found)
     assert calibrated_for == ["torch", "torch"]
     assert m.sections[-1]["calibration"]["before"]["gpu_matmul_s"] == 1.0
 
@@ -221,38 +215,23 @@ def _timed_section():
     return timing.compare({"torch/a": _spin(0.1), "jax/b": _spin(0.1)}, repeats=5, warmup=0, max_number=1)
 
 
-def test_a_publishing_run_refuses_a_machine_a_subprocess_keeps_busy(run_under, burner):
-    run_under(profile="cpu")
-    with pytest.raises(quiet.BusyMachine) as caught:
-        _timed_section()
-    message = str(caught.value)
-    assert "so this run does not publish" in message and "other processes used" in message
-    assert f"(pid {burner})" in message  # the cause is named
-    assert provenance._MACHINE["status"] == "busy"
-
-
-def test_allow_busy_publishes_and_every_speed_verdict_says_the_machine_was_busy(run_under, burner):
-    run_under(profile="cpu", allow_busy=True)
-    timings = _timed_section()
+@pytest.mark.parametrize("profile", ["cpu", "smoke"])
+def test_a_busy_machine_is_measured_anyway_and_every_speed_verdict_says_so(run_under, burner, profile):
+    run_under(profile=profile)
+    timings = _timed_section()  # never refused
+    assert set(timings) == {"torch/a", "jax/b"}
+    busy = timings["torch/a"].busy
+    assert busy and any(f"(pid {burner})" in f for f in busy)  # the cause is named, with its figure
     v = verdict.speed(timings["torch/a"], timings["jax/b"], question="q")
-    busy = quiet.caveat()
-    assert "Measured on a busy machine" in busy and "%" in busy
-    assert busy in v.caveat and busy in v.sentence
+    assert "The machine was busy while this was measured" in v.caveat and "%" in v.caveat
+    assert v.caveat in v.sentence and v.busy == busy
     entries = {name: verdict.ladder_entry(t) for name, t in timings.items()}
     laddered = verdict.ladder(entries, question="q", caveat="Own caveat.")
-    assert busy in laddered.caveat and "Own caveat." in laddered.caveat
-    assert laddered.sentence.count(busy) == 1
-    assert provenance._MACHINE["status"].startswith("busy, published anyway") and provenance._MACHINE["findings"]
-
-
-def test_the_smoke_profile_records_a_busy_machine_and_never_refuses(run_under, burner):
-    run_under(profile="smoke")
-    timings = _timed_section()
-    assert set(timings) == {"torch/a", "jax/b"}
+    assert "Own caveat." in laddered.caveat and "was busy" in laddered.caveat
+    assert laddered.sentence.count("The machine was busy while this was measured") == 1
     machine = provenance._MACHINE
-    assert machine["findings"] and machine["status"].startswith("busy (not judged")
+    assert machine["findings"] and machine["status"].startswith("busy")
     assert machine["sections"][-1]["other_cpu_share"] > 0
-    assert quiet.caveat() == "" and "busy" not in verdict.speed(1.0, 2.0, question="q").sentence
 
 
 def test_a_committed_baseline_is_kept_per_machine_kind_and_judges_the_run(tmp_path):
@@ -263,7 +242,7 @@ def test_a_committed_baseline_is_kept_per_machine_kind_and_judges_the_run(tmp_pa
     assert quiet.load_baseline("kind A", path) == {"compute_s": 1.0, "copy_s": 2.0}
     assert quiet.load_baseline("kind C", path) is None
     # A run slow from its start has no drift, but the committed baseline of its kind sees it.
-    m = _synthetic_monitor([1.3, 1.3], refuse=True, baseline=quiet.load_baseline("kind A", path), kind="kind A")
-    with pytest.raises(quiet.BusyMachine, match="30% slower than the quiet baseline of kind A"):
-        with m.section("a"):
-            pass
+    m = _synthetic_monitor([1.3, 1.3], judged=True, baseline=quiet.load_baseline("kind A", path), kind="kind A")
+    with m.section("a") as found:
+        pass
+    assert any("30% slower than the quiet baseline of kind A" in f for f in found)

@@ -5,8 +5,15 @@ import pytest
 from sidebyside.lab import verdict
 
 
-def _t(median, iqr=0.0):
-    return {"median_s": median, "iqr_s": iqr}
+_OFFSETS = (-0.5, -0.25, 0.0, 0.25, 0.5)
+
+
+def _t(median, iqr=0.0, order=0):
+    """A timing entry over five processes whose medians spread by ``iqr`` around ``median``
+    (``order`` rotates them, so two sides need not move together)."""
+    offsets = _OFFSETS[order:] + _OFFSETS[:order]
+    return {"median_s": median, "q1_s": median - iqr / 2, "q3_s": median + iqr / 2,
+            "processes_s": [median + iqr * o for o in offsets]}
 
 
 def test_speed_flips_with_the_numbers():
@@ -20,8 +27,8 @@ def test_speed_flips_with_the_numbers():
     assert fast_torch.sentence != slow_torch.sentence
 
 
-def test_speed_within_noise_when_the_quartile_interval_holds_one():
-    v = verdict.speed(_t(1.00e-3, 0.2e-3), _t(1.05e-3, 0.2e-3), question="q")
+def test_speed_within_noise_when_the_interval_over_processes_holds_one():
+    v = verdict.speed(_t(1.00e-3, 0.2e-3), _t(1.05e-3, 0.2e-3, order=2), question="q")
     assert v.label == "within noise" and v.winner is None
     assert v.interval[0] < 1 < v.interval[1]
     with pytest.raises(ValueError):
@@ -82,13 +89,18 @@ def test_signed_numbers_never_show_minus_zero():
 def test_ratio_interval_and_sentence_run_in_one_direction():
     """The subject's time over the other's, whoever wins and also within noise
     (the gradient verdict once stored 1.029 and printed 0.972)."""
-    for subject, other in ((_t(1e-3, 1e-5), _t(2e-3, 1e-5)), (_t(2e-3, 1e-5), _t(1e-3, 1e-5)),
-                           (_t(1.00e-3, 0.2e-3), _t(1.03e-3, 0.2e-3))):
+    for subject, other in ((_t(1e-3, 1e-5), _t(2e-3, 1e-5, 1)), (_t(2e-3, 1e-5), _t(1e-3, 1e-5, 1)),
+                           (_t(1.00e-3, 0.2e-3), _t(1.03e-3, 0.2e-3, 2))):
         v = verdict.speed(subject, other, question="q")
-        assert v.ratio == pytest.approx(subject["median_s"] / other["median_s"])
+        assert v.ratio == pytest.approx(subject["median_s"] / other["median_s"], rel=0.05)
         assert v.interval[0] <= v.ratio <= v.interval[1]
-        assert f"over JAX's {verdict.fmt_number(v.ratio)}, quartile interval {verdict.fmt_number(v.interval[0])}" \
-            in v.sentence
+        if v.winner is None:  # the time ratio, subject over other
+            assert f"over JAX's {verdict.fmt_number(v.ratio)}, 95% confidence interval " \
+                   f"{verdict.fmt_number(v.interval[0])}–{verdict.fmt_number(v.interval[1])}" in v.sentence
+        else:  # the winner's speed-up and its interval in the same direction
+            low, high = (1 / v.interval[1], 1 / v.interval[0]) if v.winner == "torch" else v.interval
+            assert f"{verdict.fmt_ratio(v.factor)} faster" in v.sentence
+            assert f"({verdict.fmt_number(low)}–{verdict.fmt_ratio(high)}, 95% confidence interval" in v.sentence
         assert v.factor == pytest.approx(max(v.ratio, 1 / v.ratio)) and v.factor >= 1
         assert v.to_dict()["ratio"] == v.ratio
 

@@ -1,37 +1,29 @@
-"""The publisher's side of the quiet-machine check (issue 37): a saved record whose machine was
-busy is not published under the cpu and gpu profiles unless ALLOW_BUSY, and then every speed
-verdict of the record says so, even one the notebook made before the first busy section."""
+"""The publisher's side of the quiet-machine check: a saved record whose machine was busy is
+published like any other, its findings said once by the publisher; each speed verdict already
+carries the findings of the measurement it came from (sidebyside.lab.verdict.speed)."""
 
 from __future__ import annotations
 
-import pytest
-
 from sidebyside.lab import verdict
-from sidebyside.publish.common import PublishError
 from sidebyside.publish.running import check_machine
 
-BUSY = "Measured on a busy machine (published with ALLOW_BUSY): other processes used up to 64% of its CPU time."
+FINDING = "other processes used 64% of the machine's 2 CPUs (limit 10%)"
 
 
-def _record(findings):
-    early = verdict.speed({"median_s": 1.0}, {"median_s": 2.0}, question="early").to_dict()
-    late = verdict.speed({"median_s": 1.0}, {"median_s": 2.0}, question="late", caveat=BUSY).to_dict()
-    seeds = verdict.seeds([90.0, 90.1], [90.0, 90.2], question="accuracy").to_dict()
-    return {"provenance": {"machine": {"findings": findings, "caveat": BUSY if findings else ""}},
-            "metrics": {"verdicts": [early, late, seeds]}}
+def _entry(median, busy):
+    return {"median_s": median, "processes_s": [median * f for f in (0.98, 1.0, 1.02)], "busy": busy}
 
 
-def test_a_busy_record_is_refused_with_its_findings_unless_allowed():
-    record = _record(["other processes used 64% of the machine's 2 CPUs"])
-    with pytest.raises(PublishError, match="64% of the machine's 2 CPUs.*ALLOW_BUSY=1"):
-        check_machine(record, "slug", "cpu", allow_busy=False)
-    assert check_machine(record, "slug", "smoke", allow_busy=False) == []  # smoke never refuses
-    assert check_machine(_record([]), "slug", "gpu", allow_busy=False) == []  # quiet
+def test_a_busy_record_is_never_refused_and_its_findings_are_said(capsys):
+    busy = verdict.speed(_entry(1.0, [FINDING]), _entry(2.0, [FINDING]), question="busy").to_dict()
+    record = {"provenance": {"machine": {"findings": [FINDING]}}, "metrics": {"verdicts": [busy]}}
+    assert check_machine(record, "slug") == [FINDING]
+    assert "64% of the machine's 2 CPUs" in capsys.readouterr().out
+    assert FINDING in busy["caveat"] and busy["busy"] == [FINDING]  # beside the verdict it touched, once
+    assert busy["sentence"].count(FINDING) == 1
+    assert check_machine({"provenance": {"machine": {"findings": []}}}, "slug") == []
 
 
-def test_allowed_every_speed_verdict_carries_the_busy_caveat_once():
-    record = _record(["other processes used 64% of the machine's 2 CPUs"])
-    assert check_machine(record, "slug", "cpu", allow_busy=True)
-    early, late, seeds = record["metrics"]["verdicts"]
-    assert early["caveat"] == BUSY and late["caveat"] == BUSY  # added where missing, never twice
-    assert seeds["caveat"] == ""  # not a speed verdict
+def test_a_quiet_verdict_says_nothing_about_load():
+    quiet = verdict.speed(_entry(1.0, []), _entry(2.0, []), question="quiet")
+    assert quiet.busy == [] and "busy" not in quiet.sentence

@@ -1,7 +1,7 @@
-"""`make reproduce` (issue 37): the reader's speed verdicts against the published ones, on
-synthetic records: reproduced, a different winner, the same winner outside the interval, and
-other hardware (reported, not failed); the command runs into a scratch site and never writes
-the published one."""
+"""`make reproduce`: the reader's speed verdicts against the published ones, on synthetic
+records: reproduced (same winner, overlapping 95% intervals), a different winner, the same
+winner with intervals apart, and other hardware (reported, not failed); the command runs into a
+scratch site and never writes the published one."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ SLUG = "grid-sample-parity"  # a real notebook, so that discovery finds it; noth
 
 
 def _speed(question, torch_s, jax_s, spread=0.02):
-    t = {"median_s": torch_s, "q1_s": torch_s * (1 - spread), "q3_s": torch_s * (1 + spread)}
-    j = {"median_s": jax_s, "q1_s": jax_s * (1 - spread), "q3_s": jax_s * (1 + spread)}
+    """A speed verdict over three processes whose medians move by ``spread`` (the two sides apart)."""
+    t = {"median_s": torch_s, "processes_s": [torch_s * (1 + f) for f in (-spread, 0, spread)]}
+    j = {"median_s": jax_s, "processes_s": [jax_s * (1 + f) for f in (0, spread, -spread)]}
     return verdict.speed(t, j, question=question, subject_tool="eager", other_tool="jit").to_dict()
 
 
@@ -37,7 +38,7 @@ PUBLISHED = _record(EPYC, [
     _speed("gone", 1.0, 1.0),         # within noise, absent from the reader's run
 ])
 READER = [
-    _speed("held", 2.9, 1.0),         # JAX 2.9x: inside the combined interval
+    _speed("held", 2.9, 1.0),         # JAX 2.9x: the intervals overlap
     _speed("turned", 1.5, 1.0),       # JAX now: a different winner
     _speed("shrank", 2.0, 1.0),       # JAX 2x: same winner, far outside
 ]
@@ -50,15 +51,15 @@ def test_each_verdict_is_judged_and_only_speed_verdicts_count():
     assert outcomes == {"held": rep.REPRODUCES, "turned": rep.OTHER_WINNER, "shrank": rep.OUTSIDE,
                         "gone": rep.MISSING}
     held = rows[0]
-    assert held.combined[0] <= held.reader["ratio"] <= held.combined[1]
+    assert held.combined[0] <= held.combined[1] and rows[2].combined is None
     assert [r.fails for r in rows] == [False, True, True, False]  # same hardware: a miss fails
 
 
-def test_the_combined_interval_holds_both_spreads():
-    # Published JAX 3x with a tight interval; the reader's 2.7x with a wide one of its own reproduces,
-    # the same 2.7x measured tightly does not.
-    wide = rep.compare(_record(EPYC, [_speed("q", 3.0, 1.0)]), _record(EPYC, [_speed("q", 2.7, 1.0, spread=0.1)]))
-    tight = rep.compare(_record(EPYC, [_speed("q", 3.0, 1.0)]), _record(EPYC, [_speed("q", 2.7, 1.0, spread=0.01)]))
+def test_a_busier_reader_whose_interval_widens_still_reproduces():
+    # Published JAX 3x with a tight interval; the reader's 2.5x with a wide one of its own (a loaded
+    # machine) reproduces, the same 2.5x measured tightly does not.
+    wide = rep.compare(_record(EPYC, [_speed("q", 3.0, 1.0)]), _record(EPYC, [_speed("q", 2.5, 1.0, spread=0.1)]))
+    tight = rep.compare(_record(EPYC, [_speed("q", 3.0, 1.0)]), _record(EPYC, [_speed("q", 2.5, 1.0, spread=0.01)]))
     assert wide[0].outcome == rep.REPRODUCES and tight[0].outcome == rep.OUTSIDE
 
 
@@ -68,7 +69,7 @@ def test_the_table_shows_both_figures_and_both_machines_and_the_summary_counts()
     assert "published: JAX (jit) 3× faster" in text and f"on {EPYC}" in text
     assert "yours:     JAX (jit) 2.9× faster" in text
     assert "does NOT reproduce: a different winner" in text
-    assert "does NOT reproduce: the same winner, but the time ratio 2 is outside the combined interval" in text
+    assert "does NOT reproduce: the same winner, but the two 95% intervals do not overlap" in text
     assert "not measured in your run" in text and "within noise" in text
     line = rep.summary(SLUG, rows)
     assert line == f"{SLUG}: 1 of 4 speed verdicts reproduce on the same hardware ({EPYC}); 2 do not: FAILED"
@@ -100,9 +101,9 @@ def test_reproduce_runs_into_a_scratch_site_and_exits_by_the_rows(tmp_path, monk
         return 0
 
     monkeypatch.setattr("sidebyside.publish.cli.run", fake_run)
-    assert rep.reproduce(only=SLUG, site=site, scratch=scratch, allow_busy=True) == code
+    assert rep.reproduce(only=SLUG, site=site, scratch=scratch) == code
     (call,) = calls
-    assert call["site"] == scratch / SLUG and call["force"] and call["profile"] == "cpu" and call["allow_busy"]
+    assert call["site"] == scratch / SLUG and call["force"] and call["profile"] == "cpu" and not call["aa"]
     assert published.read_bytes() == before  # the published record is only read
     out = capsys.readouterr().out
     assert "published: JAX (jit) 3× faster" in out and out.rstrip().splitlines()[-1].startswith(f"{SLUG}: 1 of 4")

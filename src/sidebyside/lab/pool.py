@@ -37,7 +37,7 @@ from typing import Any
 
 from sidebyside.run import context
 
-__all__ = ["PROCESSES", "BY_HAND", "processes", "aa", "measure_elsewhere", "close"]
+__all__ = ["PROCESSES", "BY_HAND", "processes", "aa", "pack", "measure_elsewhere", "close"]
 
 #: Independent processes per profile: each is one observation of every speed verdict.
 PROCESSES = {"smoke": 2, "cpu": 5, "gpu": 3}
@@ -57,11 +57,12 @@ def processes(given: int | None = None) -> int:
     return PROCESSES.get(context.current().profile or "", BY_HAND)
 
 
-def aa(fns: Mapping[str, Callable[[], Any]]) -> dict[str, Callable[[], Any]]:
-    """In an A/A run (the run context's ``aa``) every name races the first contestant's function,
-    through the same processes, interleaving and statistics; otherwise ``fns`` unchanged."""
+def aa(fns: Mapping[str, Callable[[], Any]], on: bool | None = None) -> dict[str, Callable[[], Any]]:
+    """In an A/A run (``on``, default the run context's ``aa``) every name races the first
+    contestant's function, through the same processes, interleaving and statistics; otherwise
+    ``fns`` unchanged."""
     fns = dict(fns)
-    if not context.current().aa or not fns:
+    if not (context.current().aa if on is None else on) or not fns:
         return fns
     first = next(iter(fns.values()))
     return dict.fromkeys(fns, first)
@@ -144,25 +145,29 @@ def _dumps(obj: Any) -> bytes:
     return buffer.getvalue()
 
 
-def measure_elsewhere(source: Mapping[str, Callable[[], Any]] | Callable[[], Mapping[str, Any]], index: int,
-                      **options: Any):
-    """Time the contestants in worker ``index`` (1, 2, ...), starting with the ``index``-th:
-    ``source`` is the ``{name: callable}`` mapping itself (its closures travel by value, with the
-    arrays and models they hold) or a builder returning it. ``options`` as
-    :func:`sidebyside.lab.timing.measure_here` takes them. Returns ``(timings, errors)``. Raises
-    RuntimeError, with the worker's words, when it cannot be pickled, fails to build, or the
-    worker dies."""
+def pack(source: Mapping[str, Callable[[], Any]] | Callable[[], Mapping[str, Any]]) -> bytes:
+    """The contestants as a worker receives them: ``source`` is the ``{name: callable}`` mapping
+    itself (its closures travel by value, with the arrays and models they hold, as they are now:
+    pack before the first timed call, since a call may donate or change them) or a builder
+    returning it. Raises RuntimeError, saying what to do, when they cannot be pickled."""
     try:
-        blob = _dumps(source)
+        return _dumps(source)
     except Exception as error:
         raise RuntimeError(f"the contestants {', '.join(source) if isinstance(source, Mapping) else source!r} cannot "
                            f"be sent to a worker process ({type(error).__name__}: {error}): everything they refer to "
                            "must pickle with cloudpickle; pass timing.compare or timing.ladder a builder (a function "
                            "that builds them) instead") from error
+
+
+def measure_elsewhere(packed: bytes, index: int, **options: Any):
+    """Time the contestants :func:`pack` packed in worker ``index`` (1, 2, ...), starting with the
+    ``index``-th; ``options`` as :func:`sidebyside.lab.timing.measure_here` takes them. Returns
+    ``(timings, errors)``. Raises RuntimeError, with the worker's words, when they fail to build or
+    the worker dies."""
     worker = _WORKERS.get(index)
     if worker is None or worker.process.poll() is not None:
         worker = _WORKERS[index] = _Worker()
-    answer = worker.ask({"builder": blob, "options": {**options, "shift": index}})
+    answer = worker.ask({"builder": packed, "aa": bool(context.current().aa), "options": {**options, "shift": index}})
     if answer.get("fatal"):
         raise RuntimeError(f"process {index + 1} could not build or time the contestants:\n{answer['fatal']}")
     return answer["timings"], answer["errors"]
@@ -195,7 +200,7 @@ def _serve() -> None:
         try:
             sent = cloudpickle.loads(job["builder"])
             built = sent if isinstance(sent, Mapping) else sent()
-            fns = aa({n: f for n, f in built.items() if callable(f) and not isinstance(f, BaseException)})
+            fns = aa({n: f for n, f in built.items() if callable(f) and not isinstance(f, BaseException)}, job["aa"])
             answer["timings"], answer["errors"] = timing.measure_here(fns, **job["options"])
             del built, fns
         except Exception:

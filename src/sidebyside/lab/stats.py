@@ -54,7 +54,7 @@ def ratio_interval(subject: Sequence[float], other: Sequence[float], *,
 
     if len(subject) != len(other):
         raise ValueError(f"one time per process on each side: got {len(subject)} and {len(other)}")
-    if not subject:
+    if len(subject) == 0:
         raise ValueError("ratio_interval needs at least one process")
     if min(*subject, *other) <= 0:
         raise ValueError("per-process times must be positive seconds")

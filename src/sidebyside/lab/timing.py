@@ -325,6 +325,7 @@ def _pooled(source: Mapping[str, Callable[[], Any]] | Callable[[], Mapping[str, 
     callables = {n: f for n, f in built.items() if callable(f) and not isinstance(f, BaseException)}
     fns = pool.aa(callables)
     per = max(MIN_REPEATS if count > 1 else 1, math.ceil(repeats / count))
+    packed = pool.pack(source if pooled else callables) if count > 1 else b""
     runs: list[dict[str, Timing]] = []
     errors: dict[str, str] = {}
     with quiet.section(", ".join(fns) or "nothing") as busy:
@@ -332,8 +333,7 @@ def _pooled(source: Mapping[str, Callable[[], Any]] | Callable[[], Mapping[str, 
         runs.append(here)
         errors.update(failed)
         for index in range(1, count):
-            there, failed = pool.measure_elsewhere(source if pooled else callables, index, repeats=per,
-                                                   keep_errors=keep_errors, **options)
+            there, failed = pool.measure_elsewhere(packed, index, repeats=per, keep_errors=keep_errors, **options)
             runs.append(there)
             errors.update({n: f"{e} (in process {index + 1} of {count})" for n, e in failed.items() if n not in errors})
     floor = noise.floor()
