@@ -382,7 +382,7 @@ for path in dict.fromkeys([default_path, "xla"]):
                                          number=1, warmup=0, repeats=bench_repeats, synchronize=False),
         "synchronised": timing.time_fn(lambda: jax_fwd(x_j, grid_j), name=f"right: {path}, block_until_ready",
                                        number=1, repeats=bench_repeats)}
-timing.summarise([t for pair in pitfall.values() for t in pair.values()])
+tables.summarise([t for pair in pitfall.values() for t in pair.values()])
 
 # %% tags=["remove_input", "appendix"]
 Markdown(report.pitfall_note(first_cfg["name"], pitfall))

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import Lazy
 
-from sidebyside.lab import data, progress, timing
+from sidebyside.lab import data, progress, tables, timing
 from sidebyside.run import provenance
 
 # --------------------------------------------------------------------------- data
@@ -184,7 +184,7 @@ def test_compare_pipelined_waits_once_per_repeat():
 def test_compare_ratio_and_summary():
     ts = timing.compare({"slow": lambda: time.sleep(0.004), "fast": lambda: time.sleep(0.001)}, repeats=3, min_repeat_s=0.01)
     assert timing.ratio(ts["slow"], ts["fast"]) > 1.5
-    table = timing.summarise(ts)
+    table = tables.summarise(ts)
     assert list(table.index) == ["slow", "fast"] and "median (ms)" in table.columns
 
 

@@ -4,7 +4,6 @@ import pytest
 
 from sidebyside.lab import verdict
 
-
 _OFFSETS = (-0.5, -0.25, 0.0, 0.25, 0.5)
 
 

@@ -301,8 +301,9 @@ def test_every_published_png_is_at_most_400_kb():
 
 def test_the_how_we_measure_page_explains_every_term_once():
     text = (ROOT / PAGE).read_text()
-    for term in ("ladder", "same conditions", "median", "IQR", "quartile interval", "within noise", "seed",
-                 "memory floor", "peak", "Kernel time", "Call time", "CKA", "custom kernel", "quiet"):
+    for term in ("ladder", "same conditions", "median", "IQR", "confidence interval", "within noise", "seed",
+                 "independent processes", "noise floor", "practically tied", "A/A", "Welch",
+                 "memory floor", "peak", "Kernel time", "Call time", "CKA", "custom kernel", "busy"):
         assert term.lower() in text.lower(), term
     assert "permalink: /how-we-measure/" in text
     assert 'href="{{ "/how-we-measure/" | relative_url }}"' in (ROOT / "_includes" / "verdict.html").read_text()
@@ -411,7 +412,7 @@ def test_every_post_has_at_most_1500_words_of_prose_outside_its_appendix(publish
 def test_every_verdict_box_links_to_how_we_measure(published, readings):
     _, _, slugs = published
     assert readings["how-we-measure"]["status"] == 200
-    assert "quartile interval" in readings["how-we-measure"]["text"]
+    assert "confidence interval" in readings["how-we-measure"]["text"]
     boxes = {slug: readings[slug, "wide"]["verdicts"] for slug in slugs}
     assert sum(boxes.values()) > 0, "no verdict box on any post"
     unlinked = [slug for slug in slugs if readings[slug, "wide"]["verdicts_linked"] != boxes[slug]]

@@ -13,7 +13,11 @@
 - ``kernels``: the GPU's kernel time per call, from each framework's profiler, apart from launch and wait.
 - ``quiet``: the quiet-machine check around every timed section (calibration, load; it records).
 - ``peaks``: the hardware floor: data-sheet peaks of GPUs, measured copy bandwidth.
-- ``verdict``: measured numbers into claims (faster / slower / within noise) and their sentences.
+- ``entry``: the one timing-entry schema (seconds; a bare number refused).
+- ``verdict``: measured numbers into claims (faster / slower / within noise / practically tied) and their sentences.
+- ``ladders``: each framework's ladder of tools, best against best.
+- ``framing``: who races and at what size (contestants, scale, claims, precision that took effect).
+- ``words``: how numbers and frameworks read in every sentence.
 - ``analysis``: representation similarity (CKA) and weight statistics.
 - ``viz``: shared colours, weight grids, computation graphs, plots.
 - ``tables``: tables a reader can read (numbers formatted once, no cell cut short).
@@ -26,6 +30,6 @@ from __future__ import annotations
 
 from sidebyside._lazy import face
 
-__all__ = ['data', 'models', 'training', 'functions', 'timing', 'pool', 'conditions', 'stats', 'noise', 'kernels', 'quiet', 'peaks', 'verdict', 'analysis', 'viz', 'tables', 'progress']
+__all__ = ['data', 'models', 'training', 'functions', 'timing', 'pool', 'conditions', 'stats', 'noise', 'kernels', 'quiet', 'peaks', 'entry', 'verdict', 'ladders', 'framing', 'words', 'analysis', 'viz', 'tables', 'progress']
 
-__getattr__ = face(__name__, ['data', 'models', 'training', 'functions', 'timing', 'pool', 'conditions', 'stats', 'noise', 'kernels', 'quiet', 'peaks', 'verdict', 'analysis', 'viz', 'tables', 'progress'])
+__getattr__ = face(__name__, ['data', 'models', 'training', 'functions', 'timing', 'pool', 'conditions', 'stats', 'noise', 'kernels', 'quiet', 'peaks', 'entry', 'verdict', 'ladders', 'framing', 'words', 'analysis', 'viz', 'tables', 'progress'])

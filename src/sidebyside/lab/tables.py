@@ -25,7 +25,7 @@ import csv
 import io
 import math
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from html.parser import HTMLParser
 from typing import Any
 
@@ -33,7 +33,7 @@ import numpy as np
 
 from sidebyside.lab.verdict import fmt_number
 
-__all__ = ["format_value", "table", "Table", "show_in_full", "parse_html", "tables_csv", "ladder_table"]
+__all__ = ["format_value", "table", "Table", "show_in_full", "parse_html", "tables_csv", "ladder_table", "summarise"]
 
 
 def format_value(value: Any, digits: int = 3) -> str:
@@ -197,3 +197,16 @@ def ladder_table(entries: Mapping[str, Mapping[str, Any]], *, labels: Mapping[st
                        f"not applicable: {e['not_applicable']}" if e.get("not_applicable") else f"failed: {e.get('error')}"),
         })
     return pd.DataFrame(rows).set_index("framework / tool")
+
+
+def summarise(timings: Mapping[str, Any] | Iterable[Any], unit: str = "ms"):
+    """A pandas DataFrame of :class:`sidebyside.lab.timing.Timing` objects: median, IQR, first call, compile time,
+    in ``unit`` ("s", "ms" or "us"), one row per timing."""
+    import pandas as pd
+
+    scale = {"s": 1.0, "ms": 1e3, "us": 1e6}[unit]
+    items = timings.values() if isinstance(timings, Mapping) else timings
+    rows = [{"name": t.name, f"median ({unit})": t.median_s * scale, f"IQR ({unit})": t.iqr_s * scale,
+             f"first call ({unit})": t.first_s * scale, f"compile ({unit})": t.compile_s * scale,
+             "repeats": f"{t.repeats}×{t.number}", "processes": len(t.processes_s)} for t in items]
+    return pd.DataFrame(rows).set_index("name")

@@ -37,7 +37,9 @@ def freshness(site: Path, infos, params_by_profile: dict, root: Path) -> dict[st
 
 def write_freshness(site: Path, infos, params_by_profile: dict, root: Path) -> Path:
     """Write :func:`freshness` to ``site/_data/freshness.json`` (atomically;
-    other slugs already there are kept) and return its path."""
+    other slugs already there are kept), copy the committed noise floors
+    (``params/noise-floor.json``) to ``site/_data/noise_floor.json``, and
+    return the freshness file's path."""
     path = Path(site) / "_data" / "freshness.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -48,4 +50,9 @@ def write_freshness(site: Path, infos, params_by_profile: dict, root: Path) -> P
     tmp = path.with_name(".freshness.json.tmp")
     tmp.write_text(json.dumps(states, indent=2, sort_keys=True) + "\n")
     os.replace(tmp, path)
+    floors = Path(root) / "params" / "noise-floor.json"  # measured by python -m sidebyside.lab.noise --save
+    if floors.is_file():  # for "How we measure", which states each machine kind's floor
+        tmp = path.with_name(".noise_floor.json.tmp")
+        tmp.write_text(floors.read_text(encoding="utf-8"), encoding="utf-8")
+        os.replace(tmp, path.with_name("noise_floor.json"))
     return path

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from sidebyside.lab import timing as sbs_timing
 from sidebyside.lab import tables, verdict
+from sidebyside.lab import timing as sbs_timing
 
 __all__ = [
     "TORCH_TOOLS",
