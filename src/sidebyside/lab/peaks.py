@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import os
 import re
-import statistics
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -98,36 +96,26 @@ def floor_seconds(nbytes: float, bytes_per_s: float | None) -> float | None:
     return nbytes / bytes_per_s
 
 
-def measure_copy_bandwidth(device: str = "cpu", *, nbytes: int = 256 * 2**20, repeats: int = 5) -> dict:
+def measure_copy_bandwidth(device: str = "cpu", *, nbytes: int = 256 * 2**20, repeats: int = 5,
+                           min_repeat_s: float = 0.0) -> dict:
     """A STREAM-like copy: ``dst.copy_(src)`` of ``nbytes`` float32 on a torch
-    ``device`` ("cpu" or "cuda"), ``repeats`` times after one warm-up call,
-    synchronised. The buffers should be far larger than the last-level cache
-    (the default, 256 MiB each, is). Counts read plus written bytes, as
-    STREAM does (a CPU's write-allocate traffic is not counted).
+    ``device`` ("cpu" or "cuda"), timed by the harness (:func:`sidebyside.lab.timing.time_fn`:
+    first call apart, every call synchronised, ``repeats`` repeats). The buffers should be far
+    larger than the last-level cache (the default, 256 MiB each, is). Counts read plus written
+    bytes, as STREAM does (a CPU's write-allocate traffic is not counted).
 
     Returns ``{"bytes_per_s" (median), "median_s", "nbytes_moved", "threads",
     "device", "method"}``.
     """
     import torch
 
+    from sidebyside.lab import timing
+
     torch_device = torch.device("cuda" if device in ("cuda", "gpu") else device)
     n = nbytes // 4
     src = torch.ones(n, dtype=torch.float32, device=torch_device)
     dst = torch.empty_like(src)
-
-    def sync():
-        if torch_device.type == "cuda":
-            torch.cuda.synchronize(torch_device)
-
-    dst.copy_(src)
-    sync()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        dst.copy_(src)
-        sync()
-        times.append(time.perf_counter() - start)
-    median = statistics.median(times)
+    median = timing.time_fn(lambda: dst.copy_(src), name="copy", repeats=repeats, min_repeat_s=min_repeat_s).median_s
     moved = 2 * n * 4
     return {"bytes_per_s": moved / median, "median_s": median, "nbytes_moved": moved,
             "threads": torch.get_num_threads() if torch_device.type == "cpu" else None,

@@ -4,11 +4,8 @@
   ``torch.nn.functional.grid_sample`` (:mod:`sidebyside.posts.grid_sample.bench`): per
   configuration the kernel time and the per-call time, forward and forward+backward.
 
-Equal thread count (``--threads N``) is enforced before either library starts: the
-process is pinned to N cores (``os.sched_setaffinity``), PyTorch gets
-``torch.set_num_threads(N)``, and XLA's CPU client is told the same through
-``XLA_FLAGS`` (``--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1``
-when N = 1; otherwise XLA's pool is limited by the affinity mask). Without
+Equal thread count (``--threads N``) is enforced before either library starts, by
+:func:`sidebyside.lab.conditions.same_conditions` (the notebooks' own set-up). Without
 ``--threads`` both use every core this process may use.
 
 This module imports neither PyTorch nor JAX before the thread count is set.
@@ -20,29 +17,7 @@ import argparse
 import os
 import sys
 
-__all__ = ["set_threads", "main"]
-
-
-def set_threads(threads: int | None) -> int:
-    """Restrict this process to ``threads`` cores for both libraries. Call before
-    importing jax (XLA reads its flags once). Returns the thread count in effect."""
-    available = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
-    if threads is None:
-        threads = len(available)
-    if threads < 1 or threads > len(available):
-        raise ValueError(f"--threads must be between 1 and {len(available)}, got {threads}")
-    if "jax" in sys.modules:
-        raise RuntimeError("set_threads() must run before jax is imported")
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, available[:threads])
-    flags = os.environ.get("XLA_FLAGS", "")
-    if threads == 1 and "intra_op_parallelism_threads" not in flags:
-        os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
-    import torch
-
-    torch.set_num_threads(threads)
-    return threads
-
+__all__ = ["main"]
 
 
 # ============================================================================= the command line
@@ -52,7 +27,9 @@ def _grid_sample_main(args) -> int:
     # On a GPU, JAX would take 75% of its memory up front, and this process shares the
     # device with PyTorch (and, from a notebook, with the notebook's own JAX).
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    threads = set_threads(args.threads)  # before the package imports jax
+    from sidebyside.lab import conditions
+
+    threads = conditions.same_conditions(threads=args.threads)["threads"]  # before the package imports jax
     from sidebyside.posts.grid_sample import bench as grid_sample_bench
 
     return grid_sample_bench.cli(args, threads)

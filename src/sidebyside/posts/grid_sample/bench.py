@@ -181,18 +181,13 @@ def min_bytes(input_bytes: int, grid_bytes: int, output_bytes: int, mode: str, w
 
 
 def copy_bandwidth(device: str, cache_bytes: int, *, repeats: int = 7, min_repeat_s: float = 0.05) -> float:
-    """Bytes per second of a plain copy (PyTorch's ``copy_``, read plus write) of a float32
-    buffer of at least four times ``cache_bytes`` (64 MiB or more), on ``device`` with the
-    threads in effect: the median of ``repeats`` (:func:`sidebyside.lab.timing.time_fn`)."""
-    import torch
+    """Bytes per second of a plain copy (read plus write) of a float32 buffer of at least four
+    times ``cache_bytes`` (64 MiB or more), on ``device`` with the threads in effect
+    (:func:`sidebyside.lab.peaks.measure_copy_bandwidth`)."""
+    from sidebyside.lab import peaks
 
-    from sidebyside.lab import timing
-
-    size = max(4 * cache_bytes, 64 * 2**20) // 4
-    src = torch.ones(size, dtype=torch.float32, device=device)
-    dst = torch.empty_like(src)
-    t = timing.time_fn(lambda: dst.copy_(src), name="copy", repeats=repeats, min_repeat_s=min_repeat_s)
-    return 2 * size * 4 / t.median_s
+    return peaks.measure_copy_bandwidth(device, nbytes=max(4 * cache_bytes, 64 * 2**20), repeats=repeats,
+                                        min_repeat_s=min_repeat_s)["bytes_per_s"]
 
 
 def torch_tensor(a, device: str):
