@@ -120,16 +120,29 @@ def _compiled_again(fn: Callable[..., Any], backend: Any, dynamic: bool | None, 
     return torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=fullgraph)
 
 
+def _jitted_again(fn: Callable[..., Any], options: dict[str, Any]) -> Callable[..., Any]:
+    import jax
+
+    return jax.jit(fn, **options)
+
+
 def _dumps(obj: Any) -> bytes:
-    """``obj`` pickled with cloudpickle, a function compiled by ``torch.compile`` as the
-    function, its backend (with its mode's settings) and its options, compiled again on arrival
-    (the compiled wrapper itself holds Dynamo's configuration, which does not pickle)."""
+    """``obj`` pickled with cloudpickle, where a function compiled by ``torch.compile`` travels as
+    the function, its backend (with its mode's settings) and its options (the compiled wrapper
+    holds Dynamo's configuration, which does not pickle), and a function under ``jax.jit`` as the
+    function and its options (what jaxlib's own pickling drops: ``lower``, ``trace`` and
+    donation need them), each compiled again on arrival."""
     import io
 
     import cloudpickle
 
     class Pickler(cloudpickle.Pickler):
         def reducer_override(self, value: Any) -> Any:
+            info = getattr(value, "_jit_info", None) if type(value).__name__ == "PjitFunction" else None
+            if info is not None and not info.user_specified_in_shardings:
+                keys = ("static_argnums", "static_argnames", "donate_argnums", "donate_argnames", "keep_unused",
+                        "inline")
+                return _jitted_again, (value._fun, {key: getattr(info, key) for key in keys})
             original = getattr(value, "_torchdynamo_orig_callable", None)
             context_ = next((c.cell_contents for c in getattr(value, "__closure__", None) or ()
                              if type(c.cell_contents).__name__ == "OptimizeContext"), None)
