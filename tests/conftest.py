@@ -4,6 +4,7 @@ or _data/: the session ends in failure if any of them changed."""
 from __future__ import annotations
 
 import hashlib
+import zlib
 import shutil
 from pathlib import Path
 
@@ -123,3 +124,12 @@ def _one_process_unless_asked(monkeypatch):
 
     monkeypatch.setattr(pool, "BY_HAND", 1)
     yield
+
+
+def per_process(median: float, spread: float = 0.02, processes: int = 5) -> list[float]:
+    """``processes`` per-process medians around ``median``, at most ``spread`` (a fraction) either
+    side, in an order set by the value itself, so that two entries of different medians do not
+    move together (their per-process ratios spread as a real run's do)."""
+    offsets = [-1.0, -0.5, 0.0, 0.5, 1.0, -0.75, 0.75, -0.25, 0.25][:processes]
+    k = zlib.crc32(repr(float(median)).encode()) % len(offsets)
+    return [median * (1 + spread * o) for o in offsets[k:] + offsets[:k]]

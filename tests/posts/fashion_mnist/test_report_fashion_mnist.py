@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+from conftest import per_process
 
 from sidebyside.lab import training, verdict
 from sidebyside.posts.fashion_mnist import report as report
@@ -14,8 +15,9 @@ CPU_TF32 = "TF32 is a tensor-core mode of NVIDIA GPUs (Ampere or newer); a CPU h
 
 
 def _entry(median, iqr=None, compile_s=None):
-    return verdict.ladder_entry({"median_s": median, "iqr_s": median / 20 if iqr is None else iqr,
-                                 "compile_s": compile_s})
+    iqr = median / 20 if iqr is None else iqr
+    return verdict.ladder_entry({"median_s": median, "iqr_s": iqr, "compile_s": compile_s,
+                                 "processes_s": per_process(median, iqr / median / 2 if median else 0.0)})
 
 
 def _na(reason="CUDA graphs need a CUDA GPU; this run is on the CPU"):

@@ -12,6 +12,7 @@ import json
 import math
 
 import pytest
+from conftest import per_process
 
 from sidebyside.lab import training, verdict
 from sidebyside.posts import swin_v2 as swin
@@ -25,6 +26,7 @@ def entry(median_s, spread=0.02, *, compile_s=1.0, allocation_s=0.01, batch=32):
     """A ladder entry as swin.speed_ladder writes it, per step: quartiles ``spread`` either side."""
     q1, q3 = median_s * (1 - spread), median_s * (1 + spread)
     return {"median_s": median_s, "q1_s": q1, "q3_s": q3, "iqr_s": q3 - q1, "compile_s": compile_s,
+            "processes_s": per_process(median_s, spread),
             "first_s": 10 * median_s + compile_s, "allocation_s": allocation_s, "error": None,
             "not_applicable": None, "images_per_s": batch / median_s, "peak_memory_bytes": 2**30}
 

@@ -43,7 +43,8 @@ SPEED_KEYS = ("jax_ms", "torch_ms", "ratio", "jax_iqr_ms", "torch_iqr_ms", "jax_
               "jax_kernel_q3_ms", "torch_kernel_q1_ms", "torch_kernel_q3_ms", "copies", "calls", "inputs_bytes",
               "cache_bytes", "inputs_exceed_cache", "torch_kernel_tool", "pallas_channels_ms", "pallas_channels_ratio",
               "jax_channels_kernel_ms", "channels_kernel_ratio", "min_bytes", "copy_gbs", "floor_ms",
-              "jax_floor_speed", "torch_floor_speed", "ladder")
+              "jax_floor_speed", "torch_floor_speed", "ladder", "jax_processes_ms", "torch_processes_ms",
+              "jax_kernel_processes_ms", "torch_kernel_processes_ms", "floor", "busy", "kernel_floor", "kernel_busy")
 
 
 # ----------------------------------------------------------------------------- the record
@@ -414,8 +415,8 @@ DISPATCH_MS = 0.2
 
 
 def _slower(row: Mapping[str, Any], kind: str) -> bool:
-    """Whether JAX is slower than PyTorch beyond noise (the quartile interval of the
-    ratio excludes 1) in this row's kernel or per-call time."""
+    """Whether PyTorch wins the speed verdict of this row's kernel or per-call time (JAX slower
+    beyond noise and outside the noise floor)."""
     if kind == "kernel" and row.get("jax_kernel_ms") is None:
         return False
     found = verdict.speed(_timing(row, "torch", kind), _timing(row, "jax", kind), question="")
