@@ -301,7 +301,7 @@ class NotApplicable(Exception):
 
 def ladder(candidates: Mapping[str, Any] | Callable[[], Mapping[str, Any]], *, needs: Mapping[str, str] | None = None,
            repeats: int = 7, warmup: int = 1, min_repeat_s: float = 0.05, max_number: int = 10_000,
-           pipelined: bool = False, processes: int | None = None,
+           pipelined: bool = False, processes: int | None = None, here: Mapping[str, Any] | None = None,
            ) -> tuple[dict[str, dict[str, Any]], dict[str, Timing]]:
     """Time a ladder of tools interleaved in every process of the run, failures kept.
 
@@ -309,7 +309,7 @@ def ladder(candidates: Mapping[str, Any] | Callable[[], Mapping[str, Any]], *, n
     ``"<framework>/<tool>"`` to a zero-argument callable, to a :class:`NotApplicable` (a rung
     that cannot run on this machine), or to an exception raised while building the tool. A
     callable that raises keeps its row with the error in one line; ``needs`` says per name what
-    the tool needs, appended to its error. A callable's ``graph_breaks`` attribute (a
+    the tool needs, appended to its error; ``here``, as in :func:`compare`. A callable's ``graph_breaks`` attribute (a
     ``torch.compile`` rung's count) is kept in its entry.
 
     Returns ``(entries, timings)``: one :func:`sidebyside.lab.verdict.ladder_entry` per
@@ -319,7 +319,7 @@ def ladder(candidates: Mapping[str, Any] | Callable[[], Mapping[str, Any]], *, n
 
     _validate(repeats, warmup)
     needs = dict(needs or {})
-    built, timings, errors = _pooled(candidates, repeats=repeats, processes=processes, keep_errors=True,
+    built, timings, errors = _pooled(candidates, repeats=repeats, processes=processes, keep_errors=True, here=here,
                                      warmup=warmup, min_repeat_s=min_repeat_s, max_number=max_number,
                                      synchronize=True, pipelined=pipelined)
     entries: dict[str, dict[str, Any]] = {}

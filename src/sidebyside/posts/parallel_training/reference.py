@@ -59,6 +59,44 @@ def _torch_trainer(torch_state: Mapping[str, Any], config: ViTConfig, *, lr: flo
     return step, reset
 
 
+def _contestants(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], config: ViTConfig, lr: float,
+                 momentum: float, torch_device: str, torch_tools: Sequence[str], jax_platform: str):
+    """Every rung built on the first batch: ``(candidates, trainers, jax_record, losses)`` (a tool
+    that fails to build keeps its error as its candidate)."""
+    import jax
+    import torch
+
+    from sidebyside.posts.parallel_training import jax_parallel
+
+    common = dict(lr=lr, momentum=momentum, device=torch_device)
+    Xt = torch.from_numpy(X).to(torch_device)
+    yt = torch.from_numpy(y).long().to(torch_device)
+    candidates: dict[str, Any] = {}
+    trainers = {}
+    for tool in torch_tools:
+        name = f"torch/{tool}"
+        try:  # a tool that fails keeps its row, with its error
+            step, reset = _torch_trainer(torch_state, config, compiled=tool == "compile", **common)
+            trainers[name], candidates[name] = (step, reset), partial(step, Xt[0], yt[0])
+        except Exception as error:  # noqa: BLE001
+            candidates[name] = error
+    spec = {"config": config.__dict__, "lr": lr, "momentum": momentum, "num_devices": 1, "model_parallel": 1}
+    init = {k: v.detach().cpu().numpy() for k, v in torch_state.items()}
+    losses = {}
+    try:
+        jax_record, _, candidates["jax/jit"] = jax_parallel.train("one_device", spec, X, y, init,
+                                                                  devices=[jax.devices(jax_platform)[0]])
+        losses["jax/jit"] = jax_record["losses"]
+    except Exception as error:  # noqa: BLE001
+        candidates["jax/jit"], jax_record = error, None
+    return candidates, trainers, jax_record, losses
+
+
+def _candidates(*args: Any) -> dict[str, Any]:
+    """The rungs alone, as a timing worker process builds them (:func:`_contestants`'s arguments)."""
+    return _contestants(*args)[0]
+
+
 def run(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], config: ViTConfig, *, lr: float,
         momentum: float, torch_device: str = "cpu", jax_device: Any = None,
         torch_tools: Sequence[str] = TORCH_TOOLS, repeats: int = 5, min_repeat_s: float = 0.05) -> dict[str, Any]:
@@ -75,7 +113,6 @@ def run(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], config: Vi
     import jax
     import torch
 
-    from sidebyside.posts.parallel_training import jax_parallel
 
     unknown = set(torch_tools) - set(TORCH_TOOLS)
     if unknown:
@@ -92,25 +129,11 @@ def run(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], config: Vi
             breaks["graph_breaks"] = int(torch._dynamo.explain(step)(Xt[0], yt[0]).graph_break_count)
         except Exception as error:  # noqa: BLE001  (the count is a finding; its failure is one too)
             breaks["graph_breaks_error"] = f"{type(error).__name__}: {error}"[:300]
-    candidates: dict[str, Any] = {}
-    trainers = {}
-    for tool in torch_tools:
-        name = f"torch/{tool}"
-        try:  # a tool that fails keeps its row, with its error
-            step, reset = _torch_trainer(torch_state, config, compiled=tool == "compile", **common)
-            trainers[name], candidates[name] = (step, reset), partial(step, Xt[0], yt[0])
-        except Exception as error:  # noqa: BLE001
-            candidates[name] = error
-    spec = {"config": config.__dict__, "lr": lr, "momentum": momentum, "num_devices": 1, "model_parallel": 1}
-    init = {k: v.detach().cpu().numpy() for k, v in torch_state.items()}
-    losses = {}
-    try:
-        jax_record, _, candidates["jax/jit"] = jax_parallel.train("one_device", spec, X, y, init,
-                                                                  devices=[jax_device])
-        losses["jax/jit"] = jax_record["losses"]
-    except Exception as error:  # noqa: BLE001
-        candidates["jax/jit"], jax_record = error, None
-    entries, _ = timing.ladder(candidates, repeats=repeats, min_repeat_s=min_repeat_s)
+    candidates, trainers, jax_record, losses = _contestants(X, y, torch_state, config, lr, momentum, torch_device,
+                                                            tuple(torch_tools), jax_device.platform)
+    builder = partial(_candidates, X, y, torch_state, config, lr, momentum, torch_device, tuple(torch_tools),
+                      jax_device.platform)  # each worker process builds the rungs again
+    entries, _ = timing.ladder(builder, here=candidates, repeats=repeats, min_repeat_s=min_repeat_s)
     if jax_record is not None and entries["jax/jit"].get("median_s") is not None:
         entries["jax/jit"]["compile_s"] = jax_record["compile_s"]  # compiled ahead of time, before its first call
     for name, (step, reset) in trainers.items():
