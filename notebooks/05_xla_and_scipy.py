@@ -692,7 +692,7 @@ static_table = pd.DataFrame(static_rows).set_index("approach")
 static_table.round(1)
 
 # %% [markdown] tags=["appendix"]
-# ## 4. Results
+# ## Results
 
 # %% tags=["appendix-input", "appendix"]
 summary_rows = []
@@ -710,7 +710,7 @@ results = pd.DataFrame(summary_rows).set_index(["op", "device", "arithmetic"])
 results.round(2)
 
 # %% [markdown]
-# ## 5. Conclusion
+# ## 4. Conclusion
 #
 # Written from the results record by `sidebyside.posts.xla_and_scipy.report`, so that every number below is the run's.
 

@@ -37,7 +37,9 @@ def freshness(site: Path, infos, params_by_profile: dict, root: Path) -> dict[st
 
 def write_freshness(site: Path, infos, params_by_profile: dict, root: Path) -> Path:
     """Write :func:`freshness` to ``site/_data/freshness.json`` (atomically;
-    other slugs already there are kept) and return its path."""
+    other slugs already there are kept), then what the pages show of every
+    result, ``site/_data/board.json`` (:func:`sidebyside.publish.frontpage.write_board`,
+    which refuses a record of too many verdicts), and return the first path."""
     path = Path(site) / "_data" / "freshness.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -48,4 +50,7 @@ def write_freshness(site: Path, infos, params_by_profile: dict, root: Path) -> P
     tmp = path.with_name(".freshness.json.tmp")
     tmp.write_text(json.dumps(states, indent=2, sort_keys=True) + "\n")
     os.replace(tmp, path)
+    from sidebyside.publish import frontpage
+
+    frontpage.write_board(Path(site), states, "gpu" in params_by_profile, root)
     return path
