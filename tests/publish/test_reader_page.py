@@ -200,7 +200,7 @@ def test_scoreboard_is_grouped_by_post_with_at_most_five_rows_each(reader_site, 
             assert view["question"] in row and view["answer"] in row and view["device"] in row, (slug, row)
     fixture = groups[board["order"].index(FIXTURE)]
     headline = record["metrics"]["verdicts"][0]
-    assert headline["question"] in fixture["rows"][0] and record["provenance"]["device"] in fixture["rows"][0]
+    assert headline["question"] in fixture["rows"][0] and headline["scale"]["device"] in fixture["rows"][0]
     assert f"JAX {frontpage.fmt_factor(headline['factor'])}× faster" in fixture["rows"][0]
     states = json.loads((site / "_data" / "freshness.json").read_text())
     assert FIXTURE not in states and board["posts"][FIXTURE]["freshness"] == "unknown"  # no notebook: no key
