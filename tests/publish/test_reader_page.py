@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ROOT, front_matter, make_site
+from conftest import ROOT, make_site
 from test_pairs import SLUG as FIXTURE
 from test_pairs import render_fixture
 from test_site import _jekyll, browsing
