@@ -535,7 +535,9 @@ def render(executed_nb, record: dict[str, Any], info: NotebookInfo, site_config:
            root: Path = ROOT) -> tuple[str, dict[str, bytes]]:
     """Render an executed notebook: returns (post Markdown with front matter,
     ``{filename: bytes}`` of ``images/<slug>/``: figures, downloads and the
-    publication's manifest, :data:`sidebyside.publish.state.MANIFEST`)."""
+    publication's manifest, :data:`sidebyside.publish.state.MANIFEST`). A post
+    whose text the lint refuses (:mod:`sidebyside.publish.lint`) raises
+    :class:`PublishError` naming each line."""
     from nbconvert import MarkdownExporter
 
     if Path(info.path).suffix == ".py" and Path(info.path).is_file():
