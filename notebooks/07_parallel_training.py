@@ -161,8 +161,9 @@ X, y = np.stack([b[0] for b in batches]), np.stack([b[1] for b in batches])
 with torch.no_grad():
     torch_logits = torch_model(torch.from_numpy(X[0])).numpy()
 flax_logits = np.asarray(flax_model(jnp.asarray(X[0])))
-pd.Series({"parameters": model.param_count(config), "global batch": batch_size, "steps": steps,
-           "largest logit difference, PyTorch against Flax": np.abs(torch_logits - flax_logits).max()})
+tables.table(pd.Series({"parameters": model.param_count(config), "global batch": batch_size, "steps": steps,
+                        "largest logit difference, PyTorch against Flax": np.abs(torch_logits - flax_logits).max()},
+                       name="value"))
 
 # %% [markdown]
 # ## 2. What each strategy adds, side by side
