@@ -1,19 +1,24 @@
 // A post's few behaviours; without JavaScript the page reads the same, less these.
 
-// Large vector figures (graphviz graphs): drawn at their natural size, where their labels (9 pt and
-// more, sidebyside.lab.viz) read at 12 px; a wider one scrolls sideways in its own box. A click opens
-// any figure full size.
-function sizeFigure(img) {
-  var natural = img.naturalWidth, column = img.parentNode.parentNode.clientWidth;
-  if (natural && natural > column) {
+// Figures keep their text legible: a figure is never drawn so small that its text falls under
+// MIN_TEXT_PX CSS px; one that would is drawn that large and scrolls sideways in its own box.
+// Vector figures (graphviz graphs, labels of 9 pt and more, sidebyside.lab.viz) keep their natural
+// size, where those labels read at 12 px; a PNG's text is PNG_TEXT_PX of its own pixels (viz.style:
+// 10 pt at 110 dpi). A click opens any figure full size.
+var MIN_TEXT_PX = 11, PNG_TEXT_PX = 10 * 110 / 72;
+function sizeFigure(img, scale) {
+  var natural = img.naturalWidth, box = img.parentNode.parentNode, least = Math.ceil(natural * scale);
+  if (natural && least > box.clientWidth) {
     img.style.maxWidth = "none";
-    img.style.width = natural + "px";
-    img.parentNode.parentNode.classList.add("figure-scroll");
+    img.style.width = least + "px";
+    box.classList.add("figure-scroll");
   }
 }
 document.addEventListener("DOMContentLoaded", function () {
-  document.querySelectorAll('.post-content a > img[src$=".svg"]').forEach(function (img) {
-    if (img.complete) sizeFigure(img); else img.addEventListener("load", function () { sizeFigure(img); });
+  document.querySelectorAll('.post-content a > img').forEach(function (img) {
+    var svg = /\.svg$/.test(img.getAttribute("src") || "");
+    var scale = svg ? 1 : Math.min(1, MIN_TEXT_PX / PNG_TEXT_PX);
+    if (img.complete) sizeFigure(img, scale); else img.addEventListener("load", function () { sizeFigure(img, scale); });
   });
 });
 

@@ -225,7 +225,7 @@ fig.suptitle(f"First-layer weights after {num_epochs} epochs (seed 0)", fontweig
 plt.show()
 
 # %% [markdown]
-# Up close, the first three units of each (the scale of the full grids in the appendix), large enough to see each pixel:
+# Up close, the first three units of each, large enough to see each pixel, are the figure at the top of this post (the full grids are in the appendix).
 
 # %% figure="weights-closeup" alt="Close-up of the first three first-layer templates of PyTorch and Flax networks after training" tags=["key-figure", "appendix-input"]
 fig, axes = plt.subplots(3, 1, figsize=(3.6, 5.6), constrained_layout=True)
@@ -462,7 +462,7 @@ tables.table(same_start)
 # compound over the epochs. Yet the function the two networks compute stays close: see their CKA in
 # the table above.
 #
-# ## 4. Results
+# ## Results
 
 # %% tags=["appendix-input"]
 metrics = post.summarise(
@@ -477,7 +477,7 @@ tables.table(post.results_table(metrics))
 # Whether a difference is more than seed noise is decided below by one test for every quantity
 # (`sidebyside.lab.verdict.seeds`: the difference of the means against two standard errors).
 #
-# ## 5. Conclusion
+# ## 4. Conclusion
 
 # %% tags=["remove_input", "collapsed"] summary="The conclusion in full"
 Markdown(post.conclusion(metrics))

@@ -124,7 +124,7 @@ provenance.table(record)
 # %% [markdown]
 # ## 1. What PyTorch computes
 #
-# `grid_sample(input, grid)` reads `input` (N, C, H, W) at the points of `grid` (N, H_out, W_out, 2), given as (x, y) in [-1, 1]. The details that a port has to get right, all taken from PyTorch's ATen kernels:
+# `grid_sample(input, grid)` reads `input` (N, C, H, W) at the points of `grid` (N, H_out, W_out, 2), given as (x, y) in [-1, 1]. The details that a port has to get right, all taken from PyTorch's ATen kernels, are listed in the appendix (what a port must get right).
 
 # %% [markdown] tags=["appendix"] summary="What a port must get right: PyTorch's arithmetic in detail"
 # - **Unnormalisation, and how it is rounded.** With `align_corners=True`, -1 and 1 are the *centres* of the corner pixels: x = (g + 1)(W - 1)/2. With `False` they are the *outer edges*: x = ((g + 1)W - 1)/2. PyTorch's CUDA kernels and its 2-D CPU kernel compute the multiply and the subtraction as one fused multiply-add (one rounding); its 3-D CPU kernel rounds the product and the difference apart. An ulp more or less in a coordinate of 400 pixels is 3e-5 of a pixel, which the slope of a 0-255 image turns into an error of 1e-5 of the scale, and which now and then moves a coordinate across a pixel boundary, where the grid gradient changes completely. `sidebyside.grid_sample` computes these roundings explicitly (an exact emulation of the fused multiply-add from exact partial products and error-free additions), so they do not depend on what XLA, Triton or g++ decide to fuse.
@@ -388,7 +388,7 @@ tables.summarise([t for pair in pitfall.values() for t in pair.values()])
 Markdown(report.pitfall_note(first_cfg["name"], pitfall))
 
 # %% [markdown] tags=["appendix"]
-# ## 5. Where the frameworks differ by design: non-finite grids
+# ## Where the frameworks differ by design: non-finite grids
 #
 # A NaN or infinite grid value has no right answer, but it must not crash, and PyTorch's backends do not agree. Read from ATen's sources: the CUDA kernels clamp NaN to 0 under `border`/`reflection` and send a coordinate that is still non-finite to -100, that is, out of bounds (`safe_downgrade_to_int_range`), so the result is finite. PyTorch's CPU kernels, measured here, do three different things. Every path of `sidebyside.grid_sample` (the Pallas kernels, the native CPU kernel and the XLA path, which the tests hold to the same bits) follows the CUDA rule in nearest, bilinear and trilinear (finite, zero gradient for the non-finite coordinate) and returns NaN for bicubic, as both PyTorch backends do; none follows PyTorch's CPU kernels.
 
@@ -426,7 +426,7 @@ pd.DataFrame({
 }, index=["outcome", "values"])
 
 # %% [markdown]
-# ## 6. Results
+# ## 5. Results
 #
 # The results record, from everything measured above (`sidebyside.posts.grid_sample.report` turns it into the table below and into the conclusion):
 
@@ -439,7 +439,7 @@ metrics = report.summarise(
 report.results_table(metrics)
 
 # %% [markdown]
-# ## 7. Conclusion
+# ## 6. Conclusion
 
 # %% tags=["remove_input", "collapsed"] summary="The conclusion in full"
 Markdown(report.conclusion(metrics) + "\n\n" + checkpoints.describe_parts(parts.log))

@@ -82,6 +82,12 @@ if "google.colab" in sys.modules:
 from sidebyside.lab import timing
 
 conditions = timing.same_conditions(threads=threads or None, tf32=False)
+# The BLAS behind PyTorch's CPU matmul (linked into torch, so the provenance's list of BLAS libraries,
+# read by threadpoolctl, does not show it): the first thing to read when its share of the peak is low.
+import torch  # noqa: E402
+
+conditions["torch_blas"] = dict(item.split("=", 1) for item in torch.__config__.show().replace(",", " ").split()
+                                if item.startswith(("BLAS_INFO=", "LAPACK_INFO=")))
 
 import jax
 
@@ -692,7 +698,7 @@ static_table = pd.DataFrame(static_rows).set_index("approach")
 static_table.round(1)
 
 # %% [markdown] tags=["appendix"]
-# ## 4. Results
+# ## Results
 
 # %% tags=["appendix-input", "appendix"]
 summary_rows = []
@@ -710,7 +716,7 @@ results = pd.DataFrame(summary_rows).set_index(["op", "device", "arithmetic"])
 results.round(2)
 
 # %% [markdown]
-# ## 5. Conclusion
+# ## 4. Conclusion
 #
 # Written from the results record by `sidebyside.posts.xla_and_scipy.report`, so that every number below is the run's.
 

@@ -141,6 +141,17 @@ from sidebyside.lab import timing
 
 conditions = timing.same_conditions(threads=threads or None, tf32=allow_tf32)
 
+import logging
+import warnings
+
+# Library log lines stay out of the post (the publisher refuses a post that holds one), each one named here.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # XLA's C++ warnings: its GPU autotuner's "Delay kernel timed out"
+logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found" on a CPU machine
+for _name in ("torch._dynamo.variables.ctx_manager", "torch._dynamo.variables.torch"):
+    logging.getLogger(_name).setLevel(logging.ERROR)  # "Profiler record function ... will be ignored" (the optimiser's)
+warnings.filterwarnings("ignore", message=".*dynamo_pgo force disabled.*")  # Inductor's caches are off on purpose
+warnings.filterwarnings("ignore", message=".*TensorFloat32 tensor cores.*")  # TF32 is off on purpose (same conditions)
+
 import jax
 import matplotlib.pyplot as plt
 import numpy as np

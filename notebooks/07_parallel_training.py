@@ -102,6 +102,18 @@ from sidebyside.lab import timing
 
 conditions = timing.same_conditions(tf32=False)  # before JAX starts
 
+import logging
+import os
+import warnings
+
+# Library log lines stay out of the post (the publisher refuses a post that holds one), each one named here.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # XLA's C++ warnings: its GPU autotuner's "Delay kernel timed out"
+logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found" on a CPU machine
+for _name in ("torch._dynamo.variables.ctx_manager", "torch._dynamo.variables.torch"):
+    logging.getLogger(_name).setLevel(logging.ERROR)  # "Profiler record function ... will be ignored" (the optimiser's)
+warnings.filterwarnings("ignore", message=".*dynamo_pgo force disabled.*")  # Inductor's caches are off on purpose
+warnings.filterwarnings("ignore", message=".*TensorFloat32 tensor cores.*")  # TF32 is off on purpose (same conditions)
+
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -149,8 +161,9 @@ X, y = np.stack([b[0] for b in batches]), np.stack([b[1] for b in batches])
 with torch.no_grad():
     torch_logits = torch_model(torch.from_numpy(X[0])).numpy()
 flax_logits = np.asarray(flax_model(jnp.asarray(X[0])))
-pd.Series({"parameters": model.param_count(config), "global batch": batch_size, "steps": steps,
-           "largest logit difference, PyTorch against Flax": np.abs(torch_logits - flax_logits).max()})
+tables.table(pd.Series({"parameters": model.param_count(config), "global batch": batch_size, "steps": steps,
+                        "largest logit difference, PyTorch against Flax": np.abs(torch_logits - flax_logits).max()},
+                       name="value"))
 
 # %% [markdown]
 # ## 2. What each strategy adds, side by side

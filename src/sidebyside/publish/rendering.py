@@ -24,7 +24,7 @@ from sidebyside.publish.common import ANSI_RE, ROOT, TEMPLATES, PublishError, wa
 from sidebyside.publish.discovery import NotebookInfo
 
 __all__ = ["scrub_rules", "scrub", "collapse_progress", "kramdown_math", "site_config", "check_date", "front_matter",
-           "drop_title_heading", "compared_paragraph", "arrange_lead", "arrange_appendix", "overlay_layout", "table_rows", "render", "front_matter_text",
+           "drop_title_heading", "run_date", "compared_paragraph", "arrange_lead", "arrange_appendix", "overlay_layout", "table_rows", "render", "front_matter_text",
            "OUTPUT_CAP", "cap_output"]
 
 #: The most a single cell output (a stream, a value, a traceback, HTML, Markdown) shows in a post, in
@@ -233,6 +233,11 @@ def check_date(info: NotebookInfo, site_config: dict[str, Any]) -> None:
               "(set 'date:' in its header to today or earlier, or 'future: true' in _config.yml)")
 
 
+def run_date(info: NotebookInfo, record: dict[str, Any]) -> str:
+    """A post's date: the day its run started (``executed_at``), else the notebook header's date."""
+    return str(record.get("executed_at") or "")[:10] or info.date
+
+
 def front_matter(info: NotebookInfo, record: dict[str, Any], site_config: dict[str, Any], root: Path) -> dict[str, Any]:
     repository = site_config.get("repository", "")
     branch = site_config.get("branch", "main")
@@ -243,7 +248,7 @@ def front_matter(info: NotebookInfo, record: dict[str, Any], site_config: dict[s
     return {
         "layout": "post",
         "title": info.title,
-        "date": info.date,
+        "date": run_date(info, record),
         "description": info.description,
         "tags": info.tags,
         "slug": info.slug,
@@ -530,7 +535,9 @@ def render(executed_nb, record: dict[str, Any], info: NotebookInfo, site_config:
            root: Path = ROOT) -> tuple[str, dict[str, bytes]]:
     """Render an executed notebook: returns (post Markdown with front matter,
     ``{filename: bytes}`` of ``images/<slug>/``: figures, downloads and the
-    publication's manifest, :data:`sidebyside.publish.state.MANIFEST`)."""
+    publication's manifest, :data:`sidebyside.publish.state.MANIFEST`). A post
+    whose text the lint refuses (:mod:`sidebyside.publish.lint`) raises
+    :class:`PublishError` naming each line."""
     from nbconvert import MarkdownExporter
 
     if Path(info.path).suffix == ".py" and Path(info.path).is_file():
@@ -562,6 +569,9 @@ def render(executed_nb, record: dict[str, Any], info: NotebookInfo, site_config:
     body, _ = exporter.from_notebook_node(nb, resources={"slug": info.slug})
     body = re.sub(r"\n{3,}", "\n\n", body).strip() + "\n"
     post = f"---\n{front_matter_text(front_matter(info, record, site_config, root), root)}---\n\n{body}"
+    from sidebyside.publish import lint
+
+    lint.check(post, str(info.path))
     from sidebyside.publish import state
 
     images[state.MANIFEST] = state.manifest(info.slug, f"{info.date}-{info.slug}.md", images, record)

@@ -37,9 +37,10 @@ def freshness(site: Path, infos, params_by_profile: dict, root: Path) -> dict[st
 
 def write_freshness(site: Path, infos, params_by_profile: dict, root: Path) -> Path:
     """Write :func:`freshness` to ``site/_data/freshness.json`` (atomically;
-    other slugs already there are kept), copy the committed noise floors
-    (``params/noise-floor.json``) to ``site/_data/noise_floor.json``, and
-    return the freshness file's path."""
+    other slugs already there are kept), then what the pages show of every
+    result, ``site/_data/board.json`` (:func:`sidebyside.publish.frontpage.write_board`,
+    which refuses a record of too many verdicts), copy the committed noise floors
+    (``params/noise-floor.json``) to ``site/_data/noise_floor.json``, and return the first path."""
     path = Path(site) / "_data" / "freshness.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -55,4 +56,7 @@ def write_freshness(site: Path, infos, params_by_profile: dict, root: Path) -> P
         tmp = path.with_name(".noise_floor.json.tmp")
         tmp.write_text(floors.read_text(encoding="utf-8"), encoding="utf-8")
         os.replace(tmp, path.with_name("noise_floor.json"))
+    from sidebyside.publish import frontpage
+
+    frontpage.write_board(Path(site), states, "gpu" in params_by_profile, root)
     return path

@@ -1,0 +1,251 @@
+"""What the site says about each published result, computed once for every page: the home
+page's cards and scoreboard, a post's verdict box and its stale banner.
+
+Input: the results records of a site (``_data/results/<slug>.json``), their freshness
+(:mod:`.scoreboard`), and the method changelog, ``_data/method_changelog.yml`` (the site's,
+else the repository's): a list of entries ``{date, commit, title, changed, kinds, posts,
+supersedes}``, ``date`` an ISO date or date-time (a date alone means its first instant, UTC),
+``kinds`` the verdict kinds it alters (:data:`KINDS`), ``posts`` the slugs (empty or absent:
+every post), ``supersedes`` true when the change corrects a method, so that the verdicts it
+touches no longer stand.
+
+Output: ``_data/board.json`` (:func:`write_board`), which the Liquid templates print and never
+recompute: ``{"order": [slug, ...], "kinds": [...], "posts": {slug: post}}`` where a post
+(:func:`post_view`) holds its card (headline question and answer in the winner's terms,
+hardware, run date, commit, states), the changelog entries that came after its run (``since``)
+and its verdicts (:func:`verdict_view`: kind, answer, interval in the winner's direction,
+device, superseded, suspect), the headline first.
+
+Notation, decided here only: a speed verdict reads "PyTorch 1.23× faster (1.22–1.30×)", the
+interval the winner's speed-up like the factor (records store ``ratio`` and ``interval`` as
+the subject's time over the other's); a tie or a difference within noise reads "practically
+tied"; a seed verdict names its quantity ("PyTorch: lower normalised total variation ...").
+
+Bounds: a record with more than :data:`MAX_VERDICTS` verdicts is refused (:class:`PublishError`);
+the home page lists at most :data:`HOME_VERDICTS` per post (the rest are on the post).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sidebyside.publish import anomalies
+from sidebyside.publish.common import ROOT, PublishError
+
+__all__ = ["KINDS", "MAX_VERDICTS", "HOME_VERDICTS", "CHANGELOG", "fmt_factor", "kind_of", "answer",
+           "load_changelog", "verdict_view", "post_view", "board", "write_board"]
+
+KINDS = ("speed", "accuracy", "numerics", "code", "memory")
+MAX_VERDICTS = 50
+HOME_VERDICTS = 5
+CHANGELOG = Path("_data") / "method_changelog.yml"
+NAMES = {"torch": "PyTorch", "jax": "JAX"}
+TIED = "practically tied"
+#: Labels that say the two sides could not be told apart (a speed ratio inside noise, an exact count within
+#: its tie margin, two seed sets within seed noise).
+TIE_LABELS = frozenset({"within noise", "practically tied", "tie", "tied", "within seed noise"})
+
+
+def fmt_factor(x: float) -> str:
+    """A speed-up as the site prints it: three significant figures, trailing zeros kept (1.30, 18.4, 120)."""
+    x = float(x)
+    return f"{x:.2f}" if x < 10 else f"{x:.1f}" if x < 100 else f"{x:.0f}"
+
+
+def _name(key: Any) -> str:
+    return NAMES.get(str(key), str(key))
+
+
+def kind_of(v: dict[str, Any]) -> str:
+    """Which of :data:`KINDS` a verdict (``Verdict.to_dict()``) measures, read from its test and question."""
+    test, question = str(v.get("test") or "").lower(), str(v.get("question") or "").lower()
+    if v.get("ratio") is not None or test.startswith("ratio of"):
+        return "speed"
+    if "welch" in test or "seed" in test:
+        return "accuracy"
+    if "exact count" in test:
+        return "code" if "code" in question else "memory"
+    return "numerics"
+
+
+def _winner_interval(v: dict[str, Any]) -> tuple[float, float] | None:
+    interval, winner = v.get("interval"), v.get("winner")
+    if not interval or len(interval) != 2 or winner is None:
+        return None
+    lo, hi = float(interval[0]), float(interval[1])
+    if winner == v.get("subject"):  # the subject's time over the other's, < 1: the winner's speed-up is its inverse
+        return (1 / hi, 1 / lo) if lo > 0 else None
+    return lo, hi
+
+
+def answer(v: dict[str, Any]) -> tuple[str, str]:
+    """``(answer, interval)``: the verdict in the winner's terms, and for a speed verdict won by one
+    side its interval in the same direction ("1.22–1.30×"; else "")."""
+    label, winner = str(v.get("label") or ""), v.get("winner")
+    kind = kind_of(v)
+    if label in TIE_LABELS:
+        return TIED, ""
+    if winner is None:
+        return ("same numbers within tolerance" if label == "same" else label), ""
+    who = _name(winner)
+    if kind == "speed":
+        # Records made before ``factor`` existed stored the winner's speed-up as ``ratio``.
+        factor = v.get("factor") if v.get("factor") is not None else v.get("ratio")
+        span = _winner_interval(v)
+        text = f"{who} {fmt_factor(factor)}× faster" if factor else f"{who} faster"
+        return text, (f"{fmt_factor(span[0])}–{fmt_factor(span[1])}×" if span else "")
+    sentence = str(v.get("sentence") or "")
+    if kind == "accuracy":
+        found = re.search(r"reaches an? (higher|lower) (.+?): ", sentence)
+        difference = v.get("difference")
+        by = f", by {abs(float(difference)):.3g}" if difference is not None else ""
+        if found:
+            return f"{who}: {found.group(1)} {found.group(2)}{by}", ""
+        return f"{who}: {label}{by}", ""
+    found = re.search(r"needs fewer (.+?) than", sentence)
+    if found:
+        return f"{who} needs fewer {found.group(1)}", ""
+    return f"{who}: {label}", ""
+
+
+def _instant(text: Any) -> dt.datetime:
+    """An ISO date or date-time as an aware date-time (a date alone: its first instant, UTC)."""
+    if isinstance(text, dt.datetime):
+        value = text
+    elif isinstance(text, dt.date):
+        value = dt.datetime(text.year, text.month, text.day)
+    else:
+        value = dt.datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
+    return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+
+
+def load_changelog(site: Path, root: Path = ROOT) -> list[dict[str, Any]]:
+    """The method changelog's entries, oldest first, each checked (date, title, changed, kinds
+    among :data:`KINDS`) and given ``day`` (YYYY-MM-DD) for printing; ``[]`` without a file."""
+    path = next((p for p in (Path(site) / CHANGELOG, Path(root) / CHANGELOG) if p.is_file()), None)
+    if path is None:
+        return []
+    entries = yaml.safe_load(path.read_text()) or []
+    out = []
+    for n, entry in enumerate(entries, 1):
+        missing = [k for k in ("date", "title", "changed", "kinds") if not entry.get(k)]
+        unknown = sorted(set(entry.get("kinds") or []) - set(KINDS))
+        if missing or unknown:
+            raise PublishError(f"{path}: entry {n} ({entry.get('title', '?')}): "
+                               + (f"missing {', '.join(missing)}" if missing else f"unknown kinds {unknown}; "
+                                  f"use {', '.join(KINDS)}"))
+        at = _instant(entry["date"])
+        out.append({"date": at.isoformat(), "day": at.date().isoformat(), "title": str(entry["title"]),
+                    "changed": " ".join(str(entry["changed"]).split()), "commit": str(entry.get("commit") or ""),
+                    "kinds": list(entry["kinds"]), "posts": list(entry.get("posts") or []),
+                    "supersedes": bool(entry.get("supersedes"))})
+    return sorted(out, key=lambda e: e["date"])
+
+
+def _since(record: dict[str, Any], changelog: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries dated after the run of ``record`` that concern its post."""
+    ran = _instant(record.get("executed_at") or "1970-01-01")
+    slug = record.get("slug")
+    return [e for e in changelog if _instant(e["date"]) > ran and (not e["posts"] or slug in e["posts"])]
+
+
+def _device(v: dict[str, Any], provenance: dict[str, Any]) -> tuple[str, str]:
+    """``(device name, "cpu" | "gpu")`` a verdict ran on: its scale's device, else the CPU when its
+    question says so, else the run's device."""
+    named = (v.get("scale") or {}).get("device")
+    question = str(v.get("question") or "")
+    gpu_run = provenance.get("device_kind") == "gpu"
+    if named:
+        return str(named), "gpu" if gpu_run and str(named) == provenance.get("device") else "cpu"
+    if re.search(r"\bon (the|a) CPU\b", question):
+        return str(provenance.get("cpu") or "the CPU"), "cpu"
+    return str(provenance.get("device") or "an unnamed device"), "gpu" if gpu_run else "cpu"
+
+
+def verdict_view(v: dict[str, Any], index: int, record: dict[str, Any], since: list[dict[str, Any]],
+                 suspects: dict[int, str]) -> dict[str, Any]:
+    """What the pages show of one verdict: its kind, answer, interval (winner's terms), device,
+    whether a changelog entry since its run corrected its method (then no figure: ``answer`` is
+    "superseded: re-run owed") and why it is suspect (``suspect``, "" when it is not)."""
+    kind = kind_of(v)
+    device, device_kind = _device(v, record.get("provenance") or {})
+    corrected = [e for e in since if e["supersedes"] and kind in e["kinds"]]
+    text, interval = answer(v)
+    if corrected:
+        text, interval = "superseded: re-run owed", ""
+    return {"index": index, "question": str(v.get("question") or ""), "kind": kind, "answer": text,
+            "interval": interval, "device": device, "device_kind": device_kind, "superseded": bool(corrected),
+            "superseded_by": corrected[-1]["title"] if corrected else "",
+            "suspect": "" if corrected else suspects.get(index, "")}
+
+
+def post_view(record: dict[str, Any], changelog: list[dict[str, Any]], freshness: str | None,
+              gpu_owed: bool) -> dict[str, Any]:
+    """One post's card, banner and verdicts (see the module docstring). Raises :class:`PublishError`
+    for a record with more than :data:`MAX_VERDICTS` verdicts."""
+    slug = str(record.get("slug"))
+    verdicts = [v for v in (record.get("metrics") or {}).get("verdicts") or [] if isinstance(v, dict)]
+    if len(verdicts) > MAX_VERDICTS:
+        raise PublishError(f"_data/results/{slug}.json holds {len(verdicts)} verdicts, more than the {MAX_VERDICTS} "
+                           "a post may publish: merge or drop verdicts in its notebook's report, then run it again")
+    since = _since(record, changelog)
+    suspects, notes = anomalies.find(record)
+    views = [verdict_view(v, i, record, since, suspects) for i, v in enumerate(verdicts)]
+    order = [w for w in views if not w["superseded"]] + [w for w in views if w["superseded"]]
+    headline = order[0] if order else None
+    prov = record.get("provenance") or {}
+    states = []
+    if any(w["superseded"] for w in views):
+        states.append("superseded")
+    if freshness == "stale" or since:
+        states.append("stale")
+    if gpu_owed:
+        states.append("GPU run owed")
+    states = states or ["current"]
+    return {
+        "slug": slug, "profile": str(record.get("profile") or ""), "hardware": str(prov.get("device") or ""),
+        "date": str(record.get("executed_at") or "")[:10], "executed_at": str(record.get("executed_at") or ""),
+        "commit": str(prov.get("git_sha") or "unknown"), "states": states, "state": states[0],
+        "freshness": freshness or "unknown",
+        "question": headline["question"] if headline else "",
+        "answer": headline["answer"] if headline else "no verdict in its results yet",
+        "interval": headline["interval"] if headline else "", "device": headline["device"] if headline else "",
+        "since": since, "since_kinds": [k for k in KINDS if any(k in e["kinds"] for e in since)],
+        "suspects": notes,
+        "verdicts": views, "order": [w["index"] for w in order],
+        "home": order[:HOME_VERDICTS], "more": max(0, len(order) - HOME_VERDICTS),
+        "kinds": [k for k in KINDS if any(w["kind"] == k for w in views)],
+    }
+
+
+def board(site: Path, freshness: dict[str, str], gpu_profile: bool, root: Path = ROOT) -> dict[str, Any]:
+    """Every published record of ``site`` as :func:`post_view` sees it, the newest run first.
+    ``gpu_profile``: the project has a gpu profile, so a post published from another one owes a GPU run."""
+    changelog = load_changelog(site, root)
+    posts = {}
+    for path in sorted((Path(site) / "_data" / "results").glob("*.json")):
+        record = json.loads(path.read_text())
+        record.setdefault("slug", path.stem)
+        posts[path.stem] = post_view(record, changelog, freshness.get(path.stem),
+                                     gpu_profile and record.get("profile") != "gpu")
+    newest = sorted(posts, key=lambda s: posts[s]["executed_at"], reverse=True)
+    order = [s for s in newest if posts[s]["state"] != "superseded"] + [s for s in newest
+                                                                        if posts[s]["state"] == "superseded"]
+    return {"order": order, "kinds": list(KINDS), "posts": posts, "changelog": changelog}
+
+
+def write_board(site: Path, freshness: dict[str, str], gpu_profile: bool, root: Path = ROOT) -> Path:
+    """Write :func:`board` to ``site/_data/board.json`` (atomically) and return its path."""
+    path = Path(site) / "_data" / "board.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(".board.json.tmp")
+    tmp.write_text(json.dumps(board(site, freshness, gpu_profile, root), indent=2, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+    return path

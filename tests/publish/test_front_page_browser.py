@@ -1,0 +1,184 @@
+"""The front page and the posts as a reader sees them in headless Chromium, at 1280 and 360 px: the
+cards on the first screen, no page scrolling sideways, the stale banner, a superseded verdict without
+its figure, figure text sizes, and the scoreboard's filter without JavaScript. The site is a scratch
+copy of the published one, its board written by the publisher (scoreboard.write_freshness), built with
+Jekyll."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+from conftest import ROOT, make_site
+from test_reader_page import LAYOUT_PROBLEMS
+from test_site import _jekyll, browsing
+
+from sidebyside import publish
+from sidebyside.publish import scoreboard
+
+pytestmark = pytest.mark.slow
+
+#: The viewport whose content column is 768 px (minima's wrapper pads 30 px each side).
+COLUMN_768 = 828
+#: viz.style's text (10 pt at 110 dpi) in a PNG figure's own pixels; the post's figures keep at least 11 CSS px.
+PNG_TEXT_PX = 10 * 110 / 72
+MIN_TEXT_PX = 11
+#: A measured figure in a verdict's text: a ratio, a time, an interval.
+FIGURE = re.compile(r"\d\s*(×|ms\b|µs\b|s\b|–)")
+
+# Runs in the page: per figure, its smallest text in CSS px as drawn (an SVG's font sizes read from the file,
+# a PNG's from viz.style's), and whether its box lets it scroll.
+FIGURE_TEXT = r"""async (pngText) => {
+  const out = [];
+  for (const img of document.querySelectorAll('.post-content img')) {
+    const src = img.getAttribute('src') || '';
+    if (!/\.(png|svg)$/.test(src) || src.includes('colab-badge')) continue;
+    const shown = img.getBoundingClientRect().width;
+    let smallest;
+    if (src.endsWith('.svg')) {
+      const doc = new DOMParser().parseFromString(await (await fetch(img.src)).text(), 'image/svg+xml');
+      const svg = doc.documentElement, box = (svg.getAttribute('viewBox') || '').split(/[ ,]+/).map(Number);
+      const width = box.length === 4 ? box[2] : parseFloat(svg.getAttribute('width'));
+      const sizes = Array.from(doc.querySelectorAll('text')).map(t => parseFloat(t.getAttribute('font-size')
+        || (t.getAttribute('style') || '').replace(/.*font-size:\s*([\d.]+).*/, '$1'))).filter(x => x > 0);
+      smallest = sizes.length ? Math.min(...sizes) * shown / width : null;
+    } else {
+      smallest = pngText * shown / img.naturalWidth;
+    }
+    out.push({src, shown: Math.round(shown), natural: img.naturalWidth, smallest});
+  }
+  return out;
+}"""
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    site = make_site(tmp_path_factory.mktemp("front") / "site", with_published=True)
+    shutil.copy2(ROOT / "how-we-measure.md", site / "how-we-measure.md")
+    infos = publish.discover(ROOT / "notebooks")
+    params = {p: publish.load_params(ROOT / "params", p, infos) for p in publish.PROFILES}
+    scoreboard.write_freshness(site, infos, params, ROOT)
+    board = json.loads((site / "_data" / "board.json").read_text())
+    return _jekyll(site), board
+
+
+def _paths(board) -> list[str]:
+    return ["/", "/how-we-measure/"] + [f"/posts/{slug}/" for slug in board["order"]]
+
+
+def test_the_first_screen_holds_every_posts_card(built):
+    site, board = built
+    with browsing(site) as (browser, base):
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(base + "/", wait_until="load")
+        cards = page.evaluate("""() => Array.from(document.querySelectorAll('.card')).map(c => ({
+            bottom: c.getBoundingClientRect().bottom, text: c.innerText, href: c.querySelector('a').getAttribute('href')}))""")
+    assert len(cards) == len(board["order"]) == len(list((ROOT / "_posts").glob("*.md")))
+    assert max(c["bottom"] for c in cards) <= 800, [round(c["bottom"]) for c in cards]
+    for slug, card in zip(board["order"], cards):
+        post = board["posts"][slug]
+        assert card["href"].endswith(f"/posts/{slug}/")
+        for part in (post["question"], post["answer"], post["state"]):
+            assert part in card["text"], (slug, part)
+        assert "ahead" not in card["text"] and "superseded: re-run owed" not in card["text"]
+
+
+@pytest.mark.parametrize("width", [1280, 360])
+def test_no_page_scrolls_sideways(built, width):
+    site, board = built
+    problems = []
+    with browsing(site) as (browser, base):
+        for path in _paths(board):
+            page = browser.new_page(viewport={"width": width, "height": 800})
+            page.goto(base + path, wait_until="load")
+            page.wait_for_timeout(300)  # post.js sizes the figures
+            problems += [f"{path}: {p}" for p in page.evaluate(LAYOUT_PROBLEMS)["problems"]]
+            page.close()
+    assert not problems, "\n".join(problems[:30])
+
+
+def test_a_stale_post_shows_the_changelog_entries_after_its_run(built):
+    site, board = built
+    with browsing(site) as (browser, base):
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        banners = {}
+        for slug in ("fashion-mnist-pytorch-vs-flax", "grid-sample-parity"):
+            page.goto(f"{base}/posts/{slug}/", wait_until="load")
+            banners[slug] = page.evaluate("""() => { const b = document.querySelector('.stale-banner');
+                return b ? {text: b.textContent, top: b.getBoundingClientRect().top,
+                            verdict: document.querySelector('.verdict').getBoundingClientRect().top} : null; }""")
+    changelog = board["changelog"]
+    for slug, banner in banners.items():
+        post = board["posts"][slug]
+        assert banner and banner["top"] < banner["verdict"], slug  # at the top, above the verdict
+        assert post["hardware"] in banner["text"] and post["commit"] in banner["text"] and "Re-run owed" in banner["text"]
+        for entry in changelog:
+            after = entry["date"] > post["executed_at"].replace("Z", "+00:00")
+            assert (entry["title"] in banner["text"]) == after, (slug, entry["title"])
+    assert "lax.scan" in banners["fashion-mnist-pytorch-vs-flax"]["text"]
+    assert "lax.scan" not in banners["grid-sample-parity"]["text"]  # ran after that correction
+
+
+def test_a_superseded_verdict_shows_no_figure(built):
+    site, board = built
+    with browsing(site) as (browser, base):
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(f"{base}/posts/fashion-mnist-pytorch-vs-flax/", wait_until="load")
+        items = page.evaluate("""() => Array.from(document.querySelectorAll('.verdict-item')).map(i => ({
+            superseded: i.classList.contains('superseded'), headline: i.classList.contains('headline'),
+            text: i.textContent, tables: i.querySelectorAll('table').length}))""")
+        page.goto(base + "/", wait_until="load")
+        rows = page.evaluate("""() => Array.from(document.querySelectorAll('#post-fashion-mnist-pytorch-vs-flax tr.superseded'))
+            .map(r => r.textContent)""")
+    superseded = [i for i in items if i["superseded"]]
+    assert superseded and not items[0]["superseded"] and items[0]["headline"]
+    for item in superseded:
+        assert "superseded: re-run owed" in item["text"] and item["tables"] == 0
+        assert not FIGURE.search(item["text"]), item["text"]
+    for row in rows:
+        assert "superseded: re-run owed" in row and not FIGURE.search(row), row
+
+
+@pytest.mark.parametrize("width", [COLUMN_768, 360])
+def test_figure_text_is_at_least_11_px(built, width):
+    site, board = built
+    small = []
+    with browsing(site) as (browser, base):
+        page = browser.new_page(viewport={"width": width, "height": 800})
+        for slug in board["order"]:
+            page.goto(f"{base}/posts/{slug}/", wait_until="load")
+            page.wait_for_timeout(300)
+            if width == COLUMN_768:
+                column = page.evaluate("() => document.querySelector('.post-content').clientWidth")
+                assert abs(column - 768) <= 2, column
+            figures = page.evaluate(FIGURE_TEXT, PNG_TEXT_PX)
+            assert figures or slug not in ("xla-and-scipy", "weight-visualisation"), slug
+            small += [f"{slug}: {f}" for f in figures if f["smallest"] is not None and f["smallest"] < MIN_TEXT_PX - 0.05]
+    assert not small, "\n".join(small)
+
+
+def test_the_scoreboard_filters_without_javascript(built):
+    site, board = built
+    with browsing(site) as (browser, base):
+        context = browser.new_context(java_script_enabled=False, viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.goto(base + "/", wait_until="load")
+        for summary in page.locator(".board-post > summary").all():
+            summary.click()
+
+        def shown():
+            return [(row.get_attribute("class") or "") for row in page.locator(".scoreboard tbody tr").all()
+                    if row.is_visible()]
+
+        everything = shown()
+        assert {"kind-speed", "kind-accuracy"} <= {c.split()[0] for c in everything}
+        page.click("label[for='kind-speed']")
+        assert shown() and all("kind-speed" in c for c in shown())
+        page.click("label[for='device-cpu']")
+        assert shown() and all("kind-speed" in c and "device-cpu" in c for c in shown())
+        page.click("label[for='kind-all']")
+        page.click("label[for='device-all']")
+        assert len(shown()) == len(everything)
+        context.close()
