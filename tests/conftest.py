@@ -13,7 +13,7 @@ from sidebyside.run import context
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ("_posts", "images", "_data")
-SITE_SKELETON = ("_config.yml", "_layouts", "_includes", "assets", "index.html")
+SITE_SKELETON = ("_config.yml", "_layouts", "_includes", "assets", "index.html", "feed.xml")
 
 
 def _fingerprint() -> str:
