@@ -112,7 +112,7 @@ def figure_file(mime: str, payload: str | bytes | list, scrub: Callable[[str], s
         payload = "".join(payload)
     if mime == "image/svg+xml":
         try:
-            return svg.sanitise(payload, text=scrub)
+            return svg.sanitise(payload, scrub=scrub)
         except svg.SvgError as exc:
             raise FigureError(str(exc)) from None
     try:

@@ -158,9 +158,9 @@ def _add_text(element: ET.Element, text: str | None) -> None:
         element.text = (element.text or "") + text
 
 
-def sanitise(data: bytes | str, text: Callable[[str], str] | None = None) -> bytes:
+def sanitise(data: bytes | str, scrub: Callable[[str], str] | None = None) -> bytes:
     """The SVG document ``data`` rebuilt from the allow-list of the module
-    docstring, as UTF-8 bytes; with ``text`` (the post's scrub of local paths
+    docstring, as UTF-8 bytes; with ``scrub`` (the post's scrub of local paths
     and the host name), every character data and attribute value but an
     embedded raster passes through it. Raises :class:`SvgError` when it is
     not an SVG (not XML, another root element) or declares entities."""
@@ -175,13 +175,13 @@ def sanitise(data: bytes | str, text: Callable[[str], str] | None = None) -> byt
     if name != "svg" or namespace not in (SVG, None):
         raise SvgError(f"its root element is <{name}>, not <svg>")
     _, [root] = _clean(root)
-    if text is not None:
+    if scrub is not None:
         for element in root.iter():
-            element.text = text(element.text) if element.text else element.text
-            element.tail = text(element.tail) if element.tail else element.tail
+            element.text = scrub(element.text) if element.text else element.text
+            element.tail = scrub(element.tail) if element.tail else element.tail
             for key, value in element.attrib.items():
                 if not _RASTER.match(value.strip()):
-                    element.attrib[key] = text(value)
+                    element.attrib[key] = scrub(value)
     ET.register_namespace("", SVG)
     ET.register_namespace("xlink", XLINK)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
