@@ -1,12 +1,12 @@
 // A post's few behaviours; without JavaScript the page reads the same, less these.
 
 // Large vector figures (graphviz graphs): drawn at their natural size, where their labels (9 pt and
-// more, sidebyside.lab.viz) read at 12 px; a wider one scrolls sideways in its own box. A click opens
-// any figure full size.
+// more, sidebyside.lab.viz) read at 12 px, up to the bound of the site's CSS (max-width and max-height,
+// whatever size the file claims); a wider one scrolls sideways in its own box. A click opens any figure
+// full size.
 function sizeFigure(img) {
   var natural = img.naturalWidth, column = img.parentNode.parentNode.clientWidth;
   if (natural && natural > column) {
-    img.style.maxWidth = "none";
     img.style.width = natural + "px";
     img.parentNode.parentNode.classList.add("figure-scroll");
   }

@@ -62,6 +62,20 @@ def float32_on_both_sides():
         yield
 
 
+@pytest.fixture(scope="session")
+def hostile_site(tmp_path_factory):
+    """A scratch site where the hostile fixture notebook (tests/fixtures/hostile/) was run and published
+    through the real pipeline; shared by the tests that read it (test_hostile, test_untrusted)."""
+    from sidebyside import publish
+
+    hostile = ROOT / "tests" / "fixtures" / "hostile"
+    base = tmp_path_factory.mktemp("hostile")
+    site = make_site(base / "site")
+    assert publish.run(profile="smoke", site=site, build=base / "build", notebooks=hostile,
+                       params_dir=hostile / "params", progress=False) == 0
+    return site
+
+
 def make_site(directory: Path, *, with_published: bool = False) -> Path:
     """A scratch Jekyll site: the repo's layouts, config and assets, and
     (optionally) a copy of the published posts, images and results."""

@@ -8,7 +8,8 @@ notebook stored it) and returns the bytes to publish, or raises
 - size: a raster image of more than :data:`MAX_PIXELS` pixels is refused,
   its dimensions read from the file's header before anything is decoded
   (no decompression bomb reaches Pillow);
-- PNG: re-encoded by :func:`sidebyside.lab.viz.optimise_png`, then every
+- PNG: re-encoded by :func:`sidebyside.lab.viz.optimise_png` (where Pillow
+  can re-encode it; else kept as it came), then every
   ancillary chunk is dropped (:func:`strip_png`: text, time, colour
   profiles, EXIF, private chunks), whichever version was kept;
 - SVG: rebuilt from the allow-list of :mod:`.svg` (nothing runs, nothing
@@ -123,5 +124,9 @@ def figure_file(mime: str, payload: str | bytes | list, scrub: Callable[[str], s
     if mime == "image/png":
         from sidebyside.lab.viz import optimise_png
 
-        data = strip_png(optimise_png(data))  # at most viz.MAX_PNG_BYTES, palette where it is smaller
+        try:
+            data = optimise_png(data)  # at most viz.MAX_PNG_BYTES, palette where it is smaller
+        except Exception:  # noqa: BLE001 (a PNG Pillow cannot re-encode is served as it came, stripped below)
+            pass
+        data = strip_png(data)
     return data

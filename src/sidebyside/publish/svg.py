@@ -115,7 +115,7 @@ def _clean_attributes(element: ET.Element, name: str) -> None:
         if keep and local == "href":
             target = _compact(value)
             keep = target.startswith("#") or (name == "image" and bool(_RASTER.match(value.strip())))
-        if keep and ("(" in value or "url" in value.lower() or local == "style"):
+        if keep and local != "href":  # any attribute may be a presentation attribute, read as CSS
             keep = _css_is_local(value)
         if not keep:
             del element.attrib[key]
