@@ -11,8 +11,9 @@ noncharacter) stops the build of the whole site. So:
   never as a surrogate-pair escape);
 - :func:`check_record` refuses a record the site cannot show (more than
   :data:`MAX_VERDICTS` verdicts);
-- :func:`jekyll_rejects` loads files exactly as Jekyll will, with Jekyll's own
-  loader in a ``ruby`` process, and returns what it refused. Where Ruby or
+- :func:`jekyll_rejects` loads files exactly as Jekyll will, with the call
+  Jekyll makes (``Psych.safe_load``, Date and Time permitted, aliases on) in
+  a ``ruby`` process, and returns what it refused. Where Ruby or
   Jekyll is missing (an air-gapped GPU box), it loads them with PyYAML's
   ``CSafeLoader``, built on libyaml, the parser Psych wraps.
 
@@ -36,21 +37,25 @@ __all__ = ["MAX_VERDICTS", "record_text", "check_record", "jekyll_rejects", "sit
 #: The most verdicts one record may hold (a post's verdict box shows each one).
 MAX_VERDICTS = 50
 
-# Loads each file named on the command line ("data:<path>" or "post:<path>") as Jekyll does (a post:
-# its front matter); prints "path<TAB>why" for each it refuses.
+# Loads each file named on the command line ("data:<path>" or "post:<path>") as Jekyll 4 does
+# (Jekyll::Utils.safe_load_yaml, and for a post the front matter that Jekyll::Document's
+# YAML_FRONT_MATTER_REGEXP finds); prints "path<TAB>why" for each it refuses. Psych alone: loading
+# all of Jekyll would take seconds.
 _RUBY = r"""
-require "jekyll"
+require "psych"
+require "date"
+FRONT_MATTER = %r!\A(---\s*\n.*?\n?)^((---|\.\.\.)\s*$\n?)!m
 ARGV.each do |arg|
   kind, path = arg.split(":", 2)
   begin
     text = File.read(path, encoding: "utf-8")
+    raise "not valid UTF-8" unless text.valid_encoding?
     if kind == "post"
-      match = text.match(Jekyll::Document::YAML_FRONT_MATTER_REGEXP)
+      match = text.match(FRONT_MATTER)
       raise "no front matter between --- lines" unless match
       text = match[1]
     end
-    raise "not valid UTF-8" unless text.valid_encoding?
-    Jekyll::Utils.safe_load_yaml(text)
+    Psych.safe_load(text, permitted_classes: [Date, Time], aliases: true)
   rescue StandardError => e
     puts "#{path}\t#{e.class}: #{e.message.lines.first.to_s.strip}"
   end

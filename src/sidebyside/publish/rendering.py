@@ -88,8 +88,10 @@ _INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)([^$\n]+?)(?<![\\$])\$(?!\$)")
 
 
 def kramdown_math(markdown: str) -> str:
-    """Jupyter writes inline math as ``$x$``; kramdown only protects ``$$x$$``
-    (it would read ``_`` inside as emphasis). Rewrite outside code."""
+    """The notebook's own Markdown cells (the project's text, which kramdown
+    reads): Jupyter writes inline math as ``$x$``; kramdown only protects
+    ``$$x$$`` (it would read ``_`` inside as emphasis). Rewrite outside code.
+    Outputs never come here: :mod:`.markdown` parses their math."""
     parts = _CODE_SPAN.split(markdown)
     return "".join(part if i % 2 else _INLINE_MATH.sub(r"$$\1$$", part) for i, part in enumerate(parts))
 
