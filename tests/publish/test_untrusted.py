@@ -1,8 +1,7 @@
 """Nothing a notebook emits can run, load, leak or break the site.
 
 Class by class, each with variants of its own: a record Jekyll would refuse
-(:mod:`sidebyside.publish.records`), an SVG whose CSS fetches
-(:mod:`sidebyside.publish.svg`), figure files that leak or are too big
+(:mod:`sidebyside.publish.records`), figure files that leak or are too big
 (:mod:`sidebyside.publish.figures`), a run that writes other posts
 (:mod:`sidebyside.publish.guard`). Then (slow) the hostile fixture notebook
 through the real pipeline and a real Jekyll build: every page and figure
@@ -10,7 +9,7 @@ opened in Chromium, where each payload changes the page's title if any
 script runs (a control page proves the detection works) and no request may
 leave the site; the feed parsed as XML; the figure files searched for the
 working directory and the host name. Markdown and LaTeX outputs, unit by
-unit, are in test_hostile.
+unit, are in test_hostile; links in test_urls; SVG (its CSS too) in test_svg.
 """
 
 from __future__ import annotations
@@ -28,11 +27,12 @@ import pytest
 from conftest import ROOT, make_site
 
 from sidebyside import publish
-from sidebyside.publish import figures, guard, records, state, svg
+from sidebyside.publish import figures, guard, records, state
 from sidebyside.publish.rendering import scrub, scrub_rules
 
 SLUG = "hostile-output"
 PWNED = "PWNED"
+NS = 'xmlns="http://www.w3.org/2000/svg"'
 
 
 # --------------------------------------------------------------------------- records
@@ -114,42 +114,6 @@ def test_make_site_check_names_a_data_file_jekyll_would_refuse(tmp_path, capsys,
     err = capsys.readouterr().err
     assert code == 2 and "another.json" in err and "Jekyll would refuse" in err, err
     assert not (site / "_data" / "freshness.json").exists()
-
-
-# --------------------------------------------------------------------------- SVG: nothing loads
-
-NS = 'xmlns="http://www.w3.org/2000/svg"'
-FETCHING_CSS = {
-    "image-set": 'rect { fill: image-set("//x.invalid/a.png" 1x) }',
-    "webkit-image-set": "rect { fill: -webkit-image-set(url(https://x.invalid/b.png) 1x) }",
-    "escaped-function": 'rect { fill: \\69 mage-set("//x.invalid/c.png" 1x) }',
-    "escaped-url": "rect { fill: \\75 rl(//x.invalid/d.png) }",
-    "font-face": "@font-face { font-family: f; src: url(//x.invalid/f.woff) }",
-    "import-string": '@import "//x.invalid/g.css";',
-    "cross-fade": "rect { fill: cross-fade(url(//x.invalid/h.png), red) }",
-    "image": 'rect { fill: image("//x.invalid/i.png") }',
-    "protocol-relative-url": "rect { fill: url(//x.invalid/j.svg#p) }",
-    "url-string": 'rect { fill: url("https://x.invalid/k.svg#p") }',
-}
-
-
-@pytest.mark.parametrize("name", sorted(FETCHING_CSS))
-def test_svg_css_that_fetches_is_dropped_wherever_it_is(name):
-    css = FETCHING_CSS[name]
-    declaration = css[css.index("{") + 1:css.rindex("}")] if "{" in css and not css.startswith("@") else css
-    doc = (f"<svg {NS}><style>{css}</style><rect width='5' height='5' style='{declaration}'/>"
-           f"<rect width='5' height='5' fill='{declaration.split(':', 1)[-1].strip()}'/><text>kept</text></svg>")
-    out = svg.sanitise(doc)
-    assert b"x.invalid" not in out, out
-    assert b"kept" in out
-
-
-def test_svg_css_that_fetches_nothing_is_kept():
-    doc = (f"<svg {NS}><style>*{{stroke-linejoin: round}} rect {{ fill: rgb(1 2 3); clip-path: url(#c) }}</style>"
-           "<rect width='5' height='5' transform='translate(1 2) rotate(3)' clip-path='url(#c)' "
-           "style='fill: hsl(10 20% 30%)'/></svg>")
-    out = svg.sanitise(doc)
-    assert b"rotate(3)" in out and b"url(#c)" in out and b"hsl(10 20% 30%)" in out and b"stroke-linejoin" in out
 
 
 # --------------------------------------------------------------------------- figure files: scrubbed, bounded
