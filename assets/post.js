@@ -4,12 +4,14 @@
 // MIN_TEXT_PX CSS px; one that would is drawn that large and scrolls sideways in its own box.
 // Vector figures (graphviz graphs, labels of 9 pt and more, sidebyside.lab.viz) keep their natural
 // size, where those labels read at 12 px; a PNG's text is PNG_TEXT_PX of its own pixels (viz.style:
-// 10 pt at 110 dpi). A click opens any figure full size.
-var MIN_TEXT_PX = 11, PNG_TEXT_PX = 10 * 110 / 72;
+// 10 pt at 110 dpi). No figure is drawn past MAX_PX, the bound of the site's CSS, whatever size its
+// file claims. A click opens any figure full size.
+var MIN_TEXT_PX = 11, PNG_TEXT_PX = 10 * 110 / 72, MAX_PX = 4000;
 function sizeFigure(img, scale) {
-  var natural = img.naturalWidth, box = img.parentNode.parentNode, least = Math.ceil(natural * scale);
+  var natural = img.naturalWidth, box = img.parentNode.parentNode;
+  var least = Math.min(Math.ceil(natural * scale), MAX_PX);
   if (natural && least > box.clientWidth) {
-    img.style.maxWidth = "none";
+    img.style.maxWidth = MAX_PX + "px";
     img.style.width = least + "px";
     box.classList.add("figure-scroll");
   }

@@ -4,8 +4,8 @@ or _data/: the session ends in failure if any of them changed."""
 from __future__ import annotations
 
 import hashlib
-import zlib
 import shutil
+import zlib
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,7 @@ from sidebyside.run import context
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ("_posts", "images", "_data")
-SITE_SKELETON = ("_config.yml", "_layouts", "_includes", "assets", "index.html")
+SITE_SKELETON = ("_config.yml", "_layouts", "_includes", "assets", "index.html", "feed.xml")
 
 
 def _fingerprint() -> str:
@@ -61,6 +61,20 @@ def float32_on_both_sides():
 
     with timing.tf32(False):
         yield
+
+
+@pytest.fixture(scope="session")
+def hostile_site(tmp_path_factory):
+    """A scratch site where the hostile fixture notebook (tests/fixtures/hostile/) was run and published
+    through the real pipeline; shared by the tests that read it (test_hostile, test_untrusted)."""
+    from sidebyside import publish
+
+    hostile = ROOT / "tests" / "fixtures" / "hostile"
+    base = tmp_path_factory.mktemp("hostile")
+    site = make_site(base / "site")
+    assert publish.run(profile="smoke", site=site, build=base / "build", notebooks=hostile,
+                       params_dir=hostile / "params", progress=False) == 0
+    return site
 
 
 def make_site(directory: Path, *, with_published: bool = False) -> Path:

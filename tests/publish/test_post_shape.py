@@ -189,7 +189,7 @@ def test_what_was_compared_names_the_work_every_scale_and_the_device():
     small = scale_of(parameters=148_214, input="32×32×3", batch=16, precision="float32", device="AMD EPYC (1 core)")
     large = scale_of(parameters=148_214, input="32×32×3", batch=64, precision="float32", device="AMD EPYC (1 core)")
     text = rendering.compared_paragraph(_info(), _record(small, large, {}, profile="cpu"))
-    assert text.startswith("**What was compared.** Training one MLP in both frameworks. At 148k parameters, "
+    assert text.startswith("<p><strong>What was compared.</strong> Training one MLP in both frameworks. At 148k parameters, "
                            "input 32×32×3, batch 16 and 64, float32, on AMD EPYC (1 core) (the cpu profile, "
                            "run on 2026-11-25)")
     # a record whose verdicts name no scale (an older run) still names its device
@@ -206,10 +206,22 @@ def test_what_was_compared_names_the_work_every_scale_and_the_device():
 
 
 def test_what_was_compared_escapes_the_header_and_the_record():
-    text = rendering.compared_paragraph(_info('<script>alert(1)</script> {::nomarkdown} [x](javascript:alert(1))'),
-                                        _record({}, device="<img src=x onerror=alert(1)>"))
-    assert "<script" not in text and "<img" not in text and "javascript:" not in text
-    assert not re.search(r"(?<!\\)\{:", text)  # kramdown's extensions escaped
+    """Header and record text is text: HTML-escaped, never read as Markdown (kramdown passes the
+    paragraph through, so a backtick or $$ cannot unescape anything)."""
+    from html.parser import HTMLParser
+
+    text = rendering.compared_paragraph(
+        _info('<script>alert(1)</script> {::nomarkdown} [x](javascript:alert(1)) ` <b>x</b> ` $$<i>y</i>$$'),
+        _record({}, device="<img src=x onerror=alert(1)>"))
+    tags = []
+
+    class Tags(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            tags.append(tag)
+
+    Tags(convert_charrefs=True).feed(text)
+    assert tags == ["p", "strong"], tags
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text and "&lt;img src=x onerror=alert(1)&gt;" in text
 
 
 def test_the_key_figure_moves_under_what_was_compared_and_its_cell_stays():

@@ -14,6 +14,7 @@ from pathlib import Path
 from sidebyside.publish.cache import freshness, plan, published_record
 from sidebyside.publish.common import ROOT, PublishError, say
 from sidebyside.publish.discovery import check_pairs, discover, read_notebook_info, select
+from sidebyside.publish.guard import Guard
 from sidebyside.publish.params import check_profile, detect_profile, load_all_params
 from sidebyside.publish.rendering import check_date, render, site_config
 from sidebyside.publish.running import check_before_running, complete_record, execute, key_and_stamp
@@ -27,7 +28,9 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
         build: Path = ROOT / "build", notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params",
         root: Path = ROOT, progress: bool = True, dry_run: bool = False, aa: bool = False) -> int:
     """Execute (when needed) and publish notebooks. Returns a process exit code. ``aa``: an A/A
-    run (every timed contestant races the first one's function), for a scratch site only."""
+    run (every timed contestant races the first one's function), for a scratch site only. Each run
+    is guarded (:class:`sidebyside.publish.guard.Guard`): a notebook that changed a published file
+    fails with the files named, and they are put back."""
     started = time.perf_counter()
     if profile == "auto":
         profile = detect_profile()
@@ -67,15 +70,19 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
         _, nb = read_notebook_info(info.path)
         params = params_by_profile[profile][info.slug]
         forget_run(build / "executed" / f"{info.slug}.ipynb")
-        executed, saved = execute(info, nb, profile, params, build, root=root, progress=progress,
-                                  aa=aa)
-        key, saved["provenance"]["git_sha"] = key_and_stamp(info, profile, params, params_dir, saved, root)
-        record = complete_record(saved, info, profile, params, key, root)
-        write_run_record(executed, record)
-        import nbformat
+        with Guard(site, info.slug) as guard:  # the run may write no published file, the publication only its own
+            try:
+                executed, saved = execute(info, nb, profile, params, build, root=root, progress=progress, aa=aa)
+            finally:
+                guard.check("its notebook's run")
+            key, saved["provenance"]["git_sha"] = key_and_stamp(info, profile, params, params_dir, saved, root)
+            record = complete_record(saved, info, profile, params, key, root)
+            write_run_record(executed, record)
+            import nbformat
 
-        post, images = render(nbformat.read(executed, as_version=4), record, info, config, root=root)
-        target = publish(site, info, post, images, record)
+            post, images = render(nbformat.read(executed, as_version=4), record, info, config, root=root)
+            target = publish(site, info, post, images, record)
+            guard.check("its publication", own=True)
         say(f"{label}: done in {time.perf_counter() - t0:.1f} s -> {target.relative_to(site)} "
              f"(+{len(images)} image{'s' if len(images) != 1 else ''})")
     if not dry_run:
@@ -148,10 +155,11 @@ def list_notebooks(*, only: str | None = None, site: Path = ROOT, notebooks: Pat
     by :func:`sidebyside.publish.cache.freshness` with the parameters of
     ``params_dir``). Returns 2 when a published record is broken, a post's
     files are incomplete or a publication was left unfinished
-    (:mod:`sidebyside.publish.state`; each is said on stderr with its fix). With
+    (:mod:`sidebyside.publish.state`; each is said on stderr with its fix), or when Jekyll would refuse to
+    load a data file or a post's front matter (:func:`sidebyside.publish.records.site_rejects`). With
     ``write_freshness`` (``make site``), also write the answer into the
     site's ``_data/freshness.json`` for the home page's scoreboard."""
-    from sidebyside.publish import state
+    from sidebyside.publish import records, state
 
     everything = discover(notebooks)
     params_by_profile = load_all_params(params_dir, everything)
@@ -180,6 +188,10 @@ def list_notebooks(*, only: str | None = None, site: Path = ROOT, notebooks: Pat
                     None: f"unknown: no {params_dir}/{record.get('profile')}.yaml"}[current]
             said_state = f"{record['profile']} run of {record['executed_at']} ({said})"
         print(f"{info.slug:31} {info.relpath(root):38} {said_state}")
+    for message in records.site_rejects(site):  # what Jekyll itself would refuse, whichever post it is
+        print(f"error: Jekyll would refuse to load {message}; the whole site would fail to build. Run "
+              "`make execute ONLY=<its slug> FORCE=1` (or `git checkout -- <file>`) to replace it", file=sys.stderr)
+        broken += 1
     if write_freshness and not broken:
         from sidebyside.publish import scoreboard
 

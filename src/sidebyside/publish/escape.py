@@ -12,17 +12,20 @@ so every byte of output goes through one of them wherever it is printed.
 - :func:`safe_url`: the one test of a URL: after entity decoding and the
   removal of whitespace and control characters, only ``http``, ``https``,
   ``mailto`` and relative URLs pass (an allow-list, never a list of bad schemes).
-- :func:`safe_html`: ``text/html`` output through ``nh3`` (see below) with an
-  allow-list of tags and attributes (tables, inline formatting, links whose
-  URL passes :func:`safe_url`); the result is balanced, and a
-  note says how many URLs were removed.
-- :func:`safe_markdown`: ``text/markdown`` output kept as Markdown, with raw
-  HTML and kramdown extensions escaped, fences closed, and every link or image
-  whose URL fails :func:`safe_url` pointed at :data:`REMOVED_URL` with a
-  visible note. :func:`safe_links` applies the same test to the links of the
-  notebook's own Markdown cells.
+- :func:`sanitise`: HTML through ``nh3`` (see below) with an allow-list of
+  tags and attributes (tables, inline formatting, links whose URL passes
+  :func:`safe_url`, images only where the caller's test passes their
+  ``src``); the result is balanced, on one line, and a note says how many
+  URLs were removed. :func:`safe_html` applies it to ``text/html`` output;
+  :func:`safe_markdown` to the HTML that :mod:`sidebyside.publish.markdown`
+  renders from ``text/markdown`` and ``text/latex`` output (parsed by a
+  CommonMark parser first, never guessed at with a pattern).
+- :func:`safe_links`: the links of the notebook's own Markdown cells (the
+  project's text, which kramdown reads): every link or image whose URL fails
+  :func:`safe_url` is pointed at :data:`REMOVED_URL` with a visible note.
 - :func:`drop_controls`: control characters (C0 but tab and newline, DEL,
-  C1, bidirectional overrides) removed.
+  C1, bidirectional overrides), lone surrogates and the noncharacters
+  U+FFFE/U+FFFF removed: none can be shown, and YAML loaders (Jekyll's) refuse them.
 - :func:`clean`: a function applied to every string of a nested value (keys too).
 
 Liquid needs no escaping: posts carry ``render_with_liquid: false``.
@@ -45,9 +48,9 @@ from html.parser import HTMLParser
 from typing import Any
 
 __all__ = ["drop_controls", "fenced", "safe_url", "url_scheme", "safe_html", "safe_markdown", "safe_links", "image_alt",
-           "clean", "FILTERS", "SAFE_SCHEMES", "REMOVED_URL", "REMOVED_NOTE"]
+           "clean", "sanitise", "FILTERS", "SAFE_SCHEMES", "REMOVED_URL", "REMOVED_NOTE"]
 
-CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
 
 
 def drop_controls(text: str) -> str:
@@ -119,13 +122,6 @@ URL_ATTRIBUTES = frozenset({"href", "src", "xlink:href", "srcset", "action", "fo
 _CSS_URL = re.compile(r"url\(\s*(['\"]?)(.*?)\1\s*\)", re.I | re.S)
 
 
-def _url_filter(tag: str, attribute: str, value: str) -> str | None:
-    """nh3's last word on every kept attribute: a URL must pass :func:`safe_url`."""
-    if attribute == "href" and not safe_url(value):
-        return None
-    return drop_controls(value)
-
-
 def unsafe_urls(text: str) -> int:
     """How many URLs in the markup ``text`` fail :func:`safe_url`: in URL
     attributes (each candidate of a ``srcset``) and CSS ``url()``, in any tag."""
@@ -157,33 +153,60 @@ def unsafe_urls(text: str) -> int:
     return found
 
 
-def safe_html(text: str) -> str:
-    """``text/html`` output reduced by ``nh3`` to an allow-list of tags and
-    attributes (no script, no style, no event handler, no form, no frame), every
-    tag balanced so that the output cannot close the block around it. Links
-    keep their URL only where it passes :func:`safe_url` (nh3 checks
-    the scheme too, after the HTML parser's own decoding); when any URL was
-    removed, a paragraph saying how many ends the output."""
+def sanitise(markup: str, *, image: Callable[[str], bool] | None = None) -> str:
+    """HTML reduced by ``nh3`` to the allow-list (:data:`ALLOWED_TAGS`,
+    :data:`ALLOWED_ATTRIBUTES`): no script, no style, no event handler, no
+    form, no frame, every tag balanced so that it cannot close the block
+    around it. Links keep their URL only where it passes :func:`safe_url`
+    (nh3 checks the scheme too, after the HTML parser's own decoding); when
+    any URL was removed, a paragraph saying how many ends the output. With
+    ``image`` (a test of an ``<img>``'s ``src``), images whose ``src`` passes
+    it are kept (``src`` and ``alt`` only); without, no ``<img>`` is. The
+    result is one line, newlines written ``&#10;``, so that kramdown, which
+    ends an HTML block at a blank line, passes it through whole."""
     import nh3
 
-    text = drop_controls(str(text))
-    out = nh3.clean(text, tags=set(ALLOWED_TAGS), clean_content_tags=set(DROPPED_WITH_CONTENT),
-                    attributes={tag: set(names) for tag, names in ALLOWED_ATTRIBUTES.items()},
-                    attribute_filter=_url_filter, url_schemes=set(SAFE_SCHEMES), strip_comments=True,
+    text = drop_controls(str(markup))
+    tags = set(ALLOWED_TAGS) | ({"img"} if image else set())
+    attributes = {tag: set(names) for tag, names in ALLOWED_ATTRIBUTES.items()}
+    if image:
+        attributes["img"] = {"src", "alt"}
+
+    def keep(tag: str, attribute: str, value: str) -> str | None:
+        if attribute == "href" and not safe_url(value):
+            return None
+        if tag == "img" and attribute == "src" and not (image and image(value)):
+            return None
+        return drop_controls(value)
+
+    out = nh3.clean(text, tags=tags, clean_content_tags=set(DROPPED_WITH_CONTENT), attributes=attributes,
+                    attribute_filter=keep, url_schemes=set(SAFE_SCHEMES), strip_comments=True,
                     link_rel="noopener noreferrer nofollow")
     removed = unsafe_urls(text)
     if removed:
         out += f'<p class="unsafe-url-removed">{removed} unsafe link{"s" if removed > 1 else ""} removed from this output</p>'
-    return out
+    return out.replace("\n", "&#10;")
+
+
+def safe_html(text: str) -> str:
+    """``text/html`` output, sanitised by :func:`sanitise` without images
+    (figures come as image outputs, published as files)."""
+    return sanitise(text)
+
+
+def safe_markdown(text: str, slug: str = "") -> str:
+    """``text/markdown`` or ``text/latex`` output as sanitised HTML
+    (:func:`sidebyside.publish.markdown.to_html`: parsed, then sanitised);
+    ``slug`` names the post whose own folder its images may load from."""
+    from sidebyside.publish import markdown
+
+    return markdown.to_html(text, slug)
 
 
 # --------------------------------------------------------------------------- Markdown
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-# Code spans and math on one line: kramdown escapes what is inside them. One line
-# only, and never after a backslash: where kramdown would not read a span (it
-# ends at a block boundary, or its backtick is escaped), escaping it costs at
-# most a visible "&lt;", while leaving it would let raw HTML through.
+# Code spans and math on one line, whose links safe_links leaves alone (the notebook's own text).
 _PROTECTED = re.compile(r"(?<![\\`])(`+)[^`\n](?:[^\n]*?[^`\n])?\1(?!`)|(?<!\\)\$\$[^\n]+?\$\$")
 # Where a link or image destination starts: an inline ``](`` (kramdown allows space between), a reference
 # definition ``[id]: url``.
@@ -192,23 +215,6 @@ _INLINE_DEST = re.compile(r"\]\s*\(")
 # rest of the line; every line that looks like one is checked (a paragraph's line too: never fewer).
 _REFERENCE_DEF = re.compile(r"^( {0,3}\[[^\]\n]+\]:)[ \t]*(\S.*)$")
 _TITLE = re.compile(r"""\s+("[^"]*"|'[^']*'|\([^()]*\))\s*$""", re.S)
-
-
-def _escape_prose(text: str) -> str:
-    """Outside code and math: raw HTML and kramdown extensions as text."""
-    out, last = [], 0
-    for match in _PROTECTED.finditer(text):
-        out.append(_escape_span(text[last:match.start()]))
-        out.append(match.group(0))
-        last = match.end()
-    out.append(_escape_span(text[last:]))
-    return "".join(out)
-
-
-def _escape_span(text: str) -> str:
-    text = text.replace("<", "&lt;")
-    text = text.replace("{:", "\\{:")  # kramdown's IAL, ALD and extensions ({::nomarkdown})
-    return _check_links(text)
 
 
 def _destination(inner: str) -> str:
@@ -283,27 +289,11 @@ def _split_fences(lines: list[str]) -> Iterator[tuple[str, list[str], str | None
     yield "", prose, None
 
 
-def safe_markdown(text: str) -> str:
-    """``text/markdown`` (or ``text/latex``) output kept as Markdown, but
-    self-contained: raw HTML and kramdown extensions are escaped outside code
-    and math, every link and image URL outside them passes :func:`safe_url` or
-    is replaced (with a visible note), an unclosed fence is closed, and its
-    fenced blocks cannot be closed from inside."""
-    out: list[str] = []
-    for opening, body, _ in _split_fences(drop_controls(str(text)).split("\n")):
-        if not opening:
-            out.append(_escape_prose("\n".join(body)))
-        else:
-            info = re.sub(r"[^\w+.-]", "", opening[_FENCE_OPEN.match(opening).end():])
-            out.append(fenced("\n".join(body), info))
-    # Blank lines around each fenced block: kramdown starts a block only after one.
-    return "\n\n".join(part for part in out if part.strip())
-
-
 def safe_links(markdown: str) -> str:
     """Markdown written by the project (a notebook's Markdown cells): kept as
     it is, raw HTML included, but every link and image outside code and math
-    whose URL fails :func:`safe_url` is replaced as in :func:`safe_markdown`."""
+    whose URL fails :func:`safe_url` is pointed at :data:`REMOVED_URL`, followed by
+    :data:`REMOVED_NOTE` (:func:`_check_links`)."""
     out: list[str] = []
     for opening, body, closing in _split_fences(str(markdown).split("\n")):
         if opening:

@@ -1,13 +1,12 @@
 """From an executed notebook to a post: our preprocessing (hidden cells,
 streams, figures, scrubbed paths and host name, outputs cut at
-:data:`OUTPUT_CAP`, SVG figures sanitised by :mod:`.svg`), the front matter,
+:data:`OUTPUT_CAP`, figure files made by :mod:`.figures`), the front matter,
 the side-by-side pairs (:mod:`.pairs`), the downloads (:mod:`.downloads`),
 the escape filters (:mod:`.escape`) and the publication's manifest
 (:mod:`.state`)."""
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import functools
 import os
@@ -19,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from sidebyside.publish import escape, svg
+from sidebyside.publish import escape, figures
 from sidebyside.publish.common import ANSI_RE, ROOT, TEMPLATES, PublishError, warn
 from sidebyside.publish.discovery import NotebookInfo
 
@@ -89,8 +88,10 @@ _INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)([^$\n]+?)(?<![\\$])\$(?!\$)")
 
 
 def kramdown_math(markdown: str) -> str:
-    """Jupyter writes inline math as ``$x$``; kramdown only protects ``$$x$$``
-    (it would read ``_`` inside as emphasis). Rewrite outside code."""
+    """The notebook's own Markdown cells (the project's text, which kramdown
+    reads): Jupyter writes inline math as ``$x$``; kramdown only protects
+    ``$$x$$`` (it would read ``_`` inside as emphasis). Rewrite outside code.
+    Outputs never come here: :mod:`.markdown` parses their math."""
     parts = _CODE_SPAN.split(markdown)
     return "".join(part if i % 2 else _INLINE_MATH.sub(r"$$\1$$", part) for i, part in enumerate(parts))
 
@@ -146,7 +147,7 @@ def _preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
     rules = scrub_rules(root)
     images: dict[str, bytes] = {}
     unnamed = 0
-    for cell in nb.cells:
+    for number, cell in enumerate(nb.cells):
         if cell.cell_type == "markdown":
             cell.source = escape.safe_links(kramdown_math(escape.drop_controls(cell.source)))
             continue
@@ -175,7 +176,7 @@ def _preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
                         text = data[mime] if isinstance(data[mime], str) else "".join(data[mime])
                         text = scrub(escape.drop_controls(ANSI_RE.sub("", text)), rules)
                         text = cap_output(text, slug, html=mime == "text/html")
-                        data[mime] = kramdown_math(text) if mime == "text/markdown" else text
+                        data[mime] = text
                 mime = next((m for m in _EXT if m in data), None)
                 if mime:
                     base = cell.metadata.get("figure")
@@ -186,21 +187,14 @@ def _preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
                     name, n = f"{base}.{_EXT[mime]}", 2
                     while name in images:
                         name, n = f"{base}-{n}.{_EXT[mime]}", n + 1
-                    payload = data[mime]
-                    if mime == "image/svg+xml":
-                        try:
-                            payload = svg.sanitise(payload if isinstance(payload, str) else "".join(payload))
-                        except svg.SvgError as exc:
-                            warn(f"{slug}: an SVG figure ({name}) was left out: {exc}")
-                            output["data"] = {"text/plain": f"[an SVG figure was left out: {exc}]"}
-                            outputs.append(output)
-                            continue
-                    else:
-                        payload = base64.b64decode(payload)
-                        if mime == "image/png":
-                            from sidebyside.lab.viz import optimise_png
-
-                            payload = optimise_png(payload)  # at most viz.MAX_PNG_BYTES, palette where it is smaller
+                    try:
+                        payload = figures.figure_file(mime, data[mime], lambda text: scrub(text, rules))
+                    except figures.FigureError as exc:
+                        first = next((line for line in cell.source.splitlines() if line.strip()), "")[:60]
+                        warn(f"{slug}: cell {number} [{first}] displays a figure ({name}) that was left out: {exc}")
+                        output["data"] = {"text/plain": f"[a figure ({name}) was left out: {exc}]"}
+                        outputs.append(output)
+                        continue
                     images[name] = payload
                     meta = output.setdefault("metadata", {})
                     meta["filenames"] = {mime: f"../../images/{slug}/{name}"}
@@ -290,8 +284,10 @@ def compared_paragraph(info: NotebookInfo, record: dict[str, Any]) -> str:
     scales the record's verdicts were measured at (:func:`sidebyside.lab.verdict.scales_text`:
     merged field by field where at most one field differs between them, else each scale in
     turn), on the devices they name (else the run's device); then the profile and the day of the
-    run. Header and record text is escaped as an output's Markdown is
-    (:func:`sidebyside.publish.escape.safe_markdown`)."""
+    run. Returned as one HTML paragraph: header and record text is escaped as
+    text (``html.escape``), never read as Markdown or HTML."""
+    import html
+
     from sidebyside.lab.verdict import SCALE_FIELDS, scales_text
 
     verdicts = [v for v in (record.get("metrics") or {}).get("verdicts") or [] if isinstance(v, dict)]
@@ -310,10 +306,11 @@ def compared_paragraph(info: NotebookInfo, record: dict[str, Any]) -> str:
     device = " and ".join(devices) or (record.get("provenance") or {}).get("device") or "an unnamed device"
     where = f"At {size}, on {device}" if size else f"On {device}"
     day = str(record.get("executed_at", ""))[:10]
-    text = (f"**What was compared.** {(info.compared or info.description).strip()} {where} "
+    text = (f"{(info.compared or info.description).strip()} {where} "
             f"(the {record.get('profile', '?')} profile{', run on ' + day if day else ''}); every figure on this "
             "page comes from that run.")
-    return escape.safe_markdown(" ".join(text.split()))
+    text = html.escape(" ".join(escape.drop_controls(text).split()), quote=False)
+    return f"<p><strong>What was compared.</strong> {text}</p>"
 
 
 #: The cell tag that makes a figure the post's key figure: the first figure among the tagged
@@ -323,14 +320,14 @@ KEY_FIGURE_TAG = "key-figure"
 
 def arrange_lead(nb, compared: str, *, where: str = "") -> None:
     """Open the post's body, in place, as DESIGN.md's shape has it: the *what was compared*
-    paragraph (Markdown, already safe: :func:`compared_paragraph`), then the key figure, the
+    paragraph (HTML, already safe: :func:`compared_paragraph`), then the key figure, the
     first figure output of the first cell tagged :data:`KEY_FIGURE_TAG` (moved, with the rest
     of that cell left where it is). A tag on a cell without a figure is reported (``where``
     names the notebook) and the post goes on without one. Call it after :func:`_preprocess`
     (figures carry their file names) and before :func:`arrange_appendix`."""
     import nbformat
 
-    lead = [nbformat.v4.new_markdown_cell(f'<div class="compared" markdown="1">\n\n{compared}\n\n</div>')]
+    lead = [nbformat.v4.new_markdown_cell(f'<div class="compared" markdown="0">{compared}</div>')]
     tagged = next((c for c in nb.cells if KEY_FIGURE_TAG in c.metadata.get("tags", [])), None)
     if tagged is not None:
         figure = next((o for o in tagged.get("outputs", [])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,9 @@ def _format_failure(exc, info: NotebookInfo, nb_path: Path, executed: Path) -> s
 def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build: Path, *,
             root: Path = ROOT, progress: bool = True, timeout: int | None = None,
             aa: bool = False) -> tuple[Path, dict[str, Any]]:
-    """Run one notebook with papermill into ``build/executed/<slug>.ipynb``.
+    """Run one notebook with papermill into ``build/executed/<slug>.ipynb``,
+    its kernel working in a scratch directory of its own, ``build/scratch/<slug>/``
+    (emptied first), never in the repository or the site.
 
     Returns the executed path and the results record the notebook saved. Raises
     :class:`PublishError` with the failing cell and error. ``aa``: an A/A run (every timed
@@ -51,6 +54,9 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
     executed = executed_dir / f"{info.slug}.ipynb"
     results_path = results_dir / f"{info.slug}.json"
     results_path.unlink(missing_ok=True)
+    scratch = build / "scratch" / info.slug  # the kernel's working directory: nothing else of the tree
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
     run_context = context.RunContext(slug=info.slug, profile=profile, results_dir=results_dir, root=root,
                                      headless=True, inputs=runkey.declared_inputs(info.path, profile, params, root),
                                      aa=aa)
@@ -64,7 +70,7 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
     try:
         papermill.execute_notebook(
             str(input_path), str(executed), parameters=params, kernel_name=nb.metadata["kernelspec"]["name"],
-            cwd=str(root), progress_bar=progress, log_output=False, execution_timeout=timeout,
+            cwd=str(scratch), progress_bar=progress, log_output=False, execution_timeout=timeout,
         )
     except papermill.PapermillExecutionError as exc:
         raise PublishError(_format_failure(exc, info, info.path, executed)) from None

@@ -43,6 +43,7 @@ from typing import Any
 from sidebyside.publish.cache import is_post_of, post_path
 from sidebyside.publish.common import PublishError, say
 from sidebyside.publish.discovery import NotebookInfo
+from sidebyside.publish.records import check_record, record_text, require_loadable
 
 __all__ = ["Transaction", "recover", "publish", "lock", "holding_lock", "locked", "LockHeld", "write_run_record",
            "forget_run", "completed_run", "STATE_DIR"]
@@ -316,7 +317,11 @@ def recover(site: Path) -> list[str]:
 def publish(site: Path, info: NotebookInfo, post: str, images: dict[str, bytes], record: dict[str, Any]) -> Path:
     """Replace the post, the images and the results of ``info`` in ``site``,
     together or not at all (a :class:`Transaction`); a post of the
-    same slug under another date is removed in the same transaction."""
+    same slug under another date is removed in the same transaction. The
+    record is written as UTF-8 and, with the post's front matter, loaded as
+    Jekyll will (:mod:`.records`) before anything is swapped in: a record or
+    post that Jekyll would refuse raises :class:`PublishError`, and nothing
+    published changes."""
     site = Path(site)
     with lock(site):
         for message in recover(site):
@@ -327,11 +332,20 @@ def publish(site: Path, info: NotebookInfo, post: str, images: dict[str, bytes],
         for name, payload in images.items():
             (staged / name).write_bytes(payload)
         target = post_path(site, info)
-        txn.stage(f"_posts/{target.name}").write_text(post)
+        txn.stage(f"_posts/{target.name}").write_text(post, encoding="utf-8")
         for stale in sorted((site / "_posts").glob(f"*-{info.slug}.md")):
             if stale != target and is_post_of(stale, info.slug):
                 txn.delete(f"_posts/{stale.name}")
-        txn.stage(f"_data/results/{info.slug}.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        results = txn.stage(f"_data/results/{info.slug}.json")
+        try:
+            check_record(record, info.slug)
+            results.write_text(record_text(record), encoding="utf-8")
+            (txn.staging / "post.md").write_text(post, encoding="utf-8")
+            require_loadable([results], [txn.staging / "post.md"],
+                             f"{info.slug}: its results record or its post's front matter")
+        except PublishError:
+            _remove(txn.staging)  # nothing in the site was touched
+            raise
         txn.commit()
     return target
 

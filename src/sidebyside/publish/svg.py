@@ -15,8 +15,10 @@ allow-list, so that opening it is as harmless as showing it in an ``<img>``
   but ``xlink:href`` and ``xml:space``;
 - references: ``href``/``xlink:href`` only to a fragment of the same document
   (``#id``), or on ``<image>`` an embedded raster (``data:image/png``,
-  ``jpeg``, ``gif`` or ``webp``, base64); CSS ``url()`` only to ``#id``; a
-  ``<style>`` with ``@import`` or any other ``url()`` is dropped. Nothing
+  ``jpeg``, ``gif`` or ``webp``, base64); CSS, read by a tokenizer, only
+  with ``url(#id)`` and functions that fetch nothing (:data:`CSS_FUNCTIONS`):
+  a ``<style>`` or an attribute with an at-rule (``@import``), another
+  ``url()``, ``image-set()`` or any other function is dropped. Nothing
   external is loaded, so nothing can be.
 
 The XML is read by the standard library's parser (expat: it fetches no
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 
 __all__ = ["sanitise", "SvgError", "ELEMENTS"]
 
@@ -47,7 +50,6 @@ feFuncA feFuncR feFuncG feFuncB feDropShadow
 UNWRAPPED = frozenset({"a", "switch"})
 _RASTER = re.compile(r"^data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]*$", re.I)
 _INVISIBLE = re.compile("[\x00-\x20\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
-_CSS_URL = re.compile(r"url\s*\(\s*(['\"]?)(.*?)\1\s*\)", re.I | re.S)
 _NAME = re.compile(r"^[A-Za-z_][\w.:-]*$")
 
 
@@ -66,15 +68,40 @@ def _compact(value: str) -> str:
     return _INVISIBLE.sub("", value)
 
 
+#: CSS functions that compute a value and fetch nothing; any other (``url()`` to another
+#: document, ``image-set()``, ``image()``, ``cross-fade()``, ``element()``, ``src()``, ``expression()``...) is refused.
+CSS_FUNCTIONS = frozenset("""
+rgb rgba hsl hsla hwb lab lch oklab oklch color calc min max clamp var
+matrix translate translatex translatey rotate scale scalex scaley skewx skewy
+""".split())
+
+
 def _css_is_local(css: str) -> bool:
-    """Whether CSS text loads nothing: no ``@import``, no ``url()`` but ``url(#id)``,
-    no legacy script hooks (``expression()``, ``behavior``, ``-moz-binding``)."""
-    compact = _compact(css).lower()
-    if any(bad in compact for bad in ("@import", "expression(", "behavior:", "-moz-binding", "javascript:",
-                                      "\\")):  # a CSS escape could spell any of them
-        return False
-    return all(_compact(m.group(2)).startswith("#") for m in _CSS_URL.finditer(css)) and \
-        compact.count("url(") == len(_CSS_URL.findall(css))
+    """Whether CSS text (a style sheet, a ``style`` attribute or a presentation
+    attribute) loads nothing, read by a CSS tokenizer (tinycss2, which decodes
+    escapes as a browser does): no at-rule (``@import``, ``@font-face``...), no
+    ``url()`` but ``url(#id)``, and no function outside :data:`CSS_FUNCTIONS`."""
+    import tinycss2
+
+    def local(tokens) -> bool:
+        for token in tokens:
+            kind = token.type
+            if kind in ("at-keyword", "error"):
+                return False
+            if kind == "url" and not _compact(token.value).startswith("#"):
+                return False
+            if kind == "function":
+                if token.lower_name == "url":
+                    args = [t for t in token.arguments if t.type != "whitespace"]
+                    if len(args) != 1 or args[0].type != "string" or not _compact(args[0].value).startswith("#"):
+                        return False
+                elif token.lower_name not in CSS_FUNCTIONS or not local(token.arguments):
+                    return False
+            if kind in ("() block", "[] block", "{} block") and not local(token.content):
+                return False
+        return True
+
+    return local(tinycss2.parse_component_value_list(css))
 
 
 def _clean_attributes(element: ET.Element, name: str) -> None:
@@ -88,7 +115,7 @@ def _clean_attributes(element: ET.Element, name: str) -> None:
         if keep and local == "href":
             target = _compact(value)
             keep = target.startswith("#") or (name == "image" and bool(_RASTER.match(value.strip())))
-        if keep and ("url" in value.lower() or local == "style"):
+        if keep and local != "href":  # any attribute may be a presentation attribute, read as CSS
             keep = _css_is_local(value)
         if not keep:
             del element.attrib[key]
@@ -131,10 +158,12 @@ def _add_text(element: ET.Element, text: str | None) -> None:
         element.text = (element.text or "") + text
 
 
-def sanitise(data: bytes | str) -> bytes:
+def sanitise(data: bytes | str, scrub: Callable[[str], str] | None = None) -> bytes:
     """The SVG document ``data`` rebuilt from the allow-list of the module
-    docstring, as UTF-8 bytes. Raises :class:`SvgError` when it is not an SVG
-    (not XML, another root element) or declares entities."""
+    docstring, as UTF-8 bytes; with ``scrub`` (the post's scrub of local paths
+    and the host name), every character data and attribute value but an
+    embedded raster passes through it. Raises :class:`SvgError` when it is
+    not an SVG (not XML, another root element) or declares entities."""
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else str(data)
     if re.search(r"<!ENTITY", text, re.I):
         raise SvgError("it declares XML entities (refused: they can expand without bound)")
@@ -146,6 +175,13 @@ def sanitise(data: bytes | str) -> bytes:
     if name != "svg" or namespace not in (SVG, None):
         raise SvgError(f"its root element is <{name}>, not <svg>")
     _, [root] = _clean(root)
+    if scrub is not None:
+        for element in root.iter():
+            element.text = scrub(element.text) if element.text else element.text
+            element.tail = scrub(element.tail) if element.tail else element.tail
+            for key, value in element.attrib.items():
+                if not _RASTER.match(value.strip()):
+                    element.attrib[key] = scrub(value)
     ET.register_namespace("", SVG)
     ET.register_namespace("xlink", XLINK)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)

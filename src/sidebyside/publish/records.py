@@ -1,0 +1,136 @@
+"""A results record as the site publishes it, and the check that Jekyll will load it.
+
+Jekyll reads ``_data/results/<slug>.json`` (and every other data file, and
+each post's front matter) with Ruby's YAML loader (Psych, through
+``Jekyll::Utils.safe_load_yaml``), not with a JSON parser: what JSON allows
+but YAML refuses (a ``\\ud83d\\ude00`` surrogate-pair escape, a raw
+noncharacter) stops the build of the whole site. So:
+
+- :func:`record_text` writes a record as UTF-8 JSON (``ensure_ascii=False``:
+  a character outside the Basic Multilingual Plane is written as itself,
+  never as a surrogate-pair escape);
+- :func:`check_record` refuses a record the site cannot show (more than
+  :data:`MAX_VERDICTS` verdicts);
+- :func:`jekyll_rejects` loads files exactly as Jekyll will, with the call
+  Jekyll makes (``Psych.safe_load``, Date and Time permitted, aliases on) in
+  a ``ruby`` process, and returns what it refused. Where Ruby or
+  Jekyll is missing (an air-gapped GPU box), it loads them with PyYAML's
+  ``CSafeLoader``, built on libyaml, the parser Psych wraps.
+
+The publisher runs both before a publication is committed
+(:func:`sidebyside.publish.site.publish`), and ``list`` (``make site``'s check)
+runs :func:`jekyll_rejects` on every data file and post of the site.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from sidebyside.publish.common import PublishError
+
+__all__ = ["MAX_VERDICTS", "record_text", "check_record", "jekyll_rejects", "site_rejects", "require_loadable"]
+
+#: The most verdicts one record may hold (a post's verdict box shows each one).
+MAX_VERDICTS = 50
+
+# Loads each file named on the command line ("data:<path>" or "post:<path>") as Jekyll 4 does
+# (Jekyll::Utils.safe_load_yaml, and for a post the front matter that Jekyll::Document's
+# YAML_FRONT_MATTER_REGEXP finds); prints "path<TAB>why" for each it refuses. Psych alone: loading
+# all of Jekyll would take seconds.
+_RUBY = r"""
+require "psych"
+require "date"
+FRONT_MATTER = %r!\A(---\s*\n.*?\n?)^((---|\.\.\.)\s*$\n?)!m
+ARGV.each do |arg|
+  kind, path = arg.split(":", 2)
+  begin
+    text = File.read(path, encoding: "utf-8")
+    raise "not valid UTF-8" unless text.valid_encoding?
+    if kind == "post"
+      match = text.match(FRONT_MATTER)
+      raise "no front matter between --- lines" unless match
+      text = match[1]
+    end
+    Psych.safe_load(text, permitted_classes: [Date, Time], aliases: true)
+  rescue StandardError => e
+    puts "#{path}\t#{e.class}: #{e.message.lines.first.to_s.strip}"
+  end
+end
+"""
+
+
+def record_text(record: dict[str, Any]) -> str:
+    """The text of a published results file: JSON, UTF-8, sorted keys."""
+    return json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def check_record(record: dict[str, Any], slug: str) -> None:
+    """Raise :class:`PublishError` for a record the site cannot show."""
+    verdicts = (record.get("metrics") or {}).get("verdicts") or []
+    if len(verdicts) > MAX_VERDICTS:
+        raise PublishError(f"{slug}: the record holds {len(verdicts)} verdicts, more than the {MAX_VERDICTS} a post "
+                           "shows; keep the verdicts that answer the post's questions (save the rest as tables, "
+                           "which the CSV download carries). Nothing published was changed.")
+
+
+def _front_matter(text: str) -> str | None:
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip() != "---":
+        return None
+    end = next((i for i, line in enumerate(lines[1:], 1) if line.rstrip() in ("---", "...")), None)
+    return None if end is None else "\n".join(lines[1:end])
+
+
+def _python_rejects(files: list[tuple[str, Path]]) -> list[str]:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    refused = []
+    for kind, path in files:
+        try:
+            text = Path(path).read_bytes().decode("utf-8")
+            if kind == "post":
+                text = _front_matter(text)
+                if text is None:
+                    raise ValueError("no front matter between --- lines")
+            yaml.load(text, Loader=loader)  # noqa: S506 (a safe loader)
+        except (ValueError, yaml.YAMLError) as exc:
+            refused.append(f"{path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+    return refused
+
+
+def jekyll_rejects(data: list[Path], posts: list[Path] = ()) -> list[str]:
+    """``"<path>: why"`` for each file that Jekyll's loader refuses: ``data``
+    (JSON or YAML data files, read whole) and ``posts`` (their front matter);
+    empty when it takes them all."""
+    files = [("data", Path(p)) for p in data] + [("post", Path(p)) for p in posts]
+    if not files:
+        return []
+    ruby = shutil.which("ruby")
+    if ruby:
+        proc = subprocess.run([ruby, "-e", _RUBY, *(f"{kind}:{path}" for kind, path in files)],
+                              capture_output=True, text=True, timeout=300)
+        if proc.returncode == 0:
+            return [line.replace("\t", ": ", 1) for line in proc.stdout.splitlines() if line.strip()]
+    return _python_rejects(files)
+
+
+def site_rejects(site: Path) -> list[str]:
+    """:func:`jekyll_rejects` for every data file and post of ``site``."""
+    site = Path(site)
+    data = [p for p in sorted((site / "_data").rglob("*")) if p.suffix.lower() in (".json", ".yml", ".yaml")
+            and not p.name.startswith(".")] if (site / "_data").is_dir() else []
+    posts = sorted((site / "_posts").glob("*.md")) if (site / "_posts").is_dir() else []
+    return jekyll_rejects(data, posts)
+
+
+def require_loadable(data: list[Path], posts: list[Path], what: str) -> None:
+    """Raise :class:`PublishError` naming every file that Jekyll would refuse (see :func:`jekyll_rejects`)."""
+    refused = jekyll_rejects(data, posts)
+    if refused:
+        raise PublishError(f"{what}: Jekyll would refuse to load it, and the whole site would fail to build:\n  "
+                           + "\n  ".join(refused) + "\n  (nothing published was changed)")
