@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sidebyside.lab import verdict
 from sidebyside.lab.framing import contestant, frame
 from sidebyside.lab.words import fmt_ratio, fmt_seconds, plural
 from sidebyside.lab.words import name as _name
@@ -189,7 +188,7 @@ def slower_than_eager(entries: Mapping[str, Any], framework: str = "torch") -> l
 def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
            frameworks: Sequence[str] = ("torch", "jax"), scale: Mapping[str, Any] | None = None,
            against: Mapping[str, Any] | None = None, applied: Mapping[str, str | None] | None = None,
-           kind: str = "framework") -> verdict.Verdict:
+           kind: str = "framework") -> Any:
     """Best against best, then what the ladder shows.
 
     The sentence first compares each framework's fastest working tool (with
@@ -202,6 +201,8 @@ def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
     did not; any reason gives :func:`not_applied` instead of a race.
     ``scale``, ``against`` and ``kind`` go to :func:`frame`.
     """
+    from sidebyside.lab import verdict  # imported here: verdict re-exports this module's names
+
     a, b = frameworks
     if applied and any(applied.values()):
         return verdict.not_applied(question, applied, subject_name=a, other_name=b, scale=scale)
