@@ -53,9 +53,9 @@
 
 # %% tags=["parameters"]
 # Model sizes: each dict shrinks the model ({} is its published size). timm's resnet50 takes
-# layers/channels/stem_width; vit_base_patch16_224 depth/embed_dim/num_heads/patch_size; GPT-2
+# layers/channels (its 7x7 stem stays 64 wide); vit_base_patch16_224 depth/embed_dim/num_heads/patch_size; GPT-2
 # n_layer/n_embd/n_head/n_positions/vocab_size.
-resnet50 = {"layers": [1, 1], "channels": [8, 16], "stem_width": 8}
+resnet50 = {"layers": [1, 1, 1, 1], "channels": [8, 8, 16, 16]}
 vit_b16 = {"depth": 2, "embed_dim": 32, "num_heads": 2, "patch_size": 8}
 gpt2 = {"n_layer": 2, "n_embd": 32, "n_head": 2, "n_positions": 64, "vocab_size": 512}
 models = ["resnet50", "vit_b16", "gpt2"]
@@ -247,11 +247,12 @@ tx = optax.adamw(1e-4, weight_decay=0.01)  # PyTorch AdamW's defaults
 
 @functools.partial(jax.jit, donate_argnums=(0, 1, 2))
 def jax_step(params, opt_state, rest, x, y):
-    def loss_of(params):
+    def loss_of(params, rest):
         model = nnx.merge(graphdef, params, rest)
         loss = optax.softmax_cross_entropy_with_integer_labels(model(x), y).mean()
         return loss, nnx.split(model, nnx.Param, ...)[2]  # the updated BatchNorm statistics
-    (loss, rest), grads = jax.value_and_grad(loss_of, has_aux=True)(params)
+    # rest (BatchNorm's statistics) is differentiated too, so it lives where the model updates it
+    (loss, rest), (grads, _) = jax.value_and_grad(loss_of, argnums=(0, 1), has_aux=True)(params, rest)
     updates, opt_state = tx.update(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state, rest, loss
 

@@ -23,7 +23,7 @@ from sidebyside.posts.real_models import config, gpt2, port, report, work  # noq
 
 pytestmark = pytest.mark.usefixtures("float32_on_both_sides")
 
-SMOKE = {"resnet50": {"layers": [1, 1], "channels": [8, 16], "stem_width": 8},
+SMOKE = {"resnet50": {"layers": [1, 1, 1, 1], "channels": [8, 8, 16, 16]},
          "vit_b16": {"depth": 2, "embed_dim": 32, "num_heads": 2, "patch_size": 8},
          "gpt2": {"n_layer": 2, "n_embd": 32, "n_head": 2, "n_positions": 64, "vocab_size": 512}}
 KEYS = list(SMOKE)

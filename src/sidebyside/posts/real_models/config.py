@@ -34,7 +34,7 @@ NAMES = {"resnet50": "ResNet-50", "vit_b16": "ViT-B/16", "gpt2": "GPT-2 small"}
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
     """One model at one size. ``key``: resnet50, vit_b16 or gpt2. ``options``: size keyword
-    arguments (timm's for the image models: ``layers``, ``channels``, ``stem_width``, ``depth``,
+    arguments (timm's for the image models: ``layers``, ``channels``, ``depth``,
     ``embed_dim``, ``num_heads``, ``patch_size``; :class:`.gpt2.GPTConfig`'s for GPT-2).
     ``img_size``: the image side; ``num_classes``: the classifier's width; ``seq_len``: GPT-2's
     training sequence."""
@@ -98,7 +98,7 @@ def flax_model(s: ModelSpec, seed: int = 0):
     kw = s.kwargs
     if s.kind == "resnet":
         return vision.FlaxResNet(layers=kw.get("layers", (3, 4, 6, 3)), channels=kw.get("channels", (64, 128, 256, 512)),
-                                 stem_width=kw.get("stem_width", 64), num_classes=s.num_classes, rngs=rngs)
+                                 num_classes=s.num_classes, rngs=rngs)
     return vision.FlaxViT(img_size=s.img_size, patch_size=kw.get("patch_size", 16), dim=kw.get("embed_dim", 768),
                           depth=kw.get("depth", 12), heads=kw.get("num_heads", 12), num_classes=s.num_classes,
                           rngs=rngs)

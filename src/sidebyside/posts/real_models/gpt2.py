@@ -186,8 +186,8 @@ class FlaxMLP(nnx.Module):
 
 class FlaxBlock(nnx.Module):
     def __init__(self, c: GPTConfig, *, rngs: nnx.Rngs):
-        self.ln_1, self.attn = nnx.LayerNorm(c.n_embd, epsilon=1e-5, rngs=rngs), FlaxAttention(c, rngs=rngs)
-        self.ln_2, self.mlp = nnx.LayerNorm(c.n_embd, epsilon=1e-5, rngs=rngs), FlaxMLP(c, rngs=rngs)
+        self.ln_1, self.attn = nnx.LayerNorm(c.n_embd, epsilon=1e-5, use_fast_variance=False, rngs=rngs), FlaxAttention(c, rngs=rngs)
+        self.ln_2, self.mlp = nnx.LayerNorm(c.n_embd, epsilon=1e-5, use_fast_variance=False, rngs=rngs), FlaxMLP(c, rngs=rngs)
 
     def __call__(self, x, cache=None, pos=0):
         y, cache = self.attn(self.ln_1(x), cache, pos)
@@ -205,7 +205,7 @@ class FlaxGPT(nnx.Module):
         self.wte = nnx.Embed(c.vocab_size, c.n_embd, embedding_init=init, rngs=rngs)
         self.wpe = nnx.Embed(c.n_positions, c.n_embd, embedding_init=init, rngs=rngs)
         self.h = nnx.List([FlaxBlock(c, rngs=rngs) for _ in range(c.n_layer)])
-        self.ln_f = nnx.LayerNorm(c.n_embd, epsilon=1e-5, rngs=rngs)
+        self.ln_f = nnx.LayerNorm(c.n_embd, epsilon=1e-5, use_fast_variance=False, rngs=rngs)
 
     def new_cache(self, batch: int, length: int, dtype=jnp.float32):
         c = self.config

@@ -42,7 +42,7 @@ def torch_name(path) -> str:
 
 
 def _flat(flax_model) -> dict[str, Any]:
-    state = nnx.state(flax_model, nnx.Param, nnx.BatchStat)
+    state = nnx.state(flax_model, (nnx.Param, nnx.BatchStat))
     return {torch_name(path): (path, var) for path, var in nnx.to_flat_state(state)}
 
 
@@ -142,7 +142,7 @@ def parity(spec, *, batch: int = 2, seed: int = 0) -> dict[str, Any]:
     f.eval()
     with torch.no_grad():
         t_logits = t(torch.from_numpy(x)).numpy()
-    f_logits = np.asarray(f(_to_jax_input(spec, x)))
+    f_logits = np.asarray(nnx.jit(lambda m, v: m(v))(f, _to_jax_input(spec, x)))
     scale = float(np.abs(t_logits).max())
     logit_diff = float(np.abs(t_logits - f_logits).max())
     t.train()
@@ -153,10 +153,10 @@ def parity(spec, *, batch: int = 2, seed: int = 0) -> dict[str, Any]:
     t_grads = {k: p.grad.numpy() for k, p in t.named_parameters()}
     graphdef, params, rest = nnx.split(f, nnx.Param, ...)
 
-    def loss_of(params):
+    def loss_of(params, rest):
         return _jax_loss(spec, nnx.merge(graphdef, params, rest)(_to_jax_input(spec, x)), jnp.asarray(y))
 
-    grads = jax.grad(loss_of)(params)
+    grads, _ = jax.jit(jax.grad(loss_of, argnums=(0, 1), allow_int=True))(params, rest)  # rest at the trace level that updates it
     worst, worst_name = 0.0, ""
     for path, g in nnx.to_flat_state(grads):
         name = torch_name(path)

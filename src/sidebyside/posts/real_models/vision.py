@@ -24,7 +24,9 @@ __all__ = ["Bottleneck", "FlaxResNet", "PatchEmbed", "Attention", "Mlp", "Block"
 
 
 def _bn(n: int, rngs: nnx.Rngs) -> nnx.BatchNorm:
-    return nnx.BatchNorm(n, momentum=0.9, epsilon=1e-5, rngs=rngs)  # PyTorch's momentum 0.1
+    # PyTorch's momentum 0.1; the variance as E[(x - mean)²], as PyTorch computes it (Flax's fast
+    # E[x²] - mean² loses float32 digits when the mean is large against the spread)
+    return nnx.BatchNorm(n, momentum=0.9, epsilon=1e-5, use_fast_variance=False, rngs=rngs)
 
 
 def _conv(cin: int, cout: int, k: int, stride: int, rngs: nnx.Rngs, bias: bool = False) -> nnx.Conv:
@@ -119,9 +121,9 @@ class Block(nnx.Module):
     """Pre-norm transformer block: ``x + attn(norm1(x))``, then ``x + mlp(norm2(x))``."""
 
     def __init__(self, dim: int, heads: int, *, rngs: nnx.Rngs):
-        self.norm1 = nnx.LayerNorm(dim, epsilon=1e-6, rngs=rngs)
+        self.norm1 = nnx.LayerNorm(dim, epsilon=1e-6, use_fast_variance=False, rngs=rngs)
         self.attn = Attention(dim, heads, rngs=rngs)
-        self.norm2 = nnx.LayerNorm(dim, epsilon=1e-6, rngs=rngs)
+        self.norm2 = nnx.LayerNorm(dim, epsilon=1e-6, use_fast_variance=False, rngs=rngs)
         self.mlp = Mlp(dim, 4 * dim, rngs=rngs)
 
     def __call__(self, x):
@@ -139,7 +141,7 @@ class FlaxViT(nnx.Module):
         self.cls_token = nnx.Param(jnp.zeros((1, 1, dim)))
         self.pos_embed = nnx.Param(0.02 * jax.random.normal(rngs.params(), (1, tokens + 1, dim)))
         self.blocks = nnx.List([Block(dim, heads, rngs=rngs) for _ in range(depth)])
-        self.norm = nnx.LayerNorm(dim, epsilon=1e-6, rngs=rngs)
+        self.norm = nnx.LayerNorm(dim, epsilon=1e-6, use_fast_variance=False, rngs=rngs)
         self.head = nnx.Linear(dim, num_classes, rngs=rngs)
 
     def __call__(self, x):

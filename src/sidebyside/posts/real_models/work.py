@@ -171,13 +171,16 @@ def _jax_rung(spec, workload: str, x, y, precision: str, seed: int, opts: dict):
 
         @functools.partial(jax.jit, donate_argnums=(0, 1, 2))
         def step(params, opt_state, rest, x, y):
-            def loss_of(params):
+            def loss_of(params, rest):
                 m = nnx.merge(graphdef, cast(params), rest)
                 logits = m(cast(x) if spec.kind != "gpt2" else x).astype(jnp.float32)
                 loss = optax.softmax_cross_entropy_with_integer_labels(
                     logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).mean()
                 return loss, nnx.split(m, nnx.Param, ...)[2]
-            (loss, stats), grads = jax.value_and_grad(loss_of, has_aux=True)(params)
+            # the BatchNorm statistics are an argument of the differentiated function, so that they
+            # live at the trace level where the model updates them (their "gradient" is dropped)
+            (loss, stats), (grads, _) = jax.value_and_grad(loss_of, argnums=(0, 1), has_aux=True,
+                                                           allow_int=True)(params, rest)
             updates, opt_state = tx.update(grads, opt_state, params)
             stats = jax.tree_util.tree_map(lambda new, old: new.astype(old.dtype), stats, rest)
             return optax.apply_updates(params, updates), opt_state, stats, loss
