@@ -14,16 +14,16 @@
 #     language: python
 #     name: python3
 #   sidebyside:
-#     compared: ResNet-50 and ViT-B/16 as PyTorch users run them (timm) against Flax NNX
-#       ports given the same weights, and GPT-2 small written in each framework's idiom
-#       with the same weights; checked for the same logits and gradients, then timed
-#       training a step, serving images at batch 1 and in bulk, and generating text with
-#       a key-value cache, each framework at its best and out of the box, with compile
-#       time, peak memory and FLOPs.
+#     compared: ResNet-50 and ViT-B/16 as PyTorch users run them (timm) against Flax
+#       NNX ports given the same weights, and GPT-2 small written in each framework's
+#       idiom with the same weights; checked for the same logits and gradients, then
+#       timed training a step, serving images at batch 1 and in bulk, and generating
+#       text with a key-value cache, each framework at its best and out of the box,
+#       with compile time, peak memory and FLOPs.
 #     date: '2026-11-25'
-#     description: ResNet-50, ViT-B/16 and GPT-2 small at their real sizes, trained and
-#       served in PyTorch and JAX with the same weights; each framework's best tool against
-#       the other's, and what each costs to compile, in memory and in FLOPs.
+#     description: ResNet-50, ViT-B/16 and GPT-2 small at their real sizes, trained
+#       and served in PyTorch and JAX with the same weights; each framework's best tool
+#       against the other's, and what each costs to compile, in memory and in FLOPs.
 #     slug: real-models
 #     tags:
 #     - pytorch
@@ -120,6 +120,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import matplotlib.pyplot as plt
 import numpy as np
 import optax
 import pandas as pd
@@ -130,7 +131,8 @@ from flax import nnx
 from IPython.display import Markdown
 
 from sidebyside.lab import peaks, progress, tables
-from sidebyside.posts.real_models import config, gpt2 as gpt, port, report, vision, work
+from sidebyside.posts.real_models import config, port, report, vision, work
+from sidebyside.posts.real_models import gpt2 as gpt
 from sidebyside.run import checkpoints, provenance
 
 tables.show_in_full()
@@ -367,13 +369,19 @@ f"{len(settings)} ladders timed"
 # the peak resident memory of a fresh process running that rung, runtimes
 # included); model FLOP utilisation against the device's peak.
 
-# %% tags=["key-figure", "remove_input"]
+# %% tags=["remove_input"]
 metrics = report.summarise(parity=parity, settings=settings, flops=flop_counts, models=model_info, device=device_name,
                            profile_note=profile_note, conditions=conditions, peak_source=peak[1] if peak[0] else None,
                            bf16={"native": bf16_native, "reason": bf16_reason, "asked": list(precisions)})
 metrics["generation_check"] = generation_check
 metrics["startup"] = startup
 metrics["parts"] = parts.log
+
+# %% figure="key-table" alt="A table: for each model and workload, PyTorch's and JAX's best rung with its median time, interquartile range and throughput, the winner with its speed-up interval, compile times cold and warm, and peak memory" tags=["key-figure", "remove_input"]
+report.key_figure(metrics)
+plt.show()
+
+# %% tags=["appendix-input", "appendix"] summary="The key table, with model FLOP utilisation"
 report.key_table(metrics)
 
 # %% tags=["remove_input"]
@@ -405,7 +413,7 @@ pd.DataFrame([{"setting": key, "rung": e["label"], "median (s)": e.get("median_s
               for key, s in metrics["settings"].items() for name, e in s["ladder"].items()]).set_index(["setting", "rung"])
 
 # %% tags=["remove_input"]
-Markdown(("bfloat16: " + ("measured where asked." if bf16_native else f"not measured here: {bf16_reason}.")))
+Markdown("bfloat16: " + ("measured where asked." if bf16_native else f"not measured here: {bf16_reason}."))
 
 # %% [markdown]
 # ## 7. Conclusion

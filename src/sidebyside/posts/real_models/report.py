@@ -29,7 +29,7 @@ from sidebyside.posts.real_models.config import NAMES, PUBLISHED
 from sidebyside.posts.real_models.work import TOOL_LABELS
 
 __all__ = ["WORKLOADS", "FLOP_TOLERANCE", "Source", "source", "setting_name", "setting_record", "flops_record",
-           "parity_table", "parity_claim", "summarise", "key_table", "flops_table", "conclusion"]
+           "parity_table", "parity_claim", "summarise", "key_table", "key_figure", "flops_table", "conclusion"]
 
 #: How the post names each workload.
 WORKLOADS = {"train": "training step", "infer": "inference", "generate": "generation"}
@@ -152,7 +152,7 @@ def summarise(*, parity: Mapping[str, Any], settings: Mapping[str, Mapping[str, 
     """The results record (see the module). ``models``: key -> spec (``ModelSpec.to_dict``) with
     ``parameters``; ``profile_note``: what sizes this profile ran, said in the post."""
     verdicts = []
-    for key, s in settings.items():
+    for s in settings.values():
         spec = models[s["model"]]
         size = f"{spec['img_size']}²×3" if spec["key"] != "gpt2" else f"{spec['seq_len']} tokens"
         scale = verdict.scale_of(parameters=spec["parameters"], input=size, batch=s["batch"],
@@ -226,6 +226,37 @@ def key_table(metrics: Mapping[str, Any]):
                                               for s in (t, j)),
         })
     return pd.DataFrame(rows).set_index(["model", "workload", "precision"])
+
+
+def key_figure(metrics: Mapping[str, Any]):
+    """The key table (:func:`key_table`) drawn as a figure, one row per setting, the winner's cell
+    in its framework's colour."""
+    import matplotlib.pyplot as plt
+
+    from sidebyside.lab import viz
+
+    table = key_table(metrics).reset_index()
+    columns = ["model", "workload", "precision", "PyTorch best", "JAX best", "winner",
+               "compile cold / warm (PyTorch)", "compile cold / warm (JAX)", "peak memory (PyTorch / JAX)"]
+    wrapped = [[textwrap.fill(str(v), 24) for v in row] for row in table[columns].itertuples(index=False)]
+    lines = [max(cell.count("\n") + 1 for cell in row) for row in wrapped]
+    fig, ax = plt.subplots(figsize=(15, 0.6 + 0.22 * (sum(lines) + 2 * len(lines))))
+    ax.axis("off")
+    drawn = ax.table(cellText=wrapped, colLabels=[textwrap.fill(c, 18) for c in columns], loc="upper center",
+                     cellLoc="left", colLoc="left")
+    drawn.auto_set_font_size(False)
+    drawn.set_fontsize(7)
+    for (r, c), cell in drawn.get_celld().items():
+        cell.set_height(0.2 * (lines[r - 1] if r else 2) / max(sum(lines) + 2, 1) * 4)
+        if r and columns[c] == "winner":
+            who = next((fw for fw in ("torch", "jax") if str(table.iloc[r - 1]["winner"]).startswith(
+                verdict.FRAMEWORKS[fw])), None)
+            if who:
+                cell.set_facecolor(viz.COLORS[who])
+                cell.set_alpha(0.35)
+    ax.set_title(f"Each framework's best rung per model and workload, on {metrics['device']}", fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 def flops_table(metrics: Mapping[str, Any]):

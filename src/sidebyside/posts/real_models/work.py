@@ -256,7 +256,7 @@ def flops(spec, workload: str, batch: int, *, prompt_len: int = 8, new_tokens: i
 
     built = build(spec, workload, batch, torch_tools=("eager",), jax_tools=("jit",), prompt_len=prompt_len,
                   new_tokens=new_tokens)
-    for name, rung in built.items():
+    for rung in built.values():
         if isinstance(rung, BaseException):
             raise rung
     with FlopCounterMode(display=False) as counter:
