@@ -28,9 +28,16 @@ from sidebyside.lab import verdict
 from sidebyside.posts.real_models.config import NAMES, PUBLISHED
 from sidebyside.posts.real_models.work import TOOL_LABELS
 
-__all__ = ["WORKLOADS", "FLOP_TOLERANCE", "Source", "source", "setting_name", "setting_record", "flops_record",
+__all__ = ["IMPLEMENTATIONS", "WORKLOADS", "FLOP_TOLERANCE", "Source", "source", "setting_name", "setting_record", "flops_record",
            "parity_table", "parity_claim", "summarise", "key_table", "key_figure", "flops_table", "conclusion"]
 
+#: What does the work in each rung (the verdicts' contestants).
+IMPLEMENTATIONS = {"torch/eager": "ATen's kernels, one launch per op from Python",
+                   "torch/compile": "kernels Inductor generates",
+                   "torch/max-autotune": "kernels Inductor generates, autotuned",
+                   "torch/cuda-graph": "ATen's kernels replayed from a CUDA graph",
+                   "torch/aoti": "a library AOTInductor compiled ahead of time from torch.export's graph",
+                   "jax/jit": "one program compiled by XLA"}
 #: How the post names each workload.
 WORKLOADS = {"train": "training step", "infer": "inference", "generate": "generation"}
 #: How far XLA's FLOP count may lie from PyTorch's: XLA also counts elementwise operations
@@ -73,6 +80,7 @@ def setting_record(entries: Mapping[str, Mapping[str, Any]], *, model: str, work
     for name, entry in entries.items():
         e = dict(entry)
         e["label"] = TOOL_LABELS.get(name, name)
+        e["implementation"] = IMPLEMENTATIONS.get(name)
         e["build_s"] = build_s.get(name)
         if e.get("median_s") is not None:
             firsts = e.get("first_per_process_s") or [e["first_s"]]
