@@ -114,6 +114,7 @@ def parity_table(parity: Mapping[str, Mapping[str, Any]]):
     return pd.DataFrame([{"model": NAMES[k], "tensors": p["tensors"], "largest |Δ logit|": p["max_abs_logit_diff"],
                           "logit scale (max |logit|)": p["logit_scale"], "relative": p["relative_logit_diff"],
                           "worst gradient (relative)": p["max_relative_grad_diff"], "in": p["worst_grad_tensor"],
+                          "gradients of": p.get("grad_mode"), "training mode (relative)": p.get("train_mode_grad_diff"),
                           "within tolerance": p["within_tolerance"]} for k, p in parity.items()]).set_index("model")
 
 
