@@ -55,6 +55,19 @@ def test_summarise_draws_best_against_best_then_out_of_the_box_and_the_key_row()
     table = report.key_table(metrics)
     assert table.shape[0] == 1 and table.iloc[0]["peak memory (PyTorch / JAX)"].endswith("/ n/a")
     assert "PyTorch wins 1" in report.conclusion(metrics)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = report.key_figure(metrics)
+    assert fig.axes and fig.axes[0].tables
+    flops = report.flops_record({"torch": 8.2e9, "jax": 8.6e9}, model="resnet50", workload="infer", batch=1,
+                                tokens=None, full_size=True)
+    assert report.flops_table({"flops": {"resnet50/infer/1": flops}}).shape == (1, 6)
+    parity = {"resnet50": {"tensors": 161, "max_abs_logit_diff": 1e-3, "logit_scale": 1e3, "relative_logit_diff": 1e-6,
+                           "max_relative_grad_diff": 1e-6, "worst_grad_tensor": "fc.weight", "within_tolerance": True,
+                           "logit_tolerance": 1e-4, "grad_tolerance": 1e-3, "grad_mode": "eval",
+                           "train_mode_grad_diff": 0.04}}
+    assert report.parity_table(parity).shape[0] == 1 and "ResNet-50" in report.parity_claim(parity)
 
 
 def test_flops_record_checks_the_published_figure_at_full_size_only():
