@@ -203,8 +203,8 @@ pd.DataFrame({config.NAMES[k]: {"parameters": v["parameters"], "full size": v["f
 # gradient of every parameter after one training step's loss (cross-entropy;
 # GPT-2's next-token loss; ResNet's with BatchNorm on its running statistics, see below). Tolerances: the largest logit difference within
 # 1e-4 of the logits' scale (their largest magnitude), and for every tensor
-# ‖g_JAX − g_PyTorch‖ / ‖g_PyTorch‖ ≤ 1e-3. ResNet's BatchNorm weights and
-# running statistics are drawn at random first: timm starts each block's last
+# ‖g_JAX − g_PyTorch‖ / ‖g_PyTorch‖ ≤ 1e-3. ResNet's BatchNorm weights are drawn
+# at random first, and its running statistics set from another batch: timm starts each block's last
 # BatchNorm at zero, which would make every residual branch an identity.
 # ResNet's gradients are compared with BatchNorm on its running statistics: on
 # batch statistics, at the one or two images a CPU run affords, BatchNorm's backward

@@ -10,8 +10,8 @@ the other lacks. :func:`flax_state_dict` is the way back, so the copy can be sho
 largest difference relative to the logits' scale (the largest |logit|), and the gradients of one
 training step's loss (cross-entropy; GPT-2's next-token loss) for every parameter, each as
 ``‖g_JAX − g_PyTorch‖ / ‖g_PyTorch‖`` (ResNet's with BatchNorm on its running statistics; its
-training-mode figure is reported beside). For ResNet the BatchNorm weights and running statistics
-are randomised first (:func:`randomise_batchnorm_`): timm starts each block's last BatchNorm at
+training-mode figure is reported beside). For ResNet the BatchNorm weights are randomised first
+and its running statistics calibrated on another batch (:func:`randomise_batchnorm_`): timm starts each block's last BatchNorm at
 zero, which would make every residual branch an identity and hide a wrong port.
 """
 
@@ -88,18 +88,32 @@ def flax_state_dict(flax_model) -> dict[str, np.ndarray]:
     return {name: _to_torch(np.asarray(var.get_value()), str(path[-1])) for name, (path, var) in _flat(flax_model).items()}
 
 
-def randomise_batchnorm_(torch_model, seed: int = 0) -> None:
-    """BatchNorm weights, biases and running statistics drawn at random (in place)."""
+def randomise_batchnorm_(torch_model, seed: int = 0, calibrate=None) -> None:
+    """BatchNorm weights and biases drawn at random (in place); the running statistics then set
+    to those of the batch ``calibrate`` (NCHW), so that evaluation keeps activations of order one
+    through the depth (random running statistics would let them grow to logits of order 1e3,
+    where float32 rounding, not the port, dominates a gradient comparison)."""
     import torch
 
     g = torch.Generator().manual_seed(seed)
+    norms = [m for m in torch_model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
     with torch.no_grad():
-        for m in torch_model.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.weight.copy_(0.5 + torch.rand(m.weight.shape, generator=g))
-                m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=g))
-                m.running_mean.copy_(0.1 * torch.randn(m.running_mean.shape, generator=g))
-                m.running_var.copy_(0.5 + torch.rand(m.running_var.shape, generator=g))
+        for m in norms:
+            m.weight.copy_(0.5 + torch.rand(m.weight.shape, generator=g))
+            m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=g))
+            m.running_mean.copy_(0.1 * torch.randn(m.running_mean.shape, generator=g))
+            m.running_var.copy_(0.5 + torch.rand(m.running_var.shape, generator=g))
+        if calibrate is not None:
+            momenta = [m.momentum for m in norms]
+            for m in norms:
+                m.reset_running_stats()
+                m.momentum = None  # a cumulative average: after one batch, that batch's statistics
+            was_training = torch_model.training
+            torch_model.train()
+            torch_model(torch.as_tensor(calibrate))
+            torch_model.train(was_training)
+            for m, momentum in zip(norms, momenta):
+                m.momentum = momentum
 
 
 def inputs(spec, batch: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -163,7 +177,7 @@ def parity(spec, *, batch: int = 2, seed: int = 0) -> dict[str, Any]:
 
     t = torch_model(spec, seed)
     if spec.kind == "resnet":
-        randomise_batchnorm_(t, seed)
+        randomise_batchnorm_(t, seed, calibrate=inputs(spec, 4, seed + 1)[0])
     f = flax_model(spec, seed)
     copy_torch_to_flax(t, f)
     x, y = inputs(spec, batch, seed)
