@@ -62,7 +62,7 @@ def test_summarise_draws_best_against_best_then_out_of_the_box_and_the_key_row()
     assert fig.axes and fig.axes[0].tables
     flops = report.flops_record({"torch": 8.2e9, "jax": 8.6e9}, model="resnet50", workload="infer", batch=1,
                                 tokens=None, full_size=True)
-    assert report.flops_table({"flops": {"resnet50/infer/1": flops}}).shape == (1, 6)
+    assert report.flops_table({"flops": {"resnet50/infer/1": flops}}).shape == (1, 7)
     parity = {"resnet50": {"tensors": 161, "max_abs_logit_diff": 1e-3, "logit_scale": 1e3, "relative_logit_diff": 1e-6,
                            "max_relative_grad_diff": 1e-6, "worst_grad_tensor": "fc.weight", "within_tolerance": True,
                            "logit_tolerance": 1e-4, "grad_tolerance": 1e-3, "grad_mode": "eval",

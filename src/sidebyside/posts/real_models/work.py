@@ -20,7 +20,7 @@ under ``torch.autocast``, JAX with float32 weights cast to bfloat16 inside the s
 Costs: :func:`flops` counts one call's FLOPs on both sides (``FlopCounterMode`` on the eager rung;
 XLA's ``cost_analysis`` of the compiled program); :func:`peak_memory` runs one rung in a fresh
 process and reports its peak (GPU: each framework's allocator statistics; CPU: the process's peak
-resident memory, ``getrusage``, with the resident memory after the imports beside it).
+resident memory, ``VmHWM``, with the resident memory after the imports beside it).
 :data:`BUILD_S` keeps, in this process, the seconds each rung's build took (AOTInductor compiles
 there, before its first call).
 """
@@ -264,9 +264,21 @@ def flops(spec, workload: str, batch: int, *, prompt_len: int = 8, new_tokens: i
     return {"torch": float(counter.get_total_flops()), "jax": _xla_flops(built["jax/jit"].cost())}
 
 
+def _rss(field: str) -> int | None:
+    """This process's resident memory from /proc/self/status (``VmHWM``: its peak), in bytes. Not
+    ``getrusage``: Linux carries ``ru_maxrss`` across exec, so a spawned child would report its
+    parent's peak."""
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def _child(spec, workload: str, batch: int, precision: str, name: str, threads: int, extra: dict) -> dict:
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    import resource
 
     from sidebyside.lab import conditions, timing
 
@@ -274,7 +286,7 @@ def _child(spec, workload: str, batch: int, precision: str, name: str, threads: 
     import jax
     import torch
 
-    imported = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    imported = _rss("VmRSS")
     framework, tool = name.split("/", 1)
     rung = build(spec, workload, batch, precision, torch_tools=(tool,) if framework == "torch" else (),
                  jax_tools=(tool,) if framework == "jax" else (), **extra)[name]
@@ -282,7 +294,7 @@ def _child(spec, workload: str, batch: int, precision: str, name: str, threads: 
         raise rung
     for _ in range(2):
         timing.block(rung())
-    out = {"peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    out = {"peak_rss_bytes": _rss("VmHWM"),
            "import_rss_bytes": imported, "device_peak_bytes": None}
     if framework == "torch" and torch.cuda.is_available():
         out["device_peak_bytes"] = int(torch.cuda.max_memory_allocated())
