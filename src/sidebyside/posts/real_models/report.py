@@ -116,7 +116,7 @@ def parity_table(parity: Mapping[str, Mapping[str, Any]]):
 
     return pd.DataFrame([{"model": NAMES[k], "tensors": p["tensors"], "largest |Δ logit|": p["max_abs_logit_diff"],
                           "logit scale (max |logit|)": p["logit_scale"], "relative": p["relative_logit_diff"],
-                          "worst gradient (relative)": p["max_relative_grad_diff"], "in": p["worst_grad_tensor"],
+                          "gradients (relative)": p.get("grad_diff"), "worst tensor (relative)": p["max_relative_grad_diff"], "in": p["worst_grad_tensor"],
                           "gradients of": p.get("grad_mode"), "training mode (relative)": p.get("train_mode_grad_diff"),
                           "within tolerance": p["within_tolerance"]} for k, p in parity.items()]).set_index("model")
 
@@ -128,9 +128,10 @@ def parity_claim(parity: Mapping[str, Mapping[str, Any]]) -> str:
         ok = "within" if p["within_tolerance"] else "OUTSIDE"
         lines.append(f"- **{NAMES[key]}** ({verdict.plural(p['tensors'], 'tensor')}): logits differ by at most "
                      f"{verdict.fmt_number(p['relative_logit_diff'])} of their scale (tolerance "
-                     f"{verdict.fmt_number(p['logit_tolerance'])}); the worst gradient differs by "
-                     f"{verdict.fmt_number(p['max_relative_grad_diff'])} relative (`{p['worst_grad_tensor']}`, tolerance "
-                     f"{verdict.fmt_number(p['grad_tolerance'])}): {ok} tolerance.")
+                     f"{verdict.fmt_number(p['logit_tolerance'])}); the gradients, as one vector, by "
+                     f"{verdict.fmt_number(p.get('grad_diff') or 0)} relative (tolerance "
+                     f"{verdict.fmt_number(p['grad_tolerance'])}; the worst tensor, `{p['worst_grad_tensor']}`, by "
+                     f"{verdict.fmt_number(p['max_relative_grad_diff'])}): {ok} tolerance.")
     return "\n".join(lines)
 
 
