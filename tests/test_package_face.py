@@ -17,7 +17,8 @@ import sidebyside
 ENTRY_POINTS = {"__main__"}
 #: The sub-packages whose faces list their modules (the publisher's face is its own: see test_api).
 FACES = ["", "lab", "run", "posts", "posts.grid_sample", "posts.swin_v2", "posts.fashion_mnist",
-         "posts.weight_visualisation", "posts.jit_autograd", "posts.xla_and_scipy", "posts.parallel_training"]
+         "posts.weight_visualisation", "posts.jit_autograd", "posts.xla_and_scipy", "posts.parallel_training",
+         "posts.real_models"]
 
 
 def _package(name: str):

@@ -210,3 +210,35 @@ def test_after_a_merged_call_the_next_plan_starts_where_the_run_stopped(tmp_path
     assert len(second.calls) == 1 and len(second.done["big"]) == measured
     assert [r.parts for r in second.calls[0].runs] == [first.calls[1].runs[0].parts]
     assert second.calls[0].runs[0].last
+
+
+def test_an_ordered_post_is_planned_first_and_alone_a_window_at_a_time(tmp_path):
+    """``order`` puts a post first; when everything does not fit, it is planned alone, its first runs that fit
+    (none of them publishes until the last), the rest left to a later window."""
+    posts = {"small": {"budget_s": 200}, "big": {"parts": {"part/*": {"each_s": 400, "count": 6}}}}
+    params = {"big": {"checkpoint_file": "checkpoints/big.json", "run_budget_s": 450}}
+    budgets = {**_budgets(posts, call_overhead_s=20, run_overhead_s=10), "order": ["big"]}
+    plan = schedule.plan_calls(budgets, params, ["small", "big"], root=tmp_path)
+    assert {r.slug for call in plan.calls for r in call.runs} == {"big"}
+    runs = [r for call in plan.calls for r in call.runs]
+    assert len(runs) == 3 and not any(r.last for r in runs)
+    assert [r.parts for r in runs] == [("part/#1",), ("part/#2",), ("part/#3",)]
+    whole = schedule.plan_calls({**budgets, "posts": {"small": {"budget_s": 200}, "big": {"budget_s": 300}}}, {},
+                                ["small", "big"])
+    assert whole.calls and {r.slug for call in whole.calls for r in call.runs} == {"small", "big"}
+
+
+def test_real_models_comes_first_in_the_gpu_order_and_its_budget_is_its_parts():
+    path = ROOT / "params" / "gpu.yaml"
+    budgets = schedule.read_budgets(path)
+    assert budgets["order"][0] == "real-models"
+    entry = budgets["posts"]["real-models"]
+    assert "ESTIMATE" in entry["measured"]
+    gpu = yaml.safe_load(path.read_text())
+    runs, _ = schedule.runs_of("real-models", entry, gpu["real-models"], root=ROOT / "build" / "no-checkpoints",
+                               run_overhead_s=budgets["run_overhead_s"])
+    assert entry["budget_s"] == sum(r.seconds for r in runs)
+    ladders = sum(v["count"] for k, v in entry["parts"].items() if k.startswith("ladder/"))
+    params = gpu["real-models"]
+    per_model = len(params["precisions"]) * 3  # training, and two inference or generation batches
+    assert ladders == 3 * per_model

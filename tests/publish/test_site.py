@@ -26,7 +26,8 @@ pytestmark = pytest.mark.slow
 NOTEBOOKS = publish.discover(ROOT / "notebooks")
 SLUGS = [info.slug for info in NOTEBOOKS]
 CONTRACT_SLUGS = ["fashion-mnist-pytorch-vs-flax", "weight-visualisation", "grid-sample-parity",
-                  "jit-and-autograd-timing", "xla-and-scipy", "swin-transformer-v2", "parallel-training"]
+                  "jit-and-autograd-timing", "xla-and-scipy", "swin-transformer-v2", "parallel-training",
+                  "real-models"]
 # Each notebook's issue names the metrics its results file must carry.
 REQUIRED_METRICS = {
     "fashion-mnist-pytorch-vs-flax": {"original_setting", "accuracy", "epoch_seconds", "compile_seconds"},
@@ -36,6 +37,7 @@ REQUIRED_METRICS = {
     "xla-and-scipy": {"matmul", "inverse", "optimise", "retrace"},
     "swin-transformer-v2": {"parity", "accuracy", "speed", "verdicts"},
     "parallel-training": {"runs", "code_lines", "projection", "verdicts"},
+    "real-models": {"parity", "settings", "flops", "key_table", "verdicts"},
     "publisher-fixture": {"total"},
 }
 SCREENSHOTS = ROOT / "build" / "screenshots"

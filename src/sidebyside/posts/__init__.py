@@ -10,6 +10,8 @@ post's results record and generated conclusion). Only notebooks import these.
 - ``swin_v2``: swin-transformer-v2 (the Flax port of timm's model, weight porting, training, ladder).
 - ``parallel_training``: parallel-training (the ViT in both frameworks, each framework's strategies and
   launcher, collective counting, the cost model).
+- ``real_models``: real-models (Flax NNX ports of timm's ResNet-50 and ViT-B/16, GPT-2 in both
+  frameworks with a key-value cache, the weight copy and parity check, the ladders and costs).
 - ``bench``: the command line of the posts' benchmarks (``python -m sidebyside.posts.bench grid_sample``).
 """
 
@@ -17,6 +19,6 @@ from __future__ import annotations
 
 from sidebyside._lazy import face
 
-__all__ = ['fashion_mnist', 'weight_visualisation', 'grid_sample', 'jit_autograd', 'xla_and_scipy', 'swin_v2', 'parallel_training', 'bench']
+__all__ = ['fashion_mnist', 'weight_visualisation', 'grid_sample', 'jit_autograd', 'xla_and_scipy', 'swin_v2', 'parallel_training', 'real_models', 'bench']
 
-__getattr__ = face(__name__, ['fashion_mnist', 'weight_visualisation', 'grid_sample', 'jit_autograd', 'xla_and_scipy', 'swin_v2', 'parallel_training', 'bench'])
+__getattr__ = face(__name__, ['fashion_mnist', 'weight_visualisation', 'grid_sample', 'jit_autograd', 'xla_and_scipy', 'swin_v2', 'parallel_training', 'real_models', 'bench'])

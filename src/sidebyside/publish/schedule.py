@@ -14,6 +14,11 @@ the run key hashes, stay the notebooks' own). An entry has:
   many there are (``{each_s: 57, count: 12}``);
 - ``measured``: where the numbers come from (commit, device).
 
+Top-level ``order`` (optional): the posts owed a GPU run first, in that order; the other stale
+posts follow in the notebooks' order. When the stale posts do not all fit a window, the first
+ordered one is planned alone: whole where it fits, else its longest first runs that fit (a post in
+parts: the rest goes on in a later window, from its committed checkpoint file).
+
 Top-level ``call_overhead_s`` (a call's set-up: install, GPU check) and
 ``run_overhead_s`` (what a run in parts spends besides its parts: kernel
 start, imports, data, report) are added where they are paid.
@@ -255,6 +260,8 @@ def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any
     """Plan the calls that publish ``slugs`` (see the module docstring), or
     raise :class:`PlanRefused` naming what to cut."""
     posts = budgets.get("posts") or {}
+    order = [s for s in (budgets.get("order") or []) if s in slugs]
+    slugs = order + [s for s in slugs if s not in order]
     missing = [s for s in slugs if s not in posts]
     if missing:
         raise PlanRefused(f"no budget line for {', '.join(missing)} in params/gpu.yaml: a post that gains from a GPU "
@@ -270,6 +277,12 @@ def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any
     calls = pack(runs, limit_s=limit_s, window_s=window_s, max_calls=max_calls, call_overhead_s=call_overhead_s)
     if calls is not None:
         return Plan(calls, limit_s, window_s, done)
+    first = [r for r in runs if order and r.slug == order[0]]
+    for n in range(len(first), 0, -1):
+        head = first[:n - 1] + [dataclasses.replace(first[n - 1], last=first[n - 1].last and n == len(first))]
+        calls = pack(head, limit_s=limit_s, window_s=window_s, max_calls=max_calls, call_overhead_s=call_overhead_s)
+        if calls is not None:
+            return Plan(calls, limit_s, window_s, {order[0]: done[order[0]]})
     raise PlanRefused(_what_to_cut(runs, limit_s=limit_s, window_s=window_s, max_calls=max_calls,
                                    call_overhead_s=call_overhead_s))
 
@@ -324,7 +337,8 @@ def stale_gpu_posts(budgets: Mapping[str, Any], *, site: Path = ROOT, notebooks:
     gpu_infos = [i for i in select(infos, only) if i.slug in (budgets.get("posts") or {})]
     decisions = decide(gpu_infos, "gpu", params, site, force=everything, root=root)
     stale = [d.info.slug for d in decisions if d.action == "run"]
-    return stale, params["gpu"], notes
+    order = [s for s in (budgets.get("order") or []) if s in stale]
+    return order + [s for s in stale if s not in order], params["gpu"], notes
 
 
 def format_plan(plan: Plan) -> str:

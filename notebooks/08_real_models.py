@@ -1,0 +1,431 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,figure,alt,summary,-all
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: sidebyside,kernelspec,jupytext,colab,accelerator
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+#   sidebyside:
+#     compared: ResNet-50 and ViT-B/16 as PyTorch users run them (timm) against Flax
+#       NNX ports given the same weights, and GPT-2 small written in each framework's
+#       idiom with the same weights; checked for the same logits and gradients, then
+#       timed training a step, serving images at batch 1 and in bulk, and generating
+#       text with a key-value cache, each framework at its best and out of the box,
+#       with compile time, peak memory and FLOPs.
+#     date: '2026-11-25'
+#     description: ResNet-50, ViT-B/16 and GPT-2 small at their real sizes, trained
+#       and served in PyTorch and JAX with the same weights; each framework's best tool
+#       against the other's, and what each costs to compile, in memory and in FLOPs.
+#     slug: real-models
+#     tags:
+#     - pytorch
+#     - jax
+#     - flax
+#     - resnet
+#     - vision-transformer
+#     - gpt-2
+#     - benchmark
+#     - inference
+#     - training
+#     title: 'Real models at their real size: ResNet-50, ViT-B/16 and GPT-2 in PyTorch
+#       and JAX'
+# ---
+
+# %% [markdown]
+# # Real models at their real size: ResNet-50, ViT-B/16 and GPT-2 in PyTorch and JAX
+#
+# Readers choose a framework for the models they train and serve. For ResNet-50,
+# ViT-B/16 and GPT-2 small: which framework trains a step and serves a request
+# faster, each at its best; how long does each take to compile; how much memory
+# does each use; and do they compute the same thing? Keras 3's benchmark page
+# times models "out of the box" on one GPU, with no spread, no parity check and no
+# compiled PyTorch. Here both frameworks get the same weights, a parity check comes
+# before any timing, each framework climbs its whole ladder of tools, and every
+# figure carries its spread.
+
+# %% tags=["parameters"]
+# Model sizes: each dict shrinks the model ({} is its published size). timm's resnet50 takes
+# layers/channels (its 7x7 stem stays 64 wide); vit_base_patch16_224 depth/embed_dim/num_heads/patch_size; GPT-2
+# n_layer/n_embd/n_head/n_positions/vocab_size.
+resnet50 = {"layers": [1, 1, 1, 1], "channels": [8, 8, 16, 16]}
+vit_b16 = {"depth": 2, "embed_dim": 32, "num_heads": 2, "patch_size": 8}
+gpt2 = {"n_layer": 2, "n_embd": 32, "n_head": 2, "n_positions": 64, "vocab_size": 512}
+models = ["resnet50", "vit_b16", "gpt2"]
+img_size = 32              # image side (224 at full size)
+num_classes = 10           # classifier width (1000 at full size)
+seq_len = 32               # GPT-2's training sequence (1024 at full size)
+parity_batch = 2           # images or sequences in the parity check
+train_batch = 4            # images per training step
+train_sequences = 2        # GPT-2 sequences of seq_len tokens per training step
+latency_batch = 1          # inference latency
+throughput_batch = 8       # inference throughput (32 on the gpu profile)
+generate_batches = [1, 2]  # GPT-2 generation (1 and 8 on the gpu profile)
+prompt_len = 8             # GPT-2 prompt tokens
+new_tokens = 8             # GPT-2 tokens generated per call
+precisions = ["float32"]   # "bfloat16" adds rows where the device computes it natively
+# PyTorch's rungs, of eager, compile, max-autotune, cuda-graph, aoti (the cpu and gpu profiles take all five; here
+# compile and aoti are left out: on a CPU their C++ builds take minutes even for a tiny model)
+torch_tools = ["eager", "max-autotune", "cuda-graph"]
+jax_tools = ["jit"]
+memory_workloads = ["train"]  # workloads whose best rungs' peak memory is measured (each in a fresh process)
+repeats = 6                # timed repeats over all processes (at least 3 in each)
+min_repeat_s = 0.0         # shortest repeat where the harness chooses the calls per repeat
+processes = 2              # independent timing processes (one observation each)
+threads = 1                # CPU threads for PyTorch, XLA and NumPy alike
+profile_note = "Smoke sizes: every model shrunk to 2 blocks and a small width; the figures test the pipeline, not the frameworks."
+seed = 0
+# A run in parts (a lent GPU allows 10 minutes a command): each parity check and each ladder is saved to
+# this file as it finishes and read back by the next run; no part starts that would end past run_budget_s.
+checkpoint_file = ""       # "": off, everything is measured in this run
+run_budget_s = 0           # seconds; 0: no budget
+
+# %% tags=["remove_cell", "colab-install"]
+# On Colab: install what Colab lacks, and this library from the repository and branch that the
+# site's _config.yml names (tests/test_colab.py keeps the two in step).
+import subprocess
+import sys
+
+LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main"  # repository@branch
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "timm==1.0.31", LIBRARY], check=True)
+
+# %% [markdown] tags=["appendix"]
+# ## Setup
+#
+# Both frameworks run on the same device under the same conditions, set before
+# JAX starts (`timing.same_conditions`): float32 with TF32 off on both sides, the
+# same CPU threads for PyTorch, XLA and NumPy. Each compiler's one-time start-up is
+# paid first (`timing.warm_start`). Every ladder is timed in several independent
+# processes: the first compiles cold, the later ones reuse the run's compilation
+# caches (JAX's persistent cache, Inductor's), which gives compile time cold and
+# warm. JAX is told not to reserve most of the GPU at start-up, so both frameworks
+# allocate as they go.
+
+# %% tags=["appendix"] summary="Set-up: conditions, imports, the run's device and versions"
+import os
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # before JAX starts; see above
+
+from sidebyside.lab import timing
+
+conditions = timing.same_conditions(threads=threads or None, tf32=False)
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
+import numpy as np
+import optax
+import pandas as pd
+import timm
+import torch
+import torch.nn.functional as F
+from flax import nnx
+from IPython.display import Markdown
+
+from sidebyside.lab import peaks, progress, tables
+from sidebyside.posts.real_models import config, port, report, vision, work
+from sidebyside.posts.real_models import gpt2 as gpt
+from sidebyside.run import checkpoints, provenance
+
+tables.show_in_full()
+prov = provenance.collect()
+prov["timm"] = timm.__version__
+on_gpu = prov["device_kind"] == "gpu"
+startup = timing.warm_start("cuda" if on_gpu else "cpu")
+sizes = {"resnet50": resnet50, "vit_b16": vit_b16, "gpt2": gpt2}
+specs = {key: config.spec(key, sizes[key], img_size=img_size, num_classes=num_classes, seq_len=seq_len)
+         for key in models}
+bf16_native, bf16_reason = work.bf16_support()
+# Parts already measured by an earlier run with the same inputs are read back (see the parameters).
+parts = checkpoints.Checkpoints(checkpoint_file, budget_s=run_budget_s, commit=prov["git_sha"], stamp={
+    "provenance": {k: v for k, v in prov.items() if k != "git_sha"}, "specs": specs, "threads": threads})
+provenance.table(prov)
+
+# %% tags=["remove_input", "appendix"]
+Markdown(timing.conditions_sentence(conditions, on_gpu=on_gpu) + f" {profile_note}")
+
+# %% [markdown]
+# ## 1. The same networks
+#
+# ResNet-50 and ViT-B/16 are timm's (`timm.create_model(..., pretrained=False)`),
+# the models PyTorch users run. Their JAX side is a Flax NNX port written here
+# with timm's names, so that PyTorch's `state_dict` is copied tensor by tensor
+# into it (the copy refuses a tensor either side lacks). GPT-2 small is written
+# compactly in each framework's idiom, and its PyTorch weights are copied across
+# too. **Weights are initialised here (timm's and GPT-2's own schemes), not
+# downloaded**: speed does not depend on the weights' values, since none of these
+# networks has data-dependent control flow.
+
+# %% tags=["pair:resnet:torch"]
+report.source(config.torch_model)
+
+# %% tags=["pair:resnet:jax"]
+report.source(vision.Bottleneck, vision.FlaxResNet)
+
+# %% tags=["pair:vit:torch"]
+Markdown("timm's `VisionTransformer`, built by `timm.create_model('vit_base_patch16_224', pretrained=False)`.")
+
+# %% tags=["pair:vit:jax"]
+report.source(vision.Attention, vision.Block, vision.FlaxViT)
+
+# %% tags=["pair:gpt2:torch"]
+report.source(gpt.CausalSelfAttention, gpt.GPT)
+
+# %% tags=["pair:gpt2:jax"]
+report.source(gpt.FlaxAttention, gpt.FlaxGPT)
+
+# %% tags=["appendix-input"]
+model_info = {}
+for key, s in specs.items():
+    t, f = config.pair(s, seed)
+    model_info[key] = {**s.to_dict(), "parameters": config.param_count(t),
+                       "round_trip": all(np.array_equal(v, t.state_dict()[k].numpy())
+                                         for k, v in port.flax_state_dict(f).items())}
+    del t, f
+pd.DataFrame({config.NAMES[k]: {"parameters": v["parameters"], "full size": v["full_size"],
+                                "weights round-trip PyTorch → Flax → PyTorch": v["round_trip"]}
+              for k, v in model_info.items()}).T
+
+# %% [markdown]
+# ## 2. Parity first
+#
+# On the same random input: the float32 logits in evaluation mode, and the
+# gradient of every parameter after one training step's loss (cross-entropy;
+# GPT-2's next-token loss; ResNet's with BatchNorm on its running statistics, see below). Tolerances: the largest logit difference within
+# 1e-4 of the logits' scale (their largest magnitude), and for all gradients as
+# one vector ‖g_JAX − g_PyTorch‖ / ‖g_PyTorch‖ ≤ 1e-3 (the worst single tensor is shown too). ResNet's BatchNorm weights are drawn
+# at random first, and its running statistics set from another batch: timm starts each block's last
+# BatchNorm at zero, which would make every residual branch an identity.
+# ResNet's gradients are compared with BatchNorm on its running statistics: on
+# batch statistics, at the one or two images a CPU run affords, BatchNorm's backward
+# pass subtracts nearly equal sums and float32 leaves per-tensor differences of
+# order 1e-2 on either side (the table shows that figure too).
+
+# %% tags=["appendix-input"]
+parity = {key: parts(f"parity/{key}", port.parity, s, batch=parity_batch, seed=seed)
+          for key, s in progress.bar(specs.items(), desc="parity")}
+assert all(p["within_tolerance"] for p in parity.values()), parity
+report.parity_table(parity)
+
+# %% tags=["remove_input"]
+Markdown(report.parity_claim(parity))
+
+# %% [markdown]
+# ## 3. The work, as each framework spells it
+#
+# A training step is AdamW on cross-entropy (GPT-2: the next token). PyTorch's
+# is the loop every tutorial writes; JAX's is a pure function of the parameters,
+# optimiser state and BatchNorm statistics, jitted with those buffers donated so
+# XLA updates them in place. Shown here on the parity-sized ResNet, one step each
+# from the same weights: the losses agree.
+
+# %% tags=["pair:train:torch"]
+t_model, f_model = config.pair(specs["resnet50"], seed)
+X, Y = port.inputs(specs["resnet50"], parity_batch, seed)
+t_model.train()
+optimizer = torch.optim.AdamW(t_model.parameters(), lr=1e-4)
+
+
+def torch_step(x, y):
+    optimizer.zero_grad(set_to_none=True)
+    loss = F.cross_entropy(t_model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
+torch_losses = [float(torch_step(torch.from_numpy(X), torch.from_numpy(Y))) for _ in range(2)]
+torch_losses
+
+# %% tags=["pair:train:jax"]
+f_model.train()
+graphdef, params, rest = nnx.split(f_model, nnx.Param, ...)
+tx = optax.adamw(1e-4, weight_decay=0.01)  # PyTorch AdamW's defaults
+
+
+@functools.partial(jax.jit, donate_argnums=(0, 1, 2))
+def jax_step(params, opt_state, rest, x, y):
+    def loss_of(params, rest):
+        model = nnx.merge(graphdef, params, rest)
+        loss = optax.softmax_cross_entropy_with_integer_labels(model(x), y).mean()
+        return loss, nnx.split(model, nnx.Param, ...)[2]  # the updated BatchNorm statistics
+    # rest (BatchNorm's statistics) is differentiated too, so it lives where the model updates it
+    (loss, rest), (grads, _) = jax.value_and_grad(loss_of, argnums=(0, 1), has_aux=True)(params, rest)
+    updates, opt_state = tx.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state, rest, loss
+
+
+state = [params, tx.init(params), rest]
+jax_losses = []
+for _ in range(2):
+    *state, loss = jax_step(*state, jnp.asarray(X.transpose(0, 2, 3, 1)), jnp.asarray(Y.astype(np.int32)))
+    jax_losses.append(float(loss))
+jax_losses
+
+# %% [markdown]
+# Generation is greedy, with a key-value cache preallocated for the prompt and
+# the new tokens. PyTorch writes each step's keys and values into it in place
+# (`index_copy_`) from a Python loop, eager or with the model compiled; JAX runs
+# the prompt and a `lax.fori_loop` of one-token steps in one jitted program, the
+# cache donated and updated in place (`lax.dynamic_update_slice`). The check: the
+# tokens equal those generated without a cache, on both sides.
+
+# %% tags=["pair:generate:torch"]
+report.source(gpt.torch_generate)
+
+# %% tags=["pair:generate:jax"]
+report.source(gpt.jax_generate)
+
+# %% tags=["appendix-input"]
+t_gpt, f_gpt = config.pair(specs["gpt2"], seed)
+prompt, _ = port.inputs(specs["gpt2"], 2, seed)
+prompt = prompt[:, :prompt_len]
+f_gpt.eval()
+gdef, gparams = nnx.split(f_gpt)
+generated = {
+    "PyTorch, cached": gpt.torch_generate(t_gpt.eval(), torch.from_numpy(prompt), new_tokens).numpy(),
+    "PyTorch, no cache": gpt.torch_generate_uncached(t_gpt, torch.from_numpy(prompt), new_tokens).numpy(),
+    "JAX, cached (jit)": np.asarray(jax.jit(gpt.jax_generate, static_argnums=(0, 4))(
+        gdef, gparams, jnp.asarray(prompt, jnp.int32), f_gpt.new_cache(2, prompt_len + new_tokens), new_tokens)[0]),
+    "JAX, no cache": np.asarray(gpt.jax_generate_uncached(f_gpt, jnp.asarray(prompt, jnp.int32), new_tokens)),
+}
+generation_check = {"all_equal": all(np.array_equal(v, generated["PyTorch, cached"]) for v in generated.values()),
+                    "train_losses": {"torch": torch_losses, "jax": jax_losses},
+                    "train_loss_diff": float(np.max(np.abs(np.subtract(torch_losses, jax_losses))))}
+pd.DataFrame({k: [" ".join(map(str, row)) for row in v] for k, v in generated.items()}).T
+
+# %% [markdown]
+# ## 4. Each framework at its best, and out of the box
+#
+# The rungs: **PyTorch eager** (out of the box); **`torch.compile`** (static
+# shapes); **`mode="max-autotune"`** (GPU only); a **CUDA graph** for inference
+# (the eager forward captured and replayed; for generation, `mode="reduce-overhead"`;
+# GPU only); **`torch.export` + AOTInductor** for serving (an ahead-of-time compiled
+# library, float32). JAX: **`jax.jit`** (out of the box and its best: training
+# with the buffers donated, generation in one program). A tool that fails stays
+# in the table with its error. Inputs are random and already on the device.
+# bfloat16 rows run only where the device computes bfloat16 natively.
+
+# %% tags=["appendix-input"] summary="Every ladder: model, workload, batch, precision"
+plan = []
+for key, s in specs.items():
+    for precision in precisions:
+        if precision == "bfloat16" and not bf16_native:
+            continue
+        plan.append((key, "train", train_sequences if s.kind == "gpt2" else train_batch, precision))
+        if s.kind == "gpt2":
+            plan += [(key, "generate", b, precision) for b in generate_batches]
+        else:
+            plan += [(key, "infer", b, precision) for b in dict.fromkeys([latency_batch, throughput_batch])]
+opts = {"prompt_len": prompt_len, "new_tokens": new_tokens}
+device_name = prov["device"]
+peak = (peaks.peak_flops(device_name, "fp32"), "NVIDIA's data sheet") if on_gpu else peaks.cpu_peak_flops("float32")
+
+
+def measure(key, workload, batch, precision):
+    """One ladder, timed in every process, with its FLOPs and its best rungs' peak memory."""
+    s = specs[key]
+    tools = [t for t in torch_tools if not (t == "aoti" and workload != "infer")]
+    builder = functools.partial(work.build, s, workload, batch, precision, tools, jax_tools, seed, **opts)
+    entries, _ = timing.ladder(builder, repeats=repeats, min_repeat_s=min_repeat_s, processes=processes,
+                               pipelined=on_gpu)
+    counted = work.flops(s, workload, batch, **opts)
+    tokens = batch * (seq_len if workload == "train" else prompt_len + new_tokens - 1) if s.kind == "gpt2" else None
+    flop = report.flops_record(counted, model=key, workload=workload, batch=batch, tokens=tokens,
+                               full_size=s.full_size)
+    build_s = {n: v for (m, w, b, p, n), v in work.BUILD_S.items() if (m, w, b, p) == (key, workload, batch, precision)}
+    peak_here = peaks.peak_flops(device_name, "bf16_tensor") if on_gpu and precision == "bfloat16" else peak[0]
+    record = report.setting_record(entries, model=key, workload=workload, batch=batch, precision=precision,
+                                   spec=model_info[key], opts=opts, build_s=build_s, peak_flops=peak_here,
+                                   model_flops=counted["torch"])
+    if workload in memory_workloads:
+        for fw in ("torch", "jax"):
+            if record["best"].get(fw):
+                record["memory"][fw] = work.peak_memory(s, workload, batch, precision, f"{fw}/{record['best'][fw]}",
+                                                        threads=threads, **opts)
+    return {"record": record, "flops": flop}
+
+
+settings, flop_counts = {}, {}
+for key, workload, batch, precision in progress.bar(plan, desc="ladders"):
+    name = report.setting_name(key, workload, batch, precision)
+    measured = parts(f"ladder/{name}", measure, key, workload, batch, precision)
+    settings[name] = measured["record"]
+    flop_counts.setdefault(f"{key}/{workload}/{batch}", measured["flops"])
+f"{len(settings)} ladders timed"
+
+# %% [markdown]
+# ## 5. The key figure
+#
+# One row per model and workload: each framework's best rung, its median time
+# per call with the interquartile range over repeats and the work per second; the
+# winner with the 95% confidence interval of its speed-up over independent
+# processes; compile time cold (first process) and warm (later processes, caches
+# filled); peak memory (on a GPU each framework's allocator statistics; on a CPU
+# the peak resident memory of a fresh process running that rung, runtimes
+# included); model FLOP utilisation against the device's peak.
+
+# %% tags=["remove_input"]
+metrics = report.summarise(parity=parity, settings=settings, flops=flop_counts, models=model_info, device=device_name,
+                           profile_note=profile_note, conditions=conditions, peak_source=peak[1] if peak[0] else None,
+                           bf16={"native": bf16_native, "reason": bf16_reason, "asked": list(precisions)})
+metrics["generation_check"] = generation_check
+metrics["startup"] = startup
+metrics["parts"] = parts.log
+
+# %% figure="key-table" alt="A table: for each model and workload, PyTorch's and JAX's best rung with its median time, interquartile range and throughput, the winner with its speed-up interval, compile times cold and warm, and peak memory" tags=["key-figure", "remove_input"]
+report.key_figure(metrics)
+plt.show()
+
+# %% tags=["appendix-input", "appendix"] summary="The key table, with model FLOP utilisation"
+report.key_table(metrics)
+
+# %% tags=["remove_input"]
+Markdown("\n\n".join(f"- {v['question']} {v['sentence']}" for v in metrics["verdicts"]))
+
+# %% [markdown]
+# ## 6. FLOPs, counted by both frameworks
+#
+# PyTorch's `FlopCounterMode` counts matrix products, convolutions and attention
+# (two FLOPs per multiply-add); XLA's `cost_analysis` counts every operation of
+# the compiled program, elementwise ones included, so it reads a little higher.
+# The published figures are multiply-accumulates (ResNet-50 4.1 G and ViT-B/16
+# 17.6 G per 224² image; GPT-2 about 124M per token), doubled here to FLOPs.
+
+# %% tags=["appendix-input"]
+report.flops_table(metrics)
+
+# %% [markdown] tags=["appendix"]
+# ### Every rung
+#
+# Each ladder in full: median and IQR per call, compile times, build time (where
+# AOTInductor compiles), errors and reasons a rung does not apply.
+
+# %% tags=["appendix-input", "appendix"] summary="Every rung of every ladder"
+pd.DataFrame([{"setting": key, "rung": e["label"], "median (s)": e.get("median_s"), "IQR (s)": e.get("iqr_s"),
+               "compile cold (s)": e.get("compile_cold_s"), "compile warm (s)": e.get("compile_warm_s"),
+               "build (s)": e.get("build_s"), "per second": e.get("per_s"),
+               "status": e.get("error") or (f"not applicable: {e['not_applicable']}" if e.get("not_applicable") else "ran")}
+              for key, s in metrics["settings"].items() for name, e in s["ladder"].items()]).set_index(["setting", "rung"])
+
+# %% tags=["remove_input"]
+Markdown("bfloat16: " + ("measured where asked." if bf16_native else f"not measured here: {bf16_reason}."))
+
+# %% [markdown]
+# ## 7. Conclusion
+
+# %% tags=["remove_input", "collapsed"] summary="The conclusion in full"
+Markdown(report.conclusion(metrics) + "\n\n" + checkpoints.describe_parts(parts.log))
+
+# %% tags=["remove_cell"]
+provenance.save_results(metrics, provenance=prov)["metrics"]["verdicts"][0]["label"]

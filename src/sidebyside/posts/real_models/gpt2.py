@@ -1,0 +1,250 @@
+"""GPT-2 small written compactly in each framework's idiom, with a key-value cache.
+
+The same network on both sides (Radford et al., 2019; the layout of OpenAI's checkpoint, so the
+names are the familiar ``wte``, ``wpe``, ``h.<i>.ln_1``, ``attn.c_attn``, ``attn.c_proj``,
+``mlp.c_fc``, ``mlp.c_proj``, ``ln_f``): learned token and position embeddings, pre-norm blocks
+(LayerNorm epsilon 1e-5, GELU with the tanh approximation), causal attention, and logits from the
+token embedding itself (tied weights). :class:`GPTConfig`'s defaults are GPT-2 small: 12 layers,
+768 wide, 12 heads, 1,024 positions, 50,257 tokens (124M parameters).
+
+- :class:`GPT` (PyTorch, ``nn.Module``): ``forward(idx)`` is causal attention through
+  ``F.scaled_dot_product_attention``; ``forward(idx, cache, pos)`` writes the new keys and values
+  into the preallocated ``cache`` in place (``index_copy_``) at positions ``pos, pos + 1, ...`` (a
+  0-d tensor, so that a compiled step sees one shape) and attends to every cached position up to
+  its own. :func:`torch_generate` is greedy generation with it; ``step`` may be a compiled ``GPT``.
+- :class:`FlaxGPT` (Flax NNX): the same, functional: ``__call__(idx, cache, pos)`` returns the
+  logits and the updated cache (``lax.dynamic_update_slice``). :func:`jax_generate` is greedy
+  generation under ``jit``: the prompt in one call, then every new token in a ``lax.fori_loop``,
+  the cache donated and updated in place.
+- :func:`*_generate_uncached`: the same tokens from the whole sequence at every step (the check).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+import torch
+import torch.nn.functional as F
+from flax import nnx
+from torch import nn
+
+__all__ = ["GPTConfig", "GPT", "torch_generate", "torch_generate_uncached", "FlaxGPT", "jax_generate",
+           "jax_generate_uncached"]
+
+
+@dataclasses.dataclass(frozen=True)
+class GPTConfig:
+    """GPT-2's size; the defaults are GPT-2 small (124M)."""
+
+    n_layer: int = 12
+    n_embd: int = 768
+    n_head: int = 12
+    n_positions: int = 1024
+    vocab_size: int = 50257
+
+
+# ----------------------------------------------------------------------------- PyTorch
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, c: GPTConfig):
+        super().__init__()
+        self.n_head = c.n_head
+        self.c_attn = nn.Linear(c.n_embd, 3 * c.n_embd)
+        self.c_proj = nn.Linear(c.n_embd, c.n_embd)
+
+    def forward(self, x, cache=None, pos=None):
+        B, T, C = x.shape
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+                   for t in self.c_attn(x).split(C, dim=2))
+        if cache is None:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            k_cache, v_cache = cache
+            positions = pos + torch.arange(T, device=x.device)
+            k_cache.index_copy_(2, positions, k)
+            v_cache.index_copy_(2, positions, v)
+            mask = torch.arange(k_cache.shape[2], device=x.device) <= positions[:, None]
+            y = F.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=mask)
+        return self.c_proj(y.transpose(1, 2).reshape(B, T, C))
+
+
+class MLP(nn.Module):
+    def __init__(self, c: GPTConfig):
+        super().__init__()
+        self.c_fc, self.c_proj = nn.Linear(c.n_embd, 4 * c.n_embd), nn.Linear(4 * c.n_embd, c.n_embd)
+
+    def forward(self, x):
+        return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+
+
+class TorchBlock(nn.Module):
+    def __init__(self, c: GPTConfig):
+        super().__init__()
+        self.ln_1, self.attn = nn.LayerNorm(c.n_embd), CausalSelfAttention(c)
+        self.ln_2, self.mlp = nn.LayerNorm(c.n_embd), MLP(c)
+
+    def forward(self, x, cache=None, pos=None):
+        x = x + self.attn(self.ln_1(x), cache, pos)
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    """GPT-2 in PyTorch; initialised as GPT-2 is (normal 0.02, residual projections scaled by
+    1/sqrt(2 n_layer))."""
+
+    def __init__(self, c: GPTConfig = GPTConfig()):
+        super().__init__()
+        self.config = c
+        self.wte, self.wpe = nn.Embedding(c.vocab_size, c.n_embd), nn.Embedding(c.n_positions, c.n_embd)
+        self.h = nn.ModuleList(TorchBlock(c) for _ in range(c.n_layer))
+        self.ln_f = nn.LayerNorm(c.n_embd)
+        for name, p in self.named_parameters():
+            if p.dim() == 2:
+                std = 0.02 / math.sqrt(2 * c.n_layer) if name.endswith("c_proj.weight") else 0.02
+                nn.init.normal_(p, 0.0, std)
+            elif name.endswith("bias") and "ln" not in name:
+                nn.init.zeros_(p)
+
+    def new_cache(self, batch: int, length: int):
+        """Zeroed keys and values, ``(batch, heads, length, head_dim)`` per layer."""
+        c, p = self.config, self.wte.weight
+        shape = (batch, c.n_head, length, c.n_embd // c.n_head)
+        return [(torch.zeros(shape, dtype=p.dtype, device=p.device), torch.zeros(shape, dtype=p.dtype, device=p.device))
+                for _ in range(c.n_layer)]
+
+    def forward(self, idx, cache=None, pos=None):
+        positions = torch.arange(idx.shape[1], device=idx.device) + (0 if pos is None else pos)
+        x = self.wte(idx) + self.wpe(positions)
+        for i, block in enumerate(self.h):
+            x = block(x, None if cache is None else cache[i], pos)
+        return F.linear(self.ln_f(x), self.wte.weight)  # tied: logits from the token embedding
+
+
+@torch.no_grad()
+def torch_generate(model: GPT, prompt, new_tokens: int, step=None):
+    """Greedy generation of ``new_tokens`` tokens after ``prompt`` (batch, length) with the cache;
+    ``step``: what runs the model (``model`` itself, or a compiled ``model``)."""
+    step = step or model
+    B, P = prompt.shape
+    cache = model.new_cache(B, P + new_tokens)
+    logits = step(prompt, cache, torch.tensor(0, device=prompt.device))
+    token = logits[:, -1].argmax(-1, keepdim=True)
+    out = [token]
+    for i in range(1, new_tokens):
+        logits = step(token, cache, torch.tensor(P + i - 1, device=prompt.device))
+        token = logits[:, -1].argmax(-1, keepdim=True)
+        out.append(token)
+    return torch.cat(out, dim=1)
+
+
+@torch.no_grad()
+def torch_generate_uncached(model: GPT, prompt, new_tokens: int):
+    """The same greedy tokens, each from a forward over the whole sequence so far (no cache)."""
+    seq = prompt
+    for _ in range(new_tokens):
+        seq = torch.cat([seq, model(seq)[:, -1].argmax(-1, keepdim=True)], dim=1)
+    return seq[:, prompt.shape[1]:]
+
+
+# ----------------------------------------------------------------------------- Flax NNX
+
+
+class FlaxAttention(nnx.Module):
+    def __init__(self, c: GPTConfig, *, rngs: nnx.Rngs):
+        self.n_head = c.n_head
+        self.c_attn = nnx.Linear(c.n_embd, 3 * c.n_embd, rngs=rngs)
+        self.c_proj = nnx.Linear(c.n_embd, c.n_embd, rngs=rngs)
+
+    def __call__(self, x, cache=None, pos=0):
+        B, T, C = x.shape
+        q, k, v = (t.reshape(B, T, self.n_head, C // self.n_head).transpose(0, 2, 1, 3)
+                   for t in jnp.split(self.c_attn(x), 3, axis=-1))
+        query_pos = pos + jnp.arange(T)
+        if cache is not None:
+            k = jax.lax.dynamic_update_slice(cache[0], k, (0, 0, pos, 0))
+            v = jax.lax.dynamic_update_slice(cache[1], v, (0, 0, pos, 0))
+            cache = (k, v)
+        mask = jnp.arange(k.shape[2]) <= query_pos[:, None]
+        scores = jnp.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(C // self.n_head)
+        attn = jax.nn.softmax(jnp.where(mask, scores, -jnp.inf), axis=-1)
+        y = jnp.einsum("bhqk,bhkd->bqhd", attn, v).reshape(B, T, C)
+        return self.c_proj(y), cache
+
+
+class FlaxMLP(nnx.Module):
+    def __init__(self, c: GPTConfig, *, rngs: nnx.Rngs):
+        self.c_fc = nnx.Linear(c.n_embd, 4 * c.n_embd, rngs=rngs)
+        self.c_proj = nnx.Linear(4 * c.n_embd, c.n_embd, rngs=rngs)
+
+    def __call__(self, x):
+        return self.c_proj(jax.nn.gelu(self.c_fc(x), approximate=True))
+
+
+class FlaxBlock(nnx.Module):
+    def __init__(self, c: GPTConfig, *, rngs: nnx.Rngs):
+        self.ln_1, self.attn = nnx.LayerNorm(c.n_embd, epsilon=1e-5, use_fast_variance=False, rngs=rngs), FlaxAttention(c, rngs=rngs)
+        self.ln_2, self.mlp = nnx.LayerNorm(c.n_embd, epsilon=1e-5, use_fast_variance=False, rngs=rngs), FlaxMLP(c, rngs=rngs)
+
+    def __call__(self, x, cache=None, pos=0):
+        y, cache = self.attn(self.ln_1(x), cache, pos)
+        x = x + y
+        return x + self.mlp(self.ln_2(x)), cache
+
+
+class FlaxGPT(nnx.Module):
+    """GPT-2 in Flax NNX: ``model(idx)`` gives logits; ``model(idx, cache, pos)`` gives
+    ``(logits, cache)``."""
+
+    def __init__(self, c: GPTConfig = GPTConfig(), *, rngs: nnx.Rngs):
+        self.config = c
+        init = nnx.initializers.normal(0.02)
+        self.wte = nnx.Embed(c.vocab_size, c.n_embd, embedding_init=init, rngs=rngs)
+        self.wpe = nnx.Embed(c.n_positions, c.n_embd, embedding_init=init, rngs=rngs)
+        self.h = nnx.List([FlaxBlock(c, rngs=rngs) for _ in range(c.n_layer)])
+        self.ln_f = nnx.LayerNorm(c.n_embd, epsilon=1e-5, use_fast_variance=False, rngs=rngs)
+
+    def new_cache(self, batch: int, length: int, dtype=jnp.float32):
+        c = self.config
+        shape = (batch, c.n_head, length, c.n_embd // c.n_head)
+        return [(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype)) for _ in range(c.n_layer)]
+
+    def __call__(self, idx, cache=None, pos=0):
+        x = self.wte(idx) + self.wpe(pos + jnp.arange(idx.shape[1]))
+        new = []
+        for i, block in enumerate(self.h):
+            x, layer_cache = block(x, None if cache is None else cache[i], pos)
+            new.append(layer_cache)
+        logits = self.wte.attend(self.ln_f(x))  # tied: logits from the token embedding
+        return logits if cache is None else (logits, new)
+
+
+def jax_generate(graphdef, params, prompt, cache, new_tokens: int):
+    """Greedy generation under ``jit`` (``new_tokens`` static, ``cache`` donated): the prompt in
+    one pass, then a ``lax.fori_loop`` of one-token steps updating the cache in place. Returns the
+    new tokens ``(batch, new_tokens)`` and the cache."""
+    model = nnx.merge(graphdef, params)
+    B, P = prompt.shape
+    logits, cache = model(prompt, cache, 0)
+    token = jnp.argmax(logits[:, -1], axis=-1)
+    out = jnp.zeros((B, new_tokens), jnp.int32).at[:, 0].set(token)
+
+    def body(i, carry):
+        cache, out, token = carry
+        logits, cache = model(token[:, None], cache, P + i - 1)
+        token = jnp.argmax(logits[:, -1], axis=-1)
+        return cache, out.at[:, i].set(token), token
+
+    cache, out, _ = jax.lax.fori_loop(1, new_tokens, body, (cache, out, token))
+    return out, cache
+
+
+def jax_generate_uncached(model: FlaxGPT, prompt, new_tokens: int):
+    """The same greedy tokens, each from a forward over the whole sequence so far (no cache)."""
+    seq = prompt
+    for _ in range(new_tokens):
+        seq = jnp.concatenate([seq, jnp.argmax(model(seq)[:, -1], axis=-1)[:, None].astype(seq.dtype)], axis=1)
+    return seq[:, prompt.shape[1]:]

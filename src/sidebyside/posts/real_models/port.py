@@ -1,0 +1,206 @@
+"""PyTorch's weights into Flax NNX and back, and the parity check that both compute one function.
+
+:func:`copy_torch_to_flax` copies every tensor of a PyTorch ``state_dict`` (parameters and
+BatchNorm running statistics; ``num_batches_tracked`` aside) into the Flax model with the same
+names (:func:`torch_name`), in Flax's layouts (a conv's ``(out, in, kh, kw)`` as
+``(kh, kw, in, out)``, a linear weight transposed), and refuses when either side holds a tensor
+the other lacks. :func:`flax_state_dict` is the way back, so the copy can be shown to round-trip.
+
+:func:`parity` runs both models on the same input: float32 logits in evaluation mode, their
+largest difference relative to the logits' scale (the largest |logit|), and the gradients of one
+training step's loss (cross-entropy; GPT-2's next-token loss) for every parameter, all of them as one vector
+``‖g_JAX − g_PyTorch‖ / ‖g_PyTorch‖`` (and the worst single tensor, reported) (ResNet's with BatchNorm on its running statistics; its
+training-mode figure is reported beside). For ResNet the BatchNorm weights are randomised first
+and its running statistics calibrated on another batch (:func:`randomise_batchnorm_`): timm starts each block's last BatchNorm at
+zero, which would make every residual branch an identity and hide a wrong port.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+__all__ = ["LOGIT_TOLERANCE", "GRAD_TOLERANCE", "torch_name", "copy_torch_to_flax", "flax_state_dict",
+           "randomise_batchnorm_", "inputs", "parity"]
+
+#: Largest logit difference allowed, relative to the largest |logit| (float32).
+LOGIT_TOLERANCE = 1e-4
+#: Largest relative difference allowed of all gradients taken as one vector (float32). The worst single
+#: tensor is reported too: in a deep network a tensor whose gradient nearly cancels can differ by more.
+GRAD_TOLERANCE = 1e-3
+
+_LEAF = {"kernel": "weight", "scale": "weight", "embedding": "weight", "mean": "running_mean", "var": "running_var"}
+
+
+def torch_name(path) -> str:
+    """A Flax state path as the PyTorch ``state_dict`` key (``layer1/0/bn1/scale`` -> ``layer1.0.bn1.weight``)."""
+    parts = [str(p) for p in path]
+    parts[-1] = _LEAF.get(parts[-1], parts[-1])
+    return ".".join(parts)
+
+
+def _flat(flax_model) -> dict[str, Any]:
+    state = nnx.state(flax_model, (nnx.Param, nnx.BatchStat))
+    return {torch_name(path): (path, var) for path, var in nnx.to_flat_state(state)}
+
+
+def _to_flax(value: np.ndarray, leaf: str) -> np.ndarray:
+    if value.ndim == 4:
+        return value.transpose(2, 3, 1, 0)  # conv (out, in, kh, kw) -> (kh, kw, in, out)
+    if value.ndim == 2 and leaf == "kernel":
+        return value.T  # linear (out, in) -> (in, out)
+    return value
+
+
+def _to_torch(value: np.ndarray, leaf: str) -> np.ndarray:
+    if value.ndim == 4:
+        return value.transpose(3, 2, 0, 1)
+    if value.ndim == 2 and leaf == "kernel":
+        return value.T
+    return value
+
+
+def _torch_tensors(torch_model) -> dict[str, np.ndarray]:
+    return {k: v.detach().cpu().float().numpy() for k, v in torch_model.state_dict().items()
+            if not k.endswith("num_batches_tracked")}
+
+
+def copy_torch_to_flax(torch_model, flax_model):
+    """Copy every tensor of ``torch_model.state_dict()`` into ``flax_model`` (in place; returns it)."""
+    tensors, flat = _torch_tensors(torch_model), _flat(flax_model)
+    only_torch, only_flax = sorted(set(tensors) - set(flat)), sorted(set(flat) - set(tensors))
+    if only_torch or only_flax:
+        raise ValueError(f"PyTorch and Flax disagree on tensors: only in PyTorch {only_torch[:5]}, "
+                         f"only in Flax {only_flax[:5]}")
+    for name, (path, var) in flat.items():
+        value = _to_flax(tensors[name], str(path[-1]))
+        if value.shape != tuple(var.shape):
+            raise ValueError(f"{name}: PyTorch {tensors[name].shape} does not fit Flax {tuple(var.shape)}")
+        var.set_value(jnp.asarray(value))
+    return flax_model
+
+
+def flax_state_dict(flax_model) -> dict[str, np.ndarray]:
+    """The Flax model's tensors as a PyTorch ``state_dict`` would hold them (NumPy arrays)."""
+    return {name: _to_torch(np.asarray(var.get_value()), str(path[-1])) for name, (path, var) in _flat(flax_model).items()}
+
+
+def randomise_batchnorm_(torch_model, seed: int = 0, calibrate=None) -> None:
+    """BatchNorm weights and biases drawn at random (in place); the running statistics then set
+    to those of the batch ``calibrate`` (NCHW), so that evaluation keeps activations of order one
+    through the depth (random running statistics would let them grow to logits of order 1e3,
+    where float32 rounding, not the port, dominates a gradient comparison)."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    norms = [m for m in torch_model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    with torch.no_grad():
+        for m in norms:
+            m.weight.copy_(0.5 + torch.rand(m.weight.shape, generator=g))
+            m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=g))
+            m.running_mean.copy_(0.1 * torch.randn(m.running_mean.shape, generator=g))
+            m.running_var.copy_(0.5 + torch.rand(m.running_var.shape, generator=g))
+        if calibrate is not None:
+            momenta = [m.momentum for m in norms]
+            for m in norms:
+                m.reset_running_stats()
+                m.momentum = None  # a cumulative average: after one batch, that batch's statistics
+            was_training = torch_model.training
+            torch_model.train()
+            torch_model(torch.as_tensor(calibrate))
+            torch_model.train(was_training)
+            for m, momentum in zip(norms, momenta):
+                m.momentum = momentum
+
+
+def inputs(spec, batch: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Random inputs and targets: NCHW images and class labels, or GPT-2 tokens and the next tokens."""
+    rng = np.random.default_rng(seed)
+    if spec.kind == "gpt2":
+        vocab = spec.kwargs.get("vocab_size", 50257)
+        tokens = rng.integers(0, vocab, (batch, spec.seq_len + 1))
+        return tokens[:, :-1].astype(np.int64), tokens[:, 1:].astype(np.int64)
+    x = rng.standard_normal((batch, 3, spec.img_size, spec.img_size), dtype=np.float32)
+    return x, rng.integers(0, spec.num_classes, batch).astype(np.int64)
+
+
+def _to_jax_input(spec, x: np.ndarray):
+    return jnp.asarray(x.astype(np.int32)) if spec.kind == "gpt2" else jnp.asarray(x.transpose(0, 2, 3, 1))
+
+
+def _jax_loss(spec, logits, y):
+    import optax
+
+    return optax.softmax_cross_entropy_with_integer_labels(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).mean()
+
+
+def _grad_diff(spec, t, f, x, y, *, train: bool) -> tuple[float, str, float]:
+    """Of one cross-entropy loss's gradients: the worst per-tensor relative difference, its tensor,
+    and the relative difference of all gradients taken as one vector."""
+    import torch
+    import torch.nn.functional as F
+
+    t.train(train)
+    f.train() if train else f.eval()
+    t.zero_grad()
+    logits = t(torch.from_numpy(x))
+    F.cross_entropy(logits.reshape(-1, logits.shape[-1]), torch.from_numpy(y).reshape(-1)).backward()
+    t_grads = {k: p.grad.numpy() for k, p in t.named_parameters()}
+    graphdef, params, rest = nnx.split(f, nnx.Param, ...)
+
+    def loss_of(params, rest):
+        return _jax_loss(spec, nnx.merge(graphdef, params, rest)(_to_jax_input(spec, x)), jnp.asarray(y))
+
+    # rest is differentiated too (its gradient dropped), so that it lives at the trace level that updates it
+    grads, _ = jax.jit(jax.grad(loss_of, argnums=(0, 1), allow_int=True))(params, rest)
+    worst, worst_name, diff2, norm2 = 0.0, "", 0.0, 0.0
+    for path, g in nnx.to_flat_state(grads):
+        name = torch_name(path)
+        tg = t_grads[name]
+        fg = _to_torch(np.asarray(g.get_value() if hasattr(g, "get_value") else g), str(path[-1]))
+        rel = float(np.linalg.norm(fg - tg) / max(np.linalg.norm(tg), 1e-30))
+        diff2, norm2 = diff2 + float(np.sum((fg - tg) ** 2)), norm2 + float(np.sum(tg.astype(np.float64) ** 2))
+        if rel > worst:
+            worst, worst_name = rel, name
+    return worst, worst_name, (diff2 / max(norm2, 1e-60)) ** 0.5
+
+
+def parity(spec, *, batch: int = 2, seed: int = 0) -> dict[str, Any]:
+    """Both models on the same weights and input: logits (evaluation mode) and one training step's
+    gradients (training mode: ResNet's BatchNorm on batch statistics). Returns the largest logit
+    difference, the logits' scale and their ratio, the worst tensor's relative gradient difference
+    and its name, the tensors compared, and whether both are within tolerance."""
+    import torch
+
+    from sidebyside.posts.real_models.config import flax_model, torch_model
+
+    t = torch_model(spec, seed)
+    if spec.kind == "resnet":
+        randomise_batchnorm_(t, seed, calibrate=inputs(spec, 4, seed + 1)[0])
+    f = flax_model(spec, seed)
+    copy_torch_to_flax(t, f)
+    x, y = inputs(spec, batch, seed)
+    t.eval()
+    f.eval()
+    with torch.no_grad():
+        t_logits = t(torch.from_numpy(x)).numpy()
+    f_logits = np.asarray(nnx.jit(lambda m, v: m(v))(f, _to_jax_input(spec, x)))
+    scale = float(np.abs(t_logits).max())
+    logit_diff = float(np.abs(t_logits - f_logits).max())
+    # ResNet's gradients are compared with BatchNorm on its running statistics (an affine map): on batch
+    # statistics its backward pass subtracts near-equal sums, and at the small batches a CPU affords float32
+    # leaves per-tensor differences of order 1e-2 on either side (reported as train_mode_grad_diff).
+    worst, worst_name, overall = _grad_diff(spec, t, f, x, y, train=spec.kind != "resnet")
+    train_mode = _grad_diff(spec, t, f, x, y, train=True)[0] if spec.kind == "resnet" else worst
+    return {"model": spec.key, "batch": batch, "max_abs_logit_diff": logit_diff, "logit_scale": scale,
+            "relative_logit_diff": logit_diff / max(scale, 1e-30), "max_relative_grad_diff": worst,
+            "worst_grad_tensor": worst_name, "tensors": len(dict(t.named_parameters())),
+            "grad_mode": "train" if spec.kind != "resnet" else "eval (BatchNorm on running statistics)",
+            "train_mode_grad_diff": train_mode,
+            "logit_tolerance": LOGIT_TOLERANCE, "grad_tolerance": GRAD_TOLERANCE,
+            "grad_diff": overall,
+            "within_tolerance": logit_diff / max(scale, 1e-30) <= LOGIT_TOLERANCE and overall <= GRAD_TOLERANCE}

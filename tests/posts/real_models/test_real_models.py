@@ -1,0 +1,145 @@
+"""real-models: the ports against PyTorch, the weight copy, FLOP counts, generation with the cache.
+
+Fast tests run every model at the notebook's smoke size; the full-size ports run one forward on
+the CPU each (slow). Tolerances are the post's: logits within 1e-4 of their scale, the gradients
+within 1e-3 relative; the two frameworks' FLOP counts within ``report.FLOP_TOLERANCE`` (XLA also
+counts elementwise operations), and PyTorch's count of a full-size forward within 10% of the
+published figure (2 FLOPs per published multiply-add).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("timm")
+jax = pytest.importorskip("jax")
+
+import jax.numpy as jnp  # noqa: E402
+from flax import nnx  # noqa: E402
+
+from sidebyside.posts.real_models import config, gpt2, port, report, work  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("float32_on_both_sides")
+
+SMOKE = {"resnet50": {"layers": [1, 1, 1, 1], "channels": [8, 8, 16, 16]},
+         "vit_b16": {"depth": 2, "embed_dim": 32, "num_heads": 2, "patch_size": 8},
+         "gpt2": {"n_layer": 2, "n_embd": 32, "n_head": 2, "n_positions": 64, "vocab_size": 512}}
+KEYS = list(SMOKE)
+#: At width 32 the softmax, GELU and normalisation XLA counts are up to about 40% of the matmuls' FLOPs.
+SMOKE_FLOP_TOLERANCE = 0.6
+
+
+def smoke(key: str) -> config.ModelSpec:
+    return config.spec(key, SMOKE[key], img_size=32, num_classes=10, seq_len=16)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_smoke_parity_logits_and_gradients(key):
+    p = port.parity(smoke(key), batch=2)
+    assert p["relative_logit_diff"] <= port.LOGIT_TOLERANCE, p
+    assert p["grad_diff"] <= port.GRAD_TOLERANCE and p["max_relative_grad_diff"] <= port.GRAD_TOLERANCE, p
+    assert p["within_tolerance"] and p["tensors"] > 4
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_weight_copy_round_trips(key):
+    t, f = config.pair(smoke(key))
+    back = port.flax_state_dict(f)
+    expected = {k: v.numpy() for k, v in t.state_dict().items() if not k.endswith("num_batches_tracked")}
+    assert set(back) == set(expected)
+    for name, value in back.items():
+        np.testing.assert_array_equal(value, expected[name], err_msg=name)
+
+
+def test_weight_copy_refuses_a_model_of_another_shape():
+    t = config.torch_model(smoke("vit_b16"))
+    other = config.flax_model(config.spec("vit_b16", {**SMOKE["vit_b16"], "depth": 1}, img_size=32, num_classes=10))
+    with pytest.raises(ValueError, match="only in PyTorch"):
+        port.copy_torch_to_flax(t, other)
+
+
+def test_a_wrong_port_fails_parity(monkeypatch):
+    """The check can fail: a ReLU in GPT-2's Flax MLP where PyTorch's has a GELU."""
+    def relu(self, x):
+        return self.c_proj(jax.nn.relu(self.c_fc(x)))
+    monkeypatch.setattr(gpt2.FlaxMLP, "__call__", relu)
+    spec = config.spec("gpt2", {**SMOKE["gpt2"], "n_embd": 64}, seq_len=16)
+    t, f = config.pair(spec)
+    x, _ = port.inputs(spec, 2)
+    with torch.no_grad():
+        ref = t(torch.from_numpy(x)).numpy()
+    got = np.asarray(f(jnp.asarray(x, jnp.int32)))
+    assert np.abs(ref - got).max() / np.abs(ref).max() > port.LOGIT_TOLERANCE
+
+
+def test_generation_with_the_cache_equals_generation_without():
+    spec = smoke("gpt2")
+    t, f = config.pair(spec)
+    t.eval()
+    f.eval()
+    prompt, _ = port.inputs(spec, 3)
+    prompt = prompt[:, :5]
+    cached = gpt2.torch_generate(t, torch.from_numpy(prompt), 7).numpy()
+    uncached = gpt2.torch_generate_uncached(t, torch.from_numpy(prompt), 7).numpy()
+    graphdef, params = nnx.split(f)
+    jitted = jax.jit(gpt2.jax_generate, static_argnums=(0, 4), donate_argnums=(3,))
+    jax_cached = np.asarray(jitted(graphdef, params, jnp.asarray(prompt, jnp.int32), f.new_cache(3, 12), 7)[0])
+    jax_uncached = np.asarray(gpt2.jax_generate_uncached(f, jnp.asarray(prompt, jnp.int32), 7))
+    assert cached.shape == (3, 7)
+    np.testing.assert_array_equal(cached, uncached)
+    np.testing.assert_array_equal(jax_cached, jax_uncached)
+    np.testing.assert_array_equal(cached, jax_cached)
+
+
+@pytest.mark.parametrize("key,workload", [("resnet50", "infer"), ("vit_b16", "infer"), ("vit_b16", "train"),
+                                          ("gpt2", "train")])
+def test_both_frameworks_flop_counts_agree(key, workload):
+    counts = work.flops(smoke(key), workload, 2, prompt_len=4, new_tokens=4)
+    assert counts["torch"] > 0 and counts["jax"] > 0
+    assert abs(counts["jax"] / counts["torch"] - 1) <= SMOKE_FLOP_TOLERANCE, counts
+
+
+def test_ladder_builds_every_rung_and_keeps_what_cannot_run():
+    built = work.build(smoke("vit_b16"), "infer", 2, torch_tools=("eager", "cuda-graph"), jax_tools=("jit",))
+    assert set(built) == {"torch/eager", "torch/cuda-graph", "jax/jit"}
+    out_t, out_j = built["torch/eager"](), built["jax/jit"]()
+    np.testing.assert_allclose(out_t.numpy(), np.asarray(out_j), rtol=1e-4, atol=1e-5)
+    if not torch.cuda.is_available():
+        assert isinstance(built["torch/cuda-graph"], Exception)
+
+
+def test_jax_training_rung_updates_in_place_and_lowers_the_loss():
+    built = work.build(smoke("resnet50"), "train", 4, torch_tools=("eager",), jax_tools=("jit",))
+    torch_losses = [float(built["torch/eager"]()) for _ in range(3)]
+    jax_losses = [float(built["jax/jit"]()) for _ in range(3)]
+    np.testing.assert_allclose(torch_losses, jax_losses, rtol=1e-3)
+    assert jax_losses[-1] < jax_losses[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", KEYS)
+def test_full_size_port_forward_matches_on_the_cpu(key):
+    spec = config.spec(key, {})
+    t, f = config.pair(spec)
+    if key == "resnet50":
+        port.randomise_batchnorm_(t)
+        port.copy_torch_to_flax(t, f)
+    t.eval()
+    f.eval()
+    x, _ = port.inputs(spec, 1)
+    with torch.no_grad():
+        ref = t(torch.from_numpy(x)).numpy()
+    got = np.asarray(f(jnp.asarray(x, jnp.int32) if key == "gpt2" else jnp.asarray(x.transpose(0, 2, 3, 1))))
+    assert np.abs(ref - got).max() / np.abs(ref).max() <= port.LOGIT_TOLERANCE
+    assert config.param_count(t) == config.PUBLISHED[key]["parameters"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["resnet50", "vit_b16"])
+def test_full_size_flops_match_each_other_and_the_published_figure(key):
+    counts = work.flops(config.spec(key, {}), "infer", 1)
+    record = report.flops_record(counts, model=key, workload="infer", batch=1, tokens=None, full_size=True)
+    assert record["agree"], record
+    assert abs(record["torch_over_published"] - 1) <= 0.10, record

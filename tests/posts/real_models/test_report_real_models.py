@@ -1,0 +1,80 @@
+"""real-models' report: the record, verdicts and key table from synthetic ladders (no framework runs)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sidebyside.lab import verdict
+from sidebyside.posts.real_models import report
+
+
+def _entry(median: float, processes=(1.0, 1.02, 0.98), firsts=(5.0, 1.5, 1.4)) -> dict:
+    return {"median_s": median, "q1_s": median * 0.98, "q3_s": median * 1.02, "iqr_s": median * 0.04,
+            "min_s": median * 0.97, "first_s": firsts[0], "compile_s": None, "repeats": 9, "number": 1,
+            "synchronized": True, "processes_s": [median * p for p in processes],
+            "first_per_process_s": list(firsts), "floor": 0.02, "busy": [], "error": None, "not_applicable": None}
+
+
+SPEC = {"key": "resnet50", "img_size": 224, "seq_len": 1024, "parameters": 25_557_032}
+
+
+def _setting():
+    entries = {"torch/eager": _entry(0.10), "torch/compile": _entry(0.05),
+               "torch/aoti": verdict.ladder_entry(error="RuntimeError: no C++ compiler"),
+               "torch/cuda-graph": verdict.ladder_entry(not_applicable="CUDA graphs need a CUDA GPU"),
+               "jax/jit": _entry(0.08)}
+    return report.setting_record(entries, model="resnet50", workload="train", batch=32, precision="float32",
+                                 spec=SPEC, opts={"prompt_len": 8, "new_tokens": 8},
+                                 build_s={"torch/aoti": 3.0}, peak_flops=1e12, model_flops=2e10)
+
+
+def test_setting_record_derives_compile_cold_and_warm_and_work_per_second():
+    s = _setting()
+    compiled = s["ladder"]["torch/compile"]
+    assert compiled["compile_cold_s"] == pytest.approx(5.0 - 0.05)
+    assert compiled["compile_warm_s"] == pytest.approx(1.45 - 0.05)
+    assert compiled["per_s"] == pytest.approx(32 / 0.05)
+    assert compiled["mfu"] == pytest.approx(2e10 / 0.05 / 1e12)
+    assert s["best"] == {"torch": "compile", "jax": "jit", "ratio": pytest.approx(0.05 / 0.08)}
+    assert s["ladder"]["torch/aoti"]["error"].startswith("RuntimeError")
+
+
+def test_summarise_draws_best_against_best_then_out_of_the_box_and_the_key_row():
+    s = _setting()
+    s["memory"] = {"torch": {"peak_rss_bytes": 2**30, "device_peak_bytes": None}, "jax": {"error": "x"}}
+    metrics = report.summarise(parity={}, settings={"resnet50/train/32/float32": s}, flops={},
+                               models={"resnet50": SPEC}, device="CPU", profile_note="note", bf16={},
+                               peak_source=None, conditions={})
+    first, second = metrics["verdicts"]
+    assert first["winner"] == "torch" and "Best against best" in first["sentence"]
+    assert "Failed, kept as findings" in first["sentence"] and "no C++ compiler" in first["sentence"]
+    assert second["question"].startswith("Out of the box") and second["winner"] == "jax"
+    row = metrics["key_table"][0]
+    assert row["winner"].startswith("PyTorch") and row["torch"]["tool"] == "torch.compile"
+    assert row["torch"]["peak_bytes"] == 2**30 and row["jax"]["peak_bytes"] is None
+    table = report.key_table(metrics)
+    assert table.shape[0] == 1 and table.iloc[0]["peak memory (PyTorch / JAX)"].endswith("/ n/a")
+    assert "PyTorch wins 1" in report.conclusion(metrics)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = report.key_figure(metrics)
+    assert fig.axes and fig.axes[0].tables
+    flops = report.flops_record({"torch": 8.2e9, "jax": 8.6e9}, model="resnet50", workload="infer", batch=1,
+                                tokens=None, full_size=True)
+    assert report.flops_table({"flops": {"resnet50/infer/1": flops}}).shape == (1, 7)
+    parity = {"resnet50": {"tensors": 161, "max_abs_logit_diff": 1e-3, "logit_scale": 1e3, "relative_logit_diff": 1e-6,
+                           "max_relative_grad_diff": 1e-6, "worst_grad_tensor": "fc.weight", "within_tolerance": True,
+                           "logit_tolerance": 1e-4, "grad_tolerance": 1e-3, "grad_mode": "eval", "grad_diff": 1e-6,
+                           "train_mode_grad_diff": 0.04}}
+    assert report.parity_table(parity).shape[0] == 1 and "ResNet-50" in report.parity_claim(parity)
+
+
+def test_flops_record_checks_the_published_figure_at_full_size_only():
+    full = report.flops_record({"torch": 8.2e9, "jax": 8.6e9}, model="resnet50", workload="infer", batch=1,
+                               tokens=None, full_size=True)
+    assert full["agree"] and full["published"] == pytest.approx(8.2e9)
+    assert full["torch_over_published"] == pytest.approx(1.0)
+    small = report.flops_record({"torch": 1e6, "jax": 2e6}, model="resnet50", workload="infer", batch=1,
+                                tokens=None, full_size=False)
+    assert not small["agree"] and small["published"] is None
