@@ -77,6 +77,8 @@ class _Worker:
         self.log = tempfile.NamedTemporaryFile(prefix="sidebyside-worker-", suffix=".log", delete=False)
         env = dict(os.environ)
         env["SIDEBYSIDE_POOL_CONDITIONS"] = repr(conditions.applied())
+        # On a GPU this process already holds its memory: a worker takes what it uses, not JAX's 75% up front.
+        env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
         self.process = subprocess.Popen([sys.executable, "-m", "sidebyside.lab.pool"], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=self.log, env=env)
 
