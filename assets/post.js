@@ -6,7 +6,7 @@
 // size, where those labels read at 12 px; a PNG's text is PNG_TEXT_PX of its own pixels (viz.style:
 // 10 pt at 110 dpi). No figure is drawn past MAX_PX, the bound of the site's CSS, whatever size its
 // file claims. A click opens any figure full size.
-var MIN_TEXT_PX = 11, PNG_TEXT_PX = 10 * 110 / 72, MAX_PX = 4000;
+var MIN_TEXT_PX = 11, PNG_TEXT_PX = 10 * 110 / 72, MAX_PX = 8000;
 function sizeFigure(img, scale) {
   var natural = img.naturalWidth, box = img.parentNode.parentNode;
   var least = Math.min(Math.ceil(natural * scale), MAX_PX);
