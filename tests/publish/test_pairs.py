@@ -17,7 +17,7 @@ import re
 
 import nbformat
 import pytest
-from conftest import ROOT
+from conftest import ROOT, per_process
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from sidebyside import publish
@@ -72,9 +72,12 @@ def fixture_notebook():
 
 def fixture_record() -> dict:
     ladder = {
-        "torch/eager": verdict.ladder_entry({"median_s": 3.2e-3, "iqr_s": 0.1e-3}),
-        "torch/compile": verdict.ladder_entry({"median_s": 1.9e-3, "iqr_s": 0.05e-3}),
-        "jax/jit": verdict.ladder_entry({"median_s": 0.61e-3, "iqr_s": 0.02e-3}),
+        "torch/eager": verdict.ladder_entry({"median_s": 3.2e-3, "iqr_s": 0.1e-3,
+                                             "processes_s": per_process(3.2e-3, 0.015)}),
+        "torch/compile": verdict.ladder_entry({"median_s": 1.9e-3, "iqr_s": 0.05e-3,
+                                               "processes_s": per_process(1.9e-3, 0.013)}),
+        "jax/jit": verdict.ladder_entry({"median_s": 0.61e-3, "iqr_s": 0.02e-3,
+                                         "processes_s": per_process(0.61e-3, 0.016)}),
     }
     headline = verdict.ladder(ladder, question="Which trains an MLP step faster on this device?",
                               caveat="A smoke-sized batch; <b>not</b> a GPU figure.",
