@@ -61,7 +61,7 @@ import sys
 
 LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main"  # repository@branch
 if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", LIBRARY], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", "timm==1.0.31", LIBRARY], check=True)
 
 # %% [markdown]
 # A popular blog post, *Exploring PyTorch and JAX*, trained this 784-128-10 MLP in both frameworks,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -203,6 +204,18 @@ def test_welch_matches_scipy(a, b):
     df = float(test.df)
     assert found["detectable"] == pytest.approx((scipy_stats.t.ppf(0.975, df) + scipy_stats.t.ppf(0.8, df)) * se)
     assert found["significant"] == (not lo <= 0 <= hi)
+
+
+def test_seeds_that_agree_to_rounding_have_no_spread_and_raise_no_warning():
+    """Accuracies that differ by a float's last bits (0.1 summed in two orders): scipy's t-test would warn of
+    precision loss and return noise; welch reports no spread, and a difference only beyond rounding."""
+    same = [0.1 + 0.2, 0.3, 0.1 + 0.2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tied = stats.welch(same, [0.3, 0.3, 0.3])
+        apart = stats.welch(same, [0.4, 0.4, 0.4])
+    assert tied["interval"] is None and not tied["significant"]
+    assert apart["interval"] is None and apart["significant"]
 
 
 # ----------------------------------------------------------------------------- A/A through real processes

@@ -29,6 +29,7 @@ Inputs: positive per-process times, or seed values. Outputs: plain dicts.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,6 +39,8 @@ __all__ = ["CONFIDENCE", "POWER", "ratio_interval", "inside_floor", "welch"]
 CONFIDENCE = 0.95
 #: The power at which :func:`welch` states the smallest detectable difference.
 POWER = 0.80
+#: Spread below this fraction of the values' size is rounding, not spread (:func:`welch`).
+ROUNDING = 1e-9
 
 
 def ratio_interval(subject: Sequence[float], other: Sequence[float], *,
@@ -98,11 +101,12 @@ def welch(subject: Sequence[float], other: Sequence[float], *, confidence: float
                            "significant": False, "detectable": None}
     if len(a) < 2 or len(b) < 2:
         return out
-    va, vb = stats.tvar(a), stats.tvar(b)
+    va, vb = statistics.variance(a), statistics.variance(b)
     se = math.sqrt(va / len(a) + vb / len(b))
     out["se"] = se
-    if se == 0:
-        out["significant"] = diff != 0
+    rounding = ROUNDING * max(abs(x) for x in a + b)
+    if se <= rounding:  # no spread beyond rounding (seeds that agree): the t-test has nothing to work on
+        out["significant"] = abs(diff) > rounding
         return out
     test = stats.ttest_ind(a, b, equal_var=False)
     df = float(test.df)
