@@ -214,8 +214,16 @@ def test_seeds_that_agree_to_rounding_have_no_spread_and_raise_no_warning():
         warnings.simplefilter("error")
         tied = stats.welch(same, [0.3, 0.3, 0.3])
         apart = stats.welch(same, [0.4, 0.4, 0.4])
+        spread = [0.25, 0.3, 0.35, 0.32]
+        one_side = stats.welch(same, spread)
     assert tied["interval"] is None and not tied["significant"]
     assert apart["interval"] is None and apart["significant"]
+    # against a constant, Welch's test is the one-sample t-test of the side with spread
+    test = scipy_stats.ttest_1samp(spread, 0.3)
+    lo, hi = test.confidence_interval(0.95)
+    assert one_side["interval"] == pytest.approx((0.3 - hi, 0.3 - lo)) and one_side["df"] == len(spread) - 1
+    assert one_side["pvalue"] == pytest.approx(float(test.pvalue)) and not one_side["significant"]
+    assert stats.welch(spread, same)["interval"] == pytest.approx((lo - 0.3, hi - 0.3))
 
 
 # ----------------------------------------------------------------------------- A/A through real processes

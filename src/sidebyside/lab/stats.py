@@ -101,16 +101,27 @@ def welch(subject: Sequence[float], other: Sequence[float], *, confidence: float
                            "significant": False, "detectable": None}
     if len(a) < 2 or len(b) < 2:
         return out
-    va, vb = statistics.variance(a), statistics.variance(b)
+    mean_a, mean_b = statistics.fmean(a), statistics.fmean(b)
+    rounding = ROUNDING * max(abs(x) for x in a + b)
+    # A side whose spread is rounding (seeds that agree) is a constant: scipy would warn of precision loss and
+    # return noise. Welch's test against a constant is the one-sample t-test of the other side.
+    sa, sb = [statistics.stdev(v) > rounding for v in (a, b)]
+    va, vb = (statistics.variance(a) if sa else 0.0), (statistics.variance(b) if sb else 0.0)
     se = math.sqrt(va / len(a) + vb / len(b))
     out["se"] = se
-    rounding = ROUNDING * max(abs(x) for x in a + b)
-    if se <= rounding:  # no spread beyond rounding (seeds that agree): the t-test has nothing to work on
+    if not (sa or sb):
         out["significant"] = abs(diff) > rounding
         return out
-    test = stats.ttest_ind(a, b, equal_var=False)
+    if sa and sb:
+        test = stats.ttest_ind(a, b, equal_var=False)
+        low, high = test.confidence_interval(confidence)
+    elif sa:
+        test = stats.ttest_1samp(a, mean_b)
+        low, high = (x - mean_b for x in test.confidence_interval(confidence))
+    else:
+        test = stats.ttest_1samp(b, mean_a)
+        low, high = (mean_a - x for x in reversed(test.confidence_interval(confidence)))
     df = float(test.df)
-    low, high = test.confidence_interval(confidence)
     quantile = float(stats.t.ppf(0.5 + confidence / 2, df))
     out.update(df=df, interval=(float(low), float(high)), pvalue=float(test.pvalue),
                significant=not (low <= 0 <= high),
