@@ -268,6 +268,14 @@ if on_gpu:
 kernel_view = report.kernel_table(jit_entries, back_to_back, kernel_times, labels=LABEL) if on_gpu else None
 kernel_view
 
+# %% tags=["appendix"]
+# On the CPU, the cores each rung keeps busy at the largest size (`timing.cores_busy`: this process's
+# CPU time over the wall time of synchronised calls). A loop that one framework runs on one thread and
+# the other on every core differs by that count, not by its code; the conclusion names it as the cause.
+cores_busy = {("cpu", sizes[-1]): {m: timing.cores_busy(fn) for m, fn in candidates("cpu", sizes[-1]).items()
+                                   if m in jit_timings["cpu", sizes[-1]]}}
+pd.Series(cores_busy["cpu", sizes[-1]], name="cores busy per call").rename(index=LABEL).round(2).to_frame()
+
 # %% [markdown]
 # ### Where dispatch overhead stops dominating
 #
@@ -634,7 +642,8 @@ metrics = report.summarise(
     conditions=conditions, startup=startup, bandwidth=bandwidth, jit_entries=jit_entries,
     floors={(d, n): floor_s(d, n) for d, n in jit_entries}, compile_s=compile_s, fits=fits,
     grad_entries=grad_entries, grad_errors=grad_errors, hvp_entries=hvp_entries, hvp_size=hvp_size,
-    pitfall=pitfall, main_device=main_device, back_to_back=back_to_back, kernel=kernel_times)
+    pitfall=pitfall, main_device=main_device, back_to_back=back_to_back, kernel=kernel_times,
+    cores=cores_busy)
 Markdown(report.conclusion(metrics))
 
 # %% tags=["remove_cell"]

@@ -4,6 +4,8 @@ ladder adds only the keeping of failures."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from conftest import Lazy
 
@@ -65,3 +67,12 @@ def test_unsynchronised_compare_drains_before_the_other_function_and_time_fn_onl
     alone = Lazy()
     timing.time_fn(lambda: alone, repeats=3, number=2, warmup=0, synchronize=False)
     assert alone.blocked == 1  # nothing waited inside the repeats; one drain at the end
+
+
+def test_cores_busy_counts_cpu_time_over_wall_time():
+    """A sleeping call keeps no core busy; a pure-Python spin keeps at most one (the GIL), however
+    loaded the machine: CPU time of one thread never exceeds the wall time it spans."""
+    asleep = timing.cores_busy(lambda: time.sleep(0.02), min_s=0.1)
+    spin = timing.cores_busy(lambda: sum(range(200_000)), min_s=0.1)
+    assert asleep < 0.2
+    assert asleep < spin <= 1.1

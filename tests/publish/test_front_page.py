@@ -173,6 +173,9 @@ def test_anomalies_are_flagged_with_what_the_run_measured():
     assert len(notes) == 1 and "PyTorch's compile rung is slower than its eager rung" in notes[0]
     post = frontpage.post_view(record(verdicts, metrics=metrics), [], "current", False)
     assert post["verdicts"][0]["suspect"] == suspects[0] and post["suspects"] == notes
+    # a verdict that carries its measured cause is not suspect
+    verdicts[0]["cause"] = "PyTorch's best (compile) kept 2 cores busy per call and JAX's best (jit) 1"
+    assert 0 not in anomalies.find(record(verdicts, metrics=metrics))[0]
 
 
 # --------------------------------------------------------------------------- lint

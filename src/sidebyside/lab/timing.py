@@ -53,7 +53,7 @@ from sidebyside.lab import noise, pool, quiet
 from sidebyside.lab.conditions import conditions_sentence, same_conditions, tf32, warm_start
 from sidebyside.lab.entry import ENTRY_KEYS, Timing, read
 
-__all__ = ["Timing", "block", "time_fn", "compare", "ladder", "measure_here", "ratio", "read",
+__all__ = ["Timing", "block", "time_fn", "cores_busy", "compare", "ladder", "measure_here", "ratio", "read",
            "ENTRY_KEYS", "MIN_REPEATS", "NotApplicable", "one_line", "same_conditions", "conditions_sentence",
            "tf32", "warm_start"]
 
@@ -259,6 +259,20 @@ def time_fn(fn: Callable[[], Any], *, name: str | None = None, repeats: int = 7,
     timings, _ = measure_here({name: fn}, repeats=repeats, warmup=warmup, number=number, min_repeat_s=min_repeat_s,
                               max_number=max_number, synchronize=synchronize)
     return timings[name]
+
+
+def cores_busy(fn: Callable[[], Any], *, min_s: float = 0.5) -> float:
+    """How many CPU cores ``fn()`` keeps busy: this process's CPU time (every thread's) over the wall
+    time of synchronised calls, after one untimed call, summed until ``min_s`` of wall time. 1.0 is
+    one thread at work; on a GPU it counts the host's share only."""
+    _call(fn, True)
+    wall = cpu = 0.0
+    while wall < min_s:
+        cpu_start, wall_start = time.process_time(), time.perf_counter()
+        _call(fn, True)
+        cpu += time.process_time() - cpu_start
+        wall += time.perf_counter() - wall_start
+    return cpu / wall
 
 
 def compare(fns: Mapping[str, Callable[[], Any]] | Callable[[], Mapping[str, Callable[[], Any]]], *,

@@ -125,7 +125,8 @@ class Verdict:
     ``scale``: :func:`scale_of`; ``claim``: :func:`claim` plus ``answers``
     (bool) and ``differs`` (the scale fields that differ); ``kind``:
     "framework" (what each framework ships) or "custom" (a hand-written
-    implementation's own verdict).
+    implementation's own verdict); ``cause``: what the run measured that
+    explains a surprising result (the site then does not flag it suspect).
     """
 
     question: str
@@ -150,6 +151,7 @@ class Verdict:
     floor: float | None = None
     busy: list[str] = dataclasses.field(default_factory=list)
     detectable: float | None = None
+    cause: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)

@@ -13,8 +13,8 @@ Three anomalies, read from a results record alone (never from the post's text):
 
 Each is published with what the record measured about it: the CPU threads and the BLAS in use
 (``provenance.threads``) for a CPU figure, the graph breaks where they were counted. A post
-states a cause by recording it (a ladder entry's ``why`` or ``graph_breaks``), which takes its
-anomaly off the list.
+states a cause by recording it (a ladder entry's ``why`` or ``graph_breaks``, a verdict's
+``cause``), which takes its anomaly off the list.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def find(record: dict[str, Any]) -> tuple[dict[int, str], list[str]]:
         on_cpu = bool(re.search(r"\bon (the|a) CPU\b", question)) or provenance.get("device_kind") != "gpu"
         where = f" (measured with {threads})" if on_cpu and threads else ""
         factor = v.get("factor") if v.get("factor") is not None else v.get("ratio")
-        if v.get("winner") and v.get("interval") and factor and float(factor) > MAX_RATIO:
+        if v.get("winner") and v.get("interval") and factor and float(factor) > MAX_RATIO and not v.get("cause"):
             suspects.setdefault(i, []).append(f"a ratio above {MAX_RATIO:g}× ({float(factor):.3g}×) that the post "
                                               f"does not explain{where}")
         if _UNEXPLAINED in str(v.get("sentence") or ""):

@@ -223,3 +223,18 @@ def test_summarise_stores_kernel_times_by_device_and_the_table_shows_them():
     assert row["kernel (µs)"] == pytest.approx(1.5) and row["launch and sync (µs)"] == pytest.approx(2.509)
     assert ("gpu", 100000, "torch/compile") not in table.index  # its profile failed: no kernel figure
     assert rep.kernel_table(jit_entries, back, {}).empty
+
+
+def test_the_cores_each_best_kept_busy_are_the_stated_cause_only_where_they_differ():
+    metrics = _record()
+    assert rep.verdicts(metrics)[0].cause == "" and "The cause:" not in rep.conclusion(metrics)
+    # the best rungs at the largest size are torch/compile and jax/jit
+    metrics["cores_busy"] = {"cpu": {"100000": {"torch/eager": 1.9, "torch/compile": 1.95, "jax/jit": 1.02}}}
+    head = rep.verdicts(metrics)[0]
+    assert head.cause == ("PyTorch's best (compile) kept 1.95 cores busy per call and JAX's best (jit) kept 1.02 "
+                          "cores busy per call (CPU time over wall time, measured in this run).")
+    assert head.to_dict()["cause"] == head.cause and f"The cause: {head.cause}" in rep.conclusion(metrics)
+    metrics["cores_busy"]["cpu"]["100000"]["jax/jit"] = 1.6  # within half a core: no cause
+    assert rep.verdicts(metrics)[0].cause == ""
+    del metrics["cores_busy"]["cpu"]["100000"]["jax/jit"]  # not measured for one side: no cause
+    assert rep.verdicts(metrics)[0].cause == ""

@@ -22,6 +22,7 @@ ladder) and the original's per-element ``backward()`` loop (slow by construction
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -55,7 +56,8 @@ def setup_sentence(conditions: Mapping[str, Any], startup: Mapping[str, float], 
 
 
 def summarise(*, conditions, startup, bandwidth, jit_entries, floors, compile_s, fits, grad_entries, grad_errors,
-              hvp_entries, hvp_size, pitfall, main_device, back_to_back=None, kernel=None) -> dict[str, Any]:
+              hvp_entries, hvp_size, pitfall, main_device, back_to_back=None, kernel=None,
+              cores=None) -> dict[str, Any]:
     """The results record of the post.
 
     ``jit_entries``: ``{(device, n): {"<framework>/<tool>": ladder entry}}``;
@@ -64,8 +66,10 @@ def summarise(*, conditions, startup, bandwidth, jit_entries, floors, compile_s,
     notebook's pitfall DataFrame (index device, method label); ``back_to_back``: like
     ``jit_entries``, timed with calls back to back, waited for once per repeat; ``kernel``:
     like ``jit_entries``, each row one of :func:`sidebyside.lab.kernels.measure` (a GPU's
-    kernel time per call), stored under ``jit_kernel`` for the devices it covers. The
-    verdicts are computed from the record itself (:func:`verdicts`) and stored in it.
+    kernel time per call), stored under ``jit_kernel`` for the devices it covers; ``cores``:
+    ``{(device, n): {"<framework>/<tool>": cores busy}}`` (:func:`sidebyside.lab.timing.cores_busy`),
+    stored under ``cores_busy``. The verdicts are computed from the record itself
+    (:func:`verdicts`) and stored in it.
     """
     devices = list(dict.fromkeys(d for d, _ in jit_entries))
     metrics = {
@@ -85,6 +89,8 @@ def summarise(*, conditions, startup, bandwidth, jit_entries, floors, compile_s,
                                  for (dd, n), e in (back_to_back or {}).items() if dd == d} for d in devices},
         "jit_kernel": {d: {str(n): dict(rows) for (dd, n), rows in (kernel or {}).items() if dd == d}
                        for d in devices if any(dd == d for dd, _ in (kernel or {}))},
+        "cores_busy": {d: {str(n): dict(by_tool) for (dd, n), by_tool in (cores or {}).items() if dd == d}
+                       for d in devices if any(dd == d for dd, _ in (cores or {}))},
     }
     metrics["verdicts"] = [v.to_dict() for v in verdicts(metrics)]
     return metrics
@@ -119,11 +125,25 @@ def _jit_verdicts(metrics, device):
     v_big = verdict.ladder(ladder_only(metrics["jit"][device][str(big)]["ladder"]),
                            question=f"Which framework evaluates f on {big:,} floats faster on the {where}, "
                                     "each at its best (synchronised per call)?", scale=_scale(big, device))
+    v_big = dataclasses.replace(v_big, cause=_cores_cause(metrics, device, big))
     v_small = verdict.ladder(ladder_only(metrics["jit"][device][str(small)]["ladder"]),
                              question=f"Which framework has the cheaper synchronised call at {small:,} floats on the "
                                       f"{where}, each at its best (launch and wait, mostly latency)?",
                              scale=_scale(small, device))
     return v_big, v_small
+
+
+def _cores_cause(metrics, device, n) -> str:
+    """The cores each framework's best rung kept busy at ``n`` on ``device`` where the run measured
+    them and they differ by more than half a core: a measured cause of the gap ("" otherwise)."""
+    cores = (metrics.get("cores_busy") or {}).get(device, {}).get(str(n)) or {}
+    chosen = verdict.best(ladder_only(metrics["jit"][device][str(n)]["ladder"]))
+    busy = {fw: cores.get(f"{fw}/{chosen[fw]}") for fw in ("torch", "jax") if chosen.get(fw)}
+    if len(busy) < 2 or None in busy.values() or abs(busy["torch"] - busy["jax"]) <= 0.5:
+        return ""
+    spelled = [f"{verdict.FRAMEWORKS[fw]}'s best ({chosen[fw]}) kept {verdict.fmt_number(c)} cores busy per call"
+               for fw, c in busy.items()]
+    return f"{spelled[0]} and {spelled[1]} (CPU time over wall time, measured in this run)."
 
 
 def _throughput_verdict(metrics, device) -> verdict.Verdict | None:
@@ -196,7 +216,8 @@ def jit_claim(metrics: Mapping[str, Any], device: str) -> str:
     throughput = _throughput_verdict(metrics, device)
     back = (f" Issued back to back and waited for once, so that launches overlap the work: {throughput.sentence}"
             if throughput is not None else "")
-    return (f"**{where}, {big:,} elements.** {v_big.sentence}{_floor_text(metrics, device, big)}{numpy_text}\n\n"
+    cause = f" The cause: {v_big.cause}" if v_big.cause else ""
+    return (f"**{where}, {big:,} elements.** {v_big.sentence}{cause}{_floor_text(metrics, device, big)}{numpy_text}\n\n"
             f"**{where}, {small:,} elements**, where a synchronised call is mostly launch and wait: "
             f"{v_small.sentence}{back}")
 
