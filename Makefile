@@ -34,7 +34,7 @@ endif
 PUBLISH := $(PYTHON) -m sidebyside.publish
 SELECT := $(if $(ONLY),--only $(ONLY)) --site $(SITE)
 
-.PHONY: all help setup apt venv gpu bundle assets sync check-pairs lint execute render list recover site serve test test-fast offline clean
+.PHONY: all help setup apt venv gpu bundle assets readme sync check-pairs lint execute render list recover site serve test test-fast offline clean
 
 ## all: set up, run every notebook with the profile this machine supports, render, build the site
 all: $(SETUP_DEPS) execute site
@@ -91,6 +91,10 @@ assets: assets/vendor/katex/katex.min.js
 assets/vendor/katex/katex.min.js:
 	@test -f $(KATEX)/katex.min.js || { echo "KaTeX not found in $(KATEX); run: sudo apt-get install libjs-katex" >&2; exit 1; }
 	mkdir -p assets/vendor && rm -rf assets/vendor/katex && cp -rL $(KATEX) assets/vendor/katex
+
+## readme: write the README's table of posts from the notebooks' headers
+readme: $(SETUP_DEPS)
+	$(PUBLISH) readme
 
 ## sync: update each notebooks/*.ipynb from its .py source (jupytext pairs, no outputs)
 sync: $(SETUP_DEPS)

@@ -14,6 +14,8 @@
 #     language: python
 #     name: python3
 #   sidebyside:
+#     metrics: [original_setting, accuracy, epoch_seconds, compile_seconds]
+#     gpu: {budget_s: 291, measured: "H100, commit 6b943d5"}
 #     compared: The same 784-128-10 MLP and a small CNN trained on FashionMNIST in PyTorch
 #       and in Flax, with the same data order, initialisation and optimiser, compared
 #       on test accuracy over seeds and on training throughput along each framework's

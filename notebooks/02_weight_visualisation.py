@@ -14,6 +14,7 @@
 #     language: python
 #     name: python3
 #   sidebyside:
+#     metrics: [cka, total_variation, param_counts]
 #     compared: The same FashionMNIST MLP trained in PyTorch and in Flax over several
 #       seeds, compared on the smoothness of its first-layer weight templates and the
 #       similarity (linear CKA) of its hidden layers, within and across the two frameworks.

@@ -14,6 +14,12 @@
 #     language: python
 #     name: python3
 #   sidebyside:
+#     metrics: [parity, speed]
+#     gpu:
+#       budget_s: 503
+#       measured: "ESTIMATE from parts of the H100 run at commit f245967 (parity, affine measured; bench estimated)"
+#       parts: {parity: 120, affine: 37, "bench/nearest/*": {each_s: 57, count: 1},
+#               "bench/bilinear/*": {each_s: 57, count: 1}, "bench/bicubic/*": {each_s: 142, count: 1}}
 #     compared: torch.nn.functional.grid_sample, PyTorch's built-in, against a port
 #       in pure JAX (jnp compiled by XLA) in every mode, padding, dimensionality and
 #       dtype, first for identical outputs and gradients, then for speed per kernel
@@ -108,6 +114,7 @@ from sidebyside.run import checkpoints, provenance
 tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 from sidebyside.posts.grid_sample import bench as sampling_bench
 from sidebyside.posts.grid_sample import choose_implementation, parity
+from sidebyside.posts.grid_sample import goals as sampling_goals
 
 viz.style()
 torch.manual_seed(0)
@@ -278,7 +285,7 @@ plt.show()
 # - **The memory floor**: the time a call would take if it did nothing but move its data: each array it reads or writes, once (input, grid and output; in forward+backward also the grid, the cotangent and, except in nearest, the input again, and both gradients), at the speed of a plain copy (PyTorch's `copy_` of a buffer four times the last-level cache) measured on the same device in the same run. A kernel's share of the floor's speed is the floor divided by its kernel time: 100% would be a kernel as fast as a copy of its data. Where a kernel is far below it, arithmetic or scattered reads set its pace, not memory.
 # - **Per-call time**: a Python loop of calls, as a script that calls `grid_sample` on its own makes them. Each framework's dispatch is included: JAX's costs tens of microseconds per call whatever the size of the problem, PyTorch's about ten, so a small problem can be faster in JAX's kernel and slower in JAX's loop. On a CPU with more than one thread there is a second cost of the same kind: PyTorch's OpenMP threads keep spinning for a while after a call, so the next call finds them awake, while the threads of XLA's pool, which the native kernel shares, go to sleep between calls and are woken for each (measured with an instrumented build of the kernel: `ParallelBatches` in `sidebyside/posts/grid_sample/grid_sample_cpu.cc`). The wake-up is paid inside one program too, where the pool's threads also fall asleep between one call and the next, but it is a fixed cost: it weighs most on the shortest calls, nearest's forward above all, and more per call (inputs in the cache) than in the kernel time (inputs from memory). On a GPU the calls of a repeat are issued back to back and waited for once.
 #
-# Both sides' inputs lie in memory their own framework allocated (`sidebyside.posts.grid_sample.bench.torch_tensor`). `torch.from_numpy` would share NumPy's memory, which NumPy asks Linux to back with 2 MiB pages for arrays of 4 MiB and more, while XLA copies into buffers on ordinary 4 KiB pages. A check of PyTorch's CPU kernel on both kinds of page found no difference, but the comparison does not depend on that.
+# Both sides' inputs lie in memory their own framework allocated (`sidebyside.posts.grid_sample.chain.torch_tensor`). `torch.from_numpy` would share NumPy's memory, which NumPy asks Linux to back with 2 MiB pages for arrays of 4 MiB and more, while XLA copies into buffers on ordinary 4 KiB pages. A check of PyTorch's CPU kernel on both kinds of page found no difference, but the comparison does not depend on that.
 #
 # Where `grid_sample` takes a kernel (Pallas on a GPU, native on a CPU), the `jax.numpy` (XLA) path is timed too; in bilinear 2-D forward the naive formulation (gather the four corners of every point from a zero-padded image, weight and sum) is timed as well, as the baseline most ports use. These alternatives run against PyTorch in a second interleaved run, apart from the main pair: interleaved with it, the XLA path's large temporaries cost the call after them page faults, and moved both sides' per-call times (see `sidebyside.posts.grid_sample.bench`). On a GPU the Pallas kernels can also be timed in their second layout (`pallas_layout="channels"`: tiles of points by channels, each point's taps reused across a block of channels), which may suit many channels better, where `bench_pallas_layouts` names it (the gpu profile, whose sizes have 3 channels, does not); `implementation="auto"` keeps the first, which was the faster in every configuration of an earlier run on an H100; the columns "Pallas channels layout / PyTorch" show a run's figures where it timed them. The benchmark runs in a fresh process, `python -m sidebyside.posts.bench grid_sample`, because the thread count of XLA's CPU client is fixed when JAX starts: there both libraries get the same cores. A run in parts (the gpu profile, made in device calls of a few minutes) starts one such process per configuration and saves each configuration as it finishes.
 
@@ -288,7 +295,7 @@ bench_run = sampling_bench.run_each({k: tuple(v) for k, v in bench_sizes.items()
                                     min_repeat_s=bench_min_repeat_s, threads=bench_threads, copies=bench_copies,
                                     pallas_layouts=tuple(bench_pallas_layouts))
 speed = bench_run["results"]
-speed_rows = sampling_bench.speed_table(speed)
+speed_rows = sampling_goals.speed_table(speed)
 speed_rows.insert(0, "JAX implementation", [speed[k]["implementation"] for k in speed_rows.index])
 with pd.option_context("display.float_format", "{:.3g}".format, "display.width", 200):
     display(speed_rows)
@@ -296,13 +303,13 @@ Markdown(f"{bench_run['device_kind'].upper()}, {verdict.plural(bench_run['thread
          f"`{bench_run['command']}`")
 
 # %% [markdown] tags=["appendix"] summary="The goals this device is held to"
-# The goals this device is held to (`sidebyside.posts.grid_sample.bench.goals`): per call everywhere they are set; on a GPU also each kernel against PyTorch's CUDA kernel (at most 0.8 of its time at 32×3×256², 8×64×128² and 4×8×32×64², forward and forward+backward) and the forward at 32×3×256² at 70% of the memory floor's speed or more.
+# The goals this device is held to (`sidebyside.posts.grid_sample.goals.goals`): per call everywhere they are set; on a GPU also each kernel against PyTorch's CUDA kernel (at most 0.8 of its time at 32×3×256², 8×64×128² and 4×8×32×64², forward and forward+backward) and the forward at 32×3×256² at 70% of the memory floor's speed or more.
 
 # %% tags=["appendix-input", "appendix"]
-goals = sampling_bench.goals_table(speed, record["device_kind"])
+goals = sampling_goals.goals_table(speed, record["device_kind"])
 with pd.option_context("display.float_format", "{:.3g}".format, "display.width", 200):
     display(goals.set_index(["config", "goal"]))
-Markdown(sampling_bench.goals_summary(goals))
+Markdown(sampling_goals.goals_summary(goals))
 
 # %% figure="speed-ratios" alt="For each grid_sample configuration, the time per call of pure JAX at its best and of this project's C++ kernel, relative to PyTorch's built-in grid_sample at its best (eager or torch.compile), log scale" tags=["key-figure", "appendix-input"]
 def best_call(ladder, framework):
@@ -347,7 +354,7 @@ if floor_keys:
     ax.barh(ypos + 0.2, [speed[k]["torch_floor_speed"] for k in floor_keys], height=0.4, color=viz.COLORS["torch"],
             label="PyTorch kernel")
     floor_goals = [(i, g["limit"]) for i, k in enumerate(floor_keys)
-                   for g in sampling_bench.goals(k, speed[k], record["device_kind"]) if g["goal"] == "memory floor"]
+                   for g in sampling_goals.goals(k, speed[k], record["device_kind"]) if g["goal"] == "memory floor"]
     for i, limit in floor_goals:
         ax.plot([limit, limit], [i - 0.4, i], color="black", lw=1.5)
     if floor_goals:

@@ -14,6 +14,8 @@
 #     language: python
 #     name: python3
 #   sidebyside:
+#     metrics: [jit, compile_s, autograd]
+#     gpu: {budget_s: 334, measured: "H100, commit 6b943d5"}
 #     compared: A small element-wise function and its gradient, from ten elements to
 #       millions, in NumPy, JAX (eager and jax.jit) and PyTorch (eager and torch.compile),
 #       with every timer synchronised and compilation timed on its own.
@@ -102,8 +104,8 @@ import torch._dynamo.config
 import torch._inductor.config
 from IPython.display import Markdown
 
-from sidebyside.lab import functions, kernels, peaks, progress, tables, viz
-from sidebyside.posts.jit_autograd import report
+from sidebyside.lab import functions, peaks, progress, tables, viz
+from sidebyside.posts.jit_autograd import kernels, report
 from sidebyside.run import provenance
 
 tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures

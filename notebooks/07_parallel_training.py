@@ -14,6 +14,8 @@
 #     language: python
 #     name: python3
 #   sidebyside:
+#     metrics: [runs, code_lines, projection, verdicts]
+#     gpu: {budget_s: 120, measured: "ALLOWANCE, not measured: its single-GPU part has never run"}
 #     compared: One small vision transformer with the same weights and batches, trained
 #       in PyTorch and in JAX on one device and under data-parallel, fully sharded,
 #       2-D (data and tensor) and hand-written collective strategies, compared on losses,
@@ -124,7 +126,16 @@ import torch._inductor.config
 from IPython.display import Markdown
 
 from sidebyside.lab import data, progress, tables, viz
-from sidebyside.posts.parallel_training import costmodel, jax_parallel, launch, model, reference, report, torch_parallel
+from sidebyside.posts.parallel_training import (
+    costmodel,
+    jax_parallel,
+    launch,
+    model,
+    reference,
+    report,
+    scaling,
+    torch_parallel,
+)
 from sidebyside.run import provenance
 
 tables.show_in_full()
@@ -345,22 +356,22 @@ Markdown(report.collectives_claim(metrics))
 
 # %% tags=["appendix-input"]
 gpu_counts = launch.scaling_plan(gpu["scaling"], batch_size=batch_size, config=config, model_parallel=model_parallel)
-scaling = {}
+scaling_runs = {}
 for n, axis in progress.bar(gpu_counts, desc="GPUs"):
-    scaling[n] = {"torch": report.torch_record(launch.run_torch(n, model_parallel=axis, device="gpu", **torch_args)),
-                  "jax": report.jax_record(launch.run_jax(n, model_parallel=axis, device="gpu", **jax_args))}
-metrics["scaling"] = report.scaling_record(scaling, device=prov["device"], tolerance=loss_tolerance,
-                                           model_parallel=dict(gpu_counts))
+    scaling_runs[n] = {"torch": report.torch_record(launch.run_torch(n, model_parallel=axis, device="gpu", **torch_args)),
+                       "jax": report.jax_record(launch.run_jax(n, model_parallel=axis, device="gpu", **jax_args))}
+metrics["scaling"] = scaling.scaling_record(scaling_runs, device=prov["device"], tolerance=loss_tolerance,
+                                            model_parallel=dict(gpu_counts))
 
 # %% tags=["remove_input"]
-Markdown(report.scaling_claim(metrics))
+Markdown(scaling.scaling_claim(metrics))
 
 # %% figure="scaling-efficiency" alt="Scaling efficiency against the number of GPUs, one line per strategy, PyTorch and JAX side by side" tags=["remove_input"]
-if report.scaling_figure(metrics) is not None:
+if scaling.scaling_figure(metrics) is not None:
     plt.show()
 
 # %% tags=["remove_input"]
-report.scaling_table(metrics)  # None without scaling runs: no table
+scaling.scaling_table(metrics)  # None without scaling runs: no table
 
 # %% [markdown]
 # ## 8. At scale, on paper

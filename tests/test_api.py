@@ -174,7 +174,7 @@ def test_a_real_run_saves_under_the_slug_of_its_header(tmp_path):
     path.write_text("\n".join([
         "# ---", "# jupyter:", "#   kernelspec:", "#     display_name: Python 3", "#     language: python",
         "#     name: python3", "#   sidebyside:", "#     slug: header-slug", "#     title: No slug", "#     date: '2026-11-22'",
-        "#     description: Its save_results names no slug.", "#     compared: Nothing.", "# ---", "",
+        "#     description: Its save_results names no slug.", "#     compared: Nothing.", "#     metrics: [n]", "# ---", "",
         '# %% tags=["parameters"]', "n = 3", "",
         "# %%", "from sidebyside.run import provenance", "provenance.save_results({'n': n})", ""]))
     info, nb = publish.read_notebook_info(path)

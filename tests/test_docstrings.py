@@ -1,4 +1,4 @@
-"""Docstrings and comments are contracts, not diaries (STYLE.md 16): what a
+"""Docstrings and comments are contracts, not diaries: what a
 function takes and returns and why it is built so. A measured figure, a past
 run or a tuning history goes stale with the next release; figures live in the
 results records, history in git.

@@ -6,7 +6,7 @@
 #
 # Usage, from the repository root on the box (.offline/ copied or carried along):
 #   CALL=1 tools/device-run.sh        the posts the planner gives call 1 (`python -m sidebyside.publish plan`: the
-#                                     stale GPU posts in calls that fit, from params/gpu.yaml's measured costs);
+#                                     stale GPU posts in calls that fit, from the gpu budgets in the notebooks' headers);
 #                                     CALL=2, CALL=3 for the others, from the same tree; PLAN_ALL=1 plans every GPU
 #                                     post, current or not (a publication from one commit)
 #   tools/device-run.sh SLUGS         these posts instead (comma-separated, in order; a slug named twice runs twice:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,14 +22,19 @@ from sidebyside.publish.common import ROOT, PublishError
 from sidebyside.publish.discovery import discover
 
 COMMIT = "89abcdef0123456789abcdef0123456789abcdef"
-BUDGETS = """\
-#budget call_overhead_s: 30
-#budget run_overhead_s: 0
-#budget posts:
-#budget   jit-and-autograd-timing: {budget_s: 300}
-#budget   fashion-mnist-pytorch-vs-flax: {budget_s: 250}
-#budget   xla-and-scipy: {budget_s: 200}
-"""
+#: The posts of the tree and the device seconds their headers declare (smaller than the real ones).
+BUDGETS = {"04_jit_autograd.py": 300, "01_fashion_mnist.py": 250, "05_xla_and_scipy.py": 200}
+GPU_LINE = re.compile(r"^#     gpu: .*$", re.M)
+
+
+def _declare(tree: Path, name: str, seconds: int) -> None:
+    """Give the tree's copy of notebook ``name`` a one-line gpu budget of ``seconds``."""
+    path = tree / "notebooks" / name
+    text = GPU_LINE.sub(f'#     gpu: {{budget_s: {seconds}, measured: "test"}}', path.read_text(), count=1)
+    assert "budget_s: " + str(seconds) in text, f"{name}: its header has no one-line gpu entry to replace"
+    path.write_text(text)
+
+
 STUB = textwrap.dedent("""\
     import datetime as dt, json, os, sys
     from pathlib import Path
@@ -49,15 +55,19 @@ STUB = textwrap.dedent("""\
 
 @pytest.fixture
 def tree(tmp_path):
-    """A tree like the repository's for the script: its tools, library and notebooks, budget-only gpu
-    parameters, and an empty site."""
+    """A tree like the repository's for the script: its tools and library, three notebooks with small gpu
+    budgets, no gpu parameters, and an empty site."""
     tree = tmp_path / "tree"
     (tree / "tools").mkdir(parents=True)
     shutil.copy(ROOT / "tools" / "device-run.sh", tree / "tools" / "device-run.sh")
     (tree / "src").symlink_to(ROOT / "src")
-    (tree / "notebooks").symlink_to(ROOT / "notebooks")
+    (tree / "notebooks").mkdir()
+    for name, seconds in BUDGETS.items():
+        shutil.copy(ROOT / "notebooks" / name, tree / "notebooks" / name)
+        _declare(tree, name, seconds)
     (tree / "params").mkdir()
-    (tree / "params" / "gpu.yaml").write_text(BUDGETS)
+    (tree / "params" / "gpu.yaml").write_text("# no parameters: the stub publisher runs no notebook\n")
+    (tree / "params" / "gpu-calls.yaml").write_text("call_overhead_s: 30\nrun_overhead_s: 0\n")
     for folder in ("_posts", "images", "_data/results"):
         (tree / folder).mkdir(parents=True)
     (tmp_path / "stub.py").write_text(STUB)
@@ -74,8 +84,8 @@ def _run(tree, out, **env):
 
 
 def test_a_dry_run_runs_the_planned_call_and_packs_one_archive_that_merges(tree, tmp_path):
-    budgets = schedule.read_budgets(tree / "params" / "gpu.yaml")
-    order = [i.slug for i in discover(ROOT / "notebooks") if i.slug in budgets["posts"]]
+    budgets = schedule.read_budgets(tree / "notebooks", tree / "params")
+    order = [i.slug for i in discover(tree / "notebooks")]
     expected = schedule.plan_calls(budgets, {}, order).calls[0].slugs
     out = tmp_path / "out"
     done = _run(tree, out, CALL="1")
@@ -109,7 +119,7 @@ def test_a_call_the_plan_does_not_have_packs_nothing(tree, tmp_path):
 
 
 def test_a_plan_that_cannot_fit_runs_nothing(tree, tmp_path):
-    (tree / "params" / "gpu.yaml").write_text(BUDGETS.replace("budget_s: 300", "budget_s: 900"))
+    _declare(tree, "04_jit_autograd.py", 900)
     out = tmp_path / "out"
     done = _run(tree, out, CALL="1")
     assert done.returncode == 5

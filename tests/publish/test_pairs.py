@@ -244,15 +244,15 @@ def test_freshness_compares_the_cache_key_with_the_published_one(tmp_path):
     assert json.loads(path.read_text()) == {current.slug: "current", edited.slug: "stale"}
     # `make site` refreshes the states through `publish list --freshness`, the same test.
     path.unlink()
-    from sidebyside.publish import cli
+    from sidebyside.publish import pipeline
 
     # Here the records have no post beside them: `list` calls the site incomplete and writes no states.
-    assert cli.list_notebooks(site=tmp_path, write_freshness=True) == 2
+    assert pipeline.list_notebooks(site=tmp_path, write_freshness=True) == 2
     assert not path.exists()
     for info in infos:
         (results / f"{info.slug}.json").unlink()
     (results / f"{current.slug}.json").write_text(json.dumps({}))  # nothing but a broken record: refused too
-    assert cli.list_notebooks(site=tmp_path, write_freshness=True) == 2 and not path.exists()
+    assert pipeline.list_notebooks(site=tmp_path, write_freshness=True) == 2 and not path.exists()
 
 
 def test_show_in_full_keeps_every_cell_and_formats_floats():

@@ -1,4 +1,4 @@
-"""A post a reader can finish (issue 32; DESIGN.md "The shape of a post", STYLE.md 17).
+"""A post a reader can finish (issue 32).
 
 The publisher's part, without a browser: the body opens with *what was compared* (the
 header's ``compared``, every verdict's scale, the device) and the figure tagged

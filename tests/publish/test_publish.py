@@ -61,7 +61,7 @@ def test_scrub_removes_paths_and_host(tmp_path):
 
 def _write_nb(path: Path, header_extra: str = "", parameters: bool = True, meta: dict | None = None) -> Path:
     meta = {"slug": "tiny", "title": "Tiny", "date": "2026-11-22", "description": "A tiny notebook.",
-                "compared": "Nothing: a tiny notebook."} if meta is None else meta
+                "compared": "Nothing: a tiny notebook.", "metrics": ["n"]} if meta is None else meta
     lines = ["# ---", "# jupyter:", "#   kernelspec:", "#     display_name: Python 3", "#     language: python",
              "#     name: python3"]
     if meta:
@@ -107,9 +107,31 @@ def test_missing_parameters_cell_says_what_to_add(tmp_path):
 
 def test_bad_slug_and_date(tmp_path):
     with pytest.raises(publish.PublishError, match="lowercase words"):
-        publish.read_notebook_info(_write_nb(tmp_path / "a.py", meta={"slug": "Bad Slug", "title": "t", "date": "2026-01-01", "description": "d", "compared": "c"}))
+        publish.read_notebook_info(_write_nb(tmp_path / "a.py", meta={"slug": "Bad Slug", "title": "t", "date": "2026-01-01", "description": "d", "compared": "c", "metrics": ["n"]}))
     with pytest.raises(publish.PublishError, match="YYYY-MM-DD"):
-        publish.read_notebook_info(_write_nb(tmp_path / "b.py", meta={"slug": "ok", "title": "t", "date": "22/11/2026", "description": "d", "compared": "c"}))
+        publish.read_notebook_info(_write_nb(tmp_path / "b.py", meta={"slug": "ok", "title": "t", "date": "22/11/2026", "description": "d", "compared": "c", "metrics": ["n"]}))
+
+
+def test_the_header_declares_the_post_once_and_bad_declarations_say_what_to_write(tmp_path):
+    info = publish.read_notebook_info(_write_nb(tmp_path / "01_tiny_post.py"))[0]
+    assert info.package == "tiny_post" and info.metrics == ["n"] and info.gpu is None
+    good = {"slug": "ok", "title": "t", "date": "2026-01-01", "description": "d", "compared": "c", "metrics": ["n"]}
+    with pytest.raises(publish.PublishError, match=r"name a notebook NN_<package>\.py"):
+        publish.notebook_info(_write_nb(tmp_path / "tiny.py", meta=good))
+    with pytest.raises(publish.PublishError, match="metrics must be a list of the keys"):
+        publish.notebook_info(_write_nb(tmp_path / "02_x.py", meta={**good, "metrics": "n"}))
+    with pytest.raises(publish.PublishError, match="gpu must be a mapping with budget_s"):
+        publish.notebook_info(_write_nb(tmp_path / "03_x.py", meta={**good, "gpu": {"budget_s": "soon"}}))
+    gpu = {"budget_s": 90, "measured": "H100, commit abc1234", "first": True}
+    assert publish.notebook_info(_write_nb(tmp_path / "04_x.py", meta={**good, "gpu": gpu})).gpu == gpu
+
+
+def test_a_record_without_a_declared_metric_is_refused_and_nothing_is_published(tmp_path):
+    from sidebyside.publish import records
+
+    records.check_record({"metrics": {"n": 3, "verdicts": []}}, "tiny", ["n"])
+    with pytest.raises(publish.PublishError, match=r"declares the metrics n, total.*lacks total.*Nothing published"):
+        records.check_record({"metrics": {"n": 3}}, "tiny", ["n", "total"])
 
 
 def test_duplicate_slugs_rejected(tmp_path):

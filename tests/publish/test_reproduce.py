@@ -100,7 +100,7 @@ def test_reproduce_runs_into_a_scratch_site_and_exits_by_the_rows(tmp_path, monk
         out.write_text(json.dumps(_record(reader_device, READER)))
         return 0
 
-    monkeypatch.setattr("sidebyside.publish.cli.run", fake_run)
+    monkeypatch.setattr("sidebyside.publish.pipeline.run", fake_run)
     assert rep.reproduce(only=SLUG, site=site, scratch=scratch) == code
     (call,) = calls
     assert call["site"] == scratch / SLUG and call["force"] and call["profile"] == "cpu" and not call["aa"]

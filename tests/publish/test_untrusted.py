@@ -267,6 +267,7 @@ WRITER = '''# ---
 #     date: '2026-11-01'
 #     description: It rewrites what it must not.
 #     compared: Nothing.
+#     metrics: [cwd]
 # ---
 
 # %% tags=["parameters"]

@@ -73,7 +73,7 @@ def test_the_plan_job_names_the_gpu_posts(capsys):
     assert any("sidebyside.publish plan --posts" in step.get("run", "") for step in jobs["plan"]["steps"])
     assert main(["plan", "--posts", "--all"]) == 0
     posts = json.loads(capsys.readouterr().out)
-    budgets = schedule.read_budgets(ROOT / "params" / "gpu.yaml")
+    budgets = schedule.read_budgets(ROOT / "notebooks", ROOT / "params")
     gpu_posts = [i.slug for i in discover(ROOT / "notebooks") if i.slug in budgets["posts"]]
     first = [s for s in budgets.get("order") or [] if s in gpu_posts]
     assert posts == first + [s for s in gpu_posts if s not in first], "the budget's order first, then the notebooks'"

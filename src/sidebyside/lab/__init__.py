@@ -10,7 +10,6 @@
 - ``conditions``: the same conditions on both sides (threads, precision, warm start, compile cache).
 - ``stats``: the statistics verdicts rest on (t-intervals over processes, Welch's test).
 - ``noise``: each machine kind's noise floor, from A/A races.
-- ``kernels``: the GPU's kernel time per call, from each framework's profiler, apart from launch and wait.
 - ``quiet``: the quiet-machine check around every timed section (calibration, load; it records).
 - ``peaks``: the hardware floor: data-sheet peaks of GPUs, measured copy bandwidth.
 - ``entry``: the one timing-entry schema (seconds; a bare number refused).
@@ -28,8 +27,6 @@ Nothing here imports ``sidebyside.posts`` or ``sidebyside.publish``.
 
 from __future__ import annotations
 
-from sidebyside._lazy import face
+from sidebyside._lazy import package
 
-__all__ = ['data', 'models', 'training', 'functions', 'timing', 'pool', 'conditions', 'stats', 'noise', 'kernels', 'quiet', 'peaks', 'entry', 'verdict', 'ladders', 'framing', 'words', 'analysis', 'viz', 'tables', 'progress']
-
-__getattr__ = face(__name__, ['data', 'models', 'training', 'functions', 'timing', 'pool', 'conditions', 'stats', 'noise', 'kernels', 'quiet', 'peaks', 'entry', 'verdict', 'ladders', 'framing', 'words', 'analysis', 'viz', 'tables', 'progress'])
+__all__, __getattr__ = package(__name__, __path__)

@@ -80,7 +80,7 @@ def style() -> None:
 
 # ------------------------------------------------------------ figure files
 
-#: The most bytes a post's PNG figure may take (STYLE.md 17: a reader on a phone).
+#: The most bytes a post's PNG figure may take (a reader on a phone).
 MAX_PNG_BYTES = 400_000
 
 

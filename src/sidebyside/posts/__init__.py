@@ -17,8 +17,6 @@ post's results record and generated conclusion). Only notebooks import these.
 
 from __future__ import annotations
 
-from sidebyside._lazy import face
+from sidebyside._lazy import package
 
-__all__ = ['fashion_mnist', 'weight_visualisation', 'grid_sample', 'jit_autograd', 'xla_and_scipy', 'swin_v2', 'parallel_training', 'real_models', 'bench']
-
-__getattr__ = face(__name__, ['fashion_mnist', 'weight_visualisation', 'grid_sample', 'jit_autograd', 'xla_and_scipy', 'swin_v2', 'parallel_training', 'real_models', 'bench'])
+__all__, __getattr__ = package(__name__, __path__)

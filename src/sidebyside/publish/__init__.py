@@ -1,6 +1,6 @@
 """From notebook to post: execution, cache, rendering, atomic publication.
 
-Flow (DESIGN.md)::
+Flow::
 
     notebooks/NN_topic.py --jupytext--> notebook --papermill(params/<profile>.yaml)-->
         build/executed/<slug>.ipynb + build/results/<slug>.json
@@ -33,11 +33,12 @@ One module per concern; this face re-exports their public names:
   way is rolled back or completed by the next run, which says which. A run
   holds the lock of its site and build folder.
 - :mod:`.scoreboard`: ``_data/freshness.json`` for the home page.
-- :mod:`.cli`: :func:`run` (``execute``), :func:`rerender` (``render``: only a
-  completed run whose record matches the published one), ``list``,
-  ``profile``, ``check-pairs``; :func:`main`.
+- :mod:`.pipeline`: the verbs, :func:`run` (``execute``), :func:`rerender` (``render``: only a
+  completed run whose record matches the published one), :func:`list_notebooks` (``list``) and
+  ``plan`` (:mod:`.schedule`).
+- :mod:`.cli`: the command line, :func:`main`.
 
-CLI: ``python -m sidebyside.publish {execute,render,list,profile,check-pairs} ...``
+CLI: ``python -m sidebyside.publish {execute,render,list,plan,reproduce,aa,merge,profile,check-pairs} ...``
 (``--help`` on each). The Makefile drives it. Nothing here imports PyTorch or
 JAX; nbconvert, papermill and jupytext are imported only where they are used.
 """
@@ -45,10 +46,11 @@ JAX; nbconvert, papermill and jupytext are imported only where they are used.
 from __future__ import annotations
 
 from sidebyside.publish.cache import Decision, cache_key, freshness, plan
-from sidebyside.publish.cli import list_notebooks, main, rerender, run
+from sidebyside.publish.cli import main
 from sidebyside.publish.common import PROFILES, ROOT, PublishError
 from sidebyside.publish.discovery import NotebookInfo, check_pairs, discover, notebook_info, read_notebook_info, select
 from sidebyside.publish.params import check_profile, detect_profile, load_all_params, load_params
+from sidebyside.publish.pipeline import list_notebooks, rerender, run
 from sidebyside.publish.rendering import (
                                        collapse_progress,
                                        drop_title_heading,

@@ -23,8 +23,9 @@ from sidebyside.publish.common import ROOT, PublishError
 
 __all__ = ["NotebookInfo", "read_header", "notebook_info", "read_notebook_info", "discover", "select", "check_pairs"]
 
-REQUIRED_METADATA = ("slug", "title", "date", "description", "compared")
+REQUIRED_METADATA = ("slug", "title", "date", "description", "compared", "metrics")
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+STEM_RE = re.compile(r"^[0-9]{2}_([a-z][a-z0-9_]*)$")
 
 
 @dataclass
@@ -41,6 +42,14 @@ class NotebookInfo:
     #: The work a post compares, in one or two sentences with no figures (the publisher adds the
     #: scale and device from the run: :func:`sidebyside.publish.rendering.compared_paragraph`).
     compared: str = ""
+    #: The notebook's stem without its number (``03_grid_sample.py``: ``grid_sample``): the name of its
+    #: package (``sidebyside.posts.<package>``) and of its test folder (``tests/posts/<package>``).
+    package: str = ""
+    #: The keys its results record must carry under ``metrics`` (the publisher refuses a run without one).
+    metrics: list[str] = field(default_factory=list)
+    #: Its GPU budget (:mod:`sidebyside.publish.schedule`): ``budget_s``, ``measured`` and optionally
+    #: ``parts`` and ``first``; None for a post that does not run on a GPU.
+    gpu: dict[str, Any] | None = None
 
     def relpath(self, root: Path) -> str:
         try:
@@ -145,7 +154,8 @@ def notebook_info(path: Path) -> NotebookInfo:
             f"{path}: its header lacks {', '.join(missing)}. Add them under 'sidebyside:' in the "
             f"jupytext header, e.g.\n#   sidebyside:\n#     slug: my-topic\n#     title: \"My topic\"\n"
             f"#     date: '{dt.date.today().isoformat()}'\n#     description: One sentence.\n"
-            f"#     compared: The work compared, e.g. training one MLP in PyTorch and in Flax.\n#     tags: [pytorch, jax]"
+            f"#     compared: The work compared, e.g. training one MLP in PyTorch and in Flax.\n#     tags: [pytorch, jax]\n"
+            f"#     metrics: [accuracy]  # the keys its results record must carry"
         )
     slug = str(meta["slug"])
     if not SLUG_RE.match(slug):
@@ -163,9 +173,24 @@ def notebook_info(path: Path) -> NotebookInfo:
             f"{path}: needs exactly one cell tagged 'parameters' (found {len(cells)}). "
             "Put every size knob in one code cell that starts with: # %% tags=[\"parameters\"]"
         )
+    stem = STEM_RE.match(Path(path).stem)
+    if not stem:
+        raise PublishError(f"{path}: name a notebook NN_<package>.py (two digits, then the name of its package "
+                           "under src/sidebyside/posts/ and of its folder under tests/posts/), e.g. 09_my_topic.py")
+    metrics = meta["metrics"]
+    if not isinstance(metrics, list) or not all(isinstance(m, str) and m for m in metrics):
+        raise PublishError(f"{path}: its header's metrics must be a list of the keys its results record carries, "
+                           f"e.g. metrics: [accuracy, verdicts] (found {metrics!r})")
+    gpu = meta.get("gpu")
+    if gpu is not None and not (isinstance(gpu, dict) and isinstance(gpu.get("budget_s"), (int, float))
+                                and gpu.get("measured")):
+        raise PublishError(f"{path}: its header's gpu must be a mapping with budget_s (device seconds of one run) "
+                           f"and measured (where that figure comes from), e.g. gpu: {{budget_s: 300, measured: "
+                           f"\"H100, commit abc1234\"}} (found {gpu!r})")
     tags = meta.get("tags") or []
     info = NotebookInfo(path, slug, str(meta["title"]), date, str(meta["description"]),
-                        [str(t) for t in tags], _parameter_names(cells[0]["source"]), str(meta["compared"]))
+                        [str(t) for t in tags], _parameter_names(cells[0]["source"]), str(meta["compared"]),
+                        package=stem.group(1), metrics=list(metrics), gpu=gpu)
     return info
 
 

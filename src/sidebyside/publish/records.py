@@ -10,7 +10,7 @@ noncharacter) stops the build of the whole site. So:
   a character outside the Basic Multilingual Plane is written as itself,
   never as a surrogate-pair escape);
 - :func:`check_record` refuses a record the site cannot show (more than
-  :data:`MAX_VERDICTS` verdicts);
+  :data:`MAX_VERDICTS` verdicts) or that lacks a metric its notebook declares;
 - :func:`jekyll_rejects` loads files exactly as Jekyll will, with the call
   Jekyll makes (``Psych.safe_load``, Date and Time permitted, aliases on) in
   a ``ruby`` process, and returns what it refused. Where Ruby or
@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +69,14 @@ def record_text(record: dict[str, Any]) -> str:
     return json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def check_record(record: dict[str, Any], slug: str) -> None:
-    """Raise :class:`PublishError` for a record the site cannot show."""
+def check_record(record: dict[str, Any], slug: str, metrics: Sequence[str] = ()) -> None:
+    """Raise :class:`PublishError` for a record the site cannot show: more verdicts than
+    :data:`MAX_VERDICTS`, or without one of ``metrics`` (the keys its notebook's header declares)."""
+    missing = [m for m in metrics if m not in (record.get("metrics") or {})]
+    if missing:
+        raise PublishError(f"{slug}: its notebook's header declares the metrics {', '.join(metrics)}, and the run's "
+                           f"record lacks {', '.join(missing)}; save them (provenance.save_results) or drop them "
+                           "from the header's metrics. Nothing published was changed.")
     verdicts = (record.get("metrics") or {}).get("verdicts") or []
     if len(verdicts) > MAX_VERDICTS:
         raise PublishError(f"{slug}: the record holds {len(verdicts)} verdicts, more than the {MAX_VERDICTS} a post "

@@ -279,8 +279,7 @@ def drop_title_heading(nb, title: str) -> None:
 
 
 def compared_paragraph(info: NotebookInfo, record: dict[str, Any]) -> str:
-    """*What was compared*, the paragraph under a post's verdict box (DESIGN.md, "The shape of
-    a post"), in Markdown: the work as the notebook's header names it (``compared``), then the
+    """*What was compared*, the paragraph under a post's verdict box, in Markdown: the work as the notebook's header names it (``compared``), then the
     scales the record's verdicts were measured at (:func:`sidebyside.lab.verdict.scales_text`:
     merged field by field where at most one field differs between them, else each scale in
     turn), on the devices they name (else the run's device); then the profile and the day of the
@@ -319,7 +318,7 @@ KEY_FIGURE_TAG = "key-figure"
 
 
 def arrange_lead(nb, compared: str, *, where: str = "") -> None:
-    """Open the post's body, in place, as DESIGN.md's shape has it: the *what was compared*
+    """Open the post's body, in place: the *what was compared*
     paragraph (HTML, already safe: :func:`compared_paragraph`), then the key figure, the
     first figure output of the first cell tagged :data:`KEY_FIGURE_TAG` (moved, with the rest
     of that cell left where it is). A tag on a cell without a figure is reported (``where``
@@ -344,7 +343,7 @@ def arrange_lead(nb, compared: str, *, where: str = "") -> None:
     nb.cells[:0] = lead
 
 
-#: Cell tags of the post's shape (STYLE.md 17): ``appendix`` moves a cell to the
+#: Cell tags of the post's shape: ``appendix`` moves a cell to the
 #: collapsed appendix at the end of the post; ``appendix-input`` moves only its code
 #: there (its outputs, a figure or a table, stay where they are); ``collapsed`` folds it
 #: where it stands.

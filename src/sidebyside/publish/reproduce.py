@@ -192,7 +192,7 @@ def summary(slug: str, rows: list[Row]) -> str:
 def _run_here(info, chosen: str, target: Path, *, notebooks: Path, params_dir: Path, root: Path, progress: bool,
               aa: bool = False) -> dict[str, Any]:
     """Run one notebook here into the scratch site ``target`` and return its record."""
-    from sidebyside.publish.cli import run
+    from sidebyside.publish.pipeline import run
 
     say(f"{info.slug}: running it here with the {chosen} profile{' in A/A mode' if aa else ''} into {target} (the "
         "published files are not touched) ...")

@@ -1,10 +1,8 @@
 """Plan a GPU publication: split the stale GPU posts into device calls that fit
 a per-call limit and a window, from the device seconds measured before.
 
-Costs come from the budget lines of ``params/gpu.yaml``: comment lines that
-start with ``#budget `` and together hold one YAML mapping, slug to entry
-(comments, so that the notebooks' parameters, which papermill receives and
-the run key hashes, stay the notebooks' own). An entry has:
+A post's cost is its notebook's header entry ``gpu`` (a post without one does
+not run on a GPU; :class:`sidebyside.publish.discovery.NotebookInfo`):
 
 - ``budget_s``: the device seconds of one run of the whole post, as measured
   (``null``: not measured yet; such a post cannot be planned);
@@ -12,16 +10,16 @@ the run key hashes, stay the notebooks' own). An entry has:
   measured seconds of each part, in the order the notebook runs them; a name
   ending in ``/*`` gives the cost of each part of that kind, and ``count`` how
   many there are (``{each_s: 57, count: 12}``);
-- ``measured``: where the numbers come from (commit, device).
+- ``measured``: where the numbers come from (commit, device);
+- ``first`` (optional): the post is owed its GPU run before the others. When the stale
+  posts do not all fit a window, the first such post is planned alone: whole where it
+  fits, else its longest first runs that fit (a post in parts: the rest goes on in a
+  later window, from its committed checkpoint file).
 
-Top-level ``order`` (optional): the posts owed a GPU run first, in that order; the other stale
-posts follow in the notebooks' order. When the stale posts do not all fit a window, the first
-ordered one is planned alone: whole where it fits, else its longest first runs that fit (a post in
-parts: the rest goes on in a later window, from its committed checkpoint file).
-
-Top-level ``call_overhead_s`` (a call's set-up: install, GPU check) and
-``run_overhead_s`` (what a run in parts spends besides its parts: kernel
-start, imports, data, report) are added where they are paid.
+:data:`CALLS_FILE` (``params/gpu-calls.yaml``) holds what every call pays:
+``call_overhead_s`` (a call's set-up: install, GPU check) and ``run_overhead_s``
+(what a run in parts spends besides its parts: kernel start, imports, data, report),
+added where they are paid.
 
 A post is one run, whole, in one call. A run in parts (``checkpoint_file``
 and ``run_budget_s`` among its gpu parameters) is cut into runs of at most
@@ -48,14 +46,15 @@ import yaml
 
 from sidebyside.publish.common import ROOT, PublishError
 
-__all__ = ["LIMIT_S", "WINDOW_S", "MAX_CALLS", "Run", "Call", "Plan", "PlanRefused", "read_budgets", "runs_of",
+__all__ = ["LIMIT_S", "WINDOW_S", "MAX_CALLS", "CALLS_FILE", "Run", "Call", "Plan", "PlanRefused", "read_budgets", "runs_of",
            "pack", "plan_calls", "stale_gpu_posts", "format_plan"]
 
 #: A device call's limit (9 of a lent machine's 10 minutes), the window (25 of a session's 30) and the calls in it.
 LIMIT_S = 540.0
 WINDOW_S = 1500.0
 MAX_CALLS = 3
-PREFIX = "#budget "
+#: The file in params/ that holds what each GPU call and each run in parts pays besides its posts.
+CALLS_FILE = "gpu-calls.yaml"
 
 
 class PlanRefused(PublishError):
@@ -101,21 +100,24 @@ class Plan:
         return sum(c.seconds for c in self.calls)
 
 
-def read_budgets(params_file: Path) -> dict[str, Any]:
-    """The budget mapping of ``params_file``: its ``#budget `` lines, without the prefix, read as YAML."""
-    params_file = Path(params_file)
-    lines = [line[len(PREFIX):] for line in params_file.read_text().splitlines() if line.startswith(PREFIX)]
-    if not lines:
-        raise PublishError(f"{params_file} has no budget lines (lines starting with {PREFIX!r}); add one per GPU "
-                           "post with its measured device seconds (see sidebyside.publish.schedule)")
+def read_budgets(notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params") -> dict[str, Any]:
+    """The planner's table: ``posts`` (slug to its header's ``gpu`` entry, for each notebook in
+    ``notebooks`` that has one), ``order`` (the slugs marked ``first``, in the notebooks' order) and the
+    overheads of :data:`CALLS_FILE` in ``params_dir``."""
+    from sidebyside.publish.discovery import discover
+
+    calls_file = Path(params_dir) / CALLS_FILE
     try:
-        table = yaml.safe_load("\n".join(lines)) or {}
-    except yaml.YAMLError as exc:
-        raise PublishError(f"{params_file}: its budget lines are not valid YAML once {PREFIX!r} is removed: "
-                           f"{exc}") from exc
-    if not isinstance(table, dict) or not isinstance(table.get("posts"), dict):
-        raise PublishError(f"{params_file}: the budget lines must hold a mapping with 'posts' (slug to entry)")
-    return table
+        overheads = yaml.safe_load(calls_file.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise PublishError(f"{calls_file} cannot be read ({exc}); it holds call_overhead_s and run_overhead_s, the "
+                           "seconds a GPU call and a run in parts spend besides the posts") from exc
+    missing = [k for k in ("call_overhead_s", "run_overhead_s") if not isinstance(overheads.get(k), (int, float))]
+    if missing:
+        raise PublishError(f"{calls_file}: give {' and '.join(missing)} in seconds")
+    infos = [i for i in discover(notebooks) if i.gpu is not None]
+    return {"posts": {i.slug: dict(i.gpu) for i in infos}, "order": [i.slug for i in infos if i.gpu.get("first")],
+            "call_overhead_s": overheads["call_overhead_s"], "run_overhead_s": overheads["run_overhead_s"]}
 
 
 def _parts(slug: str, entry: Mapping[str, Any], saved: Mapping[str, float]) -> tuple[
@@ -134,7 +136,7 @@ def _parts(slug: str, entry: Mapping[str, Any], saved: Mapping[str, float]) -> t
                 todo.append((name, value))
             continue
         if not isinstance(value, dict) or not isinstance(value.get("count"), int):
-            raise PublishError(f"params/gpu.yaml: the budget of {slug} gives {name} as {value!r}; a kind of parts "
+            raise PublishError(f"{slug}: the gpu budget in its notebook's header gives {name} as {value!r}; a kind of parts "
                                "needs {each_s: <seconds or null>, count: <how many>}")
         kind = name[:-1]
         have = sorted(n for n in saved if n.startswith(kind))
@@ -173,9 +175,9 @@ def runs_of(slug: str, entry: Mapping[str, Any], params: Mapping[str, Any], *, r
     if not entry.get("parts"):
         budget = entry.get("budget_s")
         if budget is None:
-            raise PlanRefused(f"{slug}: no measured cost (budget_s is null in params/gpu.yaml): run it alone in a "
+            raise PlanRefused(f"{slug}: no measured cost (gpu.budget_s is null in its notebook's header): run it alone in a "
                               f"call of its own (tools/device-run.sh {slug}), then record the seconds its "
-                              "timings.log gives as its budget_s")
+                              "timings.log gives as gpu.budget_s in its notebook's header")
         return [Run(slug, float(budget))], []
     checkpoint = params.get("checkpoint_file")
     budget_s = float(params.get("run_budget_s") or 0)
@@ -183,7 +185,7 @@ def runs_of(slug: str, entry: Mapping[str, Any], params: Mapping[str, Any], *, r
     unmeasured = [name for name, cost in todo if cost is None]
     if unmeasured:
         raise PlanRefused(f"{slug}: no measured cost for {len(unmeasured)} part(s) ({', '.join(unmeasured)}): "
-                          f"give them in its budget line in params/gpu.yaml from a measured run (checkpoints/"
+                          f"give them under gpu.parts in its notebook's header from a measured run (checkpoints/"
                           f"{slug}.json keeps each part's seconds once a run measured it)")
     todo = [(name, float(cost)) for name, cost in todo]
     too_long = [f"{name} ({cost:.0f} s)" for name, cost in todo if budget_s and cost > budget_s]
@@ -264,8 +266,8 @@ def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any
     slugs = order + [s for s in slugs if s not in order]
     missing = [s for s in slugs if s not in posts]
     if missing:
-        raise PlanRefused(f"no budget line for {', '.join(missing)} in params/gpu.yaml: a post that gains from a GPU "
-                          "needs one (its measured device seconds); one that does not should not be planned")
+        raise PlanRefused(f"no gpu budget for {', '.join(missing)} in its notebook's header: a post that gains from a GPU "
+                          "needs one (gpu: {budget_s, measured}); one that does not should not be planned")
     call_overhead_s = float(budgets.get("call_overhead_s") or 0)
     run_overhead_s = float(budgets.get("run_overhead_s") or 0)
     runs: list[Run] = []
@@ -320,9 +322,9 @@ def _what_to_cut(runs: list[Run], *, limit_s: float, window_s: float, max_calls:
 def stale_gpu_posts(budgets: Mapping[str, Any], *, site: Path = ROOT, notebooks: Path = ROOT / "notebooks",
                     params_dir: Path = ROOT / "params", root: Path = ROOT, everything: bool = False,
                     only: str | None = None) -> tuple[list[str], dict[str, dict[str, Any]], list[str]]:
-    """The GPU posts (those with a budget line) whose gpu result is not
+    """The GPU posts (those with a ``gpu`` budget in their header) whose gpu result is not
     current (all of them with ``everything``: one commit for every post),
-    their gpu parameters, and notes on budget lines that name no notebook."""
+    their gpu parameters, and notes on budget entries that name no notebook."""
     from sidebyside.publish.cache import plan as decide
     from sidebyside.publish.discovery import discover, select
     from sidebyside.publish.params import load_all_params
@@ -332,7 +334,7 @@ def stale_gpu_posts(budgets: Mapping[str, Any], *, site: Path = ROOT, notebooks:
     if "gpu" not in params:
         raise PublishError(f"{params_dir / 'gpu.yaml'} is missing")
     known = {i.slug for i in infos}
-    notes = [f"{slug}: a budget line but no notebook (not planned)" for slug in budgets.get("posts") or {}
+    notes = [f"{slug}: a budget but no notebook (not planned)" for slug in budgets.get("posts") or {}
              if slug not in known]
     gpu_infos = [i for i in select(infos, only) if i.slug in (budgets.get("posts") or {})]
     decisions = decide(gpu_infos, "gpu", params, site, force=everything, root=root)

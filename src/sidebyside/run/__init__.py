@@ -11,8 +11,6 @@ Imports nothing above it (no ``lab``, ``posts`` or ``publish``) and neither PyTo
 
 from __future__ import annotations
 
-from sidebyside._lazy import face
+from sidebyside._lazy import package
 
-__all__ = ['context', 'runkey', 'provenance', 'checkpoints']
-
-__getattr__ = face(__name__, ['context', 'runkey', 'provenance', 'checkpoints'])
+__all__, __getattr__ = package(__name__, __path__)

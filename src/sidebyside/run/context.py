@@ -30,7 +30,7 @@ and ``aa`` False), and the library falls back to the checkout this module sits i
 
 :func:`results_record` is the one function that builds a results record,
 both the part a notebook saves and the full record the publisher publishes
-(``_data/results/<slug>.json``, DESIGN.md "Contracts").
+(``_data/results/<slug>.json``).
 
 Imports nothing but the standard library: the kernel reads it at run time.
 """
@@ -119,7 +119,7 @@ def current(environ: Mapping[str, str] | None = None) -> RunContext:
     )
 
 
-#: The fields of a published results record, in order (DESIGN.md "Contracts").
+#: The fields of a published results record, in order.
 RECORD_FIELDS = ("slug", "notebook", "profile", "executed_at", "source_hash", "inputs", "parameters",
                  "provenance", "metrics")
 

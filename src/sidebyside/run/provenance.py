@@ -1,7 +1,7 @@
 """Where a number came from: hardware, library versions, precision settings,
 commit; and the results file a notebook run leaves for the publisher.
 
-``collect()`` returns the ``provenance`` object of DESIGN.md's results JSON::
+``collect()`` returns the ``provenance`` object of a results record (:data:`sidebyside.run.context.RECORD_FIELDS`)::
 
     {"device", "device_kind": "gpu"|"cpu", "python", "torch", "jax", "jaxlib",
      "flax", "optax", "cuda", "matmul_precision", "git_sha",

@@ -320,13 +320,13 @@ def test_a_program_of_many_calls_lowers_each_kernel_once():
     """The benchmark's chain (32 calls on a GPU) and a model's layers call the kernels many times
     with the same shapes: each kernel is lowered to Triton once, and called where it is used (on a
     GPU the chain's lowering took seconds per configuration when every call lowered its own copy)."""
-    from sidebyside.posts.grid_sample import bench
+    from sidebyside.posts.grid_sample import bench, chain
 
     copies, rounds = 2, 4
     x, g = bench.inputs((2, 3, 7, 9))
     c = np.ones((2, 3, 7, 9), np.float32)
 
-    program = bench.chain_program(_lowered_step("bicubic"), copies, rounds)
+    program = chain.chain_program(_lowered_step("bicubic"), copies, rounds)
     xs, gs, cs = ([jnp.asarray(a)] * copies for a in (x, g, c))
     text = program.trace(xs, gs, cs).lower(lowering_platforms=("cuda",)).as_text()
     assert text.count("__gpu$xla.gpu.triton") == 2  # one forward and one backward kernel, lowered once
@@ -620,36 +620,36 @@ def _goal_row(shape, ratio=0.9, kernel_ratio=0.7, floor_speed=0.75):
 
 
 def test_bench_goals_follow_the_device_the_shape_and_the_numbers():
-    from sidebyside.posts.grid_sample import bench
+    from sidebyside.posts.grid_sample import goals
 
     named = lambda found: {g["goal"]: g["met"] for g in found}
     # On a GPU at 32x3x256x256, the forward has all three goals; they flip with their numbers.
-    assert named(bench.goals("bilinear/2d_large_gpu/forward", _goal_row((32, 3, 256, 256)), "gpu")) == {
+    assert named(goals.goals("bilinear/2d_large_gpu/forward", _goal_row((32, 3, 256, 256)), "gpu")) == {
         "per call": True, "kernel": True, "memory floor": True}
-    assert named(bench.goals("bilinear/2d_large_gpu/forward", _goal_row((32, 3, 256, 256), 1.1, 0.85, 0.6), "gpu")) == {
+    assert named(goals.goals("bilinear/2d_large_gpu/forward", _goal_row((32, 3, 256, 256), 1.1, 0.85, 0.6), "gpu")) == {
         "per call": False, "kernel": False, "memory floor": False}
     # forward+backward: no floor goal; 8x64x128x128 and the 3-D size: the kernel goal alone.
-    assert named(bench.goals("nearest/2d_large_gpu/forward+backward", _goal_row((32, 3, 256, 256)), "gpu")) == {
+    assert named(goals.goals("nearest/2d_large_gpu/forward+backward", _goal_row((32, 3, 256, 256)), "gpu")) == {
         "per call": True, "kernel": True}
-    assert named(bench.goals("bicubic/2d_channels/forward", _goal_row((8, 64, 128, 128)), "gpu")) == {"kernel": True}
-    assert named(bench.goals("bilinear/3d/forward+backward", _goal_row((4, 8, 32, 64, 64), kernel_ratio=0.9),
+    assert named(goals.goals("bicubic/2d_channels/forward", _goal_row((8, 64, 128, 128)), "gpu")) == {"kernel": True}
+    assert named(goals.goals("bilinear/3d/forward+backward", _goal_row((4, 8, 32, 64, 64), kernel_ratio=0.9),
                              "gpu")) == {"kernel": False}
-    assert bench.goals("bilinear/2d_small/forward", _goal_row((32, 3, 128, 128)), "gpu") == []
+    assert goals.goals("bilinear/2d_small/forward", _goal_row((32, 3, 128, 128)), "gpu") == []
     # A run without kernel times: the kernel goal is there, not measured.
     row = {"shape": [8, 64, 128, 128], "ratio": 1.0}
-    (goal,) = bench.goals("nearest/2d_channels/forward", row, "gpu")
+    (goal,) = goals.goals("nearest/2d_channels/forward", row, "gpu")
     assert goal["value"] is None and goal["met"] is None
     # On a CPU only the per-call goals, every mode's forward included (nearest's too), whatever the shape.
-    assert named(bench.goals("bilinear/x/forward", _goal_row((32, 3, 256, 256), ratio=1.6), "cpu")) == {"per call": False}
-    assert named(bench.goals("nearest/x/forward", _goal_row((32, 3, 256, 256)), "cpu")) == {"per call": True}
-    assert named(bench.goals("nearest/x/forward", _goal_row((32, 3, 256, 256), ratio=2.12), "cpu")) == {
+    assert named(goals.goals("bilinear/x/forward", _goal_row((32, 3, 256, 256), ratio=1.6), "cpu")) == {"per call": False}
+    assert named(goals.goals("nearest/x/forward", _goal_row((32, 3, 256, 256)), "cpu")) == {"per call": True}
+    assert named(goals.goals("nearest/x/forward", _goal_row((32, 3, 256, 256), ratio=2.12), "cpu")) == {
         "per call": False}
     rows = {"bilinear/2d_large_gpu/forward": _goal_row((32, 3, 256, 256), 1.1),
             "bilinear/2d_channels/forward": {"shape": [8, 64, 128, 128], "ratio": 1.0}}
-    table = bench.goals_table(rows, "gpu")
+    table = goals.goals_table(rows, "gpu")
     assert list(table["goal"]) == ["per call", "kernel", "memory floor", "kernel"]
-    assert bench.goals_summary(table) == "goals met: per call 0 of 1, kernel 1 of 1 (1 not measured), memory floor 1 of 1"
-    assert bench.goals_summary(bench.goals_table({}, "gpu")) == "goals met: none set"
+    assert goals.goals_summary(table) == "goals met: per call 0 of 1, kernel 1 of 1 (1 not measured), memory floor 1 of 1"
+    assert goals.goals_summary(goals.goals_table({}, "gpu")) == "goals met: none set"
 
 
 @pytest.mark.parametrize("rounds", [1, 2])
@@ -659,14 +659,14 @@ def test_bench_chain_calls_the_kernel_once_per_copy_and_copies_nothing(rounds):
     every output back, a cost PyTorch's loop does not pay); a second round over the same
     copies (fed with the first round's outputs) is computed again, not merged with the first,
     as XLA merged it when both rounds read the same arguments."""
-    from sidebyside.posts.grid_sample import bench, native
+    from sidebyside.posts.grid_sample import bench, chain, native
 
     copies = 3
     x, grid = bench.inputs((2, 3, 8, 9))
     xs = [jnp.asarray(x + i) for i in range(copies)]
     gs = [jnp.asarray(grid * (1 - 0.1 * i)) for i in range(copies)]
     step = lambda a, b: grid_sample(a, b, mode="bilinear")
-    program = bench.chain_program(step, copies, rounds)
+    program = chain.chain_program(step, copies, rounds)
     outs = program(xs, gs)
     assert len(outs) == copies * rounds
     fed = list(xs)
@@ -681,25 +681,25 @@ def test_bench_chain_calls_the_kernel_once_per_copy_and_copies_nothing(rounds):
 
 
 def test_bench_chain_is_long_against_dispatch_on_a_gpu():
-    from sidebyside.posts.grid_sample import bench
+    from sidebyside.posts.grid_sample import chain
 
     mb = 2**20
     # 32x3x256x256 float32 with its grid and cotangent (67 MB) against an H100's 50 MB L2: two copies fill
     # twice the cache, and on a GPU 16 rounds over them make the 32 calls that outlast one dispatch.
-    assert bench.chain_shape(67 * mb, 50 * mb, gpu=True) == (2, 16)
-    assert bench.chain_shape(67 * mb, 50 * mb, gpu=False) == (2, 1)  # the CPU waits for each call: no rounds
-    assert bench.chain_shape(10 * mb, 50 * mb, gpu=True) == (10, 4)  # 40 calls
-    assert bench.chain_shape(1 * mb, 50 * mb, gpu=True) == (bench._MAX_COPIES, 1)
-    assert bench.chain_shape(67 * mb, 50 * mb, copies=5, gpu=True) == (5, 7)
+    assert chain.chain_shape(67 * mb, 50 * mb, gpu=True) == (2, 16)
+    assert chain.chain_shape(67 * mb, 50 * mb, gpu=False) == (2, 1)  # the CPU waits for each call: no rounds
+    assert chain.chain_shape(10 * mb, 50 * mb, gpu=True) == (10, 4)  # 40 calls
+    assert chain.chain_shape(1 * mb, 50 * mb, gpu=True) == (chain._MAX_COPIES, 1)
+    assert chain.chain_shape(67 * mb, 50 * mb, copies=5, gpu=True) == (5, 7)
 
 
 def test_bench_kernel_chain_in_rounds_runs_on_both_sides_with_gradients(monkeypatch):
     """Rounds over the copies (as on a GPU), forward+backward: from the second round on, each side's
     input is its output of the round before (for PyTorch a tensor with a history, not a leaf); both
     chains run, and the time is per call of the whole chain."""
-    from sidebyside.posts.grid_sample import bench
+    from sidebyside.posts.grid_sample import bench, chain
 
-    bench_torch_tensor = bench.torch_tensor
+    bench_torch_tensor = chain.torch_tensor
     x, grid = bench.inputs((1, 2, 6, 7))
     cot = np.ones_like(x)
 
@@ -717,8 +717,8 @@ def test_bench_kernel_chain_in_rounds_runs_on_both_sides_with_gradients(monkeypa
         made.append((a, bench_torch_tensor(a, device)))
         return made[-1][1]
 
-    monkeypatch.setattr(bench, "torch_tensor", torch_tensor)
-    row = bench._kernel_times(jax_step, torch_step, x, grid, cot, 2, True, "cpu", 1, 0.001, rounds=3)
+    monkeypatch.setattr(chain, "torch_tensor", torch_tensor)
+    row = chain.kernel_times(jax_step, torch_step, x, grid, cot, 2, True, "cpu", 1, 0.001, rounds=3)
     assert row["copies"] == 2 and row["calls"] == 6 and row["torch_kernel_tool"] == "loop"
     assert row["jax_kernel_ms"] > 0 and row["torch_kernel_ms"] > 0
     # PyTorch's inputs (three arrays per copy) are its own copies, not views of NumPy's memory
@@ -731,10 +731,10 @@ def test_bench_kernel_chain_in_rounds_runs_on_both_sides_with_gradients(monkeypa
 def test_bench_gives_pytorch_memory_of_its_own():
     """NumPy asks Linux for 2 MiB pages for arrays of 4 MiB and more; ``torch.from_numpy`` would
     hand PyTorch those pages while XLA copies into 4 KiB ones: each side gets its own memory."""
-    from sidebyside.posts.grid_sample import bench
+    from sidebyside.posts.grid_sample import chain
 
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
-    t = bench.torch_tensor(a, "cpu")
+    t = chain.torch_tensor(a, "cpu")
     assert t.dtype == torch.float32 and t.shape == (3, 4)
     np.testing.assert_array_equal(t.numpy(), a)
     assert not np.shares_memory(t.numpy(), a)
@@ -745,7 +745,7 @@ def test_bench_returns_kernel_and_per_call_times(monkeypatch):
     from sidebyside.posts.grid_sample import bench
 
     configs = bench.configs(("bilinear",), {"tiny": (2, 3, 16, 16)})
-    monkeypatch.setattr(bench, "_cache_bytes", lambda device: 64 * 2**10)  # a 64 KiB cache: 8 copies overflow it
+    monkeypatch.setattr(bench, "cache_bytes", lambda device: 64 * 2**10)  # a 64 KiB cache: 8 copies overflow it
     rows = bench.bench(configs, repeats=1, min_repeat_s=0.001, naive=True)
     assert set(rows) == {"bilinear/tiny/forward", "bilinear/tiny/forward+backward"}
     for row in rows.values():

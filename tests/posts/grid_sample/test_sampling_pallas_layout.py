@@ -84,7 +84,7 @@ def test_unknown_layout_is_refused():
 def test_bench_times_both_layouts_where_the_pallas_kernels_run():
     """On a GPU the benchmark times the channels layout beside the points layout; here
     the kernels run in the interpreter, which checks the plumbing, not the speed."""
-    from sidebyside.posts.grid_sample import bench
+    from sidebyside.posts.grid_sample import bench, goals
 
     rows = bench.bench(bench.configs(("bilinear",), {"tiny": (1, 2, 8, 8)}), repeats=1, min_repeat_s=0.001,
                        backward=False, copies=2, implementation="pallas")
@@ -92,7 +92,7 @@ def test_bench_times_both_layouts_where_the_pallas_kernels_run():
     assert row["implementation"] == "pallas"
     assert row["pallas_channels_ms"] > 0 and row["pallas_channels_ratio"] > 0
     assert row["jax_channels_kernel_ms"] > 0 and row["channels_kernel_ratio"] > 0
-    table = bench.speed_table(rows)
+    table = goals.speed_table(rows)
     assert "Pallas channels layout / PyTorch per call" in table.columns
     only_points = bench.bench(bench.configs(("bilinear",), {"tiny": (1, 2, 8, 8)}), repeats=1, min_repeat_s=0.001,
                               backward=False, copies=2, implementation="pallas", pallas_layouts=("points",))

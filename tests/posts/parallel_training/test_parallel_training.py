@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from conftest import ROOT, make_site
 
-from sidebyside.posts.parallel_training import comms, costmodel, launch, model, reference, report
+from sidebyside.posts.parallel_training import comms, costmodel, launch, model, reference, report, scaling
 
 STRATEGIES = launch.STRATEGIES
 CONFIG = model.ViTConfig(patch=7, dim=16, depth=1, heads=4, mlp=32)
@@ -50,10 +50,12 @@ def runs(inputs, tmp_path_factory):
             "torch_devices": [r["device"] for r in torch_result["ranks"]], "jax_platform": jax_result["platform"]}
 
 
+@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
 def test_the_cpu_runs_stay_on_the_cpu(runs):
     assert runs["torch_devices"] == ["cpu", "cpu"] and runs["jax_platform"] == "cpu"
 
 
+@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
 @pytest.mark.parametrize("framework", ["torch", "jax"])
 @pytest.mark.parametrize("strategy", STRATEGIES[1:])
 def test_strategy_follows_the_one_device_losses(runs, framework, strategy):
@@ -64,6 +66,7 @@ def test_strategy_follows_the_one_device_losses(runs, framework, strategy):
     assert record["max_param_difference"] < 1e-4
 
 
+@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
 @pytest.mark.parametrize("framework", ["torch", "jax"])
 def test_workers_time_each_strategy_with_the_harness(runs, framework):
     for strategy in STRATEGIES:
@@ -102,6 +105,7 @@ def test_workers_are_not_judged_by_the_quiet_check(monkeypatch):
     assert env["OMP_NUM_THREADS"] == "3" and context.current(env).profile is None
 
 
+@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
 def test_jax_multiprocess_path_follows_the_single_process_run(runs, inputs):
     X, y, state = inputs
     result = launch.run_jax_multiprocess(2, 1, X=X, y=y, torch_state=state, config=CONFIG, lr=0.1, momentum=0.9)
@@ -112,6 +116,7 @@ def test_jax_multiprocess_path_follows_the_single_process_run(runs, inputs):
     assert "2 processes of 1 device joined" in report.multiprocess_claim(record, tolerance=1e-4)
 
 
+@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
 def test_both_references_agree(runs):
     torch_ref, jax_ref = runs["torch"]["one_device"], runs["jax"]["one_device"]
     assert np.allclose(torch_ref["losses"], jax_ref["losses"], atol=1e-5)
@@ -133,6 +138,7 @@ def _expected_sharded_bytes(state, n, *, pad: bool) -> int:
     return total
 
 
+@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
 def test_memory_per_device_is_the_shards(runs, inputs):
     state = inputs[2]
     replicated = sum(v.numel() for v in state.values()) * 4
@@ -148,6 +154,7 @@ def test_memory_per_device_is_the_shards(runs, inputs):
         assert fs["memory"]["total"] < fs["replicated_total"]
 
 
+@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
 def test_collectives_match_each_strategy(runs, inputs):
     grads = sum(v.numel() for v in inputs[2].values()) * 4
     for framework in ("torch", "jax"):
@@ -173,6 +180,7 @@ def ladder(inputs):
     return reference.run(X, y, state, CONFIG, lr=0.1, momentum=0.9, repeats=3, min_repeat_s=0.005)
 
 
+@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
 def test_one_device_ladder_follows_the_eager_losses(ladder):
     entries, losses = ladder["entries"], ladder["losses"]
     assert set(entries) == set(losses) == {"torch/eager", "torch/compile", "jax/jit"}
@@ -188,6 +196,7 @@ def test_one_device_ladder_follows_the_eager_losses(ladder):
     assert entries["torch/compile"]["graph_breaks"] >= 1
 
 
+@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
 def test_one_device_ladder_in_the_record(ladder):
     record = report.reference_record({"cpu": ladder}, names={"cpu": "a test CPU"}, tolerance=1e-4)
     rungs = record["cpu"]["rungs"]
@@ -236,6 +245,7 @@ def test_gpu_plan_measures_scaling_only_with_two_gpus_or_more():
     assert reference.gpu_plan(1, 0)["reference"] is False  # both frameworks must see it
 
 
+@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
 def test_gpu_reference_follows_the_cpu_losses(ladder, inputs):
     import jax
@@ -306,13 +316,13 @@ def test_scaling_plan_shrinks_the_model_axis_on_one_gpu_and_checks_every_count()
 
 
 def test_scaling_efficiency_arithmetic():
-    assert report.scaling_efficiency({4: 0.5, 1: 1.0, 2: 0.5}) == {1: 1.0, 2: 1.0, 4: 0.5}
-    assert report.scaling_efficiency({1: 2.0, 8: 2.0})[8] == pytest.approx(1 / 8)  # no time saved
-    assert report.scaling_efficiency({1: 1.0, 2: 0.4})[2] == pytest.approx(1.25)  # superlinear stays visible
+    assert scaling.scaling_efficiency({4: 0.5, 1: 1.0, 2: 0.5}) == {1: 1.0, 2: 1.0, 4: 0.5}
+    assert scaling.scaling_efficiency({1: 2.0, 8: 2.0})[8] == pytest.approx(1 / 8)  # no time saved
+    assert scaling.scaling_efficiency({1: 1.0, 2: 0.4})[2] == pytest.approx(1.25)  # superlinear stays visible
     with pytest.raises(ValueError, match="needs the step time on one device"):
-        report.scaling_efficiency({2: 1.0, 4: 0.5})
+        scaling.scaling_efficiency({2: 1.0, 4: 0.5})
     with pytest.raises(ValueError, match="must be positive"):
-        report.scaling_efficiency({1: 1.0, 2: 0.0})
+        scaling.scaling_efficiency({1: 1.0, 2: 0.0})
 
 
 def _scaling_runs(deviation: float = 1e-6) -> dict:
@@ -329,7 +339,7 @@ def _scaling_runs(deviation: float = 1e-6) -> dict:
 
 
 def test_scaling_record_table_figure_and_claim_with_gpu_runs():
-    record = report.scaling_record(_scaling_runs(), device="Test GPU", tolerance=1e-4,
+    record = scaling.scaling_record(_scaling_runs(), device="Test GPU", tolerance=1e-4,
                                    model_parallel={1: 1, 2: 2, 4: 2})
     assert json.loads(json.dumps(record)) == record  # the results JSON keeps it as it is
     assert record["counts"] == [1, 2, 4] and record["model_parallel"] == {"1": 1, "2": 2, "4": 2}
@@ -338,19 +348,19 @@ def test_scaling_record_table_figure_and_claim_with_gpu_runs():
     assert ddp["1"]["efficiency"] == 1 and ddp["2"]["efficiency"] == pytest.approx(1 / 2 ** 0.5)
     assert ddp["4"]["efficiency"] == pytest.approx(0.01 / (4 * 0.01 / 2 * 0.75))
     metrics = {"scaling": record, "batch_size": 64, "gpu_note": "a note"}
-    table = report.scaling_table(metrics)
+    table = scaling.scaling_table(metrics)
     assert len(table) == 3 * 4 * 2 and list(table.index.names) == ["strategy", "framework, tool", "GPUs"]
     row = table.loc[("data parallel", "PyTorch, DistributedDataParallel", 4)]
     assert row["scaling efficiency (%)"] == pytest.approx(100 * ddp["4"]["efficiency"])
     assert row["step time (ms, median)"] == pytest.approx(1e3 * 0.01 / 2 * 0.75)
-    claim = report.scaling_claim(metrics)
+    claim = scaling.scaling_claim(metrics)
     assert claim.startswith("Measured on real GPUs (Test GPU): every strategy of both frameworks ran on 1, 2 and 4 GPUs "
                             "with the same global batch of 64 (strong scaling)")
     assert "at 4 GPUs: PyTorch data parallel (DistributedDataParallel) 66.7%" in claim
     assert "Highest: PyTorch's data parallel at 66.7%; lowest: " in claim and "at 50%." in claim
     assert "model axis: 1 on 1 GPU, 2 on 2 GPUs and 2 on 4 GPUs." in claim
     assert "inside the float32 tolerance of 0.0001" in claim
-    fig = report.scaling_figure(metrics)
+    fig = scaling.scaling_figure(metrics)
     try:
         assert [len(ax.get_lines()) for ax in fig.axes] == [5, 5]  # 4 strategies and the ideal, per framework
         assert [ax.get_title() for ax in fig.axes] == ["PyTorch", "JAX"]
@@ -361,18 +371,18 @@ def test_scaling_record_table_figure_and_claim_with_gpu_runs():
 
 
 def test_scaling_claim_names_a_run_beyond_the_tolerance():
-    record = report.scaling_record(_scaling_runs(deviation=0.01), device="g", tolerance=1e-4)
-    claim = report.scaling_claim({"scaling": record, "batch_size": 8})
+    record = scaling.scaling_record(_scaling_runs(deviation=0.01), device="g", tolerance=1e-4)
+    claim = scaling.scaling_claim({"scaling": record, "batch_size": 8})
     assert "Beyond the float32 tolerance of 0.0001 from the framework's one-device run: JAX manual collectives on 2 GPUs." in claim
     assert record["strategies"]["jax"]["manual"]["2"]["within_tolerance"] is False
 
 
 def test_without_gpu_runs_there_is_no_scaling_table():
-    assert report.scaling_record({}, device="g", tolerance=1e-4) is None
+    assert scaling.scaling_record({}, device="g", tolerance=1e-4) is None
     note = reference.gpu_plan(1, 1)["note"]
     metrics = {"scaling": None, "batch_size": 8, "gpu_note": note}
-    assert report.scaling_table(metrics) is None and report.scaling_figure(metrics) is None
-    assert report.scaling_claim(metrics) == note and "scaling was not measured" in note
+    assert scaling.scaling_table(metrics) is None and scaling.scaling_figure(metrics) is None
+    assert scaling.scaling_claim(metrics) == note and "scaling was not measured" in note
 
 
 @pytest.mark.slow  # launches every strategy of both frameworks: an end-to-end run, as the notebook smoke run is
@@ -385,16 +395,17 @@ def test_the_scaling_path_runs_every_strategy_on_one_device(runs, inputs):
     assert counts == [(1, 1), (2, 2)]
     common = dict(X=X, y=y, torch_state=state, config=CONFIG, lr=0.1, momentum=0.9, model_parallel=1, device="cpu")
     one = {"torch": report.torch_record(launch.run_torch(1, **common)), "jax": report.jax_record(launch.run_jax(1, **common))}
-    record = report.scaling_record({1: one, 2: {"torch": runs["torch"], "jax": runs["jax"]}}, device="simulated",
+    record = scaling.scaling_record({1: one, 2: {"torch": runs["torch"], "jax": runs["jax"]}}, device="simulated",
                                    tolerance=1e-4, model_parallel=dict(counts))
     for fw in ("torch", "jax"):
         assert set(record["strategies"][fw]) == set(STRATEGIES[1:])
         for strategy, per in record["strategies"][fw].items():
             assert per["1"]["efficiency"] == 1 and per["2"]["efficiency"] > 0, (fw, strategy)
             assert per["1"]["within_tolerance"] and per["2"]["within_tolerance"], (fw, strategy)
-    assert len(report.scaling_table({"scaling": record})) == 2 * 4 * 2
+    assert len(scaling.scaling_table({"scaling": record})) == 2 * 4 * 2
 
 
+@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
 @pytest.mark.skipif(__import__("torch").cuda.device_count() < 2, reason="needs 2 GPUs or more")
 def test_two_gpus_follow_the_one_device_losses(inputs, ladder):
     X, y, state = inputs
@@ -607,6 +618,7 @@ def test_parity_verdict_flips_past_the_tolerance():
     assert "JAX leave" in off.sentence
 
 
+@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
 def test_record_and_conclusion(runs, ladder):
     one_device = report.reference_record({"cpu": ladder}, names={"cpu": "a test CPU"}, tolerance=1e-3)
     note = reference.gpu_plan(0, 0)["note"]
@@ -632,8 +644,8 @@ def test_record_and_conclusion(runs, ladder):
     claim = report.collectives_claim(metrics)
     assert "**data parallel**: PyTorch (DistributedDataParallel) issues 1 all-reduce" in claim
     assert "Measured on real GPUs" not in report.conclusion(metrics)
-    metrics["scaling"] = report.scaling_record(_scaling_runs(), device="Test GPU", tolerance=1e-3)
-    assert report.scaling_claim(metrics) in report.conclusion(metrics)
+    metrics["scaling"] = scaling.scaling_record(_scaling_runs(), device="Test GPU", tolerance=1e-3)
+    assert scaling.scaling_claim(metrics) in report.conclusion(metrics)
 
 
 # ----------------------------------------------------------------------------- the notebook, smoke profile

@@ -53,7 +53,7 @@ kernel clamps NaN to size - 1.
 The package: this face (checks, the choice of path); :mod:`.taps`, the arithmetic
 every backend shares; :mod:`.xla`, the plain XLA path; :mod:`.pallas`, the GPU
 kernels; :mod:`.native`, the C++ CPU kernel (``grid_sample_cpu.cc``); :mod:`.parity`,
-the comparison with PyTorch; :mod:`.bench`, the benchmark; :mod:`.report`, the post's record and conclusion. The backends import
+the comparison with PyTorch; :mod:`.bench`, the benchmark, with :mod:`.chain` (its kernel time) and :mod:`.goals` (its goals and tables); :mod:`.report`, the post's record and conclusion. The backends import
 :mod:`.taps`, never this face.
 """
 
@@ -65,14 +65,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sidebyside._lazy import face
+from sidebyside._lazy import package
 from sidebyside.posts.grid_sample.taps import FORWARD_MODE_HELP, MODES, PADDING_MODES
 from sidebyside.posts.grid_sample.xla import grid_sample_naive, sample_2d, sample_3d
 
-_MODULES = ["taps", "xla", "pallas", "native", "parity", "bench", "report"]
+_MODULES, __getattr__ = package(__name__, __path__)
 __all__ = ["grid_sample", "grid_sample_naive", "choose_implementation", "check_inputs", "MODES", "PADDING_MODES",
            "IMPLEMENTATIONS", *_MODULES]
-__getattr__ = face(__name__, _MODULES)
 
 IMPLEMENTATIONS = ("auto", "xla", "pallas", "native")
 

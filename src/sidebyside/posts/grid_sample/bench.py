@@ -10,34 +10,10 @@ input and grid), each measured with both frameworks in one interleaved run
   included. On a GPU the calls of a repeat are issued back to back and waited for
   once (the time is ``max(dispatch, kernel)`` per call); on the CPU each call is waited
   for.
-- **kernel** (``jax_kernel_ms``, ``torch_kernel_ms``): ``copies`` calls chained inside
-  one program, each on its own copy of the inputs, so that together they are larger
-  than the last-level cache (``cache_bytes``; the L2 on a GPU) and every call reads
-  its inputs from memory: JAX runs them in one jitted program, PyTorch as one
-  CUDA graph (on the CPU, a loop: its dispatch is small against a CPU
-  kernel). Divided by the number of calls: what the call costs inside a larger jitted
-  model, where JAX's dispatch is paid once for the whole program.
+- **kernel** (``jax_kernel_ms``, ``torch_kernel_ms``): calls chained inside one program, so that
+  every call reads its inputs from memory (:mod:`.chain`).
 
-  On a GPU the chain makes at least :data:`_MIN_GPU_CALLS` calls, going round the
-  copies as often as that takes (``calls``; each call still reads its copy from memory,
-  since the calls between two uses of a copy move more bytes than the L2 holds). A
-  chain of only the copies (two, for large inputs) can run about as long as JAX's
-  dispatch of it, while PyTorch's CUDA graph launches in a few microseconds: the chain
-  must be long against the dispatch for the time to be the kernel's.
-
-  The JAX program takes each copy as its own argument and calls the kernel once per
-  copy, one after the other (an ``optimization_barrier`` orders them without moving
-  data), so it moves no more bytes than PyTorch's loop. A ``lax.scan`` over stacked
-  copies would not: it slices each copy out and writes each output into the stacked
-  result, two extra copies per call that PyTorch does not make, which would count
-  against JAX. :func:`chain_program`
-  builds it; a test holds its compiled program free of copies and slices.
-
-**Memory of the same kind** (:func:`torch_tensor`): each side's inputs are in memory its own
-framework allocated, never shared with NumPy. NumPy asks Linux for 2 MiB pages for arrays
-of 4 MiB and more (``madvise(MADV_HUGEPAGE)``) and ``torch.from_numpy`` would share them,
-while XLA's buffers lie on 4 KiB pages. Allocating each side's inputs in its own framework
-keeps the page size out of every comparison.
+Each side's inputs are in memory its own framework allocated (:func:`.chain.torch_tensor`).
 
 **The memory floor** (``floor_ms``, with the kernel times): the bytes a call cannot avoid
 moving (:func:`min_bytes`: each array it reads or writes, once) at the speed of a plain copy
@@ -45,10 +21,7 @@ on the same device, measured in the same process (:func:`copy_bandwidth`, ``copy
 ``jax_floor_speed`` and ``torch_floor_speed`` are the floor divided by
 each kernel time: 1 would be a kernel that only moves its data, as fast as a copy does.
 
-**Goals** (:func:`goals`): per call, at the sizes where they are set (:data:`GOALS`); on
-a GPU also the kernel time against PyTorch's CUDA kernel at the sizes of
-:data:`KERNEL_GOAL_SHAPES` (:data:`KERNEL_GOAL`), and the forward's share of the floor's
-speed at :data:`FLOOR_GOAL_SHAPE` (:data:`FLOOR_GOAL`).
+**Goals**: :mod:`.goals`.
 
 **The alternatives apart.** The per-call times of the alternatives (the XLA path where a kernel
 takes the call, the naive gather, other Pallas layouts) are measured in a second interleaved
@@ -83,7 +56,6 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-import math
 import os
 import subprocess
 import sys
@@ -93,10 +65,10 @@ from collections.abc import Callable
 from typing import Any
 
 from sidebyside.lab import progress
+from sidebyside.posts.grid_sample.chain import cache_bytes, chain_shape, kernel_times, torch_tensor
+from sidebyside.posts.grid_sample.goals import goals_summary, goals_table, speed_table
 
-__all__ = ["SIZES", "GOALS", "KERNEL_GOAL", "KERNEL_GOAL_SHAPES", "FLOOR_GOAL", "FLOOR_GOAL_SHAPE", "configs",
-           "inputs", "torch_tensor", "bench", "min_bytes", "copy_bandwidth", "chain_shape", "chain_program", "run", "run_each",
-           "goal_for", "goals", "speed_table", "goals_table", "goals_summary", "cli"]
+__all__ = ["SIZES", "configs", "inputs", "bench", "min_bytes", "copy_bandwidth", "run", "run_each", "cli"]
 
 # (N, C, H, W) for 2-D, (N, C, D, H, W) for 3-D; the output has the input's size.
 SIZES = {
@@ -104,23 +76,6 @@ SIZES = {
     "2d_large": (8, 3, 256, 256),
     "3d": (4, 8, 32, 64, 64),
 }
-
-# JAX time / PyTorch time must stay at or below these (issue 5; per call).
-GOALS = {
-    "cpu": {"nearest/forward": 1.5, "bilinear/forward": 1.5, "bicubic/forward": 2.0, "forward+backward": 2.0},
-    "gpu": {"forward": 1.0, "forward+backward": 1.5},  # at N=32, C=3, 256x256
-}
-# On a GPU (issue 13): JAX's kernel time at most KERNEL_GOAL of PyTorch's CUDA kernel at these input shapes
-# (every mode, forward and forward+backward), and the forward at FLOOR_GOAL_SHAPE at least FLOOR_GOAL of the
-# memory floor's speed (floor_ms / kernel time).
-KERNEL_GOAL = 0.8
-KERNEL_GOAL_SHAPES = ((32, 3, 256, 256), (8, 64, 128, 128), (4, 8, 32, 64, 64))
-FLOOR_GOAL = 0.7
-FLOOR_GOAL_SHAPE = (32, 3, 256, 256)
-
-_CPU_CACHE_BYTES = 32 * 2**20  # assumed last-level cache where none is reported
-_MAX_COPIES = 64  # the chain is unrolled: tiny inputs stop here (inputs_exceed_cache then says so)
-_MIN_GPU_CALLS = 32  # calls per chain on a GPU: enough kernels to outlast one dispatch of the chain
 
 
 def configs(modes=("nearest", "bilinear", "bicubic"), sizes=None) -> list[dict]:
@@ -157,17 +112,6 @@ def inputs(shape, seed: int = 0):
     return x, np.stack(grids).astype(np.float32)
 
 
-def _cache_bytes(device: str) -> int:
-    if device == "cuda":
-        import torch
-
-        return int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 * 2**20))
-    try:
-        return int(os.sysconf("SC_LEVEL3_CACHE_SIZE")) or _CPU_CACHE_BYTES
-    except (ValueError, OSError, AttributeError):
-        return _CPU_CACHE_BYTES
-
-
 def min_bytes(input_bytes: int, grid_bytes: int, output_bytes: int, mode: str, with_grad: bool) -> int:
     """The bytes one call cannot avoid moving: each array it reads or writes, once. Forward:
     read the input and the grid, write the output. Forward+backward adds the backward: read
@@ -188,38 +132,6 @@ def copy_bandwidth(device: str, cache_bytes: int, *, repeats: int = 7, min_repea
 
     return peaks.measure_copy_bandwidth(device, nbytes=max(4 * cache_bytes, 64 * 2**20), repeats=repeats,
                                         min_repeat_s=min_repeat_s)["bytes_per_s"]
-
-
-def torch_tensor(a, device: str):
-    """``a`` (a NumPy array) as a PyTorch tensor in memory PyTorch allocated (a copy, even
-    on the CPU, where ``torch.from_numpy`` would share NumPy's pages: see the module
-    docstring), as JAX's inputs are in memory XLA allocated."""
-    import torch
-
-    return torch.from_numpy(a).to(device, copy=True)
-
-
-def _torch_kernel_fn(calls, device):
-    """One callable running ``calls`` (zero-argument PyTorch callables) back to back:
-    a CUDA graph of them on a GPU (no launch overhead), else a loop."""
-    if device != "cuda":
-        return lambda: [call() for call in calls]
-    import torch
-
-    try:
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for call in calls:  # warm up outside the capture, as torch.cuda.graph asks
-                call()
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for call in calls:
-                call()
-        return graph.replay
-    except RuntimeError:  # not capturable: a loop, pipelined
-        return lambda: [call() for call in calls]
 
 
 def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backward: bool = True, naive: bool = False,
@@ -268,7 +180,7 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     gpu = jax.default_backend() == "gpu"
-    cache = _cache_bytes(device)
+    cache = cache_bytes(device)
     bandwidth = copy_bandwidth(device, cache, repeats=repeats, min_repeat_s=min_repeat_s) if kernel else None
     results: dict[str, dict[str, Any]] = {}
     todo = list(configs_ or configs())
@@ -358,7 +270,7 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
             row["seconds"] = {"per_call": time.perf_counter() - started}
             if kernel:
                 started = time.perf_counter()
-                row.update(_kernel_times(jax_step, torch_step, x, grid, cot, chained, with_grad, device, repeats,
+                row.update(kernel_times(jax_step, torch_step, x, grid, cot, chained, with_grad, device, repeats,
                                          min_repeat_s, layouts, rounds=rounds))
                 row["cache_bytes"] = cache
                 row["inputs_exceed_cache"] = row["inputs_bytes"] > cache
@@ -369,114 +281,6 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
                 row["seconds"]["kernel"] = time.perf_counter() - started
             results[f"{cfg['name']}/{kind}"] = row
     return results
-
-
-def chain_shape(bytes_per_call: int, cache_bytes: int, copies: int | None = None, *, gpu: bool) -> tuple[int, int]:
-    """``(copies, rounds)`` of the kernel time's chain: ``copies`` (default: enough copies of the
-    inputs to fill twice the last-level cache, 2 to :data:`_MAX_COPIES`) and, on a GPU, enough
-    rounds over them for at least :data:`_MIN_GPU_CALLS` calls (see the module docstring)."""
-    chained = copies or max(2, min(_MAX_COPIES, math.ceil(2 * cache_bytes / bytes_per_call)))
-    return chained, (math.ceil(_MIN_GPU_CALLS / chained) if gpu else 1)
-
-
-def _chain_order(copies: int, rounds: int) -> list[int]:
-    """The copy each chained call reads, in order: round after round over the copies (both
-    sides' chains follow it: :func:`chain_program` and :func:`_kernel_times`)."""
-    return list(range(copies)) * rounds
-
-
-def _output(result):
-    """A step's output: the result itself, or its first element (a step that also returns gradients)."""
-    return result[0] if isinstance(result, tuple) else result
-
-
-def chain_program(step, copies: int, rounds: int = 1):
-    """A jitted function of ``copies`` lists of arguments (``step``'s arguments, one list
-    per argument, one entry per copy) that calls ``step`` on each copy in turn, ``rounds``
-    times round, inside one program and returns every result. Each call waits for the
-    previous one (an ``optimization_barrier`` on its result and the next copy's
-    arguments, which moves no data), as PyTorch's loop of calls does; no argument is
-    sliced or copied. From the second round on, a copy's first argument is its output of
-    the round before (the step's output must have its first argument's shape, as
-    grid_sample's has here): the same bytes read as a fresh input would be, and a call
-    the compiler cannot merge with the one before on the same copy, as it would merge
-    two calls on the same arguments."""
-    import jax
-
-    @jax.jit
-    def chained(*argument_lists):
-        outs, previous = [], None
-        fed = list(argument_lists[0])
-        for i in _chain_order(copies, rounds):
-            args = (fed[i], *(arguments[i] for arguments in argument_lists[1:]))
-            if previous is not None:
-                previous, args = jax.lax.optimization_barrier((previous, args))
-            previous = step(*args)
-            fed[i] = _output(previous)
-            outs.append(previous)
-        return outs
-
-    return chained
-
-
-def _kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device, repeats, min_repeat_s, layouts=(),
-                  rounds: int = 1):
-    """Per-call time of ``copies * rounds`` chained calls going ``rounds`` times round ``copies``
-    copies of the inputs (see the module docstring); ``layouts``: other Pallas layouts to chain
-    alike."""
-    import jax.numpy as jnp
-    import numpy as np
-
-    from sidebyside.lab import timing
-
-    # `copies` distinct buffers of the same values, one per chained call (np.array copies,
-    # so no two device buffers can share host memory)
-    xs, gs, cs = ([jnp.asarray(np.array(a)) for _ in range(copies)] for a in (x, grid, cot))
-
-    def chain(step):
-        return functools.partial(chain_program(step, copies, rounds), xs, gs, cs)
-
-    fns = {"jax": chain(functools.partial(jax_step, with_grad=with_grad))}
-    for layout in layouts:
-        fns[layout] = chain(functools.partial(jax_step, implementation="pallas", with_grad=with_grad, layout=layout))
-
-    torch_inputs = []
-    for _ in range(copies):
-        xt, gt, ct = (torch_tensor(a, device) for a in (x, grid, cot))
-        if with_grad:
-            xt.requires_grad_(True)
-            gt.requires_grad_(True)
-        torch_inputs.append((xt, gt, ct))
-
-    def torch_calls(inputs=tuple(torch_inputs)):  # chain_program's order and feeding
-        fed = [a for a, _, _ in inputs]
-        for i in _chain_order(copies, rounds):
-            _, b, c = inputs[i]
-            # the output as a new leaf (no copy): the next call differentiates with respect to it as to a
-            # fresh input, not back through the call that made it
-            fed[i] = _output(torch_step(fed[i], b, c, with_grad)).detach().requires_grad_(with_grad)
-
-    torch_chain = _torch_kernel_fn([torch_calls], device)
-    tool = "cuda graph" if getattr(torch_chain, "__name__", "") == "replay" else "loop"
-    t = timing.compare({**fns, "torch": torch_chain}, repeats=repeats, min_repeat_s=min_repeat_s,
-                       pipelined=device == "cuda")
-    bytes_per_call = x.nbytes + grid.nbytes + (cot.nbytes if with_grad else 0)
-    n = copies * rounds
-    row = {"copies": copies, "calls": n, "torch_kernel_tool": tool, "inputs_bytes": copies * bytes_per_call,
-           "kernel_ratio": timing.ratio(t["jax"], t["torch"]),
-           "kernel_first_call_ms": {name: timed.first_s * 1e3 for name, timed in t.items()}}
-    for side in ("jax", "torch"):
-        row.update({f"{side}_kernel_ms": t[side].median_s * 1e3 / n,
-                    f"{side}_kernel_iqr_ms": t[side].iqr_s * 1e3 / n,
-                    f"{side}_kernel_q1_ms": t[side].q1_s * 1e3 / n,
-                    f"{side}_kernel_q3_ms": t[side].q3_s * 1e3 / n,
-                    f"{side}_kernel_processes_ms": [r * 1e3 / n for r in t[side].processes_s]})
-    row.update(kernel_floor=t["jax"].floor, kernel_busy=t["jax"].busy)
-    for layout in layouts:
-        row[f"jax_{layout}_kernel_ms"] = t[layout].median_s * 1e3 / n
-        row[f"{layout}_kernel_ratio"] = timing.ratio(t[layout], t["torch"])
-    del torch_inputs, fns
-    return row
 
 
 #: What does the work in each ladder rung, and where it comes from (see :func:`sidebyside.lab.verdict.contestant`).
@@ -592,86 +396,6 @@ def _run_passing_stderr_on(command: list[str], timeout_s: float, keep: int = 300
     return returncode, tail[0]
 
 
-def goal_for(key: str, device_kind: str) -> float | None:
-    """The per-call JAX/PyTorch ratio a result row must stay within, or None."""
-    mode, size, kind = key.split("/")
-    if device_kind == "gpu":
-        if size != "2d_large_gpu":
-            return None
-        return GOALS["gpu"][kind]
-    if kind == "forward+backward":
-        return GOALS["cpu"]["forward+backward"]
-    return GOALS["cpu"].get(f"{mode}/forward")
-
-
-def goals(key: str, row: dict[str, Any], device_kind: str) -> list[dict[str, Any]]:
-    """Every goal the result row ``key`` (``mode/size/kind``) is held to, each
-    ``{"goal", "measure", "limit", "value", "met"}``: the per-call ratio (:func:`goal_for`);
-    on a GPU the kernel ratio at :data:`KERNEL_GOAL_SHAPES` and, for the forward at
-    :data:`FLOOR_GOAL_SHAPE`, JAX's share of the memory floor's speed (at least the limit).
-    ``value`` and ``met`` are None where the run did not measure it (no kernel times)."""
-    found = []
-
-    def add(goal, measure, limit, value, at_most=True):
-        met = None if value is None else bool(value <= limit if at_most else value >= limit)
-        found.append({"goal": goal, "measure": measure, "limit": limit, "value": value, "met": met})
-
-    per_call = goal_for(key, device_kind)
-    if per_call is not None:
-        add("per call", "JAX / PyTorch per call, at most", per_call, row["ratio"])
-    if device_kind == "gpu":
-        shape = tuple(row["shape"])
-        if shape in KERNEL_GOAL_SHAPES:
-            add("kernel", "JAX / PyTorch kernel, at most", KERNEL_GOAL, row.get("kernel_ratio"))
-        if shape == FLOOR_GOAL_SHAPE and key.endswith("/forward"):
-            add("memory floor", "JAX kernel's share of the floor's speed, at least", FLOOR_GOAL,
-                row.get("jax_floor_speed"), at_most=False)
-    return found
-
-
-def speed_table(results: dict[str, dict[str, Any]]):
-    """A DataFrame of the results: per-call and kernel times, the memory floor and the
-    other paths, one row per configuration."""
-    import pandas as pd
-
-    rows = []
-    for key, row in results.items():
-        rows.append({
-            "config": key,
-            "JAX per call (ms)": row["jax_ms"],
-            "PyTorch per call (ms)": row["torch_ms"],
-            "JAX / PyTorch per call": row["ratio"],
-            "JAX kernel (ms)": row.get("jax_kernel_ms"),
-            "PyTorch kernel (ms)": row.get("torch_kernel_ms"),
-            "JAX / PyTorch kernel": row.get("kernel_ratio"),
-            "memory floor (ms)": row.get("floor_ms"),
-            "JAX kernel, share of floor speed": row.get("jax_floor_speed"),
-            "PyTorch kernel, share of floor speed": row.get("torch_floor_speed"),
-            "naive JAX / PyTorch": row.get("naive_ratio"),
-            "XLA path / PyTorch": row.get("xla_ratio"),
-            "torch.compile / PyTorch eager": _ladder_ratio(row, "torch/compile", "torch/eager"),
-            "Pallas channels layout / PyTorch per call": row.get("pallas_channels_ratio"),
-            "Pallas channels layout / PyTorch kernel": row.get("channels_kernel_ratio"),
-        })
-    return pd.DataFrame(rows).set_index("config").dropna(axis=1, how="all")
-
-
-def _ladder_ratio(row: dict[str, Any], name: str, reference: str) -> float | None:
-    """``name``'s median over ``reference``'s in the row's ladder (None where either did not run)."""
-    ladder = row.get("ladder") or {}
-    a, b = (ladder.get(n, {}).get("median_s") for n in (name, reference))
-    return a / b if a and b else None
-
-
-def goals_table(results: dict[str, dict[str, Any]], device_kind: str):
-    """A DataFrame of every goal (:func:`goals`) of every result row: configuration, goal,
-    what is measured, the limit, the value and whether it is met."""
-    import pandas as pd
-
-    rows = [{"config": key, **goal} for key, row in results.items() for goal in goals(key, row, device_kind)]
-    return pd.DataFrame(rows, columns=["config", "goal", "measure", "limit", "value", "met"])
-
-
 def cli(args, threads: int) -> int:
     """``python -m sidebyside.posts.bench grid_sample``: the table, and ``--json``."""
     import pandas as pd
@@ -714,13 +438,3 @@ def cli(args, threads: int) -> int:
     return 0
 
 
-def goals_summary(table) -> str:
-    """One line: per kind of goal, how many of those measured are met (:func:`goals_table`)."""
-    if not len(table):
-        return "goals met: none set"
-    parts = []
-    for goal, group in table.groupby("goal", sort=False):
-        measured = group["met"].dropna()
-        parts.append(f"{goal} {int(measured.sum())} of {len(measured)}"
-                     + (f" ({len(group) - len(measured)} not measured)" if len(measured) < len(group) else ""))
-    return "goals met: " + ", ".join(parts)

@@ -14,7 +14,7 @@ Record keys (``metrics``): ``parity`` and ``parity_affine`` (per configuration k
 ``parity_reference_device``, ``parity_transform``, ``speed`` (per
 ``mode/size/forward|forward+backward``: the benchmark's times, quartiles, ratios, memory
 floor, ``goal`` (per call) and ``goals``: every goal of the row,
-:func:`sidebyside.posts.grid_sample.bench.goals`), ``gpu_goals``, ``photo_max_abs_diff``, ``timing_pitfall_ms``,
+:func:`sidebyside.posts.grid_sample.goals.goals`), ``gpu_goals``, ``photo_max_abs_diff``, ``timing_pitfall_ms``,
 ``torch_cpu_nan_backward_returncode``, ``device``, ``device_kind``, ``verdicts``.
 """
 
@@ -66,7 +66,7 @@ def summarise(parity_rows: Mapping[str, Mapping[str, Any]], affine_rows: Mapping
     part, at which commit; ``native_rows``: the parity rows of this project's C++ kernel (a CPU run),
     in the form of ``parity_rows``.
     """
-    from sidebyside.posts.grid_sample import bench as sampling_bench
+    from sidebyside.posts.grid_sample import goals as sampling_goals
 
     metrics: dict[str, Any] = {
         "parity": {k: {q: r[q] for q in _PARITY_KEYS} for k, r in parity_rows.items()},
@@ -75,8 +75,8 @@ def summarise(parity_rows: Mapping[str, Mapping[str, Any]], affine_rows: Mapping
         "parity_native": {k: {q: r[q] for q in _PARITY_KEYS} for k, r in (native_rows or {}).items()},
         "parity_reference_device": torch_device,
         "parity_transform": parity_transform,
-        "speed": {k: {**{q: v.get(q) for q in SPEED_KEYS}, "goal": sampling_bench.goal_for(k, device_kind),
-                      "goals": sampling_bench.goals(k, v, device_kind)}
+        "speed": {k: {**{q: v.get(q) for q in SPEED_KEYS}, "goal": sampling_goals.goal_for(k, device_kind),
+                      "goals": sampling_goals.goals(k, v, device_kind)}
                   for k, v in speed.items()},
         "gpu_goals": "measured" if device_kind == "gpu" else "not yet measured",
         "photo_max_abs_diff": max(warp_diff.values()),
@@ -176,7 +176,7 @@ def headline_key(speed: Mapping[str, Mapping[str, Any]]) -> str:
     """The configuration the speed verdicts speak of: bilinear forward at the size where
     the GPU goals are set (32x3x256x256) where it was measured, else at the largest 2-D
     size (else the first row)."""
-    from sidebyside.posts.grid_sample.bench import FLOOR_GOAL_SHAPE
+    from sidebyside.posts.grid_sample.goals import FLOOR_GOAL_SHAPE
 
     sizes = {k.split("/")[1]: (tuple(r["shape"]) == FLOOR_GOAL_SHAPE, math.prod(r["shape"]))
              for k, r in speed.items() if len(r["shape"]) == 4}

@@ -1,12 +1,11 @@
 """The jit-and-autograd-timing post.
 
+- ``kernels``: the GPU's kernel time per call, from each framework's profiler, apart from launch and wait.
 - ``report``: its results record and generated conclusion (the jit sweep, gradients, HVP, the pitfall).
 """
 
 from __future__ import annotations
 
-from sidebyside._lazy import face
+from sidebyside._lazy import package
 
-__all__ = ['report']
-
-__getattr__ = face(__name__, ['report'])
+__all__, __getattr__ = package(__name__, __path__)

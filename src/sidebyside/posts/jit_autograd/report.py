@@ -11,7 +11,7 @@ Two times per rung of the jit sweep: the synchronised per-call time (``jit``: la
 work and the wait for the result, which at small sizes is mostly latency) and, where the
 notebook measured it, the throughput of calls issued back to back and waited for once per
 repeat (``jit_back_to_back``). On a GPU a third: the profiler's kernel time per call
-(``jit_kernel``, :mod:`sidebyside.lab.kernels`), so that the prose can say how much of a
+(``jit_kernel``, :mod:`sidebyside.posts.jit_autograd.kernels`), so that the prose can say how much of a
 synchronised call is launch and synchronisation (the call's time minus the time the GPU's
 kernels and copies take); :func:`kernel_table` shows the three side by side. Each verdict
 states its scale (input size, float32, device).
@@ -65,7 +65,7 @@ def summarise(*, conditions, startup, bandwidth, jit_entries, floors, compile_s,
     {"crossover n*": ...}}``; ``grad_entries``: ``{n: ladder}``; ``pitfall``: the
     notebook's pitfall DataFrame (index device, method label); ``back_to_back``: like
     ``jit_entries``, timed with calls back to back, waited for once per repeat; ``kernel``:
-    like ``jit_entries``, each row one of :func:`sidebyside.lab.kernels.measure` (a GPU's
+    like ``jit_entries``, each row one of :func:`sidebyside.posts.jit_autograd.kernels.measure` (a GPU's
     kernel time per call), stored under ``jit_kernel`` for the devices it covers; ``cores``:
     ``{(device, n): {"<framework>/<tool>": cores busy}}`` (:func:`sidebyside.lab.timing.cores_busy`),
     stored under ``cores_busy``. The verdicts are computed from the record itself

@@ -8,14 +8,13 @@
 - ``comms``: collectives per step from XLA's HLO text and from PyTorch's profiler.
 - ``costmodel``: the labelled projection to 8, 64 and 512 H100s.
 - ``reference``: the one-device ladder (PyTorch eager and torch.compile, JAX jit) in this process, on the CPU or a GPU.
-- ``report``: its results record (with the scaling over real GPUs, where there are two or more), verdicts and
-  generated prose.
+- ``report``: its results record, verdicts and generated prose.
+- ``scaling``: the scaling over real GPUs, where there are two or more: record, table, figure and claim.
+- ``names``: how the post names its strategies and each framework's tools.
 """
 
 from __future__ import annotations
 
-from sidebyside._lazy import face
+from sidebyside._lazy import package
 
-__all__ = ['model', 'torch_parallel', 'jax_parallel', 'launch', 'comms', 'costmodel', 'reference', 'report']
-
-__getattr__ = face(__name__, __all__)
+__all__, __getattr__ = package(__name__, __path__)

@@ -11,8 +11,6 @@
 
 from __future__ import annotations
 
-from sidebyside._lazy import face
+from sidebyside._lazy import package
 
-__all__ = ['config', 'vision', 'gpt2', 'port', 'work', 'report']
-
-__getattr__ = face(__name__, __all__)
+__all__, __getattr__ = package(__name__, __path__)

@@ -46,8 +46,6 @@ The package:
 
 from __future__ import annotations
 
-from sidebyside._lazy import face
+from sidebyside._lazy import package
 
-__all__ = ['config', 'model', 'port', 'train', 'ladder', 'report', 'LOGIT_SCALE_MAX', 'MASK_VALUE', 'CPB_HIDDEN', 'SwinConfig', 'torch_model', 'relative_tables', 'shift_mask', 'PatchEmbed', 'WindowAttention', 'Mlp', 'SwinV2Block', 'PatchMerging', 'SwinV2Stage', 'FlaxSwinV2', 'timm_name', 'flax_param_names', 'copy_timm_weights', 'randomise_torch_', 'parity', 'fashion_inputs', 'decays', 'torch_optimizer', 'optax_optimizer', 'predict_torch', 'predict_flax', 'train_torch', 'flax_train_step', 'train_flax', 'TORCH_TOOLS', 'JAX_TOOLS', 'TOOL_LABELS', 'GPU_ONLY', 'PRECISIONS', 'Rung', 'random_batches', 'jax_peak_bytes', 'speed_ladder', 'first_step']
-
-__getattr__ = face(__name__, ['config', 'model', 'port', 'train', 'ladder', 'report'], {'LOGIT_SCALE_MAX': 'config', 'MASK_VALUE': 'config', 'CPB_HIDDEN': 'config', 'SwinConfig': 'config', 'torch_model': 'config', 'relative_tables': 'config', 'shift_mask': 'config', 'PatchEmbed': 'model', 'WindowAttention': 'model', 'Mlp': 'model', 'SwinV2Block': 'model', 'PatchMerging': 'model', 'SwinV2Stage': 'model', 'FlaxSwinV2': 'model', 'timm_name': 'port', 'flax_param_names': 'port', 'copy_timm_weights': 'port', 'randomise_torch_': 'port', 'parity': 'port', 'fashion_inputs': 'train', 'decays': 'train', 'torch_optimizer': 'train', 'optax_optimizer': 'train', 'predict_torch': 'train', 'predict_flax': 'train', 'train_torch': 'train', 'flax_train_step': 'train', 'train_flax': 'train', 'TORCH_TOOLS': 'ladder', 'JAX_TOOLS': 'ladder', 'TOOL_LABELS': 'ladder', 'GPU_ONLY': 'ladder', 'PRECISIONS': 'ladder', 'Rung': 'ladder', 'random_batches': 'ladder', 'speed_ladder': 'ladder', 'jax_peak_bytes': 'ladder', 'ladder': 'speed_ladder', 'first_step': 'ladder'})
+__all__, __getattr__ = package(__name__, __path__, reexport=True)

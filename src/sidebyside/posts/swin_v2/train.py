@@ -105,11 +105,11 @@ def train_torch(model, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, y_test:
     Xd, yd = torch.as_tensor(X, device=device), torch.as_tensor(y, device=device)
     steps = config.steps_per_epoch(len(X))
     history = sbs_training.History("torch", "eager")
-    bar = sbs_training._bar(progress, config.num_epochs, "PyTorch Swin V2")
     step = 0
-    for epoch in range(config.num_epochs):
+
+    def run_epoch(epoch: int) -> float:
+        nonlocal step
         model.train()
-        start = time.perf_counter()
         total = torch.zeros((), device=device)
         for index in torch.as_tensor(sbs_training.index_batches(len(X), config, epoch), device=device):
             for group in optimizer.param_groups:
@@ -120,12 +120,10 @@ def train_torch(model, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, y_test:
             optimizer.step()
             total += loss.detach()
             step += 1
-        history.train_loss.append(float(total) / max(steps, 1))
-        history.epoch_seconds.append(time.perf_counter() - start)
-        history.test_accuracy.append(float(np.mean(predict_torch(model, X_test) == y_test)))
-        sbs_training._epoch_done(bar, history)
-    if bar is not None:
-        bar.close()
+        return float(total) / max(steps, 1)
+
+    sbs_training.epochs(run_epoch, history, config.num_epochs, desc="PyTorch Swin V2", progress=progress,
+                        evaluate=lambda: float(np.mean(predict_torch(model, X_test) == y_test)))
     return history
 
 
@@ -193,23 +191,26 @@ def train_flax(model: FlaxSwinV2, X: np.ndarray, y: np.ndarray, X_test: np.ndarr
         start = time.perf_counter()
         compiled = _STEP_CACHE[key] = _compile_step(graphdef, tx, params, opt_state, rest, Xd, yd, config.batch_size)
         history.compile_seconds = time.perf_counter() - start
-    bar = sbs_training._bar(progress, config.num_epochs, "Flax Swin V2")
-    for epoch in range(config.num_epochs):
-        start = time.perf_counter()
+    state = {"params": params, "opt_state": opt_state, "rest": rest}
+
+    def run_epoch(epoch: int) -> float:
         losses = []
         for index in jnp.asarray(sbs_training.index_batches(len(X), config, epoch).astype(np.int32)):
-            params, opt_state, rest, loss = compiled(params, opt_state, rest, Xd, yd, index)
+            state["params"], state["opt_state"], state["rest"], loss = compiled(
+                state["params"], state["opt_state"], state["rest"], Xd, yd, index)
             losses.append(loss)
-        history.train_loss.append(float(jnp.stack(losses).mean()) if losses else float("nan"))
-        history.epoch_seconds.append(time.perf_counter() - start)
-        nnx.update(model, params, rest)
-        history.test_accuracy.append(float(np.mean(predict_flax(model, X_test) == y_test)))
-        model.train()
+        return float(jnp.stack(losses).mean()) if losses else float("nan")
+
+    def after_epoch() -> None:
+        nnx.update(model, state["params"], state["rest"])
         # Copies: the next (donating) step must not free the arrays the model now holds.
-        _, params, rest = jax.tree_util.tree_map(lambda a: a.copy(), nnx.split(model, nnx.Param, ...))
-        sbs_training._epoch_done(bar, history)
-    if bar is not None:
-        bar.close()
+        _, state["params"], state["rest"] = jax.tree_util.tree_map(lambda a: a.copy(), nnx.split(model, nnx.Param, ...))
+
+    def evaluate() -> float:
+        accuracy = float(np.mean(predict_flax(model, X_test) == y_test))
+        model.train()
+        return accuracy
+
+    sbs_training.epochs(run_epoch, history, config.num_epochs, desc="Flax Swin V2", progress=progress,
+                        after_epoch=after_epoch, evaluate=evaluate)
     return history
-
-

@@ -5,8 +5,6 @@
 
 from __future__ import annotations
 
-from sidebyside._lazy import face
+from sidebyside._lazy import package
 
-__all__ = ['report']
-
-__getattr__ = face(__name__, ['report'])
+__all__, __getattr__ = package(__name__, __path__)

@@ -1,4 +1,4 @@
-"""sidebyside.lab.kernels: the device events are summed right (synthetic events and a real CPU
+"""sidebyside.posts.jit_autograd.kernels: the device events are summed right (synthetic events and a real CPU
 trace, on any machine), and on a GPU a matmul's kernel time is positive and within its
 synchronised per-call time, in each framework."""
 
@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from sidebyside.lab import kernels, timing
+from sidebyside.lab import timing
+from sidebyside.posts.jit_autograd import kernels
 
 
 def _torch_cuda() -> bool:
