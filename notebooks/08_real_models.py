@@ -97,7 +97,8 @@ run_budget_s = 0           # seconds; 0: no budget
 
 # %% tags=["remove_cell", "colab-install"]
 # On Colab: install what Colab lacks, and this library from the repository and branch that the
-# site's _config.yml names (tests/test_colab.py keeps the two in step).
+# site's _config.yml names (tests/test_colab.py keeps the two in step). data.load() then downloads
+# FashionMNIST there.
 import subprocess
 import sys
 
