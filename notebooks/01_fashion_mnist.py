@@ -14,8 +14,6 @@
 #     language: python
 #     name: python3
 #   sidebyside:
-#     metrics: [original_setting, accuracy, epoch_seconds, compile_seconds]
-#     gpu: {budget_s: 291, measured: "H100, commit 6b943d5"}
 #     compared: The same 784-128-10 MLP and a small CNN trained on FashionMNIST in PyTorch
 #       and in Flax, with the same data order, initialisation and optimiser, compared
 #       on test accuracy over seeds and on training throughput along each framework's
@@ -24,6 +22,14 @@
 #     description: A 22-point accuracy gap between PyTorch and Flax turns out to be
 #       a preprocessing bug and an initialisation default; trained identically, the
 #       two frameworks agree, and differ only in speed.
+#     gpu:
+#       budget_s: 291
+#       measured: H100, commit 6b943d5
+#     metrics:
+#     - original_setting
+#     - accuracy
+#     - epoch_seconds
+#     - compile_seconds
 #     slug: fashion-mnist-pytorch-vs-flax
 #     tags:
 #     - pytorch

@@ -14,7 +14,6 @@
 #     language: python
 #     name: python3
 #   sidebyside:
-#     metrics: [cka, total_variation, param_counts]
 #     compared: The same FashionMNIST MLP trained in PyTorch and in Flax over several
 #       seeds, compared on the smoothness of its first-layer weight templates and the
 #       similarity (linear CKA) of its hidden layers, within and across the two frameworks.
@@ -22,6 +21,10 @@
 #     description: The first-layer weights and computation graphs of the same MLP in
 #       PyTorch and Flax, and a test with numbers of whether the framework or the seed
 #       decides what it learns.
+#     metrics:
+#     - cka
+#     - total_variation
+#     - param_counts
 #     slug: weight-visualisation
 #     tags:
 #     - pytorch

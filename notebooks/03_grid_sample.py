@@ -14,12 +14,6 @@
 #     language: python
 #     name: python3
 #   sidebyside:
-#     metrics: [parity, speed]
-#     gpu:
-#       budget_s: 503
-#       measured: "ESTIMATE from parts of the H100 run at commit f245967 (parity, affine measured; bench estimated)"
-#       parts: {parity: 120, affine: 37, "bench/nearest/*": {each_s: 57, count: 1},
-#               "bench/bilinear/*": {each_s: 57, count: 1}, "bench/bicubic/*": {each_s: 142, count: 1}}
 #     compared: torch.nn.functional.grid_sample, PyTorch's built-in, against a port
 #       in pure JAX (jnp compiled by XLA) in every mode, padding, dimensionality and
 #       dtype, first for identical outputs and gradients, then for speed per kernel
@@ -29,6 +23,25 @@
 #     description: A JAX grid_sample measured against PyTorch's own kernel in every
 #       mode, padding, dimension and dtype, for outputs and both gradients, and timed
 #       honestly.
+#     gpu:
+#       budget_s: 503
+#       measured: ESTIMATE from parts of the H100 run at commit f245967 (parity, affine
+#         measured; bench estimated)
+#       parts:
+#       - parity: 120
+#       - affine: 37
+#       - bench/nearest/*:
+#           count: 1
+#           each_s: 57
+#       - bench/bilinear/*:
+#           count: 1
+#           each_s: 57
+#       - bench/bicubic/*:
+#           count: 1
+#           each_s: 142
+#     metrics:
+#     - parity
+#     - speed
 #     slug: grid-sample-parity
 #     tags:
 #     - jax

@@ -14,14 +14,19 @@
 #     language: python
 #     name: python3
 #   sidebyside:
-#     metrics: [jit, compile_s, autograd]
-#     gpu: {budget_s: 334, measured: "H100, commit 6b943d5"}
 #     compared: A small element-wise function and its gradient, from ten elements to
 #       millions, in NumPy, JAX (eager and jax.jit) and PyTorch (eager and torch.compile),
 #       with every timer synchronised and compilation timed on its own.
 #     date: '2026-11-22'
 #     description: jax.jit against torch.compile, NumPy and eager execution, and gradients
 #       in both frameworks, timed with synchronised clocks and compilation kept apart.
+#     gpu:
+#       budget_s: 334
+#       measured: H100, commit 6b943d5
+#     metrics:
+#     - jit
+#     - compile_s
+#     - autograd
 #     slug: jit-and-autograd-timing
 #     tags:
 #     - jax

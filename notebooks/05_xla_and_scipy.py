@@ -14,8 +14,6 @@
 #     language: python
 #     name: python3
 #   sidebyside:
-#     metrics: [matmul, inverse, optimise, retrace]
-#     gpu: {budget_s: 271, measured: "H100, commit 6b943d5"}
 #     compared: Dense matrix products and inverses in NumPy, JAX and PyTorch across
 #       matrix sizes and arithmetics (float32, TF32, bfloat16, float64), with accuracy
 #       against float64; and a two-parameter calibration fitted with SciPy, jax.scipy,
@@ -24,6 +22,14 @@
 #     description: Matrix products and inverses in NumPy, JAX and PyTorch in float32
 #       and float64, with their precision defaults made visible, and a small calibration
 #       fit with SciPy, jax.scipy, optax and torch.optim.
+#     gpu:
+#       budget_s: 271
+#       measured: H100, commit 6b943d5
+#     metrics:
+#     - matmul
+#     - inverse
+#     - optimise
+#     - retrace
 #     slug: xla-and-scipy
 #     tags:
 #     - jax

@@ -14,13 +14,6 @@
 #     language: python
 #     name: python3
 #   sidebyside:
-#     metrics: [parity, accuracy, speed, verdicts]
-#     gpu:
-#       budget_s: 1261
-#       measured: "ESTIMATE from parts of the H100 run at commit f245967 (parities, PyTorch seed) and issue 35"
-#       parts: {parity/trained: 69, parity/timed: 162, "accuracy/torch/*": {each_s: 14, count: 5},
-#               "accuracy/jax/*": {each_s: 28, count: 5}, "speed/train/*": {each_s: 240, count: 2},
-#               "speed/eval/*": {each_s: 125, count: 2}}
 #     compared: Swin Transformer V2 as PyTorch users run it (timm's model) against a
 #       Flax NNX port given the same weights, first for the same outputs and gradients,
 #       then for accuracy over seeds and for training and evaluation speed along each
@@ -30,6 +23,30 @@
 #       Transformer V2 and 140% faster at validating it; here the two networks are first
 #       proved to compute the same function, then each framework is timed with its whole
 #       ladder of tools.
+#     gpu:
+#       budget_s: 1261
+#       measured: ESTIMATE from parts of the H100 run at commit f245967 (parities, PyTorch
+#         seed) and issue 35
+#       parts:
+#       - parity/trained: 69
+#       - parity/timed: 162
+#       - accuracy/torch/*:
+#           count: 5
+#           each_s: 14
+#       - accuracy/jax/*:
+#           count: 5
+#           each_s: 28
+#       - speed/train/*:
+#           count: 2
+#           each_s: 240
+#       - speed/eval/*:
+#           count: 2
+#           each_s: 125
+#     metrics:
+#     - parity
+#     - accuracy
+#     - speed
+#     - verdicts
 #     slug: swin-transformer-v2
 #     tags:
 #     - pytorch

@@ -14,8 +14,6 @@
 #     language: python
 #     name: python3
 #   sidebyside:
-#     metrics: [runs, code_lines, projection, verdicts]
-#     gpu: {budget_s: 120, measured: "ALLOWANCE, not measured: its single-GPU part has never run"}
 #     compared: One small vision transformer with the same weights and batches, trained
 #       in PyTorch and in JAX on one device and under data-parallel, fully sharded,
 #       2-D (data and tensor) and hand-written collective strategies, compared on losses,
@@ -26,6 +24,14 @@
 #       PyTorch, data parallel, fully sharded, tensor parallel and by hand, with the
 #       same weights and batches; what each strategy costs in code, memory per device
 #       and bytes moved, and a labelled projection to 512 H100s.
+#     gpu:
+#       budget_s: 120
+#       measured: 'ALLOWANCE, not measured: its single-GPU part has never run'
+#     metrics:
+#     - runs
+#     - code_lines
+#     - projection
+#     - verdicts
 #     slug: parallel-training
 #     tags:
 #     - pytorch

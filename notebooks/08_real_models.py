@@ -14,14 +14,6 @@
 #     language: python
 #     name: python3
 #   sidebyside:
-#     metrics: [parity, settings, flops, key_table, verdicts]
-#     gpu:
-#       budget_s: 6200
-#       measured: "ESTIMATE, not measured: real-models has never run on a GPU"
-#       first: true
-#       parts: {parity/resnet50: 40, parity/vit_b16: 40, parity/gpt2: 60,
-#               "ladder/resnet50/*": {each_s: 300, count: 6}, "ladder/vit_b16/*": {each_s: 300, count: 6},
-#               "ladder/gpt2/*": {each_s: 320, count: 6}}
 #     compared: ResNet-50 and ViT-B/16 as PyTorch users run them (timm) against Flax
 #       NNX ports given the same weights, and GPT-2 small written in each framework's
 #       idiom with the same weights; checked for the same logits and gradients, then
@@ -32,6 +24,29 @@
 #     description: ResNet-50, ViT-B/16 and GPT-2 small at their real sizes, trained
 #       and served in PyTorch and JAX with the same weights; each framework's best tool
 #       against the other's, and what each costs to compile, in memory and in FLOPs.
+#     gpu:
+#       budget_s: 6200
+#       first: true
+#       measured: 'ESTIMATE, not measured: real-models has never run on a GPU'
+#       parts:
+#       - parity/resnet50: 40
+#       - parity/vit_b16: 40
+#       - parity/gpt2: 60
+#       - ladder/resnet50/*:
+#           count: 6
+#           each_s: 300
+#       - ladder/vit_b16/*:
+#           count: 6
+#           each_s: 300
+#       - ladder/gpt2/*:
+#           count: 6
+#           each_s: 320
+#     metrics:
+#     - parity
+#     - settings
+#     - flops
+#     - key_table
+#     - verdicts
 #     slug: real-models
 #     tags:
 #     - pytorch

@@ -126,7 +126,7 @@ def _users_of_lab_modules() -> dict[str, set[str]]:
             who = parts[2]
         text = path.read_text(encoding="utf-8")
         for name in names:
-            inside = parts[2] == "lab" and (path.stem == name or name in parts[3:-1])
+            inside = parts[:3] == ("src", "sidebyside", "lab") and (path.stem == name or name in parts[3:-1])
             pattern = rf"from sidebyside\.lab import [^\n]*\b{name}\b|sidebyside\.lab\.{name}\b"
             if not inside and re.search(pattern, text):
                 users[name].add(who)

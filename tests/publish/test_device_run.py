@@ -24,14 +24,14 @@ from sidebyside.publish.discovery import discover
 COMMIT = "89abcdef0123456789abcdef0123456789abcdef"
 #: The posts of the tree and the device seconds their headers declare (smaller than the real ones).
 BUDGETS = {"04_jit_autograd.py": 300, "01_fashion_mnist.py": 250, "05_xla_and_scipy.py": 200}
-GPU_LINE = re.compile(r"^#     gpu: .*$", re.M)
+GPU_ENTRY = re.compile(r"^#     gpu:.*\n(?:#       .*\n)*", re.M)  # the header's gpu entry, one line or a block
 
 
 def _declare(tree: Path, name: str, seconds: int) -> None:
-    """Give the tree's copy of notebook ``name`` a one-line gpu budget of ``seconds``."""
+    """Give the tree's copy of notebook ``name`` a gpu budget of ``seconds``."""
     path = tree / "notebooks" / name
-    text = GPU_LINE.sub(f'#     gpu: {{budget_s: {seconds}, measured: "test"}}', path.read_text(), count=1)
-    assert "budget_s: " + str(seconds) in text, f"{name}: its header has no one-line gpu entry to replace"
+    text, found = GPU_ENTRY.subn(f'#     gpu: {{budget_s: {seconds}, measured: "test"}}\n', path.read_text(), count=1)
+    assert found == 1, f"{name}: its header has no gpu entry to replace"
     path.write_text(text)
 
 

@@ -136,7 +136,7 @@ def test_refusals_say_what_to_cut():
                             {"p": {"run_budget_s": 100}}, ["p"])
     with pytest.raises(schedule.PlanRefused, match=r"longer than its run_budget_s"):
         schedule.plan_calls(_budgets({"p": {"parts": {"x": 300}}}), {"p": {"run_budget_s": 100}}, ["p"])
-    with pytest.raises(schedule.PlanRefused, match=r"no budget line for q"):
+    with pytest.raises(schedule.PlanRefused, match=r"no gpu budget for q in its notebook's header"):
         schedule.plan_calls(_budgets({}), {}, ["q"])
 
 

@@ -48,7 +48,8 @@ class NotebookInfo:
     #: The keys its results record must carry under ``metrics`` (the publisher refuses a run without one).
     metrics: list[str] = field(default_factory=list)
     #: Its GPU budget (:mod:`sidebyside.publish.schedule`): ``budget_s``, ``measured`` and optionally
-    #: ``parts`` and ``first``; None for a post that does not run on a GPU.
+    #: ``parts`` (written in the header as a list, in run order; here a mapping in that order) and
+    #: ``first``; None for a post that does not run on a GPU.
     gpu: dict[str, Any] | None = None
 
     def relpath(self, root: Path) -> str:
@@ -182,11 +183,19 @@ def notebook_info(path: Path) -> NotebookInfo:
         raise PublishError(f"{path}: its header's metrics must be a list of the keys its results record carries, "
                            f"e.g. metrics: [accuracy, verdicts] (found {metrics!r})")
     gpu = meta.get("gpu")
-    if gpu is not None and not (isinstance(gpu, dict) and isinstance(gpu.get("budget_s"), (int, float))
-                                and gpu.get("measured")):
-        raise PublishError(f"{path}: its header's gpu must be a mapping with budget_s (device seconds of one run) "
-                           f"and measured (where that figure comes from), e.g. gpu: {{budget_s: 300, measured: "
-                           f"\"H100, commit abc1234\"}} (found {gpu!r})")
+    if gpu is not None and not (isinstance(gpu, dict) and "budget_s" in gpu and gpu.get("measured")
+                                and (gpu["budget_s"] is None or isinstance(gpu["budget_s"], (int, float)))):
+        raise PublishError(f"{path}: its header's gpu must be a mapping with budget_s (device seconds of one run, "
+                           f"null until measured) and measured (where that figure comes from), e.g. gpu: "
+                           f"{{budget_s: 300, measured: "
+                           f"\"the GPU and commit of the run\"}} (found {gpu!r})")
+    if gpu is not None and gpu.get("parts") is not None:
+        parts = gpu["parts"]
+        if not (isinstance(parts, list) and all(isinstance(p, dict) and len(p) == 1 for p in parts)):
+            raise PublishError(f"{path}: its header's gpu.parts must be a list of one-entry mappings, in the order "
+                               "the notebook runs them (a mapping's order is not kept), e.g. parts: [{parity: 120}, "
+                               f"{{bench/*: {{count: 3, each_s: 60}}}}] (found {parts!r})")
+        gpu = {**gpu, "parts": {name: cost for part in parts for name, cost in part.items()}}
     tags = meta.get("tags") or []
     info = NotebookInfo(path, slug, str(meta["title"]), date, str(meta["description"]),
                         [str(t) for t in tags], _parameter_names(cells[0]["source"]), str(meta["compared"]),

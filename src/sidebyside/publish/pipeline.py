@@ -14,6 +14,7 @@ from sidebyside.publish.common import ROOT, PublishError, say
 from sidebyside.publish.discovery import discover, read_notebook_info, select
 from sidebyside.publish.guard import Guard
 from sidebyside.publish.params import check_profile, detect_profile, load_all_params
+from sidebyside.publish.records import check_record
 from sidebyside.publish.rendering import check_date, render, site_config
 from sidebyside.publish.running import check_before_running, complete_record, execute, key_and_stamp
 from sidebyside.publish.site import completed_run, forget_run, holding_lock, publish, recover, write_run_record
@@ -80,6 +81,7 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
                 guard.check("its notebook's run")
             key, saved["provenance"]["git_sha"] = key_and_stamp(info, profile, params, params_dir, saved, root)
             record = complete_record(saved, info, profile, params, key, root)
+            check_record(record, info.slug, info.metrics)  # before anything is kept of this run
             write_run_record(executed, record)
             import nbformat
 

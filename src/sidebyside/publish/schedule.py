@@ -7,9 +7,9 @@ not run on a GPU; :class:`sidebyside.publish.discovery.NotebookInfo`):
 - ``budget_s``: the device seconds of one run of the whole post, as measured
   (``null``: not measured yet; such a post cannot be planned);
 - ``parts`` (runs in parts only, see :mod:`sidebyside.run.checkpoints`): the
-  measured seconds of each part, in the order the notebook runs them; a name
-  ending in ``/*`` gives the cost of each part of that kind, and ``count`` how
-  many there are (``{each_s: 57, count: 12}``);
+  measured seconds of each part, a list in the order the notebook runs them
+  (``[{parity: 120}, ...]``); a name ending in ``/*`` gives the cost of each
+  part of that kind, and ``count`` how many there are (``{each_s: 57, count: 12}``);
 - ``measured``: where the numbers come from (commit, device);
 - ``first`` (optional): the post is owed its GPU run before the others. When the stale
   posts do not all fit a window, the first such post is planned alone: whole where it

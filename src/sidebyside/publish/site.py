@@ -338,7 +338,7 @@ def publish(site: Path, info: NotebookInfo, post: str, images: dict[str, bytes],
                 txn.delete(f"_posts/{stale.name}")
         results = txn.stage(f"_data/results/{info.slug}.json")
         try:
-            check_record(record, info.slug, info.metrics)
+            check_record(record, info.slug)
             results.write_text(record_text(record), encoding="utf-8")
             (txn.staging / "post.md").write_text(post, encoding="utf-8")
             require_loadable([results], [txn.staging / "post.md"],

@@ -45,6 +45,7 @@ _MIN_GPU_CALLS = 32  # calls per chain on a GPU: enough kernels to outlast one d
 
 
 def cache_bytes(device: str) -> int:
+    """The last-level cache of ``device`` ("cuda": the GPU's L2; else the CPU's L3, or an assumed 32 MiB)."""
     if device == "cuda":
         import torch
 
