@@ -25,6 +25,7 @@
 #     gpu:
 #       budget_s: 291
 #       measured: H100, commit 6b943d5
+#       rank: 3
 #     metrics:
 #     - original_setting
 #     - accuracy

@@ -39,6 +39,7 @@
 #       - bench/bicubic/*:
 #           count: 1
 #           each_s: 142
+#       rank: 6
 #     metrics:
 #     - parity
 #     - speed

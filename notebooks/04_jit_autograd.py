@@ -23,6 +23,7 @@
 #     gpu:
 #       budget_s: 334
 #       measured: H100, commit 6b943d5
+#       rank: 4
 #     metrics:
 #     - jit
 #     - compile_s

@@ -25,6 +25,7 @@
 #     gpu:
 #       budget_s: 271
 #       measured: H100, commit 6b943d5
+#       rank: 5
 #     metrics:
 #     - matmul
 #     - inverse

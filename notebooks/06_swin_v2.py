@@ -42,6 +42,7 @@
 #       - speed/eval/*:
 #           count: 2
 #           each_s: 125
+#       rank: 2
 #     metrics:
 #     - parity
 #     - accuracy

@@ -27,6 +27,7 @@
 #     gpu:
 #       budget_s: 120
 #       measured: 'ALLOWANCE, not measured: its single-GPU part has never run'
+#       rank: 7
 #     metrics:
 #     - runs
 #     - code_lines

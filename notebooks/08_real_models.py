@@ -26,7 +26,6 @@
 #       against the other's, and what each costs to compile, in memory and in FLOPs.
 #     gpu:
 #       budget_s: 6200
-#       first: true
 #       measured: 'ESTIMATE, not measured: real-models has never run on a GPU'
 #       parts:
 #       - parity/resnet50: 40
@@ -41,6 +40,7 @@
 #       - ladder/gpt2/*:
 #           count: 6
 #           each_s: 320
+#       rank: 1
 #     metrics:
 #     - parity
 #     - settings

@@ -145,6 +145,9 @@ def test_a_new_post_touches_only_its_own_files_and_reaches_everything_that_lists
     before = _digests(tree)
     added = _add_the_post(tree)
     monkeypatch.setenv("PYTHONPATH", str(tree / "src"))  # the kernel imports the tree's library, new package and all
+    # the copy is no git checkout: its run names the commit it was copied from, as a box without .git does
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
+    monkeypatch.setenv("SIDEBYSIDE_GIT_SHA", head.stdout.strip())
     env = {**os.environ, "PYTHONPATH": str(tree / "src")}
 
     # the package's face finds it on disk

@@ -224,7 +224,8 @@ def test_an_ordered_post_is_planned_first_and_alone_a_window_at_a_time(tmp_path)
 def test_real_models_comes_first_in_the_gpu_order_and_its_budget_is_its_parts():
     path = ROOT / "params" / "gpu.yaml"
     budgets = schedule.read_budgets(ROOT / "notebooks", ROOT / "params")
-    assert budgets["order"] == ["real-models"]
+    assert budgets["order"] == ["real-models", "swin-transformer-v2", "fashion-mnist-pytorch-vs-flax",
+                                "jit-and-autograd-timing", "xla-and-scipy", "grid-sample-parity", "parallel-training"]
     entry = budgets["posts"]["real-models"]
     assert "ESTIMATE" in entry["measured"]
     gpu = yaml.safe_load(path.read_text())

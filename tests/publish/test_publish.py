@@ -122,12 +122,14 @@ def test_the_header_declares_the_post_once_and_bad_declarations_say_what_to_writ
         publish.notebook_info(_write_nb(tmp_path / "02_x.py", meta={**good, "metrics": "n"}))
     with pytest.raises(publish.PublishError, match="gpu must be a mapping with budget_s"):
         publish.notebook_info(_write_nb(tmp_path / "03_x.py", meta={**good, "gpu": {"budget_s": "soon"}}))
-    gpu = {"budget_s": 90, "measured": "H100, commit abc1234", "first": True}
+    gpu = {"budget_s": 90, "measured": "H100, commit abc1234", "rank": 2}
     assert publish.notebook_info(_write_nb(tmp_path / "04_x.py", meta={**good, "gpu": gpu})).gpu == gpu
     # parts keep the order the notebook runs them in: a list in the header, never a mapping
     parts = [{"parity": 120}, {"affine": 37}, {"bench/*": {"count": 2, "each_s": 5}}]
     found = publish.notebook_info(_write_nb(tmp_path / "05_x.py", meta={**good, "gpu": {**gpu, "parts": parts}})).gpu
     assert list(found["parts"]) == ["parity", "affine", "bench/*"] and found["parts"]["affine"] == 37
+    with pytest.raises(publish.PublishError, match="gpu.rank must be a whole number from 1"):
+        publish.notebook_info(_write_nb(tmp_path / "07_x.py", meta={**good, "gpu": {**gpu, "rank": 0}}))
     with pytest.raises(publish.PublishError, match="gpu.parts must be a list of one-entry mappings"):
         publish.notebook_info(_write_nb(tmp_path / "06_x.py", meta={**good, "gpu": {**gpu, "parts": {"parity": 1}}}))
 

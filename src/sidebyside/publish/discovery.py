@@ -49,7 +49,7 @@ class NotebookInfo:
     metrics: list[str] = field(default_factory=list)
     #: Its GPU budget (:mod:`sidebyside.publish.schedule`): ``budget_s``, ``measured`` and optionally
     #: ``parts`` (written in the header as a list, in run order; here a mapping in that order) and
-    #: ``first``; None for a post that does not run on a GPU.
+    #: ``rank`` (its place in the order the GPU runs are owed); None for a post that does not run on a GPU.
     gpu: dict[str, Any] | None = None
 
     def relpath(self, root: Path) -> str:
@@ -189,6 +189,9 @@ def notebook_info(path: Path) -> NotebookInfo:
                            f"null until measured) and measured (where that figure comes from), e.g. gpu: "
                            f"{{budget_s: 300, measured: "
                            f"\"the GPU and commit of the run\"}} (found {gpu!r})")
+    if gpu is not None and gpu.get("rank") is not None and not (isinstance(gpu["rank"], int) and gpu["rank"] > 0):
+        raise PublishError(f"{path}: its header's gpu.rank must be a whole number from 1 (owed first), "
+                           f"found {gpu['rank']!r}")
     if gpu is not None and gpu.get("parts") is not None:
         parts = gpu["parts"]
         if not (isinstance(parts, list) and all(isinstance(p, dict) and len(p) == 1 for p in parts)):

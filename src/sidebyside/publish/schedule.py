@@ -11,10 +11,11 @@ not run on a GPU; :class:`sidebyside.publish.discovery.NotebookInfo`):
   (``[{parity: 120}, ...]``); a name ending in ``/*`` gives the cost of each
   part of that kind, and ``count`` how many there are (``{each_s: 57, count: 12}``);
 - ``measured``: where the numbers come from (commit, device);
-- ``first`` (optional): the post is owed its GPU run before the others. When the stale
-  posts do not all fit a window, the first such post is planned alone: whole where it
-  fits, else its longest first runs that fit (a post in parts: the rest goes on in a
-  later window, from its committed checkpoint file).
+- ``rank`` (optional): the order of value to a reader in which the GPU runs are owed (1
+  first); unranked posts follow in the notebooks' order. When the stale posts do not all
+  fit a window, the first ranked one is planned alone: whole where it fits, else its
+  longest first runs that fit (a post in parts: the rest goes on in a later window, from
+  its committed checkpoint file).
 
 :data:`CALLS_FILE` (``params/gpu-calls.yaml``) holds what every call pays:
 ``call_overhead_s`` (a call's set-up: install, GPU check) and ``run_overhead_s``
@@ -102,8 +103,8 @@ class Plan:
 
 def read_budgets(notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params") -> dict[str, Any]:
     """The planner's table: ``posts`` (slug to its header's ``gpu`` entry, for each notebook in
-    ``notebooks`` that has one), ``order`` (the slugs marked ``first``, in the notebooks' order) and the
-    overheads of :data:`CALLS_FILE` in ``params_dir``."""
+    ``notebooks`` that has one), ``order`` (the ranked slugs, by rank) and the overheads of
+    :data:`CALLS_FILE` in ``params_dir``."""
     from sidebyside.publish.discovery import discover
 
     calls_file = Path(params_dir) / CALLS_FILE
@@ -116,7 +117,8 @@ def read_budgets(notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT /
     if missing:
         raise PublishError(f"{calls_file}: give {' and '.join(missing)} in seconds")
     infos = [i for i in discover(notebooks) if i.gpu is not None]
-    return {"posts": {i.slug: dict(i.gpu) for i in infos}, "order": [i.slug for i in infos if i.gpu.get("first")],
+    ranked = sorted((i for i in infos if i.gpu.get("rank") is not None), key=lambda i: i.gpu["rank"])
+    return {"posts": {i.slug: dict(i.gpu) for i in infos}, "order": [i.slug for i in ranked],
             "call_overhead_s": overheads["call_overhead_s"], "run_overhead_s": overheads["run_overhead_s"]}
 
 
