@@ -27,7 +27,7 @@ SLUG = "example-post"
 #: The tree a contributor works in: the library, the notebooks, the parameters, the site and the tests of posts.
 COPIED = ("src", "notebooks", "params", "tests/posts", "README.md", *SITE_SKELETON)
 #: What a run writes: never counted as an edit.
-GENERATED = ("_posts", "images", "_data", "_site", "build", ".jekyll-cache")
+GENERATED = ("_posts", "images", "_data", "_site", "build", ".jekyll-cache", ".sidebyside")
 
 NOTEBOOK = '''\
 # ---
@@ -159,7 +159,7 @@ def test_a_new_post_touches_only_its_own_files_and_reaches_everything_that_lists
     assert publish.run(profile="smoke", only=SLUG, site=tree, build=tmp_path / "build", notebooks=tree / "notebooks",
                        params_dir=tree / "params", root=tree, progress=False) == 0
     record = json.loads((tree / "_data" / "results" / f"{SLUG}.json").read_text())
-    assert record["metrics"]["answer"] == 21 and record["parameters"] == {"n": 6}
+    assert record["metrics"]["answer"] == 21 and record["slug"] == SLUG
     (post,) = (tree / "_posts").glob(f"*-{SLUG}.md")
     assert "The answer" in post.read_text()
 
