@@ -40,6 +40,7 @@ def eager(arrays):
     return _torch_losses(arrays, "device")
 
 
+@pytest.mark.slow  # compiles a training step with Inductor
 def test_torch_compile_of_the_whole_step_matches_eager(arrays, eager):
     losses, weights = _torch_losses(arrays, "compile")
     np.testing.assert_allclose(losses, eager[0], rtol=1e-5)
@@ -95,6 +96,7 @@ def test_k_steps_in_one_graph_uncaptured_match_eager(arrays, eager):
     np.testing.assert_allclose(models.first_layer_weights(model), eager[1], atol=1e-5)
 
 
+@pytest.mark.slow  # compiles or starts a fresh process
 def test_compile_with_compiled_autograd_uncaptured_matches_eager_and_counts_graph_breaks(arrays, eager):
     losses, weights = _torch_losses(arrays, "compile_cuda_graph", capture=False)
     np.testing.assert_allclose(losses, eager[0], rtol=1e-5)
@@ -176,6 +178,7 @@ def test_flax_bf16_rung_matches_float32_eager_within_bf16_rounding(arrays, eager
     assert floats and all(d == jnp.float32 for d in floats)  # master weights and Adam's moments stay float32
 
 
+@pytest.mark.slow  # compiles or starts a fresh process
 def test_bf16_rungs_time_on_both_sides(arrays):
     config = training.TrainConfig(num_epochs=1, batch_size=64, optimizer="adam")
     entries, timings = timing.ladder({
@@ -249,6 +252,7 @@ def test_f_rungs_agree_with_eager():
     np.testing.assert_allclose(np.asarray(F.f_jax(jnp.asarray(X32))), expected, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow  # compiles or starts a fresh process
 def test_gradient_and_hvp_rungs_agree_eager_and_compiled():
     x = torch.from_numpy(X32)
     v = torch.from_numpy(np.cos(X32))
@@ -393,6 +397,7 @@ def test_relative_reads_as_a_factor_of_at_least_one():
     assert verdict.relative(1.0, 1.5, "eager", "NumPy") == "NumPy is 1.5× faster than eager"
 
 
+@pytest.mark.slow  # compiles or starts a fresh process
 def test_same_conditions_pins_every_library_in_a_fresh_process():
     import json
     import os

@@ -29,6 +29,7 @@ def test_mlp_param_count_is_784_128_10():
     assert models.param_count(flax_model) == expected
 
 
+@pytest.mark.slow  # builds the CNN at two widths in both frameworks
 @pytest.mark.parametrize("channels,hidden", [((16, 32), 64), ((8, 16), 32)])
 def test_cnn_param_counts_match(channels, hidden):
     torch_model, flax_model = _pair("cnn", channels=channels, hidden=hidden)
@@ -38,6 +39,7 @@ def test_cnn_param_counts_match(channels, hidden):
     assert models.param_count(flax_model) == expected
 
 
+@pytest.mark.slow  # builds every model in both frameworks
 @pytest.mark.parametrize("kind", ["mlp", "cnn"])
 def test_copied_weights_give_the_same_logits(kind):
     torch_model, flax_model = _pair(kind)

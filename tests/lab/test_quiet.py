@@ -215,6 +215,7 @@ def _timed_section():
     return timing.compare({"torch/a": _spin(0.1), "jax/b": _spin(0.1)}, repeats=5, warmup=0, max_number=1)
 
 
+@pytest.mark.slow  # times under a load it makes
 @pytest.mark.parametrize("profile", ["cpu", "smoke"])
 def test_a_busy_machine_is_measured_anyway_and_every_speed_verdict_says_so(run_under, burner, profile):
     run_under(profile=profile)

@@ -35,6 +35,7 @@ CONFIGS = {
 }
 
 
+@pytest.mark.slow  # trains in both frameworks
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_mlp_training_matches_across_frameworks(arrays, name):
     config = CONFIGS[name]
@@ -48,6 +49,7 @@ def test_mlp_training_matches_across_frameworks(arrays, name):
     assert abs(flax_history.test_accuracy[-1] - torch_history.test_accuracy[-1]) <= 0.004  # <= 2 of 500
 
 
+@pytest.mark.slow  # trains the CNN in both frameworks
 def test_cnn_training_matches_across_frameworks(arrays):
     config = training.TrainConfig(num_epochs=1, batch_size=64, lr=2e-3, optimizer="adam")
     torch_model, flax_model = _pair("cnn")

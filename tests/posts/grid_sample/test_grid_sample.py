@@ -83,6 +83,7 @@ TRANSFORMED = [(c, t) for c in _cross_section("float32") for t in ("jit", "vmap"
 TRANSFORMED += [(c, "jit") for c in _cross_section("float64") if c.mode != "nearest"]
 
 
+@pytest.mark.slow  # a matrix of compiled kernels
 @pytest.mark.parametrize("config, transform", sampled(TRANSFORMED, [f"{c.key}-{t}" for c, t in TRANSFORMED], FAST["transformed"]))
 def test_matches_pytorch_transformed(config, transform):
     assert_within(parity.measure(config, transform=transform, seed=1, implementation="xla"), transform)
@@ -95,6 +96,7 @@ PALLAS = [(c, "jit") for c in parity.configs(("float32",))]
 PALLAS += [(c, "vmap") for c in _cross_section("float32")]
 
 
+@pytest.mark.slow  # a matrix of compiled kernels
 @pytest.mark.parametrize("config, transform", sampled(PALLAS, [f"{c.key}-{t}" for c, t in PALLAS], FAST["pallas"]))
 def test_pallas_kernels_match_pytorch(config, transform):
     assert_within(parity.measure(config, transform=transform, implementation="pallas", seed=2), transform)
@@ -110,6 +112,7 @@ def test_native_kernel_matches_pytorch(config, transform):
     assert_within(parity.measure(config, transform=transform, implementation="native", seed=3), transform)
 
 
+@pytest.mark.slow  # a matrix of compiled kernels
 @pytest.mark.parametrize("mode", ["nearest", "bilinear", "bicubic"])
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
 @pytest.mark.parametrize("align_corners", [False, True])
@@ -484,6 +487,7 @@ EVERY_PATH = [(p, m, d) for d in (2, 3) for m in ("nearest", "bilinear", "bicubi
               for p in ("zeros", "border", "reflection")]
 
 
+@pytest.mark.slow  # a matrix of compiled kernels
 @pytest.mark.parametrize("padding_mode, mode, dims", sampled(
     EVERY_PATH, ["-".join(map(str, case)) for case in EVERY_PATH], {"zeros-bilinear-2"}))
 def test_non_finite_grid_every_path_agrees(dims, mode, padding_mode):
@@ -557,6 +561,7 @@ def test_forward_mode_and_second_order(mode):
     assert np.isfinite(np.asarray(hess_diag)).all()
 
 
+@pytest.mark.slow  # a matrix of compiled kernels
 def test_bench_forward_with_few_copies(monkeypatch):
     """The quick version of the benchmark's check: forward only, the kernel time over 3
     chained calls (which stay in the cache, and the row says so)."""

@@ -231,6 +231,7 @@ def _plain_and_wide(fn, g):
     return np.asarray(plain).astype(np.float32), np.asarray(wide)
 
 
+@pytest.mark.slow  # a matrix of compiled kernels
 @pytest.mark.parametrize("dtype", [np.float16, jnp.bfloat16])
 @pytest.mark.parametrize("size", [345, 456])
 def test_half_precision_coordinates_do_not_depend_on_excess_precision(size, dtype):

@@ -576,6 +576,7 @@ def _processes_mentioning(text: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow  # starts torchrun workers
 def test_failing_worker_names_its_rank_and_leaves_nothing_running(inputs, tmp_path):
     X, y, state = inputs
     with pytest.raises(launch.WorkerError) as error:

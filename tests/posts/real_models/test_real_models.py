@@ -21,7 +21,8 @@ from flax import nnx  # noqa: E402
 
 from sidebyside.posts.real_models import config, gpt2, port, report, work  # noqa: E402
 
-pytestmark = pytest.mark.usefixtures("float32_on_both_sides")
+# Real models at smoke size still build ResNet-50, ViT-B/16 and GPT-2 graphs: a minute and more in all.
+pytestmark = [pytest.mark.usefixtures("float32_on_both_sides"), pytest.mark.slow]
 
 SMOKE = {"resnet50": {"layers": [1, 1, 1, 1], "channels": [8, 8, 16, 16]},
          "vit_b16": {"depth": 2, "embed_dim": 32, "num_heads": 2, "patch_size": 8},

@@ -67,11 +67,13 @@ def test_every_timm_parameter_has_a_place_in_the_port():
         swin.copy_timm_weights(torch_model, other)
 
 
+@pytest.mark.slow  # the tiny parity fixture builds and ports both networks
 def test_logits_agree_in_eval_mode(tiny_parity):
     assert tiny_parity["logit_scale"] > 0.5  # logits of order one, so the absolute tolerance means something
     assert tiny_parity["max_abs_logit_err"] <= LOGIT_ATOL
 
 
+@pytest.mark.slow  # the tiny parity fixture builds and ports both networks
 def test_gradients_of_one_training_step_agree(tiny_parity):
     assert tiny_parity["tensors_compared"] == len(list(swin.torch_model(TINY).parameters()))
     assert tiny_parity["loss_err"] <= 1e-5
@@ -86,6 +88,7 @@ def test_parity_catches_a_missing_shift_mask(monkeypatch):
     assert broken["max_abs_logit_err"] > 100 * LOGIT_ATOL
 
 
+@pytest.mark.slow  # runs both networks in training mode over many draws
 def test_stochastic_depth_drops_whole_samples_in_training_only():
     config = swin.SwinConfig(**{**TINY.to_dict(), "drop_path_rate": 0.5})
     block = swin.FlaxSwinV2(config, rngs=nnx.Rngs(0)).layers[1].blocks[0]  # the last block: rate 0.5
@@ -205,6 +208,7 @@ def test_compiled_rungs_are_static_shapes(monkeypatch):
     assert rung.run is not None and calls == [{"dynamic": False}]
 
 
+@pytest.mark.slow  # trains two seeds of both frameworks
 def test_the_seeds_of_one_program_compile_its_training_step_once(monkeypatch):
     """Seeds differ in the arguments (weights, dropout streams, batches), not in the program: the
     accuracy runs compile the step once and reuse it, and a reused step trains exactly as a freshly
