@@ -135,7 +135,7 @@ def _users_of_lab_modules() -> dict[str, set[str]]:
 
 def test_lab_holds_only_what_more_than_one_post_uses():
     """A lab module that one post alone uses belongs in that post's package."""
-    single = {name: sorted(who) for name, who in _users_of_lab_modules().items()
-              if len(who) == 1 and next(iter(who)).startswith("post:")}
+    users = _users_of_lab_modules()
+    single = {name: sorted(who) for name, who in users.items() if len(who) == 1 and next(iter(who)).startswith("post:")}
     assert not single, f"move these into the post's package (sidebyside.posts.<package>): {single}"
-    assert not [n for n, who in _users_of_lab_modules().items() if not who], "a lab module nobody imports"
+    assert not [name for name, who in users.items() if not who], "a lab module nobody imports"

@@ -183,27 +183,34 @@ def notebook_info(path: Path) -> NotebookInfo:
         raise PublishError(f"{path}: its header's metrics must be a list of the keys its results record carries, "
                            f"e.g. metrics: [accuracy, verdicts] (found {metrics!r})")
     gpu = meta.get("gpu")
-    if gpu is not None and not (isinstance(gpu, dict) and "budget_s" in gpu and gpu.get("measured")
-                                and (gpu["budget_s"] is None or isinstance(gpu["budget_s"], (int, float)))):
+    if gpu is not None:
+        gpu = _gpu_budget(path, gpu)
+    tags = meta.get("tags") or []
+    info = NotebookInfo(path, slug, str(meta["title"]), date, str(meta["description"]),
+                        [str(t) for t in tags], _parameter_names(cells[0]["source"]), str(meta["compared"]),
+                        package=stem.group(1), metrics=list(metrics), gpu=gpu)
+    return info
+
+
+def _gpu_budget(path: Path, gpu: Any) -> dict[str, Any]:
+    """A header's ``gpu`` entry, checked, with ``parts`` turned from the header's list into a mapping in
+    the same order; raises :class:`PublishError` naming ``path`` and what to write."""
+    if not (isinstance(gpu, dict) and "budget_s" in gpu and gpu.get("measured")
+            and (gpu["budget_s"] is None or isinstance(gpu["budget_s"], (int, float)))):
         raise PublishError(f"{path}: its header's gpu must be a mapping with budget_s (device seconds of one run, "
                            f"null until measured) and measured (where that figure comes from), e.g. gpu: "
-                           f"{{budget_s: 300, measured: "
-                           f"\"the GPU and commit of the run\"}} (found {gpu!r})")
-    if gpu is not None and gpu.get("rank") is not None and not (isinstance(gpu["rank"], int) and gpu["rank"] > 0):
+                           f"{{budget_s: 300, measured: \"the GPU and commit of the run\"}} (found {gpu!r})")
+    if gpu.get("rank") is not None and not (isinstance(gpu["rank"], int) and gpu["rank"] > 0):
         raise PublishError(f"{path}: its header's gpu.rank must be a whole number from 1 (owed first), "
                            f"found {gpu['rank']!r}")
-    if gpu is not None and gpu.get("parts") is not None:
+    if gpu.get("parts") is not None:
         parts = gpu["parts"]
         if not (isinstance(parts, list) and all(isinstance(p, dict) and len(p) == 1 for p in parts)):
             raise PublishError(f"{path}: its header's gpu.parts must be a list of one-entry mappings, in the order "
                                "the notebook runs them (a mapping's order is not kept), e.g. parts: [{parity: 120}, "
                                f"{{bench/*: {{count: 3, each_s: 60}}}}] (found {parts!r})")
         gpu = {**gpu, "parts": {name: cost for part in parts for name, cost in part.items()}}
-    tags = meta.get("tags") or []
-    info = NotebookInfo(path, slug, str(meta["title"]), date, str(meta["description"]),
-                        [str(t) for t in tags], _parameter_names(cells[0]["source"]), str(meta["compared"]),
-                        package=stem.group(1), metrics=list(metrics), gpu=gpu)
-    return info
+    return gpu
 
 
 def read_notebook_info(path: Path):

@@ -215,7 +215,7 @@ def plan_gpu_calls(*, site: Path = ROOT, notebooks: Path = ROOT / "notebooks", p
     from sidebyside.publish import schedule
 
     budgets = schedule.read_budgets(notebooks, params_dir)
-    slugs, params, notes = schedule.stale_gpu_posts(budgets, site=site, notebooks=notebooks, params_dir=params_dir,
+    slugs, params = schedule.stale_gpu_posts(budgets, site=site, notebooks=notebooks, params_dir=params_dir,
                                                     everything=everything, only=only)
     if posts:
         print(json.dumps(slugs))
@@ -226,8 +226,6 @@ def plan_gpu_calls(*, site: Path = ROOT, notebooks: Path = ROOT / "notebooks", p
         calls = planned.calls
         print(",".join(calls[call - 1].slugs) if 1 <= call <= len(calls) else "")
         return 0
-    for note in notes:
-        say(f"note: {note}")
     say(schedule.format_plan(planned))
     return 0
 

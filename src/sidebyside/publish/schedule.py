@@ -323,10 +323,10 @@ def _what_to_cut(runs: list[Run], *, limit_s: float, window_s: float, max_calls:
 
 def stale_gpu_posts(budgets: Mapping[str, Any], *, site: Path = ROOT, notebooks: Path = ROOT / "notebooks",
                     params_dir: Path = ROOT / "params", root: Path = ROOT, everything: bool = False,
-                    only: str | None = None) -> tuple[list[str], dict[str, dict[str, Any]], list[str]]:
+                    only: str | None = None) -> tuple[list[str], dict[str, dict[str, Any]]]:
     """The GPU posts (those with a ``gpu`` budget in their header) whose gpu result is not
-    current (all of them with ``everything``: one commit for every post),
-    their gpu parameters, and notes on budget entries that name no notebook."""
+    current (all of them with ``everything``: one commit for every post), ranked ones first,
+    and their gpu parameters."""
     from sidebyside.publish.cache import plan as decide
     from sidebyside.publish.discovery import discover, select
     from sidebyside.publish.params import load_all_params
@@ -335,14 +335,11 @@ def stale_gpu_posts(budgets: Mapping[str, Any], *, site: Path = ROOT, notebooks:
     params = load_all_params(params_dir, infos)
     if "gpu" not in params:
         raise PublishError(f"{params_dir / 'gpu.yaml'} is missing")
-    known = {i.slug for i in infos}
-    notes = [f"{slug}: a budget but no notebook (not planned)" for slug in budgets.get("posts") or {}
-             if slug not in known]
     gpu_infos = [i for i in select(infos, only) if i.slug in (budgets.get("posts") or {})]
     decisions = decide(gpu_infos, "gpu", params, site, force=everything, root=root)
     stale = [d.info.slug for d in decisions if d.action == "run"]
     order = [s for s in (budgets.get("order") or []) if s in stale]
-    return order + [s for s in stale if s not in order], params["gpu"], notes
+    return order + [s for s in stale if s not in order], params["gpu"]
 
 
 def format_plan(plan: Plan) -> str:
