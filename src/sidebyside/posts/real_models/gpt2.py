@@ -195,6 +195,14 @@ class FlaxBlock(nnx.Module):
         return x + self.mlp(self.ln_2(x)), cache
 
 
+def _as_given(arrays, /, *, dtype=None, inexact=True):
+    """The embedding's dtype promotion, following the arrays it is given: ``nnx.Embed`` otherwise
+    computes in the dtype its table had when it was built (float32), even after the parameters are
+    cast to bfloat16 for a step (the whole residual stream would then run in float32) or to float64
+    for the parity check."""
+    return arrays
+
+
 class FlaxGPT(nnx.Module):
     """GPT-2 in Flax NNX: ``model(idx)`` gives logits; ``model(idx, cache, pos)`` gives
     ``(logits, cache)``."""
@@ -202,8 +210,8 @@ class FlaxGPT(nnx.Module):
     def __init__(self, c: GPTConfig = GPTConfig(), *, rngs: nnx.Rngs):
         self.config = c
         init = nnx.initializers.normal(0.02)
-        self.wte = nnx.Embed(c.vocab_size, c.n_embd, embedding_init=init, rngs=rngs)
-        self.wpe = nnx.Embed(c.n_positions, c.n_embd, embedding_init=init, rngs=rngs)
+        self.wte = nnx.Embed(c.vocab_size, c.n_embd, embedding_init=init, promote_dtype=_as_given, rngs=rngs)
+        self.wpe = nnx.Embed(c.n_positions, c.n_embd, embedding_init=init, promote_dtype=_as_given, rngs=rngs)
         self.h = nnx.List([FlaxBlock(c, rngs=rngs) for _ in range(c.n_layer)])
         self.ln_f = nnx.LayerNorm(c.n_embd, epsilon=1e-5, use_fast_variance=False, rngs=rngs)
 

@@ -111,13 +111,15 @@ def flops_record(counts: Mapping[str, float], *, model: str, workload: str, batc
 
 
 def parity_table(parity: Mapping[str, Mapping[str, Any]]):
-    """One row per model: the logit difference against its scale, the worst gradient, the verdict."""
+    """One row per model: the logit difference against its scale, the float64 gradients (all, and the
+    worst tensor), the float32 gradients beside PyTorch's own float32 rounding, the verdict."""
     import pandas as pd
 
     return pd.DataFrame([{"model": NAMES[k], "tensors": p["tensors"], "largest |Δ logit|": p["max_abs_logit_diff"],
                           "logit scale (max |logit|)": p["logit_scale"], "relative": p["relative_logit_diff"],
-                          "gradients (relative)": p.get("grad_diff"), "worst tensor (relative)": p["max_relative_grad_diff"], "in": p["worst_grad_tensor"],
-                          "gradients of": p.get("grad_mode"), "training mode (relative)": p.get("train_mode_grad_diff"),
+                          "gradients, float64": p["grad_diff"], "worst tensor, float64": p["max_relative_grad_diff"],
+                          "in": p["worst_grad_tensor"], "gradients, float32": p["float32_grad_diff"],
+                          "PyTorch float32 vs float64": p["torch_float32_error"],
                           "within tolerance": p["within_tolerance"]} for k, p in parity.items()]).set_index("model")
 
 
@@ -128,10 +130,12 @@ def parity_claim(parity: Mapping[str, Mapping[str, Any]]) -> str:
         ok = "within" if p["within_tolerance"] else "OUTSIDE"
         lines.append(f"- **{NAMES[key]}** ({verdict.plural(p['tensors'], 'tensor')}): logits differ by at most "
                      f"{verdict.fmt_number(p['relative_logit_diff'])} of their scale (tolerance "
-                     f"{verdict.fmt_number(p['logit_tolerance'])}); the gradients, as one vector, by "
-                     f"{verdict.fmt_number(p.get('grad_diff') or 0)} relative (tolerance "
+                     f"{verdict.fmt_number(p['logit_tolerance'])}); a training step's gradients in float64, as one "
+                     f"vector, by {verdict.fmt_number(p['grad_diff'])} relative (tolerance "
                      f"{verdict.fmt_number(p['grad_tolerance'])}; the worst tensor, `{p['worst_grad_tensor']}`, by "
-                     f"{verdict.fmt_number(p['max_relative_grad_diff'])}): {ok} tolerance.")
+                     f"{verdict.fmt_number(p['max_relative_grad_diff'])}): {ok} tolerance. In float32 they differ "
+                     f"by {verdict.fmt_number(p['float32_grad_diff'])}, where PyTorch's own float32 gradients differ "
+                     f"from its float64 ones by {verdict.fmt_number(p['torch_float32_error'])}.")
     return "\n".join(lines)
 
 
