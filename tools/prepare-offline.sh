@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepare, on a connected machine, what an air-gapped GPU box lacks to run
 # `make execute PROFILE=gpu PYTHON=python3 SETUP=0`:
-#   .offline/wheels/                 papermill, nbconvert, jupytext, ipykernel, torchviz, graphviz, threadpoolctl
+#   .offline/wheels/                 papermill, nbconvert, jupytext, ipykernel, torchviz, graphviz, threadpoolctl, pytest
 #                                    and their dependencies, for the box's Python, less what it has
 #   .offline/requirements-offline.txt   what to install there
 #   .offline/fashion-mnist/          the four FashionMNIST .gz files (for FASHION_MNIST_DIR)
@@ -26,7 +26,7 @@ pip_download() {
   python3 -m pip download -q --only-binary=:all: --python-version "$pyver" --implementation cp "${platforms[@]}" -d "$out/wheels" "$@"
 }
 # The notebook runner and its dependencies; torchviz without its (torch) dependency.
-pip_download papermill nbconvert jupytext ipykernel nbformat nbclient graphviz pyyaml tqdm threadpoolctl
+pip_download papermill nbconvert jupytext ipykernel nbformat nbclient graphviz pyyaml tqdm threadpoolctl pytest
 pip_download --no-deps torchviz
 # Drop what the box already has (a GPU image ships these; pass a file with one name a line to override).
 default_has="numpy scipy pandas matplotlib torch jax jaxlib flax optax pyyaml tqdm jinja2 markupsafe pygments
