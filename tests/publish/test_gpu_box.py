@@ -417,3 +417,65 @@ def test_the_library_notes_the_data_and_sources_a_run_reads(monkeypatch):
     noted = runkey.recorded(ROOT)["data"]
     assert {Path(name).name for name in noted} == set(data.FILES) | {"grid_sample_cpu.cc"}
     assert runkey._path(next(n for n in noted if n.endswith("-ubyte.gz")), ROOT).parent == Path(loaded.source).resolve()
+
+
+PARTS_NOTEBOOK = """# ---
+# jupyter:
+#   kernelspec: {display_name: Python 3 (ipykernel), language: python, name: python3}
+#   sidebyside:
+#     slug: parts-fixture
+#     title: A run in parts
+#     date: '2026-11-26'
+#     description: A notebook that counts its runs in its checkpoint file.
+#     compared: Nothing raced; a run in parts keeping its checkpoint file.
+#     tags: [test]
+#     metrics: [runs]
+# ---
+
+# %% tags=["parameters"]
+checkpoint_file = ""
+
+# %%
+import json
+from pathlib import Path
+
+from sidebyside.run import provenance
+
+path = Path(checkpoint_file)
+runs = json.loads(path.read_text())["runs"] + 1 if path.is_file() else 1
+path.write_text(json.dumps({"runs": runs}))
+provenance.save_results({"runs": runs})["metrics"]
+"""
+
+
+def test_a_run_in_parts_keeps_its_checkpoint_file_in_the_repository(tmp_path):
+    """The kernel works in build/scratch/<slug>/, emptied before every run; a checkpoint_file named relative to
+    the repository (as params/gpu.yaml names it) is written there all the same, where a device call packs it
+    and the next run reads it back."""
+    root = tmp_path / "repo"
+    shutil.copytree(ROOT / "src", root / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "requirements.txt", root / "requirements.txt")
+    (root / "notebooks").mkdir()
+    (root / "notebooks" / "00_parts.py").write_text(PARTS_NOTEBOOK)
+    (root / "params").mkdir()
+    for profile in publish.PROFILES:
+        (root / "params" / f"{profile}.yaml").write_text("parts-fixture: {checkpoint_file: checkpoints/parts.json}\n")
+    _git(root, "init", "-q")
+    _git(root, "add", ".")
+    _git(root, "commit", "-qm", "init")
+    site = make_site(tmp_path / "site")
+    env = {"PYTHONPATH": str(root / "src"), runkey.GIT_SHA_ENV: None}
+    saved = {k: os.environ.get(k) for k in env}
+    for k, v in env.items():
+        os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    try:
+        kw = dict(notebooks=root / "notebooks", params_dir=root / "params", site=site, build=tmp_path / "build",
+                  root=root, progress=False, profile="smoke", force=True)
+        assert publish.run(**kw) == 0
+        assert publish.run(**kw) == 0
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    assert json.loads((root / "checkpoints" / "parts.json").read_text()) == {"runs": 2}
+    record = json.loads((site / "_data" / "results" / "parts-fixture.json").read_text())
+    assert record["metrics"]["runs"] == 2

@@ -37,7 +37,8 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
             aa: bool = False) -> tuple[Path, dict[str, Any]]:
     """Run one notebook with papermill into ``build/executed/<slug>.ipynb``,
     its kernel working in a scratch directory of its own, ``build/scratch/<slug>/``
-    (emptied first), never in the repository or the site.
+    (emptied first), never in the repository or the site (a run in parts reaches the repository's
+    checkpoint folder through a link, :func:`_link_checkpoint_folder`).
 
     Returns the executed path and the results record the notebook saved. Raises
     :class:`PublishError` with the failing cell and error. ``aa``: an A/A run (every timed
@@ -57,6 +58,7 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
     scratch = build / "scratch" / info.slug  # the kernel's working directory: nothing else of the tree
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
+    _link_checkpoint_folder(params, scratch, root)
     run_context = context.RunContext(slug=info.slug, profile=profile, results_dir=results_dir, root=root,
                                      headless=True, inputs=runkey.declared_inputs(info.path, profile, params, root),
                                      aa=aa)
@@ -93,6 +95,18 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
         raise PublishError(f"{info.path}: save_results was called with slug {record.get('slug')!r}, expected {info.slug!r}")
     check_machine(record, info.slug)
     return executed, record
+
+
+def _link_checkpoint_folder(params: dict[str, Any], scratch: Path, root: Path) -> None:
+    """A run in parts names its ``checkpoint_file`` relative to the repository (params/gpu.yaml), where the
+    planner reads it and a call packs it; the kernel works in ``scratch``, so the file's top folder is
+    linked there (made in the repository if missing)."""
+    name = params.get("checkpoint_file")
+    if not name or Path(name).is_absolute():
+        return
+    top = Path(name).parts[0]
+    (root / top).mkdir(parents=True, exist_ok=True)
+    (scratch / top).symlink_to((root / top).resolve(), target_is_directory=True)
 
 
 def check_machine(record: dict[str, Any], slug: str) -> list[str]:

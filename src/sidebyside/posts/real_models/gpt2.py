@@ -251,8 +251,13 @@ def jax_generate(graphdef, params, prompt, cache, new_tokens: int):
 
 
 def jax_generate_uncached(model: FlaxGPT, prompt, new_tokens: int):
-    """The same greedy tokens, each from a forward over the whole sequence so far (no cache)."""
-    seq = prompt
-    for _ in range(new_tokens):
-        seq = jnp.concatenate([seq, jnp.argmax(model(seq)[:, -1], axis=-1)[:, None].astype(seq.dtype)], axis=1)
-    return seq[:, prompt.shape[1]:]
+    """The same greedy tokens, each from a forward over the whole sequence so far (no cache). The
+    sequence lives in a buffer of its final length, so that one compiled forward serves every step
+    (a growing sequence would compile every operation again at each length); causal attention keeps
+    the unfilled tail from reaching the position read."""
+    B, P = prompt.shape
+    seq = jnp.zeros((B, P + new_tokens), prompt.dtype).at[:, :P].set(prompt)
+    forward = nnx.jit(lambda m, s: m(s))
+    for i in range(new_tokens):
+        seq = seq.at[:, P + i].set(jnp.argmax(forward(model, seq)[:, P + i - 1], axis=-1).astype(seq.dtype))
+    return seq[:, P:]
