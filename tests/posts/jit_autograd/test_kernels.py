@@ -39,16 +39,30 @@ def test_summarise_divides_by_the_calls_and_ranks_the_kernels():
         kernels.summarise(events, calls=0)
 
 
-def _function_event(name, *, device, activity, start_us=0.0, end_us=1.0, index=0):
+def _function_event(name, *, device, activity, start_us=0.0, end_us=1.0, index=0, typed=True):
+    """A profiler event as this PyTorch makes it; ``typed=False``: without its activity type, as
+    PyTorch releases that do not keep it (2.11 among them) give it."""
+    import inspect
+
     from torch.autograd import DeviceType
     from torch.autograd.profiler_util import FunctionEvent
 
-    return FunctionEvent(id=0, name=name, thread=0, start_us=start_us, end_us=end_us, use_device="cuda",
-                         device_type=DeviceType.CUDA if device == "cuda" else DeviceType.CPU, device_index=index,
-                         activity_type=activity)
+    accepts = inspect.signature(FunctionEvent).parameters
+    extra = {"activity_type": activity} if typed and "activity_type" in accepts else {}
+    if "is_user_annotation" in accepts:
+        extra["is_user_annotation"] = activity == "gpu_user_annotation"
+    event = FunctionEvent(id=0, name=name, thread=0, start_us=start_us, end_us=end_us, use_device="cuda",
+                          device_type=DeviceType.CUDA if device == "cuda" else DeviceType.CPU, device_index=index,
+                          **extra)
+    if not typed and hasattr(event, "activity_type"):
+        event.activity_type = None
+    return event
 
 
-def test_torch_picks_the_kernels_on_the_device_and_ignores_host_events():
+@pytest.mark.parametrize("typed", [True, False], ids=["activity-type", "no-activity-type"])
+def test_torch_picks_the_kernels_on_the_device_and_ignores_host_events(typed):
+    import functools
+
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -58,16 +72,17 @@ def test_torch_picks_the_kernels_on_the_device_and_ignores_host_events():
             x @ x
     host = list(prof.events())
     assert host and any(e.name == "aten::mm" for e in host)
+    event = functools.partial(_function_event, typed=typed)
     device = [
-        _function_event("gemm_kernel", device="cuda", activity="kernel", end_us=30.0),
-        _function_event("gemm_kernel", device="cuda", activity="kernel", start_us=40.0, end_us=70.0),
-        _function_event("elementwise", device="cuda", activity="kernel", start_us=80.0, end_us=85.0),
-        _function_event("Memcpy DtoD (Device -> Device)", device="cuda", activity="gpu_memcpy", end_us=4.0),
-        _function_event("Memset (Device)", device="cuda", activity="gpu_memset", end_us=1.0),
+        event("gemm_kernel", device="cuda", activity="kernel", end_us=30.0),
+        event("gemm_kernel", device="cuda", activity="kernel", start_us=40.0, end_us=70.0),
+        event("elementwise", device="cuda", activity="kernel", start_us=80.0, end_us=85.0),
+        event("Memcpy DtoD (Device -> Device)", device="cuda", activity="gpu_memcpy", end_us=4.0),
+        event("Memset (Device)", device="cuda", activity="gpu_memset", end_us=1.0),
         # a span that covers kernels (counting it would count them twice), and another GPU's kernel
-        _function_event("## step ##", device="cuda", activity="gpu_user_annotation", end_us=90.0),
-        _function_event("other_gpu", device="cuda", activity="kernel", end_us=500.0, index=1),
-        _function_event("cudaLaunchKernel", device="cpu", activity="cuda_runtime", end_us=7.0),
+        event("## step ##", device="cuda", activity="gpu_user_annotation", end_us=90.0),
+        event("other_gpu", device="cuda", activity="kernel", end_us=500.0, index=1),
+        event("cudaLaunchKernel", device="cpu", activity="cuda_runtime", end_us=7.0),
     ]
     found, copies = kernels.torch_device_events(host + device)
     assert [(name, round(seconds * 1e6, 6)) for name, seconds in found] == [
@@ -167,17 +182,25 @@ def test_measure_keeps_a_failing_profile_as_its_rows_error(monkeypatch):
     assert rows["torch/compile-cudagraphs"]["not_applicable"] == "CUDA graphs need a CUDA GPU"
 
 
-@pytest.mark.skipif(not _torch_cuda(), reason="kernel time needs a CUDA GPU")
-def test_torch_matmul_kernel_time_is_positive_and_within_the_synchronised_call():
-    import torch
+def test_measure_profiles_jax_first_and_keeps_the_candidates_order(monkeypatch):
+    profiled = []
 
-    a = torch.randn(2048, 2048, device="cuda")
-    call = timing.time_fn(lambda: a @ a, repeats=5)
-    k = kernels.torch_kernel_time(lambda: a @ a, calls=10)
-    assert 0 < k.kernel_s <= call.median_s
-    assert k.kernels_per_call >= 1 and k.top
+    def record(framework):
+        def kernel_time(fn, **_):
+            profiled.append(framework)
+            return kernels.summarise([("k", 1e-6)], calls=1)
+        return kernel_time
+
+    for framework in ("torch", "jax"):
+        monkeypatch.setitem(kernels._BY_FRAMEWORK, framework, record(framework))
+    rows = kernels.measure({"torch/eager": lambda: None, "jax/jit": lambda: None, "torch/compile": lambda: None,
+                            "jax/scan": lambda: None})
+    assert profiled == ["jax", "jax", "torch", "torch"]
+    assert list(rows) == ["torch/eager", "jax/jit", "torch/compile", "jax/scan"]
 
 
+# The GPU checks: the JAX ones before PyTorch's in this file, as `measure` does (once PyTorch's profiler has
+# run in a process, JAX's cannot subscribe to CUPTI)
 @pytest.mark.skipif(not _jax_gpu(), reason="kernel time needs a CUDA GPU")
 def test_jax_matmul_kernel_time_is_positive_and_within_the_synchronised_call():
     import jax
@@ -187,5 +210,29 @@ def test_jax_matmul_kernel_time_is_positive_and_within_the_synchronised_call():
     f = jax.jit(lambda m: m @ m)
     call = timing.time_fn(lambda: f(a), repeats=5)
     k = kernels.jax_kernel_time(lambda: f(a), calls=10)
+    assert 0 < k.kernel_s <= call.median_s
+    assert k.kernels_per_call >= 1 and k.top
+
+
+@pytest.mark.skipif(not (_torch_cuda() and _jax_gpu()), reason="kernel time needs a CUDA GPU")
+def test_measure_times_both_frameworks_kernels_in_one_process():
+    import jax
+    import jax.numpy as jnp
+    import torch
+
+    a = torch.randn(1024, 1024, device="cuda")
+    b = jax.device_put(jnp.ones((1024, 1024), jnp.float32), jax.devices("gpu")[0])
+    f = jax.jit(lambda m: m @ m)
+    rows = kernels.measure({"torch/eager": lambda: a @ a, "jax/jit": lambda: f(b)}, calls=5)
+    assert all(r["error"] is None and r["kernel_s"] > 0 for r in rows.values()), rows
+
+
+@pytest.mark.skipif(not _torch_cuda(), reason="kernel time needs a CUDA GPU")
+def test_torch_matmul_kernel_time_is_positive_and_within_the_synchronised_call():
+    import torch
+
+    a = torch.randn(2048, 2048, device="cuda")
+    call = timing.time_fn(lambda: a @ a, repeats=5)
+    k = kernels.torch_kernel_time(lambda: a @ a, calls=10)
     assert 0 < k.kernel_s <= call.median_s
     assert k.kernels_per_call >= 1 and k.top

@@ -112,13 +112,27 @@ def torch_device_events(events: Iterable[Any], *, gpu: int = 0) -> tuple[list[tu
     for event in events:
         if event.device_type != DeviceType.CUDA or event.device_index != gpu:
             continue
-        kind = (getattr(event, "activity_type", None) or "").lower()
+        kind = _torch_kind(event)
         seconds = event.time_range.elapsed_us() * 1e-6
         if kind == _TORCH_KERNEL:
             kernels.append((event.name, seconds))
         elif kind in _TORCH_COPIES:
             copies.append((event.name, seconds))
     return kernels, copies
+
+
+def _torch_kind(event: Any) -> str:
+    """A device event's Kineto activity type. Where ``FunctionEvent`` does not keep it (PyTorch 2.11
+    among others), it is told from what the event does keep: a GPU annotation is marked
+    ``is_user_annotation``, Kineto names copies and fills ``Memcpy ...`` and ``Memset ...``, and the
+    rest of the device's events are kernels."""
+    kind = getattr(event, "activity_type", None)
+    if kind:
+        return str(kind).lower()
+    if getattr(event, "is_user_annotation", False):
+        return "gpu_user_annotation"
+    name = event.name.lower()
+    return "gpu_memcpy" if name.startswith("memcpy") else "gpu_memset" if name.startswith("memset") else _TORCH_KERNEL
 
 
 def _device_plane(gpu: int) -> str:
@@ -258,7 +272,10 @@ def measure(candidates: Mapping[str, Any], *, calls: int = CALLS, warmup: int = 
     candidate that is not a callable), ``{"not_applicable": reason}``.
     """
     rows: dict[str, dict[str, Any]] = {}
-    for name, candidate in candidates.items():
+    # JAX's first: CUPTI takes one subscriber a process, and once PyTorch's profiler has run, JAX's
+    # cannot subscribe (seen on an H200: "cuptiSubscribeV2: ignored due to a previous error")
+    for name in sorted(candidates, key=lambda n: n.split("/", 1)[0] != "jax"):
+        candidate = candidates[name]
         framework = name.split("/", 1)[0]
         kernel_time = _BY_FRAMEWORK.get(framework)
         try:
@@ -273,4 +290,4 @@ def measure(candidates: Mapping[str, Any], *, calls: int = CALLS, warmup: int = 
             rows[name] = {"error": None, "not_applicable": str(reason)}
         except Exception as error:  # a failing profile is a finding: keep its row
             rows[name] = {"error": timing.one_line(error), "not_applicable": None}
-    return rows
+    return {name: rows[name] for name in candidates}
