@@ -269,10 +269,12 @@ pd.Series(failed_or_absent, name="why there is no figure", dtype=object).to_fram
 # and the back-to-back time; the rest of a call is launch and synchronisation. A CPU has no kernel time.
 kernel_times = {}  # (device, size) -> {method: kernel row of kernels.measure}
 if on_gpu:
-    for n in progress.bar(sizes, desc="kernel time"):
-        ran = {m: fn for m, fn in candidates("gpu", n).items() if m in jit_timings["gpu", n]}
-        # three warm-up calls: reduce-overhead records its CUDA graph after a warm-up call
-        kernel_times["gpu", n] = kernels.measure(ran, calls=kernel_calls, warmup=3)
+    # every size in one measure, which profiles all of JAX's rungs before PyTorch's first (see kernels.measure);
+    # three warm-up calls: reduce-overhead records its CUDA graph after a warm-up call
+    ran = {(m, n): fn for n in sizes for m, fn in candidates("gpu", n).items() if m in jit_timings["gpu", n]}
+    rows = kernels.measure({f"{m}@{n}": fn for (m, n), fn in ran.items()}, calls=kernel_calls, warmup=3)
+    for m, n in ran:
+        kernel_times.setdefault(("gpu", n), {})[m] = rows[f"{m}@{n}"]
 kernel_view = report.kernel_table(jit_entries, back_to_back, kernel_times, labels=LABEL) if on_gpu else None
 kernel_view
 

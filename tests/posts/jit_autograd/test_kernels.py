@@ -25,6 +25,35 @@ def _jax_gpu() -> bool:
         return False
 
 
+# The GPU checks of JAX's profiler come first in this file: once PyTorch's profiler has run in a process (even
+# a trace of CPU operators only), JAX's cannot subscribe to CUPTI (seen on an H200 with PyTorch 2.11 and JAX
+# 0.11), so `measure` profiles JAX's candidates first too
+@pytest.mark.skipif(not _jax_gpu(), reason="kernel time needs a CUDA GPU")
+def test_jax_matmul_kernel_time_is_positive_and_within_the_synchronised_call():
+    import jax
+    import jax.numpy as jnp
+
+    a = jax.device_put(jnp.ones((2048, 2048), jnp.float32), jax.devices("gpu")[0])
+    f = jax.jit(lambda m: m @ m)
+    call = timing.time_fn(lambda: f(a), repeats=5)
+    k = kernels.jax_kernel_time(lambda: f(a), calls=10)
+    assert 0 < k.kernel_s <= call.median_s
+    assert k.kernels_per_call >= 1 and k.top
+
+
+@pytest.mark.skipif(not (_torch_cuda() and _jax_gpu()), reason="kernel time needs a CUDA GPU")
+def test_measure_times_both_frameworks_kernels_in_one_process():
+    import jax
+    import jax.numpy as jnp
+    import torch
+
+    a = torch.randn(1024, 1024, device="cuda")
+    b = jax.device_put(jnp.ones((1024, 1024), jnp.float32), jax.devices("gpu")[0])
+    f = jax.jit(lambda m: m @ m)
+    rows = kernels.measure({"torch/eager": lambda: a @ a, "jax/jit": lambda: f(b)}, calls=5)
+    assert all(r["error"] is None and r["kernel_s"] > 0 for r in rows.values()), rows
+
+
 def test_summarise_divides_by_the_calls_and_ranks_the_kernels():
     events = [("gemm", 3e-6), ("add", 1e-6), ("gemm", 5e-6), ("add", 1e-6), ("exp", 0.5e-6)]
     k = kernels.summarise(events, [("Memcpy DtoD", 2e-6)], calls=2, top=2)
@@ -197,34 +226,6 @@ def test_measure_profiles_jax_first_and_keeps_the_candidates_order(monkeypatch):
                             "jax/scan": lambda: None})
     assert profiled == ["jax", "jax", "torch", "torch"]
     assert list(rows) == ["torch/eager", "jax/jit", "torch/compile", "jax/scan"]
-
-
-# The GPU checks: the JAX ones before PyTorch's in this file, as `measure` does (once PyTorch's profiler has
-# run in a process, JAX's cannot subscribe to CUPTI)
-@pytest.mark.skipif(not _jax_gpu(), reason="kernel time needs a CUDA GPU")
-def test_jax_matmul_kernel_time_is_positive_and_within_the_synchronised_call():
-    import jax
-    import jax.numpy as jnp
-
-    a = jax.device_put(jnp.ones((2048, 2048), jnp.float32), jax.devices("gpu")[0])
-    f = jax.jit(lambda m: m @ m)
-    call = timing.time_fn(lambda: f(a), repeats=5)
-    k = kernels.jax_kernel_time(lambda: f(a), calls=10)
-    assert 0 < k.kernel_s <= call.median_s
-    assert k.kernels_per_call >= 1 and k.top
-
-
-@pytest.mark.skipif(not (_torch_cuda() and _jax_gpu()), reason="kernel time needs a CUDA GPU")
-def test_measure_times_both_frameworks_kernels_in_one_process():
-    import jax
-    import jax.numpy as jnp
-    import torch
-
-    a = torch.randn(1024, 1024, device="cuda")
-    b = jax.device_put(jnp.ones((1024, 1024), jnp.float32), jax.devices("gpu")[0])
-    f = jax.jit(lambda m: m @ m)
-    rows = kernels.measure({"torch/eager": lambda: a @ a, "jax/jit": lambda: f(b)}, calls=5)
-    assert all(r["error"] is None and r["kernel_s"] > 0 for r in rows.values()), rows
 
 
 @pytest.mark.skipif(not _torch_cuda(), reason="kernel time needs a CUDA GPU")

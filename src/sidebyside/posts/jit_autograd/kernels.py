@@ -262,7 +262,8 @@ _BY_FRAMEWORK = {"torch": torch_kernel_time, "jax": jax_kernel_time}
 def measure(candidates: Mapping[str, Any], *, calls: int = CALLS, warmup: int = 1,
             gpu: int = 0) -> dict[str, dict[str, Any]]:
     """The kernel time of each ``"<framework>/<tool>"`` callable (a ladder's candidates, as
-    :func:`sidebyside.lab.timing.ladder` takes them), with its framework's profiler, after
+    :func:`sidebyside.lab.timing.ladder` takes them), with its framework's profiler, JAX's
+    candidates first (so a process measures all its candidates in one call), after
     ``warmup`` unprofiled calls (more than one where a tool settles over its first calls, as a
     CUDA graph is recorded only after a warm-up call).
 
@@ -272,8 +273,8 @@ def measure(candidates: Mapping[str, Any], *, calls: int = CALLS, warmup: int = 
     candidate that is not a callable), ``{"not_applicable": reason}``.
     """
     rows: dict[str, dict[str, Any]] = {}
-    # JAX's first: CUPTI takes one subscriber a process, and once PyTorch's profiler has run, JAX's
-    # cannot subscribe (seen on an H200: "cuptiSubscribeV2: ignored due to a previous error")
+    # JAX's first: once PyTorch's profiler has run in a process (even over CPU operators alone), JAX's
+    # cannot subscribe to CUPTI (seen on an H200: "cuptiSubscribeV2: ignored due to a previous error")
     for name in sorted(candidates, key=lambda n: n.split("/", 1)[0] != "jax"):
         candidate = candidates[name]
         framework = name.split("/", 1)[0]
