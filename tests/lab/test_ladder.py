@@ -129,6 +129,7 @@ def test_k_step_graph_and_compiled_graphs_match_eager_on_a_gpu(arrays, loop):
                                atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loop", ["device", "scan"])
 def test_jax_rungs_match_torch_eager(arrays, eager, loop):
     torch.manual_seed(0)
@@ -157,6 +158,7 @@ def _assert_bf16_losses(losses, reference):
     assert np.max(np.abs(np.asarray(losses) / np.asarray(reference) - 1)) > FLOAT32_RTOL, "no bf16 rounding seen"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loop,kwargs", [("compile", {}), ("cuda_graph", {"capture": False})],
                          ids=["compile", "cuda_graph-uncaptured"])
 def test_torch_bf16_rung_matches_float32_eager_within_bf16_rounding(arrays, eager, loop, kwargs):
@@ -165,6 +167,7 @@ def test_torch_bf16_rung_matches_float32_eager_within_bf16_rounding(arrays, eage
     assert weights.dtype == np.float32  # float32 master weights
 
 
+@pytest.mark.slow
 def test_flax_bf16_rung_matches_float32_eager_within_bf16_rounding(arrays, eager):
     torch.manual_seed(0)
     torch_model = models.TorchMLP(hidden=32)

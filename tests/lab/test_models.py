@@ -53,6 +53,7 @@ def test_copied_weights_give_the_same_logits(kind):
     np.testing.assert_allclose(flax_logits, torch_logits, atol=2e-5, rtol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["mlp", "cnn"])
 def test_every_input_layout_gives_the_same_logits(kind):
     torch_model, flax_model = _pair(kind)

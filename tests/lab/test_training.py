@@ -61,6 +61,7 @@ def test_cnn_training_matches_across_frameworks(arrays):
                                torch_model(torch.from_numpy(X)).detach().numpy(), atol=1e-3)
 
 
+@pytest.mark.slow
 def test_bf16_training_matches_across_frameworks_and_learns(arrays):
     # The same mixed-precision policy on both sides (bf16 network, float32 loss, master weights and Adam
     # state): two epochs from the same weights stay within four bf16 unit roundoffs (4 * 2**-8, see
@@ -75,6 +76,7 @@ def test_bf16_training_matches_across_frameworks_and_learns(arrays):
     assert all(p.dtype == torch.float32 for p in torch_model.parameters())
 
 
+@pytest.mark.slow
 def test_loop_styles_compute_the_same_thing(arrays):
     config = CONFIGS["sgd+wd"]
     torch_model, flax_model = _pair("mlp")
@@ -92,6 +94,7 @@ def test_loop_styles_compute_the_same_thing(arrays):
         np.testing.assert_allclose(losses[loop], device_history.train_loss, rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_on_epoch_end_sees_initial_and_every_epoch(arrays):
     config = training.TrainConfig(num_epochs=2, batch_size=128, lr=0.05)
     for kind_train in ("torch", "flax"):
@@ -115,6 +118,7 @@ def test_on_epoch_end_sees_initial_and_every_epoch(arrays):
         assert list(history.to_frame().index) == [1, 2]
 
 
+@pytest.mark.slow
 def test_evaluate_agrees_with_predict_and_beats_chance_after_training(arrays):
     config = training.TrainConfig(num_epochs=2, batch_size=32, lr=2e-3, optimizer="adam")
     torch_model, flax_model = _pair("mlp")

@@ -448,6 +448,7 @@ provenance.save_results({"runs": runs})["metrics"]
 """
 
 
+@pytest.mark.slow
 def test_a_run_in_parts_keeps_its_checkpoint_file_in_the_repository(tmp_path):
     """The kernel works in build/scratch/<slug>/, emptied before every run; a checkpoint_file named relative to
     the repository (as params/gpu.yaml names it) is written there all the same, where a device call packs it

@@ -26,7 +26,7 @@ def _jax_gpu() -> bool:
 
 
 # The GPU checks of JAX's profiler come first in this file: once PyTorch's profiler has run in a process (even
-# a trace of CPU operators only), JAX's cannot subscribe to CUPTI (seen on an H200 with PyTorch 2.11 and JAX
+# a trace of CPU operators only), JAX's cannot subscribe to CUPTI (seen on a GPU box with PyTorch 2.11 and JAX
 # 0.11), so `measure` profiles JAX's candidates first too
 @pytest.mark.skipif(not _jax_gpu(), reason="kernel time needs a CUDA GPU")
 def test_jax_matmul_kernel_time_is_positive_and_within_the_synchronised_call():

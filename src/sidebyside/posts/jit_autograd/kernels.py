@@ -274,7 +274,7 @@ def measure(candidates: Mapping[str, Any], *, calls: int = CALLS, warmup: int = 
     """
     rows: dict[str, dict[str, Any]] = {}
     # JAX's first: once PyTorch's profiler has run in a process (even over CPU operators alone), JAX's
-    # cannot subscribe to CUPTI (seen on an H200: "cuptiSubscribeV2: ignored due to a previous error")
+    # cannot subscribe to CUPTI ("cuptiSubscribeV2: ignored due to a previous error")
     for name in sorted(candidates, key=lambda n: n.split("/", 1)[0] != "jax"):
         candidate = candidates[name]
         framework = name.split("/", 1)[0]
