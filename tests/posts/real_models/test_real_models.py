@@ -162,3 +162,20 @@ def test_full_size_flops_match_each_other_and_the_published_figure(key):
     record = report.flops_record(counts, model=key, workload="infer", batch=1, tokens=None, full_size=True)
     assert record["agree"], record
     assert abs(record["torch_over_published"] - 1) <= 0.10, record
+
+
+def test_compiling_a_training_step_logs_nothing_into_the_post():
+    """torch logs two lines on a CPU when it compiles an AdamW step (AOTInductor's search for a CUDA runtime,
+    Dynamo leaving out Optimizer.step's profiler span); the publisher refuses a log line in a post, and the
+    rungs' module quiets both wherever it is imported."""
+    import subprocess
+    import sys
+
+    code = ("import torch, sidebyside.posts.real_models.work\n"
+            "m = torch.nn.Linear(4, 4); opt = torch.optim.AdamW(m.parameters())\n"
+            "@torch.compile\n"
+            "def step(x):\n"
+            "    opt.zero_grad(); m(x).sum().backward(); opt.step()\n"
+            "step(torch.randn(2, 4))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600)
+    assert "No CUDA runtime" not in out.stderr and "will be ignored" not in out.stderr, out.stderr

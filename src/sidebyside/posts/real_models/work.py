@@ -28,6 +28,7 @@ there, before its first call).
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import time
 from collections.abc import Sequence
@@ -35,6 +36,12 @@ from typing import Any
 
 __all__ = ["TORCH_TOOLS", "JAX_TOOLS", "GPU_ONLY", "TOOL_LABELS", "BUILD_S", "build", "flops", "peak_memory",
            "bf16_support"]
+
+# Two torch log lines that say nothing about a run (and a log line is refused in a post): Dynamo leaving out
+# the profiler span that Optimizer.step opens inside a compiled step, and AOTInductor looking for a CUDA
+# runtime on a machine without one. This module is imported wherever the rungs are built.
+for _name in ("torch._dynamo.variables.ctx_manager", "torch.utils.cpp_extension"):
+    logging.getLogger(_name).setLevel(logging.ERROR)
 
 TORCH_TOOLS = ("eager", "compile", "max-autotune", "cuda-graph", "aoti")
 JAX_TOOLS = ("jit",)
