@@ -179,3 +179,13 @@ def test_compiling_a_training_step_logs_nothing_into_the_post():
             "step(torch.randn(2, 4))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600)
     assert "No CUDA runtime" not in out.stderr and "will be ignored" not in out.stderr, out.stderr
+
+
+def test_generation_through_a_compiled_model_equals_eager():
+    """The compiled rung of generation runs the same loop through ``torch.compile(model)``."""
+    spec = smoke("gpt2")
+    t = config.torch_model(spec).eval()
+    prompt = torch.from_numpy(port.inputs(spec, 2)[0][:, :5])
+    eager = gpt2.torch_generate(t, prompt, 4).numpy()
+    compiled = gpt2.torch_generate(t, prompt, 4, step=torch.compile(t, dynamic=False)).numpy()
+    np.testing.assert_array_equal(compiled, eager)

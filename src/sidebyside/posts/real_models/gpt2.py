@@ -128,7 +128,7 @@ class GPT(nn.Module):
 def torch_generate(model: GPT, prompt, new_tokens: int, step=None):
     """Greedy generation of ``new_tokens`` tokens after ``prompt`` (batch, length) with the cache;
     ``step``: what runs the model (``model`` itself, or a compiled ``model``)."""
-    step = step or model
+    step = model if step is None else step  # a compiled module has no truth value (its len() is the model's)
     B, P = prompt.shape
     cache = model.new_cache(B, P + new_tokens)
     logits = step(prompt, cache, torch.tensor(0, device=prompt.device))
