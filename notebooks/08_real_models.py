@@ -425,7 +425,7 @@ plt.show()
 # %% tags=["appendix-input", "appendix"] summary="The key table, with model FLOP utilisation"
 report.key_table(metrics)
 
-# %% tags=["remove_input"]
+# %% tags=["remove_input", "appendix"] summary="Every verdict in full, best against best and out of the box"
 Markdown("\n\n".join(f"- {v['question']} {v['sentence']}" for v in metrics["verdicts"]))
 
 # %% [markdown]
