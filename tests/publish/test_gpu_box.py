@@ -4,6 +4,7 @@ frameworks' answers and the driver are faked where a GPU would be needed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -192,6 +193,36 @@ def _git(root: Path, *args: str) -> str:
                           check=True, capture_output=True, text=True).stdout.strip()
 
 
+def _library_checkout(root: Path, files: dict[str, str] | None = None, fixtures: bool = False) -> Path:
+    """A committed git checkout at ``root`` of this library and its pins, with ``files`` (path: text) and,
+    when asked, the publisher's test fixtures."""
+    shutil.copytree(ROOT / "src", root / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "requirements.txt", root / "requirements.txt")
+    if fixtures:
+        shutil.copytree(FIXTURES, root / "tests" / "fixtures")
+    for name, text in (files or {}).items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    _git(root, "init", "-q")
+    _git(root, "add", ".")
+    _git(root, "commit", "-qm", "init")
+    return root
+
+
+@contextlib.contextmanager
+def _kernels_import(root: Path):
+    """Within: a kernel imports the library of the checkout ``root``, and the commit comes from its git."""
+    env = {"PYTHONPATH": str(root / "src"), runkey.GIT_SHA_ENV: None}
+    saved = {k: os.environ.get(k) for k in env}
+    for k, v in env.items():
+        os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+
+
 @pytest.fixture
 def checkout(tmp_path, monkeypatch):
     """A git checkout with a notebook, params, pins, two library modules, a data file and a published post."""
@@ -336,25 +367,12 @@ def test_note_input_records_data_files_and_modules(tmp_path, monkeypatch):
 def recorded_run(tmp_path_factory):
     """The fixture notebook run for real in a scratch checkout whose library the kernel imports."""
     base = tmp_path_factory.mktemp("gpu-box")
-    root = base / "repo"
-    shutil.copytree(ROOT / "src", root / "src", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(FIXTURES, root / "tests" / "fixtures")
-    shutil.copy(ROOT / "requirements.txt", root / "requirements.txt")
-    _git(root, "init", "-q")
-    _git(root, "add", ".")
-    _git(root, "commit", "-qm", "init")
+    root = _library_checkout(base / "repo", fixtures=True)
     site = make_site(base / "site")
-    env = {"PYTHONPATH": str(root / "src"), runkey.GIT_SHA_ENV: None}
-    saved = {k: os.environ.get(k) for k in env}
-    for k, v in env.items():
-        os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
-    try:
-        kw = dict(notebooks=root / "tests" / "fixtures" / "notebooks", params_dir=root / "tests" / "fixtures" / "params",
-                  site=site, build=base / "build", root=root, progress=False)
+    kw = dict(notebooks=root / "tests" / "fixtures" / "notebooks", params_dir=root / "tests" / "fixtures" / "params",
+              site=site, build=base / "build", root=root, progress=False)
+    with _kernels_import(root):
         assert publish.run(profile="smoke", **kw) == 0
-    finally:
-        for k, v in saved.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
     return root, site, kw
 
 
@@ -453,30 +471,15 @@ def test_a_run_in_parts_keeps_its_checkpoint_file_in_the_repository(tmp_path):
     """The kernel works in build/scratch/<slug>/, emptied before every run; a checkpoint_file named relative to
     the repository (as params/gpu.yaml names it) is written there all the same, where a device call packs it
     and the next run reads it back."""
-    root = tmp_path / "repo"
-    shutil.copytree(ROOT / "src", root / "src", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "requirements.txt", root / "requirements.txt")
-    (root / "notebooks").mkdir()
-    (root / "notebooks" / "00_parts.py").write_text(PARTS_NOTEBOOK)
-    (root / "params").mkdir()
-    for profile in publish.PROFILES:
-        (root / "params" / f"{profile}.yaml").write_text("parts-fixture: {checkpoint_file: checkpoints/parts.json}\n")
-    _git(root, "init", "-q")
-    _git(root, "add", ".")
-    _git(root, "commit", "-qm", "init")
+    params = {f"params/{profile}.yaml": "parts-fixture: {checkpoint_file: checkpoints/parts.json}\n"
+              for profile in publish.PROFILES}
+    root = _library_checkout(tmp_path / "repo", {"notebooks/00_parts.py": PARTS_NOTEBOOK, **params})
     site = make_site(tmp_path / "site")
-    env = {"PYTHONPATH": str(root / "src"), runkey.GIT_SHA_ENV: None}
-    saved = {k: os.environ.get(k) for k in env}
-    for k, v in env.items():
-        os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
-    try:
-        kw = dict(notebooks=root / "notebooks", params_dir=root / "params", site=site, build=tmp_path / "build",
-                  root=root, progress=False, profile="smoke", force=True)
+    kw = dict(notebooks=root / "notebooks", params_dir=root / "params", site=site, build=tmp_path / "build",
+              root=root, progress=False, profile="smoke", force=True)
+    with _kernels_import(root):
         assert publish.run(**kw) == 0
         assert publish.run(**kw) == 0
-    finally:
-        for k, v in saved.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
     assert json.loads((root / "checkpoints" / "parts.json").read_text()) == {"runs": 2}
     record = json.loads((site / "_data" / "results" / "parts-fixture.json").read_text())
     assert record["metrics"]["runs"] == 2

@@ -8,11 +8,12 @@ the other lacks. :func:`flax_state_dict` is the way back, so the copy can be sho
 
 :func:`parity` runs both models on the same input: float32 logits in evaluation mode, their
 largest difference relative to the logits' scale (the largest |logit|), and the gradients of one
-training step's loss (cross-entropy; GPT-2's next-token loss; training mode) for every parameter, computed in
-float64 on both sides, all of them as one vector ``‖g_JAX − g_PyTorch‖ / ‖g_PyTorch‖`` (and the worst single
-tensor, reported); the float32 gradients are reported beside, with PyTorch's own float32 rounding. For ResNet the BatchNorm weights are randomised first
-and its running statistics calibrated on another batch (:func:`randomise_batchnorm_`): timm starts each block's last BatchNorm at
-zero, which would make every residual branch an identity and hide a wrong port.
+training step's loss (cross-entropy; GPT-2's next-token loss; training mode) for every parameter,
+computed in float64 on both sides, all of them as one vector ``‖g_JAX − g_PyTorch‖ / ‖g_PyTorch‖``
+(and the worst single tensor, reported); the float32 gradients are reported beside, with PyTorch's
+own float32 rounding. For ResNet the BatchNorm weights are randomised first and its running
+statistics calibrated on another batch (:func:`randomise_batchnorm_`): timm starts each block's
+last BatchNorm at zero, which would make every residual branch an identity and hide a wrong port.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ def _to_torch(value: np.ndarray, leaf: str) -> np.ndarray:
 
 def _torch_tensors(torch_model) -> dict[str, np.ndarray]:
     """The ``state_dict`` as NumPy arrays: float64 tensors as they are, any other floating type as float32."""
-    return {k: (v.detach().cpu() if v.dtype.is_floating_point and v.dtype.itemsize == 8 else v.detach().cpu().float()).numpy()
-            for k, v in torch_model.state_dict().items() if not k.endswith("num_batches_tracked")}
+    tensors = {k: v.detach().cpu() for k, v in torch_model.state_dict().items() if not k.endswith("num_batches_tracked")}
+    return {k: (v if v.dtype.is_floating_point and v.dtype.itemsize == 8 else v.float()).numpy() for k, v in tensors.items()}
 
 
 def copy_torch_to_flax(torch_model, flax_model):
@@ -145,7 +146,7 @@ def _as_input(spec, x: np.ndarray, dtype) -> np.ndarray:
     return x if spec.kind == "gpt2" else x.astype(dtype)
 
 
-def _torch_grads(spec, t, x, y) -> dict[str, np.ndarray]:
+def _torch_grads(t, x, y) -> dict[str, np.ndarray]:
     """PyTorch's gradients of one training step's loss (training mode), by ``state_dict`` name."""
     import torch
     import torch.nn.functional as F
@@ -212,9 +213,9 @@ def parity(spec, *, batch: int = 2, seed: int = 0) -> dict[str, Any]:
     f_logits = np.asarray(nnx.jit(lambda m, v: m(v))(f, _to_jax_input(spec, x)))
     scale = float(np.abs(t_logits).max())
     logit_diff = float(np.abs(t_logits - f_logits).max())
-    t32, f32 = _torch_grads(spec, t, x, y), _flax_grads(spec, f, x, y)
+    t32, f32 = _torch_grads(t, x, y), _flax_grads(spec, f, x, y)
     x64 = _as_input(spec, x, np.float64)
-    t64_grads = _torch_grads(spec, t64, x64, y)
+    t64_grads = _torch_grads(t64, x64, y)
     with jax.enable_x64(True):
         f64 = copy_torch_to_flax(t64, flax_model(spec, seed))
         f64_grads = _flax_grads(spec, f64, x64, y)
