@@ -25,13 +25,14 @@
 #       and served in PyTorch and JAX with the same weights; each framework's best tool
 #       against the other's, and what each costs to compile, in memory and in FLOPs.
 #     gpu:
-#       budget_s: 6231
-#       measured: the parity parts measured on an H200 at commit a60713a (the float64
-#         gradients included); the ladders an ESTIMATE, not yet run on a GPU
+#       budget_s: 6242
+#       measured: the parity parts measured on an H200 at commit 710afe5 (the float64
+#         gradients included); the ladders an ESTIMATE (there the first ResNet-50 ladder
+#         ran over 200 s without finishing before the call's deadline)
 #       parts:
-#       - parity/resnet50: 30
-#       - parity/vit_b16: 61
-#       - parity/gpt2: 80
+#       - parity/resnet50: 31
+#       - parity/vit_b16: 72
+#       - parity/gpt2: 79
 #       - ladder/resnet50/*:
 #           count: 6
 #           each_s: 300
@@ -197,24 +198,25 @@ Markdown(timing.conditions_sentence(conditions, on_gpu=on_gpu) + f" {profile_not
 # compactly in each framework's idiom, and its PyTorch weights are copied across
 # too. **Weights are initialised here (timm's and GPT-2's own schemes), not
 # downloaded**: speed does not depend on the weights' values, since none of these
-# networks has data-dependent control flow.
+# networks has data-dependent control flow. The three networks' code, side by side,
+# is in the appendix.
 
-# %% tags=["pair:resnet:torch"]
+# %% tags=["pair:resnet:torch", "appendix"] summary="The networks: ResNet-50, as timm and this Flax port write it"
 report.source(config.torch_model)
 
-# %% tags=["pair:resnet:jax"]
+# %% tags=["pair:resnet:jax", "appendix"]
 report.source(vision.Bottleneck, vision.FlaxResNet)
 
-# %% tags=["pair:vit:torch"]
+# %% tags=["pair:vit:torch", "appendix"] summary="The networks: ViT-B/16"
 Markdown("timm's `VisionTransformer`, built by `timm.create_model('vit_base_patch16_224', pretrained=False)`.")
 
-# %% tags=["pair:vit:jax"]
+# %% tags=["pair:vit:jax", "appendix"]
 report.source(vision.Attention, vision.Block, vision.FlaxViT)
 
-# %% tags=["pair:gpt2:torch"]
+# %% tags=["pair:gpt2:torch", "appendix"] summary="The networks: GPT-2 small, in each framework's idiom"
 report.source(gpt.CausalSelfAttention, gpt.GPT)
 
-# %% tags=["pair:gpt2:jax"]
+# %% tags=["pair:gpt2:jax", "appendix"]
 report.source(gpt.FlaxAttention, gpt.FlaxGPT)
 
 # %% tags=["appendix-input"]
@@ -246,7 +248,7 @@ pd.DataFrame({config.NAMES[k]: {"parameters": v["parameters"], "full size": v["f
 # random first, and its running statistics set from another batch: timm starts each
 # block's last BatchNorm at zero, which would make every residual branch an identity.
 
-# %% tags=["appendix-input"]
+# %% tags=["appendix-input", "appendix"] summary="Parity, model by model: logits, gradients in float64 and float32"
 parity = {key: parts(f"parity/{key}", port.parity, s, batch=parity_batch, seed=seed)
           for key, s in progress.bar(specs.items(), desc="parity")}
 assert all(p["within_tolerance"] for p in parity.values()), parity
@@ -321,7 +323,7 @@ report.source(gpt.torch_generate)
 # %% tags=["pair:generate:jax"]
 report.source(gpt.jax_generate)
 
-# %% tags=["appendix-input"]
+# %% tags=["appendix-input", "appendix"] summary="The generated tokens, with and without the cache"
 t_gpt, f_gpt = config.pair(specs["gpt2"], seed)
 prompt, _ = port.inputs(specs["gpt2"], 2, seed)
 prompt = prompt[:, :prompt_len]
@@ -428,8 +430,8 @@ report.key_table(metrics)
 # %% tags=["remove_input", "appendix"] summary="Every verdict in full, best against best and out of the box"
 Markdown("\n\n".join(f"- {v['question']} {v['sentence']}" for v in metrics["verdicts"]))
 
-# %% [markdown]
-# ## 6. FLOPs, counted by both frameworks
+# %% [markdown] tags=["appendix"]
+# ### FLOPs, counted by both frameworks
 #
 # PyTorch's `FlopCounterMode` counts matrix products, convolutions and attention
 # (two FLOPs per multiply-add); XLA's `cost_analysis` counts every operation of
@@ -437,7 +439,7 @@ Markdown("\n\n".join(f"- {v['question']} {v['sentence']}" for v in metrics["verd
 # The published figures are multiply-accumulates (ResNet-50 4.1 G and ViT-B/16
 # 17.6 G per 224² image; GPT-2 about 124M per token), doubled here to FLOPs.
 
-# %% tags=["appendix-input"]
+# %% tags=["appendix-input", "appendix"] summary="FLOPs per call, by PyTorch, by XLA and as published"
 report.flops_table(metrics)
 
 # %% [markdown] tags=["appendix"]
@@ -457,7 +459,7 @@ pd.DataFrame([{"setting": key, "rung": e["label"], "median (s)": e.get("median_s
 Markdown("bfloat16: " + ("measured where asked." if bf16_native else f"not measured here: {bf16_reason}."))
 
 # %% [markdown]
-# ## 7. Conclusion
+# ## 6. Conclusion
 
 # %% tags=["remove_input", "collapsed"] summary="The conclusion in full"
 Markdown(report.conclusion(metrics) + "\n\n" + checkpoints.describe_parts(parts.log))

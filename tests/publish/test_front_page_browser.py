@@ -154,6 +154,37 @@ def test_a_superseded_verdict_shows_no_figure(built):
         assert "superseded: re-run owed" in row and not FIGURE.search(row), row
 
 
+def test_the_verdict_box_opens_with_the_configured_number_and_folds_the_rest(built):
+    site, board = built
+    config = (ROOT / "_config.yml").read_text()
+    shown = int(re.search(r"^verdict_box_open: (\d+)$", config, re.M).group(1))
+    boxes = {}
+    with browsing(site) as (browser, base):
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        for slug in board["order"]:
+            page.goto(f"{base}/posts/{slug}/", wait_until="load")
+            boxes[slug] = page.evaluate("""() => { const box = document.querySelector('.verdict');
+                if (!box) return null;
+                const more = box.querySelector('details.verdict-more');
+                return {items: box.querySelectorAll('.verdict-item').length,
+                        folded: more ? more.querySelectorAll('.verdict-item').length : 0,
+                        open: more ? more.open : false, summary: more ? more.querySelector('summary').textContent : '',
+                        visible: Array.from(box.querySelectorAll('.verdict-item')).filter(i => i.checkVisibility()).length}; }""")
+    long_boxes = 0
+    for slug, box in boxes.items():
+        verdicts = json.loads((ROOT / "_data" / "results" / f"{slug}.json").read_text())["metrics"].get("verdicts", [])
+        assert box is not None or not verdicts, slug
+        if box is None:
+            continue
+        assert box["items"] == len(verdicts), slug  # every verdict is in the box, folded or not
+        assert box["visible"] == min(shown, len(verdicts)) and not box["open"], (slug, box)
+        assert box["folded"] == max(0, len(verdicts) - shown), (slug, box)
+        if box["folded"]:
+            long_boxes += 1
+            assert box["summary"].strip() == f"{box['folded']} more verdicts", box["summary"]
+    assert long_boxes, f"no published post has more than {shown} verdicts, so the fold was not exercised"
+
+
 @pytest.mark.parametrize("width", [COLUMN_768, 360])
 def test_figure_text_is_at_least_11_px(built, width):
     site, board = built
