@@ -8,6 +8,7 @@ import itertools
 import json
 import random
 import re
+import subprocess
 
 import pytest
 import yaml
@@ -95,6 +96,45 @@ def test_a_run_in_parts_is_cut_at_its_run_budget_and_resumes_from_the_checkpoint
     planned = [p for r in runs for p in r.parts]
     assert "parity" not in planned and planned.count("affine") == 1
     assert sum(p.startswith("bench/") for p in planned) == 5  # one of the six is saved already
+
+
+def _git(root, *args):
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_a_saved_part_is_planned_again_once_what_a_run_reads_changed_since_its_commit(tmp_path):
+    files = {"notebooks/01_x.py": "x = 1\n", "src/sidebyside/lab/m.py": "a = 1\n",
+             "src/sidebyside/publish/p.py": "b = 1\n", "params/gpu.yaml": "x: {}\n", "README.md": "x\n"}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
+    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a")
+    measured_at = _git(tmp_path, "rev-parse", "--short=12", "HEAD")  # as a checkpoint file keeps it
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "x.json").write_text(json.dumps(
+        {"parity": {"key": "k", "seconds": 30.0, "commit": measured_at}}))
+    entry, params = {"parts": {"parity": 40, "bench": 50}}, {"checkpoint_file": "checkpoints/x.json"}
+    notebook = tmp_path / "notebooks" / "01_x.py"
+
+    def done():
+        return schedule.runs_of("x", entry, params, root=tmp_path, notebook=notebook)[1]
+
+    assert done() == ["parity"]
+    for name in ("README.md", "src/sidebyside/publish/p.py", "checkpoints/x.json"):  # nothing a run reads
+        (tmp_path / name).write_text((tmp_path / name).read_text() + " ")
+    assert done() == ["parity"]
+    for name in ("notebooks/01_x.py", "src/sidebyside/lab/m.py", "params/gpu.yaml"):
+        before = (tmp_path / name).read_text()
+        (tmp_path / name).write_text(before + "# changed\n")
+        assert done() == [], name  # measured again, so planned again
+        (tmp_path / name).write_text(before)
+    assert done() == ["parity"]
+    # where git cannot tell (a commit it lacks, or no notebook given), a saved part counts as done
+    (tmp_path / "checkpoints" / "x.json").write_text(json.dumps({"parity": {"key": "k", "seconds": 30.0,
+                                                                             "commit": "0123456789ab"}}))
+    assert done() == ["parity"]
 
 
 def test_a_post_whose_parts_are_all_saved_still_takes_one_run_to_publish(tmp_path):

@@ -25,9 +25,12 @@ added where they are paid.
 A post is one run, whole, in one call. A run in parts (``checkpoint_file``
 and ``run_budget_s`` among its gpu parameters) is cut into runs of at most
 ``run_budget_s`` seconds of parts each, as the notebook stops itself; parts
-already in the committed checkpoint file count as done (their inputs are
-assumed unchanged: a part whose inputs changed is measured again, so a
-committed checkpoint file can only make a plan optimistic). The runs are
+already in the committed checkpoint file count as done, unless git shows that
+what a run reads (:data:`RUN_READS`: the notebook, the library outside the
+publisher, the gpu parameters, the pins) changed since the commit that measured
+them: such a part is measured again, so it is planned again. Where git cannot
+tell (no checkout, as on an air-gapped box, or a commit it lacks) a saved part
+counts as done, and the plan may be optimistic. The runs are
 then packed into at most ``max_calls`` calls of at most ``limit_s`` seconds
 each and ``window_s`` in all; :class:`PlanRefused` says what does not fit and
 what to cut.
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -47,7 +51,7 @@ import yaml
 
 from sidebyside.publish.common import ROOT, PublishError
 
-__all__ = ["LIMIT_S", "WINDOW_S", "MAX_CALLS", "CALLS_FILE", "Run", "Call", "Plan", "PlanRefused", "read_budgets", "runs_of",
+__all__ = ["LIMIT_S", "WINDOW_S", "MAX_CALLS", "CALLS_FILE", "RUN_READS", "Run", "Call", "Plan", "PlanRefused", "read_budgets", "runs_of",
            "pack", "plan_calls", "stale_gpu_posts", "format_plan"]
 
 #: A device call's limit (9 of a lent machine's 10 minutes), the window (25 of a session's 30) and the calls in it.
@@ -56,6 +60,10 @@ WINDOW_S = 1500.0
 MAX_CALLS = 3
 #: The file in params/ that holds what each GPU call and each run in parts pays besides its posts.
 CALLS_FILE = "gpu-calls.yaml"
+#: What a run in parts reads besides its notebook, as git pathspecs from the project root: a saved part
+#: measured at a commit where any of these differed is planned again (the run key counts exactly the
+#: library modules a kernel imports; this is wider, so a plan errs towards measuring again).
+RUN_READS = ("src/sidebyside", ":(exclude)src/sidebyside/publish", "params/gpu.yaml", "requirements*.txt")
 
 
 class PlanRefused(PublishError):
@@ -103,7 +111,8 @@ class Plan:
 
 def read_budgets(notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params") -> dict[str, Any]:
     """The planner's table: ``posts`` (slug to its header's ``gpu`` entry, for each notebook in
-    ``notebooks`` that has one), ``order`` (the ranked slugs, by rank) and the overheads of
+    ``notebooks`` that has one), ``notebooks`` (slug to its notebook's path), ``order`` (the ranked
+    slugs, by rank) and the overheads of
     :data:`CALLS_FILE` in ``params_dir``."""
     from sidebyside.publish.discovery import discover
 
@@ -118,7 +127,8 @@ def read_budgets(notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT /
         raise PublishError(f"{calls_file}: give {' and '.join(missing)} in seconds")
     infos = [i for i in discover(notebooks) if i.gpu is not None]
     ranked = sorted((i for i in infos if i.gpu.get("rank") is not None), key=lambda i: i.gpu["rank"])
-    return {"posts": {i.slug: dict(i.gpu) for i in infos}, "order": [i.slug for i in ranked],
+    return {"posts": {i.slug: dict(i.gpu) for i in infos}, "notebooks": {i.slug: i.path for i in infos},
+            "order": [i.slug for i in ranked],
             "call_overhead_s": overheads["call_overhead_s"], "run_overhead_s": overheads["run_overhead_s"]}
 
 
@@ -150,25 +160,44 @@ def _parts(slug: str, entry: Mapping[str, Any], saved: Mapping[str, float]) -> t
     return todo, done
 
 
-def _saved_parts(checkpoint: Path | None) -> dict[str, float]:
-    """Parts in a checkpoint file, with their measured seconds ({} where there is no file)."""
+def _saved_parts(checkpoint: Path | None, notebook: Path | None = None, root: Path = ROOT) -> dict[str, float]:
+    """Parts in a checkpoint file that a run would read back, with their measured seconds ({} where there
+    is no file): those whose commit git shows to differ from the working tree in ``notebook`` or
+    :data:`RUN_READS` are left out."""
     if checkpoint is None or not checkpoint.is_file():
         return {}
     try:
         saved = json.loads(checkpoint.read_text())
-        return {name: float(part["seconds"]) for name, part in saved.items()}
+        parts = {name: (float(part["seconds"]), part.get("commit")) for name, part in saved.items()}
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise PublishError(f"{checkpoint} is not a checkpoint file a run wrote ({exc}); move it away to plan "
                            "every part again") from None
+    changed = {commit: _changed_since(commit, notebook, root) for _, commit in parts.values()}
+    return {name: seconds for name, (seconds, commit) in parts.items() if not changed[commit]}
+
+
+def _changed_since(commit: str | None, notebook: Path | None, root: Path) -> bool:
+    """Whether git shows ``notebook`` or :data:`RUN_READS` changed between ``commit`` and the working tree
+    (False where git cannot tell)."""
+    if not commit or notebook is None:
+        return False
+    try:
+        rel = Path(notebook).resolve().relative_to(Path(root).resolve())
+        done = subprocess.run(["git", "-C", str(root), "diff", "--quiet", commit, "--", str(rel), *RUN_READS],
+                              capture_output=True, timeout=60)
+    except (ValueError, OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 1
 
 
 def runs_of(slug: str, entry: Mapping[str, Any], params: Mapping[str, Any], *, root: Path = ROOT,
-            run_overhead_s: float = 0.0) -> tuple[list[Run], list[str]]:
+            run_overhead_s: float = 0.0, notebook: Path | None = None) -> tuple[list[Run], list[str]]:
     """The runs that publish ``slug`` and the parts already done.
 
     A post without ``parts`` is one run of ``budget_s``. A run in parts
     skips the parts saved in its checkpoint file (``checkpoint_file`` of
-    ``params``, under ``root``), then groups the rest, in order, into runs of
+    ``params``, under ``root``) that a run of ``notebook`` would read back (see
+    :func:`_saved_parts`), then groups the rest, in order, into runs of
     at most ``run_budget_s`` seconds of parts, each costing ``run_overhead_s``
     more; the last run also reads the saved parts back and publishes, so a
     post whose parts are all done still takes one run. Refuses, saying what
@@ -183,7 +212,7 @@ def runs_of(slug: str, entry: Mapping[str, Any], params: Mapping[str, Any], *, r
         return [Run(slug, float(budget))], []
     checkpoint = params.get("checkpoint_file")
     budget_s = float(params.get("run_budget_s") or 0)
-    todo, done = _parts(slug, entry, _saved_parts(root / checkpoint if checkpoint else None))
+    todo, done = _parts(slug, entry, _saved_parts(root / checkpoint if checkpoint else None, notebook, root))
     unmeasured = [name for name, cost in todo if cost is None]
     if unmeasured:
         raise PlanRefused(f"{slug}: no measured cost for {len(unmeasured)} part(s) ({', '.join(unmeasured)}): "
@@ -276,7 +305,8 @@ def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any
     done: dict[str, list[str]] = {}
     for slug in slugs:
         post_runs, done[slug] = runs_of(slug, posts[slug], params.get(slug) or {}, root=root,
-                                        run_overhead_s=run_overhead_s)
+                                        run_overhead_s=run_overhead_s,
+                                        notebook=(budgets.get("notebooks") or {}).get(slug))
         runs += post_runs
     calls = pack(runs, limit_s=limit_s, window_s=window_s, max_calls=max_calls, call_overhead_s=call_overhead_s)
     if calls is not None:
