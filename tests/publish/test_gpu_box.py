@@ -18,6 +18,7 @@ from conftest import ROOT, make_site
 
 from sidebyside import publish
 from sidebyside.publish import running
+from sidebyside.publish.common import PublishError
 from sidebyside.publish.running import check_before_running
 from sidebyside.run import context, provenance, runkey
 
@@ -483,3 +484,13 @@ def test_a_run_in_parts_keeps_its_checkpoint_file_in_the_repository(tmp_path):
     assert json.loads((root / "checkpoints" / "parts.json").read_text()) == {"runs": 2}
     record = json.loads((site / "_data" / "results" / "parts-fixture.json").read_text())
     assert record["metrics"]["runs"] == 2
+
+
+def test_a_checkpoint_file_without_a_folder_is_refused_before_the_run(tmp_path):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    with pytest.raises(PublishError, match=r"checkpoints/parts\.json"):
+        running._link_checkpoint_folder({"checkpoint_file": "parts.json"}, scratch, tmp_path)
+    assert not any(scratch.iterdir()) and not (tmp_path / "parts.json").exists()
+    running._link_checkpoint_folder({"checkpoint_file": "checkpoints/parts.json"}, scratch, tmp_path)
+    assert (scratch / "checkpoints").resolve() == (tmp_path / "checkpoints").resolve()

@@ -100,10 +100,15 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
 def _link_checkpoint_folder(params: dict[str, Any], scratch: Path, root: Path) -> None:
     """A run in parts names its ``checkpoint_file`` relative to the repository (params/gpu.yaml), where the
     planner reads it and a call packs it; the kernel works in ``scratch``, so the file's top folder is
-    linked there (made in the repository if missing)."""
+    linked there (made in the repository if missing). A bare file name is refused: the file is replaced
+    whole at each save, which would replace a link to the file itself in ``scratch``, not the file."""
     name = params.get("checkpoint_file")
     if not name or Path(name).is_absolute():
         return
+    if len(Path(name).parts) < 2:
+        raise PublishError(f"checkpoint_file {name!r} names no folder: give it inside one, relative to the repository "
+                           f"(checkpoint_file: checkpoints/{name}), so that the run reaches it from its scratch folder; "
+                           "nothing was run")
     top = Path(name).parts[0]
     (root / top).mkdir(parents=True, exist_ok=True)
     (scratch / top).symlink_to((root / top).resolve(), target_is_directory=True)
