@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import subprocess
 import zlib
 from pathlib import Path
 
@@ -88,6 +89,24 @@ def make_site(directory: Path, *, with_published: bool = False) -> Path:
         elif src.is_file():
             shutil.copy2(src, directory / name)
     return directory
+
+
+def git(root: Path, *args: str) -> str:
+    """Run git in ``root`` as a throwaway author; its standard output, stripped."""
+    return subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def committed_tree(root: Path, files: dict[str, str] | None = None) -> str:
+    """Write ``files`` (path: text) under ``root``, commit everything there in a new git repository, and
+    return the commit as a checkpoint file and a run record keep it (12 hex digits)."""
+    for name, text in (files or {}).items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "init")
+    return git(root, "rev-parse", "--short=12", "HEAD")
 
 
 def chromium(playwright):

@@ -14,7 +14,7 @@ import types
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, make_site
+from conftest import ROOT, committed_tree, git, make_site
 
 from sidebyside import publish
 from sidebyside.publish import running
@@ -189,11 +189,6 @@ def test_provenance_include_shows_a_stack_that_differs_from_the_pins():
 # --------------------------------------------------------------------------- the commit stamp
 
 
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          check=True, capture_output=True, text=True).stdout.strip()
-
-
 def _library_checkout(root: Path, files: dict[str, str] | None = None, fixtures: bool = False) -> Path:
     """A committed git checkout at ``root`` of this library and its pins, with ``files`` (path: text) and,
     when asked, the publisher's test fixtures."""
@@ -201,12 +196,7 @@ def _library_checkout(root: Path, files: dict[str, str] | None = None, fixtures:
     shutil.copy(ROOT / "requirements.txt", root / "requirements.txt")
     if fixtures:
         shutil.copytree(FIXTURES, root / "tests" / "fixtures")
-    for name, text in (files or {}).items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    _git(root, "init", "-q")
-    _git(root, "add", ".")
-    _git(root, "commit", "-qm", "init")
+    committed_tree(root, files)
     return root
 
 
@@ -232,12 +222,7 @@ def checkout(tmp_path, monkeypatch):
     files = {"notebooks/01_x.py": "x = 1\n", "params/cpu.yaml": "x: {}\n", "requirements.txt": "numpy==2.4.6\n",
              "src/sidebyside/used.py": "A = 1\n", "src/sidebyside/unused.py": "B = 1\n",
              "data/points.csv": "1,2\n", "_posts/2026-01-01-x.md": "old post\n", "_data/results/x.json": "{}\n"}
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    _git(root, "init", "-q")
-    _git(root, "add", ".")
-    _git(root, "commit", "-qm", "init")
+    committed_tree(root, files)
     return root
 
 
@@ -253,7 +238,7 @@ def _paths(root: Path) -> list[Path]:
 
 def test_stamp_clean_then_dirty_only_for_the_runs_inputs(checkout):
     root = checkout
-    head = _git(root, "rev-parse", "--short=12", "HEAD")
+    head = git(root, "rev-parse", "--short=12", "HEAD")
     assert runkey.commit_stamp(root, _paths(root)) == head
     # generated files, an unimported module and an untracked scratch file are not the run's inputs
     (root / "_posts" / "2026-01-01-x.md").write_text("refreshed by an earlier notebook of the same run\n")
@@ -389,7 +374,7 @@ def test_a_run_records_the_modules_it_imported(recorded_run):
     modules = set(record["inputs"]["modules"])
     assert {"src/sidebyside/run/provenance.py", "src/sidebyside/lab/viz.py", "src/sidebyside/lab/progress.py"} <= modules
     assert "src/sidebyside/posts/grid_sample/__init__.py" not in modules and not [m for m in modules if m.startswith("src/sidebyside/publish/")]
-    assert record["provenance"]["git_sha"] == _git(root, "rev-parse", "--short=12", "HEAD")
+    assert record["provenance"]["git_sha"] == git(root, "rev-parse", "--short=12", "HEAD")
 
 
 def test_changing_an_imported_module_reruns_and_an_unimported_one_does_not(recorded_run):

@@ -8,10 +8,10 @@ import itertools
 import json
 import random
 import re
-import subprocess
 
 import pytest
 import yaml
+from conftest import committed_tree
 
 from sidebyside.publish import schedule
 from sidebyside.publish.common import ROOT
@@ -98,20 +98,10 @@ def test_a_run_in_parts_is_cut_at_its_run_budget_and_resumes_from_the_checkpoint
     assert sum(p.startswith("bench/") for p in planned) == 5  # one of the six is saved already
 
 
-def _git(root, *args):
-    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout.strip()
-
-
 def test_a_saved_part_is_planned_again_once_what_a_run_reads_changed_since_its_commit(tmp_path):
     files = {"notebooks/01_x.py": "x = 1\n", "src/sidebyside/lab/m.py": "a = 1\n",
              "src/sidebyside/publish/p.py": "b = 1\n", "params/gpu.yaml": "x: {}\n", "README.md": "x\n"}
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    _git(tmp_path, "init", "-q")
-    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
-    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a")
-    measured_at = _git(tmp_path, "rev-parse", "--short=12", "HEAD")  # as a checkpoint file keeps it
+    measured_at = committed_tree(tmp_path, files)
     (tmp_path / "checkpoints").mkdir()
     (tmp_path / "checkpoints" / "x.json").write_text(json.dumps(
         {"parity": {"key": "k", "seconds": 30.0, "commit": measured_at}}))
