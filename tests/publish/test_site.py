@@ -20,11 +20,14 @@ import yaml
 from conftest import ROOT, chromium, front_matter, make_site
 
 from sidebyside import publish
+from sidebyside.publish.discovery import read_header
+from sidebyside.publish.pairs import timed_problems
 
 pytestmark = pytest.mark.slow
 
 NOTEBOOKS = publish.discover(ROOT / "notebooks")
 SLUGS = [info.slug for info in NOTEBOOKS]
+NOTEBOOK_PATHS = {info.slug: info.path for info in NOTEBOOKS}
 # The metrics each results record must carry: its notebook's header declares them.
 REQUIRED_METRICS = {info.slug: set(info.metrics)
                     for info in NOTEBOOKS + publish.discover(ROOT / "tests" / "fixtures" / "notebooks")}
@@ -56,6 +59,9 @@ def test_notebook_executes_with_smoke_profile(slug, smoke_site):
     assert not missing, f"{slug} metrics lack {missing}"
     post = next((site / "_posts").glob(f"*-{slug}.md")).read_text()
     assert "Traceback" not in post, f"{slug}: an error output reached the post"
+    # The code shown is the code timed: every contestant was defined (or shown) in a paired cell.
+    _, cells = read_header(NOTEBOOK_PATHS[slug])
+    assert not timed_problems(cells, record.get("code"), name=slug)
 
 
 def test_fixture_executes_into_the_same_site(smoke_site):

@@ -28,6 +28,8 @@ Rules it enforces, so that every published figure is comparable:
   (:mod:`sidebyside.lab.quiet`): what it found busy is kept in each entry
   (``busy``), with the machine kind's noise floor (``floor``), so that a
   verdict reads both from its inputs.
+- Every contestant is noted where it is defined (:func:`sidebyside.run.code.note_timed`), so a
+  results record shows that the code a post pairs is the code it timed.
 - Nothing is printed: functions return data for the notebook to show.
 
 Every timing, in a notebook and in a results record, is one entry of one
@@ -52,6 +54,7 @@ from typing import Any
 from sidebyside.lab import noise, pool, quiet
 from sidebyside.lab.conditions import conditions_sentence, same_conditions, tf32, warm_start
 from sidebyside.lab.entry import ENTRY_KEYS, Timing, read
+from sidebyside.run import code
 
 __all__ = ["Timing", "block", "time_fn", "cores_busy", "compare", "ladder", "measure_here", "ratio", "read",
            "ENTRY_KEYS", "MIN_REPEATS", "NotApplicable", "one_line", "same_conditions", "conditions_sentence",
@@ -158,6 +161,7 @@ def measure_here(fns: Mapping[str, Callable[[], Any]], *, repeats: int, warmup: 
     errors: dict[str, str] = {}
     running: dict[str, Callable[[], Any]] = {}
     for name, fn in fns.items():
+        code.note_timed(name, fn)
         try:
             start = time.perf_counter()
             _call(fn, synchronize)

@@ -253,11 +253,17 @@ def select(infos: list[NotebookInfo], only: str | None) -> list[NotebookInfo]:
 
 
 def check_pairs(notebooks: Path = ROOT / "notebooks") -> list[str]:
-    """Problems with the .py/.ipynb pairs: missing, out of date, or with outputs."""
+    """Problems with the .py/.ipynb pairs (missing, out of date, or with outputs) and with their
+    paired cells (this library's code where a framework's belongs: :func:`sidebyside.publish.pairs.code_problems`)."""
     import jupytext
+
+    from sidebyside.publish.pairs import code_problems
 
     problems = []
     for py in sorted(Path(notebooks).glob("*.py")):
+        metadata, cells = read_header(py)
+        under_test = (metadata.get("sidebyside") or {}).get("under_test") or []
+        problems += code_problems(cells, under_test=under_test, name=py.name)
         ipynb = py.with_suffix(".ipynb")
         if not ipynb.is_file():
             problems.append(f"{ipynb} is missing (run: make sync)")

@@ -22,17 +22,27 @@ escaped, other HTML is shown as its plain-text form. Figures (already
 extracted to files by the publisher) are linked images.
 
 Input: a notebook node (nbformat v4). Output: the same node, changed in place.
+
+A paired cell shows the code a reader would write: PyTorch's or JAX's, never this library's.
+:func:`code_problems` (``publish check-pairs``, so ``make lint``) refuses a paired cell that
+names anything imported from ``sidebyside``, except a cell that only shows the source of library
+functions (``report.source(...)``, :func:`sidebyside.run.code.source`) and the names a notebook's
+header declares ``under_test`` (the library's own code that a post puts on trial).
+:func:`timed_problems` checks a run's ``code`` record (:mod:`sidebyside.run.code`): every
+contestant the harness timed was defined in a paired cell, or is a function a paired cell showed.
 """
 
 from __future__ import annotations
 
+import ast
 import html
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sidebyside.lab.tables import parse_html
 
-__all__ = ["PairError", "TAG_RE", "find_pairs", "render_pairs", "pair_html"]
+__all__ = ["PairError", "TAG_RE", "find_pairs", "render_pairs", "pair_html", "code_problems", "timed_problems"]
 
 TAG_RE = re.compile(r"^pair:([A-Za-z0-9_.-]+):(torch|jax)$")
 SIDES = ("torch", "jax")  # left, right
@@ -182,3 +192,88 @@ def render_pairs(nb):
     drop = {max(t, j) for t, j in pairs}
     nb.cells = [replace.get(i, c) for i, c in enumerate(nb.cells) if i not in drop]
     return nb
+
+
+# --------------------------------------------------------------------------- the frameworks' own code
+
+
+def _library_names(cells: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The names a notebook binds to anything imported from ``sidebyside``."""
+    names = set()
+    for cell in cells:
+        if cell["cell_type"] != "code":
+            continue
+        try:
+            tree = ast.parse(cell["source"])
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "sidebyside":
+                names.update(alias.asname or alias.name for alias in node.names)
+            elif isinstance(node, ast.Import):
+                names.update((alias.asname or alias.name).split(".")[0] for alias in node.names
+                             if alias.name.split(".")[0] == "sidebyside")
+    return names
+
+
+def _only_shows_source(tree: ast.Module, library: set[str]) -> bool:
+    def shows(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "source"
+                and isinstance(node.value.func.value, ast.Name) and node.value.func.value.id in library)
+    return bool(tree.body) and all(shows(node) for node in tree.body)
+
+
+def _pair_cells(cells: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, Mapping[str, Any]]]:
+    out = []
+    for cell in cells:
+        for tag in cell.get("metadata", {}).get("tags") or []:
+            match = TAG_RE.match(str(tag))
+            if match and cell["cell_type"] == "code":
+                out.append((match.group(1), match.group(2), cell))
+    return out
+
+
+def code_problems(cells: Sequence[Mapping[str, Any]], *, under_test: Sequence[str] = (), name: str = "") -> list[str]:
+    """What in the paired cells of a notebook (``cells`` as
+    :func:`sidebyside.publish.discovery.read_header` gives them) is this library's code
+    rather than a framework's (see the module); one line per use, naming the cell."""
+    imported = _library_names(cells)
+    library = imported - set(under_test)
+    problems = []
+    for pair, side, cell in _pair_cells(cells):
+        try:
+            tree = ast.parse(cell["source"])
+        except SyntaxError as exc:
+            problems.append(f"{name}: the pair {pair!r} ({side}) is not Python: {exc}")
+            continue
+        if _only_shows_source(tree, imported):
+            continue
+        used = sorted({(n.id, n.lineno) for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in library},
+                      key=lambda u: u[1])
+        for used_name, line in used:
+            problems.append(f"{name}: the pair {pair!r} ({side}) uses {used_name!r} from sidebyside (line {line} of the "
+                            "cell); a paired cell shows PyTorch's or JAX's own code: define the model, loss, step or "
+                            "rung there, and leave measuring and reporting to hidden cells (or show a library "
+                            "function's source with report.source(fn), alone in its cell)")
+    return problems
+
+
+def timed_problems(cells: Sequence[Mapping[str, Any]], code: Mapping[str, Any] | None, *, name: str = "") -> list[str]:
+    """Each contestant a run timed (its record's ``code``, :mod:`sidebyside.run.code`) that was
+    neither defined in one of the notebook's paired cells nor shown by one; a run that timed
+    nothing, or kept no ``code`` record, is one problem."""
+    from sidebyside.run.code import cell_id
+
+    if not code or not code.get("timed"):
+        return [f"{name}: the run's record notes no timed contestant (run it again with this library: "
+                "the harness notes each one)"]
+    paired = {cell_id(cell["source"]) for _, _, cell in _pair_cells(cells)}
+    shown = {(e["where"], e["function"]) for e in code.get("shown") or [] if e.get("from") in paired}
+    problems = []
+    for entry in code["timed"]:
+        if entry["where"] in paired or (entry["where"], entry["function"]) in shown:
+            continue
+        problems.append(f"{name}: {entry['contestant']!r} timed {entry['function']!r} from {entry['where']} "
+                        f"(line {entry['line']}), which no paired cell defines or shows")
+    return problems

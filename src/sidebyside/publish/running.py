@@ -145,6 +145,7 @@ def complete_record(saved: dict[str, Any], info: NotebookInfo, profile: str, par
         inputs=saved.get("inputs"),
         parameters=params,
         provenance=saved["provenance"],
+        code=saved.get("code"),
         metrics=saved["metrics"],
     ), lambda text: scrub(escape.drop_controls(text), rules))
 

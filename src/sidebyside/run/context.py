@@ -121,18 +121,20 @@ def current(environ: Mapping[str, str] | None = None) -> RunContext:
 
 #: The fields of a published results record, in order.
 RECORD_FIELDS = ("slug", "notebook", "profile", "executed_at", "source_hash", "inputs", "parameters",
-                 "provenance", "metrics")
+                 "provenance", "code", "metrics")
 
 
 def results_record(*, slug: str, provenance: dict[str, Any], metrics: dict[str, Any], inputs: dict | None,
                    notebook: str | None = None, profile: str | None = None, executed_at: str | None = None,
-                   source_hash: str | None = None, parameters: dict[str, Any] | None = None) -> dict[str, Any]:
+                   source_hash: str | None = None, parameters: dict[str, Any] | None = None,
+                   code: dict[str, Any] | None = None) -> dict[str, Any]:
     """A results record. A notebook gives ``slug``, ``provenance``,
-    ``metrics`` and ``inputs`` (what it saves for the publisher); the
-    publisher gives the rest too (what it publishes). Run facts left None are
-    left out, so the saved part never pretends to be a published record."""
+    ``metrics``, ``inputs`` and ``code`` (what it timed and showed, :mod:`sidebyside.run.code`):
+    what it saves for the publisher; the publisher gives the rest too (what it publishes).
+    Run facts left None are left out, so the saved part never pretends to be a published record;
+    so is ``code`` (a record from before it was kept)."""
     given = {"slug": slug, "notebook": notebook, "profile": profile, "executed_at": executed_at,
              "source_hash": source_hash, "inputs": inputs, "parameters": parameters,
-             "provenance": provenance, "metrics": metrics}
-    publisher = ("notebook", "profile", "executed_at", "source_hash", "parameters")
+             "provenance": provenance, "code": code, "metrics": metrics}
+    publisher = ("notebook", "profile", "executed_at", "source_hash", "parameters", "code")
     return {k: given[k] for k in RECORD_FIELDS if k not in publisher or given[k] is not None}

@@ -19,7 +19,7 @@ devices this record names before it publishes, so a one-sided "gpu" post cannot 
 published.
 
 ``save_results(metrics)`` writes ``{"slug", "provenance", "metrics",
-"inputs"}`` (built by :func:`sidebyside.run.context.results_record`) to
+"inputs", "code"}`` (built by :func:`sidebyside.run.context.results_record`) to
 ``<results_dir>/<slug>.json`` of the run context (:mod:`sidebyside.run.context`:
 the slug and folder the publisher passes; ``build/results/`` by default),
 ``inputs`` being the library modules and data files the run used
@@ -41,7 +41,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from sidebyside.run import context, runkey
+from sidebyside.run import code, context, runkey
 
 __all__ = ["collect", "cpu_name", "gpu_name", "gpu_present", "devices", "threads", "check_gpu_profile",
            "GPUProfileError", "probe_devices", "differs_from_pins", "git_sha", "matmul_precision", "save_results",
@@ -214,8 +214,8 @@ def probe_devices(python: str | None = None) -> dict[str, Any]:
     env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
     src = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    code = "import json; from sidebyside.run import provenance; print(json.dumps(provenance.devices()))"
-    proc = subprocess.run([python or sys.executable, "-c", code], capture_output=True, text=True, env=env,
+    program = "import json; from sidebyside.run import provenance; print(json.dumps(provenance.devices()))"
+    proc = subprocess.run([python or sys.executable, "-c", program], capture_output=True, text=True, env=env,
                           timeout=600)
     if proc.returncode != 0:
         raise GPUProfileError(f"could not ask PyTorch and JAX for their devices:\n{proc.stderr[-2000:]}")
@@ -418,7 +418,7 @@ def save_results(slug: str | dict[str, Any] | None = None, metrics: dict[str, An
         raise TypeError("save_results needs the metrics: save_results(metrics) or save_results(slug, metrics)")
     slug = run_slug(slug)
     record = context.results_record(slug=slug, provenance=provenance or collect(), metrics=to_jsonable(metrics),
-                                    inputs=runkey.recorded())
+                                    inputs=runkey.recorded(), code=code.record())
     if slug is None:
         # Run by hand (Colab, a plain Jupyter): the notebook's last cell still shows its results.
         warnings.warn("not run by the publisher and no slug given: results returned, not written "

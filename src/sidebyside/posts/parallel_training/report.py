@@ -34,6 +34,7 @@ from sidebyside.lab import verdict
 from sidebyside.posts.parallel_training import comms
 from sidebyside.posts.parallel_training.names import STRATEGY_NAMES, TOOLS, spoken_list
 from sidebyside.posts.parallel_training.scaling import scaling_claim
+from sidebyside.run.code import Source, source
 
 __all__ = ["STRATEGY_NAMES", "TOOLS", "TIE", "RUNGS", "WHERE", "code_lines", "Source", "source", "torch_record",
            "jax_record", "conditions_text", "reference_record", "reference_verdict", "reference_claim", "reference_table",
@@ -62,18 +63,6 @@ def code_lines(fn: Callable) -> int:
             docstrings.update(range(body[0].lineno, body[0].end_lineno + 1))
     return sum(1 for i, line in enumerate(text.splitlines(), 1)
                if line.strip() and not line.strip().startswith("#") and i not in docstrings)
-
-
-class Source(str):
-    """A function's source that a notebook cell shows as it is (its repr is the text)."""
-
-    def __repr__(self) -> str:
-        return str(self)
-
-
-def source(*fns: Callable) -> Source:
-    """The source of ``fns``, one after another, for a side-by-side cell."""
-    return Source("\n\n".join(_source(fn).rstrip() for fn in fns))
 
 
 # ----------------------------------------------------------------------------- the records

@@ -18,15 +18,15 @@ memory), ``flops`` (both counts, their ratio and the published figure) and ``par
 
 from __future__ import annotations
 
-import inspect
 import statistics
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sidebyside.lab import verdict
 from sidebyside.posts.real_models.config import NAMES, PUBLISHED
 from sidebyside.posts.real_models.work import TOOL_LABELS
+from sidebyside.run.code import Source, source
 
 __all__ = ["IMPLEMENTATIONS", "WORKLOADS", "FLOP_TOLERANCE", "Source", "source", "setting_name", "setting_record", "flops_record",
            "parity_table", "parity_claim", "summarise", "key_table", "key_figure", "flops_table", "conclusion"]
@@ -43,18 +43,6 @@ WORKLOADS = {"train": "training step", "infer": "inference", "generate": "genera
 #: How far XLA's FLOP count may lie from PyTorch's: XLA also counts elementwise operations
 #: (activations, normalisation, the optimiser's update), which PyTorch's counter leaves out.
 FLOP_TOLERANCE = 0.25
-
-
-class Source(str):
-    """A function's source that a notebook cell shows as it is (its repr is the text)."""
-
-    def __repr__(self) -> str:
-        return str(self)
-
-
-def source(*objects: Callable) -> Source:
-    """The source of functions or classes, one after another, for a side-by-side cell."""
-    return Source("\n\n".join(textwrap.dedent(inspect.getsource(o)).rstrip() for o in objects))
 
 
 def setting_name(model: str, workload: str, batch: int, precision: str) -> str:
