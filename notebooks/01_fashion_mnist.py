@@ -50,6 +50,20 @@
 # it to its two causes, and then compare the frameworks on equal terms, on
 # accuracy and on speed.
 
+# %% tags=["colab-install"]
+# Run this post yourself (Colab, or any Jupyter): on Colab this cell installs the library from the site's
+# repository and the versions of PyTorch, JAX, Flax and optax that the post ran with; anywhere, it names them.
+REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
+                    f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
+from sidebyside.publish import colab
+
+colab.setup("fashion-mnist-pytorch-vs-flax", REPOSITORY)
+
 # %% tags=["parameters"]
 num_train = 3000           # training examples used; 60000 is all of FashionMNIST's training set
 num_test = 1000            # test examples used; 10000 is all
@@ -71,16 +85,11 @@ speed_precisions = ["tf32", "bfloat16"]  # rows beside float32 (TF32 off), each 
 precision_models = ["mlp"]  # models that get the precision rows; the gpu profile adds "cnn"
 threads = 0                # CPU threads for PyTorch, XLA and NumPy alike; 0: every core this process may use
 
-# %% tags=["remove_cell", "colab-install"]
-# On Colab: install what Colab lacks, and this library from the repository and branch that the
-# site's _config.yml names (tests/test_colab.py keeps the two in step). data.load() then downloads
-# FashionMNIST there.
-import subprocess
-import sys
-
-LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main"  # repository@branch
-if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", "timm==1.0.31", LIBRARY], check=True)
+# %% tags=["remove_cell", "colab-profile"]
+# The settings to run with: "smoke" (the parameters above, minutes), "cpu", or "gpu" (a GPU post's own
+# settings, on a GPU runtime); "auto" takes the post's own on a GPU runtime and smoke elsewhere.
+PROFILE = "auto"
+globals().update(colab.parameters("fashion-mnist-pytorch-vs-flax", PROFILE, REPOSITORY))
 
 # %% [markdown] tags=["appendix"]
 # ## Setup
@@ -507,4 +516,10 @@ report.results_table(metrics)
 Markdown(report.conclusion(metrics))
 
 # %% tags=["remove_cell"]
-provenance.save_results(metrics)["metrics"]["speed"]["mlp"]["best"]
+record = provenance.save_results(metrics)
+record["metrics"]["speed"]["mlp"]["best"]
+
+
+# %% tags=["remove_cell", "colab-compare"]
+# Your figures beside the post's, verdict by verdict.
+colab.compare("fashion-mnist-pytorch-vs-flax", record, REPOSITORY)

@@ -44,6 +44,20 @@
 # and the computation graphs of both, then answer with numbers: smoothness of the weight templates
 # over several seeds, and the similarity (linear CKA) of the hidden layers within and across frameworks.
 
+# %% tags=["colab-install"]
+# Run this post yourself (Colab, or any Jupyter): on Colab this cell installs the library from the site's
+# repository and the versions of PyTorch, JAX, Flax and optax that the post ran with; anywhere, it names them.
+REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
+                    f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
+from sidebyside.publish import colab
+
+colab.setup("weight-visualisation", REPOSITORY)
+
 # %% tags=["parameters"]
 num_train = 6000      # training images (60000: all of them)
 num_test = 2000       # test images for accuracy
@@ -56,16 +70,11 @@ schedule = "cosine"
 num_seeds = 2         # networks per framework and initialiser (pairs of seeds give the CKA)
 graph_batch = 2       # batch size of the inputs traced for the computation graphs
 
-# %% tags=["remove_cell", "colab-install"]
-# On Colab: install what Colab lacks, and this library from the repository and branch that the
-# site's _config.yml names (tests/test_colab.py keeps the two in step). data.load() then downloads
-# FashionMNIST there.
-import subprocess
-import sys
-
-LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main"  # repository@branch
-if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", "timm==1.0.31", LIBRARY], check=True)
+# %% tags=["remove_cell", "colab-profile"]
+# The settings to run with: "smoke" (the parameters above, minutes), "cpu", or "gpu" (a GPU post's own
+# settings, on a GPU runtime); "auto" takes the post's own on a GPU runtime and smoke elsewhere.
+PROFILE = "auto"
+globals().update(colab.parameters("weight-visualisation", PROFILE, REPOSITORY))
 
 # %% [markdown]
 # A popular blog post, *Exploring PyTorch and JAX*, trained this 784-128-10 MLP in both frameworks,
@@ -487,4 +496,10 @@ tables.table(post.results_table(metrics))
 Markdown(post.conclusion(metrics))
 
 # %% tags=["remove_cell"]
-provenance.save_results(metrics)["metrics"]
+record = provenance.save_results(metrics)
+record["metrics"]
+
+
+# %% tags=["remove_cell", "colab-compare"]
+# Your figures beside the post's, verdict by verdict.
+colab.compare("weight-visualisation", record, REPOSITORY)

@@ -58,6 +58,20 @@
 #
 # Can a JAX port of `torch.nn.functional.grid_sample` give *the same numbers* as PyTorch (outputs, input gradients and grid gradients) in every mode, padding, dimensionality and dtype, and how fast is it, per kernel and per call?
 
+# %% tags=["colab-install"]
+# Run this post yourself (Colab, or any Jupyter): on Colab this cell installs the library from the site's
+# repository and the versions of PyTorch, JAX, Flax and optax that the post ran with; anywhere, it names them.
+REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
+                    f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
+from sidebyside.publish import colab
+
+colab.setup("grid-sample-parity", REPOSITORY)
+
 # %% tags=["parameters"]
 # Parity: dtypes compared (every mode x padding x align_corners x 2-D/3-D for each).
 parity_dtypes = ["float32"]
@@ -87,16 +101,11 @@ bench_pallas_layouts = ["points", "channels"]
 checkpoint_file = ""       # "": off, everything is measured in this run (the benchmark in one process)
 run_budget_s = 0           # seconds; 0: no budget
 
-# %% tags=["remove_cell", "colab-install"]
-# On Colab: install what Colab lacks, and this library from the repository and branch that the
-# site's _config.yml names (tests/test_colab.py keeps the two in step). data.load() then downloads
-# FashionMNIST there.
-import subprocess
-import sys
-
-LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main"  # repository@branch
-if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", "timm==1.0.31", LIBRARY], check=True)
+# %% tags=["remove_cell", "colab-profile"]
+# The settings to run with: "smoke" (the parameters above, minutes), "cpu", or "gpu" (a GPU post's own
+# settings, on a GPU runtime); "auto" takes the post's own on a GPU runtime and smoke elsewhere.
+PROFILE = "auto"
+globals().update(colab.parameters("grid-sample-parity", PROFILE, REPOSITORY))
 
 # %% [markdown] tags=["appendix"]
 # ## Setup
@@ -466,4 +475,10 @@ report.results_table(metrics)
 Markdown(report.conclusion(metrics) + "\n\n" + checkpoints.describe_parts(parts.log))
 
 # %% tags=["remove_cell"]
-provenance.save_results(metrics)["metrics"]["gpu_goals"]
+record = provenance.save_results(metrics)
+record["metrics"]["gpu_goals"]
+
+
+# %% tags=["remove_cell", "colab-compare"]
+# Your figures beside the post's, verdict by verdict.
+colab.compare("grid-sample-parity", record, REPOSITORY)

@@ -57,6 +57,20 @@
 # GPU, `torch.func`; eager JAX and `jax.jit`), sets every figure beside the memory-bandwidth floor
 # of the device, and then shows the same timing mistakes on purpose, to see how far off they are.
 
+# %% tags=["colab-install"]
+# Run this post yourself (Colab, or any Jupyter): on Colab this cell installs the library from the site's
+# repository and the versions of PyTorch, JAX, Flax and optax that the post ran with; anywhere, it names them.
+REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
+                    f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
+from sidebyside.publish import colab
+
+colab.setup("jit-and-autograd-timing", REPOSITORY)
+
 # %% tags=["parameters"]
 jit_max_exponent = 3        # element-wise sweep: sizes 10**1 ... 10**jit_max_exponent
 autograd_max_exponent = 4   # gradient sweep: sizes 10**3 ... 10**autograd_max_exponent
@@ -68,17 +82,11 @@ kernel_calls = 20           # on a GPU: calls profiled per rung for its kernel t
 threads = 0                 # CPU threads for PyTorch, XLA and NumPy alike; 0: every core this process may use
 seed = 0
 
-# %% tags=["remove_cell", "colab-install"]
-# On Colab: install what Colab lacks, and this library from the repository and branch that the
-# site's _config.yml names (tests/test_colab.py keeps the two in step). data.load() then downloads
-# FashionMNIST there.
-import subprocess
-import sys
-
-LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main"  # repository@branch
-if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", "timm==1.0.31", LIBRARY], check=True)
-
+# %% tags=["remove_cell", "colab-profile"]
+# The settings to run with: "smoke" (the parameters above, minutes), "cpu", or "gpu" (a GPU post's own
+# settings, on a GPU runtime); "auto" takes the post's own on a GPU runtime and smoke elsewhere.
+PROFILE = "auto"
+globals().update(colab.parameters("jit-and-autograd-timing", PROFILE, REPOSITORY))
 
 # %% [markdown] tags=["appendix"]
 # ## Setup
@@ -657,4 +665,10 @@ metrics = report.summarise(
 Markdown(report.conclusion(metrics))
 
 # %% tags=["remove_cell"]
-provenance.save_results(metrics)["metrics"]["jit"][main_device][str(sizes[-1])]["best"]
+record = provenance.save_results(metrics)
+record["metrics"]["jit"][main_device][str(sizes[-1])]["best"]
+
+
+# %% tags=["remove_cell", "colab-compare"]
+# Your figures beside the post's, verdict by verdict.
+colab.compare("jit-and-autograd-timing", record, REPOSITORY)

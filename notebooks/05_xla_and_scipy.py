@@ -56,6 +56,20 @@
 # changes. Here the same questions get synchronised timers with compilation apart, both precisions,
 # achieved FLOP/s, the accuracy of the results, and measured costs and remedies for recompilation.
 
+# %% tags=["colab-install"]
+# Run this post yourself (Colab, or any Jupyter): on Colab this cell installs the library from the site's
+# repository and the versions of PyTorch, JAX, Flax and optax that the post ran with; anywhere, it names them.
+REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
+                    f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
+from sidebyside.publish import colab
+
+colab.setup("xla-and-scipy", REPOSITORY)
+
 # %% tags=["parameters"]
 linalg_sizes = [256, 512]   # square matrix sizes for product and inverse
 cpu_max_size = 8192         # largest of those sizes run on the CPU (the GPU runs them all)
@@ -67,16 +81,11 @@ min_repeat_s = 0.02         # each repeat runs the function enough times to last
 threads = 0                 # CPU threads for PyTorch, XLA and NumPy alike; 0: every core this process may use
 seed = 0
 
-# %% tags=["remove_cell", "colab-install"]
-# On Colab: install what Colab lacks, and this library from the repository and branch that the
-# site's _config.yml names (tests/test_colab.py keeps the two in step). data.load() then downloads
-# FashionMNIST there.
-import subprocess
-import sys
-
-LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main"  # repository@branch
-if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", "timm==1.0.31", LIBRARY], check=True)
+# %% tags=["remove_cell", "colab-profile"]
+# The settings to run with: "smoke" (the parameters above, minutes), "cpu", or "gpu" (a GPU post's own
+# settings, on a GPU runtime); "auto" takes the post's own on a GPU runtime and smoke elsewhere.
+PROFILE = "auto"
+globals().update(colab.parameters("xla-and-scipy", PROFILE, REPOSITORY))
 
 # %% [markdown] tags=["appendix"]
 # ## Setup
@@ -738,4 +747,10 @@ metrics = report.summarise(
 Markdown(report.conclusion(metrics))
 
 # %% tags=["remove_cell"]
-provenance.save_results(metrics)["metrics"]["optimise"]
+record = provenance.save_results(metrics)
+record["metrics"]["optimise"]
+
+
+# %% tags=["remove_cell", "colab-compare"]
+# Your figures beside the post's, verdict by verdict.
+colab.compare("xla-and-scipy", record, REPOSITORY)

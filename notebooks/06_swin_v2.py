@@ -71,6 +71,20 @@
 # faster? We port timm's model to Flax, prove the port computes what timm
 # computes, and time both frameworks with every tool each one offers.
 
+# %% tags=["colab-install"]
+# Run this post yourself (Colab, or any Jupyter): on Colab this cell installs the library from the site's
+# repository and the versions of PyTorch, JAX, Flax and optax that the post ran with; anywhere, it names them.
+REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
+                    f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
+from sidebyside.publish import colab
+
+colab.setup("swin-transformer-v2", REPOSITORY)
+
 # %% tags=["parameters"]
 # The network trained on FashionMNIST (images zero-padded from 28 to img_size).
 img_size = 32
@@ -115,16 +129,11 @@ threads = 0                # CPU threads for PyTorch, XLA and NumPy alike; 0: ev
 checkpoint_file = ""       # "": off, everything is measured in this run
 run_budget_s = 0           # seconds; 0: no budget
 
-# %% tags=["remove_cell", "colab-install"]
-# On Colab: install what Colab lacks, and this library from the repository and branch that the
-# site's _config.yml names (tests/test_colab.py keeps the two in step). data.load() then downloads
-# FashionMNIST there.
-import subprocess
-import sys
-
-LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main"  # repository@branch
-if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", "timm==1.0.31", LIBRARY], check=True)
+# %% tags=["remove_cell", "colab-profile"]
+# The settings to run with: "smoke" (the parameters above, minutes), "cpu", or "gpu" (a GPU post's own
+# settings, on a GPU runtime); "auto" takes the post's own on a GPU runtime and smoke elsewhere.
+PROFILE = "auto"
+globals().update(colab.parameters("swin-transformer-v2", PROFILE, REPOSITORY))
 
 # %% [markdown] tags=["appendix"]
 # ## Setup
@@ -452,4 +461,10 @@ metrics = report.summarise(
 Markdown(report.conclusion(metrics) + "\n\n" + checkpoints.describe_parts(parts.log))
 
 # %% tags=["remove_cell"]
-provenance.save_results(metrics, provenance=prov)["metrics"]["parity"]
+record = provenance.save_results(metrics, provenance=prov)
+record["metrics"]["parity"]
+
+
+# %% tags=["remove_cell", "colab-compare"]
+# Your figures beside the post's, verdict by verdict.
+colab.compare("swin-transformer-v2", record, REPOSITORY)

@@ -56,6 +56,20 @@
 # strategy reaches the one-device losses, then count the code it adds, the
 # memory each device holds and the bytes its collectives move.
 
+# %% tags=["colab-install"]
+# Run this post yourself (Colab, or any Jupyter): on Colab this cell installs the library from the site's
+# repository and the versions of PyTorch, JAX, Flax and optax that the post ran with; anywhere, it names them.
+REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
+                    f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
+from sidebyside.publish import colab
+
+colab.setup("parallel-training", REPOSITORY)
+
 # %% tags=["parameters"]
 device_counts = [2, 4]     # devices per run (simulated CPU devices here); the largest carries the verdicts
 model_parallel = 2         # size of the 'model' axis of the 2-D strategy
@@ -78,16 +92,11 @@ min_repeat_s = 0.01        # shortest repeat where the harness chooses the calls
 worker_calls = 1           # calls per repeat in a torchrun worker (fixed: every rank makes the same calls)
 seed = 0
 
-# %% tags=["remove_cell", "colab-install"]
-# On Colab: install what Colab lacks, and this library from the repository and branch that the
-# site's _config.yml names (tests/test_colab.py keeps the two in step). data.load() then downloads
-# FashionMNIST there.
-import subprocess
-import sys
-
-LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main"  # repository@branch
-if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", "timm==1.0.31", LIBRARY], check=True)
+# %% tags=["remove_cell", "colab-profile"]
+# The settings to run with: "smoke" (the parameters above, minutes), "cpu", or "gpu" (a GPU post's own
+# settings, on a GPU runtime); "auto" takes the post's own on a GPU runtime and smoke elsewhere.
+PROFILE = "auto"
+globals().update(colab.parameters("parallel-training", PROFILE, REPOSITORY))
 
 # %% [markdown] tags=["appendix"]
 # ## Setup
@@ -414,4 +423,10 @@ Markdown(report.projection_claim(metrics))
 Markdown(report.conclusion(metrics))
 
 # %% tags=["remove_cell"]
-provenance.save_results(metrics)["metrics"]["verdicts"][0]["label"]
+record = provenance.save_results(metrics)
+record["metrics"]["verdicts"][0]["label"]
+
+
+# %% tags=["remove_cell", "colab-compare"]
+# Your figures beside the post's, verdict by verdict.
+colab.compare("parallel-training", record, REPOSITORY)

@@ -76,6 +76,20 @@
 # before any timing, each framework climbs its whole ladder of tools, and every
 # figure carries its spread.
 
+# %% tags=["colab-install"]
+# Run this post yourself (Colab, or any Jupyter): on Colab this cell installs the library from the site's
+# repository and the versions of PyTorch, JAX, Flax and optax that the post ran with; anywhere, it names them.
+REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
+                    f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
+from sidebyside.publish import colab
+
+colab.setup("real-models", REPOSITORY)
+
 # %% tags=["parameters"]
 # Model sizes: each dict shrinks the model ({} is its published size). timm's resnet50 takes
 # layers/channels (its 7x7 stem stays 64 wide); vit_base_patch16_224 depth/embed_dim/num_heads/patch_size; GPT-2
@@ -112,16 +126,11 @@ seed = 0
 checkpoint_file = ""       # "": off, everything is measured in this run
 run_budget_s = 0           # seconds; 0: no budget
 
-# %% tags=["remove_cell", "colab-install"]
-# On Colab: install what Colab lacks, and this library from the repository and branch that the
-# site's _config.yml names (tests/test_colab.py keeps the two in step). data.load() then downloads
-# FashionMNIST there.
-import subprocess
-import sys
-
-LIBRARY = "sidebyside @ git+https://github.com/sidebyside-ml/pytorch-vs-jax@main"  # repository@branch
-if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "flax", "optax", "torchviz", "timm==1.0.31", LIBRARY], check=True)
+# %% tags=["remove_cell", "colab-profile"]
+# The settings to run with: "smoke" (the parameters above, minutes), "cpu", or "gpu" (a GPU post's own
+# settings, on a GPU runtime); "auto" takes the post's own on a GPU runtime and smoke elsewhere.
+PROFILE = "auto"
+globals().update(colab.parameters("real-models", PROFILE, REPOSITORY))
 
 # %% [markdown] tags=["appendix"]
 # ## Setup
@@ -465,4 +474,10 @@ Markdown("bfloat16: " + ("measured where asked." if bf16_native else f"not measu
 Markdown(report.conclusion(metrics) + "\n\n" + checkpoints.describe_parts(parts.log))
 
 # %% tags=["remove_cell"]
-provenance.save_results(metrics, provenance=prov)["metrics"]["verdicts"][0]["label"]
+record = provenance.save_results(metrics, provenance=prov)
+record["metrics"]["verdicts"][0]["label"]
+
+
+# %% tags=["remove_cell", "colab-compare"]
+# Your figures beside the post's, verdict by verdict.
+colab.compare("real-models", record, REPOSITORY)
