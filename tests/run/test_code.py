@@ -90,4 +90,5 @@ def test_every_timed_contestant_must_be_defined_or_shown_by_a_paired_cell():
               "shown": code.record()["shown"]}
     problems = pairs.timed_problems(NOTEBOOK, record, name="nb.py")
     assert len(problems) == 1 and "'jax/rung' timed 'compare' from src/sidebyside/lab/timing.py" in problems[0]
-    assert pairs.timed_problems(NOTEBOOK, {"timed": []}, name="nb.py")[0].startswith("nb.py: the run's record notes no")
+    assert pairs.timed_problems(NOTEBOOK, {"timed": [], "shown": []}, name="nb.py") == []  # a post that times nothing
+    assert pairs.timed_problems(NOTEBOOK, None, name="nb.py")[0].startswith("nb.py: the run's record keeps no code")

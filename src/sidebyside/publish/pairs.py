@@ -261,13 +261,13 @@ def code_problems(cells: Sequence[Mapping[str, Any]], *, under_test: Sequence[st
 
 def timed_problems(cells: Sequence[Mapping[str, Any]], code: Mapping[str, Any] | None, *, name: str = "") -> list[str]:
     """Each contestant a run timed (its record's ``code``, :mod:`sidebyside.run.code`) that was
-    neither defined in one of the notebook's paired cells nor shown by one; a run that timed
-    nothing, or kept no ``code`` record, is one problem."""
+    neither defined in one of the notebook's paired cells nor shown by one; a record that kept
+    no ``code`` is one problem (a run that timed nothing has an empty list)."""
     from sidebyside.run.code import cell_id
 
-    if not code or not code.get("timed"):
-        return [f"{name}: the run's record notes no timed contestant (run it again with this library: "
-                "the harness notes each one)"]
+    if not code or "timed" not in code:
+        return [f"{name}: the run's record keeps no code record (run it again with this library: "
+                "the harness notes each contestant it times)"]
     paired = {cell_id(cell["source"]) for _, _, cell in _pair_cells(cells)}
     shown = {(e["where"], e["function"]) for e in code.get("shown") or [] if e.get("from") in paired}
     problems = []
