@@ -155,7 +155,8 @@ Markdown(timing.conditions_sentence(conditions, on_gpu=on_gpu))
 # runs on the CPU only; JAX and PyTorch on every device present. The JAX functions are jitted (the
 # first call, with compilation, is timed apart by the harness); all three libraries hand the work to
 # optimised kernels (BLAS/LAPACK on the CPU, cuBLAS/cuSOLVER on a GPU), so this measures those
-# kernels and the overhead around them. The three run interleaved (`timing.ladder`).
+# kernels and the overhead around them. The three run interleaved (`timing.ladder`): the functions
+# timed are the ones in the two cells below (NumPy's with JAX's), each called on the case's arrays.
 #
 # Each arithmetic is the same on both sides, one row each:
 #
@@ -166,52 +167,80 @@ Markdown(timing.conditions_sentence(conditions, on_gpu=on_gpu))
 # - **float64**.
 
 # %% tags=["pair:matmul:torch"]
-def torch_matmul_in(mode):
-    """torch.matmul under this row's precision mode: TF32 switched on around the call for "tf32"."""
-    if mode != "tf32":
-        return torch.matmul
+def torch_matmul(a, b):
+    return torch.matmul(a, b)  # in the dtype of a and b: float32, bfloat16 or float64
 
-    def matmul(a, b):
-        with timing.tf32(True, frameworks=("torch",)):
-            return torch.matmul(a, b)
-    return matmul
+
+def torch_inverse(a):
+    return torch.linalg.inv(a)
+
+
+def with_precision(precision, fn):
+    """fn under a float32 matmul precision for each call, the previous one restored afterwards:
+    "high" allows TF32 tensor cores, "highest" (the default) computes in full FP32."""
+    def call(*args):
+        before = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision(precision)
+        try:
+            return fn(*args)
+        finally:
+            torch.set_float32_matmul_precision(before)
+    return call
+
+
+def torch_matmul_in(mode):
+    return with_precision("high", torch_matmul) if mode == "tf32" else torch_matmul
 
 
 def torch_inverse_in(mode):
-    if mode != "tf32":
-        return torch.linalg.inv
-
-    def inverse(a):
-        with timing.tf32(True, frameworks=("torch",)):
-            return torch.linalg.inv(a)
-    return inverse
+    return with_precision("high", torch_inverse) if mode == "tf32" else torch_inverse
 
 
 # %% tags=["pair:matmul:jax"]
+# Each row's arithmetic: "highest" (full FP32) for float32 and float64, TF32 for "tf32", and the
+# native bfloat16 product (float32 accumulation) for "bfloat16".
+PRECISION = {"float32": "highest", "tf32": "tensorfloat32", "bfloat16": "default", "float64": "highest"}
+
+
+def jax_matmul_with(precision):
+    @jax.jit
+    def matmul(a, b):
+        return jnp.matmul(a, b, precision=precision)
+    return matmul
+
+
+def jax_inverse_with(precision):
+    @jax.jit
+    def inverse(a):
+        with jax.default_matmul_precision(precision):  # any product inside the inverse in this precision
+            return jnp.linalg.inv(a)
+    return inverse
+
+
 def jax_matmul_in(mode):
-    """jnp.matmul, jitted, with this row's precision: "highest" (full FP32) for float32 and float64,
-    TF32 for "tf32", and the native bfloat16 product (float32 accumulation) for "bfloat16"."""
-    precision = {"tf32": "tensorfloat32", "bfloat16": "default"}.get(mode, "highest")
-    return jax.jit(functools.partial(jnp.matmul, precision=precision))
+    return jax_matmul_with(PRECISION[mode])
 
 
 def jax_inverse_in(mode):
-    precision = "tensorfloat32" if mode == "tf32" else "highest"
+    return jax_inverse_with(PRECISION[mode])
 
-    @jax.jit
-    def inverse(a):
-        with jax.default_matmul_precision(precision):  # any product inside the inverse in this row's precision
-            return jnp.linalg.inv(a)
-    return inverse
+
+# NumPy, the CPU reference that jax.numpy mirrors, computes in the dtype of its arrays.
+def numpy_matmul(a, b):
+    return np.matmul(a, b)
+
+
+def numpy_inverse(a):
+    return np.linalg.inv(a)
 
 
 # %% tags=["appendix-input"]
 jax_matmul = jax_matmul_in("float32")
 jax_inv = jax_inverse_in("float32")
 OPS = {
-    "matmul": {"numpy": lambda mode: np.matmul, "jax": jax_matmul_in, "torch": torch_matmul_in,
+    "matmul": {"numpy": numpy_matmul, "jax": jax_matmul_in, "torch": torch_matmul_in,
                "flops": functions.matmul_flops, "modes": ["float32", "tf32", "bfloat16", "float64"]},
-    "inverse": {"numpy": lambda mode: np.linalg.inv, "jax": jax_inverse_in, "torch": torch_inverse_in,
+    "inverse": {"numpy": numpy_inverse, "jax": jax_inverse_in, "torch": torch_inverse_in,
                 "flops": functions.inverse_flops, "modes": ["float32", "tf32", "float64"]},
 }
 DTYPES = {"float32": (np.float32, torch.float32), "float64": (np.float64, torch.float64)}
@@ -224,6 +253,7 @@ torch_fns = {(op, mode): OPS[op]["torch"](mode) for op in OPS for mode in OPS[op
 
 
 def linalg_candidates(op, device, mode, n):
+    """The ladder's contestants: the paired cells' functions with this case's arrays bound."""
     np_dtype, jax_dtype, torch_dtype = MODE_DTYPES[mode]
     a_np = rng.standard_normal((n, n)).astype(np_dtype)
     b_np = rng.standard_normal((n, n)).astype(np_dtype)
@@ -232,13 +262,12 @@ def linalg_candidates(op, device, mode, n):
         return {"torch/eager": absent, "jax/jit": absent, "numpy/numpy": absent}
     a_jax, b_jax = (jax.device_put(jnp.asarray(m, dtype=jax_dtype), jax_devices[device]) for m in (a_np, b_np))
     a_torch, b_torch = (torch.from_numpy(m).to(torch_devices[device], torch_dtype) for m in (a_np, b_np))
-    jax_fn, torch_fn, numpy_fn = jitted[op, mode], torch_fns[op, mode], OPS[op]["numpy"](mode)
-    if op == "matmul":
-        fns = {"torch/eager": lambda: torch_fn(a_torch, b_torch), "jax/jit": lambda: jax_fn(a_jax, b_jax),
-               "numpy/numpy": lambda: numpy_fn(a_np, b_np)}
-    else:
-        fns = {"torch/eager": lambda: torch_fn(a_torch), "jax/jit": lambda: jax_fn(a_jax),
-               "numpy/numpy": lambda: numpy_fn(a_np)}
+    args = {"torch": (a_torch, b_torch), "jax": (a_jax, b_jax), "numpy": (a_np, b_np)}
+    if op != "matmul":
+        args = {side: pair[:1] for side, pair in args.items()}
+    fns = {"torch/eager": functools.partial(torch_fns[op, mode], *args["torch"]),
+           "jax/jit": functools.partial(jitted[op, mode], *args["jax"]),
+           "numpy/numpy": functools.partial(OPS[op]["numpy"], *args["numpy"])}
     if device != "cpu":
         del fns["numpy/numpy"]
     elif mode == "bfloat16":
@@ -415,29 +444,20 @@ a_np = rng.standard_normal((n_prec, n_prec)).astype(np.float32)
 b_np = rng.standard_normal((n_prec, n_prec)).astype(np.float32)
 reference = a_np.astype(np.float64) @ b_np.astype(np.float64)
 # JAX's library default, whatever same_conditions set: an explicit "default" precision ignores the config.
-jax_matmul_default = jax.jit(functools.partial(jnp.matmul, precision="default"))
+jax_matmul_default = jax_matmul_with("default")
 jax_matmul_highest = jax_matmul  # precision="highest", as timed in section 1
-
-
-def torch_matmul_with(precision, a, b):
-    """torch.matmul under a float32 matmul precision setting, restored afterwards."""
-    before = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision(precision)
-    try:
-        return torch.matmul(a, b)
-    finally:
-        torch.set_float32_matmul_precision(before)
-
+# PyTorch under each float32 matmul precision, set around each call and restored (the paired cell's with_precision)
+torch_matmul_highest, torch_matmul_high = (with_precision(p, torch_matmul) for p in ("highest", "high"))
 
 precision_rows = []
 for device in devices:
     a_jax, b_jax = (jax.device_put(m, jax_devices[device]) for m in (a_np, b_np))
     a_torch, b_torch = (torch.from_numpy(m).to(torch_devices[device]) for m in (a_np, b_np))
     variants = {
-        ("JAX", "default (precision=None)"): lambda: jax_matmul_default(a_jax, b_jax),
-        ("JAX", 'precision="highest"'): lambda: jax_matmul_highest(a_jax, b_jax),
-        ("PyTorch", 'default ("highest")'): lambda: torch_matmul_with("highest", a_torch, b_torch),
-        ("PyTorch", 'set_float32_matmul_precision("high")'): lambda: torch_matmul_with("high", a_torch, b_torch),
+        ("JAX", "default (precision=None)"): functools.partial(jax_matmul_default, a_jax, b_jax),
+        ("JAX", 'precision="highest"'): functools.partial(jax_matmul_highest, a_jax, b_jax),
+        ("PyTorch", 'default ("highest")'): functools.partial(torch_matmul_highest, a_torch, b_torch),
+        ("PyTorch", 'set_float32_matmul_precision("high")'): functools.partial(torch_matmul_high, a_torch, b_torch),
     }
     times = timing.compare({f"{k[0]} {k[1]}": v for k, v in variants.items()}, repeats=repeats, min_repeat_s=min_repeat_s)
     for (framework, setting), fn in variants.items():
@@ -462,9 +482,9 @@ precision_table.assign(**{"relative error": precision_table["relative error"].ma
 # A sensor's raw readings $r$ map to reference values $y$ through a slope and an offset; we fit
 # $(a, b)$ minimising $\mathrm{RMSE}(a r + b, y)$ on `num_points` synthetic measurements with
 # known truth $a = 1.5$, $b = 3$ and noise (`sidebyside.lab.functions.calibration_data`). The loss is
-# written once per framework (`calibration_rmse_numpy/_jax/_torch`); since it is a linear least
-# squares problem in disguise, its exact minimiser is also known (`calibration_lstsq`), which
-# tells optimiser error apart from noise. All runs start at $(0, 0)$, in float64, and stop at a
+# written once per library in the cells below (`rmse_torch`; `rmse_numpy` for SciPy and `rmse_jax`);
+# since it is a linear least squares problem in disguise, its exact minimiser is also known
+# (`calibration_lstsq`), which tells optimiser error apart from noise. All runs start at $(0, 0)$, in float64, and stop at a
 # gradient norm of $10^{-6}$ where the method has such a test:
 #
 # - SciPy BFGS with finite-difference gradients (what the original did);
@@ -477,7 +497,8 @@ precision_table.assign(**{"relative error": precision_table["relative error"].ma
 #
 # "nfev" counts calls to the objective (for SciPy with finite differences: every call, including
 # the ones that estimate the gradient; for optax: the initial call plus every line-search step;
-# for PyTorch: its own `func_evals`).
+# for PyTorch: its own `func_evals`). The PyTorch cell below is its L-BFGS fit; the JAX cell holds
+# the four others (SciPy's with the NumPy loss beside the JAX one). Each is timed as written.
 
 # %% tags=["appendix-input"]
 data = functions.calibration_data(seed, num_points)
@@ -491,20 +512,53 @@ raw_jax, ref_jax = (jax.device_put(v, jax_devices[opt_device]) for v in (data.ra
 raw_torch, ref_torch = (torch.from_numpy(v).to(torch_devices[opt_device]) for v in (data.raw, data.reference))
 
 
+# %% tags=["pair:optimise:torch"]
+def rmse_torch(params, raw, reference):
+    residual = params[0] * raw + params[1] - reference
+    return torch.sqrt(torch.mean(residual**2))
+
+
+def torch_lbfgs():
+    params = torch.zeros(2, dtype=torch.float64, device=raw_torch.device, requires_grad=True)  # start at x0 = (0, 0)
+    optimizer = torch.optim.LBFGS([params], max_iter=200, tolerance_grad=gtol, tolerance_change=1e-12,
+                                  line_search_fn="strong_wolfe")
+
+    def closure():
+        optimizer.zero_grad()
+        loss = rmse_torch(params, raw_torch, ref_torch)
+        loss.backward()
+        return loss
+
+    optimizer.step(closure)  # runs L-BFGS until a tolerance or max_iter
+    state = optimizer.state[params]
+    return params.detach(), state["n_iter"], state["func_evals"], None, None
+
+
+# %% tags=["pair:optimise:jax"]
+def rmse_numpy(params, raw, reference):
+    residual = params[0] * raw + params[1] - reference
+    return float(np.sqrt(np.mean(residual**2)))
+
+
+def rmse_jax(params, raw, reference):
+    residual = params[0] * raw + params[1] - reference
+    return jnp.sqrt(jnp.mean(residual**2))
+
+
 def loss_jax(params):
-    return functions.calibration_rmse_jax(params, raw_jax, ref_jax)
+    return rmse_jax(params, raw_jax, ref_jax)
 
 
 value_and_grad_jax = jax.jit(jax.value_and_grad(loss_jax))
 
 
-def scipy_fd():
-    r = scipy.optimize.minimize(functions.calibration_rmse_numpy, x0, args=(data.raw, data.reference),
-                                method="BFGS", options={"gtol": gtol})
+def scipy_fd():  # SciPy BFGS, gradients by finite differences
+    r = scipy.optimize.minimize(rmse_numpy, x0, args=(data.raw, data.reference), method="BFGS",
+                                options={"gtol": gtol})
     return r.x, r.nit, r.nfev, bool(r.success), int(r.status)
 
 
-def scipy_jax_grad():
+def scipy_jax_grad():  # SciPy BFGS, exact gradients from jax.grad
     def fun(p):
         value, grad = value_and_grad_jax(jnp.asarray(p, jnp.float64))
         return float(value), np.asarray(grad)
@@ -515,7 +569,7 @@ def scipy_jax_grad():
 jax_scipy_minimize = jax.jit(lambda p0: jax.scipy.optimize.minimize(loss_jax, p0, method="BFGS", tol=gtol))
 
 
-def jax_scipy():
+def jax_scipy():  # the legacy jax.scipy.optimize.minimize
     r = jax_scipy_minimize(jnp.asarray(x0))
     return r.x, r.nit, r.nfev, bool(r.success), int(r.status)
 
@@ -546,28 +600,13 @@ def optax_lbfgs():
     return params, nit, nfev, None, None
 
 
-def torch_lbfgs():
-    params = torch.zeros(2, dtype=torch.float64, device=torch_devices[opt_device], requires_grad=True)
-    optimizer = torch.optim.LBFGS([params], max_iter=200, tolerance_grad=gtol, tolerance_change=1e-12,
-                                  line_search_fn="strong_wolfe")
-
-    def closure():
-        optimizer.zero_grad()
-        loss = functions.calibration_rmse_torch(params, raw_torch, ref_torch)
-        loss.backward()
-        return loss
-
-    optimizer.step(closure)
-    state = optimizer.state[params]
-    return params.detach(), state["n_iter"], state["func_evals"], None, None
-
-
+# %% tags=["appendix-input"]
 OPTIMISERS = {"scipy_bfgs_finite_diff": scipy_fd, "scipy_bfgs_jax_grad": scipy_jax_grad,
               "jax_scipy_bfgs_legacy": jax_scipy, "optax_lbfgs": optax_lbfgs, "torch_lbfgs": torch_lbfgs}
 OPT_LABEL = report.OPTIMISER_LABELS
 optimise, opt_rows = {}, []
 for name, run in progress.bar(OPTIMISERS.items(), desc="optimisers"):
-    t = timing.time_fn(lambda: run()[0], repeats=repeats, min_repeat_s=min_repeat_s)
+    t = timing.time_fn(run, name=name, repeats=repeats, min_repeat_s=min_repeat_s)  # the paired cells' functions
     params, nit, nfev, success, status = run()
     params = params.detach().cpu().numpy() if isinstance(params, torch.Tensor) else np.asarray(params)
     loss = functions.calibration_rmse_numpy(params, data.raw, data.reference)
@@ -609,16 +648,30 @@ Markdown(report.optimise_note(optimise, truth, best))
 #
 # A Python counter inside each function counts traces (the body runs in Python only when JAX
 # traces it). "first call" is the time for one evaluation with a new length, compilation included;
-# "steady" a repeated call.
+# "steady" a repeated call. The JAX cell below is what is timed; the PyTorch cell shows the eager
+# counterpart, which has nothing to recompile (its values are checked against NumPy's at every length).
 
 # %% tags=["appendix-input"]
 # subsets of the calibration data, from a quarter of it to all of it: several power-of-two buckets
 lengths = sorted(set(np.linspace(num_points // 4, num_points, retrace_lengths).astype(int).tolist()))
 pad_to = int(2 ** np.ceil(np.log2(max(lengths))))
+
+
+# %% tags=["pair:retrace:torch"]
+# Eager PyTorch keeps no trace to reuse: every call runs its kernels for the shapes it is given, so
+# a new data length costs what any call costs, and nothing needs padding. (torch.compile, which this
+# post does not use, specialises to shapes as jax.jit does; by default, after a second shape it
+# compiles one graph with a symbolic length.)
+def torch_rmse_first(params, n):
+    return rmse_torch(params, raw_torch[:n], ref_torch[:n])
+
+
+# %% tags=["pair:retrace:jax"]
 traces = {}
 
 
 def counted(name, fn):
+    """fn, counting its traces: jax.jit runs its Python body only when it traces."""
     def wrapper(*args, **kwargs):
         traces[name] = traces.get(name, 0) + 1
         return fn(*args, **kwargs)
@@ -636,7 +689,7 @@ def pad(v, size):
 
 
 strategies = {
-    "naive": jax.jit(counted("naive", functions.calibration_rmse_jax)),
+    "naive": jax.jit(counted("naive", rmse_jax)),
     "padding": jax.jit(counted("padding", masked_rmse)),
     "padding, length static": jax.jit(counted("padding, length static", masked_rmse), static_argnames="n_valid"),
     "buckets": jax.jit(counted("buckets", masked_rmse)),
@@ -644,6 +697,7 @@ strategies = {
 
 
 def call(strategy, n, params):
+    """The loss on the first n measurements, the way the strategy feeds it to its jitted function."""
     raw, ref = data.raw[:n], data.reference[:n]
     if strategy == "naive":
         return strategies[strategy](params, raw, ref)
@@ -651,13 +705,17 @@ def call(strategy, n, params):
     return strategies[strategy](params, pad(raw, size), pad(ref, size), n_valid=n)
 
 
+# %% tags=["appendix-input"]
 params0 = jnp.asarray(truth)
 retrace_rows = []
 for strategy in progress.bar(strategies, desc="retracing"):
     for n in lengths:
         t = timing.time_fn(functools.partial(call, strategy, n, params0), repeats=3, min_repeat_s=min_repeat_s / 4)
-        np.testing.assert_allclose(float(call(strategy, n, params0)), functions.calibration_rmse_numpy(
-            truth, data.raw[:n], data.reference[:n]), rtol=1e-12)
+        expected = functions.calibration_rmse_numpy(truth, data.raw[:n], data.reference[:n])
+        np.testing.assert_allclose(float(call(strategy, n, params0)), expected, rtol=1e-12)
+        if strategy == "naive":  # the PyTorch cell's eager loss agrees, at every length
+            np.testing.assert_allclose(float(torch_rmse_first(torch.from_numpy(truth).to(raw_torch.device), n)),
+                                       expected, rtol=1e-12)
         retrace_rows.append({"strategy": strategy, "length": n, "first call (ms)": t.first_s * 1e3,
                              "steady (ms)": t.median_s * 1e3})
 retrace_detail = pd.DataFrame(retrace_rows)
@@ -683,29 +741,47 @@ retrace_table.round(3)
 # argument compiles once per distinct value and is served from the cache afterwards. Below, a pass
 # of `2 × retrace_lengths` calls alternates between the two losses on the full data; the harness
 # runs the pass twice (first pass timed alone, then one timed repeat), and the trace counter
-# covers both passes.
+# covers both passes. In eager PyTorch the same configuration is an ordinary argument, with no cache
+# to miss.
 
 # %% tags=["appendix-input", "appendix"]
+kinds = ["rmse", "mae"] * retrace_lengths  # one pass: the two losses alternating
+raw_full, ref_full = jnp.asarray(data.raw), jnp.asarray(data.reference)
+
+
+# %% tags=["pair:static-argument:torch", "appendix"]
+# In eager PyTorch a configuration is an ordinary Python argument: each call takes its branch,
+# and nothing is traced or cached.
+def calibration_loss_torch(params, raw, reference, kind):
+    residual = params[0] * raw + params[1] - reference
+    return torch.sqrt(torch.mean(residual**2)) if kind == "rmse" else torch.mean(torch.abs(residual))
+
+
+# %% tags=["pair:static-argument:jax", "appendix"]
 def calibration_loss(params, raw, reference, kind):
     residual = params[0] * raw + params[1] - reference
     return jnp.sqrt(jnp.mean(residual**2)) if kind == "rmse" else jnp.mean(jnp.abs(residual))
 
 
 loss_static = jax.jit(counted("static argument", calibration_loss), static_argnames="kind")
-kinds = ["rmse", "mae"] * retrace_lengths
-raw_full, ref_full = jnp.asarray(data.raw), jnp.asarray(data.reference)
 
 
-def closure_per_call():
+def closure_per_call():  # the pitfall: a new function for jax.jit at every call
     for kind in kinds:
         fresh = jax.jit(counted("new jit per call", lambda p, kind=kind: calibration_loss(p, raw_full, ref_full, kind)))
-        timing.block(fresh(params0))
+        fresh(params0).block_until_ready()
 
 
-def static_argument():
+def static_argument():  # the remedy: one jitted function, the configuration static
     for kind in kinds:
-        timing.block(loss_static(params0, raw_full, ref_full, kind=kind))
+        loss_static(params0, raw_full, ref_full, kind=kind).block_until_ready()
 
+
+# %% tags=["appendix-input", "appendix"]
+for kind in ("rmse", "mae"):  # the PyTorch cell's loss agrees with JAX's
+    np.testing.assert_allclose(float(calibration_loss_torch(torch.from_numpy(truth), torch.from_numpy(data.raw),
+                                                            torch.from_numpy(data.reference), kind)),
+                               float(calibration_loss(params0, raw_full, ref_full, kind)), rtol=1e-12)
 
 static_rows = []
 for name, fn in {"new jit per call": closure_per_call, "static argument": static_argument}.items():
