@@ -186,8 +186,8 @@ class FlaxMLP(nnx.Module):
 
 # %% [markdown]
 # A seed fixes both the initial weights and the order of the training batches: every epoch is a
-# permutation of the training images drawn from (seed, epoch) alone (`batch_order`, a hidden cell
-# below), the same for both frameworks. Both train with Adam and a learning rate that decays from
+# permutation of the training images drawn from (seed, epoch) alone (`batch_order`, its code in the
+# appendix), the same for both frameworks. Both train with Adam and a learning rate that decays from
 # `lr` to zero along a cosine over the whole run. After every epoch, and once before training, a
 # hook (`recorder`) keeps a copy of the weights; before and after training it also records the
 # hidden layer's activations on the held-out images (`finish`).
