@@ -85,8 +85,8 @@ globals().update(colab.parameters("weight-visualisation", PROFILE, REPOSITORY))
 # $U(\pm 1/\sqrt{\text{fan-in}})$, Flax's `Dense` uses `lecun_normal` weights, a truncated normal
 # with standard deviation $1/\sqrt{\text{fan-in}}$, i.e. $\sqrt 3\approx1.7$ times wider, and zero
 # biases) and the **test-set normalisation** (the PyTorch test set was normalised to [-1, 1], its
-# training set was not). Here both frameworks get the same data, normalisation, batches and optimiser
-# (`sidebyside.lab.training`), and each network is trained from several seeds, in four variants:
+# training set was not). Here both frameworks get the same data, normalisation, batches, optimiser and
+# learning-rate schedule, and each network is trained from several seeds, in four variants:
 #
 # | variant | framework | initialisation | what it isolates |
 # |---|---|---|---|
@@ -101,6 +101,7 @@ globals().update(colab.parameters("weight-visualisation", PROFILE, REPOSITORY))
 # %% tags=["appendix"] summary="Set-up: imports, conditions, data"
 import copy
 import dataclasses
+import math
 import re
 
 import jax
@@ -113,6 +114,7 @@ import torch
 import torch.nn.functional as F
 from flax import nnx
 from IPython.display import Markdown, Pretty
+from torch import nn
 from torchviz import make_dot
 
 from sidebyside.lab import analysis, data, models, tables, training, viz
@@ -132,6 +134,11 @@ arrays = training.prepare(ds, num_train=num_train, num_test=num_test)
 X_cka = arrays.X_test[:num_cka]  # held out: never seen in training
 config = training.TrainConfig(num_epochs=num_epochs, batch_size=batch_size, lr=lr,
                               optimizer=optimizer, schedule=schedule)
+# The paired training cells below write Adam with a cosine decay to zero, one step per full batch.
+assert (optimizer, schedule, config.warmup_epochs, config.drop_last) == ("adam", "cosine", 0.0, True), \
+    "the training cells write Adam with a cosine schedule and no warm-up; change them with these parameters"
+steps_per_epoch = config.steps_per_epoch(len(arrays.X_train))  # full batches only; the remainder is dropped
+X_test, y_test = arrays.X_test, arrays.y_test
 post = report  # this post's tables, record and conclusion
 VARIANTS = post.VARIANTS  # torch, flax, flax_torch_init, flax_same_init -> how the tables name them
 tables.table(pd.DataFrame({"setting": ["training images", "test images", "held-out images for CKA", "epochs", "batch size",
@@ -145,11 +152,62 @@ tables.table(pd.DataFrame({"setting": ["training images", "test images", "held-o
 #
 # ### 1.1 Training
 #
-# A seed fixes both the initial weights and the order of the training batches (`TrainConfig.seed`).
-# After every epoch, and once before training, a hook keeps a copy of the weights; before and after
-# training it also records the hidden layer's activations on the held-out images.
+# The network is the same in both frameworks: `fc1` from the 784 pixels to 128 hidden units, a
+# ReLU, `fc2` to the 10 classes. PyTorch's `nn.Linear` brings its own initialisation; Flax's
+# `nnx.Linear` takes initialisers as arguments, so the Flax network can also be given PyTorch's
+# uniform scheme (`torch_init=True`). Both networks keep a `hidden` method, for the hidden layer's
+# activations.
+
+# %% tags=["pair:model:torch"]
+class TorchMLP(nn.Module):
+    def __init__(self, hidden=128, classes=10):
+        super().__init__()
+        # nn.Linear draws weights and biases from U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+        self.fc1 = nn.Linear(28 * 28, hidden)
+        self.fc2 = nn.Linear(hidden, classes)
+
+    def hidden(self, x):
+        return torch.relu(self.fc1(x.flatten(1)))
+
+    def forward(self, x):
+        return self.fc2(self.hidden(x))
+
+# %% tags=["pair:model:jax"]
+def uniform_like_torch(fan_in):
+    """PyTorch's nn.Linear initialiser, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), for Flax."""
+    bound = 1 / math.sqrt(fan_in)
+    return lambda key, shape, dtype=jnp.float32: jax.random.uniform(key, shape, dtype, -bound, bound)
+
+
+class FlaxMLP(nnx.Module):
+    def __init__(self, hidden=128, classes=10, *, rngs, torch_init=False):
+        # nnx.Linear's default: lecun_normal weights, zero biases
+        def init(fan_in):
+            return dict(kernel_init=uniform_like_torch(fan_in), bias_init=uniform_like_torch(fan_in)) if torch_init else {}
+        self.fc1 = nnx.Linear(28 * 28, hidden, rngs=rngs, **init(28 * 28))
+        self.fc2 = nnx.Linear(hidden, classes, rngs=rngs, **init(hidden))
+
+    def hidden(self, x):
+        return nnx.relu(self.fc1(x.reshape(x.shape[0], -1)))
+
+    def __call__(self, x):
+        return self.fc2(self.hidden(x))
+
+# %% [markdown]
+# A seed fixes both the initial weights and the order of the training batches: every epoch is a
+# permutation of the training images drawn from (seed, epoch) alone (`batch_order`, its code in the
+# appendix), the same for both frameworks. Both train with Adam and a learning rate that decays from
+# `lr` to zero along a cosine over the whole run. After every epoch, and once before training, a
+# hook (`recorder`) keeps a copy of the weights; before and after training it also records the
+# hidden layer's activations on the held-out images (`finish`).
 
 # %% tags=["appendix-input"]
+def batch_order(seed, epoch):
+    """The training images' indices for each step of ``epoch``, (steps, batch_size): a function of
+    (seed, epoch) alone, so both frameworks see the same batches."""
+    return training.index_batches(len(arrays.X_train), dataclasses.replace(config, seed=seed), epoch)
+
+
 def layer_weights(model):
     """fc1 and fc2 weights as NumPy, in PyTorch's (out, in) layout for both frameworks."""
     if models.is_torch(model):
@@ -169,45 +227,97 @@ def recorder(run):
     return on_epoch_end
 
 
-def finish(run, model, history):
+def finish(run, model, accuracy):
     run["hidden"] = models.hidden_activations(model, X_cka)
-    run["accuracy"] = history.test_accuracy[-1] if history.test_accuracy else float("nan")
-    run["history"] = history
+    run["accuracy"] = accuracy
     return run
 
 
 runs = {variant: [] for variant in VARIANTS}
 
 # %% [markdown]
-# PyTorch on the left, Flax on the right: the same loop over seeds, through `sidebyside.lab.training`.
+# PyTorch on the left, JAX on the right: the loss, one training step, the epochs over the same
+# batches, and the loop over seeds. PyTorch's step updates the model in place (`zero_grad`,
+# `backward`, `step`, then the scheduler's step); the JAX step is one compiled function
+# (`nnx.jit`) that takes the gradient with `nnx.value_and_grad` and hands it to an optax
+# optimiser, whose schedule counts the steps itself. The `flax_same_init` network starts from
+# PyTorch's initial weights, copied across (transposed: Flax keeps a kernel as (in, out)).
 
 # %% tags=["pair:training:torch"]
+def train_torch(model, seed, on_epoch_end):
+    X = torch.as_tensor(arrays.X_train, device=device)
+    y = torch.as_tensor(arrays.y_train, device=device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=num_epochs * steps_per_epoch)
+    on_epoch_end(0, model)
+    model.train()
+    for epoch in range(num_epochs):
+        for index in torch.as_tensor(batch_order(seed, epoch), device=device):
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(X[index]), y[index])
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+        on_epoch_end(epoch + 1, model)
+    model.eval()
+    with torch.no_grad():
+        logits = model(torch.as_tensor(X_test, device=device))
+    return float((logits.argmax(1).cpu().numpy() == y_test).mean())  # test accuracy
+
+
 torch_initial = {}  # seed -> an untouched copy of the initial network, for the same-init control
 for seed in range(num_seeds):
     torch.manual_seed(seed)
-    torch_model = models.TorchMLP().to(device)
+    torch_model = TorchMLP().to(device)
     torch_initial[seed] = copy.deepcopy(torch_model).cpu()
     run = {"seed": seed}
-    torch_model, history = training.train_torch(
-        torch_model, arrays, dataclasses.replace(config, seed=seed),
-        on_epoch_end=recorder(run), progress=f"PyTorch seed {seed}")
-    runs["torch"].append(finish(run, torch_model, history))
+    accuracy = train_torch(torch_model, seed, on_epoch_end=recorder(run))
+    runs["torch"].append(finish(run, torch_model, accuracy))
+    print(f"PyTorch, seed {seed}: test accuracy {accuracy:.4f}")
 
 # %% tags=["pair:training:jax"]
+def flax_loss(model, X, y):
+    return optax.softmax_cross_entropy_with_integer_labels(model(X), y).mean()
+
+
+@nnx.jit
+def train_step(model, optimizer, X, y, index):
+    loss, grads = nnx.value_and_grad(flax_loss)(model, X[index], y[index])
+    optimizer.update(model, grads)  # the optax update, applied to the model's parameters
+    return loss
+
+
+def train_flax(model, seed, on_epoch_end):
+    X = jnp.asarray(arrays.X_train)
+    y = jnp.asarray(arrays.y_train, dtype=jnp.int32)
+    learning_rate = optax.cosine_decay_schedule(lr, decay_steps=num_epochs * steps_per_epoch)
+    optimizer = nnx.Optimizer(model, optax.adam(learning_rate), wrt=nnx.Param)
+    on_epoch_end(0, model)
+    for epoch in range(num_epochs):
+        for index in batch_order(seed, epoch):
+            train_step(model, optimizer, X, y, index)
+        on_epoch_end(epoch + 1, model)
+    logits = model(jnp.asarray(X_test))
+    return float((np.asarray(logits.argmax(-1)) == y_test).mean())  # test accuracy
+
+
 def flax_network(variant, seed):
-    if variant == "flax_same_init":
-        return models.copy_torch_to_flax(torch_initial[seed], models.FlaxMLP(rngs=nnx.Rngs(seed), torch_init=True))
-    return models.FlaxMLP(rngs=nnx.Rngs(seed), torch_init=(variant == "flax_torch_init"))
+    model = FlaxMLP(rngs=nnx.Rngs(seed), torch_init=(variant != "flax"))
+    if variant == "flax_same_init":  # PyTorch's initial weights; Flax keeps a kernel as (in, out)
+        for name in ("fc1", "fc2"):
+            layer = getattr(torch_initial[seed], name)
+            getattr(model, name).kernel[...] = jnp.asarray(layer.weight.detach().numpy().T)
+            getattr(model, name).bias[...] = jnp.asarray(layer.bias.detach().numpy())
+    return model
 
 
 for variant in ("flax", "flax_torch_init", "flax_same_init"):
     for seed in range(1 if variant == "flax_same_init" else num_seeds):
         flax_model = flax_network(variant, seed)
         run = {"seed": seed}
-        flax_model, history = training.train_flax(
-            flax_model, arrays, dataclasses.replace(config, seed=seed),
-            on_epoch_end=recorder(run), progress=f"{variant} seed {seed}")
-        runs[variant].append(finish(run, flax_model, history))
+        accuracy = train_flax(flax_model, seed, on_epoch_end=recorder(run))
+        runs[variant].append(finish(run, flax_model, accuracy))
+        print(f"{VARIANTS[variant]}, seed {seed}: test accuracy {accuracy:.4f}")
 
 # %% tags=["appendix-input", "appendix"] summary="Test accuracy, every variant and seed"
 accuracy = pd.DataFrame(
@@ -283,7 +393,7 @@ plt.show()
 # (`graph_batch` of them).
 
 # %% figure="torch-graph" alt="torchviz graph of the PyTorch MLP's loss: autograd nodes from the parameters to the loss" tags=["appendix-input", "collapsed"] summary="torchviz's graph of the PyTorch loss"
-torch_model = models.TorchMLP().to(device)
+torch_model = TorchMLP().to(device)
 X_graph = arrays.X_train[:graph_batch]
 y_graph = arrays.y_train[:graph_batch]
 torch_loss = F.cross_entropy(torch_model(torch.as_tensor(X_graph, device=device)), torch.as_tensor(y_graph, device=device))
@@ -302,7 +412,7 @@ viz.svg(torch_graph)
 # images to logits:
 
 # %% figure="jaxpr-forward-graph" alt="Graph of the jaxpr of the Flax MLP's forward pass: parameters and images to logits" tags=["appendix-input"]
-flax_model = models.FlaxMLP(rngs=nnx.Rngs(0))
+flax_model = FlaxMLP(rngs=nnx.Rngs(0))
 graphdef, params = nnx.split(flax_model)
 
 
