@@ -57,6 +57,8 @@ def test_the_harness_notes_every_contestant_and_the_record_carries_them():
     timed = code.record()["timed"]
     assert [e["contestant"] for e in timed] == ["jax/jit", "numpy/eager"]
     assert timed[0]["where"] == code.cell_id(STEP) and timed[1]["where"] == "tests/run/test_code.py"
+    timing.time_fn(lambda: 7, repeats=2, number=1, probe=True)  # a measurement of the machine: no contestant
+    assert code.record()["timed"] == timed
 
 
 NOTEBOOK = [

@@ -115,7 +115,8 @@ def measure_copy_bandwidth(device: str = "cpu", *, nbytes: int = 256 * 2**20, re
     n = nbytes // 4
     src = torch.ones(n, dtype=torch.float32, device=torch_device)
     dst = torch.empty_like(src)
-    median = timing.time_fn(lambda: dst.copy_(src), name="copy", repeats=repeats, min_repeat_s=min_repeat_s).median_s
+    median = timing.time_fn(lambda: dst.copy_(src), name="copy", repeats=repeats, min_repeat_s=min_repeat_s,
+                            probe=True).median_s
     moved = 2 * n * 4
     return {"bytes_per_s": moved / median, "median_s": median, "nbytes_moved": moved,
             "threads": torch.get_num_threads() if torch_device.type == "cpu" else None,

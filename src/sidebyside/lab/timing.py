@@ -141,7 +141,7 @@ def one_line(error: BaseException) -> str:
 
 def measure_here(fns: Mapping[str, Callable[[], Any]], *, repeats: int, warmup: int = 1, number: int | None = None,
                  min_repeat_s: float = 0.05, max_number: int = 10_000, synchronize: bool = True,
-                 pipelined: bool = False, keep_errors: bool = False, shift: int = 0,
+                 pipelined: bool = False, keep_errors: bool = False, shift: int = 0, probe: bool = False,
                  ) -> tuple[dict[str, Timing], dict[str, str]]:
     """The measuring loop of one process.
 
@@ -153,6 +153,8 @@ def measure_here(fns: Mapping[str, Callable[[], Any]], *, repeats: int, warmup: 
     the queue is drained, outside the clock, before another function's repeat and at the end.
     ``pipelined=True`` waits once per repeat, for its last call. With ``keep_errors`` a function
     that raises is dropped and its error kept as one line; otherwise the exception propagates.
+    Each function is noted as a contestant (:func:`sidebyside.run.code.note_timed`), except with
+    ``probe=True``: a measurement of the machine (a copy's bandwidth), which no post pairs.
     Returns ``(timings, errors)``, each keyed by name, in the order of ``fns``.
     """
     _validate(repeats, warmup)
@@ -161,7 +163,8 @@ def measure_here(fns: Mapping[str, Callable[[], Any]], *, repeats: int, warmup: 
     errors: dict[str, str] = {}
     running: dict[str, Callable[[], Any]] = {}
     for name, fn in fns.items():
-        code.note_timed(name, fn)
+        if not probe:
+            code.note_timed(name, fn)
         try:
             start = time.perf_counter()
             _call(fn, synchronize)
@@ -255,13 +258,14 @@ def _pooled(source: Mapping[str, Callable[[], Any]] | Callable[[], Mapping[str, 
 
 def time_fn(fn: Callable[[], Any], *, name: str | None = None, repeats: int = 7, warmup: int = 1,
             number: int | None = None, min_repeat_s: float = 0.05, max_number: int = 10_000,
-            synchronize: bool = True) -> Timing:
+            synchronize: bool = True, probe: bool = False) -> Timing:
     """Time ``fn()`` in this process: one observation, for a figure that draws no verdict (a
     bandwidth, what an unsynchronised timer reports). The first call is timed alone (``first_s``);
-    then ``warmup`` untimed calls; then ``repeats`` repeats of ``number`` calls each."""
+    then ``warmup`` untimed calls; then ``repeats`` repeats of ``number`` calls each. ``probe``: as in
+    :func:`measure_here`."""
     name = name or getattr(fn, "__name__", "fn")
     timings, _ = measure_here({name: fn}, repeats=repeats, warmup=warmup, number=number, min_repeat_s=min_repeat_s,
-                              max_number=max_number, synchronize=synchronize)
+                              max_number=max_number, synchronize=synchronize, probe=probe)
     return timings[name]
 
 
