@@ -628,7 +628,7 @@ ax.set(xscale="log", yscale="log", xlabel="vector length n (float32 elements)", 
 ax.legend(fontsize=7)
 plt.show()
 
-# %% [markdown] tags=["appendix"]
+# %% [markdown] tags=["appendix"] summary="Second order: a Hessian-vector product"
 # ### Second order: a Hessian-vector product
 #
 # For the scalar $g(x) = \sum_i f(x_i)$, the Hessian is diagonal with entries $f''(x_i)$, so
@@ -637,7 +637,7 @@ plt.show()
 # (`jax.jit`, `torch.compile`), and PyTorch also by double backward
 # (`torch.autograd.functional.hvp`, reverse-over-reverse).
 
-# %% tags=["pair:hvp:torch", "appendix"] summary="The Hessian-vector product, in each framework"
+# %% tags=["pair:hvp:torch", "appendix"]
 def sum_f_torch(x):
     return f_torch(x).sum()
 
