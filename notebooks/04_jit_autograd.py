@@ -107,9 +107,9 @@ conditions = timing.same_conditions(threads=threads or None, tf32=False)
 
 import logging
 import warnings
+from functools import partial
 
 import jax
-import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -153,20 +153,6 @@ provenance.table(record)
 Markdown(report.setup_sentence(conditions, startup, on_gpu=on_gpu))
 
 # %% [markdown] tags=["appendix"]
-# The function, written once per framework in `sidebyside.lab.functions` (`f_numpy`, `f_jax`,
-# `f_torch`), with its exact derivatives `df` and `d2f` to check autodiff against:
-# $f'(x) = 0.2 + \cos x - 2\sin 2x$, $f''(x) = -\sin x - 4\cos 2x$.
-
-# %% tags=["appendix-input", "appendix"]
-x_demo = np.linspace(0, 4 * np.pi, 6, dtype=np.float32)
-pd.DataFrame({
-    "x": x_demo,
-    "NumPy": functions.f_numpy(x_demo),
-    "JAX": np.asarray(functions.f_jax(jnp.asarray(x_demo))),
-    "PyTorch": functions.f_torch(torch.from_numpy(x_demo)).numpy(),
-})
-
-# %% [markdown] tags=["appendix"]
 # ### The hardware floor
 #
 # `f` reads one float32 per element and writes one: at large sizes it is bound by memory bandwidth,
@@ -190,21 +176,74 @@ pd.DataFrame(bandwidth).T.drop(columns="floor_bytes_per_s")
 # %% [markdown]
 # ## 1. JIT: one element-wise function from 10 to 10ⁿ elements
 #
+# The function, once per framework. `jax.numpy` spells NumPy's API, so NumPy's version, the CPU
+# baseline, is the same line with `np`:
+
+# %% tags=["pair:f:torch"]
+import torch
+
+
+def f_torch(x):
+    return 0.2 * x + torch.sin(x) + torch.cos(2 * x)
+
+# %% tags=["pair:f:jax"]
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def f_jax(x):
+    return 0.2 * x + jnp.sin(x) + jnp.cos(2 * x)
+
+
+def f_numpy(x):  # the NumPy baseline
+    return 0.2 * x + np.sin(x) + np.cos(2 * x)
+
+# %% [markdown] tags=["appendix"]
+# The three versions of $f$ agree; its exact derivatives, to check autodiff against, are
+# $f'(x) = 0.2 + \cos x - 2\sin 2x$ and $f''(x) = -\sin x - 4\cos 2x$ (`df` and `d2f` in
+# `sidebyside.lab.functions`, in NumPy).
+
+# %% tags=["appendix-input", "appendix"]
+x_demo = np.linspace(0, 4 * np.pi, 6, dtype=np.float32)
+pd.DataFrame({
+    "x": x_demo,
+    "NumPy": f_numpy(x_demo),
+    "JAX": np.asarray(f_jax(jnp.asarray(x_demo))),
+    "PyTorch": f_torch(torch.from_numpy(x_demo)).numpy(),
+})
+
+# %% [markdown]
 # Each framework's ladder on a float32 vector: PyTorch eager, `torch.compile` static, `torch.compile`
 # dynamic, `torch.compile(mode="reduce-overhead")` (CUDA graphs, GPU only); JAX eager (each of the
 # five operations dispatched on its own) and `jax.jit` (XLA fuses them into one loop); and NumPy on
 # the CPU. At each size, `timing.ladder` runs them interleaved, so drifts of a shared machine hit all
 # alike; every call waits for its result; the first call of each is timed apart (for `jax.jit` and
 # static `torch.compile` it compiles for that length; for dynamic `torch.compile` only the very first
-# call compiles). A rung that fails keeps its row, with its error.
+# call compiles). A rung that fails keeps its row, with its error. The eager rungs call `f_torch`,
+# `f_jax` and `f_numpy` above as they are; the compiled ones:
 
 # %% tags=["pair:jit:torch"]
-torch_static = torch.compile(functions.f_torch_static, dynamic=False)
-torch_dynamic = torch.compile(functions.f_torch_dynamic, dynamic=True)
-torch_cudagraphs = torch.compile(functions.f_torch_cudagraphs, mode="reduce-overhead", dynamic=False)
+# Dynamo keeps compiled code per Python function: each setting compiles its own entry point,
+# so that the three never share a cache.
+def f_static(x):
+    return f_torch(x)
+
+
+def f_dynamic(x):
+    return f_torch(x)
+
+
+def f_cudagraphs(x):
+    return f_torch(x)
+
+
+torch_static = torch.compile(f_static, dynamic=False)  # one kernel per length, as jax.jit
+torch_dynamic = torch.compile(f_dynamic, dynamic=True)  # one kernel for every length
+torch_cudagraphs = torch.compile(f_cudagraphs, mode="reduce-overhead", dynamic=False)  # CUDA graphs
 
 # %% tags=["pair:jit:jax"]
-f_jit = jax.jit(functions.f_jax)
+f_jit = jax.jit(f_jax)  # one fused XLA kernel per length
 
 # %% tags=["appendix-input"]
 sizes = [10**e for e in range(1, jit_max_exponent + 1)]
@@ -225,17 +264,18 @@ def candidates(device, n):
     # other input is copied into that buffer on every call, a cost the other rungs do not pay
     x_static = x_torch.clone()
     torch._dynamo.mark_static_address(x_static)
+    # each rung is the paired cells' function itself, its input bound by functools.partial
     fns = {
-        "torch/eager": lambda: functions.f_torch(x_torch),
-        "torch/compile": lambda: torch_static(x_torch),
-        "torch/compile-dynamic": lambda: torch_dynamic(x_torch),
-        "torch/compile-cudagraphs": (lambda: torch_cudagraphs(x_static)) if device == "gpu" else
+        "torch/eager": partial(f_torch, x_torch),
+        "torch/compile": partial(torch_static, x_torch),
+        "torch/compile-dynamic": partial(torch_dynamic, x_torch),
+        "torch/compile-cudagraphs": partial(torch_cudagraphs, x_static) if device == "gpu" else
         timing.NotApplicable.cuda_graphs(device),
-        "jax/eager": lambda: functions.f_jax(x_jax),
-        "jax/jit": lambda: f_jit(x_jax),
+        "jax/eager": partial(f_jax, x_jax),
+        "jax/jit": partial(f_jit, x_jax),
     }
     if device == "cpu":
-        fns["numpy/numpy"] = lambda: functions.f_numpy(x_np)
+        fns["numpy/numpy"] = partial(f_numpy, x_np)
     return fns
 
 
@@ -423,10 +463,10 @@ pitfall_rows = []
 for device in devices:
     fns = {m: fn for m, fn in candidates(device, n_big).items() if callable(fn) and m in jit_timings[device, n_big]}
     for method, fn in fns.items():
-        synced = timing.time_fn(fn, repeats=repeats, min_repeat_s=min_repeat_s)
+        synced = timing.time_fn(fn, name=method, repeats=repeats, min_repeat_s=min_repeat_s)
         # Same number of calls as the synchronised run: left to grow `number` by itself, an
         # unsynchronised timer sees near-zero times and would queue thousands of calls.
-        unsynced = timing.time_fn(fn, repeats=repeats, number=synced.number, synchronize=False)
+        unsynced = timing.time_fn(fn, name=method, repeats=repeats, number=synced.number, synchronize=False)
         timing.block(fn())  # drain the queue before the next measurement
         pitfall_rows.append({
             "device": device, "method": LABEL[method],
@@ -456,13 +496,13 @@ pitfall.round(2)
 # %% tags=["appendix-input"]
 x0 = 3.0
 x0_torch = torch.tensor(x0, requires_grad=True)
-functions.f_torch(x0_torch).backward()
+f_torch(x0_torch).backward()
 scalar = pd.DataFrame({
     "f'(3)": {
         "exact (float64)": float(functions.df(x0)),
-        "JAX jax.grad": float(jax.grad(functions.f_jax)(jnp.float32(x0))),
+        "JAX jax.grad": float(jax.grad(f_jax)(jnp.float32(x0))),
         "PyTorch backward()": float(x0_torch.grad),
-        "PyTorch torch.func.grad": float(torch.func.grad(functions.f_torch)(torch.tensor(x0))),
+        "PyTorch torch.func.grad": float(torch.func.grad(f_torch)(torch.tensor(x0))),
     }
 })
 scalar["error"] = scalar["f'(3)"] - scalar.loc["exact (float64)", "f'(3)"]
@@ -486,37 +526,43 @@ scalar
 # Everything runs on the main device, in float32, with the same input.
 
 # %% tags=["pair:grad:torch"]
-torch_vmap_grad = functions.vmap_grad_f_torch                                  # torch.func.vmap(torch.func.grad(f))
-torch_vmap_grad_compiled = torch.compile(functions.vmap_grad_f_torch, dynamic=False)
-torch_hvp, torch_hvp_compiled = functions.hvp_f_torch, torch.compile(functions.hvp_f_torch, dynamic=False)
-
-# %% tags=["pair:grad:jax"]
-jax_vmap_grad = functions.vmap_grad_f_jax                                      # jax.vmap(jax.grad(f))
-jax_vmap_grad_jit = jax.jit(functions.vmap_grad_f_jax)
-jax_hvp, jax_hvp_jit = functions.hvp_f_jax, jax.jit(functions.hvp_f_jax)
-
-# %% tags=["appendix-input"]
-grad_sizes = [10**e for e in range(3, autograd_max_exponent + 1)]
-jax_jit_grad_sum = jax.jit(jax.grad(lambda x: functions.f_jax(x).sum()))
+def vmap_grad_torch(x):  # f'(x) element by element, as JAX writes it
+    return torch.func.vmap(torch.func.grad(f_torch))(x)
 
 
-def torch_grad_loop(x):
-    """The original's approach: one backward pass per element."""
-    out = torch.empty_like(x)
-    for i in range(x.shape[0]):
-        xi = x[i].detach().requires_grad_()
-        functions.f_torch(xi).backward()
-        out[i] = xi.grad
-    return out
+vmap_grad_torch_compiled = torch.compile(vmap_grad_torch, dynamic=False)
 
 
-def torch_grad_sum(x):
-    """Idiomatic PyTorch: one backward pass through the sum."""
+def grad_sum_torch(x):  # idiomatic PyTorch: one backward pass through the sum
     x = x.detach().requires_grad_()
-    (grad,) = torch.autograd.grad(functions.f_torch(x).sum(), x)
+    (grad,) = torch.autograd.grad(f_torch(x).sum(), x)
     return grad
 
 
+def grad_loop_torch(x):  # the original's approach: one backward() per element
+    out = torch.empty_like(x)
+    for i in range(x.shape[0]):
+        xi = x[i].detach().requires_grad_()
+        f_torch(xi).backward()
+        out[i] = xi.grad
+    return out
+
+# %% tags=["pair:grad:jax"]
+def vmap_grad_jax(x):  # f'(x) element by element
+    return jax.vmap(jax.grad(f_jax))(x)
+
+
+vmap_grad_jax_jit = jax.jit(vmap_grad_jax)
+
+
+def sum_f_jax(x):
+    return f_jax(x).sum()
+
+
+grad_sum_jax_jit = jax.jit(jax.grad(sum_f_jax))  # one reverse pass through the sum
+
+# %% tags=["appendix-input"]
+grad_sizes = [10**e for e in range(3, autograd_max_exponent + 1)]
 GRAD_LABEL = {"jax/eager": "JAX vmap(grad)", "jax/jit": "JAX jit(vmap(grad))",
               "jax/jit-grad-sum": "JAX jit(grad(sum))", "torch/autograd": "PyTorch autograd on sum",
               "torch/func": "PyTorch torch.func vmap(grad)", "torch/func+compile": "PyTorch torch.compile(vmap(grad))",
@@ -528,15 +574,15 @@ def grad_candidates(n):
     x_jax = jax.device_put(x_np, jax_devices[main_device])
     x_torch = torch.from_numpy(x_np).to(torch_devices[main_device])
     fns = {
-        "torch/autograd": lambda: torch_grad_sum(x_torch),
-        "torch/func": lambda: torch_vmap_grad(x_torch),
-        "torch/func+compile": lambda: torch_vmap_grad_compiled(x_torch),
-        "jax/eager": lambda: jax_vmap_grad(x_jax),
-        "jax/jit": lambda: jax_vmap_grad_jit(x_jax),
-        "jax/jit-grad-sum": lambda: jax_jit_grad_sum(x_jax),
+        "torch/autograd": partial(grad_sum_torch, x_torch),
+        "torch/func": partial(vmap_grad_torch, x_torch),
+        "torch/func+compile": partial(vmap_grad_torch_compiled, x_torch),
+        "jax/eager": partial(vmap_grad_jax, x_jax),
+        "jax/jit": partial(vmap_grad_jax_jit, x_jax),
+        "jax/jit-grad-sum": partial(grad_sum_jax_jit, x_jax),
     }
     if n <= torch_loop_max_size:
-        fns["torch/loop"] = lambda: torch_grad_loop(x_torch)
+        fns["torch/loop"] = partial(grad_loop_torch, x_torch)
     return x_np, fns
 
 
@@ -590,7 +636,7 @@ ax.set(xscale="log", yscale="log", xlabel="vector length n (float32 elements)", 
 ax.legend(fontsize=7)
 plt.show()
 
-# %% [markdown] tags=["appendix"]
+# %% [markdown] tags=["appendix"] summary="Second order: a Hessian-vector product"
 # ### Second order: a Hessian-vector product
 #
 # For the scalar $g(x) = \sum_i f(x_i)$, the Hessian is diagonal with entries $f''(x_i)$, so
@@ -599,21 +645,39 @@ plt.show()
 # (`jax.jit`, `torch.compile`), and PyTorch also by double backward
 # (`torch.autograd.functional.hvp`, reverse-over-reverse).
 
+# %% tags=["pair:hvp:torch", "appendix"]
+def sum_f_torch(x):
+    return f_torch(x).sum()
+
+
+def hvp_torch(x, v):  # forward over reverse: the jvp of the gradient
+    return torch.func.jvp(torch.func.grad(sum_f_torch), (x,), (v,))[1]
+
+
+hvp_torch_compiled = torch.compile(hvp_torch, dynamic=False)
+
+
+def hvp_double_backward_torch(x, v):  # reverse over reverse
+    return torch.autograd.functional.hvp(sum_f_torch, x, v)[1]
+
+# %% tags=["pair:hvp:jax", "appendix"]
+def hvp_jax(x, v):  # forward over reverse: the jvp of the gradient
+    return jax.jvp(jax.grad(sum_f_jax), (x,), (v,))[1]
+
+
+hvp_jax_jit = jax.jit(hvp_jax)
+
 # %% tags=["appendix-input", "appendix"]
-def torch_double_backward_hvp(x, v):
-    return torch.autograd.functional.hvp(lambda y: functions.f_torch(y).sum(), x, v)[1]
-
-
 x_np = rng.uniform(0, 4 * np.pi, hvp_size).astype(np.float32)
 v_np = rng.standard_normal(hvp_size).astype(np.float32)
 x_jax, v_jax = (jax.device_put(a, jax_devices[main_device]) for a in (x_np, v_np))
 x_torch, v_torch = (torch.from_numpy(a).to(torch_devices[main_device]) for a in (x_np, v_np))
 hvp_fns = {
-    "torch/func": lambda: torch_hvp(x_torch, v_torch),
-    "torch/func+compile": lambda: torch_hvp_compiled(x_torch, v_torch),
-    "torch/double-backward": lambda: torch_double_backward_hvp(x_torch, v_torch),
-    "jax/eager": lambda: jax_hvp(x_jax, v_jax),
-    "jax/jit": lambda: jax_hvp_jit(x_jax, v_jax),
+    "torch/func": partial(hvp_torch, x_torch, v_torch),
+    "torch/func+compile": partial(hvp_torch_compiled, x_torch, v_torch),
+    "torch/double-backward": partial(hvp_double_backward_torch, x_torch, v_torch),
+    "jax/eager": partial(hvp_jax, x_jax, v_jax),
+    "jax/jit": partial(hvp_jax_jit, x_jax, v_jax),
 }
 HVP_LABEL = {"jax/eager": "JAX jvp(grad)", "jax/jit": "JAX jit(jvp(grad))",
              "torch/func": "PyTorch torch.func jvp(grad)", "torch/func+compile": "PyTorch torch.compile(jvp(grad))",
