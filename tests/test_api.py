@@ -93,8 +93,9 @@ def test_save_results_by_hand_writes_only_with_its_slug(tmp_path, monkeypatch):
 
 
 def test_one_function_builds_the_results_record(tmp_path):
-    saved = context.results_record(slug="s", provenance={"device": "x"}, metrics={"m": 1}, inputs={"modules": {}})
-    assert list(saved) == ["slug", "inputs", "provenance", "metrics"]  # no run facts the publisher did not give
+    saved = context.results_record(slug="s", provenance={"device": "x"}, metrics={"m": 1}, inputs={"modules": {}},
+                                   code={"timed": [], "shown": []})
+    assert list(saved) == ["slug", "inputs", "provenance", "code", "metrics"]  # no run facts the publisher did not give
     info = publish.NotebookInfo(tmp_path / "01_s.py", "s", "S", "2026-11-22", "d")
     full = running.complete_record(saved, info, "cpu", {"n": 1}, "k" * 64, tmp_path)
     assert tuple(full) == context.RECORD_FIELDS

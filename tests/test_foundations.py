@@ -243,6 +243,7 @@ def test_save_results_writes_plain_json(tmp_path, monkeypatch):
     stored = json.loads((tmp_path / "demo.json").read_text())
     inputs = record.pop("inputs")  # what the run imported and read: see tests/test_gpu_box.py
     assert stored.pop("inputs") == inputs and "src/sidebyside/run/provenance.py" in inputs["modules"]
+    assert stored.pop("code") == record.pop("code")  # what the harness timed in this process: tests/run/test_code.py
     assert stored == record == {"slug": "demo", "provenance": {"device": "x"}, "metrics": {"a": 0.5, "b": [0, 1, 2], "c": None, "d": [1, 2]}}
     with pytest.raises(TypeError, match="cannot store object"):
         provenance.to_jsonable(object())

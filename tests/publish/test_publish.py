@@ -463,16 +463,6 @@ def test_interrupted_run_leaves_published_files_intact_and_next_run_recovers(tmp
     assert _leftovers(work_site) == []
 
 
-def test_colab_cells_install_from_the_configured_repository():
-    import re as _re
-
-    repository = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
-    for path in sorted((ROOT / "notebooks").glob("*.py")):
-        urls = _re.findall(r"git\+https://github\.com/([\w.-]+/[\w.-]+)", path.read_text())
-        assert urls, f"{path.name}: no Colab install cell (see README: Adding a notebook)"
-        assert set(urls) == {repository}, f"{path.name} installs from {urls}, _config.yml says {repository}"
-
-
 def test_site_config_falls_back_to_the_repository_and_requires_a_repository(tmp_path):
     config = site_config(tmp_path)  # no _config.yml here: the repo's
     assert config["repository"] == yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]

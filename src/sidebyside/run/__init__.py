@@ -5,6 +5,7 @@
 - ``runkey``: a run's inputs (the modules and data files it read) and its commit stamp: the cache key.
 - ``provenance``: the hardware/version stamp and the results file of a run.
 - ``checkpoints``: a run in parts, each part saved as it finishes and read back while its inputs hold.
+- ``code``: which functions a run timed and which sources it showed, where each is defined.
 
 Imports nothing above it (no ``lab``, ``posts`` or ``publish``) and neither PyTorch nor JAX at import.
 """
