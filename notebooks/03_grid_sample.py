@@ -51,6 +51,8 @@
 #     - parity
 #     - benchmark
 #     title: 'grid_sample in JAX, identical to PyTorch''s: the proof and the price'
+#     under_test:
+#     - grid_sample
 # ---
 
 # %% [markdown]
@@ -302,21 +304,122 @@ plt.show()
 # ## 4. Speed: the kernel and the call
 #
 # Two different questions get two different numbers, both measured with PyTorch and JAX in one interleaved run (`sidebyside.lab.timing.compare`: first call and compilation apart, every result waited for, median and quartiles of the repeats), float32, a random affine warp; forward+backward is the output and the gradient with respect to both input and grid.
+#
+# What is timed is one step, written below as each framework spells it: PyTorch's `F.grid_sample`, its gradients from `torch.autograd.grad`, eager and under `torch.compile`; JAX's `grid_sample` (the port under test), its gradients from `jax.vjp`, under `jax.jit`. Both steps return the output with the gradients, as PyTorch's autograd computes it (otherwise XLA would drop the forward wherever the gradients do not need it, as in nearest). The JAX cell also holds the naive port (gather the four corners of every point from a zero-padded image, weight and sum), timed as the baseline most ports use.
+
+# %% tags=["pair:step:torch"]
+def torch_step(x, grid, cotangent=None, *, mode="bilinear", padding_mode="zeros", align_corners=False,
+               with_grad=False, sample=F.grid_sample):
+    out = sample(x, grid, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    if not with_grad:
+        return out
+    return out, torch.autograd.grad(out, (x, grid), cotangent)
+
+
+# The compiled rung: F.grid_sample compiled by Inductor for static shapes (the backward through AOTAutograd),
+# called as torch_step(x, grid, cotangent, sample=grid_sample_compiled).
+grid_sample_compiled = torch.compile(F.grid_sample, dynamic=False)
+
+# %% tags=["pair:step:jax"]
+def jax_step(x, grid, cotangent=None, *, mode="bilinear", padding_mode="zeros", align_corners=False,
+             with_grad=False, implementation="auto", pallas_layout="points"):
+    def sample(a, b):
+        return grid_sample(a, b, mode=mode, padding_mode=padding_mode, align_corners=align_corners,
+                           implementation=implementation, pallas_layout=pallas_layout)
+
+    if not with_grad:
+        return sample(x, grid)
+    out, vjp = jax.vjp(sample, x, grid)
+    return out, vjp(cotangent)
+
+
+jax_step_jit = jax.jit(jax_step, static_argnames=("mode", "padding_mode", "align_corners", "with_grad",
+                                                  "implementation", "pallas_layout"))
+
+
+def jax_naive(x, grid, align_corners=False):
+    """The naive port: 4-D bilinear with zeros padding, the four corners gathered from a zero-padded image."""
+    n, c, h, w = x.shape
+    if align_corners:
+        px, py = (grid[..., 0] + 1) * (w - 1) / 2, (grid[..., 1] + 1) * (h - 1) / 2
+    else:
+        px, py = ((grid[..., 0] + 1) * w - 1) / 2, ((grid[..., 1] + 1) * h - 1) / 2
+    padded = jnp.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    x0, y0 = jnp.floor(px), jnp.floor(py)
+    batch = jnp.arange(n)[:, None, None]
+
+    def corner(yy, xx):
+        yi = jnp.clip(yy + 1, 0, h + 1).astype(jnp.int32)
+        xi = jnp.clip(xx + 1, 0, w + 1).astype(jnp.int32)
+        return jnp.moveaxis(padded[batch, :, yi, xi], -1, 1)  # (N, C, H_out, W_out)
+
+    wx1, wy1 = (px - x0)[:, None], (py - y0)[:, None]
+    wx0, wy0 = 1 - wx1, 1 - wy1
+    return (corner(y0, x0) * wy0 * wx0 + corner(y0, x0 + 1) * wy0 * wx1
+            + corner(y0 + 1, x0) * wy1 * wx0 + corner(y0 + 1, x0 + 1) * wy1 * wx1)
+
+
+jax_naive_jit = jax.jit(jax_naive, static_argnames="align_corners")
+
+# %% [markdown]
+# The kernel time chains many calls in one program, each on its own copy of the inputs (the method is in the appendix below). PyTorch runs the chain as a loop, captured as one CUDA graph on a GPU so that no launch overhead is left; JAX traces the same loop into one jitted program, an `optimization_barrier` making each call wait for the one before without moving any data. From the second round over the copies on, a copy's input is its output of the round before.
+
+# %% tags=["pair:chain:torch"]
+def torch_chain(xs, grids, cotangents, *, step, order, with_grad):
+    fed = list(xs)
+    for i in order:
+        out = step(fed[i], grids[i], cotangents[i], with_grad=with_grad)
+        # the output as a new leaf: the next call differentiates with respect to it as to a fresh input
+        fed[i] = (out[0] if with_grad else out).detach().requires_grad_(with_grad)
+
+
+def torch_graph(run):
+    stream = torch.cuda.Stream()  # warm up on a side stream first, as torch.cuda.graph asks
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        run()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        run()
+    return graph
+
+
+def torch_replay(graph):
+    graph.replay()
+
+# %% tags=["pair:chain:jax"]
+@functools.partial(jax.jit, static_argnames=("step", "order"))
+def jax_chain(xs, grids, cotangents, *, step, order):
+    outs, previous, fed = [], None, list(xs)
+    for i in order:
+        args = (fed[i], grids[i], cotangents[i])
+        if previous is not None:  # wait for the call before, moving no data
+            previous, args = jax.lax.optimization_barrier((previous, args))
+        previous = step(*args)
+        fed[i] = previous[0] if isinstance(previous, tuple) else previous
+        outs.append(previous)
+    return outs
 
 # %% [markdown] tags=["appendix"] summary="Method: kernel time, the memory floor, call time, the alternatives"
 # - **Kernel time**: what one call costs inside a larger compiled program. Many calls are chained in one program, each on its own copy of the inputs, the copies together at least twice the size of the last-level cache (the L2 on a GPU), so that every call reads its inputs from memory rather than from a cache warmed by the previous call: JAX as one jitted program that calls the kernel once per copy, in order, PyTorch as one CUDA graph on a GPU (a loop on the CPU). Neither side moves any data between calls: a `lax.scan` over stacked copies would slice each copy out and write each output back, two copies per call that PyTorch's loop does not make, which would count against JAX. Inside a jitted model, JAX's dispatch is paid once for the whole program, so this is the number that matters there. On a GPU the chain makes at least 32 calls, going round the copies as often as that takes: a chain of two large calls runs about as long as JAX takes to dispatch it, and would time the dispatch, not the kernels.
 # - **The memory floor**: the time a call would take if it did nothing but move its data: each array it reads or writes, once (input, grid and output; in forward+backward also the grid, the cotangent and, except in nearest, the input again, and both gradients), at the speed of a plain copy (PyTorch's `copy_` of a buffer four times the last-level cache) measured on the same device in the same run. A kernel's share of the floor's speed is the floor divided by its kernel time: 100% would be a kernel as fast as a copy of its data. Where a kernel is far below it, arithmetic or scattered reads set its pace, not memory.
 # - **Per-call time**: a Python loop of calls, as a script that calls `grid_sample` on its own makes them. Each framework's dispatch is included: JAX's costs tens of microseconds per call whatever the size of the problem, PyTorch's about ten, so a small problem can be faster in JAX's kernel and slower in JAX's loop. On a CPU with more than one thread there is a second cost of the same kind: PyTorch's OpenMP threads keep spinning for a while after a call, so the next call finds them awake, while the threads of XLA's pool, which the native kernel shares, go to sleep between calls and are woken for each (measured with an instrumented build of the kernel: `ParallelBatches` in `sidebyside/posts/grid_sample/grid_sample_cpu.cc`). The wake-up is paid inside one program too, where the pool's threads also fall asleep between one call and the next, but it is a fixed cost: it weighs most on the shortest calls, nearest's forward above all, and more per call (inputs in the cache) than in the kernel time (inputs from memory). On a GPU the calls of a repeat are issued back to back and waited for once.
 #
+# The steps and chains timed are those of the paired cells above, sent to the benchmark's process with cloudpickle (`sidebyside.posts.grid_sample.bench.run`): each contestant is one of them, given its arguments with `functools.partial`.
+#
 # Both sides' inputs lie in memory their own framework allocated (`sidebyside.posts.grid_sample.chain.torch_tensor`). `torch.from_numpy` would share NumPy's memory, which NumPy asks Linux to back with 2 MiB pages for arrays of 4 MiB and more, while XLA copies into buffers on ordinary 4 KiB pages. A check of PyTorch's CPU kernel on both kinds of page found no difference, but the comparison does not depend on that.
 #
 # Where `grid_sample` takes a kernel (Pallas on a GPU, native on a CPU), the `jax.numpy` (XLA) path is timed too; in bilinear 2-D forward the naive formulation (gather the four corners of every point from a zero-padded image, weight and sum) is timed as well, as the baseline most ports use. These alternatives run against PyTorch in a second interleaved run, apart from the main pair: interleaved with it, the XLA path's large temporaries cost the call after them page faults, and moved both sides' per-call times (see `sidebyside.posts.grid_sample.bench`). On a GPU the Pallas kernels can also be timed in their second layout (`pallas_layout="channels"`: tiles of points by channels, each point's taps reused across a block of channels), which may suit many channels better, where `bench_pallas_layouts` names it (the gpu profile, whose sizes have 3 channels, does not); `implementation="auto"` keeps the first, which was the faster in every configuration of an earlier run on an H100; the columns "Pallas channels layout / PyTorch" show a run's figures where it timed them. The benchmark runs in a fresh process, `python -m sidebyside.posts.bench grid_sample`, because the thread count of XLA's CPU client is fixed when JAX starts: there both libraries get the same cores. A run in parts (the gpu profile, made in device calls of a few minutes) starts one such process per configuration and saves each configuration as it finishes.
 
 # %% tags=["appendix-input"]
+bench_steps = {"torch_step": torch_step, "torch_compiled": grid_sample_compiled, "torch_chain": torch_chain,
+               "torch_graph": torch_graph, "torch_replay": torch_replay,
+               "jax_step": jax_step, "jax_jit": jax_step_jit, "jax_naive": jax_naive_jit, "jax_chain": jax_chain}
 bench_run = sampling_bench.run_each({k: tuple(v) for k, v in bench_sizes.items()}, tuple(bench_modes),
                                     part=parts if checkpoint_file else None, repeats=bench_repeats,
                                     min_repeat_s=bench_min_repeat_s, threads=bench_threads, copies=bench_copies,
-                                    pallas_layouts=tuple(bench_pallas_layouts))
+                                    pallas_layouts=tuple(bench_pallas_layouts), steps=bench_steps)
 speed = bench_run["results"]
 speed_rows = sampling_goals.speed_table(speed)
 speed_rows.insert(0, "JAX implementation", [speed[k]["implementation"] for k in speed_rows.index])
@@ -394,7 +497,7 @@ if floor_keys:
 # %% [markdown] tags=["appendix"]
 # ### The asynchronous-timing pitfall
 #
-# JAX usually returns as soon as the work is *queued*. A timer that does not wait for the result (`block_until_ready`) then measures the dispatch, not the computation. Below, the same jitted call timed both ways, through the path `grid_sample` takes on this device and, where that is a kernel, through the XLA path too: whether JAX returns before the work is done depends on the program and the device. The rows marked **WRONG** are shown only to be recognised. A JAX figure of some 10 µs per call that does not grow with the batch or the image, such as the CPU figures in the write-up this post answers, is dispatch time.
+# JAX usually returns as soon as the work is *queued*. A timer that does not wait for the result (`block_until_ready`) then measures the dispatch, not the computation. Below, the same jitted call (`jax_step_jit` from the paired cells of section 4) timed both ways, through the path `grid_sample` takes on this device and, where that is a kernel, through the XLA path too: whether JAX returns before the work is done depends on the program and the device. The rows marked **WRONG** are shown only to be recognised. A JAX figure of some 10 µs per call that does not grow with the batch or the image, such as the CPU figures in the write-up this post answers, is dispatch time.
 
 # %% tags=["appendix-input", "appendix"]
 bench_configs = sampling_bench.configs(tuple(bench_modes), {k: tuple(v) for k, v in bench_sizes.items()})
@@ -404,13 +507,13 @@ x_j, grid_j = jnp.asarray(x_np), jnp.asarray(grid_np)
 default_path = choose_implementation(x_np.shape, grid_np.shape, x_np.dtype)
 pitfall = {}
 for path in dict.fromkeys([default_path, "xla"]):
-    jax_fwd = jax.jit(functools.partial(grid_sample, implementation=path))
-    jax_fwd(x_j, grid_j).block_until_ready()  # compile outside both timers
+    jax_fwd = functools.partial(jax_step_jit, x_j, grid_j, implementation=path)  # the paired cell's step, jitted
+    jax_fwd().block_until_ready()  # compile outside both timers
     # One call per timed repeat, as a hand-written `t0 = perf_counter(); f(x); t1 = perf_counter()` would do.
     pitfall[path] = {
-        "unsynchronised": timing.time_fn(lambda: jax_fwd(x_j, grid_j), name=f"WRONG: {path}, no block_until_ready",
+        "unsynchronised": timing.time_fn(jax_fwd, name=f"WRONG: {path}, no block_until_ready",
                                          number=1, warmup=0, repeats=bench_repeats, synchronize=False),
-        "synchronised": timing.time_fn(lambda: jax_fwd(x_j, grid_j), name=f"right: {path}, block_until_ready",
+        "synchronised": timing.time_fn(jax_fwd, name=f"right: {path}, block_until_ready",
                                        number=1, repeats=bench_repeats)}
 tables.summarise([t for pair in pitfall.values() for t in pair.values()])
 

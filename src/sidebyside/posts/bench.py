@@ -58,6 +58,8 @@ def main(argv=None) -> int:
                     help="layouts of the Pallas kernels to time where they run (a CUDA GPU)")
     gs.add_argument("--min-repeat-s", type=float, default=0.05, help="shortest duration of one repeat (s)")
     gs.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    gs.add_argument("--steps", metavar="PATH", help="the steps to time, pickled with cloudpickle (a notebook's own: "
+                    "sidebyside.posts.grid_sample.bench.run)")
     gs.set_defaults(run=_grid_sample_main)
     args = parser.parse_args(argv)
     return args.run(args)

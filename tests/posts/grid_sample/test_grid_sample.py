@@ -869,3 +869,28 @@ def test_sizes_just_under_the_limit_pass_the_check():
     for x_shape, g_shape in [((1, 1, 2**16, 2**15 - 1), (1, 1, 1, 2)), ((1, 2**15, 1, 1), (1, 2**8, 2**8 - 1, 2))]:
         check_inputs(jax.ShapeDtypeStruct(x_shape, jnp.float32), jax.ShapeDtypeStruct(g_shape, jnp.float32),
                      "bilinear", "zeros", False)  # raises nothing
+
+
+def test_bench_notes_what_its_child_timed_as_the_steps_it_was_given():
+    """The benchmark's child process times the steps a notebook sent it; this process notes each
+    contestant as the step it was (same function and line), skips the memory floor's copy, and
+    refuses a contestant that is none of the steps."""
+    from sidebyside.posts.grid_sample import bench
+    from sidebyside.run import code
+
+    def my_step(x):
+        return x
+
+    steps = {"jax_step": my_step, "jax_jit": jax.jit(my_step)}
+    origin = code.origin(my_step)
+    code.clear()
+    try:
+        child = [{"contestant": "jax", "function": origin["function"], "where": "/tmp/elsewhere.py", "line": origin["line"]},
+                 {"contestant": "copy", "function": "<lambda>", "where": "src/x.py", "line": 1}]
+        bench._note_timed({"code": child}, steps)
+        assert code.record()["timed"] == [{"contestant": "jax", **origin}]
+        bench._note_timed({"code": child}, None)  # the library's own steps: nothing to note here
+        with pytest.raises(RuntimeError, match="none of the steps"):
+            bench._note_timed({"code": [{**child[0], "function": "other"}]}, steps)
+    finally:
+        code.clear()

@@ -61,7 +61,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from sidebyside.lab import progress
@@ -137,7 +137,7 @@ def copy_bandwidth(device: str, cache_bytes: int, *, repeats: int = 7, min_repea
 def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backward: bool = True, naive: bool = False,
           kernel: bool = True, padding_mode: str = "zeros", align_corners: bool = False,
           copies: int | None = None, pallas_layouts=("points", "channels"),
-          implementation: str = "auto") -> dict[str, dict[str, Any]]:
+          implementation: str = "auto", steps: Mapping[str, Callable] | None = None) -> dict[str, dict[str, Any]]:
     """Time JAX and PyTorch on each configuration (see the module docstring).
 
     Returns ``{"<mode>/<size>/<forward|forward+backward>": row}`` with, per call,
@@ -166,6 +166,11 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
     ``implementation``: the path the JAX side takes (default ``"auto"``, what a user
     gets; ``"pallas"`` on a CPU runs the kernels in Pallas' interpreter, which checks
     this code, not their speed).
+
+    ``steps``: the functions timed (default :func:`library_steps`; a notebook passes those of its
+    paired cells, same names and signatures). Every contestant is one of them, or a
+    ``functools.partial``, ``jax.jit`` or ``torch.compile`` of one, so the harness notes where each is
+    defined (:mod:`sidebyside.run.code`).
     """
     if copies is not None and copies < 1:
         raise ValueError(f"copies must be at least 1, got {copies}")
@@ -173,13 +178,14 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
     import jax.numpy as jnp
     import numpy as np
     import torch
-    import torch.nn.functional as F
 
     from sidebyside.lab import timing
-    from sidebyside.posts.grid_sample import choose_implementation, grid_sample, grid_sample_naive
+    from sidebyside.posts.grid_sample import choose_implementation
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     gpu = jax.default_backend() == "gpu"
+    steps = {**library_steps(), **(steps or {})}
+    jax_step, torch_step = steps["jax_step"], steps["torch_step"]
     cache = cache_bytes(device)
     bandwidth = copy_bandwidth(device, cache, repeats=repeats, min_repeat_s=min_repeat_s) if kernel else None
     results: dict[str, dict[str, Any]] = {}
@@ -195,52 +201,36 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
         kw = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
         path = choose_implementation(x.shape, grid.shape, x.dtype, implementation)  # what "jax" runs
 
-        def jax_step(a, b, c, implementation=implementation, with_grad=False, layout="points"):
-            f = lambda p, q: grid_sample(p, q, **kw, implementation=implementation, pallas_layout=layout)
-            if not with_grad:
-                return f(a, b)
-            # Return the output too, as PyTorch's autograd computes it: otherwise XLA
-            # drops the forward wherever the gradients do not need it (nearest).
-            out, vjp = jax.vjp(f, a, b)
-            return out, vjp(c)
-
-        def torch_step(a, b, c, with_grad=False):
-            if not with_grad:
-                return F.grid_sample(a, b, **kw)
-            out = F.grid_sample(a, b, **kw)
-            return out, torch.autograd.grad(out, (a, b), c)
-
         bytes_per_call = x.nbytes + grid.nbytes + cot.nbytes
         chained, rounds = chain_shape(bytes_per_call, cache, copies, gpu=device == "cuda")
         for kind, with_grad in (("forward", False), ("forward+backward", True)):
             if with_grad and not backward:
                 continue
-            jax_call = jax.jit(lambda a, b, c: jax_step(a, b, c, with_grad=with_grad))
-            fns = {"jax": lambda: jax_call(xj, gj, cj)}
+            # Every contestant is a step itself (partial, jax.jit, torch.compile of it), so that the
+            # harness notes the function that defines it (sidebyside.run.code).
+            jax_call = steps["jax_jit"]
+            fns = {"jax": functools.partial(jax_call, xj, gj, cj, **kw, with_grad=with_grad,
+                                            implementation=implementation)}
             if with_grad:
                 xr, gr = xt.clone().requires_grad_(True), gt.clone().requires_grad_(True)
-                fns["torch"] = lambda: torch_step(xr, gr, ct, True)
+                torch_args = (xr, gr, ct)
             else:
-                fns["torch"] = lambda: torch_step(xt, gt, ct)
-            xla_call = jax.jit(lambda a, b, c: jax_step(a, b, c, "xla", with_grad))
-            fns["xla"] = lambda: xla_call(xj, gj, cj)
+                torch_args = (xt, gt, ct)
+            fns["torch"] = functools.partial(torch_step, *torch_args, **kw, with_grad=with_grad)
+            fns["xla"] = functools.partial(jax_call, xj, gj, cj, **kw, with_grad=with_grad, implementation="xla")
             layouts = [layout for layout in pallas_layouts if layout != "points"] if path == "pallas" else []
             for layout in layouts:
-                call = jax.jit(functools.partial(jax_step, implementation="pallas", with_grad=with_grad, layout=layout))
-                fns[f"pallas_{layout}"] = functools.partial(call, xj, gj, cj)
+                fns[f"pallas_{layout}"] = functools.partial(jax_call, xj, gj, cj, **kw, with_grad=with_grad,
+                                                            implementation="pallas", pallas_layout=layout)
             if not with_grad and naive and mode == "bilinear" and len(shape) == 4 and padding_mode == "zeros":
-                naive_call = jax.jit(lambda a, b: grid_sample_naive(a, b, align_corners=align_corners))
-                fns["naive"] = lambda: naive_call(xj, gj)
+                fns["naive"] = functools.partial(steps["jax_naive"], xj, gj, align_corners=align_corners)
             started = time.perf_counter()
             pair = {side: fns.pop(side) for side in ("jax", "torch")}
             t = timing.compare(pair, repeats=repeats, min_repeat_s=min_repeat_s, pipelined=gpu)
             # the alternatives, against PyTorch in a run of their own (see the module docstring)
             torch._dynamo.reset()  # a fresh compile per configuration, never the recompile limit's eager fallback
-            compiled = torch.compile(functools.partial(F.grid_sample, **kw), dynamic=False)
-            if with_grad:
-                torch_compile = lambda: _grad_of(compiled, xr, gr, ct)  # noqa: E731
-            else:
-                torch_compile = lambda: compiled(xt, gt)  # noqa: E731
+            torch_compile = functools.partial(torch_step, *torch_args, **kw, with_grad=with_grad,
+                                              sample=steps["torch_compiled"])
             if path == "pallas":
                 fns["pallas_points"] = pair["jax"]
             candidates = {"torch/eager": pair["torch"], "torch/compile": torch_compile,
@@ -270,8 +260,9 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
             row["seconds"] = {"per_call": time.perf_counter() - started}
             if kernel:
                 started = time.perf_counter()
-                row.update(kernel_times(jax_step, torch_step, x, grid, cot, chained, with_grad, device, repeats,
-                                         min_repeat_s, layouts, rounds=rounds))
+                row.update(kernel_times(functools.partial(jax_step, **kw), functools.partial(torch_step, **kw), x,
+                                         grid, cot, chained, with_grad, device, repeats, min_repeat_s, layouts,
+                                         rounds=rounds, steps=steps))
                 row["cache_bytes"] = cache
                 row["inputs_exceed_cache"] = row["inputs_bytes"] > cache
                 row["copy_gbs"] = bandwidth / 1e9
@@ -281,6 +272,56 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
                 row["seconds"]["kernel"] = time.perf_counter() - started
             results[f"{cfg['name']}/{kind}"] = row
     return results
+
+
+def jax_step(x, grid, cotangent=None, *, mode="bilinear", padding_mode="zeros", align_corners=False,
+             with_grad=False, implementation="auto", pallas_layout="points"):
+    """One call of :func:`sidebyside.grid_sample`: the output, and with ``with_grad`` also the
+    gradients (input, grid) for ``cotangent``. The output is returned with them, as PyTorch's
+    autograd computes it: otherwise XLA drops the forward wherever the gradients do not need it."""
+    import jax
+
+    from sidebyside.posts.grid_sample import grid_sample
+
+    def sample(a, b):
+        return grid_sample(a, b, mode=mode, padding_mode=padding_mode, align_corners=align_corners,
+                           implementation=implementation, pallas_layout=pallas_layout)
+
+    if not with_grad:
+        return sample(x, grid)
+    out, vjp = jax.vjp(sample, x, grid)
+    return out, vjp(cotangent)
+
+
+def torch_step(x, grid, cotangent=None, *, mode="bilinear", padding_mode="zeros", align_corners=False,
+               with_grad=False, sample=None):
+    """One call of ``sample`` (default ``F.grid_sample``): the output, and with ``with_grad`` also the
+    gradients (input, grid) for ``cotangent``."""
+    import torch
+    import torch.nn.functional as F
+
+    out = (sample or F.grid_sample)(x, grid, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    if not with_grad:
+        return out
+    return out, torch.autograd.grad(out, (x, grid), cotangent)
+
+
+def library_steps() -> dict[str, Callable]:
+    """The steps :func:`bench` times unless given its own (a notebook passes those of its paired cells,
+    same names and signatures): ``jax_step``, ``jax_jit`` (it under ``jax.jit``), ``jax_naive`` (the
+    naive gather, jitted), ``torch_step``, ``torch_compiled`` (``F.grid_sample`` under
+    ``torch.compile``, static shapes), and the chains of :func:`.chain.library_steps`."""
+    import jax
+    import torch
+    import torch.nn.functional as F
+
+    from sidebyside.posts.grid_sample import chain, grid_sample_naive
+
+    static = ("mode", "padding_mode", "align_corners", "with_grad", "implementation", "pallas_layout")
+    return {"jax_step": jax_step, "jax_jit": jax.jit(jax_step, static_argnames=static),
+            "jax_naive": jax.jit(grid_sample_naive, static_argnames=("mode", "padding_mode", "align_corners")),
+            "torch_step": torch_step, "torch_compiled": torch.compile(F.grid_sample, dynamic=False),
+            **chain.library_steps()}
 
 
 #: What does the work in each ladder rung, and where it comes from (see :func:`sidebyside.lab.verdict.contestant`).
@@ -293,30 +334,34 @@ _ORIGIN = {
 }
 
 
-def _grad_of(fn, x, grid, cot):
-    """The output of ``fn(x, grid)`` and its gradients for the cotangent, as PyTorch's
-    autograd computes them (the forward+backward rungs)."""
-    import torch
-
-    out = fn(x, grid)
-    return out, torch.autograd.grad(out, (x, grid), cot)
-
-
 def run(sizes: dict, modes=("nearest", "bilinear", "bicubic"), *, repeats: int = 7, min_repeat_s: float = 0.05,
         threads: int | None = None, naive: bool = True, kernel: bool = True, copies: int | None = None,
-        pallas_layouts=("points", "channels"), timeout_s: float = 3600) -> dict:
+        pallas_layouts=("points", "channels"), timeout_s: float = 3600,
+        steps: Mapping[str, Callable] | None = None) -> dict:
     """Run the benchmark in a fresh process (``python -m sidebyside.posts.bench
     grid_sample``) on ``sizes`` (``{name: shape}``) and return its JSON:
     ``{"threads", "device_kind", "command", "results": {key: row}}`` (rows as
     :func:`bench`; ``copies`` as there). The child's progress (one step per configuration) and
     warnings are passed on to ``sys.stderr`` as they come, so that a long run shows how far it got,
     also in a notebook saved while it runs. Raises ``RuntimeError`` with the end of the child's error
-    output if it fails or outlasts ``timeout_s``."""
+    output if it fails or outlasts ``timeout_s``.
+
+    ``steps``: the functions to time (:func:`library_steps` names them; default: those), sent to the
+    child with cloudpickle (:func:`sidebyside.lab.pool.pack`); the JSON's ``code`` lists the
+    contestants the child timed (:func:`sidebyside.run.code.record`), which :func:`run_each` notes in
+    this process."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "bench-grid-sample.json")
         command = [sys.executable, *_arguments(sizes, modes, repeats=repeats, min_repeat_s=min_repeat_s,
                                                threads=threads, naive=naive, kernel=kernel, copies=copies,
                                                pallas_layouts=pallas_layouts, json_path=path)]
+        if steps is not None:
+            from sidebyside.lab import pool
+
+            steps_path = os.path.join(tmp, "steps.pickle")
+            with open(steps_path, "wb") as f:
+                f.write(pool.pack(dict(steps)))
+            command += ["--steps", steps_path]
         returncode, tail = _run_passing_stderr_on(command, timeout_s)
         if returncode != 0:
             raise RuntimeError(f"benchmark failed ({' '.join(command[1:])}; exit: {returncode}):\n{tail}")
@@ -351,19 +396,46 @@ def run_each(sizes: dict, modes=("nearest", "bilinear", "bicubic"), *, part: Cal
     all). ``part(name, fn, *args, **kwargs)`` runs each configuration: a
     :class:`sidebyside.run.checkpoints.Checkpoints` saves each as it finishes (part ``bench/<config>``),
     reads back those an earlier run measured and stops before one that would overrun its budget.
-    Without ``part``: :func:`run`, in one process."""
+    Without ``part``: :func:`run`, in one process. ``steps`` (a keyword argument): as :func:`run` takes
+    them; each contestant the child timed is then noted here (:func:`sidebyside.run.code.note_timed`)
+    as the step it came from."""
+    steps = kwargs.pop("steps", None)
     if part is None:
-        return run(sizes, modes, **kwargs)
-    out: dict[str, Any] = {"results": {}}
+        out = run(sizes, modes, **kwargs, **({"steps": steps} if steps is not None else {}))
+        _note_timed(out, steps)
+        return out
+    # the steps are not part of a part's key (their repr changes from one process to the next)
+    measure = functools.partial(run, steps=steps) if steps is not None else run
+    out = {"results": {}}
     for cfg in progress.bar(configs(tuple(modes), sizes), desc="grid_sample bench, per configuration"):
         size = cfg["name"].split("/", 1)[1]
-        one = part(f"bench/{cfg['name']}", run, {size: tuple(cfg["shape"])}, (cfg["mode"],), **kwargs)
+        one = part(f"bench/{cfg['name']}", measure, {size: tuple(cfg["shape"])}, (cfg["mode"],), **kwargs)
+        _note_timed(one, steps)
         out["results"].update(one["results"])
         out.update(threads=one["threads"], device_kind=one["device_kind"])
     settings = {name: kwargs.get(name, p.default) for name, p in inspect.signature(run).parameters.items()
-                if p.kind is p.KEYWORD_ONLY and name != "timeout_s"}
+                if p.kind is p.KEYWORD_ONLY and name not in ("timeout_s", "steps")}
     out["command"] = " ".join(["python", *_arguments(sizes, tuple(modes), **settings)])
     return out
+
+
+def _note_timed(out: Mapping[str, Any], steps: Mapping[str, Callable] | None) -> None:
+    """Note in this process each contestant the child timed (``out["code"]``) as the step of ``steps`` it
+    was (same function and line: a notebook's function is named by its cell only here, where the
+    notebook's cells are known). The memory floor's copy is the floor's yardstick, not a contestant.
+    Raises RuntimeError for a contestant that is none of the steps."""
+    if steps is None:
+        return
+    from sidebyside.run import code
+
+    sent = {(o["function"], o["line"]): fn for fn in steps.values() for o in [code.origin(fn)]}
+    for entry in out.get("code") or []:
+        fn = sent.get((entry["function"], entry["line"]))
+        if fn is not None:
+            code.note_timed(entry["contestant"], fn)
+        elif entry["contestant"] != "copy":
+            raise RuntimeError(f"the benchmark timed {entry['contestant']!r} as {entry['function']!r} "
+                               f"({entry['where']}, line {entry['line']}), which is none of the steps it was given")
 
 
 def _run_passing_stderr_on(command: list[str], timeout_s: float, keep: int = 3000) -> tuple[int | str, str]:
@@ -401,6 +473,8 @@ def cli(args, threads: int) -> int:
     import pandas as pd
     import torch
 
+    from sidebyside.run import code
+
     sizes = dict(SIZES)
     if args.sizes:
         unknown = sorted(set(args.sizes) - set(SIZES))
@@ -418,14 +492,21 @@ def cli(args, threads: int) -> int:
     gpu = torch.cuda.is_available()
     if gpu and not (args.sizes or args.shape):
         sizes["2d_large_gpu"] = (32, 3, 256, 256)  # the GPU goal is stated at N = 32, C = 3, 256 x 256
+    steps = None
+    if args.steps:
+        import cloudpickle
+
+        with open(args.steps, "rb") as f:
+            steps = cloudpickle.load(f)
     results = bench(configs(tuple(args.modes), sizes), repeats=args.repeats, min_repeat_s=args.min_repeat_s,
                     naive=args.naive, kernel=not args.no_kernel, copies=args.copies,
-                    pallas_layouts=tuple(args.pallas_layouts))
+                    pallas_layouts=tuple(args.pallas_layouts), steps=steps)
     table = speed_table(results)
     targets = goals_table(results, "gpu" if gpu else "cpu")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"threads": threads, "device_kind": "gpu" if gpu else "cpu", "results": results}, f, indent=1)
+            json.dump({"threads": threads, "device_kind": "gpu" if gpu else "cpu", "results": results,
+                       "code": code.record()["timed"]}, f, indent=1)
     with pd.option_context("display.width", 200, "display.max_rows", 200, "display.float_format", "{:.3g}".format):
         print(f"grid_sample, float32, {'GPU' if gpu else f'CPU, {threads} thread(s) for both'}; medians of "
               f"{args.repeats} interleaved repeats; per call: a Python loop of calls (dispatch included); kernel: "

@@ -22,7 +22,11 @@ data), so it moves no more bytes than PyTorch's loop. A ``lax.scan`` over stacke
 copies would not: it slices each copy out and writes each output into the stacked
 result, two extra copies per call that PyTorch does not make, which would count
 against JAX. :func:`chain_program`
-builds it; a test holds its compiled program free of copies and slices.
+builds it; a test holds its compiled program free of copies and slices. :func:`kernel_times`
+runs the same chain as a function of the copies (:func:`jax_chain`, jitted with the step and the
+order static; PyTorch's :func:`torch_chain`, captured by :func:`torch_graph` and run by
+:func:`torch_replay`), or the chains a notebook passes it (its paired cells define them), so that
+every contestant is a ``functools.partial`` of a chain the harness can trace to its definition.
 
 **Memory of the same kind** (:func:`torch_tensor`): each side's inputs are in memory its own
 framework allocated, never shared with NumPy. NumPy asks Linux for 2 MiB pages for arrays
@@ -37,7 +41,8 @@ import functools
 import math
 import os
 
-__all__ = ["cache_bytes", "torch_tensor", "chain_shape", "chain_order", "chain_program", "kernel_times"]
+__all__ = ["cache_bytes", "torch_tensor", "chain_shape", "chain_order", "chain_program", "jax_chain", "torch_chain",
+           "torch_graph", "torch_replay", "library_steps", "kernel_times"]
 
 _CPU_CACHE_BYTES = 32 * 2**20  # assumed last-level cache where none is reported
 _MAX_COPIES = 64  # the chain is unrolled: tiny inputs stop here (inputs_exceed_cache then says so)
@@ -113,49 +118,88 @@ def chain_program(step, copies: int, rounds: int = 1):
     return chained
 
 
-def _torch_kernel_fn(calls, device):
-    """One callable running ``calls`` (zero-argument PyTorch callables) back to back:
-    a CUDA graph of them on a GPU (no launch overhead), else a loop."""
-    if device != "cuda":
-        return lambda: [call() for call in calls]
+def jax_chain(xs, grids, cotangents, *, step, order):
+    """``step`` on copy ``order[0]``, ``order[1]``, ... of the inputs, one call after the other, inside
+    one program (call it under ``jax.jit`` with ``step`` and ``order`` static: :func:`library_steps`);
+    :func:`chain_program`'s chain as a function of the copies, the form a notebook's step takes."""
+    import jax
+
+    outs, previous, fed = [], None, list(xs)
+    for i in order:
+        args = (fed[i], grids[i], cotangents[i])
+        if previous is not None:
+            previous, args = jax.lax.optimization_barrier((previous, args))
+        previous = step(*args)
+        fed[i] = _output(previous)
+        outs.append(previous)
+    return outs
+
+
+def torch_chain(xs, grids, cotangents, *, step, order, with_grad):
+    """PyTorch's chain: ``step`` on copy ``order[0]``, ``order[1]``, ... in a loop; a copy's output is
+    its next input, as a new leaf (no copy): the next call differentiates with respect to it as to a
+    fresh input, not back through the call that made it."""
+    fed = list(xs)
+    for i in order:
+        fed[i] = _output(step(fed[i], grids[i], cotangents[i], with_grad=with_grad)).detach().requires_grad_(with_grad)
+
+
+def torch_graph(run):
+    """``run()`` captured as one CUDA graph, warmed up on a side stream first, as ``torch.cuda.graph``
+    asks; raises RuntimeError where the calls cannot be captured."""
     import torch
 
-    try:
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for call in calls:  # warm up outside the capture, as torch.cuda.graph asks
-                call()
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for call in calls:
-                call()
-        return graph.replay
-    except RuntimeError:  # not capturable: a loop, pipelined
-        return lambda: [call() for call in calls]
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        run()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        run()
+    return graph
+
+
+def torch_replay(graph):
+    """One replay of a captured CUDA graph."""
+    graph.replay()
+
+
+def library_steps() -> dict:
+    """The chains this module builds by default: ``jax_chain`` (jitted), ``torch_chain``,
+    ``torch_graph``, ``torch_replay`` (a notebook passes its own, same names: :func:`kernel_times`)."""
+    import jax
+
+    return {"jax_chain": jax.jit(jax_chain, static_argnames=("step", "order")), "torch_chain": torch_chain,
+            "torch_graph": torch_graph, "torch_replay": torch_replay}
 
 
 def kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device, repeats, min_repeat_s, layouts=(),
-                  rounds: int = 1):
+                  rounds: int = 1, steps=None):
     """Per-call time of ``copies * rounds`` chained calls going ``rounds`` times round ``copies``
     copies of the inputs (see the module docstring); ``layouts``: other Pallas layouts to chain
-    alike."""
+    alike. ``jax_step(x, grid, cotangent, with_grad=..., implementation=..., pallas_layout=...)`` and
+    ``torch_step(x, grid, cotangent, with_grad=...)`` make one call; ``steps`` holds the chains
+    (``jax_chain``, ``torch_chain``, ``torch_graph``, ``torch_replay``; default :func:`library_steps`),
+    each contestant a ``functools.partial`` of one of them, so the harness notes where it is defined."""
     import jax.numpy as jnp
     import numpy as np
 
     from sidebyside.lab import timing
 
+    steps = {**library_steps(), **(steps or {})}
+    order = tuple(chain_order(copies, rounds))
     # `copies` distinct buffers of the same values, one per chained call (np.array copies,
     # so no two device buffers can share host memory)
     xs, gs, cs = ([jnp.asarray(np.array(a)) for _ in range(copies)] for a in (x, grid, cot))
 
     def chain(step):
-        return functools.partial(chain_program(step, copies, rounds), xs, gs, cs)
+        return functools.partial(steps["jax_chain"], xs, gs, cs, step=step, order=order)
 
     fns = {"jax": chain(functools.partial(jax_step, with_grad=with_grad))}
     for layout in layouts:
-        fns[layout] = chain(functools.partial(jax_step, implementation="pallas", with_grad=with_grad, layout=layout))
+        fns[layout] = chain(functools.partial(jax_step, implementation="pallas", with_grad=with_grad,
+                                              pallas_layout=layout))
 
     torch_inputs = []
     for _ in range(copies):
@@ -164,17 +208,15 @@ def kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device, 
             xt.requires_grad_(True)
             gt.requires_grad_(True)
         torch_inputs.append((xt, gt, ct))
-
-    def torch_calls(inputs=tuple(torch_inputs)):  # chain_program's order and feeding
-        fed = [a for a, _, _ in inputs]
-        for i in chain_order(copies, rounds):
-            _, b, c = inputs[i]
-            # the output as a new leaf (no copy): the next call differentiates with respect to it as to a
-            # fresh input, not back through the call that made it
-            fed[i] = _output(torch_step(fed[i], b, c, with_grad)).detach().requires_grad_(with_grad)
-
-    torch_chain = _torch_kernel_fn([torch_calls], device)
-    tool = "cuda graph" if getattr(torch_chain, "__name__", "") == "replay" else "loop"
+    # chain_program's order and feeding
+    torch_loop = functools.partial(steps["torch_chain"], *zip(*torch_inputs), step=torch_step, order=order,
+                                   with_grad=with_grad)
+    torch_chain, tool = torch_loop, "loop"  # on the CPU a loop: its dispatch is small against a CPU kernel
+    if device == "cuda":
+        try:
+            torch_chain, tool = functools.partial(steps["torch_replay"], steps["torch_graph"](torch_loop)), "cuda graph"
+        except RuntimeError:  # not capturable: a loop, pipelined
+            pass
     t = timing.compare({**fns, "torch": torch_chain}, repeats=repeats, min_repeat_s=min_repeat_s,
                        pipelined=device == "cuda")
     bytes_per_call = x.nbytes + grid.nbytes + (cot.nbytes if with_grad else 0)
