@@ -59,6 +59,8 @@
 #     - training
 #     title: Swin Transformer V2 in PyTorch and Flax, the same network timed the same
 #       way
+#     under_test:
+#     - FlaxSwinV2
 # ---
 
 # %% [markdown]
@@ -187,12 +189,15 @@ warnings.filterwarnings("ignore", message=".*dynamo_pgo force disabled.*")  # In
 warnings.filterwarnings("ignore", message=".*TensorFloat32 tensor cores.*")  # TF32 is off on purpose (same conditions)
 
 import jax
+import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
+import optax
 import pandas as pd
 import timm
 import torch
 import torch._inductor.config
+import torch.nn.functional as F
 from flax import nnx
 from IPython.display import Markdown
 from matplotlib.patches import Patch
@@ -200,6 +205,7 @@ from matplotlib.patches import Patch
 from sidebyside.lab import data, progress, tables, training, verdict, viz
 from sidebyside.posts import swin_v2 as swin
 from sidebyside.posts.swin_v2 import report
+from sidebyside.posts.swin_v2.model import FlaxSwinV2  # the port, on trial in this post (section 2)
 from sidebyside.run import checkpoints, provenance
 
 tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
@@ -221,8 +227,8 @@ Markdown(timing.conditions_sentence(conditions, on_gpu=on_gpu))
 #
 # The PyTorch side is timm's `SwinTransformerV2`, the implementation PyTorch
 # users run, built without pretrained weights. The JAX side is
-# `sidebyside.posts.swin_v2.FlaxSwinV2`, a Flax NNX port written from the paper and
-# timm's module, with what makes V2 what it is: scaled cosine attention with a
+# `FlaxSwinV2`, a Flax NNX port written for this post from the paper and
+# timm's module (its code, beside timm's attention block, is in the appendix), with what makes V2 what it is: scaled cosine attention with a
 # learned, clamped logit scale per head; the log-spaced continuous relative
 # position bias (a 2-512-heads MLP, then `16·sigmoid`); residual
 # post-normalisation; shifted windows with their attention mask; V2 patch
@@ -253,12 +259,35 @@ parts = checkpoints.Checkpoints(checkpoint_file, budget_s=run_budget_s, commit=p
     "speed_model": speed_config, "train": train_config, "num_train": num_train, "num_test": num_test})
 
 # %% tags=["pair:model:torch"]
-torch_model = swin.torch_model(model_config)
+from timm.models.swin_transformer_v2 import SwinTransformerV2
+
+
+def torch_swin(c):
+    """timm's Swin Transformer V2 for the configuration c, with timm's random initialisation."""
+    return SwinTransformerV2(img_size=c.img_size, patch_size=c.patch_size, in_chans=c.in_chans,
+                             num_classes=c.num_classes, embed_dim=c.embed_dim, depths=c.depths,
+                             num_heads=c.num_heads, window_size=c.window_size, mlp_ratio=c.mlp_ratio,
+                             drop_path_rate=c.drop_path_rate)
+
+
+torch_model = torch_swin(model_config)
 sum(p.numel() for p in torch_model.parameters())
 
 # %% tags=["pair:model:jax"]
-flax_model = swin.FlaxSwinV2(model_config, rngs=nnx.Rngs(0))
+def flax_swin(c, seed):
+    """The Flax NNX port for the configuration c; its parameters are drawn from nnx.Rngs(seed)."""
+    return FlaxSwinV2(c, rngs=nnx.Rngs(seed))
+
+
+flax_model = flax_swin(model_config, 0)
 sum(x.size for x in jax.tree_util.tree_leaves(nnx.state(flax_model, nnx.Param)))
+
+# %% tags=["pair:attention:torch", "appendix"] summary="The code: timm's attention block beside the Flax port"
+report.source(timm.models.swin_transformer_v2.WindowAttention, timm.models.swin_transformer_v2.SwinTransformerV2Block)
+
+# %% tags=["pair:attention:jax", "appendix"]
+report.source(swin.PatchEmbed, swin.WindowAttention, swin.Mlp, swin.SwinV2Block, swin.PatchMerging, swin.SwinV2Stage,
+              swin.FlaxSwinV2)
 
 # %% tags=["appendix-input", "appendix"]
 pd.DataFrame({
@@ -314,6 +343,15 @@ Markdown(report.parity_claim(report.parity_record(parity_runs)))
 # networks are the same function. The level is below a small CNN's (about
 # 90% in the FashionMNIST post): a vision transformer has no convolutional
 # prior and learns slowly from few, small images without augmentation.
+#
+# Each framework's optimiser, loss and steps, as its users write them: in
+# PyTorch a step that zeroes the gradients, runs the model under
+# `torch.autocast` (a no-op in float32), takes the cross-entropy and calls
+# `backward` and the optimiser's `step`; in JAX a pure function of the
+# parameters, the optimiser state and the stochastic-depth streams, which
+# `jax.value_and_grad` differentiates and optax's AdamW updates. The same
+# functions train for accuracy here (the learning rate of each step set from
+# the schedule) and are timed in section 4.
 
 # %% tags=["appendix-input"]
 arrays = training.prepare(fashion, num_train=num_train, num_test=num_test)
@@ -322,23 +360,98 @@ pd.DataFrame({"examples": [len(X_train), len(X_test)], "model input": [X_train.s
              index=["train", "test"])
 
 # %% tags=["pair:train:torch"]
-def torch_seed(seed):
-    torch.manual_seed(seed)
-    model = swin.torch_model(model_config).to(torch_device)
-    config = training.TrainConfig(seed=seed, **train_config)
-    return swin.train_torch(model, X_train, arrays.y_train, X_test, arrays.y_test, config)
+def torch_adamw(model, lr, weight_decay, **kwargs):
+    """AdamW with timm's weight-decay rule: matrices only, never the position-bias MLP or the logit scale."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        (decay if p.ndim >= 2 and "cpb_mlp" not in name and "logit_scale" not in name else no_decay).append(p)
+    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=lr, **kwargs)
 
 
-torch_histories = [parts(f"accuracy/torch/{seed}", torch_seed, seed, decode=lambda h: training.History(**h))
-                   for seed in progress.bar(seeds, desc="PyTorch seeds")]
+def torch_train_step(model, optimizer, precision="float32"):
+    amp = dict(device_type=torch_device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
+
+    def train_step(x, y):
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(**amp):
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    return train_step
+
+
+def torch_eval_step(model, precision="float32"):
+    amp = dict(device_type=torch_device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
+
+    def eval_step(x, y):
+        with torch.no_grad(), torch.autocast(**amp):
+            return model(x)
+
+    return eval_step
 
 # %% tags=["pair:train:jax"]
-def jax_seed(seed):
-    model = swin.FlaxSwinV2(model_config, rngs=nnx.Rngs(seed))
+def jax_adamw(params, lr, weight_decay):
+    """optax's AdamW with the same rule, as a mask over the parameters' paths; lr: a number or a schedule."""
+    def decays(path, p):
+        name = jax.tree_util.keystr(path)
+        return p.ndim >= 2 and "cpb_mlp" not in name and "logit_scale" not in name
+
+    mask = jax.tree_util.tree_map_with_path(decays, params)
+    return optax.adamw(lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=weight_decay, mask=mask)
+
+
+def jax_train_step(graphdef, tx, precision="float32"):
+    """(params, opt_state, rest, x, y) -> (params, opt_state, rest, loss); rest holds the stochastic-depth
+    streams, which go back out so that each step draws anew."""
+    def loss_fn(params, rest, x, y):
+        if precision == "bfloat16":  # float32 master weights, bfloat16 compute
+            params = jax.tree_util.tree_map(lambda p: p.astype(jnp.bfloat16), params)
+            x = x.astype(jnp.bfloat16)
+        model = nnx.merge(graphdef, params, rest)
+        loss = optax.softmax_cross_entropy_with_integer_labels(model(x).astype(jnp.float32), y).mean()
+        return loss, nnx.split(model, nnx.Param, ...)[2]
+
+    def train_step(params, opt_state, rest, x, y):
+        # rest is differentiated too (integers: allow_int, its "gradient" dropped), so that the streams
+        # live at the level where the model draws from them
+        (loss, rest), (grads, _) = jax.value_and_grad(loss_fn, argnums=(0, 1), has_aux=True,
+                                                      allow_int=True)(params, rest, x, y)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, rest, loss
+
+    return train_step
+
+
+def jax_eval_step(graphdef, precision="float32"):
+    def eval_step(params, rest, x):
+        if precision == "bfloat16":
+            params = jax.tree_util.tree_map(lambda p: p.astype(jnp.bfloat16), params)
+            x = x.astype(jnp.bfloat16)
+        return nnx.merge(graphdef, params, rest)(x).astype(jnp.float32)
+
+    return eval_step
+
+# %% tags=["appendix-input"]
+def torch_seed(seed):
+    torch.manual_seed(seed)
+    model = torch_swin(model_config).to(torch_device)
     config = training.TrainConfig(seed=seed, **train_config)
-    return swin.train_flax(model, X_train, arrays.y_train, X_test, arrays.y_test, config)
+    return swin.train_torch(model, X_train, arrays.y_train, X_test, arrays.y_test, config, optimizer=torch_adamw,
+                            train_step=torch_train_step)
 
 
+def jax_seed(seed):
+    config = training.TrainConfig(seed=seed, **train_config)
+    return swin.train_flax(flax_swin(model_config, seed), X_train, arrays.y_train, X_test, arrays.y_test, config,
+                           optimizer=jax_adamw, train_step=jax_train_step)
+
+
+# The same batches in the same order (training.index_batches) and the same schedule (training.learning_rate) on both sides.
+torch_histories = [parts(f"accuracy/torch/{seed}", torch_seed, seed, decode=lambda h: training.History(**h))
+                   for seed in progress.bar(seeds, desc="PyTorch seeds")]
 jax_histories = [parts(f"accuracy/jax/{seed}", jax_seed, seed, decode=lambda h: training.History(**h))
                  for seed in progress.bar(seeds, desc="JAX seeds")]
 
@@ -372,6 +485,13 @@ Markdown(report.accuracy_claim(accuracy, num_train=len(X_train), num_epochs=num_
 # - **JAX, jit step**: one jitted step per batch, parameters and optimiser state donated;
 # - **JAX, jit + `lax.scan`**: all the call's steps in one jitted scan.
 #
+# Each rung is built below from the model and the steps above: a fresh
+# network with the same seed's weights, AdamW at a constant learning rate of
+# 1e-4 with weight decay 0.05, and a `run` that performs one call's steps. The
+# JAX rung returns its jitted function and the arguments to compile it for:
+# the ladder compiles it ahead of time, timing the compilation apart, and hands
+# the compiled function to `run` as `step`.
+#
 # All are timed in one interleaved run per setting (`sidebyside.lab.timing`:
 # results waited for, the first call apart, median and quartiles over
 # repeats). JAX compiles ahead of time, timed apart; for PyTorch the first
@@ -382,6 +502,93 @@ Markdown(report.accuracy_claim(accuracy, num_train=len(X_train), num_epochs=num_
 # (and, by default, XLA reserves most of the GPU at start-up). Not timed: JAX op-by-op (eager) execution, which nobody
 # trains a transformer with.
 
+# %% tags=["pair:ladder:torch"]
+def torch_rung(config, tool, phase, X, y, precision, seed):
+    """One rung: run() performs a call's steps, one per batch of X, y; also what the rung holds on the device."""
+    torch.manual_seed(seed)
+    model = torch_swin(config).to(torch_device)
+    Xs = [torch.as_tensor(b, device=torch_device) for b in X]
+    ys = [torch.as_tensor(b, device=torch_device) for b in y]
+    optimizer = None
+    if phase == "train":
+        model.train()
+        # capturable: the optimiser's step counter stays on the GPU, as a CUDA graph needs
+        optimizer = torch_adamw(model, lr=1e-4, weight_decay=0.05, capturable=tool == "cuda_graph")
+        step = torch_train_step(model, optimizer, precision)
+    else:
+        model.eval()
+        step = torch_eval_step(model, precision)
+    # static shapes: otherwise a second batch size reaching this code would recompile with a symbolic batch
+    if tool == "compile":
+        step = torch.compile(step, dynamic=False)
+    elif tool == "cuda_graph":  # compiled, then captured as CUDA graphs and replayed
+        step = torch.compile(step, mode="reduce-overhead", dynamic=False)
+
+    def run():
+        for xb, yb in zip(Xs, ys):
+            out = step(xb, yb)
+        return out
+
+    return run, (model, optimizer, Xs + ys)
+
+# %% tags=["pair:ladder:jax"]
+def jax_rung(config, tool, phase, X, y, precision, seed):
+    """One rung: the jitted function, the arguments to compile it for, and run(step), which performs a call's
+    steps with the compiled function."""
+    model = flax_swin(config, seed)
+    if phase == "train":
+        model.train()
+    else:
+        model.eval()
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    Xs, ys = jnp.asarray(X.transpose(0, 1, 3, 4, 2)), jnp.asarray(y.astype(np.int32))  # NHWC: (steps, B, H, W, C)
+    batches = [(Xs[i], ys[i]) for i in range(len(Xs))]
+    if phase == "train":
+        tx = jax_adamw(params, lr=1e-4, weight_decay=0.05)
+        train_step = jax_train_step(graphdef, tx, precision)
+        opt_state = tx.init(params)
+        if tool == "jit":  # one jitted step per batch; parameters and optimiser state donated (updated in place)
+            fn, args = jax.jit(train_step, donate_argnums=(0, 1, 2)), (params, opt_state, rest, *batches[0])
+
+            def run(step):
+                nonlocal params, opt_state, rest
+                for xb, yb in batches:
+                    params, opt_state, rest, loss = step(params, opt_state, rest, xb, yb)
+                return loss
+        else:  # jit_scan: all the call's steps in one program
+            def train_steps(params, opt_state, rest, Xs, ys):
+                def body(carry, batch):
+                    *carry, loss = train_step(*carry, *batch)
+                    return tuple(carry), loss
+
+                (params, opt_state, rest), losses = jax.lax.scan(body, (params, opt_state, rest), (Xs, ys))
+                return params, opt_state, rest, losses[-1]
+
+            fn, args = jax.jit(train_steps, donate_argnums=(0, 1, 2)), (params, opt_state, rest, Xs, ys)
+
+            def run(step):
+                nonlocal params, opt_state, rest
+                params, opt_state, rest, loss = step(params, opt_state, rest, Xs, ys)
+                return loss
+    else:
+        eval_step = jax_eval_step(graphdef, precision)
+        if tool == "jit":
+            fn, args = jax.jit(eval_step), (params, rest, Xs[0])
+
+            def run(step):
+                for xb, _ in batches:
+                    out = step(params, rest, xb)
+                return out
+        else:
+            def eval_steps(params, rest, Xs):
+                return jax.lax.scan(lambda c, xb: (c, eval_step(params, rest, xb)), 0, Xs)[1][-1]
+
+            fn, args = jax.jit(eval_steps), (params, rest, Xs)
+
+            def run(step):
+                return step(params, rest, Xs)
+    return fn, args, run
+
 # %% tags=["appendix-input", "appendix"] summary="Every rung of the speed ladders"
 speed = {}
 settings = [(p, ph, b) for ph in speed_phases for p in precisions for b in precision_batch_sizes.get(p, speed_batch_sizes)]
@@ -389,7 +596,7 @@ for precision, phase, batch in progress.bar(settings, desc="speed ladders"):
     speed[f"{precision}/{phase}/{batch}"] = parts(
         f"speed/{phase}/{precision}/{batch}", swin.speed_ladder,
         speed_config, batch_size=batch, phase=phase, precision=precision, torch_tools=torch_tools,
-        jax_tools=jax_tools, steps=speed_steps, repeats=speed_repeats)
+        jax_tools=jax_tools, steps=speed_steps, repeats=speed_repeats, torch_rung=torch_rung, jax_rung=jax_rung)
 rows = report.speed_rows(speed)  # one row per rung; a failed tool's numbers are NaN
 report.speed_table(rows).round(2)
 

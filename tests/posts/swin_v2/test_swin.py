@@ -19,6 +19,7 @@ if importlib.util.find_spec("timm") is None:
     pytest.skip("timm is not installed", allow_module_level=True)
 jax = pytest.importorskip("jax")
 
+import jax.numpy as jnp  # noqa: E402
 from flax import nnx  # noqa: E402
 
 from sidebyside.lab import training  # noqa: E402
@@ -244,3 +245,24 @@ def test_the_seeds_of_one_program_compile_its_training_step_once(monkeypatch):
     assert fresh.train_loss == second.train_loss and len(compiles) == 2
     run(0, batch_size=12)
     assert len(compiles) == 3
+
+
+def test_rungs_come_from_the_builders_passed():
+    """The notebook's paired cells write the rungs: the ladder times what its builders return."""
+    def torch_rung(config, tool, phase, X, y, precision, seed):
+        def run():
+            return torch.zeros(1)
+        return run, (torch.nn.Linear(1, 1), None, [])
+
+    def jax_rung(config, tool, phase, X, y, precision, seed):
+        def run(step):
+            return step(jnp.ones(2))
+        return jax.jit(lambda x: 2 * x), (jnp.ones(2),), run
+
+    rungs = swin.ladder._rungs(TINY, ("eager", "cuda_graph"), ("jit",), "eval", "float32", 2, 1, 0, torch_rung,
+                               jax_rung)
+    assert rungs["torch/eager"].run().item() == 0.0
+    np.testing.assert_array_equal(np.asarray(rungs["jax/jit"].run()), [2.0, 2.0])
+    assert rungs["jax/jit"].compile_s >= 0 and rungs["jax/jit"].run.func.__name__ == "run"
+    if not torch.cuda.is_available():
+        assert rungs["torch/cuda_graph"].not_applicable and rungs["torch/cuda_graph"].run is None

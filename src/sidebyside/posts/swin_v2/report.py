@@ -24,8 +24,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sidebyside.lab import analysis, verdict
+from sidebyside.run.code import Source, source
 
 __all__ = [
+    "Source",
+    "source",
     "TOLERANCE",
     "SEED_RATIO",
     "within_tolerance",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -92,16 +94,35 @@ def predict_flax(model: FlaxSwinV2, X: np.ndarray, *, batch_size: int = 256) -> 
 
 
 def train_torch(model, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, y_test: np.ndarray,
-                config: sbs_training.TrainConfig, *, progress: bool | str = False) -> sbs_training.History:
+                config: sbs_training.TrainConfig, *, progress: bool | str = False,
+                optimizer: Callable[..., Any] | None = None,
+                train_step: Callable[..., Any] | None = None) -> sbs_training.History:
     """Train timm's model in place with AdamW and ``training.learning_rate``, batches from
     ``training.index_batches`` (the same as :func:`train_flax`), data on the model's device.
-    ``X``: NCHW float32. Returns a History (test accuracy after every epoch)."""
+    ``X``: NCHW float32. Returns a History (test accuracy after every epoch).
+
+    ``optimizer(model, lr, weight_decay)`` builds the optimiser (default :func:`torch_optimizer`)
+    and ``train_step(model, optimizer)`` the step ``(x, y) -> detached loss`` (default: zero_grad,
+    cross-entropy, backward, step): a notebook passes the ones its paired cells write. The
+    learning rate of each step is set here, in every parameter group."""
     import torch
     import torch.nn.functional as F
 
     device = next(model.parameters()).device
     torch.manual_seed(config.seed)  # stochastic depth draws
-    optimizer = torch_optimizer(model, config)
+    if optimizer is None:
+        opt = torch_optimizer(model, config)
+    else:
+        opt = optimizer(model, config.lr, config.weight_decay)
+    if train_step is None:
+        def step_fn(xb, yb):
+            opt.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(model(xb), yb)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+    else:
+        step_fn = train_step(model, opt)
     Xd, yd = torch.as_tensor(X, device=device), torch.as_tensor(y, device=device)
     steps = config.steps_per_epoch(len(X))
     history = sbs_training.History("torch", "eager")
@@ -112,13 +133,9 @@ def train_torch(model, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, y_test:
         model.train()
         total = torch.zeros((), device=device)
         for index in torch.as_tensor(sbs_training.index_batches(len(X), config, epoch), device=device):
-            for group in optimizer.param_groups:
+            for group in opt.param_groups:
                 group["lr"] = float(sbs_training.learning_rate(step, config, steps))
-            optimizer.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(Xd[index]), yd[index])
-            loss.backward()
-            optimizer.step()
-            total += loss.detach()
+            total += step_fn(Xd[index], yd[index])
             step += 1
         return float(total) / max(steps, 1)
 
@@ -157,20 +174,29 @@ def flax_train_step(graphdef, tx, dtype=None):
 _STEP_CACHE: dict = {}
 
 
-def _compile_step(graphdef, tx, params, opt_state, rest, Xd, yd, batch_size: int):
+def _compile_step(graphdef, tx, params, opt_state, rest, Xd, yd, batch_size: int, train_step=None):
     """The training step of :func:`train_flax`, lowered and compiled ahead of time (one XLA program)."""
+    step = flax_train_step(graphdef, tx) if train_step is None else train_step(graphdef, tx)
+
     def device_step(params, opt_state, rest, X, y, index):
-        return flax_train_step(graphdef, tx)(params, opt_state, rest, X[index], y[index])
+        return step(params, opt_state, rest, X[index], y[index])
 
     index0 = jax.ShapeDtypeStruct((batch_size,), jnp.int32)
     return jax.jit(device_step, donate_argnums=(0, 1, 2)).lower(params, opt_state, rest, Xd, yd, index0).compile()
 
 
 def train_flax(model: FlaxSwinV2, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, y_test: np.ndarray,
-               config: sbs_training.TrainConfig, *, progress: bool | str = False) -> sbs_training.History:
+               config: sbs_training.TrainConfig, *, progress: bool | str = False,
+               optimizer: Callable[..., Any] | None = None,
+               train_step: Callable[..., Any] | None = None) -> sbs_training.History:
     """Train the port in place: optax AdamW with the same schedule, weight-decay rule and
     batches as :func:`train_torch`, one jitted step per batch, data on the device.
     ``X``: NCHW float32 (transposed to NHWC once).
+
+    ``optimizer(params, schedule, weight_decay)`` builds the optax transformation (default
+    :func:`optax_optimizer`; ``schedule`` maps the step count to ``training.learning_rate``) and
+    ``train_step(graphdef, tx)`` the pure step (default :func:`flax_train_step`): a notebook
+    passes the ones its paired cells write.
 
     The step is compiled once per distinct program and reused: runs that differ only in
     ``config.seed`` (and the model's initial values) run the same program, since the seed
@@ -181,15 +207,20 @@ def train_flax(model: FlaxSwinV2, X: np.ndarray, y: np.ndarray, X_test: np.ndarr
     model.train()
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
     steps = config.steps_per_epoch(len(X))
-    tx = optax_optimizer(params, config, steps)
+    if optimizer is None:
+        tx = optax_optimizer(params, config, steps)
+    else:
+        tx = optimizer(params, lambda count: sbs_training.learning_rate(count, config, steps, xp=jnp), config.weight_decay)
     opt_state = tx.init(params)
     Xd, yd = jnp.asarray(X.transpose(0, 2, 3, 1)), jnp.asarray(y.astype(np.int32))
     history = sbs_training.History("flax", "jit")
-    key = (graphdef, dataclasses.replace(config, seed=0), Xd.shape, str(Xd.dtype), yd.shape, jax.default_backend())
+    key = (graphdef, dataclasses.replace(config, seed=0), Xd.shape, str(Xd.dtype), yd.shape, jax.default_backend(),
+           optimizer, train_step)
     compiled = _STEP_CACHE.get(key)
     if compiled is None:
         start = time.perf_counter()
-        compiled = _STEP_CACHE[key] = _compile_step(graphdef, tx, params, opt_state, rest, Xd, yd, config.batch_size)
+        compiled = _STEP_CACHE[key] = _compile_step(graphdef, tx, params, opt_state, rest, Xd, yd, config.batch_size,
+                                                        train_step)
         history.compile_seconds = time.perf_counter() - start
     state = {"params": params, "opt_state": opt_state, "rest": rest}
 
