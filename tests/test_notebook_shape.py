@@ -82,3 +82,9 @@ def test_no_alias_means_two_things(path):
 def _code(path: Path) -> str:
     return "\n".join("\n".join(c["lines"]) for c in cells(path) if c["kind"] == "code"
                      and not any(line.lstrip().startswith(("!", "%")) for line in c["lines"]))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_post_pairs_at_least_two_pieces_of_framework_code(path):
+    pairs = {tag.split(":")[1] for c in cells(path) for tag in c["tags"] if tag.startswith("pair:")}
+    assert len(pairs) >= 2, f"{path.name} pairs {sorted(pairs)}: show at least two pieces of PyTorch and JAX code side by side"
