@@ -291,17 +291,56 @@ Markdown(report.multiprocess_claim(multi_record, tolerance=loss_tolerance))
 # of tools: PyTorch eager and `torch.compile` of the whole step, JAX `jit`, on the
 # same weights, batches and optimiser, timed in one interleaved run, each rung's
 # losses checked against PyTorch eager's on the CPU (and on a GPU where one is
-# visible).
+# visible). The step each rung times, as each framework writes it: PyTorch's
+# loss, `backward()`, the optimiser's `step()` and `zero_grad()`, eager or
+# compiled whole by `torch.compile`; JAX's a pure function of the parameters and
+# the optimiser state, differentiated by `jax.value_and_grad`, updated by optax
+# and compiled by `jax.jit`. Both optimisers are SGD with momentum
+# (`torch.optim.SGD`, `optax.sgd`), built from the same weights; every strategy
+# above runs this same step.
+
+# %% tags=["pair:one-device:torch"]
+def torch_step(net, optimizer, tool):
+    """The one-device training step, eager or (tool "compile") compiled whole with static shapes."""
+    def step(xb, yb):
+        loss = torch.nn.functional.cross_entropy(net(xb), yb)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss.detach()
+    return torch.compile(step, dynamic=False) if tool == "compile" else step
+
+
+# %% tags=["pair:one-device:jax"]
+import optax
+from flax import nnx
+
+
+def jax_step(graphdef, tx):
+    """The one-device training step, jitted: a pure function of the parameters and optimiser state."""
+    def loss_fn(params, X, y):
+        logits = nnx.merge(graphdef, params)(X)
+        return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+
+    @jax.jit
+    def step(params, opt_state, X, y):
+        loss, grads = jax.value_and_grad(loss_fn)(params, X, y)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+    return step
+
 
 # %% tags=["appendix"] summary="The one-device ladder, rung by rung"
+steps_shown = {"torch_step": torch_step, "jax_step": jax_step}  # the paired cells above: shown is timed
 ladders = {"cpu": reference.run(X, y, torch_model.state_dict(), config, lr=lr, momentum=momentum, torch_device="cpu",
                                 jax_device=jax.devices("cpu")[0], torch_tools=torch_tools, repeats=repeats,
-                                min_repeat_s=min_repeat_s)}
+                                min_repeat_s=min_repeat_s, **steps_shown)}
 names = {"cpu": prov["cpu"]}
 if gpu["reference"]:
     ladders["gpu"] = reference.run(X, y, torch_model.state_dict(), config, lr=lr, momentum=momentum,
                                    torch_device="cuda", jax_device=next(d for d in jax.devices() if d.platform == "gpu"),
-                                   torch_tools=torch_tools, repeats=repeats, min_repeat_s=min_repeat_s)
+                                   torch_tools=torch_tools, repeats=repeats, min_repeat_s=min_repeat_s,
+                                   **steps_shown)
     names["gpu"] = prov["device"]
 one_device = report.reference_record(ladders, names=names, tolerance=loss_tolerance)
 report.reference_table({"reference": one_device})

@@ -270,53 +270,82 @@ Markdown(report.parity_claim(parity))
 # ## 3. The work, as each framework spells it
 #
 # A training step is AdamW on cross-entropy (GPT-2: the next token). PyTorch's
-# is the loop every tutorial writes; JAX's is a pure function of the parameters,
-# optimiser state and BatchNorm statistics, jitted with those buffers donated so
-# XLA updates them in place. Shown here on the parity-sized ResNet, one step each
-# from the same weights: the losses agree.
+# is the loop every tutorial writes (`zero_grad`, `backward`, `step`), the forward
+# under `torch.autocast`, which is off in float32; JAX's is a pure function of the
+# parameters, optimiser state and BatchNorm statistics, differentiated with
+# `jax.value_and_grad`, updated by optax and jitted with those buffers donated so
+# XLA updates them in place (in bfloat16 the float32 weights are cast inside the
+# step). Each function takes a model and one batch already on the device and
+# returns the zero-argument step that the ladder below times.
 
 # %% tags=["pair:train:torch"]
-t_model, f_model = config.pair(specs["resnet50"], seed)
-X, Y = port.inputs(specs["resnet50"], parity_batch, seed)
-t_model.train()
-optimizer = torch.optim.AdamW(t_model.parameters(), lr=1e-4)
+def torch_train_step(model, x, y, amp):
+    """One AdamW step on cross-entropy, as a function of nothing (amp: torch.autocast's arguments)."""
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, capturable=x.is_cuda)
 
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(**amp):
+            logits = model(x)
+        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), y.reshape(-1))
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+    return step
 
-def torch_step(x, y):
-    optimizer.zero_grad(set_to_none=True)
-    loss = F.cross_entropy(t_model(x), y)
-    loss.backward()
-    optimizer.step()
-    return loss.detach()
-
-
-torch_losses = [float(torch_step(torch.from_numpy(X), torch.from_numpy(Y))) for _ in range(2)]
-torch_losses
 
 # %% tags=["pair:train:jax"]
-f_model.train()
-graphdef, params, rest = nnx.split(f_model, nnx.Param, ...)
-tx = optax.adamw(1e-4, weight_decay=0.01)  # PyTorch AdamW's defaults
+def to_low(tree, low):
+    """The floating-point leaves cast to `low` (bfloat16); low=None: the tree as it is (float32)."""
+    if low is None:
+        return tree
+    return jax.tree_util.tree_map(lambda a: a.astype(low) if jnp.issubdtype(a.dtype, jnp.floating) else a, tree)
 
 
-@functools.partial(jax.jit, donate_argnums=(0, 1, 2))
-def jax_step(params, opt_state, rest, x, y):
-    def loss_of(params, rest):
-        model = nnx.merge(graphdef, params, rest)
-        loss = optax.softmax_cross_entropy_with_integer_labels(model(x), y).mean()
-        return loss, nnx.split(model, nnx.Param, ...)[2]  # the updated BatchNorm statistics
-    # rest (BatchNorm's statistics) is differentiated too, so it lives where the model updates it
-    (loss, rest), (grads, _) = jax.value_and_grad(loss_of, argnums=(0, 1), has_aux=True)(params, rest)
-    updates, opt_state = tx.update(grads, opt_state, params)
-    return optax.apply_updates(params, updates), opt_state, rest, loss
+def jax_train_step(model, x, y, low=None):
+    """One AdamW step on cross-entropy, jitted, with the parameters, optimiser state and BatchNorm
+    statistics donated (XLA updates them in place)."""
+    model.train()
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    tx = optax.adamw(1e-4, weight_decay=0.01)  # torch.optim.AdamW's defaults
+
+    @functools.partial(jax.jit, donate_argnums=(0, 1, 2))
+    def step(params, opt_state, rest, x, y):
+        def loss_of(params, rest):
+            m = nnx.merge(graphdef, to_low(params, low), rest)
+            logits = m(to_low(x, low)).astype(jnp.float32)
+            loss = optax.softmax_cross_entropy_with_integer_labels(
+                logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).mean()
+            return loss, nnx.split(m, nnx.Param, ...)[2]  # the updated BatchNorm statistics
+        # rest (BatchNorm's statistics) is differentiated too, so it lives where the model updates it
+        (loss, stats), (grads, _) = jax.value_and_grad(loss_of, argnums=(0, 1), has_aux=True,
+                                                       allow_int=True)(params, rest)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        stats = jax.tree_util.tree_map(lambda new, old: new.astype(old.dtype), stats, rest)
+        return optax.apply_updates(params, updates), opt_state, stats, loss
+
+    state = [params, tx.init(params), rest]
+
+    def train():
+        state[0], state[1], state[2], loss = step(*state, x, y)
+        return loss
+    train.cost = lambda: step.lower(*state, x, y).compile().cost_analysis()  # XLA's count of its FLOPs
+    return train
 
 
-state = [params, tx.init(params), rest]
-jax_losses = []
-for _ in range(2):
-    *state, loss = jax_step(*state, jnp.asarray(X.transpose(0, 2, 3, 1)), jnp.asarray(Y.astype(np.int32)))
-    jax_losses.append(float(loss))
-jax_losses
+# %% [markdown]
+# Two steps each on the parity-sized ResNet, from the same weights: the losses agree.
+
+# %% tags=["remove_input"]
+t_model, f_model = config.pair(specs["resnet50"], seed)
+X, Y = port.inputs(specs["resnet50"], parity_batch, seed)
+torch_step = torch_train_step(t_model, torch.from_numpy(X), torch.from_numpy(Y),
+                              dict(device_type="cpu", dtype=torch.bfloat16, enabled=False))
+jax_step = jax_train_step(f_model, jnp.asarray(X.transpose(0, 2, 3, 1)), jnp.asarray(Y.astype(np.int32)))
+torch_losses = [float(torch_step()) for _ in range(2)]
+jax_losses = [float(jax_step()) for _ in range(2)]
+pd.DataFrame({"PyTorch": torch_losses, "JAX": jax_losses}, index=["step 1", "step 2"]).rename_axis("loss")
 
 # %% [markdown]
 # Generation is greedy, with a key-value cache preallocated for the prompt and
@@ -327,10 +356,42 @@ jax_losses
 # tokens equal those generated without a cache, on both sides.
 
 # %% tags=["pair:generate:torch"]
-report.source(gpt.torch_generate)
+@torch.no_grad()
+def torch_generate(model, prompt, new_tokens, step=None):
+    """Greedy generation of new_tokens after prompt (batch, length) with the cache; step: what runs
+    the model (the model itself, or the model compiled)."""
+    step = model if step is None else step  # a compiled module has no truth value
+    B, P = prompt.shape
+    cache = model.new_cache(B, P + new_tokens)
+    logits = step(prompt, cache, torch.tensor(0, device=prompt.device))
+    token = logits[:, -1].argmax(-1, keepdim=True)
+    out = [token]
+    for i in range(1, new_tokens):
+        logits = step(token, cache, torch.tensor(P + i - 1, device=prompt.device))
+        token = logits[:, -1].argmax(-1, keepdim=True)
+        out.append(token)
+    return torch.cat(out, dim=1)
+
 
 # %% tags=["pair:generate:jax"]
-report.source(gpt.jax_generate)
+def jax_generate(graphdef, params, prompt, cache, new_tokens):
+    """Greedy generation, to be jitted (new_tokens static, cache donated): the prompt in one pass,
+    then a lax.fori_loop of one-token steps updating the cache in place."""
+    model = nnx.merge(graphdef, params)
+    B, P = prompt.shape
+    logits, cache = model(prompt, cache, 0)
+    token = jnp.argmax(logits[:, -1], axis=-1)
+    out = jnp.zeros((B, new_tokens), jnp.int32).at[:, 0].set(token)
+
+    def body(i, carry):
+        cache, out, token = carry
+        logits, cache = model(token[:, None], cache, P + i - 1)
+        token = jnp.argmax(logits[:, -1], axis=-1)
+        return cache, out.at[:, i].set(token), token
+
+    cache, out, _ = jax.lax.fori_loop(1, new_tokens, body, (cache, out, token))
+    return out, cache
+
 
 # %% tags=["appendix-input", "appendix"] summary="The generated tokens, with and without the cache"
 t_gpt, f_gpt = config.pair(specs["gpt2"], seed)
@@ -339,9 +400,9 @@ prompt = prompt[:, :prompt_len]
 f_gpt.eval()
 gdef, gparams = nnx.split(f_gpt)
 generated = {
-    "PyTorch, cached": gpt.torch_generate(t_gpt.eval(), torch.from_numpy(prompt), new_tokens).numpy(),
+    "PyTorch, cached": torch_generate(t_gpt.eval(), torch.from_numpy(prompt), new_tokens).numpy(),
     "PyTorch, no cache": gpt.torch_generate_uncached(t_gpt, torch.from_numpy(prompt), new_tokens).numpy(),
-    "JAX, cached (jit)": np.asarray(jax.jit(gpt.jax_generate, static_argnums=(0, 4))(
+    "JAX, cached (jit)": np.asarray(jax.jit(jax_generate, static_argnums=(0, 4))(
         gdef, gparams, jnp.asarray(prompt, jnp.int32), f_gpt.new_cache(2, prompt_len + new_tokens), new_tokens)[0]),
     "JAX, no cache": np.asarray(gpt.jax_generate_uncached(f_gpt, jnp.asarray(prompt, jnp.int32), new_tokens)),
 }
@@ -351,6 +412,73 @@ generation_check = {"all_equal": all(np.array_equal(v, generated["PyTorch, cache
 pd.DataFrame({k: [" ".join(map(str, row)) for row in v] for k, v in generated.items()}).T
 
 # %% [markdown]
+# Serving is a forward pass without gradients. PyTorch's out-of-the-box rung calls
+# the module under `torch.no_grad()`; its CUDA-graph rung captures that eager
+# forward once, on a static input buffer, after three warm-up calls on a side
+# stream, and replays it; its AOTInductor rung exports the model with
+# `torch.export` and compiles it ahead of time into a package that it loads. JAX's
+# is one jitted function of the parameters and the batch.
+
+# %% tags=["pair:serve:torch"]
+import tempfile
+
+
+def torch_infer(model, x, amp, forward=None):
+    """The forward without gradients; forward: what runs the model (the model itself, or compiled)."""
+    forward = model if forward is None else forward
+
+    def infer():
+        with torch.no_grad(), torch.autocast(**amp):
+            return forward(x)
+    return infer
+
+
+def torch_cuda_graph(model, x, amp):
+    """The eager forward captured once in a CUDA graph, replayed on a static input."""
+    static = x.clone()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream), torch.no_grad(), torch.autocast(**amp):
+        for _ in range(3):  # warm-up calls before the capture
+            model(static)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph), torch.no_grad(), torch.autocast(**amp):
+        out = model(static)
+
+    def replay():
+        graph.replay()
+        return out
+    return replay
+
+
+def torch_aoti(model, x):
+    """torch.export, then AOTInductor: the model compiled ahead of time into a package, loaded."""
+    with torch.no_grad():
+        exported = torch.export.export(model, (x,))
+    path = torch._inductor.aoti_compile_and_package(
+        exported, package_path=os.path.join(tempfile.mkdtemp(prefix="aoti-"), "model.pt2"))
+    runner = torch._inductor.aoti_load_package(path)
+    return lambda: runner(x)
+
+
+# %% tags=["pair:serve:jax"]
+def jax_infer(model, x, low=None):
+    """The forward, one jitted function of the parameters and the batch."""
+    model.eval()
+    graphdef, params = nnx.split(model)
+
+    @jax.jit
+    def forward(params, x):
+        return nnx.merge(graphdef, to_low(params, low))(to_low(x, low)).astype(jnp.float32)
+
+    def infer():
+        return forward(params, x)
+    infer.cost = lambda: forward.lower(params, x).compile().cost_analysis()  # XLA's count of its FLOPs
+    return infer
+
+
+# %% [markdown]
 # ## 4. Each framework at its best, and out of the box
 #
 # The rungs: **PyTorch eager** (out of the box); **`torch.compile`** (static
@@ -358,9 +486,62 @@ pd.DataFrame({k: [" ".join(map(str, row)) for row in v] for k, v in generated.it
 # (the eager forward captured and replayed; for generation, `mode="reduce-overhead"`;
 # GPU only); **`torch.export` + AOTInductor** for serving (an ahead-of-time compiled
 # library, float32). JAX: **`jax.jit`** (out of the box and its best: training
-# with the buffers donated, generation in one program). A tool that fails stays
-# in the table with its error. Inputs are random and already on the device.
+# with the buffers donated, generation in one program). Each rung is built as
+# below from the functions above, on models built with the same weights on both
+# sides and inputs already on the device (random); what the ladder times is what
+# these cells return. A rung that cannot run here (a GPU-only tool on a CPU, a
+# CUDA graph of a training step, AOTInductor beyond float32 inference) is kept as
+# not applicable, and a tool that fails stays in the table with its error.
 # bfloat16 rows run only where the device computes bfloat16 natively.
+
+# %% tags=["pair:ladder:torch"]
+COMPILE = {"compile": dict(dynamic=False), "max-autotune": dict(mode="max-autotune", dynamic=False),
+           "cuda-graph": dict(mode="reduce-overhead", dynamic=False)}  # cuda-graph here: generation's
+
+
+def torch_rung(model, workload, tool, x, y, amp, new_tokens):
+    """PyTorch's rung `tool` (eager, compile, max-autotune, cuda-graph, aoti) of a workload
+    (train, infer, generate: x is the prompt), as a function of nothing."""
+    if workload == "train":
+        step = torch_train_step(model, x, y, amp)
+        return torch.compile(step, **COMPILE[tool]) if tool in COMPILE else step
+    model.eval()
+    if workload == "generate":
+        runner = torch.compile(model, **COMPILE[tool]) if tool in COMPILE else model
+
+        def generate():
+            with torch.autocast(**amp):
+                return torch_generate(model, x, new_tokens, step=runner)
+        return generate
+    if tool == "cuda-graph":
+        return torch_cuda_graph(model, x, amp)
+    if tool == "aoti":
+        return torch_aoti(model, x)
+    return torch_infer(model, x, amp, torch.compile(model, **COMPILE[tool]) if tool in COMPILE else model)
+
+
+# %% tags=["pair:ladder:jax"]
+def jax_rung(model, workload, x, y, low, new_tokens):
+    """JAX's rung, jax.jit, of a workload (train, infer, generate: x is the prompt)."""
+    if workload == "train":
+        return jax_train_step(model, x, y, low)
+    if workload == "infer":
+        return jax_infer(model, x, low)
+    model.eval()
+    graphdef, params = nnx.split(model)
+    generate = jax.jit(jax_generate, static_argnums=(0, 4), donate_argnums=(3,))
+    B, P = x.shape
+
+    def new_cache():
+        return model.new_cache(B, P + new_tokens, low or jnp.float32)
+
+    def run():
+        tokens, _ = generate(graphdef, to_low(params, low), x, new_cache(), new_tokens)
+        return tokens
+    run.cost = lambda: generate.lower(graphdef, to_low(params, low), x, new_cache(),
+                                      new_tokens).compile().cost_analysis()  # XLA's count of its FLOPs
+    return run
+
 
 # %% tags=["appendix-input"] summary="Every ladder: model, workload, batch, precision"
 plan = []
@@ -374,6 +555,7 @@ for key, s in specs.items():
         else:
             plan += [(key, "infer", b, precision) for b in dict.fromkeys([latency_batch, throughput_batch])]
 opts = {"prompt_len": prompt_len, "new_tokens": new_tokens}
+rungs = {"torch_rung": torch_rung, "jax_rung": jax_rung}  # the paired cells above: what is shown is what is timed
 device_name = prov["device"]
 peak = (peaks.peak_flops(device_name, "fp32"), "NVIDIA's data sheet") if on_gpu else peaks.cpu_peak_flops("float32")
 
@@ -382,10 +564,10 @@ def measure(key, workload, batch, precision):
     """One ladder, timed in every process, with its FLOPs and its best rungs' peak memory."""
     s = specs[key]
     tools = [t for t in torch_tools if not (t == "aoti" and workload != "infer")]
-    builder = functools.partial(work.build, s, workload, batch, precision, tools, jax_tools, seed, **opts)
+    builder = functools.partial(work.build, s, workload, batch, precision, tools, jax_tools, seed, **opts, **rungs)
     entries, _ = timing.ladder(builder, repeats=repeats, min_repeat_s=min_repeat_s, processes=processes,
                                pipelined=on_gpu)
-    counted = work.flops(s, workload, batch, **opts)
+    counted = work.flops(s, workload, batch, **opts, **rungs)
     tokens = batch * (seq_len if workload == "train" else prompt_len + new_tokens - 1) if s.kind == "gpt2" else None
     flop = report.flops_record(counted, model=key, workload=workload, batch=batch, tokens=tokens,
                                full_size=s.full_size)
@@ -398,7 +580,7 @@ def measure(key, workload, batch, precision):
         for fw in ("torch", "jax"):
             if record["best"].get(fw):
                 record["memory"][fw] = work.peak_memory(s, workload, batch, precision, f"{fw}/{record['best'][fw]}",
-                                                        threads=threads, **opts)
+                                                        threads=threads, **opts, **rungs)
     return {"record": record, "flops": flop}
 
 

@@ -2,10 +2,12 @@
 real engines: torchrun on gloo, JAX on simulated CPU devices), the workers' step times from the
 timing harness, the one-device ladder (eager, torch.compile, jit; on a GPU too, where there is one),
 the collective parsers, the memory arithmetic, the launcher's errors, the verdicts, and the
-notebook's smoke run through the publisher."""
+notebook's smoke run through the publisher. The one-device steps are the notebook's paired cells
+(:func:`steps`: the code the post shows is the code it times)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -24,6 +26,21 @@ from sidebyside.posts.parallel_training import comms, costmodel, launch, model, 
 STRATEGIES = launch.STRATEGIES
 CONFIG = model.ViTConfig(patch=7, dim=16, depth=1, heads=4, mlp=32)
 BATCH, STEPS = 8, 3
+
+
+@functools.cache
+def steps() -> dict:
+    """The notebook's one-device steps (its ``one-device`` pair), run as they are, as
+    :func:`reference.run` takes them."""
+    import jax
+    import jupytext
+    import torch
+
+    ns = {"torch": torch, "jax": jax}
+    for cell in jupytext.read(ROOT / "notebooks" / "07_parallel_training.py").cells:
+        if cell.cell_type == "code" and any(t.startswith("pair:one-device:") for t in cell.metadata.get("tags", [])):
+            exec(compile(cell.source, "<07_parallel_training>", "exec"), ns)
+    return {"torch_step": ns["torch_step"], "jax_step": ns["jax_step"]}
 
 
 # ----------------------------------------------------------------------------- one run per framework, 2 devices
@@ -177,7 +194,7 @@ def test_collectives_match_each_strategy(runs, inputs):
 @pytest.fixture(scope="module")
 def ladder(inputs):
     X, y, state = inputs
-    return reference.run(X, y, state, CONFIG, lr=0.1, momentum=0.9, repeats=3, min_repeat_s=0.005)
+    return reference.run(X, y, state, CONFIG, lr=0.1, momentum=0.9, repeats=3, min_repeat_s=0.005, **steps())
 
 
 @pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
@@ -231,7 +248,7 @@ def test_reference_record_flags_a_deviation_and_needs_the_eager_reference():
 def test_unknown_torch_tool(inputs):
     X, y, state = inputs
     with pytest.raises(ValueError, match=r"unknown PyTorch tools \['jit'\]"):
-        reference.run(X, y, state, CONFIG, lr=0.1, momentum=0.9, torch_tools=["eager", "jit"])
+        reference.run(X, y, state, CONFIG, lr=0.1, momentum=0.9, torch_tools=["eager", "jit"], **steps())
 
 
 def test_gpu_plan_measures_scaling_only_with_two_gpus_or_more():
@@ -255,7 +272,7 @@ def test_gpu_reference_follows_the_cpu_losses(ladder, inputs):
         pytest.skip("JAX sees no GPU")
     X, y, state = inputs
     on_gpu = reference.run(X, y, state, CONFIG, lr=0.1, momentum=0.9, torch_device="cuda", jax_device=gpus[0],
-                           repeats=3, min_repeat_s=0.005)
+                           repeats=3, min_repeat_s=0.005, **steps())
     assert on_gpu["torch_device"] == "cuda" and on_gpu["jax_device"] == str(gpus[0])
     record = report.reference_record({"cpu": ladder, "gpu": on_gpu}, names={"cpu": "c", "gpu": "g"}, tolerance=1e-4)
     for name, rung in record["gpu"]["rungs"].items():

@@ -1,5 +1,8 @@
 """real-models: the ports against PyTorch, the weight copy, FLOP counts, generation with the cache.
 
+The rungs, training step and generation loop are the notebook's paired cells (the code the post
+shows is the code it times): :func:`notebook` runs those cells, as they are, into a namespace.
+
 Fast tests run every model at the notebook's smoke size; the full-size ports run one forward on
 the CPU each (slow). Tolerances are the post's: logits within 1e-4 of their scale, the gradients
 within 1e-3 relative; the two frameworks' FLOP counts within ``report.FLOP_TOLERANCE`` (XLA also
@@ -9,7 +12,9 @@ published figure (2 FLOPs per published multiply-add).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import os
 
 import numpy as np
 import pytest
@@ -21,6 +26,9 @@ if importlib.util.find_spec("timm") is None:
 jax = pytest.importorskip("jax")
 
 import jax.numpy as jnp  # noqa: E402
+import optax  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from conftest import ROOT  # noqa: E402
 from flax import nnx  # noqa: E402
 
 from sidebyside.posts.real_models import config, gpt2, port, report, work  # noqa: E402
@@ -38,6 +46,31 @@ SMOKE_FLOP_TOLERANCE = 0.6
 
 def smoke(key: str) -> config.ModelSpec:
     return config.spec(key, SMOKE[key], img_size=32, num_classes=10, seq_len=16)
+
+
+#: The notebook's pairs that hold the work and the rungs.
+WORK_PAIRS = ("train", "generate", "serve", "ladder")
+
+
+@functools.cache
+def notebook() -> dict:
+    """The namespace of the notebook's paired cells of :data:`WORK_PAIRS`, run in order with the
+    set-up cell's imports."""
+    import jupytext
+
+    ns = {"functools": functools, "os": os, "np": np, "torch": torch, "F": F, "jax": jax, "jnp": jnp,
+          "optax": optax, "nnx": nnx}
+    nb = jupytext.read(ROOT / "notebooks" / "08_real_models.py")
+    for cell in nb.cells:
+        tags = [t.split(":") for t in cell.metadata.get("tags", []) if t.startswith("pair:")]
+        if cell.cell_type == "code" and any(t[1] in WORK_PAIRS for t in tags):
+            exec(compile(cell.source, "<08_real_models>", "exec"), ns)
+    return ns
+
+
+def rungs() -> dict:
+    """The notebook's rungs, as :func:`work.build` takes them."""
+    return {"torch_rung": notebook()["torch_rung"], "jax_rung": notebook()["jax_rung"]}
 
 
 @pytest.mark.parametrize("key", KEYS)
@@ -100,10 +133,10 @@ def test_generation_with_the_cache_equals_generation_without():
     f.eval()
     prompt, _ = port.inputs(spec, 3)
     prompt = prompt[:, :5]
-    cached = gpt2.torch_generate(t, torch.from_numpy(prompt), 7).numpy()
+    cached = notebook()["torch_generate"](t, torch.from_numpy(prompt), 7).numpy()
     uncached = gpt2.torch_generate_uncached(t, torch.from_numpy(prompt), 7).numpy()
     graphdef, params = nnx.split(f)
-    jitted = jax.jit(gpt2.jax_generate, static_argnums=(0, 4), donate_argnums=(3,))
+    jitted = jax.jit(notebook()["jax_generate"], static_argnums=(0, 4), donate_argnums=(3,))
     jax_cached = np.asarray(jitted(graphdef, params, jnp.asarray(prompt, jnp.int32), f.new_cache(3, 12), 7)[0])
     jax_uncached = np.asarray(gpt2.jax_generate_uncached(f, jnp.asarray(prompt, jnp.int32), 7))
     assert cached.shape == (3, 7)
@@ -115,13 +148,14 @@ def test_generation_with_the_cache_equals_generation_without():
 @pytest.mark.parametrize("key,workload", [("resnet50", "infer"), ("vit_b16", "infer"), ("vit_b16", "train"),
                                           ("gpt2", "train")])
 def test_both_frameworks_flop_counts_agree(key, workload):
-    counts = work.flops(smoke(key), workload, 2, prompt_len=4, new_tokens=4)
+    counts = work.flops(smoke(key), workload, 2, prompt_len=4, new_tokens=4, **rungs())
     assert counts["torch"] > 0 and counts["jax"] > 0
     assert abs(counts["jax"] / counts["torch"] - 1) <= SMOKE_FLOP_TOLERANCE, counts
 
 
 def test_ladder_builds_every_rung_and_keeps_what_cannot_run():
-    built = work.build(smoke("vit_b16"), "infer", 2, torch_tools=("eager", "cuda-graph"), jax_tools=("jit",))
+    built = work.build(smoke("vit_b16"), "infer", 2, torch_tools=("eager", "cuda-graph"), jax_tools=("jit",),
+                       **rungs())
     assert set(built) == {"torch/eager", "torch/cuda-graph", "jax/jit"}
     out_t, out_j = built["torch/eager"](), built["jax/jit"]()
     np.testing.assert_allclose(out_t.numpy(), np.asarray(out_j), rtol=1e-4, atol=1e-5)
@@ -130,7 +164,7 @@ def test_ladder_builds_every_rung_and_keeps_what_cannot_run():
 
 
 def test_jax_training_rung_updates_in_place_and_lowers_the_loss():
-    built = work.build(smoke("resnet50"), "train", 4, torch_tools=("eager",), jax_tools=("jit",))
+    built = work.build(smoke("resnet50"), "train", 4, torch_tools=("eager",), jax_tools=("jit",), **rungs())
     torch_losses = [float(built["torch/eager"]()) for _ in range(3)]
     jax_losses = [float(built["jax/jit"]()) for _ in range(3)]
     np.testing.assert_allclose(torch_losses, jax_losses, rtol=1e-3)
@@ -158,7 +192,7 @@ def test_full_size_port_forward_matches_on_the_cpu(key):
 @pytest.mark.slow
 @pytest.mark.parametrize("key", ["resnet50", "vit_b16"])
 def test_full_size_flops_match_each_other_and_the_published_figure(key):
-    counts = work.flops(config.spec(key, {}), "infer", 1)
+    counts = work.flops(config.spec(key, {}), "infer", 1, **rungs())
     record = report.flops_record(counts, model=key, workload="infer", batch=1, tokens=None, full_size=True)
     assert record["agree"], record
     assert abs(record["torch_over_published"] - 1) <= 0.10, record
@@ -186,6 +220,7 @@ def test_generation_through_a_compiled_model_equals_eager():
     spec = smoke("gpt2")
     t = config.torch_model(spec).eval()
     prompt = torch.from_numpy(port.inputs(spec, 2)[0][:, :5])
-    eager = gpt2.torch_generate(t, prompt, 4).numpy()
-    compiled = gpt2.torch_generate(t, prompt, 4, step=torch.compile(t, dynamic=False)).numpy()
+    generate = notebook()["torch_generate"]
+    eager = generate(t, prompt, 4).numpy()
+    compiled = generate(t, prompt, 4, step=torch.compile(t, dynamic=False)).numpy()
     np.testing.assert_array_equal(compiled, eager)

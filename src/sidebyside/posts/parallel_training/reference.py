@@ -10,16 +10,18 @@ in one interleaved run of :func:`sidebyside.lab.timing.ladder`.
 - :func:`gpu_plan`: what the gpu profile runs on the GPUs this machine shows: the one-device
   ladder on one GPU, and with two or more the device counts of the scaling runs over them.
 
-The PyTorch step is :func:`.torch_parallel.make_step`, the one the strategies' workers run; the
-JAX step is :func:`.jax_parallel.train`'s ``one_device`` strategy placed on ``jax_device``. The data
-is on the device before any clock starts; every timed call is synchronised by the harness. The
+The steps are the notebook's paired cells (``torch_step``, ``jax_step``), the same computation as
+:func:`.torch_parallel.make_step`, the step the strategies' workers run, and the step of
+:func:`.jax_parallel.train`; JAX's is placed on ``jax_device``. The data is on the device before
+any clock starts; every timed call is synchronised by the harness. The
 strategies on several devices are not here: they run in worker processes (:mod:`.launch`), on
 simulated CPU devices and, with two or more GPUs, on the GPUs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -36,21 +38,18 @@ TORCH_TOOLS = ("eager", "compile")
 
 
 def _torch_trainer(torch_state: Mapping[str, Any], config: ViTConfig, *, lr: float, momentum: float, device: str,
-                   compiled: bool):
-    """The one-device PyTorch step on ``device`` from ``torch_state``, compiled or eager, and a
-    ``reset()`` that puts the weights back and empties the optimiser state in place (so a
-    compiled step keeps its compiled code)."""
+                   tool: str, torch_step: Callable):
+    """The notebook's one-device PyTorch step (``torch_step(net, optimizer, tool)``) on ``device``
+    from ``torch_state``, and a ``reset()`` that puts the weights back and empties the optimiser
+    state in place (so a compiled step keeps its compiled code)."""
     import torch
 
     from sidebyside.posts.parallel_training.model import TorchViT
-    from sidebyside.posts.parallel_training.torch_parallel import make_step
 
     model = TorchViT(config).to(device)
     model.load_state_dict(torch_state)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, foreach=False)
-    step = make_step(model, optimizer)
-    if compiled:
-        step = torch.compile(step, dynamic=False)
+    step = torch_step(model, optimizer, tool)
 
     def reset():
         model.load_state_dict(torch_state)
@@ -59,16 +58,45 @@ def _torch_trainer(torch_state: Mapping[str, Any], config: ViTConfig, *, lr: flo
     return step, reset
 
 
+def _jax_rung(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], config: ViTConfig, lr: float,
+              momentum: float, jax_platform: str, jax_step: Callable) -> tuple[dict[str, Any], Callable[[], Any]]:
+    """The notebook's one-device JAX step (``jax_step(graphdef, tx)``, jitted) on the first device of
+    ``jax_platform``, from PyTorch's weights: compiled ahead of time once (``compile_s``), trained over
+    every batch (``losses``), and the step on the first batch from the final state (pure: calling it
+    changes nothing), to be timed."""
+    import jax
+    import optax
+    from flax import nnx
+
+    from sidebyside.posts.parallel_training.model import FlaxViT, copy_torch_to_flax
+
+    device = jax.devices(jax_platform)[0]
+    flax_model = FlaxViT(config)
+    copy_torch_to_flax({k: v.detach().cpu().numpy() for k, v in torch_state.items()}, flax_model)
+    graphdef, params = nnx.split(flax_model, nnx.Param)
+    tx = optax.sgd(lr, momentum=momentum)
+    step = jax_step(graphdef, tx)
+    params = jax.device_put(params, device)
+    opt_state = jax.device_put(tx.init(params), device)
+    first = (jax.device_put(X[0], device), jax.device_put(y[0], device))
+    start = time.perf_counter()
+    step.lower(params, opt_state, *first).compile()
+    compile_s = time.perf_counter() - start
+    losses = []
+    for i in range(X.shape[0]):
+        params, opt_state, loss = step(params, opt_state, jax.device_put(X[i], device), jax.device_put(y[i], device))
+        losses.append(float(loss))
+    return {"losses": losses, "compile_s": compile_s}, partial(step, params, opt_state, *first)
+
+
 def _contestants(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], config: ViTConfig, lr: float,
-                 momentum: float, torch_device: str, torch_tools: Sequence[str], jax_platform: str):
+                 momentum: float, torch_device: str, torch_tools: Sequence[str], jax_platform: str,
+                 torch_step: Callable, jax_step: Callable):
     """Every rung built on the first batch: ``(candidates, trainers, jax_record, losses)`` (a tool
     that fails to build keeps its error as its candidate)."""
-    import jax
     import torch
 
-    from sidebyside.posts.parallel_training import jax_parallel
-
-    common = dict(lr=lr, momentum=momentum, device=torch_device)
+    common = dict(lr=lr, momentum=momentum, device=torch_device, torch_step=torch_step)
     Xt = torch.from_numpy(X).to(torch_device)
     yt = torch.from_numpy(y).long().to(torch_device)
     candidates: dict[str, Any] = {}
@@ -76,16 +104,13 @@ def _contestants(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], c
     for tool in torch_tools:
         name = f"torch/{tool}"
         try:  # a tool that fails keeps its row, with its error
-            step, reset = _torch_trainer(torch_state, config, compiled=tool == "compile", **common)
+            step, reset = _torch_trainer(torch_state, config, tool=tool, **common)
             trainers[name], candidates[name] = (step, reset), partial(step, Xt[0], yt[0])
         except Exception as error:  # noqa: BLE001
             candidates[name] = error
-    spec = {"config": config.__dict__, "lr": lr, "momentum": momentum, "num_devices": 1, "model_parallel": 1}
-    init = {k: v.detach().cpu().numpy() for k, v in torch_state.items()}
     losses = {}
     try:
-        jax_record, _, candidates["jax/jit"] = jax_parallel.train("one_device", spec, X, y, init,
-                                                                  devices=[jax.devices(jax_platform)[0]])
+        jax_record, candidates["jax/jit"] = _jax_rung(X, y, torch_state, config, lr, momentum, jax_platform, jax_step)
         losses["jax/jit"] = jax_record["losses"]
     except Exception as error:  # noqa: BLE001
         candidates["jax/jit"], jax_record = error, None
@@ -98,41 +123,45 @@ def _candidates(*args: Any) -> dict[str, Any]:
 
 
 def run(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], config: ViTConfig, *, lr: float,
-        momentum: float, torch_device: str = "cpu", jax_device: Any = None,
+        momentum: float, torch_step: Callable, jax_step: Callable, torch_device: str = "cpu", jax_device: Any = None,
         torch_tools: Sequence[str] = TORCH_TOOLS, repeats: int = 5, min_repeat_s: float = 0.05) -> dict[str, Any]:
     """The one-device ladder on one device, trained on the global batches ``X`` (steps, B, 28, 28)
     and ``y`` (steps, B) with SGD (``lr``, ``momentum``) from ``torch_state``.
 
-    Every rung is first timed on the first batch (:func:`sidebyside.lab.timing.ladder`, ``repeats``
-    and ``min_repeat_s``: its first call holds the compilation), then trained from the initial
-    weights over every batch for its loss curve. ``jax_device``: the JAX device (default: JAX's
-    first CPU device). Returns ``{"torch_device", "jax_device", "entries": {"<framework>/<tool>":
-    ladder entry}, "losses": {name: [loss per step]}}``; a ``torch/compile`` entry also carries
-    ``graph_breaks`` (or ``graph_breaks_error``), a ``jax/jit`` entry the ahead-of-time
-    ``compile_s``."""
+    The steps are the notebook's paired cells (the code shown is the code timed):
+    ``torch_step(net, optimizer, tool)`` returns PyTorch's step ``step(xb, yb)`` for ``tool``
+    (eager, or compiled whole), ``jax_step(graphdef, tx)`` JAX's jitted ``step(params, opt_state,
+    X, y)``; this builds the models from the same weights and the optimisers (SGD with momentum),
+    and puts the batches on the device. Every rung is first timed on the first batch
+    (:func:`sidebyside.lab.timing.ladder`, ``repeats`` and ``min_repeat_s``: its first call holds
+    the compilation), then trained from the initial weights over every batch for its loss curve
+    (JAX's before the timing, from which its timed call starts). ``jax_device``: the JAX device
+    (default: JAX's first CPU device). Returns ``{"torch_device", "jax_device", "entries":
+    {"<framework>/<tool>": ladder entry}, "losses": {name: [loss per step]}}``; a ``torch/compile``
+    entry also carries ``graph_breaks`` (or ``graph_breaks_error``), a ``jax/jit`` entry the
+    ahead-of-time ``compile_s``."""
     import jax
     import torch
-
 
     unknown = set(torch_tools) - set(TORCH_TOOLS)
     if unknown:
         raise ValueError(f"unknown PyTorch tools {sorted(unknown)}; choose among {TORCH_TOOLS}")
     jax_device = jax_device if jax_device is not None else jax.devices("cpu")[0]
-    common = dict(lr=lr, momentum=momentum, device=torch_device)
+    common = dict(lr=lr, momentum=momentum, device=torch_device, torch_step=torch_step)
     Xt = torch.from_numpy(X).to(torch_device)
     yt = torch.from_numpy(y).long().to(torch_device)
     breaks: dict[str, Any] = {}
     if "compile" in torch_tools:
         # First: explain() resets Dynamo's caches, which would throw the timed rung's compiled code away.
         try:
-            step, _ = _torch_trainer(torch_state, config, compiled=False, **common)
+            step, _ = _torch_trainer(torch_state, config, tool="eager", **common)
             breaks["graph_breaks"] = int(torch._dynamo.explain(step)(Xt[0], yt[0]).graph_break_count)
         except Exception as error:  # noqa: BLE001  (the count is a finding; its failure is one too)
             breaks["graph_breaks_error"] = f"{type(error).__name__}: {error}"[:300]
-    candidates, trainers, jax_record, losses = _contestants(X, y, torch_state, config, lr, momentum, torch_device,
-                                                            tuple(torch_tools), jax_device.platform)
-    builder = partial(_candidates, X, y, torch_state, config, lr, momentum, torch_device, tuple(torch_tools),
-                      jax_device.platform)  # each worker process builds the rungs again
+    args = (X, y, torch_state, config, lr, momentum, torch_device, tuple(torch_tools), jax_device.platform, torch_step,
+            jax_step)
+    candidates, trainers, jax_record, losses = _contestants(*args)
+    builder = partial(_candidates, *args)  # each worker process builds the rungs again (the steps travel by value)
     entries, _ = timing.ladder(builder, here=candidates, repeats=repeats, min_repeat_s=min_repeat_s)
     if jax_record is not None and entries["jax/jit"].get("median_s") is not None:
         entries["jax/jit"]["compile_s"] = jax_record["compile_s"]  # compiled ahead of time, before its first call

@@ -9,13 +9,15 @@ prompt, with the key-value cache).
 ``"torch/<tool>"`` and ``"jax/<tool>"`` mapped to zero-argument callables on inputs already on the
 device, to a :class:`~sidebyside.lab.timing.NotApplicable` (a GPU-only tool on a CPU), or to the
 exception a tool raised while it was built (a finding, kept). It is called again in every timing
-process (a builder travels by reference, so nothing compiled has to pickle). PyTorch's tools:
-``eager``; ``compile`` (``torch.compile``, static shapes); ``max-autotune`` (``mode="max-autotune"``,
-GPU only); ``cuda-graph`` (inference: the eager forward captured in a CUDA graph; generation:
+process (a builder travels by value, with the notebook's rung functions, so nothing compiled has to
+pickle). The rungs themselves are the notebook's paired cells (``torch_rung``, ``jax_rung``: the
+code shown is the code timed); this module builds the models with the same weights, puts the
+inputs on the device and says which tools do not apply here. PyTorch's tools: ``eager``;
+``compile`` (``torch.compile``, static shapes); ``max-autotune`` (``mode="max-autotune"``, GPU
+only); ``cuda-graph`` (inference: the eager forward captured in a CUDA graph; generation:
 ``mode="reduce-overhead"``; GPU only); ``aoti`` (inference: ``torch.export`` then AOTInductor,
-float32). JAX's: ``jit`` (training with the parameters, optimiser state and batch statistics donated;
-generation as one jitted prompt pass and ``lax.fori_loop``, the cache donated). bfloat16: PyTorch
-under ``torch.autocast``, JAX with float32 weights cast to bfloat16 inside the step.
+float32). JAX's: ``jit``. bfloat16: PyTorch under ``torch.autocast``, JAX with float32 weights cast
+to bfloat16 inside the step.
 
 Costs: :func:`flops` counts one call's FLOPs on both sides (``FlopCounterMode`` on the eager rung;
 XLA's ``cost_analysis`` of the compiled program); :func:`peak_memory` runs one rung in a fresh
@@ -27,11 +29,10 @@ there, before its first call).
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = ["TORCH_TOOLS", "JAX_TOOLS", "GPU_ONLY", "TOOL_LABELS", "BUILD_S", "build", "flops", "peak_memory",
@@ -72,93 +73,46 @@ def bf16_support() -> tuple[bool, str]:
                     "emulated in float32 arithmetic plus conversions, timing the emulation, not the format")
 
 
-def _torch_rung(spec, workload: str, tool: str, x, y, precision: str, seed: int, opts: dict):
-    import torch
-    import torch.nn.functional as F
-
+def _not_applicable(workload: str, tool: str, precision: str, device_type: str):
+    """Why PyTorch's ``tool`` does not run ``workload`` here (a :class:`NotApplicable`), or None."""
     from sidebyside.lab import timing
-    from sidebyside.posts.real_models import gpt2
-    from sidebyside.posts.real_models.config import torch_model
 
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if tool in GPU_ONLY and device.type != "cuda":
+    if tool in GPU_ONLY and device_type != "cuda":
         return timing.NotApplicable.cuda_graphs("cpu") if tool == "cuda-graph" else timing.NotApplicable(
             'mode="max-autotune" tunes GPU kernels; this run is on the CPU')
     if tool == "aoti" and workload != "infer":
         return timing.NotApplicable("AOTInductor is a serving tool: timed on inference only")
     if tool == "aoti" and precision != "float32":
         return timing.NotApplicable("the AOTInductor rung is exported in float32 only")
+    if tool == "cuda-graph" and workload == "train":
+        return timing.NotApplicable("CUDA graphs are timed on inference only")
+    return None
+
+
+def _torch_side(spec, workload: str, tool: str, x, y, precision: str, seed: int, opts: dict, rung: Callable):
+    """The PyTorch model and inputs on the device, handed to the notebook's ``rung``."""
+    import torch
+
+    from sidebyside.posts.real_models.config import torch_model
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    reason = _not_applicable(workload, tool, precision, device.type)
+    if reason is not None:
+        return reason
     model = torch_model(spec, seed).to(device)
     x, y = torch.as_tensor(x, device=device), torch.as_tensor(y, device=device)
-    amp = dict(device_type=device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
-    compiled = {"compile": dict(dynamic=False), "max-autotune": dict(mode="max-autotune", dynamic=False),
-                "cuda-graph": dict(mode="reduce-overhead", dynamic=False)}
-    if workload == "train":
-        model.train()
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, capturable=device.type == "cuda")
-
-        def step():
-            optimizer.zero_grad(set_to_none=True)
-            with torch.autocast(**amp):
-                logits = model(x)
-            loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), y.reshape(-1))
-            loss.backward()
-            optimizer.step()
-            return loss.detach()
-        if tool == "cuda-graph":
-            return timing.NotApplicable("CUDA graphs are timed on inference only")
-        return torch.compile(step, **compiled[tool]) if tool in compiled else step
-    model.eval()
     if workload == "generate":
-        prompt = x[:, :opts["prompt_len"]]
-        runner = torch.compile(model, **compiled[tool]) if tool in compiled else model
-
-        def generate():
-            with torch.autocast(**amp):
-                return gpt2.torch_generate(model, prompt, opts["new_tokens"], step=runner)
-        return generate
-    if tool == "aoti":
-        import tempfile
-
-        with torch.no_grad():
-            exported = torch.export.export(model, (x,))
-        path = torch._inductor.aoti_compile_and_package(
-            exported, package_path=os.path.join(tempfile.mkdtemp(prefix="aoti-"), f"{spec.key}.pt2"))
-        runner = torch._inductor.aoti_load_package(path)
-        return lambda: runner(x)
-    if tool == "cuda-graph":
-        static = x.clone()
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream), torch.no_grad(), torch.autocast(**amp):
-            for _ in range(3):
-                model(static)
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph), torch.no_grad(), torch.autocast(**amp):
-            out = model(static)
-
-        def replay():
-            graph.replay()
-            return out
-        return replay
-    forward = torch.compile(model, **compiled[tool]) if tool in compiled else model
-
-    def infer():
-        with torch.no_grad(), torch.autocast(**amp):
-            return forward(x)
-    return infer
+        x = x[:, :opts["prompt_len"]]
+    amp = dict(device_type=device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
+    return rung(model, workload, tool, x, y, amp, opts["new_tokens"])
 
 
-def _jax_rung(spec, workload: str, x, y, precision: str, seed: int, opts: dict):
+def _jax_side(spec, workload: str, tool: str, x, y, precision: str, seed: int, opts: dict, rung: Callable):
+    """The Flax model (PyTorch's weights copied in) and inputs on the device, handed to ``rung``."""
     import gc
 
-    import jax
     import jax.numpy as jnp
-    import optax
-    from flax import nnx
 
-    from sidebyside.posts.real_models import gpt2
     from sidebyside.posts.real_models.config import pair
 
     torch_side, model = pair(spec, seed)
@@ -166,69 +120,23 @@ def _jax_rung(spec, workload: str, x, y, precision: str, seed: int, opts: dict):
     gc.collect()
     x = jnp.asarray(x.astype("int32")) if spec.kind == "gpt2" else jnp.asarray(x.transpose(0, 2, 3, 1))
     y = jnp.asarray(y.astype("int32"))
-    low = jnp.bfloat16 if precision == "bfloat16" else None
-
-    def cast(tree):
-        return tree if low is None else jax.tree_util.tree_map(
-            lambda a: a.astype(low) if jnp.issubdtype(a.dtype, jnp.floating) else a, tree)
-    if workload == "train":
-        model.train()
-        graphdef, params, rest = nnx.split(model, nnx.Param, ...)
-        tx = optax.adamw(1e-4, weight_decay=0.01)  # torch.optim.AdamW's defaults
-
-        @functools.partial(jax.jit, donate_argnums=(0, 1, 2))
-        def step(params, opt_state, rest, x, y):
-            def loss_of(params, rest):
-                m = nnx.merge(graphdef, cast(params), rest)
-                logits = m(cast(x) if spec.kind != "gpt2" else x).astype(jnp.float32)
-                loss = optax.softmax_cross_entropy_with_integer_labels(
-                    logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).mean()
-                return loss, nnx.split(m, nnx.Param, ...)[2]
-            # the BatchNorm statistics are an argument of the differentiated function, so that they
-            # live at the trace level where the model updates them (their "gradient" is dropped)
-            (loss, stats), (grads, _) = jax.value_and_grad(loss_of, argnums=(0, 1), has_aux=True,
-                                                           allow_int=True)(params, rest)
-            updates, opt_state = tx.update(grads, opt_state, params)
-            stats = jax.tree_util.tree_map(lambda new, old: new.astype(old.dtype), stats, rest)
-            return optax.apply_updates(params, updates), opt_state, stats, loss
-
-        state = [params, tx.init(params), rest]
-
-        def train():
-            state[0], state[1], state[2], loss = step(state[0], state[1], state[2], x, y)
-            return loss
-        train.cost = lambda: step.lower(*state, x, y).compile().cost_analysis()
-        return train
-    model.eval()
-    graphdef, params = nnx.split(model)
     if workload == "generate":
-        prompt = x[:, :opts["prompt_len"]]
-        generate = jax.jit(gpt2.jax_generate, static_argnums=(0, 4), donate_argnums=(3,))
-        length = opts["prompt_len"] + opts["new_tokens"]
-        dtype = low or jnp.float32
-
-        def run():
-            tokens, _ = generate(graphdef, cast(params), prompt, model.new_cache(prompt.shape[0], length, dtype),
-                                 opts["new_tokens"])
-            return tokens
-        run.cost = lambda: generate.lower(graphdef, cast(params), prompt, model.new_cache(
-            prompt.shape[0], length, dtype), opts["new_tokens"]).compile().cost_analysis()
-        return run
-
-    @jax.jit
-    def forward(params, x):
-        return nnx.merge(graphdef, cast(params))(cast(x)).astype(jnp.float32)
-
-    def infer():
-        return forward(params, x)
-    infer.cost = lambda: forward.lower(params, x).compile().cost_analysis()
-    return infer
+        x = x[:, :opts["prompt_len"]]
+    low = jnp.bfloat16 if precision == "bfloat16" else None
+    return rung(model, workload, x, y, low, opts["new_tokens"])
 
 
 def build(spec, workload: str, batch: int, precision: str = "float32", torch_tools: Sequence[str] = ("eager",),
-          jax_tools: Sequence[str] = ("jit",), seed: int = 0, prompt_len: int = 8, new_tokens: int = 8) -> dict:
+          jax_tools: Sequence[str] = ("jit",), seed: int = 0, prompt_len: int = 8, new_tokens: int = 8, *,
+          torch_rung: Callable, jax_rung: Callable) -> dict:
     """One workload's ladder (see the module): ``"<framework>/<tool>"`` -> callable, NotApplicable or
-    the exception its build raised. ``batch``: images, or sequences (GPT-2)."""
+    the exception its build raised. ``batch``: images, or sequences (GPT-2).
+
+    The rungs are the notebook's paired cells: ``torch_rung(model, workload, tool, x, y, amp,
+    new_tokens)`` and ``jax_rung(model, workload, x, y, low, new_tokens)`` return the zero-argument
+    callable that does the work; this builds the models (the same weights on both sides) and puts
+    the inputs on the device (``x`` the prompt for generation, images NHWC for Flax), with ``amp``
+    the keyword arguments of ``torch.autocast`` and ``low`` JAX's compute dtype (None: float32)."""
     from sidebyside.posts.real_models.port import inputs
 
     if workload not in ("train", "infer", "generate"):
@@ -241,8 +149,9 @@ def build(spec, workload: str, batch: int, precision: str = "float32", torch_too
             name = f"{framework}/{tool}"
             start = time.perf_counter()
             try:
-                out[name] = (_torch_rung(spec, workload, tool, x, y, precision, seed, opts) if framework == "torch"
-                             else _jax_rung(spec, workload, x, y, precision, seed, opts))
+                side = _torch_side if framework == "torch" else _jax_side
+                out[name] = side(spec, workload, tool, x, y, precision, seed, opts,
+                                 torch_rung if framework == "torch" else jax_rung)
             except Exception as error:  # noqa: BLE001  (a tool that fails to build is a finding, kept)
                 out[name] = error
             BUILD_S[(spec.key, workload, batch, precision, name)] = time.perf_counter() - start
@@ -255,14 +164,16 @@ def _xla_flops(cost: Any) -> float:
     return float(cost.get("flops", 0.0))
 
 
-def flops(spec, workload: str, batch: int, *, prompt_len: int = 8, new_tokens: int = 8) -> dict[str, float]:
+def flops(spec, workload: str, batch: int, *, prompt_len: int = 8, new_tokens: int = 8, torch_rung: Callable,
+          jax_rung: Callable) -> dict[str, float]:
     """One call's FLOPs counted by each framework: PyTorch's ``FlopCounterMode`` over the eager rung
     (matmuls, convolutions and attention: 2 per multiply-add), XLA's ``cost_analysis`` of the
-    compiled program (every operation it counts, elementwise ones included)."""
+    compiled program (every operation it counts, elementwise ones included; the JAX rung's
+    callable carries ``cost``, returning it). The rungs as :func:`build` takes them."""
     from torch.utils.flop_counter import FlopCounterMode
 
     built = build(spec, workload, batch, torch_tools=("eager",), jax_tools=("jit",), prompt_len=prompt_len,
-                  new_tokens=new_tokens)
+                  new_tokens=new_tokens, torch_rung=torch_rung, jax_rung=jax_rung)
     for rung in built.values():
         if isinstance(rung, BaseException):
             raise rung
@@ -284,19 +195,21 @@ def _rss(field: str) -> int | None:
     return None
 
 
-def _child(spec, workload: str, batch: int, precision: str, name: str, threads: int, extra: dict) -> dict:
+def _child(spec, workload: str, batch: int, precision: str, name: str, threads: int, extra: dict,
+           rungs: bytes) -> dict:
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
     from sidebyside.lab import conditions, timing
 
     conditions.same_conditions(threads=threads or None, tf32=False)
+    import cloudpickle
     import jax
     import torch
 
     imported = _rss("VmRSS")
     framework, tool = name.split("/", 1)
     rung = build(spec, workload, batch, precision, torch_tools=(tool,) if framework == "torch" else (),
-                 jax_tools=(tool,) if framework == "jax" else (), **extra)[name]
+                 jax_tools=(tool,) if framework == "jax" else (), **extra, **cloudpickle.loads(rungs))[name]
     if isinstance(rung, BaseException):
         raise rung
     for _ in range(2):
@@ -311,19 +224,23 @@ def _child(spec, workload: str, batch: int, precision: str, name: str, threads: 
 
 
 def peak_memory(spec, workload: str, batch: int, precision: str, name: str, *, threads: int = 0,
-                prompt_len: int = 8, new_tokens: int = 8) -> dict:
+                prompt_len: int = 8, new_tokens: int = 8, torch_rung: Callable, jax_rung: Callable) -> dict:
     """The rung ``name`` built and called twice in a fresh process (spawned; the run's compilation
     cache inherited): its peak resident memory, the resident memory after its imports, and on a GPU
     the framework's own peak allocation (``torch.cuda.max_memory_allocated``; JAX's
-    ``peak_bytes_in_use``). An ``error`` instead when the rung fails there."""
+    ``peak_bytes_in_use``). An ``error`` instead when the rung fails there. The rungs as
+    :func:`build` takes them; they travel by value (cloudpickle), so a notebook's functions do."""
     import concurrent.futures
     import multiprocessing
+
+    import cloudpickle
 
     from sidebyside.lab import timing
 
     extra = {"prompt_len": prompt_len, "new_tokens": new_tokens}
+    rungs = cloudpickle.dumps({"torch_rung": torch_rung, "jax_rung": jax_rung})
     try:
         with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-            return pool.submit(_child, spec, workload, batch, precision, name, threads, extra).result()
+            return pool.submit(_child, spec, workload, batch, precision, name, threads, extra, rungs).result()
     except Exception as error:  # noqa: BLE001  (kept as the rung's memory error)
         return {"error": timing.one_line(error)}
