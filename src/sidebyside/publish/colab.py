@@ -9,7 +9,8 @@ Three cells of every notebook call it, each naming the post's slug and the site'
 - :func:`parameters`, in the profile cell after the parameters cell: a profile's parameters
   (``params/<profile>.yaml``): ``"smoke"`` (the parameters cell as written), ``"cpu"``, or
   ``"gpu"`` (a GPU post's own settings); ``"auto"`` picks the post's own profile on a GPU
-  runtime and smoke elsewhere. Under the publisher it changes nothing (papermill gave them).
+  runtime and smoke elsewhere. It also names the profile to the run context, so that timings pool
+  as many processes as the post's did. Under the publisher it changes nothing (papermill gave them).
 - :func:`compare`, in the last cell: the reader's speed verdicts beside the published ones,
   verdict by verdict (the table of ``make reproduce``, :mod:`sidebyside.publish.reproduce`).
 
@@ -137,6 +138,7 @@ def parameters(slug: str, profile: str, repository: str) -> dict[str, Any]:
         profile = str(record.get("profile") or "smoke") if provenance.gpu_present() else "smoke"
     if profile not in PROFILES:
         raise ColabError(f"PROFILE = {profile!r}: choose one of {', '.join(PROFILES)} or 'auto'")
+    os.environ[context.ENV["profile"]] = profile  # the processes a timing pools (sidebyside.lab.pool)
     text = site_file(f"params/{profile}.yaml", repository)
     chosen = ((yaml.safe_load(text) or {}) if text else {}).get(slug) or {}
     print(f"Profile {profile}: " + (", ".join(f"{k} = {v!r}" for k, v in chosen.items())
