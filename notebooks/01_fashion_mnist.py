@@ -60,7 +60,7 @@ import sys
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
                     f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
-from sidebyside.publish import colab
+from sidebyside.run import colab
 
 colab.setup("fashion-mnist-pytorch-vs-flax", REPOSITORY)
 
@@ -522,4 +522,6 @@ record["metrics"]["speed"]["mlp"]["best"]
 
 # %% tags=["remove_cell", "colab-compare"]
 # Your figures beside the post's, verdict by verdict.
-colab.compare("fashion-mnist-pytorch-vs-flax", record, REPOSITORY)
+from sidebyside.publish import reproduce
+
+reproduce.in_notebook("fashion-mnist-pytorch-vs-flax", record, REPOSITORY)

@@ -54,7 +54,7 @@ import sys
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
                     f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
-from sidebyside.publish import colab
+from sidebyside.run import colab
 
 colab.setup("weight-visualisation", REPOSITORY)
 
@@ -612,4 +612,6 @@ record["metrics"]
 
 # %% tags=["remove_cell", "colab-compare"]
 # Your figures beside the post's, verdict by verdict.
-colab.compare("weight-visualisation", record, REPOSITORY)
+from sidebyside.publish import reproduce
+
+reproduce.in_notebook("weight-visualisation", record, REPOSITORY)

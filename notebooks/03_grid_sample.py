@@ -70,7 +70,7 @@ import sys
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
                     f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
-from sidebyside.publish import colab
+from sidebyside.run import colab
 
 colab.setup("grid-sample-parity", REPOSITORY)
 
@@ -584,4 +584,6 @@ record["metrics"]["gpu_goals"]
 
 # %% tags=["remove_cell", "colab-compare"]
 # Your figures beside the post's, verdict by verdict.
-colab.compare("grid-sample-parity", record, REPOSITORY)
+from sidebyside.publish import reproduce
+
+reproduce.in_notebook("grid-sample-parity", record, REPOSITORY)

@@ -67,7 +67,7 @@ import sys
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
                     f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
-from sidebyside.publish import colab
+from sidebyside.run import colab
 
 colab.setup("jit-and-autograd-timing", REPOSITORY)
 
@@ -735,4 +735,6 @@ record["metrics"]["jit"][main_device][str(sizes[-1])]["best"]
 
 # %% tags=["remove_cell", "colab-compare"]
 # Your figures beside the post's, verdict by verdict.
-colab.compare("jit-and-autograd-timing", record, REPOSITORY)
+from sidebyside.publish import reproduce
+
+reproduce.in_notebook("jit-and-autograd-timing", record, REPOSITORY)

@@ -66,7 +66,7 @@ import sys
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
                     f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
-from sidebyside.publish import colab
+from sidebyside.run import colab
 
 colab.setup("xla-and-scipy", REPOSITORY)
 
@@ -829,4 +829,6 @@ record["metrics"]["optimise"]
 
 # %% tags=["remove_cell", "colab-compare"]
 # Your figures beside the post's, verdict by verdict.
-colab.compare("xla-and-scipy", record, REPOSITORY)
+from sidebyside.publish import reproduce
+
+reproduce.in_notebook("xla-and-scipy", record, REPOSITORY)

@@ -83,7 +83,7 @@ import sys
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
                     f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
-from sidebyside.publish import colab
+from sidebyside.run import colab
 
 colab.setup("swin-transformer-v2", REPOSITORY)
 
@@ -674,4 +674,6 @@ record["metrics"]["parity"]
 
 # %% tags=["remove_cell", "colab-compare"]
 # Your figures beside the post's, verdict by verdict.
-colab.compare("swin-transformer-v2", record, REPOSITORY)
+from sidebyside.publish import reproduce
+
+reproduce.in_notebook("swin-transformer-v2", record, REPOSITORY)

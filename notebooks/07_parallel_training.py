@@ -66,7 +66,7 @@ import sys
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
                     f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
-from sidebyside.publish import colab
+from sidebyside.run import colab
 
 colab.setup("parallel-training", REPOSITORY)
 
@@ -468,4 +468,6 @@ record["metrics"]["verdicts"][0]["label"]
 
 # %% tags=["remove_cell", "colab-compare"]
 # Your figures beside the post's, verdict by verdict.
-colab.compare("parallel-training", record, REPOSITORY)
+from sidebyside.publish import reproduce
+
+reproduce.in_notebook("parallel-training", record, REPOSITORY)

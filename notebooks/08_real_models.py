@@ -86,7 +86,7 @@ import sys
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
                     f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
-from sidebyside.publish import colab
+from sidebyside.run import colab
 
 colab.setup("real-models", REPOSITORY)
 
@@ -662,4 +662,6 @@ record["metrics"]["verdicts"][0]["label"]
 
 # %% tags=["remove_cell", "colab-compare"]
 # Your figures beside the post's, verdict by verdict.
-colab.compare("real-models", record, REPOSITORY)
+from sidebyside.publish import reproduce
+
+reproduce.in_notebook("real-models", record, REPOSITORY)

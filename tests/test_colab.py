@@ -107,7 +107,7 @@ def test_the_first_cell_is_shown_names_the_configured_repository_and_the_post():
         profile = code[2]
         assert PROFILE_TAG in profile.metadata.get("tags", []), f"{path.name}: the profile cell follows the parameters"
         assert f'colab.parameters("{_slug(path)}", PROFILE, REPOSITORY)' in profile.source, path.name
-        assert f'colab.compare("{_slug(path)}", record, REPOSITORY)' in code[-1].source, (
+        assert f'reproduce.in_notebook("{_slug(path)}", record, REPOSITORY)' in code[-1].source, (
             f"{path.name}: the last cell compares the reader's figures with the post's")
         sources[path.name] = install.source.replace(_slug(path), "<slug>")
     assert len(set(sources.values())) == 1, f"the first cell differs between notebooks beyond the slug: {sorted(sources)}"

@@ -37,8 +37,6 @@ One module per concern; this face re-exports their public names:
   completed run whose record matches the published one), :func:`list_notebooks` (``list``) and
   ``plan`` (:mod:`.schedule`).
 - :mod:`.cli`: the command line, :func:`main`.
-- :mod:`.colab`: a post's notebook run by a reader (Colab): the versions it ran with, a profile's
-  parameters, and the reader's verdicts beside the published ones.
 
 CLI: ``python -m sidebyside.publish {execute,render,list,plan,reproduce,aa,merge,profile,check-pairs} ...``
 (``--help`` on each). The Makefile drives it. Nothing here imports PyTorch or

@@ -20,6 +20,9 @@ stops it: load widens the reader's intervals, and the verdicts say so.
 contestant races the first one's function through the verdict's own path,
 and :func:`aa_table` counts the speed verdicts that still find a winner.
 
+:func:`in_notebook` is the same table in a notebook's last cell, for a reader who ran it by hand
+(Colab): the published record is read through :mod:`sidebyside.run.colab`.
+
 Inputs: the published record (``<site>/_data/results/<slug>.json``) and the
 reader's. Outputs: text on stdout, an exit code.
 """
@@ -36,8 +39,8 @@ from sidebyside.publish.cache import published_record
 from sidebyside.publish.common import ROOT, PublishError, say
 from sidebyside.publish.discovery import discover, select
 
-__all__ = ["Row", "speed_verdicts", "compare", "table", "summary", "reproduce", "aa", "aa_table", "SCRATCH",
-           "AA_SCRATCH"]
+__all__ = ["Row", "speed_verdicts", "compare", "table", "summary", "in_notebook", "reproduce", "aa", "aa_table",
+           "SCRATCH", "AA_SCRATCH"]
 
 #: Where the reader's runs go: one scratch site per slug, under the (ignored) build folder.
 SCRATCH = ROOT / "build" / "reproduce"
@@ -187,6 +190,22 @@ def summary(slug: str, rows: list[Row]) -> str:
              "reported, not failed")
     verdict = f"; {failed} do{'es' if failed == 1 else ''} not: FAILED" if failed else ""
     return f"{slug}: {held} of {len(rows)} speed verdicts reproduce {where}{verdict}"
+
+
+def in_notebook(slug: str, record: Mapping[str, Any], repository: str) -> str:
+    """Print and return the reader's speed verdicts (their run's ``record``, as
+    :func:`sidebyside.run.provenance.save_results` returns it) beside the published ones: the
+    :func:`table` and :func:`summary` of ``make reproduce``, for the repository's published record."""
+    from sidebyside.run import colab
+
+    theirs = colab.published(slug, repository)
+    if theirs is None:
+        text = f"{slug}: not published yet, nothing to compare with"
+    else:
+        rows = compare(theirs, record)
+        text = "\n".join([table(rows), summary(slug, rows)])
+    print(text)
+    return text
 
 
 def _run_here(info, chosen: str, target: Path, *, notebooks: Path, params_dir: Path, root: Path, progress: bool,

@@ -6,6 +6,7 @@
 - ``provenance``: the hardware/version stamp and the results file of a run.
 - ``checkpoints``: a run in parts, each part saved as it finishes and read back while its inputs hold.
 - ``code``: which functions a run timed and which sources it showed, where each is defined.
+- ``colab``: a post's notebook run by a reader (Colab): the versions the post ran with, a profile's parameters.
 
 Imports nothing above it (no ``lab``, ``posts`` or ``publish``) and neither PyTorch nor JAX at import.
 """

@@ -11,12 +11,16 @@ Three cells of every notebook call it, each naming the post's slug and the site'
   ``"gpu"`` (a GPU post's own settings); ``"auto"`` picks the post's own profile on a GPU
   runtime and smoke elsewhere. It also names the profile to the run context, so that timings pool
   as many processes as the post's did. Under the publisher it changes nothing (papermill gave them).
-- :func:`compare`, in the last cell: the reader's speed verdicts beside the published ones,
-  verdict by verdict (the table of ``make reproduce``, :mod:`sidebyside.publish.reproduce`).
+
+The last cell prints the reader's speed verdicts beside the published ones
+(:func:`sidebyside.publish.reproduce.in_notebook`, after the results are saved, so the publisher
+is never an input of the run).
 
 Files of the site (the published record, the parameters) are read from the checkout when the
 library runs from one, else downloaded from the repository's raw files
 (``https://raw.githubusercontent.com/<owner>/<name>/<branch>/``, or ``$SIDEBYSIDE_RAW``).
+
+Imports only the standard library, PyYAML and this package's ``run`` modules.
 """
 
 from __future__ import annotations
@@ -33,11 +37,10 @@ from typing import Any
 
 import yaml
 
-from sidebyside.lab.data import on_colab
 from sidebyside.run import context, provenance
 
-__all__ = ["RAW_ENV", "LIBRARIES", "site_file", "published", "ran_with", "setup", "parameters",
-           "compare", "ColabError"]
+__all__ = ["RAW_ENV", "LIBRARIES", "on_colab", "site_file", "published", "ran_with", "setup", "parameters",
+           "ColabError"]
 
 #: Where a site's raw files are downloaded from, when set (a mirror, a test's local server).
 RAW_ENV = "SIDEBYSIDE_RAW"
@@ -48,6 +51,11 @@ PROFILES = ("smoke", "cpu", "gpu")
 
 class ColabError(Exception):
     """A site file cannot be read, or a profile is unknown; the message says what to do."""
+
+
+def on_colab() -> bool:
+    """Whether this kernel runs on Colab (it imports ``google.colab`` at start)."""
+    return "google.colab" in sys.modules
 
 
 def _raw_base(repository: str) -> str:
@@ -144,18 +152,3 @@ def parameters(slug: str, profile: str, repository: str) -> dict[str, Any]:
     print(f"Profile {profile}: " + (", ".join(f"{k} = {v!r}" for k, v in chosen.items())
                                      or "the parameters cell as written"))
     return dict(chosen)
-
-
-def compare(slug: str, record: Mapping[str, Any], repository: str) -> str:
-    """Print and return the reader's speed verdicts (their run's ``record``, as
-    :func:`sidebyside.run.provenance.save_results` returns it) beside the published ones."""
-    from sidebyside.publish import reproduce
-
-    theirs = published(slug, repository)
-    if theirs is None:
-        text = f"{slug}: not published yet, nothing to compare with"
-    else:
-        rows = reproduce.compare(theirs, record)
-        text = "\n".join([reproduce.table(rows), reproduce.summary(slug, rows)])
-    print(text)
-    return text
