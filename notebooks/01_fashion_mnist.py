@@ -184,11 +184,11 @@ def original_torch(train_images, train_labels, test_images, test_labels, *, seed
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(seed)
     net = Net().to(device)
-    x_train = torch.from_numpy(train_images).float() / 255  # ToTensor(): [0, 1]
-    x_test = torch.from_numpy(test_images).float() / 255
+    x_train = torch.tensor(train_images, dtype=torch.float32) / 255  # ToTensor(): [0, 1]
+    x_test = torch.tensor(test_images, dtype=torch.float32) / 255
     if not test_like_train:
         x_test = (x_test - 0.5) / 0.5  # Normalize((0.5,), (0.5,)) on the test set only: [-1, 1]
-    dataset = TensorDataset(x_train, torch.from_numpy(train_labels).long())
+    dataset = TensorDataset(x_train, torch.tensor(train_labels, dtype=torch.long))
     criterion = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(net.parameters(), lr=0.001, momentum=0.9)
     for epoch in range(2):
@@ -202,7 +202,7 @@ def original_torch(train_images, train_labels, test_images, test_labels, *, seed
     net.eval()
     with torch.no_grad():
         predicted = net(x_test.to(device)).argmax(1).cpu()
-    return (predicted == torch.from_numpy(test_labels)).float().mean().item()
+    return (predicted == torch.tensor(test_labels)).float().mean().item()
 
 
 torch_accuracy = original_torch(train_images, train_labels, test_images, test_labels, seed=original_seeds[0])
@@ -797,7 +797,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 def torch_dataloader(model, images, labels, batches, lr, precision="float32"):
     device = next(model.parameters()).device
-    dataset = TensorDataset(torch.from_numpy(images), torch.from_numpy(labels))
+    dataset = TensorDataset(torch.tensor(images), torch.tensor(labels))
     order = batches.reshape(-1).tolist()  # the same examples in the same order as the ladder's
     train_step = torch_train_step(model, lr, precision)
 
@@ -848,6 +848,7 @@ CUDA_ONLY = ("torch/compile+cuda-graphs", "torch/cuda-graph", "torch/cuda-graph+
 speed_lr = {"mlp": mlp_lr, "cnn": cnn_lr}
 speed_steps_of = {"mlp": speed_steps, "cnn": cnn_speed_steps}
 speed_config = training.TrainConfig(batch_size=batch_size, num_epochs=1)  # seed 0: epoch 0's order
+train_X, train_y = arrays.X_train, arrays.y_train  # what a worker process's builder needs (not the test set)
 steps_per_epoch = speed_config.steps_per_epoch(60_000)
 speed = {}
 
@@ -873,7 +874,7 @@ def build_rung(name, kind, precision, batches):
             model = make_models[kind][0]().to(torch_device)
         else:
             model = make_models[kind][1](0)
-        return RUNGS[name](model, arrays.X_train, arrays.y_train, batches, speed_lr[kind], precision)
+        return RUNGS[name](model, train_X, train_y, batches, speed_lr[kind], precision)
     except Exception as error:  # noqa: BLE001  (a failure is a finding: the row stays, with its error)
         return error
 
@@ -884,7 +885,8 @@ def graph_breaks(kind, precision, batches, mode):
     torch.manual_seed(0)
     model = make_models[kind][0]().to(torch_device)
     X, y, index = (torch.as_tensor(a, device=torch_device) for a in (arrays.X_train, arrays.y_train, batches[0]))
-    train_step = torch_train_step(model, speed_lr[kind], precision)
+    train_step = torch_train_step(model, speed_lr[kind], precision,
+                                  **({"capturable": True} if torch_device.type == "cuda" else {}))  # as the rung's
     with torch_precision(precision), torch._dynamo.config.patch(compiled_autograd=mode == "reduce-overhead"):
         return int(torch._dynamo.explain(lambda i: train_step(X[i], y[i]))(index).graph_break_count)
 

@@ -51,7 +51,8 @@ __all__ = [
     "conclusion",
 ]
 
-#: Ladder names -> the training loop (``training.TORCH_LOOPS`` / ``FLAX_LOOPS``) each rung runs.
+#: Ladder names -> the library's training loop (``training.TORCH_LOOPS`` / ``FLAX_LOOPS``) for the same tool; the
+#: notebook builds each rung by name from its paired cells (:func:`ladder_tools` gives the names).
 TORCH_TOOLS = {"torch/eager": "device", "torch/compile": "compile", "torch/compile+cuda-graphs": "compile_cuda_graph",
                "torch/cuda-graph": "cuda_graph", "torch/cuda-graph+fused": "cuda_graph_fused",
                "torch/cuda-graph-steps": "cuda_graph_steps"}
