@@ -51,7 +51,8 @@ __all__ = [
     "conclusion",
 ]
 
-#: Ladder names -> the training loop (``training.TORCH_LOOPS`` / ``FLAX_LOOPS``) each rung runs.
+#: Ladder names -> the library's training loop (``training.TORCH_LOOPS`` / ``FLAX_LOOPS``) for the same tool; the
+#: notebook builds each rung by name from its paired cells (:func:`ladder_tools` gives the names).
 TORCH_TOOLS = {"torch/eager": "device", "torch/compile": "compile", "torch/compile+cuda-graphs": "compile_cuda_graph",
                "torch/cuda-graph": "cuda_graph", "torch/cuda-graph+fused": "cuda_graph_fused",
                "torch/cuda-graph-steps": "cuda_graph_steps"}
@@ -108,7 +109,7 @@ def conditions_text(conditions: Mapping[str, Any], startup: Mapping[str, float],
             f"{verdict.fmt_seconds(startup['jax_jit_startup_s'])}.")
 
 
-# ----------------------------------------------------------------------------- section 3: the original setting
+# ----------------------------------------------------------------------------- section 1: the original setting
 
 
 def original_record(original_accuracy: Mapping[str, Sequence[float]], original_seeds: Sequence[int], *,
@@ -127,7 +128,7 @@ def _effects(metrics: Mapping[str, Any]) -> dict[str, float]:
 
 
 def original_table(metrics: Mapping[str, Any]):
-    """Section 3's table: each variant's accuracy, its spread over seeds, the original post's figure,
+    """Section 1's table: each variant's accuracy, its spread over seeds, the original post's figure,
     and what changing one thing did."""
     import pandas as pd
 
@@ -150,7 +151,7 @@ def original_table(metrics: Mapping[str, Any]):
 
 
 def original_claim(metrics: Mapping[str, Any]) -> str:
-    """Section 3's paragraph: the published gap reproduced and taken apart, from the record."""
+    """Section 1's paragraph: the published gap reproduced and taken apart, from the record."""
     e = _effects(metrics)
     n = len(metrics["original_setting_seeds"])
     return (
@@ -166,7 +167,7 @@ def original_claim(metrics: Mapping[str, Any]) -> str:
         + " No theory about JAX picking up finer spatial variation is needed.")
 
 
-# ----------------------------------------------------------------------------- section 4: accuracy
+# ----------------------------------------------------------------------------- section 3: accuracy
 
 
 def accuracy_record(histories: Mapping[tuple[str, str], Sequence[Any]], seeds: Sequence[int]) -> dict[str, Any]:
@@ -181,7 +182,7 @@ def accuracy_record(histories: Mapping[tuple[str, str], Sequence[Any]], seeds: S
     return out
 
 
-# ----------------------------------------------------------------------------- section 5: speed
+# ----------------------------------------------------------------------------- section 4: speed
 
 
 def speed_record(entries: Mapping[str, Mapping[str, Any]], *, steps_per_call: int, steps_per_epoch: int,
@@ -229,7 +230,7 @@ def scan_claim(speed: Mapping[str, Mapping[str, Any]], *, device: str, cnn_loop:
         v = verdict.speed(scan, jit, question=f"Does lax.scan speed up JAX's {name} epoch?", subject_name="jax",
                           other_name="jax", subject_tool="jit + scan", other_tool="jit per step")
         parts.append(f"For the {name}: {v.sentence}")
-    return " ".join(parts) + f" (measured on {device}; the CNN's training runs in section 4 used `{cnn_loop}`.)"
+    return " ".join(parts) + f" (measured on {device}; the CNN's training runs in section 3 used `{cnn_loop}`.)"
 
 
 # ----------------------------------------------------------------------------- the record
@@ -347,7 +348,7 @@ def _best_cell(record: Mapping[str, Any], framework: str) -> str:
 
 
 def results_table(metrics: Mapping[str, Any]):
-    """Section 6's table: the original setting, the accuracies, each side's best epoch per workload."""
+    """Section 5's table: the original setting, the accuracies, each side's best epoch per workload."""
     import pandas as pd
 
     orig, acc = metrics["original_setting"], metrics["accuracy"]
