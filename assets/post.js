@@ -25,7 +25,9 @@ document.addEventListener("DOMContentLoaded", function () {
 });
 
 // Side-by-side pairs (sidebyside.publish.pairs): a bar of buttons above each pair shows both frameworks, or
-// one only, in every pair of the page. Without JavaScript both columns simply stay visible.
+// one only, in every pair of the page. Without JavaScript both columns simply stay visible. Long code is
+// shown in a box of fixed height (it scrolls); where a pair's code is longer than its box, the bar's
+// "Show all code" button opens the pair to its full length.
 document.addEventListener("DOMContentLoaded", function () {
   var pairs = document.querySelectorAll(".pair");
   if (!pairs.length) return;
@@ -50,6 +52,27 @@ document.addEventListener("DOMContentLoaded", function () {
     });
     return bar;
   }
-  // One bar above each pair; they all act on every pair of the page.
-  pairs.forEach(function (pair) { pair.parentNode.insertBefore(toggle(), pair); });
+  function showAll(pair, bar) {
+    var clipped = Array.prototype.some.call(pair.querySelectorAll(".pair-code pre"), function (pre) {
+      return pre.scrollHeight > pre.clientHeight + 2;
+    });
+    if (!clipped) return;
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "pair-more";
+    button.textContent = "Show all code";
+    button.setAttribute("aria-expanded", "false");
+    button.addEventListener("click", function () {
+      var open = pair.classList.toggle("expanded");
+      button.textContent = open ? "Show less code" : "Show all code";
+      button.setAttribute("aria-expanded", open ? "true" : "false");
+    });
+    bar.appendChild(button);
+  }
+  // One bar above each pair; its framework buttons act on every pair of the page, its "Show all code" on its own.
+  pairs.forEach(function (pair) {
+    var bar = toggle();
+    pair.parentNode.insertBefore(bar, pair);
+    showAll(pair, bar);
+  });
 });

@@ -51,12 +51,11 @@
 # accuracy and on speed.
 
 # %% tags=["colab-install"]
-# Run this post yourself (Colab, or any Jupyter): on Colab this cell installs the library from the site's
-# repository and the versions of PyTorch, JAX, Flax and optax that the post ran with; anywhere, it names them.
-REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
+# Run this post yourself: on Colab this installs the library and the versions the post ran with.
 import subprocess
 import sys
 
+REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
                     f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
@@ -557,7 +556,7 @@ pd.DataFrame({f"{kind.upper()} {viz.LABELS[fw]} (%)": per_class[kind, fw]
 # float32 master weights, and the loss, the gradients and Adam's state stay
 # in float32.
 
-# %% tags=["pair:train-step:torch"]
+# %% tags=["pair:train-step:torch", "collapsed"] summary="The code: the training step in each framework"
 import contextlib
 
 import torch
@@ -599,7 +598,7 @@ def torch_precision(precision):  # "tf32": matmuls and convolutions on TF32 tens
         cudnn.allow_tf32 = before[1]
 
 
-# %% tags=["pair:train-step:jax"]
+# %% tags=["pair:train-step:jax", "collapsed"]
 import contextlib
 
 import jax
@@ -657,7 +656,7 @@ def jax_precision(precision):  # "tf32": JAX traces its matmuls and convolutions
 # when it is built; the CUDA graphs are captured on the first call, which is
 # timed apart with the compilers' work.
 
-# %% tags=["pair:ladder:torch"]
+# %% tags=["pair:ladder:torch", "collapsed"] summary="The code: each rung of the ladder"
 def on_device(model, images, labels, batches):
     device = next(model.parameters()).device
     return [torch.as_tensor(a, device=device) for a in (images, labels, batches)]
@@ -746,7 +745,7 @@ def torch_cuda_graph_steps(model, images, labels, batches, lr, precision="float3
     return run
 
 
-# %% tags=["pair:ladder:jax"]
+# %% tags=["pair:ladder:jax", "collapsed"]
 import functools
 
 
@@ -800,7 +799,7 @@ def jax_scan(model, images, labels, batches, lr, precision="float32"):
 # and a jitted JAX step fed NumPy batches. They are not rungs of the ladder
 # (their data is not on the device) but show what the loop costs.
 
-# %% tags=["pair:host-fed:torch"]
+# %% tags=["pair:host-fed:torch", "collapsed"] summary="The code: the loops fed from the host"
 from torch.utils.data import DataLoader, TensorDataset
 
 
@@ -819,7 +818,7 @@ def torch_dataloader(model, images, labels, batches, lr, precision="float32"):
     return run
 
 
-# %% tags=["pair:host-fed:jax"]
+# %% tags=["pair:host-fed:jax", "collapsed"]
 def jax_host(model, images, labels, batches, lr, precision="float32"):
     train_step, params, opt_state = jax_train_step(model, lr, precision)
     step = jax.jit(train_step, donate_argnums=(0, 1))

@@ -45,12 +45,11 @@
 # over several seeds, and the similarity (linear CKA) of the hidden layers within and across frameworks.
 
 # %% tags=["colab-install"]
-# Run this post yourself (Colab, or any Jupyter): on Colab this cell installs the library from the site's
-# repository and the versions of PyTorch, JAX, Flax and optax that the post ran with; anywhere, it names them.
-REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
+# Run this post yourself: on Colab this installs the library and the versions the post ran with.
 import subprocess
 import sys
 
+REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
                     f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
@@ -158,7 +157,7 @@ tables.table(pd.DataFrame({"setting": ["training images", "test images", "held-o
 # uniform scheme (`torch_init=True`). Both networks keep a `hidden` method, for the hidden layer's
 # activations.
 
-# %% tags=["pair:model:torch"]
+# %% tags=["pair:model:torch", "collapsed"] summary="The code: the network in each framework"
 class TorchMLP(nn.Module):
     def __init__(self, hidden=128, classes=10):
         super().__init__()
@@ -172,7 +171,7 @@ class TorchMLP(nn.Module):
     def forward(self, x):
         return self.fc2(self.hidden(x))
 
-# %% tags=["pair:model:jax"]
+# %% tags=["pair:model:jax", "collapsed"]
 def uniform_like_torch(fan_in):
     """PyTorch's nn.Linear initialiser, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), for Flax."""
     bound = 1 / math.sqrt(fan_in)
@@ -243,7 +242,7 @@ runs = {variant: [] for variant in VARIANTS}
 # optimiser, whose schedule counts the steps itself. The `flax_same_init` network starts from
 # PyTorch's initial weights, copied across (transposed: Flax keeps a kernel as (in, out)).
 
-# %% tags=["pair:training:torch"]
+# %% tags=["pair:training:torch", "collapsed"] summary="The code: the training loop in each framework"
 def train_torch(model, seed, on_epoch_end):
     X = torch.as_tensor(arrays.X_train, device=device)
     y = torch.as_tensor(arrays.y_train, device=device)
@@ -275,7 +274,7 @@ for seed in range(num_seeds):
     runs["torch"].append(finish(run, torch_model, accuracy))
     print(f"PyTorch, seed {seed}: test accuracy {accuracy:.4f}")
 
-# %% tags=["pair:training:jax"]
+# %% tags=["pair:training:jax", "collapsed"]
 def flax_loss(model, X, y):
     return optax.softmax_cross_entropy_with_integer_labels(model(X), y).mean()
 
@@ -411,7 +410,7 @@ viz.svg(torch_graph)
 # (`expand_depth=1` would open them). First the forward pass of the Flax model, from parameters and
 # images to logits:
 
-# %% figure="jaxpr-forward-graph" alt="Graph of the jaxpr of the Flax MLP's forward pass: parameters and images to logits" tags=["appendix-input"]
+# %% figure="jaxpr-forward-graph" alt="Graph of the jaxpr of the Flax MLP's forward pass: parameters and images to logits" tags=["appendix-input", "collapsed"] summary="The jaxpr of the forward pass, drawn"
 flax_model = FlaxMLP(rngs=nnx.Rngs(0))
 graphdef, params = nnx.split(flax_model)
 

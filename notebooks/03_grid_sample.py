@@ -61,12 +61,11 @@
 # Can a JAX port of `torch.nn.functional.grid_sample` give *the same numbers* as PyTorch (outputs, input gradients and grid gradients) in every mode, padding, dimensionality and dtype, and how fast is it, per kernel and per call?
 
 # %% tags=["colab-install"]
-# Run this post yourself (Colab, or any Jupyter): on Colab this cell installs the library from the site's
-# repository and the versions of PyTorch, JAX, Flax and optax that the post ran with; anywhere, it names them.
-REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
+# Run this post yourself: on Colab this installs the library and the versions the post ran with.
 import subprocess
 import sys
 
+REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
                     f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
@@ -307,7 +306,7 @@ plt.show()
 #
 # What is timed is one step, written below as each framework spells it: PyTorch's `F.grid_sample`, its gradients from `torch.autograd.grad`, eager and under `torch.compile`; JAX's `grid_sample` (the port under test), its gradients from `jax.vjp`, under `jax.jit`. Both steps return the output with the gradients, as PyTorch's autograd computes it (otherwise XLA would drop the forward wherever the gradients do not need it, as in nearest). The JAX cell also holds the naive port (gather the four corners of every point from a zero-padded image, weight and sum), timed as the baseline most ports use.
 
-# %% tags=["pair:step:torch"]
+# %% tags=["pair:step:torch", "collapsed"] summary="The code: the steps timed, forward and backward"
 def torch_step(x, grid, cotangent=None, *, mode="bilinear", padding_mode="zeros", align_corners=False,
                with_grad=False, sample=F.grid_sample):
     out = sample(x, grid, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
@@ -320,7 +319,7 @@ def torch_step(x, grid, cotangent=None, *, mode="bilinear", padding_mode="zeros"
 # called as torch_step(x, grid, cotangent, sample=grid_sample_compiled).
 grid_sample_compiled = torch.compile(F.grid_sample, dynamic=False)
 
-# %% tags=["pair:step:jax"]
+# %% tags=["pair:step:jax", "collapsed"]
 def jax_step(x, grid, cotangent=None, *, mode="bilinear", padding_mode="zeros", align_corners=False,
              with_grad=False, implementation="auto", pallas_layout="points"):
     def sample(a, b):
@@ -364,7 +363,7 @@ jax_naive_jit = jax.jit(jax_naive, static_argnames="align_corners")
 # %% [markdown]
 # The kernel time chains many calls in one program, each on its own copy of the inputs (the method is in the appendix below). PyTorch runs the chain as a loop, captured as one CUDA graph on a GPU so that no launch overhead is left; JAX traces the same loop into one jitted program, an `optimization_barrier` making each call wait for the one before without moving any data. From the second round over the copies on, a copy's input is its output of the round before.
 
-# %% tags=["pair:chain:torch"]
+# %% tags=["pair:chain:torch", "collapsed"] summary="The code: the chain timed for kernel time"
 def torch_chain(xs, grids, cotangents, *, step, order, with_grad):
     fed = list(xs)
     for i in order:
@@ -388,7 +387,7 @@ def torch_graph(run):
 def torch_replay(graph):
     graph.replay()
 
-# %% tags=["pair:chain:jax"]
+# %% tags=["pair:chain:jax", "collapsed"]
 @functools.partial(jax.jit, static_argnames=("step", "order"))
 def jax_chain(xs, grids, cotangents, *, step, order):
     outs, previous, fed = [], None, list(xs)

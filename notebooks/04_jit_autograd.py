@@ -58,12 +58,11 @@
 # of the device, and then shows the same timing mistakes on purpose, to see how far off they are.
 
 # %% tags=["colab-install"]
-# Run this post yourself (Colab, or any Jupyter): on Colab this cell installs the library from the site's
-# repository and the versions of PyTorch, JAX, Flax and optax that the post ran with; anywhere, it names them.
-REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
+# Run this post yourself: on Colab this installs the library and the versions the post ran with.
 import subprocess
 import sys
 
+REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
                     f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
@@ -525,7 +524,7 @@ scalar
 #
 # Everything runs on the main device, in float32, with the same input.
 
-# %% tags=["pair:grad:torch"]
+# %% tags=["pair:grad:torch", "collapsed"] summary="The code: per-example gradients"
 def vmap_grad_torch(x):  # f'(x) element by element, as JAX writes it
     return torch.func.vmap(torch.func.grad(f_torch))(x)
 
@@ -547,7 +546,7 @@ def grad_loop_torch(x):  # the original's approach: one backward() per element
         out[i] = xi.grad
     return out
 
-# %% tags=["pair:grad:jax"]
+# %% tags=["pair:grad:jax", "collapsed"]
 def vmap_grad_jax(x):  # f'(x) element by element
     return jax.vmap(jax.grad(f_jax))(x)
 

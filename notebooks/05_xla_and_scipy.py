@@ -57,12 +57,11 @@
 # achieved FLOP/s, the accuracy of the results, and measured costs and remedies for recompilation.
 
 # %% tags=["colab-install"]
-# Run this post yourself (Colab, or any Jupyter): on Colab this cell installs the library from the site's
-# repository and the versions of PyTorch, JAX, Flax and optax that the post ran with; anywhere, it names them.
-REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
+# Run this post yourself: on Colab this installs the library and the versions the post ran with.
 import subprocess
 import sys
 
+REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
                     f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
@@ -512,7 +511,7 @@ raw_jax, ref_jax = (jax.device_put(v, jax_devices[opt_device]) for v in (data.ra
 raw_torch, ref_torch = (torch.from_numpy(v).to(torch_devices[opt_device]) for v in (data.raw, data.reference))
 
 
-# %% tags=["pair:optimise:torch"]
+# %% tags=["pair:optimise:torch", "collapsed"] summary="The code: the fits"
 def rmse_torch(params, raw, reference):
     residual = params[0] * raw + params[1] - reference
     return torch.sqrt(torch.mean(residual**2))
@@ -534,7 +533,7 @@ def torch_lbfgs():
     return params.detach(), state["n_iter"], state["func_evals"], None, None
 
 
-# %% tags=["pair:optimise:jax"]
+# %% tags=["pair:optimise:jax", "collapsed"]
 def rmse_numpy(params, raw, reference):
     residual = params[0] * raw + params[1] - reference
     return float(np.sqrt(np.mean(residual**2)))
@@ -657,7 +656,7 @@ lengths = sorted(set(np.linspace(num_points // 4, num_points, retrace_lengths).a
 pad_to = int(2 ** np.ceil(np.log2(max(lengths))))
 
 
-# %% tags=["pair:retrace:torch"]
+# %% tags=["pair:retrace:torch", "collapsed"] summary="The code: avoiding a recompilation per length"
 # Eager PyTorch keeps no trace to reuse: every call runs its kernels for the shapes it is given, so
 # a new data length costs what any call costs, and nothing needs padding. (torch.compile, which this
 # post does not use, specialises to shapes as jax.jit does; by default, after a second shape it
@@ -666,7 +665,7 @@ def torch_rmse_first(params, n):
     return rmse_torch(params, raw_torch[:n], ref_torch[:n])
 
 
-# %% tags=["pair:retrace:jax"]
+# %% tags=["pair:retrace:jax", "collapsed"]
 traces = {}
 
 

@@ -74,12 +74,11 @@
 # computes, and time both frameworks with every tool each one offers.
 
 # %% tags=["colab-install"]
-# Run this post yourself (Colab, or any Jupyter): on Colab this cell installs the library from the site's
-# repository and the versions of PyTorch, JAX, Flax and optax that the post ran with; anywhere, it names them.
-REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
+# Run this post yourself: on Colab this installs the library and the versions the post ran with.
 import subprocess
 import sys
 
+REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
                     f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
@@ -502,7 +501,7 @@ Markdown(report.accuracy_claim(accuracy, num_train=len(X_train), num_epochs=num_
 # (and, by default, XLA reserves most of the GPU at start-up). Not timed: JAX op-by-op (eager) execution, which nobody
 # trains a transformer with.
 
-# %% tags=["pair:ladder:torch"]
+# %% tags=["pair:ladder:torch", "collapsed"] summary="The code: each rung of the ladder"
 def torch_rung(config, tool, phase, X, y, precision, seed):
     """One rung: run() performs a call's steps, one per batch of X, y; also what the rung holds on the device."""
     torch.manual_seed(seed)
@@ -531,7 +530,7 @@ def torch_rung(config, tool, phase, X, y, precision, seed):
 
     return run, (model, optimizer, Xs + ys)
 
-# %% tags=["pair:ladder:jax"]
+# %% tags=["pair:ladder:jax", "collapsed"]
 def jax_rung(config, tool, phase, X, y, precision, seed):
     """One rung: the jitted function, the arguments to compile it for, and run(step), which performs a call's
     steps with the compiled function."""

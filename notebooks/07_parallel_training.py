@@ -57,12 +57,11 @@
 # memory each device holds and the bytes its collectives move.
 
 # %% tags=["colab-install"]
-# Run this post yourself (Colab, or any Jupyter): on Colab this cell installs the library from the site's
-# repository and the versions of PyTorch, JAX, Flax and optax that the post ran with; anywhere, it names them.
-REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
+# Run this post yourself: on Colab this installs the library and the versions the post ran with.
 import subprocess
 import sys
 
+REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
                     f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
@@ -299,7 +298,7 @@ Markdown(report.multiprocess_claim(multi_record, tolerance=loss_tolerance))
 # (`torch.optim.SGD`, `optax.sgd`), built from the same weights; every strategy
 # above runs this same step.
 
-# %% tags=["pair:one-device:torch"]
+# %% tags=["pair:one-device:torch", "collapsed"] summary="The code: the one-device step"
 def torch_step(net, optimizer, tool):
     """The one-device training step, eager or (tool "compile") compiled whole with static shapes."""
     def step(xb, yb):
@@ -311,7 +310,7 @@ def torch_step(net, optimizer, tool):
     return torch.compile(step, dynamic=False) if tool == "compile" else step
 
 
-# %% tags=["pair:one-device:jax"]
+# %% tags=["pair:one-device:jax", "collapsed"]
 import optax
 from flax import nnx
 

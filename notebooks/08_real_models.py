@@ -77,12 +77,11 @@
 # figure carries its spread.
 
 # %% tags=["colab-install"]
-# Run this post yourself (Colab, or any Jupyter): on Colab this cell installs the library from the site's
-# repository and the versions of PyTorch, JAX, Flax and optax that the post ran with; anywhere, it names them.
-REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
+# Run this post yourself: on Colab this installs the library and the versions the post ran with.
 import subprocess
 import sys
 
+REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
                     f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
@@ -355,7 +354,7 @@ pd.DataFrame({"PyTorch": torch_losses, "JAX": jax_losses}, index=["step 1", "ste
 # cache donated and updated in place (`lax.dynamic_update_slice`). The check: the
 # tokens equal those generated without a cache, on both sides.
 
-# %% tags=["pair:generate:torch"]
+# %% tags=["pair:generate:torch", "collapsed"] summary="The code: generation with a key-value cache"
 @torch.no_grad()
 def torch_generate(model, prompt, new_tokens, step=None):
     """Greedy generation of new_tokens after prompt (batch, length) with the cache; step: what runs
@@ -373,7 +372,7 @@ def torch_generate(model, prompt, new_tokens, step=None):
     return torch.cat(out, dim=1)
 
 
-# %% tags=["pair:generate:jax"]
+# %% tags=["pair:generate:jax", "collapsed"]
 def jax_generate(graphdef, params, prompt, cache, new_tokens):
     """Greedy generation, to be jitted (new_tokens static, cache donated): the prompt in one pass,
     then a lax.fori_loop of one-token steps updating the cache in place."""
@@ -419,7 +418,7 @@ pd.DataFrame({k: [" ".join(map(str, row)) for row in v] for k, v in generated.it
 # `torch.export` and compiles it ahead of time into a package that it loads. JAX's
 # is one jitted function of the parameters and the batch.
 
-# %% tags=["pair:serve:torch"]
+# %% tags=["pair:serve:torch", "collapsed"] summary="The code: inference, eager, as a CUDA graph and ahead of time"
 import tempfile
 
 
@@ -462,7 +461,7 @@ def torch_aoti(model, x):
     return lambda: runner(x)
 
 
-# %% tags=["pair:serve:jax"]
+# %% tags=["pair:serve:jax", "collapsed"]
 def jax_infer(model, x, low=None):
     """The forward, one jitted function of the parameters and the batch."""
     model.eval()
@@ -494,7 +493,7 @@ def jax_infer(model, x, low=None):
 # not applicable, and a tool that fails stays in the table with its error.
 # bfloat16 rows run only where the device computes bfloat16 natively.
 
-# %% tags=["pair:ladder:torch"]
+# %% tags=["pair:ladder:torch", "collapsed"] summary="The code: each rung of the ladder"
 COMPILE = {"compile": dict(dynamic=False), "max-autotune": dict(mode="max-autotune", dynamic=False),
            "cuda-graph": dict(mode="reduce-overhead", dynamic=False)}  # cuda-graph here: generation's
 
@@ -520,7 +519,7 @@ def torch_rung(model, workload, tool, x, y, amp, new_tokens):
     return torch_infer(model, x, amp, torch.compile(model, **COMPILE[tool]) if tool in COMPILE else model)
 
 
-# %% tags=["pair:ladder:jax"]
+# %% tags=["pair:ladder:jax", "collapsed"]
 def jax_rung(model, workload, x, y, low, new_tokens):
     """JAX's rung, jax.jit, of a workload (train, infer, generate: x is the prompt)."""
     if workload == "train":
