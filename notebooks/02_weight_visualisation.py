@@ -408,7 +408,7 @@ viz.svg(torch_graph)
 # and shape, parameters are blue boxes, data grey ellipses, outputs green. Calls with a jaxpr inside
 # (`jit`, `custom_jvp_call`) are drawn as one double-bordered node named after the function
 # (`expand_depth=1` would open them). First the forward pass of the Flax model, from parameters and
-# images to logits:
+# images to logits, is folded below.
 
 # %% figure="jaxpr-forward-graph" alt="Graph of the jaxpr of the Flax MLP's forward pass: parameters and images to logits" tags=["appendix-input", "collapsed"] summary="The jaxpr of the forward pass, drawn"
 flax_model = FlaxMLP(rngs=nnx.Rngs(0))
