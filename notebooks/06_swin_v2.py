@@ -483,7 +483,8 @@ Markdown(report.accuracy_claim(accuracy, num_train=len(X_train), num_epochs=num_
 # - **PyTorch, CUDA graph**: the same, `mode="reduce-overhead"`, with a capturable optimiser (GPU only);
 # - **JAX, jit step**: one jitted step per batch, parameters and optimiser state donated;
 # - **JAX, jit + `lax.scan`**: all the call's steps in one jitted scan.
-#
+
+# %% [markdown] tags=["collapsed"] summary="The code: each rung of the ladder"
 # Each rung is built below from the model and the steps above: a fresh
 # network with the same seed's weights, AdamW at a constant learning rate of
 # 1e-4 with weight decay 0.05, and a `run` that performs one call's steps. The
@@ -501,7 +502,7 @@ Markdown(report.accuracy_claim(accuracy, num_train=len(X_train), num_epochs=num_
 # (and, by default, XLA reserves most of the GPU at start-up). Not timed: JAX op-by-op (eager) execution, which nobody
 # trains a transformer with.
 
-# %% tags=["pair:ladder:torch", "collapsed"] summary="The code: each rung of the ladder"
+# %% tags=["pair:ladder:torch", "collapsed"]
 def torch_rung(config, tool, phase, X, y, precision, seed):
     """One rung: run() performs a call's steps, one per batch of X, y; also what the rung holds on the device."""
     torch.manual_seed(seed)
