@@ -152,13 +152,13 @@ serve: $(SETUP_DEPS)
 	@$(PUBLISH) list --site . >/dev/null
 	bundle exec jekyll serve --strict_front_matter
 
-## test: set up, lint, then run every test (unit, parity, publisher, cache, smoke notebooks, site, browser)
+## test: set up, lint, then run every test (unit, parity, publisher, cache, smoke notebooks, site, browser), a file per worker on every core
 test: $(SETUP_DEPS) lint
-	$(PYTHON) -m pytest tests
+	$(PYTHON) -m pytest tests -n $(or $(JOBS),2) --dist loadfile --no-loadscope-reorder
 
 ## test-fast: the tests that execute no notebook and start no browser, on every core (under 90 s on 2 cores from a fresh clone)
 test-fast: $(SETUP_DEPS)
-	$(PYTHON) -m pytest tests -m "not slow" -n $(or $(JOBS),2) --dist loadfile
+	$(PYTHON) -m pytest tests -m "not slow" -n $(or $(JOBS),2) --dist loadfile --no-loadscope-reorder
 
 ## offline: prepare wheels and FashionMNIST for an air-gapped GPU box into .offline/ (PYVER=3.12)
 offline:

@@ -42,12 +42,16 @@ def pytest_sessionfinish(session, exitstatus):
 # Module fixtures that execute a notebook through papermill (the real pipeline). A test that uses
 # one is marked slow (pyproject's marker: `make test-fast` runs none of them; `make test` and CI run all).
 EXECUTING_FIXTURES = {"fixture_site", "hostile_site", "recorded_run", "smoke_site"}
+RUN_EVERY_NOTEBOOK = {"test_site.py", "test_colab.py"}
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if EXECUTING_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    # `make test` hands whole files to its workers in collection order: the two that run every notebook
+    # (about 20 minutes each on 2 cores) go first, one to each worker, rather than last and alone.
+    items.sort(key=lambda item: item.path.name not in RUN_EVERY_NOTEBOOK)
 
 
 @pytest.fixture(scope="module")
