@@ -4,10 +4,14 @@ The parity tolerances are float32 ones, for logits of order one:
 |logit difference| <= 1e-5 and, for each parameter tensor's gradient,
 ||g_jax - g_torch|| / ||g_torch|| <= 1e-3 (summation order differs between
 the frameworks; measured errors are about 3e-7 and 5e-5).
+
+The optimisers, training steps and rungs are the notebook's paired cells (the code the post shows
+is the code it trains and times): :func:`notebook` runs those cells, as they are, into a namespace.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 
 import numpy as np
@@ -20,6 +24,9 @@ if importlib.util.find_spec("timm") is None:
 jax = pytest.importorskip("jax")
 
 import jax.numpy as jnp  # noqa: E402
+import optax  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from conftest import ROOT  # noqa: E402
 from flax import nnx  # noqa: E402
 
 from sidebyside.lab import training  # noqa: E402
@@ -34,6 +41,32 @@ GRAD_RTOL = 1e-3
 # 4x4 map that one window covers (timm's rule: no shift there).
 TINY = swin.SwinConfig(img_size=16, patch_size=2, in_chans=2, num_classes=5, embed_dim=8, depths=(2, 1),
                        num_heads=(2, 4), window_size=4, drop_path_rate=0.1)
+
+
+#: The notebook's pairs that hold the networks, the training steps and the rungs.
+WORK_PAIRS = ("model", "train", "ladder")
+
+
+@functools.cache
+def notebook() -> dict:
+    """The namespace of the notebook's paired cells of :data:`WORK_PAIRS`, run in order with the
+    set-up cell's imports and device (the model cells build their networks at :data:`TINY`)."""
+    import jupytext
+
+    ns = {"np": np, "torch": torch, "F": F, "jax": jax, "jnp": jnp, "optax": optax, "nnx": nnx,
+          "FlaxSwinV2": swin.FlaxSwinV2, "model_config": TINY,
+          "torch_device": torch.device("cuda" if torch.cuda.is_available() else "cpu")}
+    nb = jupytext.read(ROOT / "notebooks" / "06_swin_v2.py")
+    for cell in nb.cells:
+        tags = [t.split(":") for t in cell.metadata.get("tags", []) if t.startswith("pair:")]
+        if cell.cell_type == "code" and any(t[1] in WORK_PAIRS for t in tags):
+            exec(compile(cell.source, "<06_swin_v2>", "exec"), ns)
+    return ns
+
+
+def rungs() -> dict:
+    """The notebook's rung builders, as :func:`swin.speed_ladder` takes them."""
+    return {"torch_rung": notebook()["torch_rung"], "jax_rung": notebook()["jax_rung"]}
 
 
 @pytest.fixture(scope="module")
@@ -119,10 +152,29 @@ def test_initialisation_matches_timms_scheme():
 
 
 def test_weight_decay_rule_is_timms():
-    assert swin.decays("layers.0.blocks.0.attn.qkv.weight", 2)
-    assert not swin.decays("layers.0.blocks.0.attn.cpb_mlp.0.weight", 2)
-    assert not swin.decays("layers.0.blocks.0.attn.logit_scale", 3)
-    assert not swin.decays("layers.0.blocks.0.norm1.weight", 1)
+    """Both of the notebook's AdamWs decay timm's choice: matrices only, never the position-bias
+    MLP nor the logit scale. The JAX side is read from an update with zero gradients, which is
+    the weight decay alone."""
+    ns = notebook()
+    torch_model = ns["torch_swin"](TINY)
+    swin.randomise_torch_(torch_model, 1)  # no parameter left at zero, so each decayed one moves
+    names = {p: n for n, p in torch_model.named_parameters()}
+    groups = ns["torch_adamw"](torch_model, 1e-3, 0.5).param_groups
+    torch_decayed = {names[p] for g in groups if g["weight_decay"] > 0 for p in g["params"]}
+    expected = {n for n, p in torch_model.named_parameters()
+                if p.ndim >= 2 and "cpb_mlp" not in n and "logit_scale" not in n}
+    assert torch_decayed == expected
+    assert "layers.0.blocks.0.attn.qkv.weight" in expected
+    assert not {"layers.0.blocks.0.attn.cpb_mlp.0.weight", "layers.0.blocks.0.attn.logit_scale",
+                "layers.0.blocks.0.norm1.weight"} & expected
+    flax_model = swin.copy_timm_weights(torch_model, ns["flax_swin"](TINY, 0))
+    params = nnx.state(flax_model, nnx.Param)
+    tx = ns["jax_adamw"](params, 1e-3, 0.5)
+    updates, _ = tx.update(jax.tree_util.tree_map(jnp.zeros_like, params), tx.init(params), params)
+    flat = dict(nnx.to_flat_state(updates))
+    jax_decayed = {n for n, path in swin.flax_param_names(flax_model).items()
+                   if np.abs(np.asarray(flat[path].get_value())).max() > 0}
+    assert jax_decayed == expected
 
 
 def test_fashion_inputs_pad_and_repeat():
@@ -135,7 +187,7 @@ def test_fashion_inputs_pad_and_repeat():
 
 def test_ladder_keeps_every_row_and_marks_gpu_only_tools():
     result = swin.speed_ladder(TINY, batch_size=2, phase="eval", torch_tools=("eager", "cuda_graph"), jax_tools=(),
-                         steps=1, repeats=2)
+                               steps=1, repeats=2, **rungs())
     eager = result["ladder"]["torch/eager"]
     assert eager["error"] is None and eager["median_s"] > 0
     assert eager["images_per_s"] == pytest.approx(2 / eager["median_s"])
@@ -146,7 +198,7 @@ def test_ladder_keeps_every_row_and_marks_gpu_only_tools():
         assert graph["not_applicable"] == "CUDA graphs need a CUDA GPU; this run is on the CPU"
     assert result["best"]["torch"] == "eager" and result["best"]["jax"] is None
     with pytest.raises(ValueError, match="unknown tools"):
-        swin.speed_ladder(TINY, batch_size=2, phase="eval", torch_tools=("eagre",), jax_tools=())
+        swin.speed_ladder(TINY, batch_size=2, phase="eval", torch_tools=("eagre",), jax_tools=(), **rungs())
 
 
 def test_first_step_adds_up():
@@ -161,15 +213,15 @@ def test_first_step_adds_up():
 
 @pytest.mark.slow  # compiles a whole AdamW step on both sides
 def test_one_adamw_step_agrees_with_timms_model():
-    """The two training loops' optimisers: same weights, batch, schedule and weight-decay rule
-    -> the same parameters after two steps (AdamW's second step uses its moment estimates).
+    """The notebook's two optimisers and training steps: same weights, batch, schedule and
+    weight-decay rule -> the same parameters after two steps (AdamW's second step uses its
+    moment estimates).
 
     Tolerance, per tensor: ||update_jax - update_torch|| / ||update_torch|| <= 1e-2. Adam divides
     each gradient entry by its running RMS, so an entry whose gradient is near zero (where float32
     rounding decides its sign) can move by a fraction of the learning rate on one side only; a
     wrong schedule or weight-decay rule (lr * 0.5 * |w| on every entry) moves whole tensors."""
-    import torch.nn.functional as F
-
+    ns = notebook()
     config = swin.SwinConfig(**{**TINY.to_dict(), "drop_path_rate": 0.0})
     train_config = training.TrainConfig(num_epochs=1, lr=1e-2, optimizer="adam", schedule="cosine",
                                         warmup_epochs=0.0, weight_decay=0.5)
@@ -180,18 +232,18 @@ def test_one_adamw_step_agrees_with_timms_model():
     X = rng.standard_normal((2, 3, 2, 16, 16)).astype(np.float32)
     y = rng.integers(0, 5, (2, 3))
     before = {n: p.detach().numpy().copy() for n, p in torch_model.named_parameters()}
-    optimizer = swin.train.torch_optimizer(torch_model, train_config)
+    optimizer = ns["torch_adamw"](torch_model, train_config.lr, train_config.weight_decay)
+    torch_step = ns["torch_train_step"](torch_model, optimizer)
     for step in range(2):
         for group in optimizer.param_groups:
             group["lr"] = float(training.learning_rate(step, train_config, 4))
-        optimizer.zero_grad()
-        F.cross_entropy(torch_model(torch.from_numpy(X[step])), torch.from_numpy(y[step])).backward()
-        optimizer.step()
+        torch_step(torch.from_numpy(X[step]), torch.from_numpy(y[step]))
     flax_model.train()
     graphdef, params, rest = nnx.split(flax_model, nnx.Param, ...)
-    tx = swin.train.optax_optimizer(params, train_config, 4)
+    tx = ns["jax_adamw"](params, lambda count: training.learning_rate(count, train_config, 4, xp=jnp),
+                         train_config.weight_decay)
     opt_state = tx.init(params)
-    step_fn = jax.jit(swin.train.flax_train_step(graphdef, tx))
+    step_fn = jax.jit(ns["jax_train_step"](graphdef, tx))
     for step in range(2):
         params, opt_state, rest, _ = step_fn(params, opt_state, rest, X[step].transpose(0, 2, 3, 1),
                                              y[step].astype(np.int32))
@@ -210,7 +262,7 @@ def test_compiled_rungs_are_static_shapes(monkeypatch):
     calls = []
     monkeypatch.setattr(torch, "compile", lambda fn, **kwargs: calls.append(kwargs) or fn)
     X, y = swin.random_batches(TINY, 2, 1)
-    rung = swin.ladder._torch_rung(TINY, "compile", "train", X, y, "float32", 0)
+    rung = swin.ladder._torch_rung(TINY, "compile", "train", X, y, "float32", 0, notebook()["torch_rung"])
     assert rung.run is not None and calls == [{"dynamic": False}]
 
 
@@ -232,7 +284,8 @@ def test_the_seeds_of_one_program_compile_its_training_step_once(monkeypatch):
     def run(seed, batch_size=8):
         config = training.TrainConfig(num_epochs=1, batch_size=batch_size, lr=1e-3, optimizer="adam",
                                       schedule="cosine", seed=seed)
-        return swin.train_flax(swin.FlaxSwinV2(TINY, rngs=nnx.Rngs(seed)), X, y, X[:8], y[:8], config)
+        return swin.train_flax(swin.FlaxSwinV2(TINY, rngs=nnx.Rngs(seed)), X, y, X[:8], y[:8], config,
+                               optimizer=notebook()["jax_adamw"], train_step=notebook()["jax_train_step"])
 
     first, second = run(0), run(1)
     assert len(compiles) == 1

@@ -10,27 +10,21 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
-from flax import nnx
 
 from sidebyside.lab import timing as sbs_timing
-from sidebyside.lab import training as sbs_training
-from sidebyside.posts.swin_v2.config import SwinConfig, torch_model
-from sidebyside.posts.swin_v2.model import FlaxSwinV2
-from sidebyside.posts.swin_v2.train import flax_train_step, optax_optimizer, torch_optimizer
+from sidebyside.posts.swin_v2.config import SwinConfig
 
 __all__ = ['TORCH_TOOLS', 'JAX_TOOLS', 'TOOL_LABELS', 'GPU_ONLY', 'PRECISIONS', 'Rung', 'random_batches', 'jax_peak_bytes',
-           'library_torch_rung', 'library_jax_rung', 'speed_ladder', 'first_step']
+           'speed_ladder', 'first_step']
 
 # ============================================================================= the speed ladder
 # Kept apart from the model: this section builds, for each framework, one callable per tool
 # ("rung") and times them through sidebyside.lab.timing.compare; verdicts come from
 # sidebyside.lab.verdict. The rungs themselves come from rung builders that the caller passes (the
-# notebook's paired cells write them; `library_torch_rung`/`library_jax_rung` are the library's own,
-# for tests and calls by hand); `_torch_rung`/`_jax_rung` wrap a builder's rung with its memory count
-# and, for JAX, its ahead-of-time compilation.
+# notebook's paired cells write them; :func:`speed_ladder` says what a builder takes and returns);
+# `_torch_rung`/`_jax_rung` wrap a builder's rung with its memory count and, for JAX, its
+# ahead-of-time compilation.
 
 TORCH_TOOLS = ("eager", "compile", "cuda_graph")
 JAX_TOOLS = ("jit", "jit_scan")
@@ -75,62 +69,9 @@ def _torch_state_bytes(model, optimizer, tensors) -> int:
     return total + sum(t.numel() * t.element_size() for t in tensors)
 
 
-def library_torch_rung(config: SwinConfig, tool: str, phase: str, X: np.ndarray, y: np.ndarray, precision: str,
-                       seed: int) -> tuple[Callable[[], Any], tuple[Any, Any, list]]:
-    """The library's PyTorch rung builder (the post's notebook passes the one its paired cell writes).
-
-    A rung builder takes ``(config, tool, phase, X, y, precision, seed)`` and returns ``(run, held)``:
-    ``run()`` performs one call's steps (one per batch of ``X``, ``y``) and returns the last result;
-    ``held`` is ``(model, optimizer or None, tensors)``, what the rung keeps on the device, which
-    the memory count leaves out of other rungs' use. A GPU-only tool never reaches it off a GPU."""
-    import torch
-    import torch.nn.functional as F
-
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    torch.manual_seed(seed)
-    model = torch_model(config).to(device)
-    amp = dict(device_type=device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
-    Xs = [torch.as_tensor(b, device=device) for b in X]
-    ys = [torch.as_tensor(b, device=device) for b in y]
-    optimizer = None
-    if phase == "train":
-        model.train()
-        # capturable: the optimiser's step counter stays on the GPU, as a CUDA graph needs.
-        optimizer = torch_optimizer(model, sbs_training.TrainConfig(lr=1e-4, weight_decay=0.05),
-                                     capturable=tool == "cuda_graph")
-
-        def step(xb, yb):
-            optimizer.zero_grad(set_to_none=True)
-            with torch.autocast(**amp):
-                loss = F.cross_entropy(model(xb), yb)
-            loss.backward()
-            optimizer.step()
-            return loss.detach()
-    else:
-        model.eval()
-
-        def step(xb, yb):
-            with torch.no_grad(), torch.autocast(**amp):
-                return model(xb)
-    # Static shapes (dynamic=False): without it, the second batch size or precision that reaches this
-    # code object is recompiled with a symbolic batch dimension ("automatic dynamic shapes").
-    if tool == "compile":
-        step = torch.compile(step, dynamic=False)
-    elif tool == "cuda_graph":
-        step = torch.compile(step, mode="reduce-overhead", dynamic=False)
-
-    def run():
-        out = None
-        for xb, yb in zip(Xs, ys):
-            out = step(xb, yb)
-        return out
-
-    return run, (model, optimizer, Xs + ys)
-
-
 def _torch_rung(config: SwinConfig, tool: str, phase: str, X: np.ndarray, y: np.ndarray, precision: str,
-                seed: int, build: Callable[..., Any] = library_torch_rung) -> Rung:
-    """A PyTorch tool's :class:`Rung` from the rung builder ``build`` (see :func:`library_torch_rung`),
+                seed: int, build: Callable[..., Any]) -> Rung:
+    """A PyTorch tool's :class:`Rung` from the rung builder ``build`` (see :func:`speed_ladder`),
     with its peak-memory count; a GPU-only tool off a GPU is not applicable, and not built."""
     import torch
 
@@ -165,74 +106,9 @@ def jax_peak_bytes(compiled) -> int | None:
     return int(m.argument_size_in_bytes + m.output_size_in_bytes - m.alias_size_in_bytes + m.temp_size_in_bytes)
 
 
-def library_jax_rung(config: SwinConfig, tool: str, phase: str, X: np.ndarray, y: np.ndarray, precision: str,
-                     seed: int) -> tuple[Any, tuple, Callable[[Any], Any]]:
-    """The library's JAX rung builder (the post's notebook passes the one its paired cell writes).
-
-    A JAX rung builder takes ``(config, tool, phase, X, y, precision, seed)`` and returns
-    ``(fn, args, run)``: the jitted function, the arguments it is compiled for ahead of time
-    (``fn.lower(*args).compile()``, timed apart by :func:`_jax_rung`), and ``run(step)``, which
-    performs one call's steps with the compiled ``step`` and returns the last result."""
-    model = FlaxSwinV2(config, rngs=nnx.Rngs(seed))
-    dtype = jnp.bfloat16 if precision == "bfloat16" else None
-    if phase == "train":
-        model.train()
-    else:
-        model.eval()
-    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
-    Xs = jnp.asarray(X.transpose(0, 1, 3, 4, 2))  # (steps, B, H, W, C)
-    ys = jnp.asarray(y.astype(np.int32))
-    batches = [(Xs[i], ys[i]) for i in range(len(X))]
-    if phase == "train":
-        tx = optax_optimizer(params, sbs_training.TrainConfig(lr=1e-4, weight_decay=0.05), 1)
-        step = flax_train_step(graphdef, tx, dtype)
-        state = [params, tx.init(params), rest]
-        if tool == "jit":
-            fn, args = jax.jit(step, donate_argnums=(0, 1, 2)), (*state, *batches[0])
-
-            def run(compiled):
-                loss = None
-                for xb, yb in batches:
-                    state[0], state[1], state[2], loss = compiled(state[0], state[1], state[2], xb, yb)
-                return loss
-        else:
-            def scanned(params, opt_state, rest, Xs, ys):
-                def body(carry, batch):
-                    params, opt_state, rest, loss = step(*carry, *batch)
-                    return (params, opt_state, rest), loss
-                (params, opt_state, rest), losses = jax.lax.scan(body, (params, opt_state, rest), (Xs, ys))
-                return params, opt_state, rest, losses[-1]
-            fn, args = jax.jit(scanned, donate_argnums=(0, 1, 2)), (*state, Xs, ys)
-
-            def run(compiled):
-                state[0], state[1], state[2], loss = compiled(state[0], state[1], state[2], Xs, ys)
-                return loss
-    else:
-        def forward(params, rest, xb):
-            if dtype is not None:
-                params, xb = jax.tree_util.tree_map(lambda p: p.astype(dtype), params), xb.astype(dtype)
-            return nnx.merge(graphdef, params, rest)(xb).astype(jnp.float32)
-        if tool == "jit":
-            fn, args = jax.jit(forward), (params, rest, Xs[0])
-
-            def run(compiled):
-                out = None
-                for xb, _ in batches:
-                    out = compiled(params, rest, xb)
-                return out
-        else:
-            def scanned(params, rest, Xs):
-                return jax.lax.scan(lambda c, xb: (c, forward(params, rest, xb)), 0, Xs)[1][-1]
-            fn, args = jax.jit(scanned), (params, rest, Xs)
-
-            def run(compiled):
-                return compiled(params, rest, Xs)
-    return fn, args, run
-
-
 def _jax_rung(config: SwinConfig, tool: str, phase: str, X: np.ndarray, y: np.ndarray, precision: str,
-              seed: int, build: Callable[..., Any] = library_jax_rung) -> Rung:
-    """A JAX tool's :class:`Rung` from the rung builder ``build`` (see :func:`library_jax_rung`): its
+              seed: int, build: Callable[..., Any]) -> Rung:
+    """A JAX tool's :class:`Rung` from the rung builder ``build`` (see :func:`speed_ladder`): its
     function compiled ahead of time (``compile_s``: trace and compile), then handed to its ``run``."""
     fn, args, run = build(config, tool, phase, X, y, precision, seed)
     start = time.perf_counter()
@@ -243,8 +119,8 @@ def _jax_rung(config: SwinConfig, tool: str, phase: str, X: np.ndarray, y: np.nd
 
 
 def _rungs(config: SwinConfig, torch_tools: Sequence[str], jax_tools: Sequence[str], phase: str, precision: str,
-           batch_size: int, steps: int, seed: int, torch_rung: Callable[..., Any] = library_torch_rung,
-           jax_rung: Callable[..., Any] = library_jax_rung) -> dict[str, Rung]:
+           batch_size: int, steps: int, seed: int, torch_rung: Callable[..., Any],
+           jax_rung: Callable[..., Any]) -> dict[str, Rung]:
     """Every tool's rung on the same random batches, from the rung builders ``torch_rung`` and
     ``jax_rung``; a tool that fails to build keeps its error."""
     X, y = random_batches(config, batch_size, steps, seed)
@@ -261,8 +137,7 @@ def _rungs(config: SwinConfig, torch_tools: Sequence[str], jax_tools: Sequence[s
 
 
 def _working(config: SwinConfig, names: Sequence[str], phase: str, precision: str, batch_size: int, steps: int,
-             seed: int, torch_rung: Callable[..., Any] = library_torch_rung,
-             jax_rung: Callable[..., Any] = library_jax_rung) -> dict[str, Any]:
+             seed: int, torch_rung: Callable[..., Any], jax_rung: Callable[..., Any]) -> dict[str, Any]:
     """The builder a timing worker process calls: the rungs ``names`` built again, as callables."""
     tools = {fw: [n.split("/", 1)[1] for n in names if n.startswith(fw + "/")] for fw in ("torch", "jax")}
     rungs = _rungs(config, tools["torch"], tools["jax"], phase, precision, batch_size, steps, seed, torch_rung,
@@ -273,14 +148,21 @@ def _working(config: SwinConfig, names: Sequence[str], phase: str, precision: st
 
 def speed_ladder(config: SwinConfig, *, batch_size: int, phase: str, precision: str = "float32",
                  torch_tools: Sequence[str] = TORCH_TOOLS, jax_tools: Sequence[str] = JAX_TOOLS, steps: int = 5,
-                 repeats: int = 5, min_repeat_s: float = 0.0, seed: int = 0,
-                 torch_rung: Callable[..., Any] = library_torch_rung,
-                 jax_rung: Callable[..., Any] = library_jax_rung) -> dict[str, Any]:
+                 repeats: int = 5, min_repeat_s: float = 0.0, seed: int = 0, torch_rung: Callable[..., Any],
+                 jax_rung: Callable[..., Any]) -> dict[str, Any]:
     """Time every tool of both frameworks on the same work: ``steps`` training (or evaluation)
     steps of ``batch_size`` random images per call, interleaved in one ``timing.compare`` run.
-    ``torch_rung`` and ``jax_rung`` build each tool's rung (:func:`library_torch_rung` and
-    :func:`library_jax_rung` say what they take and return; a notebook passes its own, which must
-    pickle with cloudpickle for the timing's worker processes, as functions defined in a notebook do).
+
+    ``torch_rung`` and ``jax_rung`` are the rung builders (the post's notebook writes them in its
+    paired cells); both take ``(config, tool, phase, X, y, precision, seed)``, build a fresh network
+    with ``seed`` and run one step per batch of ``X`` (NCHW), ``y``. ``torch_rung`` returns
+    ``(run, held)``: ``run()`` performs one call's steps and returns the last result; ``held`` is
+    ``(model, optimizer or None, tensors)``, what the rung keeps on the device, which the memory
+    count leaves out of other rungs' use (a GPU-only tool never reaches it off a GPU). ``jax_rung``
+    returns ``(fn, args, run)``: the jitted function, the arguments it is compiled for ahead of time
+    (``fn.lower(*args).compile()``, timed apart), and ``run(step)``, which performs one call's
+    steps with the compiled ``step`` and returns the last result. Both must pickle with cloudpickle
+    for the timing's worker processes, as functions defined in a notebook do.
 
     Returns ``{"ladder": {"<framework>/<tool>": entry}, "best": verdict.best(...), ...}`` where an
     entry is ``verdict.ladder_entry`` per step (``median_s``, ``iqr_s``, ``q1_s``, ``q3_s``,

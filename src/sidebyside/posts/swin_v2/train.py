@@ -1,4 +1,5 @@
-"""Training both models for accuracy: the same schedule, optimiser and batches on both sides."""
+"""Training both models for accuracy: the same schedule and batches on both sides, with the optimiser
+and training step that the caller passes."""
 
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ from flax import nnx
 from sidebyside.lab import training as sbs_training
 from sidebyside.posts.swin_v2.config import SwinConfig
 from sidebyside.posts.swin_v2.model import FlaxSwinV2
-from sidebyside.posts.swin_v2.port import timm_name
 
-__all__ = ['fashion_inputs', 'decays', 'torch_optimizer', 'optax_optimizer', 'predict_torch', 'predict_flax', 'train_torch', 'flax_train_step', 'train_flax']
+__all__ = ['fashion_inputs', 'predict_torch', 'predict_flax', 'train_torch', 'train_flax']
 
 
 def fashion_inputs(X: np.ndarray, config: SwinConfig) -> np.ndarray:
@@ -32,39 +32,6 @@ def fashion_inputs(X: np.ndarray, config: SwinConfig) -> np.ndarray:
     after = size - X.shape[-1] - before
     padded = np.pad(X, ((0, 0), (before, after), (before, after)))
     return np.repeat(padded[:, None], config.in_chans, axis=1).astype(np.float32)
-
-
-def decays(name: str, ndim: int) -> bool:
-    """Whether weight decay applies to a parameter (timm's rule: matrices only,
-    never the position-bias MLP nor the logit scale). One home for both sides."""
-    return ndim >= 2 and "cpb_mlp" not in name and "logit_scale" not in name
-
-
-def torch_optimizer(model, config: sbs_training.TrainConfig, **kwargs):
-    """AdamW over ``model`` with weight decay only where :func:`decays` says (timm's rule); ``kwargs`` go to AdamW."""
-    import torch
-
-    groups = {True: [], False: []}
-    for name, p in model.named_parameters():
-        groups[decays(name, p.ndim)].append(p)
-    return torch.optim.AdamW([{"params": groups[True], "weight_decay": config.weight_decay},
-                              {"params": groups[False], "weight_decay": 0.0}], lr=config.lr, **kwargs)
-
-
-def optax_optimizer(params, config: sbs_training.TrainConfig, steps_per_epoch: int):
-    """The optax twin of :func:`torch_optimizer` for ``params`` (the same decay mask and schedule)."""
-    import optax
-
-    def name(path):  # the parameter's timm name from its pytree path (dict keys and list indices)
-        return timm_name([getattr(k, "key", getattr(k, "idx", None)) for k in path
-                           if hasattr(k, "key") or hasattr(k, "idx")])
-
-    mask = jax.tree_util.tree_map_with_path(lambda path, p: decays(name(path), p.ndim), params)
-
-    def schedule(count):
-        return sbs_training.learning_rate(count, config, steps_per_epoch, xp=jnp)
-
-    return optax.adamw(schedule, b1=0.9, b2=0.999, eps=1e-8, weight_decay=config.weight_decay, mask=mask)
 
 
 def predict_torch(model, X: np.ndarray, *, batch_size: int = 256) -> np.ndarray:
@@ -94,35 +61,21 @@ def predict_flax(model: FlaxSwinV2, X: np.ndarray, *, batch_size: int = 256) -> 
 
 
 def train_torch(model, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, y_test: np.ndarray,
-                config: sbs_training.TrainConfig, *, progress: bool | str = False,
-                optimizer: Callable[..., Any] | None = None,
-                train_step: Callable[..., Any] | None = None) -> sbs_training.History:
-    """Train timm's model in place with AdamW and ``training.learning_rate``, batches from
+                config: sbs_training.TrainConfig, *, optimizer: Callable[..., Any], train_step: Callable[..., Any],
+                progress: bool | str = False) -> sbs_training.History:
+    """Train timm's model in place with ``training.learning_rate``, batches from
     ``training.index_batches`` (the same as :func:`train_flax`), data on the model's device.
     ``X``: NCHW float32. Returns a History (test accuracy after every epoch).
 
-    ``optimizer(model, lr, weight_decay)`` builds the optimiser (default :func:`torch_optimizer`)
-    and ``train_step(model, optimizer)`` the step ``(x, y) -> detached loss`` (default: zero_grad,
-    cross-entropy, backward, step): a notebook passes the ones its paired cells write. The
-    learning rate of each step is set here, in every parameter group."""
+    ``optimizer(model, lr, weight_decay)`` builds the optimiser and ``train_step(model, optimizer)``
+    the step ``(x, y) -> detached loss``: the post's notebook passes the ones its paired cells
+    write. The learning rate of each step is set here, in every parameter group."""
     import torch
-    import torch.nn.functional as F
 
     device = next(model.parameters()).device
     torch.manual_seed(config.seed)  # stochastic depth draws
-    if optimizer is None:
-        opt = torch_optimizer(model, config)
-    else:
-        opt = optimizer(model, config.lr, config.weight_decay)
-    if train_step is None:
-        def step_fn(xb, yb):
-            opt.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(xb), yb)
-            loss.backward()
-            opt.step()
-            return loss.detach()
-    else:
-        step_fn = train_step(model, opt)
+    opt = optimizer(model, config.lr, config.weight_decay)
+    step_fn = train_step(model, opt)
     Xd, yd = torch.as_tensor(X, device=device), torch.as_tensor(y, device=device)
     steps = config.steps_per_epoch(len(X))
     history = sbs_training.History("torch", "eager")
@@ -144,39 +97,13 @@ def train_torch(model, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, y_test:
     return history
 
 
-def flax_train_step(graphdef, tx, dtype=None):
-    """A pure training step ``(params, opt_state, rest, X, y) -> (params, opt_state, rest, loss)``.
-    ``rest`` (the dropout streams' counters) goes back out, so stochastic depth draws anew each step.
-    ``dtype=jnp.bfloat16``: compute in bfloat16 from float32 master weights."""
-    import optax
-
-    def loss_fn(params, rest, X, y):
-        if dtype is not None:
-            params = jax.tree_util.tree_map(lambda p: p.astype(dtype), params)
-            X = X.astype(dtype)
-        model = nnx.merge(graphdef, params, rest)
-        logits = model(X).astype(jnp.float32)
-        _, _, rest = nnx.split(model, nnx.Param, ...)
-        return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean(), rest
-
-    def step(params, opt_state, rest, X, y):
-        # rest is an argument of the differentiated function (integer, so allow_int; its "gradient" is
-        # dropped): the dropout streams then live at the trace level where the model draws from them.
-        (loss, rest), (grads, _) = jax.value_and_grad(loss_fn, argnums=(0, 1), has_aux=True,
-                                                      allow_int=True)(params, rest, X, y)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, rest, loss
-
-    return step
-
-
 #: Compiled training steps, one per distinct program (see :func:`train_flax`).
 _STEP_CACHE: dict = {}
 
 
-def _compile_step(graphdef, tx, params, opt_state, rest, Xd, yd, batch_size: int, train_step=None):
+def _compile_step(graphdef, tx, params, opt_state, rest, Xd, yd, batch_size: int, train_step):
     """The training step of :func:`train_flax`, lowered and compiled ahead of time (one XLA program)."""
-    step = flax_train_step(graphdef, tx) if train_step is None else train_step(graphdef, tx)
+    step = train_step(graphdef, tx)
 
     def device_step(params, opt_state, rest, X, y, index):
         return step(params, opt_state, rest, X[index], y[index])
@@ -186,17 +113,15 @@ def _compile_step(graphdef, tx, params, opt_state, rest, Xd, yd, batch_size: int
 
 
 def train_flax(model: FlaxSwinV2, X: np.ndarray, y: np.ndarray, X_test: np.ndarray, y_test: np.ndarray,
-               config: sbs_training.TrainConfig, *, progress: bool | str = False,
-               optimizer: Callable[..., Any] | None = None,
-               train_step: Callable[..., Any] | None = None) -> sbs_training.History:
-    """Train the port in place: optax AdamW with the same schedule, weight-decay rule and
-    batches as :func:`train_torch`, one jitted step per batch, data on the device.
-    ``X``: NCHW float32 (transposed to NHWC once).
+               config: sbs_training.TrainConfig, *, optimizer: Callable[..., Any], train_step: Callable[..., Any],
+               progress: bool | str = False) -> sbs_training.History:
+    """Train the port in place with the same schedule and batches as :func:`train_torch`, one
+    jitted step per batch, data on the device. ``X``: NCHW float32 (transposed to NHWC once).
 
-    ``optimizer(params, schedule, weight_decay)`` builds the optax transformation (default
-    :func:`optax_optimizer`; ``schedule`` maps the step count to ``training.learning_rate``) and
-    ``train_step(graphdef, tx)`` the pure step (default :func:`flax_train_step`): a notebook
-    passes the ones its paired cells write.
+    ``optimizer(params, schedule, weight_decay)`` builds the optax transformation (``schedule``
+    maps the step count to ``training.learning_rate``) and ``train_step(graphdef, tx)`` the pure
+    step ``(params, opt_state, rest, x, y) -> (params, opt_state, rest, loss)``: the post's
+    notebook passes the ones its paired cells write.
 
     The step is compiled once per distinct program and reused: runs that differ only in
     ``config.seed`` (and the model's initial values) run the same program, since the seed
@@ -207,10 +132,7 @@ def train_flax(model: FlaxSwinV2, X: np.ndarray, y: np.ndarray, X_test: np.ndarr
     model.train()
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
     steps = config.steps_per_epoch(len(X))
-    if optimizer is None:
-        tx = optax_optimizer(params, config, steps)
-    else:
-        tx = optimizer(params, lambda count: sbs_training.learning_rate(count, config, steps, xp=jnp), config.weight_decay)
+    tx = optimizer(params, lambda count: sbs_training.learning_rate(count, config, steps, xp=jnp), config.weight_decay)
     opt_state = tx.init(params)
     Xd, yd = jnp.asarray(X.transpose(0, 2, 3, 1)), jnp.asarray(y.astype(np.int32))
     history = sbs_training.History("flax", "jit")
