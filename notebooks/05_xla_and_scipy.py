@@ -608,7 +608,7 @@ for name, run in progress.bar(OPTIMISERS.items(), desc="optimisers"):
     t = timing.time_fn(run, name=name, repeats=repeats, min_repeat_s=min_repeat_s)  # the paired cells' functions
     params, nit, nfev, success, status = run()
     params = params.detach().cpu().numpy() if isinstance(params, torch.Tensor) else np.asarray(params)
-    loss = functions.calibration_rmse_numpy(params, data.raw, data.reference)
+    loss = rmse_numpy(params, data.raw, data.reference)
     grad_norm = float(np.max(np.abs(np.asarray(value_and_grad_jax(jnp.asarray(params))[1]))))
     optimise[name] = {"seconds": t.median_s, "iqr_s": t.iqr_s, "first_call_s": t.first_s, "nit": int(nit),
                       "nfev": int(nfev), "params": params.tolist(), "error": float(np.linalg.norm(params - truth)),
@@ -621,7 +621,7 @@ for name, run in progress.bar(OPTIMISERS.items(), desc="optimisers"):
                      "nit": int(nit), "nfev": int(nfev), "median (ms)": t.median_s * 1e3,
                      "IQR (ms)": t.iqr_s * 1e3, "first call (ms)": t.first_s * 1e3})
 opt_rows.append({"method": "exact least squares", "slope": best[0], "offset": best[1],
-                 "RMSE": functions.calibration_rmse_numpy(best, data.raw, data.reference),
+                 "RMSE": rmse_numpy(best, data.raw, data.reference),
                  "‖θ − θ_true‖": float(np.linalg.norm(best - truth)), "‖θ − θ_lstsq‖": 0.0})
 optimise_table = pd.DataFrame(opt_rows).set_index("method")
 FORMATS = {"reports": "{}", "‖∇‖∞": "{:.1e}", "slope": "{:.6f}", "offset": "{:.6f}", "RMSE": "{:.6f}", "‖θ − θ_true‖": "{:.2e}", "‖θ − θ_lstsq‖": "{:.1e}",
@@ -710,7 +710,7 @@ retrace_rows = []
 for strategy in progress.bar(strategies, desc="retracing"):
     for n in lengths:
         t = timing.time_fn(functools.partial(call, strategy, n, params0), repeats=3, min_repeat_s=min_repeat_s / 4)
-        expected = functions.calibration_rmse_numpy(truth, data.raw[:n], data.reference[:n])
+        expected = rmse_numpy(truth, data.raw[:n], data.reference[:n])
         np.testing.assert_allclose(float(call(strategy, n, params0)), expected, rtol=1e-12)
         if strategy == "naive":  # the PyTorch cell's eager loss agrees, at every length
             np.testing.assert_allclose(float(torch_rmse_first(torch.from_numpy(truth).to(raw_torch.device), n)),

@@ -1,46 +1,18 @@
-"""Tests of sidebyside.lab.functions: the study's f in three frameworks, its
-derivatives, the overhead fit, the calibration problem, FLOP counts and peaks."""
+"""Tests of sidebyside.lab.functions: the exact derivatives of the study's f, the
+overhead fit, the calibration problem, FLOP counts and peaks."""
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
-import torch
 
 from sidebyside.lab import functions as F
 
 X = np.linspace(-7.0, 13.0, 101)
 
 
-def test_f_agrees_across_frameworks():
-    expected = F.f_numpy(X)
-    np.testing.assert_allclose(np.asarray(F.f_jax(jnp.asarray(X, jnp.float32))), expected, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(F.f_torch(torch.tensor(X)).numpy(), expected, rtol=1e-12, atol=1e-12)
-    # the original write-up printed f(3) = 1.7012903690338135: a float32 result
-    assert F.f_numpy(np.float32(3.0)) == np.float32(1.7012903690338135)
-    assert F.f_numpy(3.0) == pytest.approx(1.7012903690338135, rel=1e-7)
-
-
-def test_derivatives_match_autodiff_in_both_frameworks():
-    x32 = jnp.asarray(X, jnp.float32)
-    np.testing.assert_allclose(np.asarray(jax.vmap(jax.grad(F.f_jax))(x32)), F.df(X), atol=1e-5)
-    np.testing.assert_allclose(np.asarray(jax.vmap(jax.grad(jax.grad(F.f_jax)))(x32)), F.d2f(X), atol=2e-5)
-    xt = torch.tensor(X, requires_grad=True)
-    (grad,) = torch.autograd.grad(F.f_torch(xt).sum(), xt, create_graph=True)
-    np.testing.assert_allclose(grad.detach().numpy(), F.df(X), rtol=1e-12, atol=1e-12)
-    (second,) = torch.autograd.grad(grad.sum(), xt)
-    np.testing.assert_allclose(second.numpy(), F.d2f(X), rtol=1e-12, atol=1e-12)
-    # and the derivative against a central difference, independently of any autodiff
+def test_derivatives_agree_with_central_differences():
     h = 1e-6
-    np.testing.assert_allclose(F.df(X), (F.f_numpy(X + h) - F.f_numpy(X - h)) / (2 * h), atol=1e-8)
-
-
-def test_f_works_under_jit_and_torch_func():
-    x = jnp.linspace(0, 1, 8)
-    np.testing.assert_allclose(np.asarray(jax.jit(F.f_jax)(x)), np.asarray(F.f_jax(x)), rtol=1e-6)
-    xt = torch.linspace(0, 1, 8, dtype=torch.float64)
-    per_element = torch.func.vmap(torch.func.grad(F.f_torch))(xt)
-    np.testing.assert_allclose(per_element.numpy(), F.df(xt.numpy()), rtol=1e-12)
+    np.testing.assert_allclose(F.df(X), 0.2 + np.cos(X) - 2 * np.sin(2 * X), rtol=1e-15)
+    np.testing.assert_allclose(F.d2f(X), (F.df(X + h) - F.df(X - h)) / (2 * h), atol=1e-7)
 
 
 def test_fit_overhead_recovers_known_line():
@@ -58,23 +30,15 @@ def test_fit_overhead_recovers_known_line():
         F.fit_overhead([10], [1e-6])
 
 
-def test_calibration_losses_agree_and_lstsq_is_the_minimum():
+def test_calibration_data_is_seeded_and_lstsq_lies_near_the_truth():
     data = F.calibration_data(0, 500)
     assert data.raw.shape == data.reference.shape == (500,)
     best = F.calibration_lstsq(data.raw, data.reference)
     # the noise is small: the optimum lies near the truth
     np.testing.assert_allclose(best, [data.slope, data.offset], atol=0.05)
-    loss_np = F.calibration_rmse_numpy(best, data.raw, data.reference)
-    with jax.enable_x64(True):
-        loss_jax = float(F.calibration_rmse_jax(jnp.asarray(best), jnp.asarray(data.raw), jnp.asarray(data.reference)))
-        grad_jax = np.asarray(jax.grad(F.calibration_rmse_jax)(jnp.asarray(best), jnp.asarray(data.raw), jnp.asarray(data.reference)))
-    loss_torch = float(F.calibration_rmse_torch(torch.tensor(best), torch.tensor(data.raw), torch.tensor(data.reference)))
-    assert loss_jax == pytest.approx(loss_np, rel=1e-12)
-    assert loss_torch == pytest.approx(loss_np, rel=1e-12)
-    assert 0.05 < loss_np < 0.2  # ≈ slope × noise std
-    np.testing.assert_allclose(grad_jax, 0.0, atol=1e-9)  # stationary point
-    for step in ([1e-3, 0], [0, 1e-3], [-1e-3, 1e-3]):
-        assert F.calibration_rmse_numpy(best + np.array(step), data.raw, data.reference) > loss_np
+    # it solves the normal equations of the linear least squares problem
+    design = np.stack([data.raw, np.ones_like(data.raw)], axis=1)
+    np.testing.assert_allclose(design.T @ (design @ best - data.reference), 0.0, atol=1e-9)
     # same seed, same data
     np.testing.assert_array_equal(F.calibration_data(0, 500).raw, data.raw)
 

@@ -11,7 +11,6 @@ import torch
 from flax import nnx
 
 from sidebyside.lab import data, models, peaks, tables, timing, training, verdict
-from sidebyside.lab import functions as F
 
 CUDA = torch.cuda.is_available()
 
@@ -237,46 +236,6 @@ def test_tf32_rung_matches_eager_on_a_gpu(arrays):
     b = [float(fast.run(batches[i:i + 1])[0]) for i in range(STEPS)]
     np.testing.assert_allclose(b, a, rtol=BF16_RTOL)
     assert not torch.backends.cuda.matmul.allow_tf32  # switched back off after each call
-
-
-# ----------------------------------------------------------------------------- jit and autograd rungs
-
-X32 = np.linspace(0.1, 12.0, 257, dtype=np.float32)
-
-
-def test_f_rungs_agree_with_eager():
-    expected = F.f_torch(torch.from_numpy(X32)).numpy()
-    static = torch.compile(F.f_torch_static, dynamic=False)
-    dynamic = torch.compile(F.f_torch_dynamic, dynamic=True)
-    for fn in (static, dynamic):
-        np.testing.assert_allclose(fn(torch.from_numpy(X32)).numpy(), expected, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(dynamic(torch.from_numpy(X32[:100])).numpy(), expected[:100], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(np.asarray(jax.jit(F.f_jax)(jnp.asarray(X32))), expected, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(np.asarray(F.f_jax(jnp.asarray(X32))), expected, rtol=1e-5, atol=1e-5)
-
-
-@pytest.mark.slow  # compiles or starts a fresh process
-def test_gradient_and_hvp_rungs_agree_eager_and_compiled():
-    x = torch.from_numpy(X32)
-    v = torch.from_numpy(np.cos(X32))
-    exact_grad = F.df(X32.astype(np.float64))
-    exact_hvp = F.d2f(X32.astype(np.float64)) * np.cos(X32)
-    grads = {
-        "torch/func": F.vmap_grad_f_torch(x).numpy(),
-        "torch/func+compile": torch.compile(F.vmap_grad_f_torch, dynamic=False)(x).numpy(),
-        "jax/eager": np.asarray(F.vmap_grad_f_jax(jnp.asarray(X32))),
-        "jax/jit": np.asarray(jax.jit(F.vmap_grad_f_jax)(jnp.asarray(X32))),
-    }
-    for name, g in grads.items():
-        np.testing.assert_allclose(g, exact_grad, atol=2e-5, err_msg=name)
-    hvps = {
-        "torch/func": F.hvp_f_torch(x, v).numpy(),
-        "torch/func+compile": torch.compile(F.hvp_f_torch, dynamic=False)(x, v).numpy(),
-        "jax/eager": np.asarray(F.hvp_f_jax(jnp.asarray(X32), jnp.asarray(v.numpy()))),
-        "jax/jit": np.asarray(jax.jit(F.hvp_f_jax)(jnp.asarray(X32), jnp.asarray(v.numpy()))),
-    }
-    for name, h in hvps.items():
-        np.testing.assert_allclose(h, exact_hvp, atol=5e-5, err_msg=name)
 
 
 # ----------------------------------------------------------------------------- the harness

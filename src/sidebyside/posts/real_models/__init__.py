@@ -3,7 +3,8 @@
 - ``config``: each model's size (:class:`ModelSpec`), the PyTorch models (timm's, and GPT-2), the
   Flax ones, the published figures.
 - ``vision``: the Flax NNX ports of timm's ResNet-50 and ViT-B/16.
-- ``gpt2``: GPT-2 in PyTorch and in Flax NNX, with a key-value cache and greedy generation.
+- ``gpt2``: GPT-2 in PyTorch and in Flax NNX, with a key-value cache, and greedy generation
+  without the cache (the check).
 - ``port``: the weight copy (and back) and the parity check.
 - ``work``: the workloads and each framework's rungs (the ladders), FLOPs and peak memory.
 - ``report``: the post's results record, verdicts, key table and generated prose.

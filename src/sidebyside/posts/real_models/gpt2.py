@@ -9,14 +9,13 @@ token embedding itself (tied weights). :class:`GPTConfig`'s defaults are GPT-2 s
 
 - :class:`GPT` (PyTorch, ``nn.Module``): ``forward(idx)`` is causal attention through
   ``F.scaled_dot_product_attention``; ``forward(idx, cache, pos)`` writes the new keys and values
-  into the preallocated ``cache`` in place (``index_copy_``) at positions ``pos, pos + 1, ...`` (a
-  0-d tensor, so that a compiled step sees one shape) and attends to every cached position up to
-  its own. :func:`torch_generate` is greedy generation with it; ``step`` may be a compiled ``GPT``.
+  into the preallocated ``cache`` (:meth:`GPT.new_cache`) in place (``index_copy_``) at positions
+  ``pos, pos + 1, ...`` (a 0-d tensor, so that a compiled step sees one shape) and attends to every
+  cached position up to its own.
 - :class:`FlaxGPT` (Flax NNX): the same, functional: ``__call__(idx, cache, pos)`` returns the
-  logits and the updated cache (``lax.dynamic_update_slice``). :func:`jax_generate` is greedy
-  generation under ``jit``: the prompt in one call, then every new token in a ``lax.fori_loop``,
-  the cache donated and updated in place.
-- :func:`*_generate_uncached`: the same tokens from the whole sequence at every step (the check).
+  logits and the updated cache (``lax.dynamic_update_slice``).
+- :func:`*_generate_uncached`: greedy generation from the whole sequence at every step, without a
+  cache: the tokens that generation with the cache (the notebook's ``generate`` pair) must equal.
 """
 
 from __future__ import annotations
@@ -31,8 +30,7 @@ import torch.nn.functional as F
 from flax import nnx
 from torch import nn
 
-__all__ = ["GPTConfig", "GPT", "torch_generate", "torch_generate_uncached", "FlaxGPT", "jax_generate",
-           "jax_generate_uncached"]
+__all__ = ["GPTConfig", "GPT", "torch_generate_uncached", "FlaxGPT", "jax_generate_uncached"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,23 +123,6 @@ class GPT(nn.Module):
 
 
 @torch.no_grad()
-def torch_generate(model: GPT, prompt, new_tokens: int, step=None):
-    """Greedy generation of ``new_tokens`` tokens after ``prompt`` (batch, length) with the cache;
-    ``step``: what runs the model (``model`` itself, or a compiled ``model``)."""
-    step = model if step is None else step  # a compiled module has no truth value (its len() is the model's)
-    B, P = prompt.shape
-    cache = model.new_cache(B, P + new_tokens)
-    logits = step(prompt, cache, torch.tensor(0, device=prompt.device))
-    token = logits[:, -1].argmax(-1, keepdim=True)
-    out = [token]
-    for i in range(1, new_tokens):
-        logits = step(token, cache, torch.tensor(P + i - 1, device=prompt.device))
-        token = logits[:, -1].argmax(-1, keepdim=True)
-        out.append(token)
-    return torch.cat(out, dim=1)
-
-
-@torch.no_grad()
 def torch_generate_uncached(model: GPT, prompt, new_tokens: int):
     """The same greedy tokens, each from a forward over the whole sequence so far (no cache)."""
     seq = prompt
@@ -228,26 +209,6 @@ class FlaxGPT(nnx.Module):
             new.append(layer_cache)
         logits = self.wte.attend(self.ln_f(x))  # tied: logits from the token embedding
         return logits if cache is None else (logits, new)
-
-
-def jax_generate(graphdef, params, prompt, cache, new_tokens: int):
-    """Greedy generation under ``jit`` (``new_tokens`` static, ``cache`` donated): the prompt in
-    one pass, then a ``lax.fori_loop`` of one-token steps updating the cache in place. Returns the
-    new tokens ``(batch, new_tokens)`` and the cache."""
-    model = nnx.merge(graphdef, params)
-    B, P = prompt.shape
-    logits, cache = model(prompt, cache, 0)
-    token = jnp.argmax(logits[:, -1], axis=-1)
-    out = jnp.zeros((B, new_tokens), jnp.int32).at[:, 0].set(token)
-
-    def body(i, carry):
-        cache, out, token = carry
-        logits, cache = model(token[:, None], cache, P + i - 1)
-        token = jnp.argmax(logits[:, -1], axis=-1)
-        return cache, out.at[:, i].set(token), token
-
-    cache, out, _ = jax.lax.fori_loop(1, new_tokens, body, (cache, out, token))
-    return out, cache
 
 
 def jax_generate_uncached(model: FlaxGPT, prompt, new_tokens: int):
