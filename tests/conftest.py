@@ -7,6 +7,7 @@ import hashlib
 import shutil
 import subprocess
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -138,6 +139,26 @@ def front_matter(post: str) -> dict:
 
     assert post.startswith("---\n")
     return yaml.safe_load(post.split("---\n")[1])
+
+
+def run_pairs(notebook: str, pairs: Iterable[str] | None, namespace: dict) -> dict:
+    """Run the paired code cells of ``notebooks/<notebook>`` in order, as the notebook writes them, in
+    ``namespace`` (the test supplies what the notebook's set-up cell would: imports, devices, configs):
+    the cells of the pairs named in ``pairs``, or of every pair when None. Returns the namespace; fails
+    when a named pair has no code cell."""
+    from sidebyside.publish.discovery import read_header
+    from sidebyside.publish.pairs import TAG_RE
+
+    _, cells = read_header(ROOT / "notebooks" / notebook)
+    ran = set()
+    for cell in cells:
+        match = next((m for m in (TAG_RE.match(str(t)) for t in cell["metadata"].get("tags", [])) if m), None)
+        if cell["cell_type"] == "code" and match and (pairs is None or match.group(1) in pairs):
+            exec(compile(cell["source"], f"<{notebook} pair {match.group(1)}:{match.group(2)}>", "exec"), namespace)
+            ran.add(match.group(1))
+    missing = set(pairs or ()) - ran
+    assert ran and not missing, f"{notebook}: no paired code cell for {sorted(missing) or 'any pair'}"
+    return namespace
 
 
 @pytest.fixture(scope="session")

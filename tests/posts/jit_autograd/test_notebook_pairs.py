@@ -4,16 +4,11 @@ products, eager and compiled, match the exact derivatives of sidebyside.lab.func
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from conftest import run_pairs
 
 from sidebyside.lab import functions
-from sidebyside.publish.discovery import read_header
-from sidebyside.publish.pairs import TAG_RE
-
-NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "04_jit_autograd.py"
 
 
 @pytest.fixture(scope="module")
@@ -21,17 +16,7 @@ def paired():
     """The namespace left by running the notebook's paired cells, in order, and nothing else."""
     pytest.importorskip("torch")
     pytest.importorskip("jax")
-    _, cells = read_header(NOTEBOOK)
-    namespace: dict = {}
-    ran = []
-    for cell in cells:
-        tags = [TAG_RE.match(str(t)) for t in cell["metadata"].get("tags", [])]
-        match = next((m for m in tags if m), None)
-        if match and cell["cell_type"] == "code":
-            exec(compile(cell["source"], f"<pair {match.group(1)}:{match.group(2)}>", "exec"), namespace)
-            ran.append(match.group(1))
-    assert {"f", "jit", "grad", "hvp"} <= set(ran)
-    return namespace
+    return run_pairs("04_jit_autograd.py", ["f", "jit", "grad", "hvp"], {})
 
 
 def _np(value):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, make_site
+from conftest import ROOT, make_site, run_pairs
 
 from sidebyside.posts.parallel_training import comms, costmodel, launch, model, reference, report, scaling
 
@@ -33,13 +33,9 @@ def steps() -> dict:
     """The notebook's one-device steps (its ``one-device`` pair), run as they are, as
     :func:`reference.run` takes them."""
     import jax
-    import jupytext
     import torch
 
-    ns = {"torch": torch, "jax": jax}
-    for cell in jupytext.read(ROOT / "notebooks" / "07_parallel_training.py").cells:
-        if cell.cell_type == "code" and any(t.startswith("pair:one-device:") for t in cell.metadata.get("tags", [])):
-            exec(compile(cell.source, "<07_parallel_training>", "exec"), ns)
+    ns = run_pairs("07_parallel_training.py", ["one-device"], {"torch": torch, "jax": jax})
     return {"torch_step": ns["torch_step"], "jax_step": ns["jax_step"]}
 
 

@@ -28,7 +28,7 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 import optax  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from conftest import ROOT  # noqa: E402
+from conftest import run_pairs  # noqa: E402
 from flax import nnx  # noqa: E402
 
 from sidebyside.posts.real_models import config, gpt2, port, report, work  # noqa: E402
@@ -56,16 +56,9 @@ WORK_PAIRS = ("train", "generate", "serve", "ladder")
 def notebook() -> dict:
     """The namespace of the notebook's paired cells of :data:`WORK_PAIRS`, run in order with the
     set-up cell's imports."""
-    import jupytext
-
-    ns = {"functools": functools, "os": os, "np": np, "torch": torch, "F": F, "jax": jax, "jnp": jnp,
-          "optax": optax, "nnx": nnx}
-    nb = jupytext.read(ROOT / "notebooks" / "08_real_models.py")
-    for cell in nb.cells:
-        tags = [t.split(":") for t in cell.metadata.get("tags", []) if t.startswith("pair:")]
-        if cell.cell_type == "code" and any(t[1] in WORK_PAIRS for t in tags):
-            exec(compile(cell.source, "<08_real_models>", "exec"), ns)
-    return ns
+    return run_pairs("08_real_models.py", WORK_PAIRS, {
+        "functools": functools, "os": os, "np": np, "torch": torch, "F": F, "jax": jax, "jnp": jnp,
+        "optax": optax, "nnx": nnx})
 
 
 def rungs() -> dict:

@@ -26,7 +26,7 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 import optax  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from conftest import ROOT  # noqa: E402
+from conftest import run_pairs  # noqa: E402
 from flax import nnx  # noqa: E402
 
 from sidebyside.lab import training  # noqa: E402
@@ -51,17 +51,10 @@ WORK_PAIRS = ("model", "train", "ladder")
 def notebook() -> dict:
     """The namespace of the notebook's paired cells of :data:`WORK_PAIRS`, run in order with the
     set-up cell's imports and device (the model cells build their networks at :data:`TINY`)."""
-    import jupytext
-
-    ns = {"np": np, "torch": torch, "F": F, "jax": jax, "jnp": jnp, "optax": optax, "nnx": nnx,
-          "FlaxSwinV2": swin.FlaxSwinV2, "model_config": TINY,
-          "torch_device": torch.device("cuda" if torch.cuda.is_available() else "cpu")}
-    nb = jupytext.read(ROOT / "notebooks" / "06_swin_v2.py")
-    for cell in nb.cells:
-        tags = [t.split(":") for t in cell.metadata.get("tags", []) if t.startswith("pair:")]
-        if cell.cell_type == "code" and any(t[1] in WORK_PAIRS for t in tags):
-            exec(compile(cell.source, "<06_swin_v2>", "exec"), ns)
-    return ns
+    return run_pairs("06_swin_v2.py", WORK_PAIRS, {
+        "np": np, "torch": torch, "F": F, "jax": jax, "jnp": jnp, "optax": optax, "nnx": nnx,
+        "FlaxSwinV2": swin.FlaxSwinV2, "model_config": TINY,
+        "torch_device": torch.device("cuda" if torch.cuda.is_available() else "cpu")})
 
 
 def rungs() -> dict:

@@ -4,16 +4,11 @@ writes it: the NumPy, JAX and PyTorch losses agree, and the library's exact leas
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from conftest import run_pairs
 
 from sidebyside.lab import functions
-from sidebyside.publish.discovery import read_header
-from sidebyside.publish.pairs import TAG_RE
-
-NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "05_xla_and_scipy.py"
 
 
 @pytest.fixture(scope="module")
@@ -26,16 +21,8 @@ def optimise():
     import jax.numpy as jnp
     import scipy.optimize
 
-    namespace: dict = {"np": np, "jax": jax, "jnp": jnp, "torch": torch, "optax": optax, "scipy": scipy}
-    _, cells = read_header(NOTEBOOK)
-    ran = []
-    for cell in cells:
-        match = next((m for m in (TAG_RE.match(str(t)) for t in cell["metadata"].get("tags", [])) if m), None)
-        if match and match.group(1) == "optimise" and cell["cell_type"] == "code":
-            exec(compile(cell["source"], f"<pair optimise:{match.group(2)}>", "exec"), namespace)
-            ran.append(match.group(2))
-    assert sorted(ran) == ["jax", "torch"]
-    return namespace
+    return run_pairs("05_xla_and_scipy.py", ["optimise"],
+                     {"np": np, "jax": jax, "jnp": jnp, "torch": torch, "optax": optax, "scipy": scipy})
 
 
 def test_losses_agree_and_lstsq_is_the_minimum(optimise):
