@@ -14,6 +14,8 @@ from sidebyside.lab import training
 from sidebyside.run import checkpoints, context, runkey
 from sidebyside.run.checkpoints import Checkpoints
 
+History = training.History  # imported before any Checkpoints is made: the modules a part's key counts stay the same
+
 
 class _Clock:
     def __init__(self):
@@ -41,8 +43,8 @@ def test_checkpoints_save_each_part_and_read_it_back(tmp_path):
     other = Checkpoints(path, stamp={"device": "H200"}, commit="aaa")
     other("speed/a", part, 2, scale=3)
     assert calls == [2, 2, 2]  # another machine: measured again
-    history = Checkpoints(path)("accuracy/torch/0", lambda: training.History("torch", "eager", test_accuracy=[0.5]))
-    back = Checkpoints(path)("accuracy/torch/0", lambda: None, decode=lambda h: training.History(**h))
+    history = Checkpoints(path)("accuracy/torch/0", lambda: History("torch", "eager", test_accuracy=[0.5]))
+    back = Checkpoints(path)("accuracy/torch/0", lambda: None, decode=lambda h: History(**h))
     assert back == history
     off = Checkpoints("")
     off("speed/a", part, 2)
@@ -70,6 +72,28 @@ def test_checkpoints_stop_before_a_part_that_would_not_fit(tmp_path):
     assert resumed.log["speed/train/float32/32"]["measured"] == "earlier run"
 
 
+DEMO = """# ---
+# jupyter:
+#   sidebyside:
+#     slug: demo
+#     gpu: {budget_s: 100, measured: "an estimate"}
+# ---
+
+# %% [markdown]
+# # A demo
+#
+# Prose that a reader sees.
+
+# %% tags=["parameters"]
+steps = 1
+
+# %% tags=["appendix"]
+x = steps * 2
+"""
+PROVENANCE = {"device": "NVIDIA H100 80GB HBM3", "device_kind": "gpu", "torch": "2.11.0", "jax": "0.11.2",
+              "cpu": "Intel(R) Xeon(R) Platinum 8480+ (16 cores)", "git_sha": "aaa", "machine": None}
+
+
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     """A checkout with one notebook (slug "demo"), gpu parameters for it and another, and pins; the
@@ -77,9 +101,9 @@ def project(tmp_path, monkeypatch):
     root = tmp_path / "site"
     (root / "notebooks").mkdir(parents=True)
     (root / "params").mkdir()
-    (root / "notebooks" / "07_demo.py").write_text("# ---\n# jupyter:\n#   sidebyside:\n#     slug: demo\n# ---\nx = 1\n")
+    (root / "notebooks" / "07_demo.py").write_text(DEMO)
     (root / "notebooks" / "08_other.py").write_text("# ---\n# jupyter:\n#   sidebyside:\n#     slug: other\n# ---\n")
-    (root / "params" / "gpu.yaml").write_text("demo: {steps: 5}\nother: {steps: 7}\n")
+    (root / "params" / "gpu.yaml").write_text("demo: {steps: 5, run_budget_s: 400}\nother: {steps: 7}\n")
     (root / "requirements.txt").write_text("numpy==2.0.0\n")
     module_file = root / "probe_module.py"
     module_file.write_text("A = 1\n")
@@ -103,34 +127,101 @@ def _declare(monkeypatch, root):
     monkeypatch.setenv(context.ENV["inputs"], json.dumps(declared))
 
 
-def _measured_again(path, commit="bbb", monkeypatch=None, root=None):
-    """Whether a new run (at ``commit``) measures the part again instead of reading it back."""
+def _measured_again(path, commit="bbb", monkeypatch=None, root=None, provenance=None):
+    """Whether a new run (at ``commit``, its record ``provenance``) measures the part again instead of
+    reading it back."""
     if monkeypatch is not None:
         _declare(monkeypatch, root)
     calls = []
-    Checkpoints(path, stamp={"device": "H100"}, commit=commit)("parity", lambda: calls.append(1) or 1.0)
+    stamp = {"provenance": PROVENANCE if provenance is None else provenance}
+    Checkpoints(path, stamp=stamp, commit=commit)("parity", lambda: calls.append(1) or 1.0)
     return bool(calls)
 
 
+def _edit(path, old, new):
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new))
+
+
 def test_a_part_is_read_back_across_commits_exactly_while_its_inputs_are_unchanged(project, tmp_path, monkeypatch):
+    import importlib.metadata
+
+    import numpy  # noqa: F401  (an imported package that the pins name: part of the stack)
+
     path = tmp_path / "parts.json"
+    notebook, params = project / "notebooks" / "07_demo.py", project / "params" / "gpu.yaml"
     _declare(monkeypatch, project)
     assert _measured_again(path, commit="aaa")  # the first run
     assert not _measured_again(path, commit="bbb")  # a later commit that changed none of its inputs
-    log = Checkpoints(path, stamp={"device": "H100"}, commit="ccc")
+    log = Checkpoints(path, stamp={"provenance": PROVENANCE}, commit="ccc")
     log("parity", lambda: 0.0)
     assert log.log["parity"]["commit"] == "aaa"
     assert "commit `aaa`" in checkpoints.describe_parts(log.log)
-    (project / "params" / "gpu.yaml").write_text("demo: {steps: 5}\nother: {steps: 70}\n")  # another notebook's
-    assert not _measured_again(path, monkeypatch=monkeypatch, root=project)
-    for change in (lambda: (project / "notebooks" / "07_demo.py").write_text("# slug: demo\nx = 22\n" * 2),
-                   lambda: (project / "params" / "gpu.yaml").write_text("demo: {steps: 6}\nother: {steps: 70}\n"),
-                   lambda: (project / "requirements.txt").write_text("numpy==2.0.10\n"),
+    # What does not change the measurement keeps the part: another notebook's parameters, the notebook's
+    # prose, its layout tags and its header's gpu budget, a parameter that only steers the run, a pin of a
+    # package the run did not import, and the host's CPU model, commit and quiet-machine check.
+    for keep in (lambda: params.write_text("demo: {steps: 5, run_budget_s: 400}\nother: {steps: 70}\n"),
+                 lambda: _edit(notebook, "Prose that a reader sees.", "Prose, reworded."),
+                 lambda: _edit(notebook, 'tags=["appendix"]', 'tags=["appendix", "collapsed"] summary="x"'),
+                 lambda: _edit(notebook, "budget_s: 100", "budget_s: 380"),
+                 lambda: params.write_text("demo: {steps: 5, run_budget_s: 200}\nother: {steps: 70}\n"),
+                 lambda: (project / "requirements.txt").write_text("numpy==2.0.0\nnh3==0.3.8\n")):
+        keep()
+        assert not _measured_again(path, monkeypatch=monkeypatch, root=project), keep
+    elsewhere = {**PROVENANCE, "cpu": "AMD EPYC 9654 96-Core Processor (16 cores)", "git_sha": "fff",
+                 "machine": {"findings": ["busy"]}}
+    assert not _measured_again(path, provenance=elsewhere)  # another H100 host resumes the parts
+    # What changes the measurement measures again: the code, a measured parameter, an imported library
+    # module, a data file read, the stack, the GPU model.
+    real_version = importlib.metadata.version
+    for change in (lambda: _edit(notebook, "x = steps * 2", "x = steps * 3"),
+                   lambda: params.write_text("demo: {steps: 6, run_budget_s: 200}\nother: {steps: 70}\n"),
                    lambda: (project / "probe_module.py").write_text("A = 100\n"),  # an imported library module
-                   lambda: (project / "data.bin").write_bytes(b"\x01" * 17)):  # a data file the run read
+                   lambda: (project / "data.bin").write_bytes(b"\x01" * 17),  # a data file the run read
+                   lambda: monkeypatch.setattr(importlib.metadata, "version",
+                                               lambda d: "2.0.1" if d == "numpy" else real_version(d))):
         change()
         assert _measured_again(path, monkeypatch=monkeypatch, root=project), change
         assert not _measured_again(path, monkeypatch=monkeypatch, root=project)
+    h200 = {**PROVENANCE, "device": "NVIDIA H200"}
+    assert _measured_again(path, provenance=h200)  # an H100's parts are not an H200's
+    assert _measured_again(path, provenance=PROVENANCE)  # nor the other way round
+
+
+def test_one_clock_the_budget_counts_from_the_calls_start(tmp_path, monkeypatch):
+    """A device call passes its start (seconds since the epoch) and its deadline: a run made 100 s into the
+    call has 100 s of its budget spent, and no part starts that would end past the call's deadline."""
+    import time
+
+    for name in (checkpoints.CALL_START_ENV, checkpoints.CALL_DEADLINE_ENV, checkpoints.ESTIMATES_ENV):
+        monkeypatch.delenv(name, raising=False)
+    clock = _Clock()
+    fresh = Checkpoints(tmp_path / "a.json", budget_s=120, clock=clock, estimates={"bench/*": 30})
+    assert fresh.budget_s == 120 and clock() - fresh.start == 0  # no call: its own clock
+    monkeypatch.setenv(checkpoints.CALL_START_ENV, str(time.time() - 100))
+    late = Checkpoints(tmp_path / "b.json", budget_s=120, clock=clock, estimates={"bench/*": 30})
+    assert 99 <= clock() - late.start <= 102
+    with pytest.raises(checkpoints.BudgetSpent, match=r"120 s from its start.*'bench/x'.*30 s"):
+        late("bench/x", lambda: 1)
+    monkeypatch.setenv(checkpoints.CALL_DEADLINE_ENV, "110")  # the call's deadline comes before the run's budget
+    assert Checkpoints(tmp_path / "c.json", budget_s=400, clock=clock).budget_s == 110
+    assert Checkpoints(tmp_path / "c.json", clock=clock).budget_s == 110  # a run with no budget of its own
+    monkeypatch.setenv(checkpoints.CALL_START_ENV, str(time.time()))
+    assert Checkpoints(tmp_path / "d.json", budget_s=120, clock=clock, estimates={"bench/*": 30})(
+        "bench/x", lambda: 7) == 7
+
+
+def test_a_part_nothing_alike_was_measured_is_predicted_by_the_headers_estimate(tmp_path, monkeypatch):
+    monkeypatch.setenv(checkpoints.ESTIMATES_ENV, json.dumps({"parity": 70, "ladder/*": 200,
+                                                              "ladder/gpt2/*": 320, "unknown/*": None}))
+    parts = Checkpoints(tmp_path / "p.json")
+    assert parts.predicted_s("parity") == 70
+    assert parts.predicted_s("ladder/resnet50/train/32") == 200
+    assert parts.predicted_s("ladder/gpt2/generate/8") == 320  # the longest kind that names it
+    assert parts.predicted_s("unknown/a") == 0 and parts.predicted_s("other") == 0  # nothing estimated
+    parts.saved["ladder/gpt2/generate/1"] = {"key": "k", "seconds": 250.0}
+    assert parts.predicted_s("ladder/gpt2/generate/8") == 250  # a measured sibling comes first
 
 
 def test_a_run_without_a_run_context_resumes_only_at_its_own_commit(tmp_path, monkeypatch):

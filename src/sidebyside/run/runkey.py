@@ -29,6 +29,7 @@ in a second, that nothing has to run.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -52,6 +53,10 @@ __all__ = [
     "key",
     "run_key",
     "declared_inputs",
+    "code_cells",
+    "code_digest",
+    "stack",
+    "STEERING_PARAMS",
     "freshness",
     "input_paths",
     "commit_stamp",
@@ -62,6 +67,9 @@ PACKAGE = "sidebyside"
 # What the publisher writes: never an input, never a reason to call a run dirty.
 GENERATED = ("_posts", "images", "_data")
 _SHA_RE = re.compile(r"^[0-9a-f]{7,40}(-dirty)?$")
+#: Parameters that steer a run without changing what it measures: where a run in parts saves its parts,
+#: when it stops, and prose it prints. A run's declared inputs (:func:`declared_inputs`) leave them out.
+STEERING_PARAMS = ("checkpoint_file", "run_budget_s", "profile_note")
 
 
 class StampError(Exception):
@@ -191,11 +199,87 @@ def key(info_path: Path, profile: str, params: dict[str, Any], inputs: dict[str,
     return sha.hexdigest()
 
 
+def code_cells(path: str | os.PathLike) -> list[str]:
+    """The code cells of the notebook at ``path``, each as its source: of a jupytext percent ``.py``, the
+    cells after its header (the ``# ---`` block) split at the ``# %%`` markers, markdown and raw cells
+    left out and each marker line (with its tags and other metadata) left out; of an ``.ipynb``, its
+    cells of type code. What a run executes, without its prose, its layout or its header."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".ipynb":
+        cells = json.loads(text).get("cells", [])
+        return ["".join(c["source"]) if isinstance(c.get("source"), list) else str(c.get("source", ""))
+                for c in cells if c.get("cell_type") == "code"]
+    lines = text.splitlines()
+    start = 1 if lines and lines[0].startswith("#!") else 0
+    if len(lines) > start and lines[start].rstrip() == "# ---":
+        ends = [n for n in range(start + 1, len(lines)) if lines[n].rstrip() == "# ---"]
+        start = ends[0] + 1 if ends else start
+    cells: list[list[str]] = []
+    kinds: list[str] = []
+    for line in lines[start:]:
+        marker = _CELL_MARKER.match(line)
+        if marker:
+            kinds.append(marker.group(1) or "code")
+            cells.append([])
+        elif cells:
+            cells[-1].append(line)
+        elif line.strip():  # code before the first marker is a cell of its own
+            kinds.append("code")
+            cells.append([line])
+    return ["\n".join(cell).strip("\n") for cell, kind in zip(cells, kinds) if kind == "code"]
+
+
+_CELL_MARKER = re.compile(r"^# %%(?:\s+\[(markdown|md|raw)\])?(?:\s.*)?$")
+
+
+def code_digest(path: str | os.PathLike) -> str:
+    """SHA-256 of the notebook's :func:`code_cells`: the same while only its prose, its tags or its
+    header (its ``gpu`` budget, say) change."""
+    return hashlib.sha256("\0".join(code_cells(path)).encode()).hexdigest()
+
+
 def declared_inputs(info_path: Path, profile: str, params: dict[str, Any], root: Path) -> dict[str, Any]:
     """The inputs a run is given before it starts (the publisher hands them to the notebook through the
-    run context): the notebook source's digest, the profile, its parameters and the pins' digests."""
-    return {"notebook": digest(Path(info_path)), "profile": profile, "params": params,
-            "pins": {p.name: digest(p) for p in pins_files(profile, root)}}
+    run context, and a run in parts keys its parts with them, :mod:`sidebyside.run.checkpoints`): the
+    digest of the notebook's code cells (:func:`code_digest`: not its prose, layout tags or header), the
+    profile and its parameters but those of :data:`STEERING_PARAMS`. ``root`` is unused (kept for callers)."""
+    return {"code": code_digest(Path(info_path)), "profile": profile,
+            "params": {k: v for k, v in params.items() if k not in STEERING_PARAMS}}
+
+
+@functools.lru_cache(maxsize=1)
+def _distributions() -> dict[str, list[str]]:
+    """The installed distributions of each top-level module name (what is installed does not change
+    while a run runs)."""
+    import importlib.metadata
+
+    return importlib.metadata.packages_distributions()
+
+
+def stack(profile: str | None = None, root: Path | None = None,
+          modules: dict[str, Any] | None = None) -> dict[str, str | None]:
+    """The stack a measurement ran on: the installed version of every pinned package (:func:`pins_files`
+    of ``profile``, default the run context's, else gpu) that this process has imported, e.g.
+    ``{"torch": "2.11.0", "jax": "0.11.2", "timm": "1.0.31", ...}``: the box's own versions where they
+    differ from the pins, and nothing of the packages it did not import."""
+    import importlib.metadata
+
+    root = Path(root) if root is not None else project_root()
+    pinned = read_pins(pins_files(profile or context.current().profile or "gpu", root))
+    tops = {name.split(".")[0] for name in (sys.modules if modules is None else modules)}
+    found: dict[str, str | None] = {}
+    for top, dists in _distributions().items():
+        if top not in tops:
+            continue
+        for dist in dists:
+            name = dist.lower().replace("_", "-")
+            if name in pinned:
+                try:
+                    found[name] = importlib.metadata.version(dist)
+                except importlib.metadata.PackageNotFoundError:
+                    found[name] = None
+    return dict(sorted(found.items()))
 
 
 def run_key(info_path: Path, profile: str, params: dict[str, Any], inputs: dict | None, root: Path) -> str:
