@@ -9,7 +9,9 @@ Jekyll does not serve ``_data/``, so the publisher puts these files into
   tidy CSV (``table, section, row, column, value``; see
   :func:`sidebyside.lab.tables.tables_csv`);
 - ``<slug>.ipynb``: the executed notebook, with the outputs the post shows,
-  local paths and host name scrubbed as in the post.
+  local paths and host name scrubbed as in the post, and every raster
+  output (PNG, JPEG, GIF, WebP) decoded and encoded again from its pixels
+  alone (:func:`sidebyside.publish.figures.reencode`).
 
 The post layout links each file that exists (``_includes/downloads.html``).
 """
@@ -62,29 +64,39 @@ def files(slug: str, executed_nb, preprocessed_nb, record: dict[str, Any],
     return out
 
 
-_BINARY = ("image/png", "image/jpeg", "image/gif")
-
-
 def scrub_notebook(nb, scrub: Callable[[str], str]) -> str:
-    """The notebook's JSON written through ``scrub``, except its base64 image payloads:
+    """The notebook's JSON written through ``scrub``, its raster outputs (PNG, JPEG, GIF,
+    WebP: :data:`sidebyside.publish.figures.RASTERS`) encoded again from their pixels alone
+    (:func:`sidebyside.publish.figures.reencode`: no metadata, comment, text chunk or trailing
+    byte is kept); one that cannot be (not a whole image, too many pixels) is removed, its
+    output saying why in its ``text/plain``. The base64 payloads are kept out of the scrub:
     a rule for a short host name (whole words, any case) would otherwise match inside
     the base64 text, between its ``/`` and ``+``, and corrupt the figure. Each payload
     is set aside under a random token for the scrub and put back after it."""
+    import base64
+    import binascii
     import copy
     import secrets
 
     import nbformat
+
+    from sidebyside.publish.figures import RASTERS, FigureError, reencode
 
     nb = copy.deepcopy(nb)
     kept: dict[str, str] = {}
     for cell in nb.cells:
         for output in cell.get("outputs", []):
             data = output.get("data") or {}
-            for mime in _BINARY:
-                if mime in data:
-                    token = f"sidebysidebinary{secrets.token_hex(16)}"
-                    kept[token] = _text(data[mime])
-                    data[mime] = token
+            for mime in [m for m in RASTERS if m in data]:
+                try:
+                    payload = base64.b64encode(reencode(mime, base64.b64decode(_text(data[mime])))).decode()
+                except (FigureError, binascii.Error, ValueError) as exc:
+                    del data[mime]
+                    data["text/plain"] = f"[a figure ({mime}) was left out of this download: {exc}]"
+                    continue
+                token = f"sidebysidebinary{secrets.token_hex(16)}"
+                kept[token] = payload
+                data[mime] = token
     text = scrub(nbformat.writes(nb))
     for token, payload in kept.items():
         text = text.replace(token, json.dumps(payload)[1:-1])  # as the JSON string it was

@@ -161,7 +161,8 @@ def list_notebooks(*, only: str | None = None, site: Path = ROOT, notebooks: Pat
     ``params_dir``). Returns 2 when a published record is broken, a post's
     files are incomplete or a publication was left unfinished
     (:mod:`sidebyside.publish.state`; each is said on stderr with its fix), or when Jekyll would refuse to
-    load a data file or a post's front matter (:func:`sidebyside.publish.records.site_rejects`). With
+    load a data file or a post's front matter (:func:`sidebyside.publish.records.site_rejects`), or would build a
+    file of ``images/`` as a page (:func:`sidebyside.publish.records.site_pages_outside_posts`). With
     ``write_freshness`` (``make site``), also write the answer into the
     site's ``_data/freshness.json`` for the home page's scoreboard."""
     from sidebyside.publish import records, state
@@ -193,6 +194,10 @@ def list_notebooks(*, only: str | None = None, site: Path = ROOT, notebooks: Pat
                     None: f"unknown: no {params_dir}/{record.get('profile')}.yaml"}[current]
             said_state = f"{record['profile']} run of {record['executed_at']} ({said})"
         print(f"{info.slug:31} {info.relpath(root):38} {said_state}")
+    for path in records.site_pages_outside_posts(site):  # what Jekyll would build as a page: only posts may be
+        print(f"error: {path} begins with front matter (---): Jekyll would build it as a page of the site. Run "
+              "`make execute ONLY=<its slug> FORCE=1` (or `git checkout -- <file>`) to replace it", file=sys.stderr)
+        broken += 1
     for message in records.site_rejects(site):  # what Jekyll itself would refuse, whichever post it is
         print(f"error: Jekyll would refuse to load {message}; the whole site would fail to build. Run "
               "`make execute ONLY=<its slug> FORCE=1` (or `git checkout -- <file>`) to replace it", file=sys.stderr)

@@ -11,6 +11,11 @@ noncharacter) stops the build of the whole site. So:
   never as a surrogate-pair escape);
 - :func:`check_record` refuses a record the site cannot show (more than
   :data:`MAX_VERDICTS` verdicts) or that lacks a metric its notebook declares;
+- :func:`begins_with_front_matter` says whether Jekyll would read a file
+  as a page (front matter, ``---``, at its start): only a post may; a figure
+  or download that did would be built as a page of the site, its Liquid
+  run, its title in the navigation. :func:`site_pages_outside_posts` finds
+  such files among a site's ``images/``;
 - :func:`jekyll_rejects` loads files exactly as Jekyll will, with the call
   Jekyll makes (``Psych.safe_load``, Date and Time permitted, aliases on) in
   a ``ruby`` process, and returns what it refused. Where Ruby or
@@ -25,6 +30,7 @@ runs :func:`jekyll_rejects` on every data file and post of the site.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -33,7 +39,8 @@ from typing import Any
 
 from sidebyside.publish.common import PublishError
 
-__all__ = ["MAX_VERDICTS", "record_text", "check_record", "jekyll_rejects", "site_rejects", "require_loadable"]
+__all__ = ["MAX_VERDICTS", "record_text", "check_record", "jekyll_rejects", "site_rejects", "require_loadable",
+           "begins_with_front_matter", "site_pages_outside_posts"]
 
 #: The most verdicts one record may hold (a post's verdict box shows each one).
 MAX_VERDICTS = 50
@@ -82,6 +89,30 @@ def check_record(record: dict[str, Any], slug: str, metrics: Sequence[str] = ())
         raise PublishError(f"{slug}: the record holds {len(verdicts)} verdicts, more than the {MAX_VERDICTS} a post "
                            "shows; keep the verdicts that answer the post's questions (save the rest as tables, "
                            "which the CSV download carries). Nothing published was changed.")
+
+
+# Jekyll::Utils.has_yaml_header? reads a file as a page when it starts with /\A---\s*\r?\n/; a byte-order
+# mark or blank space before the dashes is refused too (never fewer files than Jekyll reads as pages).
+_PAGE_START = re.compile(rb"\A(\xef\xbb\xbf)?\s*---")
+
+
+def begins_with_front_matter(data: bytes) -> bool:
+    """Whether ``data`` begins as a Jekyll page does (``---``, after an optional byte-order mark and
+    blank space): no published file but a post may."""
+    return bool(_PAGE_START.match(data))
+
+
+def site_pages_outside_posts(site: Path) -> list[str]:
+    """Every file under ``site/images/`` that :func:`begins_with_front_matter` (relative to ``site``):
+    Jekyll would build it as a page."""
+    folder = Path(site) / "images"
+    found = []
+    for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
+        if path.is_file():
+            with open(path, "rb") as f:
+                if begins_with_front_matter(f.read(4096)):
+                    found.append(path.relative_to(site).as_posix())
+    return found
 
 
 def _front_matter(text: str) -> str | None:

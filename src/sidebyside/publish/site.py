@@ -43,7 +43,7 @@ from typing import Any
 from sidebyside.publish.cache import is_post_of, post_path
 from sidebyside.publish.common import PublishError, say
 from sidebyside.publish.discovery import NotebookInfo
-from sidebyside.publish.records import check_record, record_text, require_loadable
+from sidebyside.publish.records import begins_with_front_matter, check_record, record_text, require_loadable
 
 __all__ = ["Transaction", "recover", "publish", "lock", "holding_lock", "locked", "LockHeld", "write_run_record",
            "forget_run", "completed_run", "STATE_DIR"]
@@ -321,7 +321,9 @@ def publish(site: Path, info: NotebookInfo, post: str, images: dict[str, bytes],
     record is written as UTF-8 and, with the post's front matter, loaded as
     Jekyll will (:mod:`.records`) before anything is swapped in: a record or
     post that Jekyll would refuse raises :class:`PublishError`, and nothing
-    published changes."""
+    published changes; so does a file of ``images`` that begins with front
+    matter (:func:`sidebyside.publish.records.begins_with_front_matter`: only
+    a post may be a page of the site)."""
     site = Path(site)
     with lock(site):
         for message in recover(site):
@@ -338,6 +340,11 @@ def publish(site: Path, info: NotebookInfo, post: str, images: dict[str, bytes],
                 txn.delete(f"_posts/{stale.name}")
         results = txn.stage(f"_data/results/{info.slug}.json")
         try:
+            pages = sorted(name for name, payload in images.items() if begins_with_front_matter(payload))
+            if pages:
+                raise PublishError(f"{info.slug}: {', '.join(f'images/{info.slug}/{n}' for n in pages)} would begin "
+                                   "with front matter (---), so Jekyll would build it as a page of the site; only a "
+                                   "post may. Nothing published was changed.")
             check_record(record, info.slug)
             results.write_text(record_text(record), encoding="utf-8")
             (txn.staging / "post.md").write_text(post, encoding="utf-8")
