@@ -57,7 +57,8 @@ def _quartile(entry: dict[str, Any], upper: bool) -> float:
     kept = entry.get("q3_s" if upper else "q1_s")
     if isinstance(kept, (int, float)):
         return float(kept)
-    iqr = entry.get("iqr_s", entry.get("iqr")) or 0.0
+    iqr = entry.get("iqr_s", entry.get("iqr"))
+    iqr = float(iqr) if isinstance(iqr, (int, float)) else 0.0  # a ladder's entries are free-form: read numbers only
     return float(_median(entry) or 0.0) + (iqr / 2 if upper else -iqr / 2)
 
 

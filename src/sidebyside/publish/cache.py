@@ -38,7 +38,8 @@ class Decision:
 
 def published_record(site: Path, slug: str) -> dict[str, Any] | None:
     """The published results record of ``slug``, or None when nothing is
-    published. A record that cannot be trusted raises :class:`PublishError`
+    published. A record that cannot be trusted (not JSON, another slug or profile, a key missing, or a
+    field that breaks :data:`sidebyside.publish.records.RECORD_SCHEMA`) raises :class:`PublishError`
     (never "not published": that would let any run replace the post)."""
     path = Path(site) / "_data" / "results" / f"{slug}.json"
     fix = (f"restore it (git checkout -- _data/results/{slug}.json), or replace the published post with a new run "
@@ -66,6 +67,12 @@ def published_record(site: Path, slug: str) -> dict[str, Any] | None:
                                      ("metrics", dict)) if not isinstance(record.get(k), kind)]
         if missing:
             problem = f"lacks {', '.join(missing)} (or has the wrong type)"
+        else:
+            from sidebyside.publish.records import schema_problems
+
+            wrong = schema_problems(record)
+            if wrong:
+                problem = f"has fields the site's pages cannot show ({'; '.join(wrong[:5])})"
     if problem:
         raise PublishError(f"{path} is not a valid results record: it {problem}: {fix}")
     return record

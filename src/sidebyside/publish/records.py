@@ -9,8 +9,10 @@ noncharacter) stops the build of the whole site. So:
 - :func:`record_text` writes a record as UTF-8 JSON (``ensure_ascii=False``:
   a character outside the Basic Multilingual Plane is written as itself,
   never as a surrogate-pair escape);
-- :func:`check_record` refuses a record the site cannot show (more than
-  :data:`MAX_VERDICTS` verdicts) or that lacks a metric its notebook declares;
+- :func:`check_record` refuses a record the site cannot show: one that
+  :data:`RECORD_SCHEMA` refuses (:func:`schema_problems`, by ``jsonschema``,
+  pinned in requirements.txt), one with more than :data:`MAX_VERDICTS`
+  verdicts, or one that lacks a metric its notebook declares;
 - :func:`begins_with_front_matter` says whether Jekyll would read a file
   as a page (front matter, ``---``, at its start): only a post may; a figure
   or download that did would be built as a page of the site, its Liquid
@@ -29,6 +31,8 @@ runs :func:`jekyll_rejects` on every data file and post of the site.
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import json
 import re
 import shutil
@@ -37,13 +41,120 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sidebyside.publish.common import PublishError
+from sidebyside.publish.common import PROFILES, PublishError
 
-__all__ = ["MAX_VERDICTS", "record_text", "check_record", "jekyll_rejects", "site_rejects", "require_loadable",
-           "begins_with_front_matter", "site_pages_outside_posts"]
+__all__ = ["MAX_VERDICTS", "RECORD_SCHEMA", "record_text", "schema_problems", "check_record", "jekyll_rejects",
+           "site_rejects", "require_loadable", "begins_with_front_matter", "site_pages_outside_posts"]
 
 #: The most verdicts one record may hold (a post's verdict box shows each one).
 MAX_VERDICTS = 50
+
+
+def _object(properties: dict[str, Any], *, null: bool = False, **more: Any) -> dict[str, Any]:
+    return {"type": ["object", "null"] if null else "object", "properties": properties, **more}
+
+
+def _list(items: dict[str, Any], *, null: bool = False) -> dict[str, Any]:
+    return {"type": ["array", "null"] if null else "array", "items": items}
+
+
+_TEXT, _TEXT_OR_NULL = {"type": "string"}, {"type": ["string", "null"]}
+_NUMBER_OR_NULL, _INTEGER_OR_NULL = {"type": ["number", "null"]}, {"type": ["integer", "null"]}
+_SCALE = _object({"text": _TEXT, "parameters": _NUMBER_OR_NULL, "input": _TEXT_OR_NULL,
+                  "batch": {"type": ["integer", "string", "null"]}, "precision": _TEXT_OR_NULL,
+                  "device": _TEXT_OR_NULL}, null=True)
+_VERDICT = _object({
+    "question": _TEXT, "label": _TEXT, "sentence": _TEXT, "test": _TEXT, "caveat": _TEXT, "cause": _TEXT,
+    "subject": _TEXT, "other": _TEXT, "winner": _TEXT_OR_NULL, "kind": {"enum": ["framework", "custom"]},
+    "ratio": _NUMBER_OR_NULL, "factor": _NUMBER_OR_NULL, "difference": _NUMBER_OR_NULL,
+    "threshold": _NUMBER_OR_NULL, "floor": _NUMBER_OR_NULL, "detectable": _NUMBER_OR_NULL,
+    "processes": _INTEGER_OR_NULL, "busy": _list(_TEXT),
+    "interval": {"type": ["array", "null"], "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+    "scale": _SCALE,
+    "contestants": {"type": "object", "additionalProperties": _object(
+        {"framework": _TEXT, "tool": _TEXT, "implementation": _TEXT, "origin": _TEXT, "origin_text": _TEXT})},
+    "sides": {"type": "object", "additionalProperties": _object(
+        {"tool": _TEXT_OR_NULL, "median_s": _NUMBER_OR_NULL, "iqr_s": _NUMBER_OR_NULL, "q1_s": _NUMBER_OR_NULL,
+         "q3_s": _NUMBER_OR_NULL, "mean": _NUMBER_OR_NULL, "std": _NUMBER_OR_NULL, "n": _INTEGER_OR_NULL})},
+    "claim": _object({"answers": {"type": "boolean"}, "source": _TEXT, "text": _TEXT, "scale": _SCALE,
+                      "differs": _list(_TEXT)}, null=True),
+})
+_SCALAR = {"type": ["string", "number", "boolean", "null"]}
+
+#: What a published results record must be, in JSON Schema (draft 2020-12): the type of every field
+#: that the site's templates read (``_includes/verdict.html``, ``provenance.html``, through the post's
+#: front matter ``_layouts/post.html``) and that the publisher's pages read to write ``_data/board.json``
+#: (:mod:`.frontpage`, :mod:`.anomalies`). A field may be absent (the templates print nothing for it);
+#: where present it has this type. Fields no page reads are left free.
+RECORD_SCHEMA: dict[str, Any] = _object({
+    "slug": _TEXT, "notebook": _TEXT, "profile": {"enum": list(PROFILES)},
+    "executed_at": {"type": "string", "format": "date-time"}, "source_hash": _TEXT,
+    "parameters": {"type": "object"},
+    "provenance": _object({
+        "device": _TEXT, "device_kind": _TEXT, "cpu": _TEXT_OR_NULL, "git_sha": _TEXT_OR_NULL,
+        **{name: _TEXT_OR_NULL for name in ("python", "torch", "jax", "jaxlib", "flax", "optax", "timm", "cuda")},
+        "matmul_precision": {"type": ["object", "null"], "additionalProperties": _SCALAR},
+        "differs_from_pins": _list(_TEXT),
+        "machine": _object({"status": _TEXT, "caveat": _TEXT}, null=True),
+        "threads": _object({"blas": _list(_object({"library": _SCALAR, "num_threads": _SCALAR}), null=True)},
+                           null=True, additionalProperties=_SCALAR),
+    }),
+    "metrics": _object({
+        "verdicts": _list(_VERDICT),
+        "peak_flops": {"type": ["object", "null"], "additionalProperties": _object({"flops": _NUMBER_OR_NULL},
+                                                                                   null=True)},
+        "matmul": {"type": ["object", "null"], "additionalProperties": {"properties": {
+            "ladder": {"type": ["object", "null"]}}}},
+    }),
+}, **{"$schema": "https://json-schema.org/draft/2020-12/schema"})
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer",
+               float: "a number", type(None): "null"}
+_TYPE_NAMES = {"object": "an object", "array": "an array", "string": "a string", "boolean": "a boolean",
+               "integer": "an integer", "number": "a number", "null": "null"}
+
+
+@functools.lru_cache(maxsize=1)
+def _validator():
+    import jsonschema
+
+    formats = jsonschema.FormatChecker(formats=())
+
+    @formats.checks("date-time", raises=ValueError)
+    def _date_time(value: Any) -> bool:  # as the publisher reads it (frontpage._instant), and Jekyll's date
+        return not isinstance(value, str) or bool(dt.datetime.fromisoformat(value.replace("Z", "+00:00")))
+
+    validator = jsonschema.Draft202012Validator
+    validator.check_schema(RECORD_SCHEMA)
+    return validator(RECORD_SCHEMA, format_checker=formats)
+
+
+def _field(path: Sequence[Any]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}" if out else str(part)
+    return out or "the record"
+
+
+def _why(error) -> str:
+    if error.validator == "type":
+        wanted = [error.validator_value] if isinstance(error.validator_value, str) else error.validator_value
+        return (f"must be {' or '.join(_TYPE_NAMES[w] for w in wanted)}, not "
+                f"{_JSON_TYPES.get(type(error.instance), type(error.instance).__name__)}")
+    if error.validator == "enum":
+        return f"must be one of {', '.join(json.dumps(v) for v in error.validator_value)}, not {error.instance!r:.60}"
+    if error.validator in ("minItems", "maxItems"):
+        return f"must hold exactly {error.validator_value} numbers (it holds {len(error.instance)})"
+    if error.validator == "format":
+        return f"must be an ISO {error.validator_value} (2026-11-22T10:00:00+00:00), not {error.instance!r:.60}"
+    return error.message[:200]
+
+
+def schema_problems(record: Any) -> list[str]:
+    """``"<field>: why"`` for every place where ``record`` breaks :data:`RECORD_SCHEMA` (the field
+    written as a path, ``metrics.verdicts[3].scale.text``), in the order of the fields; empty when it
+    keeps to it."""
+    errors = sorted(_validator().iter_errors(record), key=lambda e: [str(p) for p in e.absolute_path])
+    return [f"{_field(e.absolute_path)}: {_why(e)}" for e in errors]
 
 # Loads each file named on the command line ("data:<path>" or "post:<path>") as Jekyll 4 does
 # (Jekyll::Utils.safe_load_yaml, and for a post the front matter that Jekyll::Document's
@@ -77,8 +188,16 @@ def record_text(record: dict[str, Any]) -> str:
 
 
 def check_record(record: dict[str, Any], slug: str, metrics: Sequence[str] = ()) -> None:
-    """Raise :class:`PublishError` for a record the site cannot show: more verdicts than
+    """Raise :class:`PublishError` for a record the site cannot show: one that breaks
+    :data:`RECORD_SCHEMA` (the message names every field, at most 20, and why), more verdicts than
     :data:`MAX_VERDICTS`, or without one of ``metrics`` (the keys its notebook's header declares)."""
+    problems = schema_problems(record)
+    if problems:
+        more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
+        raise PublishError(f"{slug}: its results record has fields the site's pages cannot show (a template would "
+                           "fail on them and stop the build of the whole site, or misprint them):\n  "
+                           + "\n  ".join(problems[:20]) + more + "\nSave each field with the type named "
+                           "(sidebyside.lab.verdict writes verdicts so). Nothing published was changed.")
     missing = [m for m in metrics if m not in (record.get("metrics") or {})]
     if missing:
         raise PublishError(f"{slug}: its notebook's header declares the metrics {', '.join(metrics)}, and the run's "
