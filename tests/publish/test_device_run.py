@@ -23,7 +23,7 @@ from sidebyside.publish.discovery import discover
 
 COMMIT = "89abcdef0123456789abcdef0123456789abcdef"
 #: The posts of the tree and the device seconds their headers declare (smaller than the real ones).
-BUDGETS = {"04_jit_autograd.py": 300, "01_fashion_mnist.py": 250, "05_xla_and_scipy.py": 200}
+BUDGETS = {"04_jit_autograd.py": 250, "01_fashion_mnist.py": 200, "05_xla_and_scipy.py": 150}
 GPU_ENTRY = re.compile(r"^#     gpu:.*\n(?:#       .*\n)*", re.M)  # the header's gpu entry, one line or a block
 
 

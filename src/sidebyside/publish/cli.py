@@ -55,9 +55,13 @@ def main(argv: list[str] | None = None) -> int:
     planning.add_argument("--call", type=int, help="print only the posts of this call (1, 2, ...), comma-separated")
     planning.add_argument("--posts", action="store_true", help="print the GPU posts to run as a JSON list, unpacked "
                           "(one runner per post, no call limit)")
-    planning.add_argument("--limit-s", type=float, default=540.0, help="device seconds a call may take (540)")
-    planning.add_argument("--window-s", type=float, default=1500.0, help="device seconds all calls may take (1500)")
-    planning.add_argument("--max-calls", type=int, default=3, help="calls in the window (3)")
+    planning.add_argument("--limit-s", type=float, default=None,
+                          help="device seconds a call may run, from its start (default: call_limit_s of "
+                               "params/gpu-calls.yaml, 480)")
+    planning.add_argument("--window-s", type=float, default=None,
+                          help="device seconds all calls may take (default: window_s of params/gpu-calls.yaml, 800)")
+    planning.add_argument("--max-calls", type=int, default=None,
+                          help="calls in the window (default: max_calls of params/gpu-calls.yaml, 2)")
     merging = sub.add_parser("merge", parents=[common], help="publish the archives of GPU calls (tools/device-run.sh)")
     merging.add_argument("archives", nargs="+", type=Path, help="the gpu-run*.tgz of every call")
     merging.add_argument("--expect", help="comma-separated slugs that must be published (besides those planned)")

@@ -1,11 +1,11 @@
 """Plan a GPU publication: split the stale GPU posts into device calls that fit
-a per-call limit and a window, from the device seconds measured before.
+a call's deadline and a window, from the device seconds measured (or estimated) before.
 
 A post's cost is its notebook's header entry ``gpu`` (a post without one does
 not run on a GPU; :class:`sidebyside.publish.discovery.NotebookInfo`):
 
 - ``budget_s``: the device seconds of one run of the whole post, as measured
-  (``null``: not measured yet; such a post cannot be planned);
+  (``null``: not measured yet: estimated, see below);
 - ``parts`` (runs in parts only, see :mod:`sidebyside.run.checkpoints`): the
   measured seconds of each part, a list in the order the notebook runs them
   (``[{parity: 120}, ...]``); a name ending in ``/*`` gives the cost of each
@@ -20,20 +20,37 @@ not run on a GPU; :class:`sidebyside.publish.discovery.NotebookInfo`):
 :data:`CALLS_FILE` (``params/gpu-calls.yaml``) holds what every call pays:
 ``call_overhead_s`` (a call's set-up: install, GPU check) and ``run_overhead_s``
 (what a run in parts spends besides its parts: kernel start, imports, data, report),
-added where they are paid.
+added where they are paid; and the limits: ``call_limit_s`` (a call's running, its
+deadline: ``DEADLINE_S`` of ``tools/device-run.sh``), ``window_s`` and ``max_calls``
+(a window), and the headers' budgets: ``post_limit_s`` (a post's device seconds, its
+call's set-up included), ``post_calls`` (posts allowed more calls of ``post_limit_s``
+than one) and ``total_limit_s`` (every GPU post together). Where the file gives
+``post_limit_s``, :func:`plan_calls` refuses, planning nothing, while a header's budget
+is over its limit or the headers are over ``total_limit_s`` together, and names the
+parts to cut (:func:`over_budget`).
 
-A post is one run, whole, in one call. A run in parts (``checkpoint_file``
-and ``run_budget_s`` among its gpu parameters) is cut into runs of at most
-``run_budget_s`` seconds of parts each, as the notebook stops itself; parts
-already in the committed checkpoint file count as done, unless git shows that
-what a run reads (:data:`RUN_READS`: the notebook, the library outside the
-publisher, the gpu parameters, the pins) changed since the commit that measured
-them: such a part is measured again, so it is planned again. Where git cannot
-tell (no checkout, as on an air-gapped box, or a commit it lacks) a saved part
-counts as done, and the plan may be optimistic. The runs are
-then packed into at most ``max_calls`` calls of at most ``limit_s`` seconds
-each and ``window_s`` in all; :class:`PlanRefused` says what does not fit and
-what to cut.
+One clock: a call counts from its start (``tools/device-run.sh`` passes it to every run):
+its set-up, then its runs one after the other, all ended by ``call_limit_s``. A post is
+one run, whole, in one call. A run in parts (``checkpoint_file`` and ``run_budget_s``
+among its gpu parameters) stops starting parts at ``run_budget_s`` seconds *from the
+call's start* (and at the deadline), so the planner cuts it into runs of at most
+``min(run_budget_s, call_limit_s)`` less the call's set-up and the run's own overhead
+of parts each, and puts a run in a call only where every run of that call ends by its
+own budget and the deadline, runs with the earlier budget first: no part is planned that
+cannot finish before the call's deadline. Parts already in the committed checkpoint file
+count as done, unless git shows that what a run reads changed since the commit that
+measured them (the notebook's code cells, :func:`sidebyside.run.runkey.code_digest`, and
+:data:`RUN_READS`: the library outside the publisher, the gpu parameters, the pins): such
+a part is measured again, so it is planned again. Where git cannot tell (no checkout, as
+on an air-gapped box, or a commit it lacks) a saved part counts as done, and the plan
+may be optimistic.
+
+A part with no cost is estimated, and the plan says so and how: from the largest part
+measured under the same parent kind (``ladder/`` for ``ladder/gpt2/*``), else the largest
+declared there, else the header's ``budget_s`` less its declared parts, shared, else a
+run of its own (the most a run may hold); a post with ``budget_s: null`` at the most a
+post may take. The runs are then packed into at most ``max_calls`` calls and ``window_s``
+in all; :class:`PlanRefused` says what does not fit and what to cut.
 
 This module imports neither PyTorch nor JAX.
 """
@@ -42,6 +59,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -51,19 +69,22 @@ import yaml
 
 from sidebyside.publish.common import ROOT, PublishError
 
-__all__ = ["LIMIT_S", "WINDOW_S", "MAX_CALLS", "CALLS_FILE", "RUN_READS", "Run", "Call", "Plan", "PlanRefused", "read_budgets", "runs_of",
-           "pack", "plan_calls", "stale_gpu_posts", "format_plan"]
+__all__ = ["LIMIT_S", "WINDOW_S", "MAX_CALLS", "CALLS_FILE", "RUN_READS", "Run", "Call", "Plan", "PlanRefused",
+           "read_budgets", "runs_of", "pack", "plan_calls", "over_budget", "stale_gpu_posts", "format_plan"]
 
-#: A device call's limit (9 of a lent machine's 10 minutes), the window (25 of a session's 30) and the calls in it.
-LIMIT_S = 540.0
-WINDOW_S = 1500.0
-MAX_CALLS = 3
-#: The file in params/ that holds what each GPU call and each run in parts pays besides its posts.
+#: A device call's running (its deadline: DEADLINE_S of tools/device-run.sh), a window's running and its calls,
+#: where params/gpu-calls.yaml does not say: a lent machine's 15 minutes less its starts, in calls of at most 10.
+LIMIT_S = 480.0
+WINDOW_S = 800.0
+MAX_CALLS = 2
+#: The file in params/ that holds what each GPU call and each run in parts pays besides its posts, and the limits.
 CALLS_FILE = "gpu-calls.yaml"
-#: What a run in parts reads besides its notebook, as git pathspecs from the project root: a saved part
-#: measured at a commit where any of these differed is planned again (the run key counts exactly the
-#: library modules a kernel imports; this is wider, so a plan errs towards measuring again).
+#: What a run in parts reads besides its notebook's code, as git pathspecs from the project root: a saved part
+#: measured at a commit where any of these differed is planned again (a part's key counts exactly the library
+#: modules a kernel imports; this is wider, so a plan errs towards measuring again).
 RUN_READS = ("src/sidebyside", ":(exclude)src/sidebyside/publish", "params/gpu.yaml", "requirements*.txt")
+#: The limits params/gpu-calls.yaml may give (seconds, or a count for max_calls).
+_LIMITS = ("call_limit_s", "window_s", "max_calls", "post_limit_s", "total_limit_s")
 
 
 class PlanRefused(PublishError):
@@ -74,12 +95,16 @@ class PlanRefused(PublishError):
 class Run:
     """One run of a post: ``seconds`` of device time, including its overhead.
     ``parts``: the parts it measures (empty for a post run whole); ``last``:
-    whether it completes the post (and publishes it)."""
+    whether it completes the post (and publishes it); ``deadline_s``: seconds
+    from its call's start by which it must end (a run in parts: its ``run_budget_s``;
+    None: the call's limit); ``estimated``: what of its cost is estimated, and how."""
 
     slug: str
     seconds: float
     parts: tuple[str, ...] = ()
     last: bool = True
+    deadline_s: float | None = None
+    estimated: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass
@@ -112,8 +137,8 @@ class Plan:
 def read_budgets(notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params") -> dict[str, Any]:
     """The planner's table: ``posts`` (slug to its header's ``gpu`` entry, for each notebook in
     ``notebooks`` that has one), ``notebooks`` (slug to its notebook's path), ``order`` (the ranked
-    slugs, by rank) and the overheads of
-    :data:`CALLS_FILE` in ``params_dir``."""
+    slugs, by rank), the overheads of :data:`CALLS_FILE` in ``params_dir`` and the limits it gives
+    (``call_limit_s``, ``window_s``, ``max_calls``, ``post_limit_s``, ``post_calls``, ``total_limit_s``)."""
     from sidebyside.publish.discovery import discover
 
     calls_file = Path(params_dir) / CALLS_FILE
@@ -125,19 +150,33 @@ def read_budgets(notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT /
     missing = [k for k in ("call_overhead_s", "run_overhead_s") if not isinstance(overheads.get(k), (int, float))]
     if missing:
         raise PublishError(f"{calls_file}: give {' and '.join(missing)} in seconds")
+    wrong = [k for k in _LIMITS if k in overheads and not (isinstance(overheads[k], (int, float)) and overheads[k] > 0)]
+    post_calls = overheads.get("post_calls") or {}
+    if not (isinstance(post_calls, dict) and all(isinstance(v, int) and v > 0 for v in post_calls.values())):
+        wrong.append("post_calls (slug: calls)")
+    if wrong:
+        raise PublishError(f"{calls_file}: {', '.join(wrong)} must be positive numbers")
     infos = [i for i in discover(notebooks) if i.gpu is not None]
     ranked = sorted((i for i in infos if i.gpu.get("rank") is not None), key=lambda i: i.gpu["rank"])
     return {"posts": {i.slug: dict(i.gpu) for i in infos}, "notebooks": {i.slug: i.path for i in infos},
             "order": [i.slug for i in ranked],
-            "call_overhead_s": overheads["call_overhead_s"], "run_overhead_s": overheads["run_overhead_s"]}
+            "call_overhead_s": overheads["call_overhead_s"], "run_overhead_s": overheads["run_overhead_s"],
+            **{k: overheads[k] for k in _LIMITS if k in overheads}, "post_calls": dict(post_calls)}
+
+
+def _declared(value: Any) -> float | None:
+    """The seconds a header gives one part (``each_s`` for a kind), None where it gives none."""
+    cost = value.get("each_s") if isinstance(value, dict) else value
+    return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
 
 
 def _parts(slug: str, entry: Mapping[str, Any], saved: Mapping[str, float]) -> tuple[
-        list[tuple[str, float | None]], list[str]]:
-    """The parts still to measure, with their costs (None: not measured), and those done. A part named
-    in full is done when ``saved`` has it; of a kind given as ``kind/*``, as many are done as ``saved``
-    has names starting with ``kind/``, and a saved one's seconds stand in for an unmeasured cost."""
-    todo: list[tuple[str, float | None]] = []
+        list[tuple[str, float | None, str]], list[str]]:
+    """The parts still to measure, with their costs (None: not measured) and the header's name for them,
+    and those done. A part named in full is done when ``saved`` has it; of a kind given as ``kind/*``, as
+    many are done as ``saved`` has names starting with ``kind/``, and a saved one's seconds stand in for
+    an unmeasured cost."""
+    todo: list[tuple[str, float | None, str]] = []
     done: list[str] = []
     for name, value in (entry.get("parts") or {}).items():
         name = str(name)
@@ -145,25 +184,58 @@ def _parts(slug: str, entry: Mapping[str, Any], saved: Mapping[str, float]) -> t
             if name in saved:
                 done.append(name)
             else:
-                todo.append((name, value))
+                todo.append((name, _declared(value), name))
             continue
         if not isinstance(value, dict) or not isinstance(value.get("count"), int):
             raise PublishError(f"{slug}: the gpu budget in its notebook's header gives {name} as {value!r}; a kind of parts "
                                "needs {each_s: <seconds or null>, count: <how many>}")
         kind = name[:-1]
         have = sorted(n for n in saved if n.startswith(kind))
-        cost = value.get("each_s")
+        cost = _declared(value)
         if cost is None and have:
             cost = max(saved[n] for n in have)
         done += have[:value["count"]]
-        todo += [(f"{kind}#{i + 1}", cost) for i in range(len(have), value["count"])]
+        todo += [(f"{kind}#{i + 1}", cost, name) for i in range(len(have), value["count"])]
     return todo, done
+
+
+def _estimate(entry: Mapping[str, Any], todo: list[tuple[str, float | None, str]], saved: Mapping[str, float],
+              room: float) -> tuple[list[tuple[str, float, str]], dict[str, str]]:
+    """``todo`` with every unknown cost estimated (the module docstring says how), and what was estimated
+    and how, per header name."""
+    header = entry.get("parts") or {}
+    unknown = list(dict.fromkeys(h for _, cost, h in todo if cost is None))
+    guess: dict[str, tuple[float, str]] = {}
+    for h in unknown:
+        parent = (h[:-2] if h.endswith("/*") else h).rpartition("/")[0]
+        if not parent:
+            continue
+        measured = [s for n, s in saved.items() if n.startswith(parent + "/")]
+        declared = [c for n, v in header.items() if n != h and str(n).startswith(parent + "/")
+                    and (c := _declared(v)) is not None]
+        if measured:
+            guess[h] = (max(measured), f"the largest part measured under {parent}/")
+        elif declared:
+            guess[h] = (max(declared), f"the largest part its header declares under {parent}/")
+    rest = [h for h in unknown if h not in guess]
+    if rest:
+        count = sum(1 for _, cost, h in todo if cost is None and h in rest)
+        known = sum(_declared(v) * (v.get("count", 1) if isinstance(v, dict) else 1)
+                    for v in header.values() if _declared(v) is not None)
+        budget = entry.get("budget_s")
+        share = (float(budget) - known) / count if isinstance(budget, (int, float)) and count else 0.0
+        for h in rest:
+            guess[h] = ((share, "its header's budget_s less the parts it declares, shared") if share > 0 else
+                        (room, "nothing alike is known: a run of its own, the most a run holds"))
+    notes = {h: f"{h} at {guess[h][0]:.0f} s{' each' if h.endswith('/*') else ''}, estimated from {guess[h][1]}"
+             for h in unknown}
+    return [(n, float(cost) if cost is not None else guess[h][0], h) for n, cost, h in todo], notes
 
 
 def _saved_parts(checkpoint: Path | None, notebook: Path | None = None, root: Path = ROOT) -> dict[str, float]:
     """Parts in a checkpoint file that a run would read back, with their measured seconds ({} where there
-    is no file): those whose commit git shows to differ from the working tree in ``notebook`` or
-    :data:`RUN_READS` are left out."""
+    is no file): those whose commit git shows to differ from the working tree in ``notebook``'s code cells
+    or :data:`RUN_READS` are left out."""
     if checkpoint is None or not checkpoint.is_file():
         return {}
     try:
@@ -177,73 +249,115 @@ def _saved_parts(checkpoint: Path | None, notebook: Path | None = None, root: Pa
 
 
 def _changed_since(commit: str | None, notebook: Path | None, root: Path) -> bool:
-    """Whether git shows ``notebook`` or :data:`RUN_READS` changed between ``commit`` and the working tree
-    (False where git cannot tell)."""
+    """Whether git shows the code cells of ``notebook`` (:func:`sidebyside.run.runkey.code_digest`: not its
+    prose, tags or header) or :data:`RUN_READS` changed between ``commit`` and the working tree (False
+    where git cannot tell)."""
+    from sidebyside.run import runkey
+
     if not commit or notebook is None:
         return False
     try:
         rel = Path(notebook).resolve().relative_to(Path(root).resolve())
-        done = subprocess.run(["git", "-C", str(root), "diff", "--quiet", commit, "--", str(rel), *RUN_READS],
+        done = subprocess.run(["git", "-C", str(root), "diff", "--quiet", commit, "--", *RUN_READS],
                               capture_output=True, timeout=60)
+        then = subprocess.run(["git", "-C", str(root), "show", f"{commit}:{rel.as_posix()}"],
+                              capture_output=True, text=True, timeout=60)
     except (ValueError, OSError, subprocess.TimeoutExpired):
         return False
-    return done.returncode == 1
+    if done.returncode not in (0, 1) or then.returncode != 0:
+        return False  # a commit git lacks
+    return done.returncode == 1 or runkey.code_digest(notebook, then.stdout) != runkey.code_digest(notebook)
+
+
+def _group(slug: str, todo: list[tuple[str, float, str]], notes: Mapping[str, str], *, room: float,
+           run_overhead_s: float, deadline_s: float | None) -> list[Run]:
+    """``todo``'s parts, in order, in runs of at most ``room`` seconds of parts each (a longer part alone)."""
+    runs: list[Run] = []
+    group: list[tuple[str, float, str]] = []
+
+    def close(last: bool) -> None:
+        said = tuple(notes[h] for h in dict.fromkeys(h for _, _, h in group) if h in notes)
+        runs.append(Run(slug, run_overhead_s + sum(c for _, c, _ in group), tuple(n for n, _, _ in group), last,
+                        deadline_s, said))
+
+    for part in todo:
+        if group and sum(c for _, c, _ in group) + part[1] > room:
+            close(False)
+            group = []
+        group.append(part)
+    close(True)
+    return runs
+
+
+def _room(params: Mapping[str, Any], limit_s: float, call_overhead_s: float,
+          run_overhead_s: float) -> tuple[float | None, float]:
+    """A run in parts' deadline from its call's start (its ``run_budget_s``, at most the call's limit; None: the
+    limit) and the seconds of parts it holds when it starts its call."""
+    budget_s = float(params.get("run_budget_s") or 0)
+    deadline = min(budget_s, limit_s) if budget_s else None
+    return deadline, (deadline or limit_s) - call_overhead_s - run_overhead_s
 
 
 def runs_of(slug: str, entry: Mapping[str, Any], params: Mapping[str, Any], *, root: Path = ROOT,
-            run_overhead_s: float = 0.0, notebook: Path | None = None) -> tuple[list[Run], list[str]]:
+            run_overhead_s: float = 0.0, notebook: Path | None = None, limit_s: float = LIMIT_S,
+            call_overhead_s: float = 0.0, post_limit_s: float | None = None) -> tuple[list[Run], list[str]]:
     """The runs that publish ``slug`` and the parts already done.
 
-    A post without ``parts`` is one run of ``budget_s``. A run in parts
-    skips the parts saved in its checkpoint file (``checkpoint_file`` of
-    ``params``, under ``root``) that a run of ``notebook`` would read back (see
-    :func:`_saved_parts`), then groups the rest, in order, into runs of
-    at most ``run_budget_s`` seconds of parts, each costing ``run_overhead_s``
-    more; the last run also reads the saved parts back and publishes, so a
-    post whose parts are all done still takes one run. Refuses, saying what
-    to do, a post with a cost not measured or a part longer than
-    ``run_budget_s``."""
+    A post without ``parts`` is one run of ``budget_s`` (not measured: estimated at the most a post
+    may take, ``post_limit_s`` or a call's ``limit_s``, less the call's set-up). A run in parts
+    skips the parts saved in its checkpoint file (``checkpoint_file`` of ``params``, under ``root``)
+    that a run of ``notebook`` would read back (see :func:`_saved_parts`), estimates the parts with
+    no cost (see the module docstring), then groups the rest, in order, into runs whose parts end
+    by its deadline when the run starts its call: at most ``min(run_budget_s, limit_s)`` less
+    ``call_overhead_s`` and ``run_overhead_s`` seconds of parts each, each costing ``run_overhead_s``
+    more; the last run also reads the saved parts back and publishes, so a post whose parts are all
+    done still takes one run. Refuses, saying what to do, a part that no run could finish before its
+    call's deadline."""
     if not entry.get("parts"):
         budget = entry.get("budget_s")
         if budget is None:
-            raise PlanRefused(f"{slug}: no measured cost (gpu.budget_s is null in its notebook's header): run it alone in a "
-                              f"call of its own (tools/device-run.sh {slug}), then record the seconds its "
-                              "timings.log gives as gpu.budget_s in its notebook's header")
+            most = (post_limit_s or limit_s) - call_overhead_s
+            return [Run(slug, most, estimated=(f"budget_s at {most:.0f} s, estimated as the most a post may take "
+                                               "(not measured yet)",))], []
         return [Run(slug, float(budget))], []
     checkpoint = params.get("checkpoint_file")
-    budget_s = float(params.get("run_budget_s") or 0)
-    todo, done = _parts(slug, entry, _saved_parts(root / checkpoint if checkpoint else None, notebook, root))
-    unmeasured = [name for name, cost in todo if cost is None]
-    if unmeasured:
-        raise PlanRefused(f"{slug}: no measured cost for {len(unmeasured)} part(s) ({', '.join(unmeasured)}): "
-                          f"give them under gpu.parts in its notebook's header from a measured run (checkpoints/"
-                          f"{slug}.json keeps each part's seconds once a run measured it)")
-    todo = [(name, float(cost)) for name, cost in todo]
-    too_long = [f"{name} ({cost:.0f} s)" for name, cost in todo if budget_s and cost > budget_s]
+    deadline, room = _room(params, limit_s, call_overhead_s, run_overhead_s)
+    saved = _saved_parts(root / checkpoint if checkpoint else None, notebook, root)
+    todo, done = _parts(slug, entry, saved)
+    todo, notes = _estimate(entry, todo, saved, room)
+    too_long = [f"{name} ({cost:.0f} s{', estimated' if header in notes else ''})" for name, cost, header in todo
+                if cost > room]
     if too_long:
-        raise PlanRefused(f"{slug}: {', '.join(too_long)} takes longer than its run_budget_s ({budget_s:.0f} s), "
-                          "so no run could measure it: raise run_budget_s or shrink that part")
-    runs: list[Run] = []
-    group: list[tuple[str, float]] = []
-    for name, cost in todo:
-        if group and budget_s and sum(c for _, c in group) + cost > budget_s:
-            runs.append(Run(slug, run_overhead_s + sum(c for _, c in group), tuple(n for n, _ in group), False))
-            group = []
-        group.append((name, cost))
-    runs.append(Run(slug, run_overhead_s + sum(c for _, c in group), tuple(n for n, _ in group), True))
-    return runs, done
+        raise PlanRefused(f"{slug}: {', '.join(too_long)} cannot finish before its call's deadline: a run of it holds at "
+                          f"most {room:.0f} s of parts (run_budget_s {params.get('run_budget_s') or 'not set'}, at "
+                          f"most the call's {limit_s:.0f} s, counted from the call's start, less {call_overhead_s:.0f} s "
+                          f"of the call's set-up and {run_overhead_s:.0f} s of the run's own): shrink that part, or "
+                          "raise run_budget_s (params/gpu.yaml) up to the call's limit")
+    return _group(slug, todo, notes, room=room, run_overhead_s=run_overhead_s, deadline_s=deadline), done
+
+
+def _fits(runs: list[Run], overhead_s: float, limit_s: float) -> bool:
+    """Whether one call runs ``runs`` (in the order given, the earlier deadline first) with every run ended by
+    its deadline and the call's limit, after ``overhead_s`` of set-up."""
+    end = overhead_s
+    for run in sorted(runs, key=lambda r: r.deadline_s or limit_s):
+        end += run.seconds
+        if end > min(run.deadline_s or limit_s, limit_s) + 1e-9:
+            return False
+    return True
 
 
 def pack(runs: list[Run], *, limit_s: float = LIMIT_S, window_s: float = WINDOW_S, max_calls: int = MAX_CALLS,
          call_overhead_s: float = 0.0) -> list[Call] | None:
     """The fewest calls (at most ``max_calls``) that hold every run, each call
     at most ``limit_s`` and all at most ``window_s`` seconds with
-    ``call_overhead_s`` per call; the runs of one post keep their order. None
-    when no packing fits."""
+    ``call_overhead_s`` per call; every run ends by its ``deadline_s`` (from its
+    call's start), the runs of a call in order of deadline (:func:`_fits`); the runs
+    of one post keep their order. None when no packing fits."""
     room = limit_s - call_overhead_s
     if not runs:
         return []
-    if any(r.seconds > room for r in runs):
+    if any(not _fits([r], call_overhead_s, limit_s) for r in runs):
         return None
     order = sorted(range(len(runs)), key=lambda i: -runs[i].seconds)
     # the k-th run of a post (in the order given) may not go to a call before its (k-1)-th run's call
@@ -253,7 +367,7 @@ def pack(runs: list[Run], *, limit_s: float = LIMIT_S, window_s: float = WINDOW_
     for n_calls in range(1, max_calls + 1):
         if n_calls * call_overhead_s + sum(r.seconds for r in runs) > window_s:
             return None
-        loads = [0.0] * n_calls
+        members: list[list[int]] = [[] for _ in range(n_calls)]
         where = [-1] * len(runs)
 
         def allowed(i: int, c: int) -> bool:
@@ -266,32 +380,44 @@ def pack(runs: list[Run], *, limit_s: float = LIMIT_S, window_s: float = WINDOW_
         def place(k: int) -> bool:
             if k == len(order):
                 return True
-            if sum(runs[i].seconds for i in order[k:]) > sum(room - load for load in loads):
+            free = sum(room - sum(runs[j].seconds for j in m) for m in members)
+            if sum(runs[i].seconds for i in order[k:]) > free:
                 return False
             i = order[k]
             for c in range(n_calls):
-                if loads[c] + runs[i].seconds > room or not allowed(i, c):
+                if not allowed(i, c) or not _fits([runs[j] for j in sorted([*members[c], i])], call_overhead_s,
+                                                  limit_s):
                     continue
-                loads[c] += runs[i].seconds
+                members[c].append(i)
                 where[i] = c
                 if place(k + 1):
                     return True
-                loads[c] -= runs[i].seconds
+                members[c].remove(i)
                 where[i] = -1
             return False
 
         if place(0):
-            calls = [Call([runs[i] for i in range(len(runs)) if where[i] == c], call_overhead_s)
-                     for c in range(n_calls)]
+            calls = [Call(sorted((runs[j] for j in sorted(m)), key=lambda r: r.deadline_s or limit_s), call_overhead_s)
+                     for m in members]
             return [c for c in calls if c.runs]
     return None
 
 
+def _limits(budgets: Mapping[str, Any], limit_s: float | None, window_s: float | None,
+            max_calls: int | None) -> tuple[float, float, int]:
+    return (float(limit_s or budgets.get("call_limit_s") or LIMIT_S), float(window_s or budgets.get("window_s") or WINDOW_S),
+            int(max_calls or budgets.get("max_calls") or MAX_CALLS))
+
+
 def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any]], slugs: list[str], *,
-               root: Path = ROOT, limit_s: float = LIMIT_S, window_s: float = WINDOW_S,
-               max_calls: int = MAX_CALLS) -> Plan:
+               root: Path = ROOT, limit_s: float | None = None, window_s: float | None = None,
+               max_calls: int | None = None) -> Plan:
     """Plan the calls that publish ``slugs`` (see the module docstring), or
-    raise :class:`PlanRefused` naming what to cut."""
+    raise :class:`PlanRefused` naming what to cut. The limits not given come from
+    ``budgets`` (:func:`read_budgets`), else :data:`LIMIT_S`, :data:`WINDOW_S` and
+    :data:`MAX_CALLS`. Where ``budgets`` gives ``post_limit_s``, headers over their
+    budget (:func:`over_budget`) are refused first."""
+    limit_s, window_s, max_calls = _limits(budgets, limit_s, window_s, max_calls)
     posts = budgets.get("posts") or {}
     order = [s for s in (budgets.get("order") or []) if s in slugs]
     slugs = order + [s for s in slugs if s not in order]
@@ -299,13 +425,19 @@ def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any
     if missing:
         raise PlanRefused(f"no gpu budget for {', '.join(missing)} in its notebook's header: a post that gains from a GPU "
                           "needs one (gpu: {budget_s, measured}); one that does not should not be planned")
+    if budgets.get("post_limit_s"):
+        problems = over_budget(budgets, params)
+        if problems:
+            raise PlanRefused("the gpu budgets of the notebooks' headers are over their limits (params/gpu-calls.yaml); "
+                              "nothing is planned until they fit:\n  " + "\n  ".join(problems))
     call_overhead_s = float(budgets.get("call_overhead_s") or 0)
     run_overhead_s = float(budgets.get("run_overhead_s") or 0)
     runs: list[Run] = []
     done: dict[str, list[str]] = {}
     for slug in slugs:
         post_runs, done[slug] = runs_of(slug, posts[slug], params.get(slug) or {}, root=root,
-                                        run_overhead_s=run_overhead_s,
+                                        run_overhead_s=run_overhead_s, limit_s=limit_s,
+                                        call_overhead_s=call_overhead_s, post_limit_s=budgets.get("post_limit_s"),
                                         notebook=(budgets.get("notebooks") or {}).get(slug))
         runs += post_runs
     calls = pack(runs, limit_s=limit_s, window_s=window_s, max_calls=max_calls, call_overhead_s=call_overhead_s)
@@ -321,8 +453,77 @@ def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any
                                    call_overhead_s=call_overhead_s))
 
 
+def over_budget(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """What is over the limits of the headers' budgets (empty: nothing), one sentence each, naming what to
+    cut: each GPU post must run, every part of it measured, in ``post_calls`` calls (1 unless named there)
+    of at most ``post_limit_s`` seconds, set-up included; all of them in ``total_limit_s`` together. A
+    post's need is its runs (as :func:`runs_of` makes them with a call of ``post_limit_s``, unknown costs
+    estimated) and a set-up per call."""
+    limit = float(budgets["post_limit_s"])
+    setup, run_overhead = float(budgets.get("call_overhead_s") or 0), float(budgets.get("run_overhead_s") or 0)
+    problems: list[str] = []
+    needs: dict[str, tuple[float, float]] = {}  # slug -> (what it needs, what it may take)
+    for slug, entry in (budgets.get("posts") or {}).items():
+        calls = int((budgets.get("post_calls") or {}).get(slug, 1))
+        allowed = limit * calls
+        if not entry.get("parts"):
+            runs, _ = runs_of(slug, entry, {}, limit_s=limit, call_overhead_s=setup, post_limit_s=limit)
+            need = setup + runs[0].seconds
+            needs[slug] = (need, allowed)
+            if need > limit:
+                problems.append(f"{slug}: needs {need:,.0f} s (budget_s {runs[0].seconds:,.0f} s and {setup:,.0f} s of "
+                                f"set-up), over the {limit:,.0f} s a post may take (set-up included): cut its settings "
+                                f"until budget_s is at most {limit - setup:,.0f} s, or run it in parts")
+            continue
+        deadline, room = _room(params.get(slug) or {}, limit, setup, run_overhead)
+        todo, _ = _parts(slug, entry, {})
+        todo, notes = _estimate(entry, todo, {}, room)
+
+        def need_of(kept: list[tuple[str, float, str]]) -> tuple[float, bool]:
+            runs = _group(slug, kept, notes, room=room, run_overhead_s=run_overhead, deadline_s=deadline)
+            packed = pack(runs, limit_s=limit, window_s=allowed, max_calls=calls, call_overhead_s=setup)
+            seconds = sum(r.seconds for r in runs)
+            n_calls = len(packed) if packed else max(1, math.ceil(seconds / max(limit - setup, 1.0)))
+            return seconds + setup * n_calls, packed is not None
+
+        need, fits = need_of(todo)
+        needs[slug] = (need, allowed)
+        if fits:
+            continue
+        kept = list(todo)
+        cut: dict[str, list[float]] = {}
+        for part in sorted(todo, key=lambda p: -p[1]):
+            kept.remove(part)
+            cut.setdefault(part[2], []).append(part[1])
+            if need_of(kept)[1]:
+                break
+        counts = {h: (v.get("count", 1) if isinstance(v, dict) else 1) for h, v in entry["parts"].items()}
+        said = [f"{h} ({len(c)} of {counts[h]}, {sum(c):,.0f} s)" if h.endswith("/*") else f"{h} ({sum(c):,.0f} s)"
+                for h, c in cut.items()]
+        estimated = f"; estimated: {'; '.join(notes.values())}" if notes else ""
+        narrow = (f" (its run_budget_s, {deadline:,.0f} s from the call's start, allows no more: raising it up to "
+                  f"{limit:,.0f} s puts more parts in a run)" if deadline and deadline < limit else "")
+        problems.append(f"{slug}: needs {need:,.0f} s ({len(todo)} parts, {sum(p[1] for p in todo):,.0f} s, in runs of "
+                        f"at most {room:,.0f} s of parts{narrow} with {run_overhead:,.0f} s each besides, and "
+                        f"{setup:,.0f} s of set-up a call), over its {calls} call(s) of {limit:,.0f} s (set-up included): "
+                        f"cut {', '.join(said)}, or shrink them; the rest, {need_of(kept)[0]:,.0f} s, fits{estimated}")
+    total_limit = float(budgets.get("total_limit_s") or 0)
+    total = sum(n for n, _ in needs.values())
+    if total_limit and total > total_limit:
+        capped = sum(min(n, a) for n, a in needs.values())
+        listing = ", ".join(f"{s} {n:,.0f} s" for s, (n, _) in sorted(needs.items(), key=lambda kv: -kv[1][0]))
+        said = f"all GPU posts together need {total:,.0f} s, over the {total_limit:,.0f} s they may take in all ({listing})"
+        if capped < total:
+            said += f"; cut to their own limits they would need {capped:,.0f} s"
+        if capped > total_limit:
+            said += f": cut {capped - total_limit:,.0f} s more, the largest first"
+        else:
+            said += ", which fits once each is cut as said above"
+        problems.append(said)
+    return problems
+
+
 def _what_to_cut(runs: list[Run], *, limit_s: float, window_s: float, max_calls: int, call_overhead_s: float) -> str:
-    room = limit_s - call_overhead_s
     total = sum(r.seconds for r in runs)
     per_post: dict[str, float] = {}
     for r in runs:
@@ -331,9 +532,11 @@ def _what_to_cut(runs: list[Run], *, limit_s: float, window_s: float, max_calls:
              f"{max_calls} calls of at most {limit_s:.0f} s ({call_overhead_s:.0f} s of each for set-up) and "
              f"{window_s:.0f} s in all"]
     for r in runs:
-        if r.seconds > room:
-            lines.append(f"{r.slug}: one run takes {r.seconds:.0f} s, more than a call's {room:.0f} s: run it in "
-                         "parts (checkpoint_file and run_budget_s in params/gpu.yaml) or cut its settings")
+        if not _fits([r], call_overhead_s, limit_s):
+            ends = min(r.deadline_s or limit_s, limit_s)
+            lines.append(f"{r.slug}: one run takes {r.seconds:.0f} s, more than a call's {ends - call_overhead_s:.0f} s "
+                         "after its set-up: run it in parts (checkpoint_file and run_budget_s in params/gpu.yaml) or "
+                         "cut its settings")
     kept = dict(sorted(per_post.items(), key=lambda kv: kv[1]))
     cut: list[str] = []
     while kept:
@@ -373,21 +576,28 @@ def stale_gpu_posts(budgets: Mapping[str, Any], *, site: Path = ROOT, notebooks:
 
 
 def format_plan(plan: Plan) -> str:
-    """The plan, one line per call and run."""
+    """The plan, one line per call and run, in the order each call runs them; a run in parts says the second
+    of its call by which its parts end, and what of a run's cost is estimated says so."""
     if not plan.calls:
         return "nothing to run: every GPU post is current"
     lines = [f"{len(plan.calls)} call(s), {plan.seconds:.0f} of {plan.window_s:.0f} device seconds "
-             f"(each call at most {plan.limit_s:.0f} s):"]
+             f"(each call at most {plan.limit_s:.0f} s, counted from its start):"]
     for n, call in enumerate(plan.calls, 1):
         lines.append(f"  call {n}: {call.seconds:.0f} s ({call.overhead_s:.0f} s set-up): "
                      f"CALL={n} tools/device-run.sh")
+        end = call.overhead_s
         for k, run in enumerate(call.runs):
+            end += run.seconds
             what = f"parts {', '.join(run.parts)}" if run.parts else "the whole post"
+            if run.deadline_s:
+                what += f" (its parts end by {run.deadline_s:.0f} s of the call, its run_budget_s)"
             if run.last:
                 what += " (publishes)"
             elif all(r.slug != run.slug for r in call.runs[k + 1:]):
                 what += "; goes on in a later call: merge this call's archive, then plan and run the next call"
-            lines.append(f"    {run.slug}: {run.seconds:.0f} s, {what}")
+            lines.append(f"    {run.slug}: {run.seconds:.0f} s, ends by {end:.0f} s; {what}")
+            for note in run.estimated:
+                lines.append(f"      ESTIMATE: {note}")
     for slug, parts in plan.done.items():
         if parts:
             lines.append(f"  {slug}: {len(parts)} part(s) read back from committed checkpoints: {', '.join(parts)}")

@@ -199,13 +199,14 @@ def key(info_path: Path, profile: str, params: dict[str, Any], inputs: dict[str,
     return sha.hexdigest()
 
 
-def code_cells(path: str | os.PathLike) -> list[str]:
-    """The code cells of the notebook at ``path``, each as its source: of a jupytext percent ``.py``, the
-    cells after its header (the ``# ---`` block) split at the ``# %%`` markers, markdown and raw cells
-    left out and each marker line (with its tags and other metadata) left out; of an ``.ipynb``, its
-    cells of type code. What a run executes, without its prose, its layout or its header."""
+def code_cells(path: str | os.PathLike, text: str | None = None) -> list[str]:
+    """The code cells of the notebook at ``path`` (or of ``text``, its content at another commit, say),
+    each as its source: of a jupytext percent ``.py``, the cells after its header (the ``# ---`` block)
+    split at the ``# %%`` markers, markdown and raw cells left out and each marker line (with its tags
+    and other metadata) left out; of an ``.ipynb``, its cells of type code. What a run executes, without
+    its prose, its layout or its header."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8") if text is None else text
     if path.suffix == ".ipynb":
         cells = json.loads(text).get("cells", [])
         return ["".join(c["source"]) if isinstance(c.get("source"), list) else str(c.get("source", ""))
@@ -233,10 +234,10 @@ def code_cells(path: str | os.PathLike) -> list[str]:
 _CELL_MARKER = re.compile(r"^# %%(?:\s+\[(markdown|md|raw)\])?(?:\s.*)?$")
 
 
-def code_digest(path: str | os.PathLike) -> str:
+def code_digest(path: str | os.PathLike, text: str | None = None) -> str:
     """SHA-256 of the notebook's :func:`code_cells`: the same while only its prose, its tags or its
     header (its ``gpu`` budget, say) change."""
-    return hashlib.sha256("\0".join(code_cells(path)).encode()).hexdigest()
+    return hashlib.sha256("\0".join(code_cells(path, text)).encode()).hexdigest()
 
 
 def declared_inputs(info_path: Path, profile: str, params: dict[str, Any], root: Path) -> dict[str, Any]:
