@@ -115,7 +115,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # XLA's C++ warnings: its GP
 logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found" on a CPU machine
 for _name in ("torch._dynamo.variables.ctx_manager", "torch._dynamo.variables.torch"):
     logging.getLogger(_name).setLevel(logging.ERROR)  # "Profiler record function ... will be ignored" (the optimiser's)
-warnings.filterwarnings("ignore", message=".*dynamo_pgo force disabled.*")  # Inductor's caches are off on purpose
 warnings.filterwarnings("ignore", message=".*TensorFloat32 tensor cores.*")  # TF32 is off on purpose (same conditions)
 
 import jax
@@ -123,7 +122,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-import torch._inductor.config
 from flax import nnx
 from IPython.display import Markdown
 from matplotlib.patches import Patch
@@ -135,14 +133,12 @@ from sidebyside.run import provenance
 tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
 
 warnings.filterwarnings("ignore", message=".*CUDA.*")
-warnings.filterwarnings("ignore", message=".*force_disable_caches.*")  # we disable them on purpose (section 4)
 viz.style()
 torch_device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 prov = provenance.collect()
 on_gpu = prov["device_kind"] == "gpu"
-# Time torch.compile's compilation cold, as JAX's is (JAX keeps no compilation cache by default) ...
-torch._inductor.config.force_disable_caches = True
-# ... but in a warm process: each compiler's one-time start-up is paid here, and reported apart.
+# Both compilers cache in this run's own folder (timing.same_conditions): this process compiles cold, the
+# worker processes reuse it. Each compiler's one-time start-up is paid here, and reported apart.
 startup = timing.warm_start("cuda" if on_gpu else "cpu")
 print(f"PyTorch device: {torch_device}; JAX devices: {jax.devices()}")
 provenance.table(prov)

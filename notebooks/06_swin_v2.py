@@ -147,8 +147,9 @@ globals().update(colab.parameters("swin-transformer-v2", PROFILE, REPOSITORY))
 # bfloat16 ladders, where the profile asks for them, use each framework's
 # usual mixed precision: `torch.autocast` in PyTorch, and in JAX float32
 # master weights cast to bfloat16 for the forward and backward pass (the
-# softmax stays in float32 on both sides). `torch.compile`'s caches are
-# disabled, so its compilation is timed cold, as JAX's is. JAX is told not
+# softmax stays in float32 on both sides). Both compilers cache in
+# this run's own folder, so this process compiles cold and the worker
+# processes reuse it, on both sides alike. JAX is told not
 # to reserve most of the GPU's memory at start-up (its default): both
 # frameworks then allocate as they go and share the device, and the first
 # step's allocation is paid on both sides alike (section 5).
@@ -184,7 +185,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # XLA's C++ warnings: its GP
 logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found" on a CPU machine
 for _name in ("torch._dynamo.variables.ctx_manager", "torch._dynamo.variables.torch"):
     logging.getLogger(_name).setLevel(logging.ERROR)  # "Profiler record function ... will be ignored" (the optimiser's)
-warnings.filterwarnings("ignore", message=".*dynamo_pgo force disabled.*")  # Inductor's caches are off on purpose
 warnings.filterwarnings("ignore", message=".*TensorFloat32 tensor cores.*")  # TF32 is off on purpose (same conditions)
 
 import jax
@@ -195,7 +195,6 @@ import optax
 import pandas as pd
 import timm
 import torch
-import torch._inductor.config
 import torch.nn.functional as F
 from flax import nnx
 from IPython.display import Markdown
@@ -211,7 +210,6 @@ tables.show_in_full()  # no pandas cell cut to "...", numbers to significant fig
 
 viz.style()
 torch_device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-torch._inductor.config.force_disable_caches = True
 prov = provenance.collect()
 prov["timm"] = timm.__version__
 on_gpu = prov["device_kind"] == "gpu"

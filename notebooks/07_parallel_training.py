@@ -111,8 +111,8 @@ globals().update(colab.parameters("parallel-training", PROFILE, REPOSITORY))
 # same conditions for both frameworks (`timing.same_conditions`, set before
 # JAX starts), with each compiler's one-time start-up paid first
 # (`timing.warm_start`), so that compile times are those of a warm process;
-# Inductor's on-disk caches are off, so that each `torch.compile` is as cold as
-# each `jit`.
+# both compilers cache in this run's own folder, so this kernel compiles cold
+# and later processes reuse it, on both sides alike.
 
 # %% tags=["appendix"] summary="Set-up: imports, the run's devices and versions"
 from sidebyside.lab import timing
@@ -128,7 +128,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # XLA's C++ warnings: its GP
 logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found" on a CPU machine
 for _name in ("torch._dynamo.variables.ctx_manager", "torch._dynamo.variables.torch"):
     logging.getLogger(_name).setLevel(logging.ERROR)  # "Profiler record function ... will be ignored" (the optimiser's)
-warnings.filterwarnings("ignore", message=".*dynamo_pgo force disabled.*")  # Inductor's caches are off on purpose
 warnings.filterwarnings("ignore", message=".*TensorFloat32 tensor cores.*")  # TF32 is off on purpose (same conditions)
 
 import jax
@@ -137,7 +136,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-import torch._inductor.config
 from IPython.display import Markdown
 
 from sidebyside.lab import data, progress, tables, viz
@@ -155,7 +153,6 @@ from sidebyside.run import provenance
 
 tables.show_in_full()
 viz.style()
-torch._inductor.config.force_disable_caches = True  # each torch.compile cold, as each jit is (no persistent cache)
 prov = provenance.collect()
 gpu = reference.gpu_plan(torch.cuda.device_count(), sum(d.platform == "gpu" for d in jax.devices()), prov["device"])
 startup = timing.warm_start("cpu", frameworks=("torch", "jax") if "compile" in torch_tools else ("jax",))

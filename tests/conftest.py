@@ -3,9 +3,12 @@ or _data/: the session ends in failure if any of them changed."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import os
 import shutil
 import subprocess
+import tempfile
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
@@ -29,6 +32,24 @@ def _fingerprint() -> str:
     return digest.hexdigest()
 
 
+def pytest_configure(config):
+    """One compilation cache for the whole test run, both frameworks alike (the run's folder of
+    :mod:`sidebyside.lab.conditions`): made here, before pytest-xdist starts its workers, which inherit
+    it with every notebook kernel and timing process they start; removed at the end."""
+    from sidebyside.lab import conditions
+
+    if not os.environ.get(conditions.CACHE_ENV):
+        folder = tempfile.mkdtemp(prefix="sidebyside-test-compile-")
+        os.environ[conditions.CACHE_ENV] = folder
+        config._compile_cache = folder
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_compile_cache", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def pytest_sessionstart(session):
     session.config._published_fingerprint = _fingerprint()
 
@@ -42,7 +63,7 @@ def pytest_sessionfinish(session, exitstatus):
 
 # Module fixtures that execute a notebook through papermill (the real pipeline). A test that uses
 # one is marked slow (pyproject's marker: `make test-fast` runs none of them; `make test` and CI run all).
-EXECUTING_FIXTURES = {"fixture_site", "hostile_site", "recorded_run", "smoke_site"}
+EXECUTING_FIXTURES = {"fixture_site", "hostile_site", "recorded_run", "smoke_site", "executed"}
 RUN_EVERY_NOTEBOOK = {"test_site.py", "test_colab.py"}
 
 
@@ -191,3 +212,63 @@ def per_process(median: float, spread: float = 0.02, processes: int = 5) -> list
     offsets = [-1.0, -0.5, 0.0, 0.5, 1.0, -0.75, 0.75, -0.25, 0.25][:processes]
     k = zlib.crc32(repr(float(median)).encode()) % len(offsets)
     return [median * (1 + spread * o) for o in offsets[k:] + offsets[:k]]
+
+
+# --------------------------------------------------------------------------- one execution of each notebook per run
+# (tests/executions.py): the site, Colab and post tests read the same one.
+
+
+@pytest.fixture(scope="session")
+def shared_folder(tmp_path_factory) -> Path:
+    import executions
+
+    return executions.shared_folder(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def fashion_mirror():
+    """An HTTP server serving the local FashionMNIST .gz files: stands in for torchvision's mirrors.
+    Yields (base URL, {filename: md5 of the served file})."""
+    import executions
+
+    files = executions.fashion_files()
+    if files is None:
+        pytest.skip("no local FashionMNIST files to serve as the simulated download")
+    server, url = executions.serve(files)
+    try:
+        yield url, executions.served_md5(files)
+    finally:
+        server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def raw_site():
+    """This checkout over HTTP, standing in for the repository's raw files (the published records, params/)."""
+    import executions
+
+    server, url = executions.serve(ROOT)
+    try:
+        yield url
+    finally:
+        server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def colab_runtime(shared_folder):
+    """This worker's Colab-like environment (:class:`executions.ColabRuntime`)."""
+    import os
+
+    import executions
+
+    return executions.colab_runtime(shared_folder, os.environ.get("PYTEST_XDIST_WORKER", "main"))
+
+
+@pytest.fixture(scope="session")
+def executed(shared_folder, colab_runtime, fashion_mirror, raw_site):
+    """``executed(slug)``: the notebook's one smoke execution of this test run (:class:`executions.Execution`),
+    made by whichever worker asks first."""
+    import executions
+
+    mirror, md5 = fashion_mirror
+    return functools.partial(executions.execute, shared=shared_folder, runtime=colab_runtime, mirror=mirror,
+                             md5=md5, raw_site=raw_site)

@@ -1,24 +1,20 @@
-"""Open in Colab, as Colab runs it: every notebook's ``.ipynb`` executed to its last cell, with the smoke
-profile, in a fresh virtual environment that holds what a Colab runtime has (the project's scientific
-stack, without this library) plus what the notebook's own first cell installs. There, ``google.colab``
-is importable (a stand-in module), there is no Debian dataset, torchvision's FashionMNIST download is
-served from the local files, the site's raw files (the published records, ``params/``) are served from
-this checkout, and the first cell installs this library from a wheel of this tree in place of the
-repository it names. The first cell must name ``_config.yml``'s repository and branch; the last prints
-the reader's verdicts beside the published ones."""
+"""Open in Colab, as Colab runs it. Every notebook's one smoke execution of the test run
+(tests/executions.py) runs in a fresh virtual environment that holds what a Colab runtime has (the
+project's scientific stack, without this library) plus what the notebook's own first cell installs:
+there ``google.colab`` is importable (a stand-in module), there is no Debian dataset, torchvision's
+FashionMNIST download is served from the local files, the site's raw files (the published records,
+``params/``) are served from this checkout, and the first cell installs this library from a wheel of
+this tree in place of the repository it names. Here the cells that differ on Colab (the first, the
+profile cell, the last) run again on their own as a reader's runtime runs them. The first cell must
+name ``_config.yml``'s repository and branch; the last prints the reader's verdicts beside the
+published ones."""
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import http.server
 import json
-import os
 import re
 import subprocess
 import sys
-import textwrap
-import threading
 from pathlib import Path
 
 import pytest
@@ -47,36 +43,6 @@ def _install_cell(path: Path):
     return cells[0]
 
 
-def _local_files() -> Path:
-    """A folder holding the four FashionMNIST .gz files (the Debian copy, or $FASHION_MNIST_DIR)."""
-    configured = os.environ.get("FASHION_MNIST_DIR")
-    found = data.find_dir(configured) if configured else data.find_dir()
-    if found is None:
-        pytest.skip("no local FashionMNIST files to serve as the simulated download")
-    return found
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def mirror():
-    """An HTTP server serving the local .gz files: stands in for torchvision's mirrors.
-    Yields (base URL, {filename: md5 of the served file})."""
-    files = _local_files()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(files)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    # Debian recompresses the archives: their .gz digests differ from upstream's (the content is the
-    # same, and data.load checks the content), so the simulated mirror announces its own digests.
-    md5 = {name: hashlib.md5((files / name).read_bytes()).hexdigest() for name in data.FILES}
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/", md5
-    finally:
-        server.shutdown()
-
-
 def _patch_torchvision(monkeypatch, base: str, md5: dict[str, str]) -> None:
     from torchvision.datasets import FashionMNIST
 
@@ -91,9 +57,13 @@ def _slug(path: Path) -> str:
     return publish.notebook_info(path).slug
 
 
-def test_the_first_cell_is_shown_names_the_configured_repository_and_the_post():
+def _configured_repository() -> str:
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    expected = f'REPOSITORY = "{config["repository"]}@{config.get("branch", "main")}"'
+    return f'{config["repository"]}@{config.get("branch", "main")}'
+
+
+def test_the_first_cell_is_shown_names_the_configured_repository_and_the_post():
+    expected = f'REPOSITORY = "{_configured_repository()}"'
     sources = {}
     for path in NOTEBOOKS:
         code = [c for c in _cells(path) if c.cell_type == "code"]
@@ -101,6 +71,7 @@ def test_the_first_cell_is_shown_names_the_configured_repository_and_the_post():
         assert INSTALL_TAG in code[0].metadata.get("tags", []), (
             f"{path.name}: the install cell must be the first code cell: nothing runs before it")
         assert not set(install.metadata.get("tags", [])) & HIDDEN, f"{path.name}: the first cell is shown in the post"
+        assert LIBRARY_SPEC in install.source, f"{path.name}: the first cell installs the library from REPOSITORY"
         assert expected in install.source, (f"{path.name}: the first cell must read {expected} (repository and branch "
                                             "of _config.yml); change that line in every notebook, then make sync")
         assert "parameters" in code[1].metadata.get("tags", []), f"{path.name}: the parameters cell comes second"
@@ -116,8 +87,8 @@ def test_the_first_cell_is_shown_names_the_configured_repository_and_the_post():
 # --------------------------------------------------------------------------- data.load on Colab
 
 
-def test_load_downloads_on_colab_only(monkeypatch, tmp_path, mirror):
-    base, md5 = mirror
+def test_load_downloads_on_colab_only(monkeypatch, tmp_path, fashion_mirror):
+    base, md5 = fashion_mirror
     _patch_torchvision(monkeypatch, base, md5)
     monkeypatch.delenv("FASHION_MNIST_DIR", raising=False)
     monkeypatch.setattr(data, "DEBIAN_DIR", tmp_path / "no-debian-dataset")
@@ -137,139 +108,41 @@ def test_load_downloads_on_colab_only(monkeypatch, tmp_path, mirror):
 
 # --------------------------------------------------------------------------- the notebooks, as Colab runs them
 
-# Written into the fresh environment's site-packages: what makes it a Colab runtime, as far as a notebook
-# can tell. Every Python process there (kernel, pool workers, pip) runs it at start.
-SITECUSTOMIZE = textwrap.dedent('''
-    import importlib.abc, importlib.util, json, os, subprocess, sys, types
-
-    spec = json.load(open(os.environ["COLAB_TEST_SPEC"]))
-    colab = sys.modules["google.colab"] = types.ModuleType("google.colab")
-    # JAX imports google.colab.output when it sees Colab (for its debugger's widgets).
-    colab.output = sys.modules["google.colab.output"] = types.ModuleType("google.colab.output")
-
-
-    def _torchvision(module):  # torchvision's FashionMNIST download, served by the test's local server
-        module.FashionMNIST.mirrors = [spec["mirror"]]
-        module.FashionMNIST.resources = [(n, spec["md5"][n]) for n, _ in module.FashionMNIST.resources]
-
-
-    def _data(module):  # no Debian dataset on Colab
-        module.DEBIAN_DIR = module.Path(spec["no_debian"])
-
-
-    PATCHES = {"torchvision.datasets.mnist": _torchvision, "sidebyside.lab.data": _data}
-
-
-    class AfterImport(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path, target=None):
-            if name not in PATCHES:
-                return None
-            sys.meta_path.remove(self)
-            try:
-                found = importlib.util.find_spec(name)
-            finally:
-                sys.meta_path.insert(0, self)
-            real = found.loader.exec_module
-
-            def exec_module(module):
-                real(module)
-                PATCHES[name](module)
-
-            found.loader.exec_module = exec_module
-            return found
-
-
-    sys.meta_path.insert(0, AfterImport())
-    real_run = subprocess.run
-
-
-    def run(args, *a, **k):
-        """pip, as the notebook asks for it: every call logged; the one that installs this library runs
-        (from the test's wheel), the post's version pins are not downloaded (no network here)."""
-        args = [str(x) for x in args] if isinstance(args, (list, tuple)) else args
-        if isinstance(args, list) and args[1:4] == ["-m", "pip", "install"]:
-            with open(spec["pip_log"], "a") as log:
-                log.write(json.dumps(args[4:]) + "\\n")
-            if not any(x.endswith(".whl") for x in args):
-                return subprocess.CompletedProcess(args, 0)
-        return real_run(args, *a, **k)
-
-
-    subprocess.run = run
-''')
-
-
-@pytest.fixture(scope="module")
-def colab_runtime(tmp_path_factory):
-    """A fresh virtual environment holding the project's stack, less this library: each entry of this
-    venv's site-packages linked into one folder that a .pth file adds (a package installed there later, as
-    the first cell's install of this library, goes to the fresh environment's own site-packages); and a
-    wheel of this tree. Yields (python, wheel, site-packages of the fresh environment)."""
-    import site
-    import sysconfig
-
-    base = tmp_path_factory.mktemp("colab")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(base / "wheel"), str(ROOT)], check=True, capture_output=True, text=True, timeout=300)
-    (wheel,) = (base / "wheel").glob("sidebyside-*.whl")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(base / "venv")], check=True, timeout=120)
-    python = base / "venv" / "bin" / "python"
-    purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                  capture_output=True, text=True, check=True).stdout.strip())
-    stack = base / "stack"
-    stack.mkdir()
-    ours = Path(sysconfig.get_paths()["purelib"])
-    assert ours in map(Path, site.getsitepackages()), ours
-    for entry in ours.iterdir():
-        if entry.name.startswith(("sidebyside", "__editable__", "_sidebyside")) or entry.suffix == ".pth":
-            continue  # this library (its editable install) stays out: the notebook installs it
-        (stack / entry.name).symlink_to(entry)
-    (purelib / "colab-stack.pth").write_text(f"{stack}\n")
-    (purelib / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    return python, wheel, purelib
-
-
-@pytest.fixture(scope="module")
-def raw_site():
-    """This checkout over HTTP, standing in for the repository's raw files (the published records, params/)."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(ROOT)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs_on_colab_to_its_last_cell(path, tmp_path, colab_runtime, raw_site, mirror):
+def test_notebook_runs_on_colab_to_its_last_cell(path, tmp_path, executed, colab_runtime, fashion_mirror, raw_site):
+    """The notebook's shared execution ran as Colab runs it (tests/executions.py): its first cell installed
+    this tree's wheel and it ran to its end. The cells that behave otherwise on Colab than under the
+    publisher (the first, the profile cell and the last) run again here on their own, as a reader's
+    runtime runs them, against that execution's results."""
+    import executions
     import nbformat
 
-    python, wheel, purelib = colab_runtime
-    base, md5 = mirror
     slug = _slug(path)
+    run = executed(slug)
+    library = f"sidebyside @ git+https://github.com/{_configured_repository()}"
+    assert run.pip_calls and library in run.pip_calls[0], run.pip_calls  # installed from the wheel (executions.py)
+    assert (run.purelib / "sidebyside").is_dir(), "the first cell did not install the library into the fresh environment"
     nb = nbformat.read(path.with_suffix(".ipynb"), as_version=4)
-    first = next(c for c in nb.cells if c.cell_type == "code")
-    assert LIBRARY_SPEC in first.source
-    first.source = first.source.replace(LIBRARY_SPEC, repr(str(wheel)))  # this tree's wheel, not GitHub's main
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    if any(LOADS_DATA.search(c.source) for c in code):
+        assert (run.scratch / "data" / "FashionMNIST" / "raw" / "train-images-idx3-ubyte.gz").is_file()
+
+    first, parameters, profile, last = code[0], code[1], code[2], code[-1]
+    results = run.build / "results" / f"{slug}.json"
+    saved = nbformat.v4.new_code_cell(f"import json\nrecord = json.loads(open({str(results)!r}).read())")
+    nb.cells = [first, parameters, profile, saved, last]
     notebook = tmp_path / path.with_suffix(".ipynb").name
     nbformat.write(nb, notebook)
-    spec = tmp_path / "spec.json"
-    pip_log = tmp_path / "pip.jsonl"
-    spec.write_text(json.dumps({"mirror": base, "md5": md5, "no_debian": str(tmp_path / "no-debian-dataset"),
-                                "pip_log": str(pip_log)}))
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SIDEBYSIDE_", "FASHION_MNIST", "PYTHONPATH", "VIRTUAL_ENV"))}
-    env.update({"COLAB_TEST_SPEC": str(spec), "SIDEBYSIDE_RAW": raw_site, "PIP_NO_INDEX": "1", "MPLBACKEND": "Agg",
-                "PIP_DISABLE_PIP_VERSION_CHECK": "1", "CUDA_VISIBLE_DEVICES": ""})
+    base, md5 = fashion_mirror
+    spec = executions.write_spec(tmp_path, base, md5, colab_runtime)
     out = tmp_path / "executed.ipynb"
-    proc = subprocess.run([str(python), "-m", "papermill", str(notebook), str(out), "-k", "python3", "--cwd",
-                           str(tmp_path), "--log-level", "ERROR"], env=env, capture_output=True, text=True,
-                          timeout=1500)
-    assert proc.returncode == 0, f"{path.name} on Colab:\n{proc.stderr[-6000:]}"
-    assert (purelib / "sidebyside").is_dir(), "the first cell did not install the library into the fresh environment"
-    calls = [json.loads(line) for line in pip_log.read_text().splitlines()]
-    assert str(wheel) in calls[0], calls
+    proc = subprocess.run([str(colab_runtime.python), "-m", "papermill", str(notebook), str(out), "-k", "python3",
+                           "--cwd", str(tmp_path), "--log-level", "ERROR"], env=executions.colab_env(spec, raw_site),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"{path.name}'s Colab cells on Colab:\n{proc.stderr[-6000:]}"
+    calls = [json.loads(line) for line in (tmp_path / "pip.jsonl").read_text().splitlines()]
+    assert library in calls[0], calls
     record = json.loads((ROOT / "_data" / "results" / f"{slug}.json").read_text())
     ran_with = {k: v for k in ("torch", "jax", "jaxlib", "flax", "optax") if (v := record["provenance"].get(k))}
     import importlib.metadata as metadata
@@ -277,12 +150,12 @@ def test_notebook_runs_on_colab_to_its_last_cell(path, tmp_path, colab_runtime, 
     differ = {f"{k}=={v}" for k, v in ran_with.items() if metadata.version(k) != v}
     assert set(calls[1] if len(calls) > 1 else []) - {"-q", "torchvision"} == differ, (
         f"{path.name}: the first cell must install exactly the post's versions that this runtime lacks", calls)
-    executed = nbformat.read(out, as_version=4)
-    shown = "".join(o.get("text", "") for o in next(c for c in executed.cells if c.cell_type == "code").outputs)
+    executed_nb = nbformat.read(out, as_version=4)
+    shown = "".join(o.get("text", "") for o in executed_nb.cells[0].outputs)
     assert "The post ran with " + ", ".join(f"{k} {v}" for k, v in ran_with.items()) in shown, shown
-    if any(LOADS_DATA.search(c.source) for c in executed.cells if c.cell_type == "code"):
-        assert (tmp_path / "data" / "FashionMNIST" / "raw" / "train-images-idx3-ubyte.gz").is_file()
-    last = "".join(o.get("text", "") for o in [c for c in executed.cells if c.cell_type == "code"][-1].outputs)
+    chosen = "".join(o.get("text", "") for o in executed_nb.cells[2].outputs)
+    assert "Profile smoke" in chosen, chosen
+    last = "".join(o.get("text", "") for o in executed_nb.cells[-1].outputs)
     assert (f"{slug}: " in last and "speed verdicts reproduce" in last) or f"{slug}: no speed verdict" in last, last
     from sidebyside.publish import reproduce
 

@@ -88,3 +88,17 @@ def _code(path: Path) -> str:
 def test_every_post_pairs_at_least_two_pieces_of_framework_code(path):
     pairs = {tag.split(":")[1] for c in cells(path) for tag in c["tags"] if tag.startswith("pair:")}
     assert len(pairs) >= 2, f"{path.name} pairs {sorted(pairs)}: show at least two pieces of PyTorch and JAX code side by side"
+
+
+# A compile cache switched off on one side alone makes that side compile cold in every process while
+# the other reuses its work (timing.same_conditions gives both one cache folder per run).
+CACHE_SWITCHES = re.compile(r"force_disable_caches|fx_graph_cache\s*=\s*False|autograd_cache\s*=\s*False|"
+                            r"jax_compilation_cache_dir[\"']\s*,\s*None|jax_enable_compilation_cache[\"']\s*,\s*False|"
+                            r"TORCHINDUCTOR_FORCE_DISABLE_CACHES|JAX_ENABLE_COMPILATION_CACHE")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_no_notebook_switches_a_compile_cache_off(path):
+    found = [f"line {n}: {line.strip()}" for n, line in enumerate(path.read_text().splitlines(), 1)
+             if CACHE_SWITCHES.search(line)]
+    assert not found, f"{path.name} switches a framework's compilation cache off: {found}"

@@ -1,6 +1,6 @@
 """End to end: every notebook executed with the smoke profile (papermill, for
-real) into a scratch site, a strict Jekyll build of it, and headless Chromium
-opening each built post. The published site (the committed posts) is built
+real, once per test run: tests/executions.py) into a scratch site, a strict Jekyll
+build of it, and headless Chromium opening each built post. The published site (the committed posts) is built
 and opened the same way. Nothing here writes into the repo's _posts/, images/
 or _data/ (conftest checks)."""
 
@@ -11,6 +11,7 @@ import functools
 import http.server
 import json
 import os
+import shutil
 import subprocess
 import threading
 from pathlib import Path
@@ -35,9 +36,13 @@ SCREENSHOTS = ROOT / "build" / "screenshots"
 
 
 @pytest.fixture(scope="module")
-def smoke_site(tmp_path_factory):
+def smoke_site(tmp_path_factory, executed):
+    """One scratch site holding every notebook's post from its shared execution (tests/executions.py)."""
     base = tmp_path_factory.mktemp("smoke")
-    return make_site(base / "site"), base / "build"
+    site = make_site(base / "site")
+    for slug in SLUGS:
+        shutil.copytree(executed(slug).site, site, dirs_exist_ok=True)
+    return site, base / "build"
 
 
 def test_params_files_name_only_known_notebooks_and_parameters():
@@ -49,15 +54,15 @@ def test_params_files_name_only_known_notebooks_and_parameters():
 
 
 
-@pytest.mark.parametrize("slug", SLUGS)
-def test_notebook_executes_with_smoke_profile(slug, smoke_site):
-    site, build = smoke_site
-    assert publish.run(profile="smoke", only=slug, force=True, site=site, build=build, progress=False) == 0
-    record = json.loads((site / "_data" / "results" / f"{slug}.json").read_text())
+# Backwards: test_colab.py takes the notebooks forwards, so the two workers split the executions.
+@pytest.mark.parametrize("slug", SLUGS[::-1])
+def test_notebook_executes_with_smoke_profile(slug, executed):
+    run = executed(slug)
+    record = run.record
     assert record["profile"] == "smoke" and record["slug"] == slug
     missing = REQUIRED_METRICS[slug] - set(record["metrics"])
     assert not missing, f"{slug} metrics lack {missing}"
-    post = next((site / "_posts").glob(f"*-{slug}.md")).read_text()
+    post = run.post.read_text()
     assert "Traceback" not in post, f"{slug}: an error output reached the post"
     # The code shown is the code timed: every contestant was defined (or shown) in a paired cell.
     _, cells = read_header(NOTEBOOK_PATHS[slug])

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, make_site, run_pairs
+from conftest import run_pairs
 
 from sidebyside.posts.parallel_training import comms, costmodel, launch, model, reference, report, scaling
 
@@ -665,17 +665,12 @@ def test_record_and_conclusion(runs, ladder):
 # ----------------------------------------------------------------------------- the notebook, smoke profile
 
 
-@pytest.mark.slow
-def test_notebook_smoke_run_through_the_publisher(tmp_path):
-    from sidebyside import publish
-
-    site = make_site(tmp_path / "site")
-    assert publish.run(profile="smoke", only="parallel-training", force=True, site=site, build=tmp_path / "build",
-                       progress=False) == 0
-    record = json.loads((site / "_data" / "results" / "parallel-training.json").read_text())
+def test_notebook_smoke_run_through_the_publisher(executed):
+    """The notebook's one smoke execution of the test run (tests/executions.py), through the publisher."""
+    run = executed("parallel-training")
+    record = run.record
     assert record["profile"] == "smoke"
     assert {"runs", "verdicts", "projection", "code_lines"} <= set(record["metrics"])
     assert record["metrics"]["verdicts"][0]["label"] == "both match"
-    post = next((site / "_posts").glob("*-parallel-training.md")).read_text()
+    post = run.post.read_text()
     assert "Traceback" not in post and "not evidence" in post
-    assert ROOT.name  # the real site is untouched (conftest checks _posts/, images/, _data/)
