@@ -19,7 +19,11 @@ so every byte of output goes through one of them wherever it is printed.
   URLs were removed. :func:`safe_html` applies it to ``text/html`` output;
   :func:`safe_markdown` to the HTML that :mod:`sidebyside.publish.markdown`
   renders from ``text/markdown`` and ``text/latex`` output (parsed by a
-  CommonMark parser first, never guessed at with a pattern).
+  CommonMark parser first, never guessed at with a pattern). The sanitised
+  HTML is bounded (:func:`bounded`): an output that nests deeper than
+  :data:`MAX_HTML_DEPTH`, holds more than :data:`MAX_HTML_ELEMENTS` elements
+  or takes more than :data:`MAX_HTML_BYTES` is left out with a note, before
+  kramdown ever reads it.
 - :func:`safe_links`: the links of the notebook's own Markdown cells (the
   project's text, which kramdown reads): every link or image whose URL fails
   :func:`safe_url` is pointed at :data:`REMOVED_URL` with a visible note.
@@ -47,8 +51,11 @@ from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
 from typing import Any
 
+from sidebyside.publish.common import warn
+
 __all__ = ["drop_controls", "fenced", "safe_url", "url_scheme", "safe_html", "safe_markdown", "safe_links", "image_alt",
-           "clean", "sanitise", "FILTERS", "SAFE_SCHEMES", "REMOVED_URL", "REMOVED_NOTE"]
+           "clean", "sanitise", "bounded", "html_shape", "FILTERS", "SAFE_SCHEMES", "REMOVED_URL", "REMOVED_NOTE",
+           "MAX_HTML_DEPTH", "MAX_HTML_ELEMENTS", "MAX_HTML_BYTES"]
 
 CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
 
@@ -153,6 +160,68 @@ def unsafe_urls(text: str) -> int:
     return found
 
 
+#: The deepest one HTML output may nest its elements in a post. The deepest real output nests 5 (a pandas
+#: table: table, thead, tr, th, and a span); kramdown (which has no limit of its own to set) parses nested HTML
+#: by recursion and overflows Ruby's stack between 1,000 and 2,000 levels, stopping the build of the whole site.
+MAX_HTML_DEPTH = 32
+#: The most elements one HTML output may hold. kramdown reads an HTML block in a time that grows with its
+#: elements times its bytes (5,000 elements of 50 bytes: about a second); the largest real output holds 1,224.
+MAX_HTML_ELEMENTS = 5_000
+#: The most bytes one sanitised HTML output may take: what :data:`sidebyside.publish.rendering.OUTPUT_CAP`
+#: keeps of it (200 KB), and room for the character references sanitising writes (a newline becomes ``&#10;``).
+MAX_HTML_BYTES = 300_000
+_VOID = frozenset("area base br col embed hr img input link meta param source track wbr".split())
+
+
+def html_shape(markup: str) -> tuple[int, int]:
+    """``(depth, elements)`` of HTML ``markup``: how deep its elements nest (void elements such as
+    ``<br>`` add none) and how many there are. Read by Python's ``HTMLParser``, which keeps no stack
+    of its own: no depth can stop it."""
+    depth = deepest = elements = 0
+
+    class Reader(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            nonlocal depth, deepest, elements
+            elements += 1
+            if tag not in _VOID:
+                depth += 1
+                deepest = max(deepest, depth)
+
+        def handle_startendtag(self, tag, attrs):
+            nonlocal elements
+            elements += 1
+
+        def handle_endtag(self, tag):
+            nonlocal depth
+            if tag not in _VOID:
+                depth = max(0, depth - 1)
+
+    reader = Reader(convert_charrefs=False)
+    reader.feed(str(markup))
+    reader.close()
+    return deepest, elements
+
+
+def bounded(markup: str) -> str:
+    """``markup`` (sanitised HTML, balanced) when it nests at most :data:`MAX_HTML_DEPTH` deep, holds
+    at most :data:`MAX_HTML_ELEMENTS` elements and takes at most :data:`MAX_HTML_BYTES` bytes (UTF-8);
+    else, in its place, one paragraph saying which limit it passed and by how much and that the whole
+    output is in the executed notebook among the post's downloads (said on stderr too). Nothing
+    over a limit reaches kramdown."""
+    size = len(markup.encode("utf-8"))
+    depth, elements = html_shape(markup) if size <= MAX_HTML_BYTES else (0, 0)
+    over = (f"it takes {size:,} bytes, more than the {MAX_HTML_BYTES:,} a post shows" if size > MAX_HTML_BYTES else
+            f"it nests {depth:,} elements deep, deeper than the {MAX_HTML_DEPTH} a post shows"
+            if depth > MAX_HTML_DEPTH else
+            f"it holds {elements:,} elements, more than the {MAX_HTML_ELEMENTS:,} a post shows"
+            if elements > MAX_HTML_ELEMENTS else "")
+    if not over:
+        return markup
+    warn(f"an HTML output was left out of the post: {over}")
+    return (f'<p class="output-left-out">[an HTML output was left out: {over}; the whole output is in the executed '
+            "notebook among this post's downloads]</p>")
+
+
 def sanitise(markup: str, *, image: Callable[[str], bool] | None = None) -> str:
     """HTML reduced by ``nh3`` to the allow-list (:data:`ALLOWED_TAGS`,
     :data:`ALLOWED_ATTRIBUTES`): no script, no style, no event handler, no
@@ -163,7 +232,8 @@ def sanitise(markup: str, *, image: Callable[[str], bool] | None = None) -> str:
     ``image`` (a test of an ``<img>``'s ``src``), images whose ``src`` passes
     it are kept (``src`` and ``alt`` only); without, no ``<img>`` is. The
     result is one line, newlines written ``&#10;``, so that kramdown, which
-    ends an HTML block at a blank line, passes it through whole."""
+    ends an HTML block at a blank line, passes it through whole, and within
+    the bounds of :func:`bounded` (else a note stands in its place)."""
     import nh3
 
     text = drop_controls(str(markup))
@@ -185,7 +255,7 @@ def sanitise(markup: str, *, image: Callable[[str], bool] | None = None) -> str:
     removed = unsafe_urls(text)
     if removed:
         out += f'<p class="unsafe-url-removed">{removed} unsafe link{"s" if removed > 1 else ""} removed from this output</p>'
-    return out.replace("\n", "&#10;")
+    return bounded(out.replace("\n", "&#10;"))
 
 
 def safe_html(text: str) -> str:
