@@ -1,39 +1,52 @@
 #!/usr/bin/env bash
-# One device call of the gpu profile on an air-gapped GPU box: install what the box lacks from .offline/ (made by
-# `make offline` on a connected machine, from the committed tree), check that PyTorch and JAX both compute on the
-# GPU, optionally run GPU tests, execute the gpu profile of this call's posts, and pack what it published into one
-# archive that records the commit and the stack.
+# One device call of the gpu profile on an air-gapped GPU box. The box only executes: install what the box lacks
+# from .offline/ (made by `make offline` on a connected machine, from the committed tree: the execution wheels), check
+# that PyTorch and JAX both compute on the GPU, optionally run GPU tests, execute the gpu profile of this call's posts
+# (`sidebyside.publish.merge.execute`: each notebook executed into build/executed/ with its run record; nothing is
+# rendered or published here, and nothing of the renderer is imported: no nbconvert, nh3, markdown-it or tinycss2),
+# and pack the executed notebooks, their records and the checkpoints into one archive that records the commit and the
+# stack. The machine that publishes renders and publishes them: `python -m sidebyside.publish merge`.
 #
 # Usage, from the repository root on the box (.offline/ copied or carried along):
 #   CALL=1 tools/device-run.sh        the posts the planner gives call 1 (`python -m sidebyside.publish plan`: the
 #                                     stale GPU posts in calls that fit, from the gpu budgets in the notebooks' headers);
-#                                     CALL=2, CALL=3 for the others, from the same tree; PLAN_ALL=1 plans every GPU
-#                                     post, current or not (a publication from one commit)
+#                                     CALL=2 for the next, from the same tree; PLAN_ALL=1 plans every GPU post, current
+#                                     or not (a publication from one commit)
 #   tools/device-run.sh SLUGS         these posts instead (comma-separated, in order; a slug named twice runs twice:
 #                                     a run in parts goes on from the parts the first run saved)
 #   TESTS="tests/test_ladder.py" ...  also run these tests first (at most TESTS_S seconds, 150)
-#   DEADLINE_S=525 ...                stop starting posts when the time left is short, counted from the start
-#                                     (default 525 s, for a 9-minute call): a post still running then is stopped,
-#                                     unpublished
+#   DEADLINE_S=480 ...                the call's deadline, in seconds from its start (default: call_limit_s of
+#                                     params/gpu-calls.yaml, which the planner plans for): no post starts with less
+#                                     than 30 s left, a post still running then is stopped, unexecuted
+#   SIDEBYSIDE_CALL_START=<epoch s>   the call's start (default: now). One clock: the deadline and every run's
+#                                     run_budget_s count from it (sidebyside.run.checkpoints), so pass the time the
+#                                     lent machine's command began where set-up came before this script
 #   OFFLINE=0 PYTHON=.venv/bin/python ...   a connected machine set up by `make setup` (a CI runner): no .offline/,
 #                                     this Python, the commit from git
-#   STUB_PUBLISHER="cmd" ...          a dry run: no install, no GPU check; `cmd SLUG` stands for the publisher and
-#                                     the archive says it is a stub's (testable on a CPU)
+#   STUB_EXECUTOR="cmd" ...           a dry run: no install, no GPU check; `cmd SLUG` stands for the executor (it
+#                                     writes build/executed/SLUG.ipynb and its run record) and the archive says it is
+#                                     a stub's (testable on a CPU)
 # Each post runs on its own: one that fails or is stopped does not stop the next; timings.log says how long each
-# took. Writes into $OUT (or build/device-run): gpu-run-<call or post>.tgz (_posts, images, _data, build/executed,
-# checkpoints, and gpu-run.json: commit, stack, device, the posts planned and those published) and the logs.
-# Merge the archives of every call with `python -m sidebyside.publish merge $OUT/gpu-run-*.tgz` at the same commit
-# (it refuses mixed commits or stacks), and commit what it published. A post in parts that the plan splits over two
-# calls goes on in the next call from the checkpoints/ of the previous one: merge each archive before the next call.
+# took and when it ended, in seconds from the call's start. Writes into $OUT (or build/device-run):
+# gpu-run-<call or post>.tgz (build/executed, checkpoints, and gpu-run.json: commit, stack, device, the posts planned
+# and those executed) and the logs. Merge the archives of every call with
+# `python -m sidebyside.publish merge $OUT/gpu-run-*.tgz` at the same commit (it refuses mixed commits or stacks),
+# and commit what it published. A post in parts that the plan splits over two calls goes on in the next call from
+# the checkpoints/ of the previous one: merge each archive before the next call.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+: "${SIDEBYSIDE_CALL_START:=$(date +%s)}"
+export SIDEBYSIDE_CALL_START PYTHONUNBUFFERED=1
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+elapsed() { echo $(( $(date +%s) - ${SIDEBYSIDE_CALL_START%.*} )); }
 out=${OUT:-build/device-run}
 mkdir -p "$out"
-start=$SECONDS
-started=$(date -u +%Y-%m-%dT%H:%M:%S+00:00)
+started=$(date -u -d "@${SIDEBYSIDE_CALL_START%.*}" +%Y-%m-%dT%H:%M:%S+00:00)
+limit=$(sed -n 's/^call_limit_s: *\([0-9][0-9]*\).*/\1/p' params/gpu-calls.yaml 2>/dev/null || true)
+deadline=${DEADLINE_S:-${limit:-480}}
+export SIDEBYSIDE_CALL_DEADLINE_S=$deadline
 py=${PYTHON:-python3}
-stub=${STUB_PUBLISHER:-}
+stub=${STUB_EXECUTOR:-}
 if [ -n "$stub" ]; then
   : "${SIDEBYSIDE_GIT_SHA:=$(git rev-parse HEAD 2>/dev/null || true)}"
   [ -n "$SIDEBYSIDE_GIT_SHA" ] || { echo "a dry run outside a git checkout needs SIDEBYSIDE_GIT_SHA" >&2; exit 2; }
@@ -49,7 +62,7 @@ else
     SIDEBYSIDE_GIT_SHA=$(cat .offline/COMMIT)
     export FASHION_MNIST_DIR=$PWD/.offline/fashion-mnist
   fi
-  # Both frameworks on the same GPU, or stop here (the publisher asks again, per notebook).
+  # Both frameworks on the same GPU, or stop here (each run's record is judged again).
   "$py" -c "import json, sys; from sidebyside.run import provenance as p; d = p.devices()
 print('both frameworks on', p.check_gpu_profile(d)); json.dump(d, open(sys.argv[1], 'w'))" "$out/devices.json" \
     > "$out/check.log" 2>&1 || { cat "$out/check.log" >&2; exit 3; }
@@ -61,7 +74,8 @@ if [ $# -gt 0 ]; then
   label=$( [ "${slugs//,/}" = "$slugs" ] && echo "$slugs" || echo "posts-${slugs%%,*}-and-more")
 else
   call=${CALL:-1}
-  slugs=$("$py" -m sidebyside.publish plan --site . --params params --notebooks notebooks --call "$call" $([ "${PLAN_ALL:-0}" = 1 ] && echo --all)) || {
+  slugs=$("$py" -m sidebyside.publish plan --site . --params params --notebooks notebooks --call "$call" \
+            --limit-s "$deadline" $([ "${PLAN_ALL:-0}" = 1 ] && echo --all)) || {
     echo "the planner refused (above): nothing was run" >&2; exit 5; }
   label=call$call
   if [ -z "$slugs" ]; then
@@ -69,8 +83,7 @@ else
     exit 0
   fi
 fi
-echo "${label}: ${slugs//,/ } (commit $SIDEBYSIDE_GIT_SHA)"
-deadline=${DEADLINE_S:-525}
+echo "${label}: ${slugs//,/ } (commit $SIDEBYSIDE_GIT_SHA; $(elapsed) s of DEADLINE_S=$deadline spent on set-up)"
 if [ -n "${TESTS:-}" ]; then
   # shellcheck disable=SC2086
   timeout "${TESTS_S:-150}" "$py" -m pytest -q -p no:cacheprovider $TESTS 2>&1 | tee "$out/tests.log" || true
@@ -78,24 +91,21 @@ fi
 status=0
 : > "$out/timings.log"
 for slug in ${slugs//,/ }; do
-  left=$((deadline - (SECONDS - start)))
+  left=$((deadline - $(elapsed)))
   if [ "$left" -lt 30 ]; then
     echo "$slug: not started ($left s left of DEADLINE_S=$deadline)" | tee -a "$out/timings.log"
     status=4
     continue
   fi
-  t0=$SECONDS
+  t0=$(elapsed)
   rc=0
   if [ -n "$stub" ]; then
     timeout "$left" bash -c "$stub \"\$1\"" stub "$slug" 2>&1 | tee -a "$out/execute.log" || rc=$?
-  elif command -v make >/dev/null; then
-    timeout "$left" make execute PROFILE=gpu FORCE=1 PYTHON="$py" SETUP=0 ONLY="$slug" 2>&1 \
-      | tee -a "$out/execute.log" || rc=$?
-  else  # what `make execute` runs, for a box without make
-    timeout "$left" "$py" -m sidebyside.publish execute --profile gpu --only "$slug" --site . --force 2>&1 \
-      | tee -a "$out/execute.log" || rc=$?
+  else
+    timeout "$left" "$py" -c "import sys; from sidebyside.publish import merge
+sys.exit(merge.main_execute(sys.argv[1]))" "$slug" 2>&1 | tee -a "$out/execute.log" || rc=$?
   fi
-  echo "$slug: exit $rc after $((SECONDS - t0)) s$([ "$rc" = 124 ] && echo ' (stopped at the deadline)')" \
+  echo "$slug: exit $rc after $(( $(elapsed) - t0 )) s, at $(elapsed) s of the call$([ "$rc" = 124 ] && echo ' (stopped at the deadline)')" \
     | tee -a "$out/timings.log"
   if [ "$rc" != 0 ]; then
     status=$rc
@@ -109,11 +119,13 @@ done
 "$py" -c "import json, sys; from sidebyside.publish import merge
 m = merge.write_manifest(sys.argv[1], site='.', commit=sys.argv[2], planned=sys.argv[3].split(','), started=sys.argv[4],
                          devices=json.load(open(sys.argv[5])), stub=bool(sys.argv[6]), call=sys.argv[7])
-print('published:', ', '.join(m['published']) or 'nothing')" \
+print('executed:', ', '.join(m['executed']) or 'nothing')" \
   "$out/gpu-run.json" "$SIDEBYSIDE_GIT_SHA" "$slugs" "$started" "$out/devices.json" "$stub" "$label"
-# checkpoints: the parts a run in parts has measured, for the next call (merge this archive first) and session.
+# build/executed: the executed notebooks and their run records, rendered where the archive is merged; checkpoints:
+# the parts a run in parts has measured, for the next call (merge this archive first) and session.
 archive="$out/gpu-run-$label.tgz"
-tar czf "$archive" _posts images _data $(ls -d build/executed checkpoints 2>/dev/null) -C "$out" gpu-run.json
+# shellcheck disable=SC2046
+tar czf "$archive" $(ls -d build/executed checkpoints 2>/dev/null) -C "$out" gpu-run.json
 cat "$out/timings.log"
 echo "packed $(du -h "$archive" | cut -f1) into $archive (commit $SIDEBYSIDE_GIT_SHA); exit $status"
 exit "$status"

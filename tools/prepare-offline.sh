@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Prepare, on a connected machine, what an air-gapped GPU box lacks to run
-# `make execute PROFILE=gpu PYTHON=python3 SETUP=0`:
-#   .offline/wheels/                 papermill, nbconvert, jupytext, ipykernel, torchviz, graphviz, threadpoolctl, pytest
-#                                    and their dependencies, for the box's Python, less what it has
+# Prepare, on a connected machine, what an air-gapped GPU box lacks to execute the gpu profile with
+# tools/device-run.sh. The box only executes (sidebyside.publish.merge.execute): the machine that publishes renders
+# what it packs (`publish merge`), so nothing of the renderer goes there (no nbconvert, nh3, tinycss2):
+#   .offline/wheels/                 the execution wheels: papermill, jupytext, ipykernel, nbformat, nbclient, cloudpickle,
+#                                    torchviz, graphviz, threadpoolctl, pytest and their dependencies (markdown-it-py
+#                                    comes as jupytext's), for the box's Python, less what it has
 #   .offline/requirements-offline.txt   what to install there
 #   .offline/fashion-mnist/          the four FashionMNIST .gz files (for FASHION_MNIST_DIR)
 #   .offline/COMMIT                  the commit the copy is made from (for SIDEBYSIDE_GIT_SHA on the box)
@@ -26,12 +28,13 @@ pip_download() {
   python3 -m pip download -q --only-binary=:all: --python-version "$pyver" --implementation cp "${platforms[@]}" -d "$out/wheels" "$@"
 }
 # The notebook runner and its dependencies; torchviz without its (torch) dependency.
-pip_download papermill nbconvert jupytext ipykernel nbformat nbclient graphviz pyyaml tqdm threadpoolctl pytest
+pip_download papermill jupytext ipykernel nbformat nbclient cloudpickle graphviz pyyaml tqdm threadpoolctl pytest
 pip_download --no-deps torchviz
-# Drop what the box already has (a GPU image ships these; pass a file with one name a line to override).
-default_has="numpy scipy pandas matplotlib torch jax jaxlib flax optax pyyaml tqdm jinja2 markupsafe pygments
+# Drop what the box already has (a GPU image ships these; pass a file with one name a line to override). Not
+# markdown-it-py and mdurl: the box lacks them, and jupytext needs them installed (it runs without importing them).
+default_has="numpy scipy pandas matplotlib torch jax jaxlib flax optax timm pyyaml tqdm jinja2 markupsafe pygments
 packaging attrs six python-dateutil typing-extensions requests urllib3 idna certifi charset-normalizer
-click psutil pillow fonttools kiwisolver cycler contourpy pyparsing rich markdown-it-py mdurl setuptools
+click psutil pillow fonttools kiwisolver cycler contourpy pyparsing setuptools
 tabulate regex filelock fsspec networkx sympy mpmath"
 names=$( [ -n "$has" ] && cat "$has" || echo "$default_has" )
 for name in $names; do

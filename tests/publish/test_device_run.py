@@ -1,6 +1,7 @@
 """A dry run of tools/device-run.sh on the CPU: the planner's call, a stub
-publisher in place of the notebooks, one archive that records the commit and
-the stack, and that archive merged by `publish merge`."""
+executor in place of the notebooks, one clock for the call and its runs, one
+archive of executed notebooks that records the commit and the stack, and that
+archive rendered and published by `publish merge`."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import tarfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -36,21 +38,27 @@ def _declare(tree: Path, name: str, seconds: int) -> None:
 
 
 STUB = textwrap.dedent("""\
-    import datetime as dt, json, os, sys
+    import datetime as dt, hashlib, json, os, sys
     from pathlib import Path
-    from sidebyside.publish.discovery import discover
     slug = sys.argv[1]
-    info = next(i for i in discover(Path("notebooks")) if i.slug == slug)
-    Path(f"_posts/{info.date}-{slug}.md").write_text(f"---\\ntitle: {slug}\\n---\\nstub post\\n")
-    Path(f"images/{slug}").mkdir(exist_ok=True)
-    Path(f"images/{slug}/figure.png").write_bytes(b"stub png")
+    executed = Path(f"build/executed/{slug}.ipynb")
+    executed.parent.mkdir(parents=True, exist_ok=True)
+    executed.write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    Path(f"_data/results/{slug}.json").write_text(json.dumps({
-        "slug": slug, "profile": "gpu", "executed_at": now, "source_hash": "stub", "metrics": {},
-        "provenance": {"git_sha": os.environ["SIDEBYSIDE_GIT_SHA"][:12], "torch_device": "stub",
-                       "jax_device": "stub"}}))
-    print(f"stub published {slug}")
+    record = {"slug": slug, "profile": "gpu", "executed_at": now, "source_hash": "stub", "metrics": {},
+              "provenance": {"git_sha": os.environ["SIDEBYSIDE_GIT_SHA"][:12], "torch_device": "stub",
+                             "jax_device": "stub"}}
+    Path(f"build/executed/{slug}.run.json").write_text(json.dumps(
+        {"record": record, "executed_sha256": hashlib.sha256(executed.read_bytes()).hexdigest()}))
+    clock = {k: os.environ.get(k) for k in ("SIDEBYSIDE_CALL_START", "SIDEBYSIDE_CALL_DEADLINE_S")}
+    Path(f"build/executed/{slug}.clock.json").write_text(json.dumps(clock))
+    print(f"stub executed {slug}")
     """)
+
+
+def _stub_render(notebook, record, info, config, root):
+    """What merge renders from a stub's executed notebook: a post and a figure."""
+    return f"---\ntitle: {info.slug}\n---\nstub post\n", {"figure.png": b"stub png"}
 
 
 @pytest.fixture
@@ -76,38 +84,59 @@ def tree(tmp_path):
 
 def _run(tree, out, **env):
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # python3: this interpreter's
-    full = {**os.environ, "PATH": path, "OUT": str(out), "SIDEBYSIDE_GIT_SHA": COMMIT,
-            "STUB_PUBLISHER": f"{sys.executable} {tree.parent / 'stub.py'}", **env}
-    full.pop("PYTHONPATH", None)
+    mine = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SIDEBYSIDE_CALL_START", "DEADLINE_S")}
+    full = {**mine, "PATH": path, "OUT": str(out), "SIDEBYSIDE_GIT_SHA": COMMIT,
+            "STUB_EXECUTOR": f"{sys.executable} {tree.parent / 'stub.py'}", **env}
     return subprocess.run(["bash", str(tree / "tools" / "device-run.sh")], cwd=tree, env=full, capture_output=True,
                           text=True, timeout=240)
 
 
-def test_a_dry_run_runs_the_planned_call_and_packs_one_archive_that_merges(tree, tmp_path):
+def test_a_dry_run_runs_the_planned_call_and_packs_one_archive_that_merges(tree, tmp_path, monkeypatch):
     budgets = schedule.read_budgets(tree / "notebooks", tree / "params")
     order = [i.slug for i in discover(tree / "notebooks")]
     expected = schedule.plan_calls(budgets, {}, order).calls[0].slugs
     out = tmp_path / "out"
-    done = _run(tree, out, CALL="1")
+    started = int(time.time()) - 100  # the lent machine's command began 100 s before this script
+    done = _run(tree, out, CALL="1", SIDEBYSIDE_CALL_START=str(started))
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "(commit " in done.stdout and re.search(r"; 1\d\d s of DEADLINE_S=480 spent on set-up\)", done.stdout)
     archive = out / "gpu-run-call1.tgz"
     with tarfile.open(archive, "r:gz") as tar:
         names = tar.getnames()
         manifest = json.loads(tar.extractfile(merging.MANIFEST).read())
     assert manifest["commit"] == COMMIT and manifest["stub"] is True and manifest["call"] == "call1"
     assert set(manifest["stack"]) == set(merging.STACK_KEYS)
-    assert manifest["planned"] == expected and manifest["published"] == expected
+    assert manifest["planned"] == expected and manifest["executed"] == expected
+    assert not [n for n in names if n.split("/")[0] in ("_posts", "images", "_data")]  # the box publishes nothing
     for slug in expected:
-        assert f"_data/results/{slug}.json" in names and f"images/{slug}/figure.png" in names
+        assert f"build/executed/{slug}.ipynb" in names and f"build/executed/{slug}.run.json" in names
+        # one clock: every run is told the call's start and deadline
+        clock = json.loads((tree / "build" / "executed" / f"{slug}.clock.json").read_text())
+        assert clock == {"SIDEBYSIDE_CALL_START": str(started), "SIDEBYSIDE_CALL_DEADLINE_S": "480"}
     assert sorted(line.split(":")[0] for line in (out / "timings.log").read_text().splitlines()) == sorted(expected)
+    assert all(int(re.search(r"at (\d+) s of the call", line).group(1)) >= 100
+               for line in (out / "timings.log").read_text().splitlines())
 
     site = tmp_path / "site"
     site.mkdir()
-    with pytest.raises(PublishError, match="stub publisher"):
-        merging.merge([archive], site=site, notebooks=ROOT / "notebooks")
+    monkeypatch.setattr(merging, "_render", _stub_render)
+    with pytest.raises(PublishError, match="stub executor"):
+        merging.merge([archive], site=site, notebooks=ROOT / "notebooks", build=tmp_path / "build")
     assert not (site / "_posts").exists()
-    merged = merging.merge([archive], site=site, notebooks=ROOT / "notebooks", allow_stub=True)
+    merged = merging.merge([archive], site=site, notebooks=ROOT / "notebooks", build=tmp_path / "build",
+                           allow_stub=True)
     assert sorted(merged.published) == sorted(expected) and merged.missing == {}
+    for slug in expected:
+        assert (site / "images" / slug / "figure.png").read_bytes() == b"stub png"
+        assert (tmp_path / "build" / "executed" / f"{slug}.run.json").is_file()
+
+
+def test_a_call_past_its_deadline_starts_nothing(tree, tmp_path):
+    out = tmp_path / "out"
+    done = _run(tree, out, CALL="1", SIDEBYSIDE_CALL_START=str(int(time.time()) - 470))
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "not started" in (out / "timings.log").read_text()
+    assert not (tree / "build" / "executed").exists()
 
 
 def test_a_call_the_plan_does_not_have_packs_nothing(tree, tmp_path):
@@ -124,4 +153,4 @@ def test_a_plan_that_cannot_fit_runs_nothing(tree, tmp_path):
     done = _run(tree, out, CALL="1")
     assert done.returncode == 5
     assert "jit-and-autograd-timing: one run takes 900 s" in done.stderr
-    assert not list(out.glob("*.tgz")) and not list((tree / "_data" / "results").iterdir())
+    assert not list(out.glob("*.tgz")) and not (tree / "build" / "executed").exists()

@@ -1,22 +1,32 @@
-"""`publish merge` on synthetic archives of GPU calls: a good merge; mixed
-commits, stacks or devices refused; a missing post reported; a corrupt
-archive refused with nothing published changed."""
+"""`publish merge` on synthetic archives of GPU calls (executed notebooks and their
+records, rendered where they are merged; the renderer stands in): a good merge;
+mixed commits, stacks or devices refused; another version of a notebook refused;
+a missing post reported; a corrupt archive or a post that cannot be rendered
+refused with nothing published changed."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import tarfile
 
 import pytest
+import yaml
 
 from sidebyside.publish import merge as merging
+from sidebyside.publish.cache import cache_key
 from sidebyside.publish.cli import main
 from sidebyside.publish.common import ROOT, PublishError
 from sidebyside.publish.discovery import discover
+from sidebyside.run import runkey
 
 NOTEBOOKS = ROOT / "notebooks"
-DATES = {i.slug: i.date for i in discover(NOTEBOOKS)}
+INFOS = {i.slug: i for i in discover(NOTEBOOKS)}
+DATES = {slug: info.date for slug, info in INFOS.items()}
+GPU_PARAMS = yaml.safe_load((ROOT / "params" / "gpu.yaml").read_text())
+INPUTS = {"modules": {"src/sidebyside/run/context.py": runkey.digest(ROOT / "src" / "sidebyside" / "run" / "context.py")},
+          "data": {}}
 A, B = "jit-and-autograd-timing", "xla-and-scipy"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 STACK = {"python": "3.12.3", "torch": "2.11.0", "jax": "0.11.2", "jaxlib": "0.11.2", "flax": "0.12.10",
@@ -26,10 +36,22 @@ GPU = "NVIDIA H100 80GB HBM3"
 
 
 def _record(slug, *, commit=COMMIT[:12], stack=None, torch_device=GPU, jax_device=GPU):
-    return {"slug": slug, "profile": "gpu", "executed_at": "2026-11-24T22:00:00+00:00", "source_hash": "k",
-            "metrics": {"which": slug},
+    """A gpu run's record whose key is the one this tree gives its notebook."""
+    return {"slug": slug, "profile": "gpu", "executed_at": "2026-11-24T22:00:00+00:00", "inputs": INPUTS,
+            "source_hash": cache_key(INFOS[slug], "gpu", GPU_PARAMS[slug], ROOT, INPUTS), "metrics": {"which": slug},
             "provenance": {**(stack or STACK), "git_sha": commit, "torch_device": torch_device,
                            "jax_device": jax_device, "device": GPU, "device_kind": "gpu"}}
+
+
+def _render(notebook, record, info, config, root):
+    """The renderer's stand-in: the post says which executed notebook it came from."""
+    return (f"---\ntitle: {info.slug}\n---\nthe post of {json.loads(notebook)['metadata']['which']}\n",
+            {"figure.png": f"png of {record['provenance']['git_sha']}".encode()})
+
+
+@pytest.fixture(autouse=True)
+def _renderer(monkeypatch):
+    monkeypatch.setattr(merging, "_render", _render)
 
 
 def _tgz(files):
@@ -44,15 +66,17 @@ def _tgz(files):
 
 def _archive(path, records, *, commit=COMMIT, stack=None, planned=None, published=None, stub=False, extra=None,
              drop=()):
-    """Write an archive like tools/device-run.sh's: each record's post, images, results and checkpoints."""
+    """Write an archive like tools/device-run.sh's: each record's executed notebook and run record, and checkpoints."""
     files = {}
     for slug, record in records.items():
-        files[f"_posts/{DATES[slug]}-{slug}.md"] = f"---\ntitle: {slug}\n---\nthe post of {slug} at {commit}\n".encode()
-        files[f"images/{slug}/figure.png"] = f"png of {slug} at {commit}".encode()
-        files[f"_data/results/{slug}.json"] = (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
+        notebook = json.dumps({"cells": [], "metadata": {"which": f"{slug} at {commit}"}, "nbformat": 4,
+                               "nbformat_minor": 5}).encode()
+        files[f"build/executed/{slug}.ipynb"] = notebook
+        files[f"build/executed/{slug}.run.json"] = json.dumps(
+            {"record": record, "executed_sha256": hashlib.sha256(notebook).hexdigest()}).encode()
         files[f"checkpoints/{slug}.json"] = json.dumps({"part": {"seconds": 1.0, "commit": commit}}).encode()
     manifest = {"commit": commit, "stack": stack or STACK, "device": GPU, "planned": planned or list(records),
-                "published": list(records) if published is None else published, "started": "2026-11-24T21:59:00+00:00",
+                "executed": list(records) if published is None else published, "started": "2026-11-24T21:59:00+00:00",
                 "call": path.stem, "stub": stub}
     files[merging.MANIFEST] = json.dumps(manifest).encode()
     files.update(extra or {})
@@ -80,20 +104,24 @@ def _snapshot(site):
             if p.is_file() and ".sidebyside" not in p.parts}
 
 
-def test_a_good_merge_publishes_every_post_of_every_call(site, tmp_path):
+def test_a_good_merge_renders_and_publishes_every_post_of_every_call(site, tmp_path):
     one = _archive(tmp_path / "gpu-run-call1.tgz", {A: _record(A)})
     two = _archive(tmp_path / "gpu-run-call2.tgz", {B: _record(B)})
-    merged = merging.merge([one, two], site=site, notebooks=NOTEBOOKS)
+    build = tmp_path / "build"
+    merged = merging.merge([one, two], site=site, notebooks=NOTEBOOKS, build=build)
     assert merged.published == {A: one.name, B: two.name} and merged.missing == {}
     for slug in (A, B):
-        assert f"at {COMMIT}" in (site / "_posts" / f"{DATES[slug]}-{slug}.md").read_text()
+        assert f"the post of {slug} at {COMMIT}" in (site / "_posts" / f"{DATES[slug]}-{slug}.md").read_text()
         assert json.loads((site / "_data" / "results" / f"{slug}.json").read_text()) == _record(slug)
         assert sorted(p.name for p in (site / "images" / slug).iterdir()) == ["figure.png"]  # old.png went with its run
         assert json.loads((site / "checkpoints" / f"{slug}.json").read_text())["part"]["commit"] == COMMIT
+        # the executed notebook is kept where `make render` renders it again from
+        assert json.loads((build / "executed" / f"{slug}.run.json").read_text())["record"] == _record(slug)
     assert not (site / ".sidebyside").exists() or not list((site / ".sidebyside").glob("journal-*"))
 
 
-@pytest.mark.parametrize("case", ["commits", "stacks", "devices", "record commit", "twice", "stub", "profile"])
+@pytest.mark.parametrize("case", ["commits", "stacks", "devices", "record commit", "twice", "stub", "profile",
+                                  "version"])
 def test_mixed_archives_are_refused_with_nothing_changed(site, tmp_path, case):
     other_stack = {**STACK, "jax": "0.10.2"}
     one = _archive(tmp_path / "one.tgz", {A: _record(A)})
@@ -105,13 +133,14 @@ def test_mixed_archives_are_refused_with_nothing_changed(site, tmp_path, case):
         "twice": lambda p: _archive(p, {A: _record(A)}),
         "stub": lambda p: _archive(p, {B: _record(B)}, stub=True),
         "profile": lambda p: _archive(p, {B: {**_record(B), "profile": "cpu"}}),
+        "version": lambda p: _archive(p, {B: {**_record(B), "source_hash": "another notebook's key"}}),
     }[case](tmp_path / "two.tgz")
     before = _snapshot(site)
     with pytest.raises(PublishError, match="nothing was changed") as refused:
         merging.merge([one, two], site=site, notebooks=NOTEBOOKS)
     said = {"commits": "mixed commits", "stacks": "differ in jax (0.11.2 / 0.10.2)", "devices": "mixed device kinds",
-            "record commit": "mixed commits within one post", "twice": "measured twice", "stub": "stub publisher",
-            "profile": "holds a cpu run of it"}
+            "record commit": "mixed commits within one post", "twice": "measured twice", "stub": "stub executor",
+            "profile": "holds a cpu run of it", "version": "ran another version of it than this tree holds"}
     assert said[case] in str(refused.value)
     assert _snapshot(site) == before
 
@@ -121,7 +150,7 @@ def test_a_missing_post_is_reported_and_the_rest_merged(site, tmp_path, capsys):
     merged = merging.merge([archive], site=site, notebooks=NOTEBOOKS, expect=["swin-transformer-v2"])
     assert list(merged.published) == [A]
     assert set(merged.missing) == {B, "swin-transformer-v2"}
-    assert "call1.tgz planned it and did not publish it" in merged.missing[B]
+    assert "call1.tgz planned it and did not execute it" in merged.missing[B]
     assert merged.missing["swin-transformer-v2"] == "no archive planned it"
 
     assert main(["merge", str(archive), "--site", str(site), "--notebooks", str(NOTEBOOKS)]) == 1
@@ -129,8 +158,8 @@ def test_a_missing_post_is_reported_and_the_rest_merged(site, tmp_path, capsys):
     assert main(["merge", str(archive), "--site", str(site), "--notebooks", str(NOTEBOOKS), "--allow-missing"]) == 0
 
 
-@pytest.mark.parametrize("damage", ["truncated", "not gzip", "outside", "link", "no manifest", "no results",
-                                    "bad record", "wrong date"])
+@pytest.mark.parametrize("damage", ["truncated", "not gzip", "outside", "link", "no manifest", "no record",
+                                    "bad record", "other notebook", "a post of its own"])
 def test_a_corrupt_archive_is_refused_with_nothing_published_changed(site, tmp_path, damage):
     good = _archive(tmp_path / "good.tgz", {A: _record(A)})
     bad = tmp_path / "bad.tgz"
@@ -145,7 +174,7 @@ def test_a_corrupt_archive_is_refused_with_nothing_published_changed(site, tmp_p
         _archive(bad, {B: _record(B)})
         with tarfile.open(bad, "r:gz") as tar:
             members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()]
-        link = tarfile.TarInfo(f"images/{B}/link.png")
+        link = tarfile.TarInfo(f"build/executed/{B}.png")
         link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
         with tarfile.open(bad, "w:gz") as tar:
             for member, data in members:
@@ -153,12 +182,14 @@ def test_a_corrupt_archive_is_refused_with_nothing_published_changed(site, tmp_p
             tar.addfile(link)
     elif damage == "no manifest":
         _archive(bad, {B: _record(B)}, drop=[merging.MANIFEST])
-    elif damage == "no results":
-        _archive(bad, {B: _record(B)}, drop=[f"_data/results/{B}.json"])
+    elif damage == "no record":
+        _archive(bad, {B: _record(B)}, drop=[f"build/executed/{B}.run.json"])
     elif damage == "bad record":
-        _archive(bad, {B: _record(B)}, extra={f"_data/results/{B}.json": b"{not json"})
-    elif damage == "wrong date":
-        _archive(bad, {B: _record(B)}, drop=[f"_posts/{DATES[B]}-{B}.md"], extra={f"_posts/2001-01-01-{B}.md": b"x"})
+        _archive(bad, {B: _record(B)}, extra={f"build/executed/{B}.run.json": b"{not json"})
+    elif damage == "other notebook":  # the executed notebook is not the one its run record names
+        _archive(bad, {B: _record(B)}, extra={f"build/executed/{B}.ipynb": b'{"cells": []}'})
+    elif damage == "a post of its own":  # the box renders nothing: an archive holding a post is no call's
+        _archive(bad, {B: _record(B)}, extra={f"_posts/{DATES[B]}-{B}.md": b"x"})
     before = _snapshot(site)
     with pytest.raises(PublishError) as refused:
         merging.merge([good, bad], site=site, notebooks=NOTEBOOKS)
@@ -168,20 +199,44 @@ def test_a_corrupt_archive_is_refused_with_nothing_published_changed(site, tmp_p
     assert _snapshot(site) == before
 
 
-def test_the_manifest_records_what_the_call_published(tmp_path):
-    site = tmp_path
-    (site / "_data" / "results").mkdir(parents=True)
-    (site / "_data" / "results" / f"{A}.json").write_text(json.dumps(_record(A)))
+def test_a_post_that_cannot_be_rendered_publishes_nothing(site, tmp_path, monkeypatch):
+    def refuse(notebook, record, info, config, root):
+        if info.slug == B:
+            raise PublishError(f"{info.path}: the lint refuses line 3")
+        return _render(notebook, record, info, config, root)
+
+    monkeypatch.setattr(merging, "_render", refuse)
+    one = _archive(tmp_path / "one.tgz", {A: _record(A)})
+    two = _archive(tmp_path / "two.tgz", {B: _record(B)})
+    before = _snapshot(site)
+    with pytest.raises(PublishError, match=rf"nothing was changed: {B} \(in two.tgz\) cannot be rendered.*line 3"):
+        merging.merge([one, two], site=site, notebooks=NOTEBOOKS, build=tmp_path / "build")
+    assert _snapshot(site) == before and not (tmp_path / "build").exists()
+
+
+def _executed(build, slug, record):
+    notebook = build / "executed" / f"{slug}.ipynb"
+    notebook.parent.mkdir(parents=True, exist_ok=True)
+    notebook.write_text('{"cells": []}')
+    (build / "executed" / f"{slug}.run.json").write_text(json.dumps(
+        {"record": record, "executed_sha256": hashlib.sha256(notebook.read_bytes()).hexdigest()}))
+
+
+def test_the_manifest_records_what_the_call_executed(tmp_path):
+    build = tmp_path / "build"
+    _executed(build, A, _record(A))
     stale = _record(B)
-    stale["executed_at"] = "2026-11-01T00:00:00+00:00"  # an earlier run's record: not published by this call
-    (site / "_data" / "results" / f"{B}.json").write_text(json.dumps(stale))
+    stale["executed_at"] = "2026-11-01T00:00:00+00:00"  # an earlier run's record: not executed by this call
+    _executed(build, B, stale)
     naive = {**_record("swin-transformer-v2"), "executed_at": "2026-11-24T22:00:00"}  # no time zone: not this call's
-    (site / "_data" / "results" / "swin-transformer-v2.json").write_text(json.dumps(naive))
-    manifest = merging.write_manifest(tmp_path / "m.json", site=site, commit=COMMIT,
-                                      planned=[A, B, A, "swin-transformer-v2"],
+    _executed(build, "swin-transformer-v2", naive)
+    _executed(build, "real-models", _record("real-models"))
+    (build / "executed" / "real-models.ipynb").write_text("changed after its run")  # not a completed run
+    manifest = merging.write_manifest(tmp_path / "m.json", site=tmp_path, commit=COMMIT,
+                                      planned=[A, B, A, "swin-transformer-v2", "real-models"],
                                       started="2026-11-24T21:00:00+00:00", devices={"torch_device": GPU,
                                                                                     "torch_cuda": "13.0"})
-    assert manifest["planned"] == [A, B, "swin-transformer-v2"] and manifest["published"] == [A]
+    assert manifest["planned"] == [A, B, "swin-transformer-v2", "real-models"] and manifest["executed"] == [A]
     assert manifest["device"] == GPU and manifest["stack"]["torch_cuda"] == "13.0"
     assert set(manifest["stack"]) == set(merging.STACK_KEYS)
     assert json.loads((tmp_path / "m.json").read_text()) == manifest

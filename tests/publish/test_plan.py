@@ -316,8 +316,9 @@ def test_headers_over_their_budget_are_refused_naming_the_parts_to_cut():
              "big": {"parts": {"parity": 100, "ladder/*": {"each_s": 300, "count": 3}}},
              "fine": {"budget_s": 200}}
     budgets = {**_budgets(posts, call_overhead_s=30, run_overhead_s=20), **limits}
+    assert schedule.plan_calls(budgets, {}, ["fine"]).calls  # only the headers of the posts planned are judged
     with pytest.raises(schedule.PlanRefused) as refused:
-        schedule.plan_calls(budgets, {}, ["fine"])
+        schedule.plan_calls(budgets, {}, ["fine", "whole", "big"])
     message = str(refused.value)
     assert "nothing is planned" in message and "fine:" not in message
     assert "whole: needs 420 s (budget_s 390 s and 30 s of set-up), over the 400 s a post may take" in message
@@ -333,7 +334,9 @@ def test_headers_over_their_budget_are_refused_naming_the_parts_to_cut():
     plan = schedule.plan_calls(budgets, {}, ["whole", "big"])  # within their limits: planned
     assert sorted(r.slug for call in plan.calls for r in call.runs) == ["big", "whole"]
     with pytest.raises(schedule.PlanRefused, match=r"all GPU posts together need 1,\d+ s, over the 1,000 s.*: cut \d+ s"):
-        schedule.plan_calls({**budgets, "total_limit_s": 1000}, {}, ["fine"])
+        schedule.plan_calls({**budgets, "total_limit_s": 1000}, {}, ["fine", "whole", "big"])
+    with pytest.raises(schedule.PlanRefused, match=r"these posts together need 730 s, over the 500 s"):
+        schedule.plan_calls({**budgets, "total_limit_s": 500}, {}, ["fine", "big"])
 
 
 def test_plan_all_plans_no_part_longer_than_a_call(capsys):

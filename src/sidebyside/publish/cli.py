@@ -62,11 +62,12 @@ def main(argv: list[str] | None = None) -> int:
                           help="device seconds all calls may take (default: window_s of params/gpu-calls.yaml, 800)")
     planning.add_argument("--max-calls", type=int, default=None,
                           help="calls in the window (default: max_calls of params/gpu-calls.yaml, 2)")
-    merging = sub.add_parser("merge", parents=[common], help="publish the archives of GPU calls (tools/device-run.sh)")
+    merging = sub.add_parser("merge", parents=[common], help="render and publish the archives of GPU calls "
+                             "(tools/device-run.sh: the executed notebooks and their records)")
     merging.add_argument("archives", nargs="+", type=Path, help="the gpu-run*.tgz of every call")
     merging.add_argument("--expect", help="comma-separated slugs that must be published (besides those planned)")
     merging.add_argument("--allow-missing", action="store_true", help="exit 0 when a post is missing (still reported)")
-    merging.add_argument("--allow-stub", action="store_true", help="merge dry-run archives (a stub publisher's)")
+    merging.add_argument("--allow-stub", action="store_true", help="merge dry-run archives (a stub executor's)")
     readme = sub.add_parser("readme", help="write the README's table of posts from the notebooks' headers")
     readme.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
     readme.add_argument("--check", action="store_true", help="write nothing; exit 1 when the table differs")
@@ -108,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
             from sidebyside.publish.merge import main_merge
 
             return main_merge(args.archives, site=args.site, notebooks=args.notebooks, expect=args.expect,
-                              allow_missing=args.allow_missing, allow_stub=args.allow_stub)
+                              allow_missing=args.allow_missing, allow_stub=args.allow_stub, params_dir=args.params,
+                              build=args.build)
         if args.command == "profile":
             print(detect_profile())
             return 0

@@ -1,37 +1,50 @@
-"""Merge the archives of GPU calls into a site: every post from one commit
-and one stack.
+"""The two halves of a GPU call: the box executes, the machine that publishes
+renders. Every post from one commit and one stack.
 
-An archive is what ``tools/device-run.sh`` packs (a ``.tgz``): the site's
-``_posts/``, ``images/``, ``_data/`` and ``checkpoints/`` after the call,
-and at its root :data:`MANIFEST`, written by :func:`write_manifest`:
-``commit`` (the commit the call ran from), ``stack`` (Python, the
-libraries and the CUDA/cuDNN each framework uses), ``device``, ``planned``
-(the posts the call was to publish), ``published`` (those it did),
-``started`` and ``stub`` (true for a dry run with a stub publisher).
+On the box, ``tools/device-run.sh`` runs each post with :func:`execute` (by
+:func:`main_execute`): the notebook is executed into
+``build/executed/<slug>.ipynb`` and its run record completed beside it
+(``<slug>.run.json``: the results record and the executed notebook's digest),
+and nothing is rendered or published, so the box imports nothing of the
+rendering and sanitising side (nbconvert, nh3, markdown-it, tinycss2): it needs
+only its own stack and the execution wheels of ``make offline``. An archive is
+what the call packs (a ``.tgz``): ``build/executed/`` and ``checkpoints/``
+after the call, and at its root :data:`MANIFEST`, written by
+:func:`write_manifest`: ``commit`` (the commit the call ran from), ``stack``
+(Python, the libraries and the CUDA/cuDNN each framework uses), ``device``,
+``planned`` (the posts the call was to run), ``executed`` (those whose run
+completed), ``started`` and ``stub`` (true for a dry run with a stub executor).
 
-:func:`merge` first reads and checks every archive, and refuses, changing
-nothing, when:
+On the machine that publishes, :func:`merge` first reads and checks every
+archive, and refuses, changing nothing, when:
 
 - an archive is corrupt: not a gzip'd tar, a member that is not a plain file
   or folder or that points outside the archive, no readable manifest, or a
-  post it names as published whose post, results record or images are
-  missing or unreadable;
+  post it names as executed whose executed notebook or run record is missing,
+  unreadable or not the notebook its record names;
 - the archives name different commits or stacks, or a post's own record
   names another commit, stack or device than its archive, or its two
-  frameworks ran on different devices, or two archives both published it;
+  frameworks ran on different devices, or two archives both executed it, or
+  it is not a gpu run;
+- a post's record has another key than this tree gives it (the archive ran
+  another version of its notebook, parameters, pins or library: merge at the
+  archive's commit);
 - a dry run's archive (``stub``) is merged without ``allow_stub``.
 
-Then it publishes each post with the publisher's transaction
-(:func:`sidebyside.publish.site.publish`: a post, its images and its
-results together or not at all), and writes each post's checkpoint file
-(the latest call's). A post planned by an archive or named in ``expect``
-that no archive published is reported as missing.
+Then it renders every executed post here (:func:`sidebyside.publish.rendering.render`),
+refusing, with nothing changed, when one cannot be rendered; then publishes each with
+the publisher's transaction (:func:`sidebyside.publish.site.publish`: a post, its
+images and its results together or not at all), keeps its executed notebook and run
+record in ``build/executed/`` (so ``make render`` can render it again), and writes each
+post's checkpoint file (the latest call's). A post planned by an archive or named in
+``expect`` that no archive executed is reported as missing.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import json
 import os
 import platform
@@ -43,22 +56,24 @@ from typing import Any
 
 from sidebyside.publish.common import ROOT, PublishError, say
 
-__all__ = ["MANIFEST", "STACK_KEYS", "Archive", "Merged", "read_archive", "merge", "main_merge", "write_manifest", "stack"]
+__all__ = ["MANIFEST", "STACK_KEYS", "Archive", "Merged", "read_archive", "merge", "main_merge", "write_manifest", "stack",
+           "execute", "main_execute"]
 
 MANIFEST = "gpu-run.json"
 #: What a stack is: the versions a run computes with. A post's provenance record holds the same keys.
 STACK_KEYS = ("python", "torch", "jax", "jaxlib", "flax", "optax", "numpy", "torch_cuda", "torch_cudnn", "jax_cuda",
               "jax_cudnn")
-_ROOTS = ("_posts", "images", "_data", "checkpoints", "build", MANIFEST)
+_ROOTS = ("checkpoints", "build", MANIFEST)
+_EXECUTED = "build/executed"
 
 
 @dataclasses.dataclass
 class Archive:
-    """A checked archive: its manifest and, per post it published, the files to publish."""
+    """A checked archive: its manifest and, per post it executed, the executed notebook and its record."""
 
     path: Path
     manifest: dict[str, Any]
-    posts: dict[str, tuple[str, str, dict[str, bytes], dict[str, Any]]]  # slug -> (post name, text, images, record)
+    posts: dict[str, tuple[bytes, dict[str, Any]]]  # slug -> (executed notebook, results record)
     checkpoints: dict[str, bytes]  # file name -> content
 
 
@@ -90,27 +105,124 @@ def stack(devices: Mapping[str, Any] | None = None) -> dict[str, Any]:
 
 
 def write_manifest(path: Path, *, site: Path, commit: str, planned: list[str], started: str,
-                   devices: Mapping[str, Any] | None, stub: bool = False, call: str = "") -> dict[str, Any]:
+                   devices: Mapping[str, Any] | None, stub: bool = False, call: str = "",
+                   build: Path | None = None) -> dict[str, Any]:
     """Write the manifest of a call into ``path`` and return it. A planned
-    post counts as published when ``site`` holds its gpu results record,
-    from ``commit``, executed at or after ``started`` (ISO 8601)."""
+    post counts as executed when ``build`` (default ``site/build``) holds its
+    completed gpu run (:func:`sidebyside.publish.site.completed_run`), from
+    ``commit``, executed at or after ``started`` (ISO 8601)."""
+    from sidebyside.publish.site import completed_run
+
     since = dt.datetime.fromisoformat(started)
-    published = []
+    build = Path(site) / "build" if build is None else Path(build)
+    executed = []
     for slug in dict.fromkeys(planned):
+        record, _ = completed_run(build / "executed" / f"{slug}.ipynb")
         try:
-            record = json.loads((Path(site) / "_data" / "results" / f"{slug}.json").read_text())
             recent = dt.datetime.fromisoformat(record["executed_at"]) >= since
-        except (OSError, ValueError, KeyError, TypeError):  # no record, or one without a time zone: not this call's
+        except (ValueError, KeyError, TypeError):  # no run, or one without a time zone: not this call's
             continue
         if recent and record.get("profile") == "gpu" and _same_commit(record.get("provenance", {}).get("git_sha"),
                                                                        commit):
-            published.append(slug)
+            executed.append(slug)
     devices = dict(devices or {})
     manifest = {"commit": commit, "stack": stack(devices), "device": devices.get("torch_device"),
-                "devices": devices, "planned": list(dict.fromkeys(planned)), "published": published,
+                "devices": devices, "planned": list(dict.fromkeys(planned)), "executed": executed,
                 "started": started, "call": call, "stub": stub}
     Path(path).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return manifest
+
+
+def execute(slug: str, *, profile: str = "gpu", site: Path = ROOT, build: Path = ROOT / "build",
+            notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params", root: Path = ROOT,
+            progress: bool = False) -> dict[str, Any]:
+    """The box's half of a call: run the notebook of ``slug`` with the ``profile`` parameters into
+    ``build/executed/<slug>.ipynb`` and complete its run record there (the published results record:
+    key, commit, time), checked as a publication would check it; render and publish nothing. Returns
+    the record. A run in parts is handed its header's estimates of its parts
+    (:data:`sidebyside.run.checkpoints.ESTIMATES_ENV`). The commit must be told (a checkout, or
+    ``SIDEBYSIDE_GIT_SHA``); whether both frameworks computed on one GPU is judged from the run's own
+    record. Imports nothing of the rendering side. Raises :class:`PublishError`."""
+    import os
+
+    from sidebyside.publish.discovery import discover, read_notebook_info, select
+    from sidebyside.publish.guard import Guard
+    from sidebyside.publish.params import load_all_params
+    from sidebyside.publish.records import check_record
+    from sidebyside.publish.running import complete_record, key_and_stamp
+    from sidebyside.publish.running import execute as run_notebook
+    from sidebyside.publish.site import forget_run, lock, recover, write_run_record
+    from sidebyside.run import checkpoints, runkey
+
+    everything = discover(notebooks)
+    chosen = select(everything, slug)
+    if len(chosen) != 1:
+        raise PublishError(f"execute runs one post at a time; {slug!r} names {len(chosen)}")
+    info = chosen[0]
+    params = load_all_params(params_dir, everything).get(profile)
+    if params is None:
+        raise PublishError(f"{params_dir / (profile + '.yaml')} is missing")
+    try:
+        runkey.commit_stamp(root, [])
+    except runkey.StampError as exc:
+        raise PublishError(str(exc)) from None
+    estimates = _part_estimates(info, params[slug], notebooks, params_dir)
+    with lock(site, build):
+        for message in recover(site):
+            say(f"recovered {message}")
+        _, nb = read_notebook_info(info.path)
+        executed = build / "executed" / f"{slug}.ipynb"
+        forget_run(executed)
+        before = os.environ.get(checkpoints.ESTIMATES_ENV)
+        os.environ[checkpoints.ESTIMATES_ENV] = json.dumps(estimates)
+        try:
+            with Guard(site, slug) as guard:  # the run may write no published file
+                try:
+                    executed, saved = run_notebook(info, nb, profile, params[slug], build, root=root,
+                                                   progress=progress)
+                finally:
+                    guard.check("its notebook's run")
+        finally:
+            if before is None:
+                os.environ.pop(checkpoints.ESTIMATES_ENV, None)
+            else:
+                os.environ[checkpoints.ESTIMATES_ENV] = before
+        key, saved["provenance"]["git_sha"] = key_and_stamp(info, profile, params[slug], params_dir, saved, root)
+        record = complete_record(saved, info, profile, params[slug], key, root)
+        check_record(record, slug, info.metrics)
+        write_run_record(executed, record)
+    return record
+
+
+def _part_estimates(info, params: Mapping[str, Any], notebooks: Path, params_dir: Path) -> dict[str, float]:
+    """The seconds the header's ``gpu.parts`` give each part or kind (``kind/*``), those it leaves out
+    estimated as the planner estimates them ({} for a post run whole or without a gpu entry)."""
+    from sidebyside.publish import schedule
+
+    entry = info.gpu or {}
+    if not entry.get("parts"):
+        return {}
+    try:
+        budgets = schedule.read_budgets(notebooks, params_dir)
+    except PublishError:
+        budgets = {}
+    _, room = schedule._room(params, float(budgets.get("call_limit_s") or schedule.LIMIT_S),
+                             float(budgets.get("call_overhead_s") or 0), float(budgets.get("run_overhead_s") or 0))
+    todo, _ = schedule._parts(info.slug, entry, {})
+    todo, _ = schedule._estimate(entry, todo, {}, room)
+    return {header: cost for _, cost, header in todo}
+
+
+def main_execute(slug: str, **kwargs: Any) -> int:
+    """:func:`execute` for ``tools/device-run.sh``: 0 when the run completed, 2 (said on stderr) when not."""
+    try:
+        record = execute(slug, **kwargs)
+    except PublishError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    say(f"{slug}: executed ({record['profile']} run of {record['executed_at']}, commit "
+        f"{record['provenance'].get('git_sha')}); its archive is rendered where it is merged")
+    return 0
 
 
 def _same_commit(a: str | None, b: str | None) -> bool:
@@ -148,7 +260,7 @@ def read_archive(path: Path) -> Archive:
         raise _corrupt(path, f"it is not a readable .tgz ({exc})") from None
     try:
         manifest = json.loads(files[MANIFEST])
-        planned, published = list(manifest["planned"]), list(manifest["published"])
+        planned, executed = list(manifest["planned"]), list(manifest["executed"])
         if not isinstance(manifest["commit"], str) or not isinstance(manifest["stack"], dict):
             raise TypeError("commit or stack")
     except KeyError as exc:
@@ -156,27 +268,23 @@ def read_archive(path: Path) -> Archive:
     except (ValueError, TypeError) as exc:
         raise _corrupt(path, f"its manifest {MANIFEST} is unreadable ({exc})") from None
     posts = {}
-    for slug in published:
+    for slug in executed:
         if slug not in planned:
-            raise _corrupt(path, f"its manifest says it published {slug}, which it did not plan")
-        names = [n for n in files if PurePosixPath(n).parent == PurePosixPath("_posts")
-                 and n.endswith(f"-{slug}.md") and n[len("_posts/"):-len(f"-{slug}.md")].count("-") == 2]
-        if len(names) != 1:
-            raise _corrupt(path, f"it published {slug} but holds {len(names)} posts of it in _posts/")
+            raise _corrupt(path, f"its manifest says it executed {slug}, which it did not plan")
         try:
-            record = json.loads(files[f"_data/results/{slug}.json"])
-            text = files[names[0]].decode("utf-8")
+            notebook = files[f"{_EXECUTED}/{slug}.ipynb"]
+            entry = json.loads(files[f"{_EXECUTED}/{slug}.run.json"])
+            record, digest = entry["record"], entry["executed_sha256"]
         except KeyError:
-            raise _corrupt(path, f"it published {slug} but holds no _data/results/{slug}.json") from None
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise _corrupt(path, f"the post or results record of {slug} is unreadable ({exc})") from None
+            raise _corrupt(path, f"it executed {slug} but holds no {_EXECUTED}/{slug}.ipynb with its "
+                                 f"{slug}.run.json") from None
+        except (ValueError, TypeError) as exc:
+            raise _corrupt(path, f"the run record of {slug} is unreadable ({exc})") from None
+        if hashlib.sha256(notebook).hexdigest() != digest:
+            raise _corrupt(path, f"{_EXECUTED}/{slug}.ipynb is not the notebook its run record names")
         if not isinstance(record, dict) or record.get("slug") != slug or not isinstance(record.get("provenance"), dict):
-            raise _corrupt(path, f"_data/results/{slug}.json is not the results record of {slug}")
-        prefix = f"images/{slug}/"
-        images = {n[len(prefix):]: b for n, b in files.items() if n.startswith(prefix)}
-        if any("/" in name for name in images):
-            raise _corrupt(path, f"images/{slug}/ holds folders; a post's images are one flat folder")
-        posts[slug] = (PurePosixPath(names[0]).name, text, images, record)
+            raise _corrupt(path, f"{_EXECUTED}/{slug}.run.json does not hold the results record of {slug}")
+        posts[slug] = (notebook, record)
     checkpoints = {n[len("checkpoints/"):]: b for n, b in files.items()
                    if n.startswith("checkpoints/") and n.count("/") == 1 and n.endswith(".json")}
     return Archive(path, manifest, posts, checkpoints)
@@ -197,10 +305,10 @@ def _check(archives: list[Archive]) -> list[str]:
                                         for k in differ) + "; run every call with one stack")
     seen: dict[str, Archive] = {}
     for archive in archives:
-        for slug, (_, _, _, record) in archive.posts.items():
+        for slug, (_, record) in archive.posts.items():
             prov = record["provenance"]
             if slug in seen:
-                problems.append(f"{slug}: published by both {seen[slug].path.name} and {archive.path.name} "
+                problems.append(f"{slug}: executed by both {seen[slug].path.name} and {archive.path.name} "
                                 "(measured twice); keep the archive of one call")
             seen.setdefault(slug, archive)
             if not _same_commit(prov.get("git_sha"), archive.manifest["commit"]):
@@ -220,13 +328,27 @@ def _check(archives: list[Archive]) -> list[str]:
     return problems
 
 
+def _render(notebook: bytes, record: dict[str, Any], info, config: dict[str, Any], root: Path) -> tuple[
+        str, dict[str, bytes]]:
+    """The post and images of an executed notebook, rendered here (the publisher's renderer)."""
+    import nbformat
+
+    from sidebyside.publish.rendering import render
+
+    return render(nbformat.reads(notebook.decode("utf-8"), as_version=4), record, info, config, root=root)
+
+
 def merge(paths: Iterable[Path], *, site: Path = ROOT, notebooks: Path = ROOT / "notebooks",
+          params_dir: Path = ROOT / "params", build: Path = ROOT / "build", root: Path = ROOT,
           expect: Iterable[str] = (), allow_stub: bool = False) -> Merged:
-    """Merge the archives at ``paths`` into ``site`` (see the module
-    docstring). Raises :class:`PublishError`, with nothing changed, when
-    they may not be merged."""
+    """Merge the archives at ``paths`` into ``site``: render each executed post
+    here and publish it (see the module docstring). Raises :class:`PublishError`,
+    with nothing changed, when they may not be merged or a post cannot be rendered."""
+    from sidebyside.publish.cache import cache_key
     from sidebyside.publish.discovery import discover
-    from sidebyside.publish.site import lock, publish, recover
+    from sidebyside.publish.params import load_all_params
+    from sidebyside.publish.rendering import check_date, site_config
+    from sidebyside.publish.site import lock, publish, recover, write_run_record
 
     paths = [Path(p) for p in paths]
     if not paths:
@@ -235,27 +357,45 @@ def merge(paths: Iterable[Path], *, site: Path = ROOT, notebooks: Path = ROOT / 
     problems = _check(archives)
     stubs = [a.path.name for a in archives if a.manifest.get("stub")]
     if stubs and not allow_stub:
-        problems.append(f"{', '.join(stubs)} came from a dry run with a stub publisher, not from a GPU")
-    infos = {i.slug: i for i in discover(notebooks)}
+        problems.append(f"{', '.join(stubs)} came from a dry run with a stub executor, not from a GPU")
+    everything = discover(notebooks)
+    infos = {i.slug: i for i in everything}
+    gpu_params = load_all_params(params_dir, everything).get("gpu") or {}
     for archive in archives:
-        for slug, (name, _, _, _) in archive.posts.items():
+        for slug, (_, record) in archive.posts.items():
             if slug not in infos:
                 problems.append(f"{slug} (in {archive.path.name}) is no notebook of {notebooks}")
-            elif name != f"{infos[slug].date}-{slug}.md":
-                problems.append(f"{slug}: {archive.path.name} holds _posts/{name}, but the notebook's date makes "
-                                f"it {infos[slug].date}-{slug}.md (an archive of another version of the notebook)")
+            elif not archive.manifest.get("stub") and record.get("source_hash") != cache_key(
+                    infos[slug], "gpu", gpu_params.get(slug) or {}, root, record.get("inputs")):
+                problems.append(f"{slug}: {archive.path.name} ran another version of it than this tree holds (its "
+                                "notebook, gpu parameters, pins or a library module it imported differ): merge it "
+                                f"at the commit it ran from, {archive.manifest['commit']}")
     if problems:
         raise PublishError("merge refused; nothing was changed:\n  " + "\n  ".join(problems))
-    published: dict[str, str] = {}
     site = Path(site)
-    with lock(site):
+    config = site_config(site, root)
+    rendered = []
+    for archive in archives:
+        for slug, (notebook, record) in archive.posts.items():
+            try:
+                check_date(infos[slug], config)
+                post, images = _render(notebook, record, infos[slug], config, root)
+            except PublishError as exc:
+                raise PublishError(f"merge refused; nothing was changed: {slug} (in {archive.path.name}) cannot be "
+                                   f"rendered: {exc}") from None
+            rendered.append((archive, slug, post, images, notebook, record))
+    published: dict[str, str] = {}
+    with lock(site, build):
         for message in recover(site):
             say(f"recovered {message}")
-        for archive in archives:
-            for slug, (_, text, images, record) in archive.posts.items():
-                publish(site, infos[slug], text, images, record)
-                published[slug] = archive.path.name
-                say(f"{slug}: published from {archive.path.name} (commit {archive.manifest['commit']})")
+        for archive, slug, post, images, notebook, record in rendered:
+            publish(site, infos[slug], post, images, record)
+            executed = Path(build) / "executed" / f"{slug}.ipynb"
+            executed.parent.mkdir(parents=True, exist_ok=True)
+            executed.write_bytes(notebook)
+            write_run_record(executed, record)
+            published[slug] = archive.path.name
+            say(f"{slug}: rendered and published from {archive.path.name} (commit {archive.manifest['commit']})")
         latest: dict[str, bytes] = {}
         for archive in sorted(archives, key=lambda a: str(a.manifest.get("started", ""))):
             latest.update(archive.checkpoints)
@@ -269,17 +409,17 @@ def merge(paths: Iterable[Path], *, site: Path = ROOT, notebooks: Path = ROOT / 
     missing = {}
     for slug in wanted:
         if slug not in published:
-            why = [f"{a.path.name} planned it and did not publish it" for a in archives
+            why = [f"{a.path.name} planned it and did not execute it" for a in archives
                    if slug in a.manifest["planned"]] or ["no archive planned it"]
             missing[slug] = "; ".join(why)
     return Merged(published, missing)
 
 
 def main_merge(paths: list[Path], *, site: Path, notebooks: Path, expect: str | None, allow_missing: bool,
-               allow_stub: bool) -> int:
+               allow_stub: bool, params_dir: Path = ROOT / "params", build: Path = ROOT / "build") -> int:
     """The ``merge`` command: 0 when every expected post was published, 1 when one is missing (reported)."""
-    merged = merge(paths, site=site, notebooks=notebooks, expect=[s for s in (expect or "").split(",") if s],
-                   allow_stub=allow_stub)
+    merged = merge(paths, site=site, notebooks=notebooks, params_dir=params_dir, build=build,
+                   expect=[s for s in (expect or "").split(",") if s], allow_stub=allow_stub)
     for slug, why in merged.missing.items():
         print(f"missing: {slug}: {why}; run its call again (tools/device-run.sh {slug}) and merge its archive",
               file=sys.stderr)

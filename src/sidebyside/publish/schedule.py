@@ -25,8 +25,9 @@ deadline: ``DEADLINE_S`` of ``tools/device-run.sh``), ``window_s`` and ``max_cal
 (a window), and the headers' budgets: ``post_limit_s`` (a post's device seconds, its
 call's set-up included), ``post_calls`` (posts allowed more calls of ``post_limit_s``
 than one) and ``total_limit_s`` (every GPU post together). Where the file gives
-``post_limit_s``, :func:`plan_calls` refuses, planning nothing, while a header's budget
-is over its limit or the headers are over ``total_limit_s`` together, and names the
+``post_limit_s``, :func:`plan_calls` refuses, planning nothing, while the header of a
+post it plans is over its limit, or the headers of the posts it plans are over
+``total_limit_s`` together (all of them with ``publish plan --all``), and names the
 parts to cut (:func:`over_budget`).
 
 One clock: a call counts from its start (``tools/device-run.sh`` passes it to every run):
@@ -415,8 +416,8 @@ def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any
     """Plan the calls that publish ``slugs`` (see the module docstring), or
     raise :class:`PlanRefused` naming what to cut. The limits not given come from
     ``budgets`` (:func:`read_budgets`), else :data:`LIMIT_S`, :data:`WINDOW_S` and
-    :data:`MAX_CALLS`. Where ``budgets`` gives ``post_limit_s``, headers over their
-    budget (:func:`over_budget`) are refused first."""
+    :data:`MAX_CALLS`. Where ``budgets`` gives ``post_limit_s``, the headers of ``slugs``
+    over their budget (:func:`over_budget`) are refused first."""
     limit_s, window_s, max_calls = _limits(budgets, limit_s, window_s, max_calls)
     posts = budgets.get("posts") or {}
     order = [s for s in (budgets.get("order") or []) if s in slugs]
@@ -426,7 +427,7 @@ def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any
         raise PlanRefused(f"no gpu budget for {', '.join(missing)} in its notebook's header: a post that gains from a GPU "
                           "needs one (gpu: {budget_s, measured}); one that does not should not be planned")
     if budgets.get("post_limit_s"):
-        problems = over_budget(budgets, params)
+        problems = over_budget(budgets, params, slugs)
         if problems:
             raise PlanRefused("the gpu budgets of the notebooks' headers are over their limits (params/gpu-calls.yaml); "
                               "nothing is planned until they fit:\n  " + "\n  ".join(problems))
@@ -453,17 +454,20 @@ def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any
                                    call_overhead_s=call_overhead_s))
 
 
-def over_budget(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """What is over the limits of the headers' budgets (empty: nothing), one sentence each, naming what to
-    cut: each GPU post must run, every part of it measured, in ``post_calls`` calls (1 unless named there)
-    of at most ``post_limit_s`` seconds, set-up included; all of them in ``total_limit_s`` together. A
-    post's need is its runs (as :func:`runs_of` makes them with a call of ``post_limit_s``, unknown costs
-    estimated) and a set-up per call."""
+def over_budget(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any]],
+                slugs: list[str] | None = None) -> list[str]:
+    """What is over the limits of the headers' budgets of ``slugs`` (default: every GPU post), one sentence
+    each, naming what to cut (empty: nothing): each post must run, every part of it measured, in
+    ``post_calls`` calls (1 unless named there) of at most ``post_limit_s`` seconds, set-up included; all
+    of them in ``total_limit_s`` together. A post's need is its runs (as :func:`runs_of` makes them with a
+    call of ``post_limit_s``, unknown costs estimated) and a set-up per call."""
     limit = float(budgets["post_limit_s"])
     setup, run_overhead = float(budgets.get("call_overhead_s") or 0), float(budgets.get("run_overhead_s") or 0)
     problems: list[str] = []
     needs: dict[str, tuple[float, float]] = {}  # slug -> (what it needs, what it may take)
-    for slug, entry in (budgets.get("posts") or {}).items():
+    posts = budgets.get("posts") or {}
+    for slug in posts if slugs is None else [s for s in slugs if s in posts]:
+        entry = posts[slug]
         calls = int((budgets.get("post_calls") or {}).get(slug, 1))
         allowed = limit * calls
         if not entry.get("parts"):
@@ -512,7 +516,8 @@ def over_budget(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, An
     if total_limit and total > total_limit:
         capped = sum(min(n, a) for n, a in needs.values())
         listing = ", ".join(f"{s} {n:,.0f} s" for s, (n, _) in sorted(needs.items(), key=lambda kv: -kv[1][0]))
-        said = f"all GPU posts together need {total:,.0f} s, over the {total_limit:,.0f} s they may take in all ({listing})"
+        said = (f"{'all GPU posts' if slugs is None or set(posts) <= set(slugs) else 'these posts'} together need "
+                f"{total:,.0f} s, over the {total_limit:,.0f} s they may take in all ({listing})")
         if capped < total:
             said += f"; cut to their own limits they would need {capped:,.0f} s"
         if capped > total_limit:
