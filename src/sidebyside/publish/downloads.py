@@ -7,7 +7,8 @@ Jekyll does not serve ``_data/``, so the publisher puts these files into
   ``_data/results/<slug>.json``);
 - ``tables.csv``: every table the post shows (the HTML table outputs), one
   tidy CSV (``table, section, row, column, value``; see
-  :func:`sidebyside.lab.tables.tables_csv`);
+  :func:`sidebyside.lab.tables.tables_csv`), every text cell passed through
+  :func:`neutralise` (a spreadsheet opening it evaluates no formula);
 - ``<slug>.ipynb``: the executed notebook, with the outputs the post shows,
   local paths and host name scrubbed as in the post, and every raster
   output (PNG, JPEG, GIF, WebP) decoded and encoded again from its pixels
@@ -19,15 +20,34 @@ The post layout links each file that exists (``_includes/downloads.html``).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
 from sidebyside.lab.tables import parse_html, tables_csv
 
-__all__ = ["NAMES", "files", "post_tables", "scrub_notebook"]
+__all__ = ["NAMES", "FORMULA_STARTS", "files", "neutralise", "post_tables", "scrub_notebook"]
 
 RESULTS, TABLES = "results.json", "tables.csv"
 NAMES = (RESULTS, TABLES)  # and "<slug>.ipynb"
+
+
+#: What a spreadsheet may read as the start of a formula (OWASP's CSV injection rule).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def neutralise(cell: str) -> str:
+    """A CSV cell that no spreadsheet evaluates (OWASP's rule against CSV injection): a cell that
+    starts with one of :data:`FORMULA_STARTS` (``=``, ``+``, ``-``, ``@``, tab, carriage return) gets a
+    single quote in front, so that it is read as text and shows as it was. The one exception: a cell
+    that is a plain number in full (``-1.5``, ``+3``, ``-2.5e-3``: optional sign, digits, optional
+    decimals and exponent, nothing else) stays as it is, so a negative figure stays a number;
+    ``-1+1``, ``-1.5 ms`` or ``-inf`` are not plain numbers and are quoted. Any other cell is kept."""
+    cell = str(cell)
+    if cell.startswith(FORMULA_STARTS) and not _NUMBER.fullmatch(cell):
+        return "'" + cell
+    return cell
 
 
 def _text(value: Any) -> str:
@@ -54,10 +74,12 @@ def post_tables(nb) -> list[tuple[str, list[list[str]]]]:
 def files(slug: str, executed_nb, preprocessed_nb, record: dict[str, Any],
           scrub: Callable[[str], str] = lambda text: text) -> dict[str, bytes]:
     """``{filename: bytes}`` of the downloads: ``preprocessed_nb`` is the
-    notebook as the post shows it (its tables), ``executed_nb`` the full
-    executed notebook (written through ``scrub``)."""
+    notebook as the post shows it (its tables, each heading and cell
+    passed through :func:`neutralise`), ``executed_nb`` the full executed
+    notebook (written through ``scrub``)."""
     out = {RESULTS: (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()}
-    tables = post_tables(preprocessed_nb)
+    tables = [(neutralise(section), [[neutralise(value) for value in row] for row in rows])
+              for section, rows in post_tables(preprocessed_nb)]
     if tables:
         out[TABLES] = tables_csv(tables).encode()
     out[f"{slug}.ipynb"] = scrub_notebook(executed_nb, scrub).encode()
