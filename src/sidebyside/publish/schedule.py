@@ -459,8 +459,9 @@ def over_budget(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, An
     """What is over the limits of the headers' budgets of ``slugs`` (default: every GPU post), one sentence
     each, naming what to cut (empty: nothing): each post must run, every part of it measured, in
     ``post_calls`` calls (1 unless named there) of at most ``post_limit_s`` seconds, set-up included; all
-    of them in ``total_limit_s`` together. A post's need is its runs (as :func:`runs_of` makes them with a
-    call of ``post_limit_s``, unknown costs estimated) and a set-up per call."""
+    of them in ``total_limit_s`` together (said only where cutting each post to its own limit is not
+    enough). A post's need is its runs (as :func:`runs_of` makes them with a call of ``post_limit_s``,
+    unknown costs estimated) and a set-up per call."""
     limit = float(budgets["post_limit_s"])
     setup, run_overhead = float(budgets.get("call_overhead_s") or 0), float(budgets.get("run_overhead_s") or 0)
     problems: list[str] = []
@@ -513,18 +514,14 @@ def over_budget(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, An
                         f"cut {', '.join(said)}, or shrink them; the rest, {need_of(kept)[0]:,.0f} s, fits{estimated}")
     total_limit = float(budgets.get("total_limit_s") or 0)
     total = sum(n for n, _ in needs.values())
-    if total_limit and total > total_limit:
-        capped = sum(min(n, a) for n, a in needs.values())
+    capped = sum(min(n, a) for n, a in needs.values())  # each post cut to its own limit, as said above
+    if total_limit and capped > total_limit:
         listing = ", ".join(f"{s} {n:,.0f} s" for s, (n, _) in sorted(needs.items(), key=lambda kv: -kv[1][0]))
         said = (f"{'all GPU posts' if slugs is None or set(posts) <= set(slugs) else 'these posts'} together need "
                 f"{total:,.0f} s, over the {total_limit:,.0f} s they may take in all ({listing})")
         if capped < total:
-            said += f"; cut to their own limits they would need {capped:,.0f} s"
-        if capped > total_limit:
-            said += f": cut {capped - total_limit:,.0f} s more, the largest first"
-        else:
-            said += ", which fits once each is cut as said above"
-        problems.append(said)
+            said += f"; cut to their own limits they would still need {capped:,.0f} s"
+        problems.append(said + f": cut {capped - total_limit:,.0f} s more, the largest first")
     return problems
 
 
