@@ -213,6 +213,16 @@ def test_an_unknown_cost_is_estimated_and_the_plan_says_how():
     assert "nothing alike is known" in alone[1].estimated[0]
 
 
+def test_a_run_is_handed_its_headers_estimates_of_its_parts():
+    entry = {"budget_s": 600, "parts": {"parity": 20, "ladder/a/*": {"each_s": 50, "count": 2},
+                                        "ladder/b/*": {"each_s": None, "count": 2}}}
+    assert schedule.part_estimates("p", entry, {}, {}) == {"parity": 20, "ladder/a/*": 50, "ladder/b/*": 50}
+    assert schedule.part_estimates("p", {"budget_s": 100}, {}, {}) == {}
+    real = schedule.read_budgets(ROOT / "notebooks", ROOT / "params")
+    estimates = schedule.part_estimates("real-models", real["posts"]["real-models"], {}, real)
+    assert estimates["ladder/gpt2/*"] == 320 and estimates["parity/resnet50"] == 31
+
+
 def test_a_part_measured_under_the_same_parent_estimates_its_unmeasured_sibling(tmp_path):
     (tmp_path / "c.json").write_text(json.dumps({"ladder/a/train": {"seconds": 70.0}}))
     entry = {"parts": {"ladder/a/*": {"each_s": None, "count": 2}, "ladder/b/*": {"each_s": None, "count": 1}}}

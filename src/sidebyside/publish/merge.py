@@ -145,6 +145,7 @@ def execute(slug: str, *, profile: str = "gpu", site: Path = ROOT, build: Path =
     record. Imports nothing of the rendering side. Raises :class:`PublishError`."""
     import os
 
+    from sidebyside.publish import schedule
     from sidebyside.publish.discovery import discover, read_notebook_info, select
     from sidebyside.publish.guard import Guard
     from sidebyside.publish.params import load_all_params
@@ -166,7 +167,11 @@ def execute(slug: str, *, profile: str = "gpu", site: Path = ROOT, build: Path =
         runkey.commit_stamp(root, [])
     except runkey.StampError as exc:
         raise PublishError(str(exc)) from None
-    estimates = _part_estimates(info, params[slug], notebooks, params_dir)
+    try:
+        budgets = schedule.read_budgets(notebooks, params_dir)
+    except PublishError:
+        budgets = {}
+    estimates = schedule.part_estimates(info.slug, info.gpu or {}, params[slug], budgets)
     with lock(site, build):
         for message in recover(site):
             say(f"recovered {message}")
@@ -192,25 +197,6 @@ def execute(slug: str, *, profile: str = "gpu", site: Path = ROOT, build: Path =
         check_record(record, slug, info.metrics)
         write_run_record(executed, record)
     return record
-
-
-def _part_estimates(info, params: Mapping[str, Any], notebooks: Path, params_dir: Path) -> dict[str, float]:
-    """The seconds the header's ``gpu.parts`` give each part or kind (``kind/*``), those it leaves out
-    estimated as the planner estimates them ({} for a post run whole or without a gpu entry)."""
-    from sidebyside.publish import schedule
-
-    entry = info.gpu or {}
-    if not entry.get("parts"):
-        return {}
-    try:
-        budgets = schedule.read_budgets(notebooks, params_dir)
-    except PublishError:
-        budgets = {}
-    _, room = schedule._room(params, float(budgets.get("call_limit_s") or schedule.LIMIT_S),
-                             float(budgets.get("call_overhead_s") or 0), float(budgets.get("run_overhead_s") or 0))
-    todo, _ = schedule._parts(info.slug, entry, {})
-    todo, _ = schedule._estimate(entry, todo, {}, room)
-    return {header: cost for _, cost, header in todo}
 
 
 def main_execute(slug: str, **kwargs: Any) -> int:

@@ -71,7 +71,8 @@ import yaml
 from sidebyside.publish.common import ROOT, PublishError
 
 __all__ = ["LIMIT_S", "WINDOW_S", "MAX_CALLS", "CALLS_FILE", "RUN_READS", "Run", "Call", "Plan", "PlanRefused",
-           "read_budgets", "runs_of", "pack", "plan_calls", "over_budget", "stale_gpu_posts", "format_plan"]
+           "read_budgets", "runs_of", "pack", "plan_calls", "over_budget", "part_estimates", "stale_gpu_posts",
+           "format_plan"]
 
 #: A device call's running (its deadline: DEADLINE_S of tools/device-run.sh), a window's running and its calls,
 #: where params/gpu-calls.yaml does not say: a lent machine's 15 minutes less its starts, in calls of at most 10.
@@ -335,6 +336,21 @@ def runs_of(slug: str, entry: Mapping[str, Any], params: Mapping[str, Any], *, r
                           f"of the call's set-up and {run_overhead_s:.0f} s of the run's own): shrink that part, or "
                           "raise run_budget_s (params/gpu.yaml) up to the call's limit")
     return _group(slug, todo, notes, room=room, run_overhead_s=run_overhead_s, deadline_s=deadline), done
+
+
+def part_estimates(slug: str, entry: Mapping[str, Any], params: Mapping[str, Any],
+                   budgets: Mapping[str, Any]) -> dict[str, float]:
+    """The seconds a header's gpu ``entry`` gives each of its parts or kinds (``kind/*``), those it leaves out
+    estimated as a plan estimates them ({} for a post run whole): what a run in parts predicts a part by before
+    anything alike was measured (:data:`sidebyside.run.checkpoints.ESTIMATES_ENV`). ``budgets``: the overheads
+    and limits of :func:`read_budgets` (may be empty)."""
+    if not entry.get("parts"):
+        return {}
+    _, room = _room(params, float(budgets.get("call_limit_s") or LIMIT_S), float(budgets.get("call_overhead_s") or 0),
+                    float(budgets.get("run_overhead_s") or 0))
+    todo, _ = _parts(slug, entry, {})
+    todo, _ = _estimate(entry, todo, {}, room)
+    return {header: cost for _, cost, header in todo}
 
 
 def _fits(runs: list[Run], overhead_s: float, limit_s: float) -> bool:
