@@ -30,7 +30,11 @@ def _read(entry: Any) -> dict[str, Any]:
 
 
 def _median(entry: Any) -> float:
-    return _read(entry)["median_s"]
+    """The time a rung is ranked and printed by: :func:`sidebyside.lab.verdict.typical_s` (the
+    statistic of the head verdict's times and factor)."""
+    from sidebyside.lab import verdict  # imported here: verdict re-exports this module's names
+
+    return verdict.typical_s(entry)
 
 
 def ladder_entry(timing: Any = None, *, error: BaseException | str | None = None,
@@ -86,8 +90,8 @@ def _usable(entry: Any) -> bool:
 
 
 def best(entries: Mapping[str, Any], frameworks: Sequence[str] = ("torch", "jax")) -> dict[str, Any]:
-    """Each framework's fastest working tool: ``{"torch": tool, "jax": tool,
-    "ratio": torch_median / jax_median}`` (ratio > 1: JAX's best is faster).
+    """Each framework's fastest working tool by :func:`sidebyside.lab.verdict.typical_s`: ``{"torch": tool,
+    "jax": tool, "ratio": torch_time / jax_time}`` (ratio > 1: JAX's best is faster).
     A framework whose every tool failed gets None (and the ratio is None)."""
     out: dict[str, Any] = {}
     medians: dict[str, float] = {}

@@ -11,6 +11,11 @@ processes (:func:`ratio_interval`):
   ``exp(m ± t(0.975, n - 1) · s / √n)``, with Student's t quantile from
   SciPy. It narrows as processes are added (``1/√n`` and a smaller quantile).
 
+One estimator per sentence: the time a sentence prints for each side is the
+geometric mean of that side's per-process medians (:func:`geomean`), so that
+the two times printed beside a ratio divide to it exactly:
+``geomean(a) / geomean(b) = exp(m)``.
+
 A ratio is "practically tied" when it lies inside the machine kind's noise
 floor ``f`` (:func:`inside_floor`: ``1/(1+f) < ratio < 1+f``): the largest
 ratio that racing a function against itself (A/A) produced on that machine
@@ -33,7 +38,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["CONFIDENCE", "POWER", "ratio_interval", "inside_floor", "welch"]
+__all__ = ["CONFIDENCE", "POWER", "geomean", "ratio_interval", "inside_floor", "welch"]
 
 #: The confidence of every interval the site publishes.
 CONFIDENCE = 0.95
@@ -43,13 +48,23 @@ POWER = 0.80
 ROUNDING = 1e-9
 
 
+def geomean(seconds: Sequence[float]) -> float:
+    """The geometric mean of positive times: the time a sentence prints for a side, from its
+    per-process medians (the ratio of two sides' geometric means over the same processes is the
+    :func:`ratio_interval` ratio). Raises ValueError on an empty list or a time that is not positive."""
+    if len(seconds) == 0 or min(seconds) <= 0:
+        raise ValueError(f"a geometric mean needs positive times, got {list(seconds)}")
+    return math.exp(sum(math.log(x) for x in seconds) / len(seconds))
+
+
 def ratio_interval(subject: Sequence[float], other: Sequence[float], *,
                    confidence: float = CONFIDENCE) -> dict[str, Any]:
     """The time ratio ``subject/other`` over processes, paired by position.
 
     ``subject[i]`` and ``other[i]`` are the median per-call seconds of the two
     contestants in process ``i``. Returns ``ratio`` (geometric mean of the
-    per-process ratios), ``interval`` (the t-interval on log-ratios, or None
+    per-process ratios), ``subject_s`` and ``other_s`` (each side's :func:`geomean`, whose ratio
+    is ``ratio``: the times to print beside it), ``interval`` (the t-interval on log-ratios, or None
     with fewer than 2 processes), ``processes`` (n), ``ratios`` (each process's
     ratio) and ``method`` (one line). Raises ValueError on lengths that differ
     or a time that is not positive."""
@@ -64,7 +79,7 @@ def ratio_interval(subject: Sequence[float], other: Sequence[float], *,
     logs = [math.log(a / b) for a, b in zip(subject, other)]
     n = len(logs)
     mean = sum(logs) / n
-    out = {"ratio": math.exp(mean), "processes": n, "ratios": [math.exp(x) for x in logs], "interval": None,
+    out = {"ratio": math.exp(mean), "subject_s": geomean(subject), "other_s": geomean(other), "processes": n, "ratios": [math.exp(x) for x in logs], "interval": None,
            "method": f"geometric mean of per-process time ratios; {confidence:.0%} t-interval on their logarithms "
                      f"over {n} process{'es' if n != 1 else ''}"}
     if n >= 2:

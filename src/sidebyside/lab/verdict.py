@@ -15,7 +15,9 @@ Two kinds of claim, each a pure function of the numbers it is given
   machine kind's noise floor (carried by the entries); "too few processes"
   with fewer than 2; otherwise the faster side wins by that ratio. What the
   quiet-machine check found during the measurement (carried by the entries)
-  is said in the caveat.
+  is said in the caveat. The times a sentence prints are each side's
+  geometric mean of its per-process medians (:func:`typical_s`), whose ratio
+  is the verdict's ratio, so a sentence's figures agree with each other.
 - :func:`seeds`: a quantity measured over several seeds on each side (test
   accuracy, say). Welch's t-test: the difference of the means against its
   95% interval, with the smallest difference the seeds could have detected.
@@ -106,6 +108,7 @@ __all__ = [
     "WITHIN",
     "TIED",
     "TOO_FEW",
+    "typical_s",
 ]
 
 FASTER, SLOWER, WITHIN, TIED, TOO_FEW = "faster", "slower", "within noise", "practically tied", "too few processes"
@@ -171,8 +174,14 @@ def _read(entry: Any) -> dict[str, Any]:
     return timing.read(entry)
 
 
-def _median(entry: Any) -> float:
-    return _read(entry)["median_s"]
+def typical_s(entry: Any, n: int | None = None) -> float:
+    """The time every sentence prints for a timing entry, in seconds: the geometric mean of its
+    per-process medians (the first ``n``; all by default; :func:`sidebyside.lab.stats.geomean`),
+    so that two entries' times divide to their verdict's ratio. An entry without per-process
+    medians (or ``n=0``) prints its ``median_s``."""
+    e = _read(entry)
+    own = e["processes_s"][:n] if n is not None else e["processes_s"]
+    return stats.geomean(own) if own else e["median_s"]
 
 
 def _name(framework: str) -> str:
@@ -199,14 +208,15 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
     the geometric mean of the per-process time ratios with its 95% t-interval over the
     processes; "within noise" when the interval holds 1, "practically tied" when the ratio lies
     inside the noise floor the entries carry, "too few processes" with fewer than 2; otherwise
-    the faster side wins by that ratio. What the quiet-machine check found during the
+    the faster side wins by that ratio. The two times the sentence prints are each side's
+    :func:`typical_s` over the same processes (their ratio is ``ratio``; kept as each side's
+    ``geomean_s``). What the quiet-machine check found during the
     measurement (the entries' ``busy``) is added to the caveat, with its figures. ``ratio`` and
     ``interval`` are the subject's time over the other's; ``factor`` (>= 1) the winner's
     speed-up. ``contestants``, ``scale``, ``against`` and ``kind`` go to :func:`frame`.
     """
     a, b = _read(subject), _read(other)
-    am, bm = a["median_s"], b["median_s"]
-    if min(am, bm) <= 0:
+    if min(a["median_s"], b["median_s"]) <= 0:
         raise ValueError("timings must be positive")
     n = min(len(a["processes_s"]), len(b["processes_s"]))
     floor = a["floor"] if a["floor"] is not None else b["floor"]
@@ -217,10 +227,12 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
                   "interval includes that.").strip()
     who_a = _name(subject_name) + (f" ({subject_tool})" if subject_tool else "")
     who_b = _name(other_name) + (f" ({other_tool})" if other_tool else "")
-    interval, ratio = None, am / bm
+    interval = None
     floor_text = (f"this machine kind's noise floor of ±{fmt_number(100 * floor)}%" if floor is not None
                   else "no noise floor measured for this machine kind")
     if n < 2:
+        am, bm = typical_s(a, n), typical_s(b, n)
+        ratio = am / bm
         label, winner, factor = TOO_FEW, None, max(ratio, 1 / ratio)
         sentence = (f"{who_a} {fmt_seconds(am)} against {who_b} {fmt_seconds(bm)}, measured in "
                     f"{plural(n, 'process', 'processes')}: one process is one observation, so no verdict is drawn "
@@ -228,7 +240,7 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
         test = "none: fewer than 2 independent processes"
     else:
         found = stats.ratio_interval(a["processes_s"][:n], b["processes_s"][:n])
-        ratio, interval = found["ratio"], found["interval"]
+        ratio, interval, am, bm = found["ratio"], found["interval"], found["subject_s"], found["other_s"]
         lo, hi = interval
         over = f"{n} processes"
         if lo <= 1.0 <= hi:
@@ -252,13 +264,14 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
             sentence = (f"{fast} is {fmt_ratio(factor)} faster than {slow} "
                         f"({_interval_text(lo, hi, subject_wins)}, 95% confidence interval over {over}): "
                         f"{fmt_seconds(fast_s)} against {fmt_seconds(slow_s)}.")
-        test = (found["method"] + "; within noise when the interval holds 1, practically tied inside the noise "
+        test = (found["method"] + "; the times printed are each side's geometric mean of its per-process medians, "
+                "whose ratio is the time ratio; within noise when the interval holds 1, practically tied inside the noise "
                 f"floor ({floor_text})")
     if caveat:
         sentence += " " + caveat
-    sides = {name: {"tool": tool, **{k: e[k] for k in ("median_s", "q1_s", "q3_s", "iqr_s", "processes_s",
-                                                        "first_per_process_s")}}
-             for name, tool, e in ((subject_name, subject_tool, a), (other_name, other_tool, b))}
+    sides = {name: {"tool": tool, "geomean_s": t, **{k: e[k] for k in ("median_s", "q1_s", "q3_s", "iqr_s",
+                                                                       "processes_s", "first_per_process_s")}}
+             for name, tool, t, e in ((subject_name, subject_tool, am, a), (other_name, other_tool, bm, b))}
     v = Verdict(question=question, label=label, sentence=sentence, test=test, subject=subject_name, other=other_name,
                 winner=winner, ratio=ratio, interval=interval, sides=sides, caveat=caveat, factor=factor,
                 processes=n, floor=floor, busy=busy)
