@@ -166,7 +166,7 @@ def test_a_part_is_read_back_across_commits_exactly_while_its_inputs_are_unchang
                  lambda: _edit(notebook, 'tags=["appendix"]', 'tags=["appendix", "collapsed"] summary="x"'),
                  lambda: _edit(notebook, "budget_s: 100", "budget_s: 380"),
                  lambda: params.write_text("demo: {steps: 5, run_budget_s: 200}\nother: {steps: 70}\n"),
-                 lambda: (project / "requirements.txt").write_text("numpy==2.0.0\nnh3==0.3.8\n")):
+                 lambda: (project / "requirements.txt").write_text("numpy==2.0.0\nnever-imported-here==0.3.8\n")):
         keep()
         assert not _measured_again(path, monkeypatch=monkeypatch, root=project), keep
     elsewhere = {**PROVENANCE, "cpu": "AMD EPYC 9654 96-Core Processor (16 cores)", "git_sha": "fff",
