@@ -63,8 +63,11 @@ def _labels(true_ratio: float, n: int = PROCESSES, process_sd: float = PROCESS_S
 def test_no_true_difference_names_a_winner_in_at_most_5_percent_of_trials(process_sd):
     found = _labels(1.0, process_sd=process_sd)
     winners = [v for v in found if v.winner is not None]
-    assert all(v.label in (verdict.FASTER, verdict.SLOWER) for v in winners)
+    assert all(v.label in (verdict.FASTER, verdict.SLOWER, verdict.SMALL) for v in winners)
     assert all(v.label in (verdict.WITHIN, verdict.TIED) for v in found if v.winner is None)
+    # practically tied only where the interval holds 1 and lies inside the floor
+    assert all(v.interval[0] <= 1 <= v.interval[1] for v in found if v.winner is None)
+    assert all(1 / (1 + FLOOR) < v.interval[0] and v.interval[1] < 1 + FLOOR for v in found if v.label == verdict.TIED)
     assert len(winners) / TRIALS <= 0.05, f"{len(winners)} false winners in {TRIALS} trials"
     # the process effect is shared, so it cancels in the ratio: a large one changes nothing
     assert all(v.processes == PROCESSES for v in found)
@@ -147,15 +150,41 @@ def _about_98_percent() -> tuple[dict, dict]:
         {"median_s": float(np.median(other)), "processes_s": list(other)}
 
 
-def test_a_ratio_inside_the_noise_floor_is_practically_tied_whatever_its_interval():
+def test_a_ratio_inside_the_noise_floor_whose_interval_excludes_1_is_a_small_real_difference():
     subject, other = _about_98_percent()
-    v = verdict.speed({**subject, "floor": 0.05}, {**other, "floor": 0.05}, question="tied")
+    v = verdict.speed({**subject, "floor": 0.05}, {**other, "floor": 0.05}, question="small")
     lo, hi = v.interval
-    assert hi < 1.0  # the interval alone would name a winner
-    assert v.label == verdict.TIED == "practically tied" and v.winner is None
-    assert "noise floor" in v.sentence and "5%" in v.sentence and v.floor == 0.05
+    assert hi < 1.0 and lo > 1 / 1.05  # the interval excludes 1, the ratio lies inside the floor
+    assert v.label == verdict.SMALL == "small difference" and v.winner == "torch"
+    assert v.factor == pytest.approx(1 / v.ratio)
+    assert "a small, real difference" in v.sentence and "which excludes 1" in v.sentence
+    assert "noise floor of ±5%" in v.sentence and v.floor == 0.05
+    assert not v.sentence.startswith("PyTorch and JAX are practically tied")
     # the floor carried by either side counts
-    assert verdict.speed(subject, {**other, "floor": 0.05}, question="tied").label == verdict.TIED
+    assert verdict.speed(subject, {**other, "floor": 0.05}, question="small").label == verdict.SMALL
+
+
+def _around_1(spread: float) -> tuple[dict, dict]:
+    """Per-process ratios around 1, from ``1 - spread`` to ``1 + spread``: an interval that holds 1."""
+    other = np.array([1.00, 1.10, 0.95, 1.05, 1.02]) * BASE_S
+    subject = other * (1 + spread * np.array([-1.0, 0.5, 1.0, -0.5, 0.0]))
+    return {"median_s": float(np.median(subject)), "processes_s": list(subject)}, \
+        {"median_s": float(np.median(other)), "processes_s": list(other)}
+
+
+def test_practically_tied_only_when_the_whole_interval_lies_inside_the_floor():
+    subject, other = _around_1(0.005)
+    v = verdict.speed({**subject, "floor": 0.05}, other, question="tied")
+    lo, hi = v.interval
+    assert 1 / 1.05 < lo <= 1 <= hi < 1.05
+    assert v.label == verdict.TIED == "practically tied" and v.winner is None
+    assert "practically tied" in v.sentence and "which lies inside this machine kind's noise floor of ±5%" in v.sentence
+    # the same interval reaches past a narrower floor: then it cannot tell them apart, and says so
+    narrow = verdict.speed({**subject, "floor": (hi - 1) / 2}, other, question="q")
+    assert narrow.label == verdict.WITHIN and narrow.winner is None and "which holds 1" in narrow.sentence
+    # a wide interval that holds 1 is within noise, floor or not
+    wide_subject, wide_other = _around_1(0.2)
+    assert verdict.speed({**wide_subject, "floor": 0.05}, wide_other, question="q").label == verdict.WITHIN
 
 
 def test_without_a_floor_the_same_numbers_name_a_winner():

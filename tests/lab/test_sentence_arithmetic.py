@@ -109,7 +109,7 @@ def test_every_speed_sentence_prints_times_that_divide_to_its_factor(case):
 
 def test_the_cases_reach_every_label():
     assert {_verdict(*case).label for case in CASES} == {verdict.FASTER, verdict.SLOWER, verdict.WITHIN, verdict.TIED,
-                                                         verdict.TOO_FEW}
+                                                         verdict.SMALL, verdict.TOO_FEW}
 
 
 def test_the_check_refuses_the_sentence_the_issue_quotes():

@@ -3,16 +3,28 @@
 Racing a function against itself (A/A) through the one measuring path
 (:func:`sidebyside.lab.timing.compare`: the same processes, interleaving and
 statistics as every verdict) gives time ratios that differ from 1 by noise
-alone. The floor of a machine kind is the largest such difference over the
-trials of :func:`measure` (``max |ln r|``, written as the fraction
-``exp(max |ln r|) - 1``): a verdict whose ratio lies inside it is
-"practically tied" whatever its interval says (:mod:`sidebyside.lab.stats`).
+alone. The floor of a machine kind is a stated upper quantile of those
+differences over the races of :func:`measure`: the 95th percentile
+(:data:`sidebyside.lab.stats.FLOOR_QUANTILE`) of ``|ln r|``, written as the
+fraction ``exp(q) - 1`` (:func:`sidebyside.lab.stats.noise_floor`), not the
+largest, which one race sets. It is measured at one process count and applies
+only to verdicts pooled over that many processes (:func:`floor`). A verdict
+whose whole interval holds 1 and lies inside it is "practically tied"; one
+whose ratio lies inside it but whose interval excludes 1 is a small, real
+difference (:mod:`sidebyside.lab.verdict`).
 
 The floors are committed beside the quiet baselines
 (``params/noise-floor.json``, :func:`floors_file`), keyed by machine kind
 (:func:`sidebyside.lab.quiet.machine_kind`); ``python -m sidebyside.lab.noise
 --save`` measures this machine kind's and writes it. A machine kind without
-one has no floor: its verdicts rest on their intervals alone, and say so.
+one, or with one measured at another process count, has no floor: its
+verdicts rest on their intervals alone, and say so.
+
+A record: ``floor`` (the fraction), ``quantile`` (of ``|ln r|``), ``trials``
+(how many A/A races), ``processes`` (per race), ``ratios`` (every race's),
+``largest`` (the ratio furthest from 1), ``measured_at`` and ``method``. A
+record written before the quantile (the floor was the largest ratio) is read
+with its floor computed again from its ratios at the quantile.
 
 Inputs: the machine kind. Outputs: the floor (a fraction) and its record.
 """
@@ -27,6 +39,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sidebyside.lab import pool, stats
 from sidebyside.run import context
 
 __all__ = ["floors_file", "floor", "record", "save", "measure", "aa_functions"]
@@ -38,19 +51,36 @@ def floors_file() -> Path:
 
 
 def record(kind: str | None = None, path: Path | None = None) -> dict[str, Any] | None:
-    """The committed floor record of ``kind`` (default: this machine's), or None."""
+    """The committed floor record of ``kind`` (default: this machine's), or None. A record without
+    a ``quantile`` (written when the floor was the largest A/A ratio) comes back with its floor
+    computed from its ratios at :data:`sidebyside.lab.stats.FLOOR_QUANTILE`."""
     from sidebyside.lab import quiet
 
     path = path or floors_file()
     if not path.exists():
         return None
-    return json.loads(path.read_text(encoding="utf-8")).get(kind or quiet.machine_kind())
+    found = json.loads(path.read_text(encoding="utf-8")).get(kind or quiet.machine_kind())
+    if found is not None and "quantile" not in found:
+        found = {**found, **_floor_of(found["ratios"])}
+    return found
 
 
-def floor(kind: str | None = None, path: Path | None = None) -> float | None:
-    """The noise floor of ``kind`` (default: this machine's) as a fraction, or None without one."""
+def floor(kind: str | None = None, path: Path | None = None, *, processes: int | None = None) -> float | None:
+    """The noise floor of ``kind`` (default: this machine's) as a fraction, for verdicts pooled over
+    ``processes`` (default: the run's, :func:`sidebyside.lab.pool.processes`); None without a record,
+    or when its races were pooled over another count of processes."""
     found = record(kind, path)
-    return None if found is None else float(found["floor"])
+    if found is None or int(found["processes"]) != pool.processes(processes):
+        return None
+    return float(found["floor"])
+
+
+def _floor_of(ratios: list[float]) -> dict[str, Any]:
+    """``floor``, ``quantile`` and ``method`` of A/A ``ratios`` (:func:`sidebyside.lab.stats.noise_floor`)."""
+    q = stats.FLOOR_QUANTILE
+    return {"floor": round(stats.noise_floor(ratios, q), 4), "quantile": q,
+            "method": f"the {100 * q:g}th percentile of |ln r| over the time ratios r of functions raced against "
+                      "themselves (A/A) through the harness, as exp(q) - 1 (NumPy's linear interpolation)"}
 
 
 def save(kind: str, found: dict[str, Any], path: Path | None = None) -> None:
@@ -88,9 +118,11 @@ def _race(name: str, size: int) -> dict[str, Any]:
 
 def measure(trials: int = 8, *, processes: int | None = None, repeats: int = 15) -> dict[str, Any]:
     """Race each of :func:`aa_functions` against itself ``trials`` times through
-    :func:`sidebyside.lab.timing.compare` and return the floor record: ``floor``, ``trials``
-    (the count of races), ``largest`` (the ratio furthest from 1), ``ratios`` and ``method``."""
-    from sidebyside.lab import pool, stats, timing
+    :func:`sidebyside.lab.timing.compare`, each race over ``processes`` processes, and return the
+    floor record (see the module): ``floor``, ``quantile``, ``trials`` (the count of races),
+    ``processes``, ``largest`` (the ratio furthest from 1), ``ratios``, ``measured_at`` and
+    ``method``."""
+    from sidebyside.lab import timing
 
     ratios = []
     for _ in range(trials):
@@ -98,12 +130,9 @@ def measure(trials: int = 8, *, processes: int | None = None, repeats: int = 15)
             t = timing.compare(builder, repeats=repeats, processes=processes)
             ratios.append(stats.ratio_interval(t["A"].processes_s, t["B"].processes_s)["ratio"])
     largest = max(ratios, key=lambda r: abs(math.log(r)))
-    value = math.exp(max(abs(math.log(r)) for r in ratios)) - 1
-    return {"floor": round(value, 4), "trials": len(ratios), "largest": largest, "ratios": ratios,
+    return {**_floor_of(ratios), "trials": len(ratios), "largest": largest, "ratios": ratios,
             "processes": pool.processes(processes),
-            "measured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "method": "the largest time ratio of a function raced against itself (A/A) through the harness, "
-                      "as exp(max |ln r|) - 1"}
+            "measured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
 
 def main(argv: list[str] | None = None) -> int:

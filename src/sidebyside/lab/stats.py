@@ -16,10 +16,13 @@ geometric mean of that side's per-process medians (:func:`geomean`), so that
 the two times printed beside a ratio divide to it exactly:
 ``geomean(a) / geomean(b) = exp(m)``.
 
-A ratio is "practically tied" when it lies inside the machine kind's noise
-floor ``f`` (:func:`inside_floor`: ``1/(1+f) < ratio < 1+f``): the largest
-ratio that racing a function against itself (A/A) produced on that machine
-kind, whatever its interval says.
+The noise floor ``f`` of a machine kind (:func:`noise_floor`) is the
+:data:`FLOOR_QUANTILE` quantile (the 95th percentile) of ``|ln r|`` over the
+ratios that racing a function against itself (A/A) produced there, written as
+the fraction ``exp(q) - 1``: about one A/A race in twenty lands outside it.
+A ratio lies inside it when ``1/(1+f) < ratio < 1+f`` (:func:`inside_floor`).
+A verdict is "practically tied" only when its whole interval lies inside the
+floor (:mod:`sidebyside.lab.verdict` decides).
 
 Seeds (:func:`welch`): a quantity measured over seeds on each side. The
 difference of the means ``d = mean(a) - mean(b)``, Welch's standard error
@@ -38,12 +41,15 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["CONFIDENCE", "POWER", "geomean", "ratio_interval", "inside_floor", "welch"]
+__all__ = ["CONFIDENCE", "POWER", "FLOOR_QUANTILE", "geomean", "ratio_interval", "noise_floor", "inside_floor",
+           "welch"]
 
 #: The confidence of every interval the site publishes.
 CONFIDENCE = 0.95
 #: The power at which :func:`welch` states the smallest detectable difference.
 POWER = 0.80
+#: The quantile of the A/A ratios' distance from 1 that is a machine kind's noise floor (:func:`noise_floor`).
+FLOOR_QUANTILE = 0.95
 #: Spread below this fraction of the values' size is rounding, not spread (:func:`welch`).
 ROUNDING = 1e-9
 
@@ -87,6 +93,19 @@ def ratio_interval(subject: Sequence[float], other: Sequence[float], *,
         half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
         out["interval"] = (math.exp(mean - half), math.exp(mean + half))
     return out
+
+
+def noise_floor(ratios: Sequence[float], quantile: float = FLOOR_QUANTILE) -> float:
+    """The noise floor of A/A time ratios as a fraction: ``exp(q) - 1`` where ``q`` is the
+    ``quantile`` of ``|ln r|`` over ``ratios`` (NumPy's linear interpolation between order
+    statistics). Raises ValueError without ratios or with a quantile outside (0, 1]."""
+    import numpy as np
+
+    if len(ratios) == 0 or min(ratios) <= 0:
+        raise ValueError(f"a noise floor needs positive A/A ratios, got {list(ratios)}")
+    if not 0 < quantile <= 1:
+        raise ValueError(f"the floor's quantile lies in (0, 1], got {quantile}")
+    return math.expm1(float(np.quantile(np.abs(np.log(np.asarray(ratios, dtype=float))), quantile)))
 
 
 def inside_floor(ratio: float, floor: float | None) -> bool:

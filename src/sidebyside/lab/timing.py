@@ -26,8 +26,9 @@ Rules it enforces, so that every published figure is comparable:
   together, at least :data:`MIN_REPEATS` in each.
 - Every pooled measurement is one section of the quiet-machine check
   (:mod:`sidebyside.lab.quiet`): what it found busy is kept in each entry
-  (``busy``), with the machine kind's noise floor (``floor``), so that a
-  verdict reads both from its inputs.
+  (``busy``), with the machine kind's noise floor measured at the same count
+  of processes (``floor``, :func:`sidebyside.lab.noise.floor`; None without
+  one), so that a verdict reads both from its inputs.
 - Every contestant is noted where it is defined (:func:`sidebyside.run.code.note_timed`), so a
   results record shows that the code a post pairs is the code it timed.
 - Nothing is printed: functions return data for the notebook to show.
@@ -243,7 +244,7 @@ def _pooled(source: Mapping[str, Callable[[], Any]] | Callable[[], Mapping[str, 
             there, failed = pool.measure_elsewhere(packed, index, repeats=per, keep_errors=keep_errors, **options)
             runs.append(there)
             errors.update({n: f"{e} (in process {index + 1} of {count})" for n, e in failed.items() if n not in errors})
-    floor = noise.floor()
+    floor = noise.floor(processes=count)  # measured at this count of processes, or none
     timings = {}
     for name in fns:
         parts = [run[name] for run in runs if name in run]

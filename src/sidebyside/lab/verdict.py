@@ -10,14 +10,16 @@ Two kinds of claim, each a pure function of the numbers it is given
 - :func:`speed`: one framework's timing against the other's, each a timing
   entry of the one schema (:func:`sidebyside.lab.timing.read`) measured in the
   same independent processes. The test: the geometric mean of the per-process
-  time ratios with its 95% t-interval over the processes. "within noise" when
-  the interval holds 1; "practically tied" when the ratio lies inside the
-  machine kind's noise floor (carried by the entries); "too few processes"
-  with fewer than 2; otherwise the faster side wins by that ratio. What the
-  quiet-machine check found during the measurement (carried by the entries)
-  is said in the caveat. The times a sentence prints are each side's
-  geometric mean of its per-process medians (:func:`typical_s`), whose ratio
-  is the verdict's ratio, so a sentence's figures agree with each other.
+  time ratios with its 95% t-interval over the processes. "practically tied"
+  when the interval holds 1 and lies wholly inside the machine kind's noise
+  floor (carried by the entries); "within noise" when it holds 1 otherwise;
+  "too few processes" with fewer than 2; when it excludes 1 the faster side
+  wins by that ratio, as "a small, real difference" (label "small
+  difference") when the ratio lies inside the floor. The times a sentence
+  prints are each side's geometric mean of its per-process medians
+  (:func:`typical_s`), whose ratio is the verdict's ratio, so a sentence's
+  figures agree with each other. What the quiet-machine check found during
+  the measurement (carried by the entries) is said in the caveat.
 - :func:`seeds`: a quantity measured over several seeds on each side (test
   accuracy, say). Welch's t-test: the difference of the means against its
   95% interval, with the smallest difference the seeds could have detected.
@@ -107,11 +109,14 @@ __all__ = [
     "SLOWER",
     "WITHIN",
     "TIED",
+    "SMALL",
     "TOO_FEW",
     "typical_s",
 ]
 
 FASTER, SLOWER, WITHIN, TIED, TOO_FEW = "faster", "slower", "within noise", "practically tied", "too few processes"
+#: A winner by a ratio inside the noise floor, with an interval that excludes 1.
+SMALL = "small difference"
 NOT_APPLIED = "not applied"
 
 
@@ -120,7 +125,8 @@ class Verdict:
     """A claim and the evidence behind it.
 
     ``label`` is from the point of view of ``subject`` (the first side):
-    "faster"/"slower"/"within noise" for speed, "higher"/"lower"/"within seed
+    "faster"/"slower"/"within noise"/"practically tied", or "small difference" (a winner by
+    a ratio inside the noise floor) for speed, "higher"/"lower"/"within seed
     noise" for seeds, "not applied" for a precision row that did not take
     effect. ``winner`` is the framework key that wins, or None. ``ratio`` and
     ``interval``: the subject's time over the other's; ``factor``: the
@@ -206,14 +212,16 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
     Both are timings of the same work, measured in the same processes (:class:`timing.Timing`
     or a timing entry; a bare number raises TypeError). The test (:mod:`sidebyside.lab.stats`):
     the geometric mean of the per-process time ratios with its 95% t-interval over the
-    processes; "within noise" when the interval holds 1, "practically tied" when the ratio lies
-    inside the noise floor the entries carry, "too few processes" with fewer than 2; otherwise
-    the faster side wins by that ratio. The two times the sentence prints are each side's
-    :func:`typical_s` over the same processes (their ratio is ``ratio``; kept as each side's
-    ``geomean_s``). What the quiet-machine check found during the
-    measurement (the entries' ``busy``) is added to the caveat, with its figures. ``ratio`` and
-    ``interval`` are the subject's time over the other's; ``factor`` (>= 1) the winner's
-    speed-up. ``contestants``, ``scale``, ``against`` and ``kind`` go to :func:`frame`.
+    processes. With the noise floor the entries carry: "practically tied" when the interval holds
+    1 and lies wholly inside the floor, "within noise" when it holds 1 otherwise; when it excludes
+    1 the faster side wins by that ratio, labelled "small difference" (a small, real difference)
+    when the ratio lies inside the floor and "faster"/"slower" otherwise; "too few processes"
+    with fewer than 2. The two times the sentence prints are each side's :func:`typical_s` over
+    the same processes (their ratio is ``ratio``; kept as each side's ``geomean_s``). What the
+    quiet-machine check found during the measurement (the entries' ``busy``) is added to the
+    caveat, with its figures. ``ratio`` and ``interval`` are the subject's time over the other's;
+    ``factor`` (>= 1) the winner's speed-up. ``contestants``, ``scale``, ``against`` and ``kind``
+    go to :func:`frame`.
     """
     a, b = _read(subject), _read(other)
     if min(a["median_s"], b["median_s"]) <= 0:
@@ -243,30 +251,35 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
         ratio, interval, am, bm = found["ratio"], found["interval"], found["subject_s"], found["other_s"]
         lo, hi = interval
         over = f"{n} processes"
-        if lo <= 1.0 <= hi:
-            label, winner, factor = WITHIN, None, max(ratio, 1 / ratio)
-            sentence = (f"{who_a} and {who_b} are within noise of each other: {fmt_seconds(am)} against "
-                        f"{fmt_seconds(bm)} ({_name(subject_name)}'s time over {_name(other_name)}'s "
-                        f"{fmt_number(ratio)}, 95% confidence interval {_interval_text(lo, hi, None)} over {over}, "
-                        "which holds 1).")
-        elif stats.inside_floor(ratio, floor):
+        times = f"{fmt_seconds(am)} against {fmt_seconds(bm)}"
+        over_text = f"{_name(subject_name)}'s time over {_name(other_name)}'s {fmt_number(ratio)}"
+        holds_one = lo <= 1.0 <= hi
+        if holds_one and stats.inside_floor(lo, floor) and stats.inside_floor(hi, floor):
             label, winner, factor = TIED, None, max(ratio, 1 / ratio)
-            sentence = (f"{who_a} and {who_b} are practically tied: {fmt_seconds(am)} against {fmt_seconds(bm)} "
-                        f"({_name(subject_name)}'s time over {_name(other_name)}'s {fmt_number(ratio)}, 95% "
-                        f"confidence interval {_interval_text(lo, hi, None)} over {over}, inside {floor_text}).")
+            sentence = (f"{who_a} and {who_b} are practically tied: {times} ({over_text}, 95% confidence interval "
+                        f"{_interval_text(lo, hi, None)} over {over}, which lies inside {floor_text}).")
+        elif holds_one:
+            label, winner, factor = WITHIN, None, max(ratio, 1 / ratio)
+            sentence = (f"{who_a} and {who_b} are within noise of each other: {times} ({over_text}, 95% confidence "
+                        f"interval {_interval_text(lo, hi, None)} over {over}, which holds 1).")
         else:
             subject_wins = ratio < 1
-            label = FASTER if subject_wins else SLOWER
+            small = stats.inside_floor(ratio, floor)
+            label = SMALL if small else FASTER if subject_wins else SLOWER
             winner = subject_name if subject_wins else other_name
             factor = 1 / ratio if subject_wins else ratio
             fast, slow = (who_a, who_b) if subject_wins else (who_b, who_a)
             fast_s, slow_s = (am, bm) if subject_wins else (bm, am)
-            sentence = (f"{fast} is {fmt_ratio(factor)} faster than {slow} "
-                        f"({_interval_text(lo, hi, subject_wins)}, 95% confidence interval over {over}): "
-                        f"{fmt_seconds(fast_s)} against {fmt_seconds(slow_s)}.")
+            how = f"{_interval_text(lo, hi, subject_wins)}, 95% confidence interval over {over}"
+            what = ", a small, real difference" if small else ""
+            if small:
+                how = f"{how}, which excludes 1; the ratio lies inside {floor_text}"
+            sentence = (f"{fast} is {fmt_ratio(factor)} faster than {slow}{what} ({how}): {fmt_seconds(fast_s)} "
+                        f"against {fmt_seconds(slow_s)}.")
         test = (found["method"] + "; the times printed are each side's geometric mean of its per-process medians, "
-                "whose ratio is the time ratio; within noise when the interval holds 1, practically tied inside the noise "
-                f"floor ({floor_text})")
+                "whose ratio is the time ratio; practically tied when the interval holds 1 and lies inside the "
+                "noise floor, within noise when it holds 1 otherwise, a small, real difference when it excludes 1 "
+                f"and the ratio lies inside the floor ({floor_text})")
     if caveat:
         sentence += " " + caveat
     sides = {name: {"tool": tool, "geomean_s": t, **{k: e[k] for k in ("median_s", "q1_s", "q3_s", "iqr_s",

@@ -217,8 +217,13 @@ def test_slower_claim_separates_kernel_from_dispatch():
     speed["nearest/3d/forward+backward"] = _speed_row((1, 2, 4, 8, 8), 3.2, 1.5, 1.2, 1.0)
     text = gsp.slower_claim(metrics)
     assert "JAX's kernel is slower than PyTorch's in 1 configuration of 3" in text and "dispatch" not in text
-    # 1% slower, inside the machine's 2% noise floor: practically tied, so not "slower".
+    # 1% slower in every process, inside the machine's 2% noise floor: the interval excludes 1, so a small, real
+    # difference, and JAX's kernel is slower there (issue 59, item 2: once "practically tied").
     speed["nearest/3d/forward+backward"] = _speed_row((1, 2, 4, 8, 8), 1.01, 1.0, 1.01, 1.0, floor=0.02)
+    assert gsp.slower_claim(metrics) == ("JAX's kernel is slower than PyTorch's in 1 configuration of 3 "
+                                         "(nearest/3d/forward+backward).")
+    # 0.3% slower with an interval that holds 1 and lies inside the 2% floor: practically tied, so not "slower".
+    speed["nearest/3d/forward+backward"] = _speed_row((1, 2, 4, 8, 8), 1.003, 1.0, 1.003, 1.0, floor=0.02)
     assert gsp.slower_claim(metrics) == "JAX is not slower anywhere in this run."
     for key, row in speed.items():
         speed[key] = _speed_row(row["shape"], 0.5, 1.0, 0.5, 1.0)
