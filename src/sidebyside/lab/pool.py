@@ -39,7 +39,8 @@ from sidebyside.run import context
 
 __all__ = ["PROCESSES", "BY_HAND", "processes", "aa", "pack", "measure_elsewhere", "close"]
 
-#: Independent processes per profile: each is one observation of every speed verdict.
+#: Independent processes per profile: each is one observation of every speed verdict. The one place a
+#: profile's count is set: no params file names ``processes`` (tests/lab/test_processes.py).
 PROCESSES = {"smoke": 2, "cpu": 5, "gpu": 3}
 #: A notebook run by hand (no profile) pools as many as the smoke profile.
 BY_HAND = 2
