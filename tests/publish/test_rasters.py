@@ -200,8 +200,10 @@ def _record() -> dict:
             "source_hash": "k", "provenance": {"device": "cpu"}, "metrics": {}}
 
 
-@pytest.mark.parametrize("start", FRONT_MATTER_STARTS, ids=repr)
-@pytest.mark.parametrize("name", ["figure-1.jpg", "tables.csv", "notes.html", "hostile-output.ipynb"])
+NAMES = ["figure-1.jpg", "tables.csv", "notes.html", "hostile-output.ipynb", "figure-2.svg", "results.json"]
+
+
+@pytest.mark.parametrize("start, name", list(zip(FRONT_MATTER_STARTS, NAMES)), ids=repr)
 def test_a_post_folder_file_that_begins_with_front_matter_is_refused_and_nothing_changes(tmp_path, start, name):
     site = make_site(tmp_path / "site")
     info, _ = publish.read_notebook_info(ROOT / "tests" / "fixtures" / "hostile" / "00_hostile.py")

@@ -31,7 +31,9 @@ One module per concern; this face re-exports their public names:
   rendered before anything is written; the post, its images and its results
   are swapped in together under a journal, and a publication that died half
   way is rolled back or completed by the next run, which says which. A run
-  holds the lock of its site and build folder.
+  holds the lock of its site and build folder. Before the swap, :mod:`.records` checks the
+  record (its schema, what Jekyll will load) and :mod:`.caps` the post as a whole (its page,
+  figures and share of the feed).
 - :mod:`.scoreboard`: ``_data/freshness.json`` for the home page.
 - :mod:`.pipeline`: the verbs, :func:`run` (``execute``), :func:`rerender` (``render``: only a
   completed run whose record matches the published one), :func:`list_notebooks` (``list``) and

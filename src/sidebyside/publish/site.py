@@ -40,6 +40,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from sidebyside.publish import caps
 from sidebyside.publish.cache import is_post_of, post_path
 from sidebyside.publish.common import PublishError, say
 from sidebyside.publish.discovery import NotebookInfo
@@ -323,7 +324,8 @@ def publish(site: Path, info: NotebookInfo, post: str, images: dict[str, bytes],
     post that Jekyll would refuse raises :class:`PublishError`, and nothing
     published changes; so does a file of ``images`` that begins with front
     matter (:func:`sidebyside.publish.records.begins_with_front_matter`: only
-    a post may be a page of the site)."""
+    a post may be a page of the site), and a post over its caps (page,
+    figures, share of the feed: :func:`sidebyside.publish.caps.check`)."""
     site = Path(site)
     with lock(site):
         for message in recover(site):
@@ -346,6 +348,7 @@ def publish(site: Path, info: NotebookInfo, post: str, images: dict[str, bytes],
                                    "with front matter (---), so Jekyll would build it as a page of the site; only a "
                                    "post may. Nothing published was changed.")
             check_record(record, info.slug)
+            caps.check(info.slug, post, images)
             results.write_text(record_text(record), encoding="utf-8")
             (txn.staging / "post.md").write_text(post, encoding="utf-8")
             require_loadable([results], [txn.staging / "post.md"],
