@@ -20,8 +20,11 @@ GPU := $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && echo 1 || echo 0)
 endif
 CUDA_MAJOR ?= $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9]*\).*/\1/p' | head -n 1)
 APT_PACKAGES := jekyll jekyll-theme-minima ruby-jekyll-feed ruby-jekyll-seo-tag bundler graphviz \
-                dataset-fashion-mnist chromium libjs-katex g++
-KATEX := /usr/share/javascript/katex
+                dataset-fashion-mnist chromium g++
+# The site's math engine: a current KaTeX release from the npm registry, pinned with its registry integrity
+# (npm view katex@VERSION dist.integrity). Debian's libjs-katex (0.16.4) does not count \\edef expansions.
+KATEX_VERSION := 0.19.1
+KATEX_INTEGRITY := sha512-jG8uKntjSEcm2EpQOh0XturpPuuC9r3Sq5HLHdsFdWZT27E672SF19QEi+of0/YeOy15lDgRhKvr5614uRrEfA==
 
 ifeq ($(SETUP),1)
 SETUP_DEPS := setup
@@ -85,12 +88,20 @@ $(VENV)/.installed-gpu: $(VENV)/.installed $(wildcard requirements-gpu-cuda*.txt
 bundle:
 	@bundle check >/dev/null 2>&1 || { rm -f Gemfile.lock; bundle check; }
 
-## assets: copy KaTeX from Debian's libjs-katex so math renders without network
-assets: assets/vendor/katex/katex.min.js
+## assets: KaTeX $(KATEX_VERSION) from the npm registry (integrity checked) into assets/vendor/katex, so math renders without network
+assets: assets/vendor/katex/.version-$(KATEX_VERSION)
 
-assets/vendor/katex/katex.min.js:
-	@test -f $(KATEX)/katex.min.js || { echo "KaTeX not found in $(KATEX); run: sudo apt-get install libjs-katex" >&2; exit 1; }
-	mkdir -p assets/vendor && rm -rf assets/vendor/katex && cp -rL $(KATEX) assets/vendor/katex
+assets/vendor/katex/.version-$(KATEX_VERSION):
+	@command -v npm >/dev/null || { echo "assets: npm is needed to fetch KaTeX $(KATEX_VERSION); install Node.js with npm (Debian: apt-get install npm)" >&2; exit 1; }
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	  tarball=$$(cd "$$tmp" && npm pack --silent katex@$(KATEX_VERSION)); \
+	  got="sha512-$$(openssl dgst -sha512 -binary "$$tmp/$$tarball" | base64 -w0)"; \
+	  if [ "$$got" != "$(KATEX_INTEGRITY)" ]; then echo "assets: katex@$(KATEX_VERSION) from the registry has integrity $$got, \
+	  not the pinned $(KATEX_INTEGRITY); nothing was installed" >&2; exit 1; fi; \
+	  tar -xzf "$$tmp/$$tarball" -C "$$tmp"; \
+	  rm -rf assets/vendor/katex && mkdir -p assets/vendor && cp -r "$$tmp/package/dist" assets/vendor/katex
+	@touch $@
+	@echo "assets: KaTeX $(KATEX_VERSION) in assets/vendor/katex"
 
 ## readme: write the README's table of posts from the notebooks' headers
 readme: $(SETUP_DEPS)
