@@ -116,7 +116,6 @@ jax_tools = ["jit"]
 memory_workloads = ["train"]  # workloads whose best rungs' peak memory is measured (each in a fresh process)
 repeats = 6                # timed repeats over all processes (at least 3 in each)
 min_repeat_s = 0.0         # shortest repeat where the harness chooses the calls per repeat
-processes = 2              # independent timing processes (one observation each)
 threads = 1                # CPU threads for PyTorch, XLA and NumPy alike
 profile_note = "Smoke sizes: every model shrunk to 2 blocks and a small width; the figures test the pipeline, not the frameworks."
 seed = 0
@@ -564,7 +563,7 @@ def measure(key, workload, batch, precision):
     s = specs[key]
     tools = [t for t in torch_tools if not (t == "aoti" and workload != "infer")]
     builder = functools.partial(work.build, s, workload, batch, precision, tools, jax_tools, seed, **opts, **rungs)
-    entries, _ = timing.ladder(builder, repeats=repeats, min_repeat_s=min_repeat_s, processes=processes,
+    entries, _ = timing.ladder(builder, repeats=repeats, min_repeat_s=min_repeat_s,
                                pipelined=on_gpu)
     counted = work.flops(s, workload, batch, **opts, **rungs)
     tokens = batch * (seq_len if workload == "train" else prompt_len + new_tokens - 1) if s.kind == "gpt2" else None
