@@ -146,7 +146,8 @@ def same_conditions(*, threads: int | None = None, tf32: bool = False) -> dict[s
                   "each framework's ladder of tools interleaved in every process, the order alternating "
                   "between processes",
                   "one process is one observation: a 95% confidence interval of the time ratio over independent "
-                  "processes, and ratios inside the machine's noise floor are practically tied"],
+                  "processes; practically tied only when the whole interval lies inside the machine's noise "
+                  "floor"],
     }
 
 
