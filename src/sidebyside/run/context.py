@@ -5,8 +5,8 @@ kernel; the only channel into that kernel is its environment. What passes
 through it is a :class:`RunContext`, written with :meth:`RunContext.env` by
 the publisher and read with :func:`current` by the library inside the run
 (``provenance.save_results``, ``provenance.collect``, ``progress.bar``,
-``runkey``). The environment variable names are spelled here and nowhere
-else.
+``runkey``, ``checkpoints``). The context's environment variable names are
+spelled here and nowhere else.
 
 =============  ==========================  ==========================================
 field          variable                    meaning
@@ -19,14 +19,30 @@ commit         ``SIDEBYSIDE_GIT_SHA``      the commit, when the tree is not a ch
                                            by the user, never guessed)
 headless       ``SIDEBYSIDE_HEADLESS``     "1": no widgets (text progress bars)
 inputs         ``SIDEBYSIDE_INPUTS``       JSON: the inputs the publisher declares for the run
-                                           (notebook digest, profile, parameters, pins:
+                                           (the digest of the notebook's code cells, not its
+                                           prose or header; the profile; its parameters but
+                                           ``runkey.STEERING_PARAMS``, e.g. ``run_budget_s``:
                                            :func:`sidebyside.run.runkey.declared_inputs`)
 aa             ``SIDEBYSIDE_AA``           "1": an A/A run: every timed contestant races the first
                                            one's function (:func:`sidebyside.lab.pool.aa`)
 =============  ==========================  ==========================================
 
+The pins are not declared: a run in parts adds to its parts' keys what it
+finds itself (:func:`sidebyside.run.checkpoints.run_inputs`: the modules and
+data it read, and the stack, the installed versions of the pinned packages it
+imported, :func:`sidebyside.run.runkey.stack`).
+
 A notebook run by hand has no context: every field is None (``headless``
 and ``aa`` False), and the library falls back to the checkout this module sits in.
+
+Not part of the context: a device call's clock, which ``tools/device-run.sh``
+sets for every run of the call, ``SIDEBYSIDE_CALL_START`` (the call's start,
+seconds since the epoch) and ``SIDEBYSIDE_CALL_DEADLINE_S`` (its deadline, in
+seconds from that start), and the header's part estimates that
+:func:`sidebyside.publish.merge.execute` passes, ``SIDEBYSIDE_PART_ESTIMATES``.
+They are spelled in :mod:`sidebyside.run.checkpoints` (``CALL_START_ENV``,
+``CALL_DEADLINE_ENV``, ``ESTIMATES_ENV``), the one module that reads them: a
+run's ``run_budget_s`` counts from the call's start and stops at its deadline.
 
 :func:`results_record` is the one function that builds a results record,
 both the part a notebook saves and the full record the publisher publishes
