@@ -61,8 +61,10 @@ def test_a_speed_verdict_reads_in_the_winners_terms_with_its_interval_the_same_w
     old = speed(ratio=1.2334621800440693, factor=None)
     del old["factor"]
     assert frontpage.answer(old) == ("PyTorch 1.23× faster", "1.22–1.30×")
-    for label in ("within noise", "practically tied", "tie", "within seed noise"):
-        assert frontpage.answer({**speed(), "label": label, "winner": None})[0] == "practically tied"
+    # a tie in its own kind's words: "practically tied" is a speed interval inside the noise floor, nothing else
+    for label, said in (("within noise", "no clear winner (within noise)"), ("practically tied", "practically tied"),
+                        ("tie", "tied"), ("within seed noise", "within seed noise")):
+        assert frontpage.answer({**speed(), "label": label, "winner": None})[0] == said
 
 
 def test_comparative_words_say_what_they_compare():
@@ -103,7 +105,7 @@ def test_a_corrected_method_supersedes_its_verdicts_which_never_headline():
     first, second = post["verdicts"]
     assert first["superseded"] and first["answer"] == "superseded: re-run owed" and first["interval"] == ""
     assert not second["superseded"] and post["order"] == [1, 0]
-    assert post["question"] == second["question"] and post["answer"] == "practically tied"
+    assert post["question"] == second["question"] and post["answer"] == "within seed noise"
     assert post["states"] == ["superseded", "stale"]
     assert [e["title"] for e in post["since"]] == ["K-step against lax.scan", "Pooled processes"]
     # a run after the correction stands; it is stale only for the later entry
@@ -212,3 +214,9 @@ def test_the_post_is_dated_by_its_run(tmp_path):
     rec = fixture_record()
     post, _ = publish.render(fixture_notebook(), rec, fixture_info(tmp_path), {"repository": "o/n", "branch": "main"})
     assert yaml.safe_load(post.split("---\n")[1])["date"] == rec["executed_at"][:10]
+
+
+def test_the_stale_banner_names_only_the_kinds_of_figures_the_post_shows():
+    both = {**LATER, "kinds": ["accuracy", "speed"]}
+    assert frontpage.post_view(record([speed()]), [both], "current", False)["since_kinds"] == ["speed"]
+    assert frontpage.post_view(record([seeds()]), [{**LATER, "kinds": ["speed"]}], "current", False)["since_kinds"] == []

@@ -47,10 +47,11 @@ MAX_VERDICTS = 50
 HOME_VERDICTS = 5
 CHANGELOG = Path("_data") / "method_changelog.yml"
 NAMES = {"torch": "PyTorch", "jax": "JAX"}
-TIED = "practically tied"
-#: Labels that say the two sides could not be told apart (a speed ratio inside noise, an exact count within
-#: its tie margin, two seed sets within seed noise).
-TIE_LABELS = frozenset({"within noise", "practically tied", "tie", "tied", "within seed noise"})
+#: The answer for each label that says the two sides could not be told apart, in the words of its own kind:
+#: "practically tied" is a speed interval wholly inside the machine's noise floor (How we measure), and
+#: nothing else; a speed interval holding 1 beyond it is no clear winner; seeds within seed noise; counts tied.
+TIE_ANSWERS = {"practically tied": "practically tied", "within noise": "no clear winner (within noise)",
+               "within seed noise": "within seed noise", "tie": "tied", "tied": "tied"}
 
 
 def fmt_factor(x: float) -> str:
@@ -90,8 +91,8 @@ def answer(v: dict[str, Any]) -> tuple[str, str]:
     side its interval in the same direction ("1.22–1.30×"; else "")."""
     label, winner = str(v.get("label") or ""), v.get("winner")
     kind = kind_of(v)
-    if label in TIE_LABELS:
-        return TIED, ""
+    if label in TIE_ANSWERS:
+        return TIE_ANSWERS[label], ""
     if winner is None:
         return ("same numbers within tolerance" if label == "same" else label), ""
     who = _name(winner)
@@ -209,6 +210,7 @@ def post_view(record: dict[str, Any], changelog: list[dict[str, Any]], freshness
     if gpu_owed:
         states.append("GPU run owed")
     states = states or ["current"]
+    held = [k for k in KINDS if any(w["kind"] == k for w in views)]
     return {
         "slug": slug, "profile": str(record.get("profile") or ""), "hardware": str(prov.get("device") or ""),
         "date": str(record.get("executed_at") or "")[:10], "executed_at": str(record.get("executed_at") or ""),
@@ -217,11 +219,11 @@ def post_view(record: dict[str, Any], changelog: list[dict[str, Any]], freshness
         "question": headline["question"] if headline else "",
         "answer": headline["answer"] if headline else "no verdict in its results yet",
         "interval": headline["interval"] if headline else "", "device": headline["device"] if headline else "",
-        "since": since, "since_kinds": [k for k in KINDS if any(k in e["kinds"] for e in since)],
+        "since": since, "since_kinds": [k for k in held if any(k in e["kinds"] for e in since)],  # those it shows
         "suspects": notes,
         "verdicts": views, "order": [w["index"] for w in order],
         "home": order[:HOME_VERDICTS], "more": max(0, len(order) - HOME_VERDICTS),
-        "kinds": [k for k in KINDS if any(w["kind"] == k for w in views)],
+        "kinds": held,
     }
 
 
