@@ -268,3 +268,11 @@ def test_show_in_full_keeps_every_cell_and_formats_floats():
     finally:
         pd.reset_option("display")
     assert long_cell in html and "101,770" in html and "88.95" in html and "1.235e-07" in html
+
+
+def test_a_pair_shows_a_markdown_output_s_text_not_its_repr():
+    from sidebyside.publish import pairs
+
+    shown = pairs._output(new_output("display_data", data={
+        "text/plain": "<IPython.core.display.Markdown object>", "text/markdown": "timm's `VisionTransformer`"}))
+    assert "VisionTransformer" in shown and "IPython.core.display" not in shown

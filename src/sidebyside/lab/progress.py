@@ -26,7 +26,10 @@ def headless() -> bool:
 
 
 def bar(iterable: Iterable[T] | None = None, *, desc: str | None = None, total: int | None = None, leave: bool = True, **kwargs):
-    """A tqdm progress bar: a widget live, plain text on stdout when headless."""
+    """A tqdm progress bar: a widget live, plain text on stdout when headless; none at all over an iterable
+    known to be empty (a post would show "0it")."""
+    if total == 0 or (total is None and hasattr(iterable, "__len__") and len(iterable) == 0):
+        return _silent(iterable)
     if headless():
         from tqdm.std import tqdm
 
@@ -37,3 +40,10 @@ def bar(iterable: Iterable[T] | None = None, *, desc: str | None = None, total: 
     else:
         from tqdm.auto import tqdm
     return tqdm(iterable, desc=desc, total=total, leave=leave, **kwargs)
+
+
+def _silent(iterable):
+    """A tqdm that shows nothing (its methods work: update, set_postfix, close)."""
+    from tqdm.std import tqdm
+
+    return tqdm(iterable, disable=True)

@@ -155,7 +155,7 @@ def _output(output) -> str:
         tables = parse_html(_text(data["text/html"]))
         if tables:
             return "".join(_table(rows) for rows in tables)
-    for mime in ("text/plain", "text/markdown", "text/latex", "text/html"):
+    for mime in ("text/markdown", "text/latex", "text/plain", "text/html"):  # a Markdown object's text, not its repr
         if mime in data:
             return _pre(_text(data[mime]))
     return ""
