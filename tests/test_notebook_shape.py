@@ -102,3 +102,9 @@ def test_no_notebook_switches_a_compile_cache_off(path):
     found = [f"line {n}: {line.strip()}" for n, line in enumerate(path.read_text().splitlines(), 1)
              if CACHE_SWITCHES.search(line)]
     assert not found, f"{path.name} switches a framework's compilation cache off: {found}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_numbered_sections_run_one_by_one(path):
+    numbers = [int(m[1]) for m in re.finditer(r"^# ## (\d+)\. ", path.read_text(), re.M)]
+    assert numbers == list(range(1, len(numbers) + 1)), f"{path.name}: its sections are numbered {numbers}"
