@@ -21,13 +21,13 @@ from conftest import ROOT, per_process
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from sidebyside import publish
-from sidebyside.lab import tables, verdict
+from sidebyside.lab import framing, ladders, tables, verdict, words
 from sidebyside.publish import pairs
 
 SLUG = "pairs-fixture"
 # A 1x1 PNG.
 PNG = base64.b64encode(bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010806000000" "1f15c4890000000d49444154789c6360f8cfc000000301010018dd8db00000000049454e44ae426082"
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000" "1f15c4890000000d49444154789c63f8cfc0f01f00050001ff89993d1d0000000049454e44ae426082"
 )).decode()
 HOSTILE = "<script>alert('x')</script><img src=x onerror=alert(1)>"
 
@@ -72,18 +72,18 @@ def fixture_notebook():
 
 def fixture_record() -> dict:
     ladder = {
-        "torch/eager": verdict.ladder_entry({"median_s": 3.2e-3, "iqr_s": 0.1e-3,
+        "torch/eager": ladders.ladder_entry({"median_s": 3.2e-3, "iqr_s": 0.1e-3,
                                              "processes_s": per_process(3.2e-3, 0.015)}),
-        "torch/compile": verdict.ladder_entry({"median_s": 1.9e-3, "iqr_s": 0.05e-3,
+        "torch/compile": ladders.ladder_entry({"median_s": 1.9e-3, "iqr_s": 0.05e-3,
                                                "processes_s": per_process(1.9e-3, 0.013)}),
-        "jax/jit": verdict.ladder_entry({"median_s": 0.61e-3, "iqr_s": 0.02e-3,
+        "jax/jit": ladders.ladder_entry({"median_s": 0.61e-3, "iqr_s": 0.02e-3,
                                          "processes_s": per_process(0.61e-3, 0.016)}),
     }
-    headline = verdict.ladder(ladder, question="Which trains an MLP step faster on this device?",
+    headline = ladders.ladder(ladder, question="Which trains an MLP step faster on this device?",
                               caveat="A smoke-sized batch; <b>not</b> a GPU figure.",
-                              scale=verdict.scale_of(parameters=101_770, input="28×28", batch=128,
+                              scale=framing.scale_of(parameters=101_770, input="28×28", batch=128,
                                                      precision="float32", device="Test CPU"),
-                              against=verdict.claim("the seed", "JAX 3× faster", verdict.scale_of(
+                              against=framing.claim("the seed", "JAX 3× faster", framing.scale_of(
                                   parameters=101_770, input="28×28", batch=128, device="V100")))
     accuracy = verdict.seeds([88.1, 88.4, 88.0], [88.2, 88.3, 88.1], question="Which reaches a higher test accuracy?")
     return {
@@ -95,7 +95,7 @@ def fixture_record() -> dict:
                                             "jax_default_matmul_precision": None},
                        "git_sha": "abc123"},
         "metrics": {"verdicts": [headline.to_dict(), accuracy.to_dict()], "ladder": ladder,
-                    "best": verdict.best(ladder)},
+                    "best": ladders.best(ladder)},
     }
 
 
@@ -189,7 +189,7 @@ def test_format_value():
     assert tables.format_value(45803.193) == "45,803"
     assert tables.format_value(0.0123456) == "0.0123"
     assert tables.format_value(-0.0) == "0"
-    assert tables.format_value(-1.5e-12) == verdict.fmt_number(-1.5e-12)  # tiny figures: fmt_number decides
+    assert tables.format_value(-1.5e-12) == words.fmt_number(-1.5e-12)  # tiny figures: fmt_number decides
     assert tables.format_value(float("nan")) == "n/a" and tables.format_value(None) == "n/a"
     assert tables.format_value(np.bool_(True)) == "yes"
     assert tables.format_value("text") == "text"

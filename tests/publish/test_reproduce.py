@@ -114,3 +114,14 @@ def test_reproduce_needs_a_published_post(tmp_path):
         rep.reproduce(only=SLUG, site=tmp_path, scratch=tmp_path / "scratch")
     with pytest.raises(PublishError, match="ONLY=<slug>"):
         rep.reproduce(only="", site=tmp_path)
+
+
+def test_a_reader_s_run_at_other_sizes_than_the_post_s_is_compared_with_nothing(monkeypatch, capsys):
+    from sidebyside.run import colab, context
+
+    monkeypatch.setattr(colab, "published", lambda slug, repository: PUBLISHED)
+    monkeypatch.setenv(context.ENV["profile"], "smoke")
+    said = rep.in_notebook(SLUG, _record(EPYC, READER), "owner/name@main")
+    assert 'nothing is compared: set PROFILE = "cpu"' in said and "published:" not in said
+    monkeypatch.setenv(context.ENV["profile"], "cpu")
+    assert "held\n  published:" in rep.in_notebook(SLUG, _record(EPYC, READER), "o/n@main")

@@ -195,12 +195,19 @@ def summary(slug: str, rows: list[Row]) -> str:
 def in_notebook(slug: str, record: Mapping[str, Any], repository: str) -> str:
     """Print and return the reader's speed verdicts (their run's ``record``, as
     :func:`sidebyside.run.provenance.save_results` returns it) beside the published ones: the
-    :func:`table` and :func:`summary` of ``make reproduce``, for the repository's published record."""
-    from sidebyside.run import colab
+    :func:`table` and :func:`summary` of ``make reproduce``, for the repository's published record.
+    A run at another profile's sizes than the post's (the run context's profile, which the profile
+    cell names) is compared with nothing, and says so."""
+    from sidebyside.run import colab, context
 
     theirs = colab.published(slug, repository)
+    mine = context.current().profile
     if theirs is None:
         text = f"{slug}: not published yet, nothing to compare with"
+    elif mine and theirs.get("profile") and mine != theirs["profile"]:
+        text = (f"{slug}: this run used the {mine} profile's sizes and the post's verdicts come from its "
+                f"{theirs['profile']} profile, so nothing is compared: set PROFILE = \"{theirs['profile']}\" in the "
+                "profile cell to reproduce them")
     else:
         rows = compare(theirs, record)
         text = "\n".join([table(rows), summary(slug, rows)])

@@ -5,7 +5,8 @@ Three cells of every notebook call it, each naming the post's slug and the site'
 
 - :func:`setup`, in the first code cell, shown in the post and on Colab: says which versions of
   PyTorch, JAX, Flax and optax the post ran with (its published record's provenance) and on
-  Colab installs those where the runtime's differ (JAX with its CUDA 12 plugin on a GPU runtime).
+  Colab installs those where the runtime's differ, as builds for the runtime's CUDA driver
+  (:func:`install_specs`).
 - :func:`parameters`, in the profile cell after the parameters cell: a profile's parameters
   (``params/<profile>.yaml``): ``"smoke"`` (the parameters cell as written), ``"cpu"``, or
   ``"gpu"`` (a GPU post's own settings); ``"auto"`` picks the post's own profile on a GPU
@@ -28,6 +29,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import re
 import subprocess
 import sys
 import urllib.error
@@ -127,13 +129,46 @@ def setup(slug: str, repository: str) -> dict[str, str]:
         print("Here: " + ", ".join(f"{k} {_installed(k) or 'missing'}" for k in differ)
               + " (install the post's versions to compare like with like).")
     else:
-        gpu = provenance.gpu_present()
-        specs = [f"jax[cuda12]=={v}" if k == "jax" and gpu else f"{k}=={v}" for k, v in differ.items()]
-        if "torch" in differ:
-            specs.append("torchvision")  # the build that matches the pinned torch
+        specs = install_specs(differ, driver_cuda_major() if provenance.gpu_present() else None)
         print("Installing " + " ".join(specs))
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", *specs], check=True)
     return wanted
+
+
+#: Where PyTorch's CUDA 12 builds are (PyPI's Linux torch wheels are CUDA 13 builds, which a CUDA 12
+#: driver cannot run); requirements-gpu-cuda12.txt takes the same index.
+TORCH_CUDA12_INDEX = "https://download.pytorch.org/whl/cu128"
+
+
+def driver_cuda_major() -> int | None:
+    """The CUDA major version the NVIDIA driver supports (``nvidia-smi``'s "CUDA Version"), or None."""
+    try:
+        shown = subprocess.run(["nvidia-smi"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"CUDA Version:\s*(\d+)", shown)
+    return int(found.group(1)) if found else None
+
+
+def install_specs(differ: Mapping[str, str], cuda_major: int | None) -> list[str]:
+    """pip's arguments that install the versions in ``differ`` ({library: version}) as builds this runtime
+    can run: on a GPU whose driver supports CUDA 13, PyPI's torch and JAX's CUDA 13 plugin; on CUDA 12,
+    PyTorch's CUDA 12 build from its own index and JAX's CUDA 12 plugin; on a CPU (``cuda_major`` None),
+    PyPI's builds (torch's then runs on the CPU). A driver older than CUDA 12 is refused: no pinned build runs."""
+    if cuda_major is not None and cuda_major < 12:
+        raise ColabError(f"this runtime's NVIDIA driver supports CUDA {cuda_major}; the post's PyTorch and JAX need a "
+                         "driver for CUDA 12 or 13: pick another GPU runtime, or a CPU one")
+    specs, cuda12 = [], cuda_major == 12
+    for name, version in differ.items():
+        if name == "jax" and cuda_major is not None:
+            specs.append(f"jax[cuda{cuda_major if cuda_major in (12, 13) else 13}]=={version}")
+        elif name == "torch" and cuda12:
+            specs.append(f"torch=={version}+cu128")
+        else:
+            specs.append(f"{name}=={version}")
+    if "torch" in differ:
+        specs.append("torchvision")  # the build that matches the pinned torch
+    return specs + (["--extra-index-url", TORCH_CUDA12_INDEX] if cuda12 and "torch" in differ else [])
 
 
 def parameters(slug: str, profile: str, repository: str) -> dict[str, Any]:
