@@ -13,19 +13,31 @@ them. The publisher checks twice: after the notebook's kernel has run
 build folder, from a scratch working directory), and after its publication
 (nothing but the post's own files may differ: ``_posts/<date>-<slug>.md``,
 ``images/<slug>/``, ``_data/results/<slug>.json``).
+
+The rest of the checkout and of the site is watched too (:func:`tree`, :class:`TreeWatch`): a
+notebook's run may change no other file (content, mode, symbolic links; the git hooks and config
+included; the site's math engine in ``assets/vendor`` included); a run that did is refused, with the
+files named and how to restore them. :func:`reaped` ends every process a run left behind.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import hashlib
+import os
 import shutil
+import signal
+import stat
+import sys
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from sidebyside.publish.cache import is_post_of
 from sidebyside.publish.common import PublishError
 
-__all__ = ["Guard", "GUARDED", "manifest"]
+__all__ = ["Guard", "GUARDED", "manifest", "UNWATCHED", "tree", "TreeWatch", "reaped"]
 
 #: The folders of a site whose files are published posts (relative to the site).
 GUARDED = ("_posts", "images", "_data/results")
@@ -108,3 +120,121 @@ class Guard:
             + ", ".join(f"{p} ({how[p]})" for p in differ)
             + ". Each was put back as it was (created ones removed). A notebook writes only under its scratch "
             "working directory and the run's results folder; change it so, then run it again.")
+
+
+#: Names a run may write, or that are not the project's files (at the top of a checkout or site): the build
+#: folder (the kernel's scratch and results), environments and caches, the publisher's own journal, Jekyll's
+#: output, bundler's resolution of the Gemfile. Anywhere: Python's byte-code caches and build metadata.
+UNWATCHED = frozenset({"build", ".venv", "_site", ".jekyll-cache", ".jekyll-metadata", ".sidebyside", ".pytest_cache",
+                       ".ruff_cache", ".offline", ".bundle", "Gemfile.lock", ".git"})
+#: What of ``.git`` is watched: what runs code or changes what git does.
+WATCHED_GIT = ("hooks", "config", "info")
+
+
+def _digest(path: Path) -> str:
+    info = path.lstat()
+    if stat.S_ISLNK(info.st_mode):
+        return "link:" + os.readlink(path)
+    if not stat.S_ISREG(info.st_mode):
+        return f"special:{stat.S_IFMT(info.st_mode)}"
+    return f"{stat.S_IMODE(info.st_mode):o}:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def tree(root: Path, allowed: Iterable[str] = ()) -> dict[str, str]:
+    """``{path relative to root: mode and SHA-256}`` of every file and symbolic link under ``root`` (links by
+    their target, never followed) but :data:`UNWATCHED` and the paths in ``allowed`` (relative, a file or a
+    folder); of ``.git``, :data:`WATCHED_GIT`."""
+    root = Path(root)
+    skip = {a.strip("/") for a in allowed}
+    found: dict[str, str] = {}
+
+    def walk(top: Path) -> None:
+        for dirpath, dirnames, filenames in os.walk(top):
+            here = Path(dirpath)
+            keep = []
+            for name in dirnames:
+                relative = (here / name).relative_to(root).as_posix()
+                if name == "__pycache__" or name.endswith(".egg-info") or relative in skip or (
+                        here == root and name in UNWATCHED):
+                    continue
+                if (here / name).is_symlink():
+                    found[relative] = _digest(here / name)
+                else:
+                    keep.append(name)
+            dirnames[:] = keep
+            for name in filenames:
+                relative = (here / name).relative_to(root).as_posix()
+                if relative not in skip and not (here == root and name in UNWATCHED):
+                    with contextlib.suppress(FileNotFoundError):
+                        found[relative] = _digest(here / name)
+
+    walk(root)
+    for name in WATCHED_GIT:
+        path = root / ".git" / name
+        if path.is_dir() and not path.is_symlink():
+            walk(path)
+        elif path.exists() or path.is_symlink():
+            found[f".git/{name}"] = _digest(path)
+    return found
+
+
+class TreeWatch:
+    """The files of ``roots`` (a checkout, a site) as they were when it was made (:func:`tree`), less
+    ``allowed`` (paths relative to each root that the run may write: its checkpoint file)."""
+
+    def __init__(self, roots: Iterable[Path], allowed: Iterable[str] = ()) -> None:
+        self.roots = list(dict.fromkeys(Path(r).resolve() for r in roots))
+        self.allowed = tuple(allowed)
+        self.before = {root: tree(root, self.allowed) for root in self.roots}
+
+    def check(self, slug: str, during: str) -> None:
+        """Raise :class:`PublishError` naming every file of the roots that changed ``during`` the run."""
+        said = []
+        for root in self.roots:
+            before, after = self.before[root], tree(root, self.allowed)
+            for relative in sorted(set(before) | set(after)):
+                if before.get(relative) != after.get(relative):
+                    how = "created" if relative not in before else "removed" if relative not in after else "changed"
+                    said.append(f"{root / relative} ({how})")
+        if said:
+            raise PublishError(
+                f"{slug}: {during} changed files outside its post: " + ", ".join(said[:20])
+                + (f" and {len(said) - 20} more" if len(said) > 20 else "")
+                + ". Nothing was published. A notebook writes only under its scratch working directory and the run's "
+                "results folder: change it so, restore those files (`git status`, `git checkout -- <file>`, "
+                "`git clean` for created ones, `make assets` for assets/vendor) and run it again.")
+
+
+def _children() -> set[int]:
+    """The processes whose parent is this one (Linux's /proc; empty elsewhere)."""
+    mine, found = os.getpid(), set()
+    for entry in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == mine:
+                found.add(int(entry.name))
+    return found
+
+
+@contextlib.contextmanager
+def reaped() -> Iterator[None]:
+    """Around a run: every process it started that is still alive at its end is killed, detached ones too.
+    This process becomes a child subreaper (Linux), so that a process that left its parent (a daemon, a
+    double fork) is re-parented here rather than to init, and is found among this process's children."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    before = _children()
+    try:
+        yield
+    finally:
+        for _ in range(20):  # a killed process's own orphans are re-parented here in turn
+            left = _children() - before
+            if not left:
+                break
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            for pid in left:
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitpid(pid, 0)

@@ -12,7 +12,7 @@ from pathlib import Path
 from sidebyside.publish.cache import freshness, plan, published_record
 from sidebyside.publish.common import ROOT, PublishError, say
 from sidebyside.publish.discovery import discover, read_notebook_info, select
-from sidebyside.publish.guard import Guard
+from sidebyside.publish.guard import Guard, TreeWatch, reaped
 from sidebyside.publish.params import check_profile, detect_profile, load_all_params
 from sidebyside.publish.records import check_record
 from sidebyside.publish.rendering import check_date, render, site_config
@@ -75,10 +75,14 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
         params = params_by_profile[profile][info.slug]
         forget_run(build / "executed" / f"{info.slug}.ipynb")
         with Guard(site, info.slug) as guard:  # the run may write no published file, the publication only its own
+            # nor any other file of the checkout or the site (its checkpoint file aside), and leaves no process
+            watch = TreeWatch([root, site], allowed=[params["checkpoint_file"]] if params.get("checkpoint_file") else [])
             try:
-                executed, saved = execute(info, nb, profile, params, build, root=root, progress=progress, aa=aa)
+                with reaped():
+                    executed, saved = execute(info, nb, profile, params, build, root=root, progress=progress, aa=aa)
             finally:
                 guard.check("its notebook's run")
+            watch.check(info.slug, "its notebook's run")
             key, saved["provenance"]["git_sha"] = key_and_stamp(info, profile, params, params_dir, saved, root)
             record = complete_record(saved, info, profile, params, key, root)
             check_record(record, info.slug, info.metrics)  # before anything is kept of this run
