@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sidebyside.lab import verdict
+from sidebyside.lab import ladders
 from sidebyside.posts.real_models import report
 
 
@@ -20,8 +20,8 @@ SPEC = {"key": "resnet50", "img_size": 224, "seq_len": 1024, "parameters": 25_55
 
 def _setting():
     entries = {"torch/eager": _entry(0.10), "torch/compile": _entry(0.05),
-               "torch/aoti": verdict.ladder_entry(error="RuntimeError: no C++ compiler"),
-               "torch/cuda-graph": verdict.ladder_entry(not_applicable="CUDA graphs need a CUDA GPU"),
+               "torch/aoti": ladders.ladder_entry(error="RuntimeError: no C++ compiler"),
+               "torch/cuda-graph": ladders.ladder_entry(not_applicable="CUDA graphs need a CUDA GPU"),
                "jax/jit": _entry(0.08)}
     return report.setting_record(entries, model="resnet50", workload="train", batch=32, precision="float32",
                                  spec=SPEC, opts={"prompt_len": 8, "new_tokens": 8},
@@ -62,7 +62,7 @@ def test_summarise_draws_best_against_best_then_out_of_the_box_and_the_key_row()
     assert fig.axes and fig.axes[0].tables
     flops = report.flops_record({"torch": 8.2e9, "jax": 8.6e9}, model="resnet50", workload="infer", batch=1,
                                 tokens=None, full_size=True)
-    assert report.flops_table({"flops": {"resnet50/infer/1": flops}}).shape == (1, 7)
+    assert report.flops_table({"flops": {"resnet50/infer/1": flops}}).shape == (1, 8)
     parity = {"resnet50": {"tensors": 161, "max_abs_logit_diff": 1e-3, "logit_scale": 1e3, "relative_logit_diff": 1e-6,
                            "max_relative_grad_diff": 1e-6, "worst_grad_tensor": "fc.weight", "within_tolerance": True,
                            "logit_tolerance": 1e-4, "grad_tolerance": 1e-8, "grad_diff": 1e-12,
@@ -80,3 +80,47 @@ def test_flops_record_checks_the_published_figure_at_full_size_only():
     small = report.flops_record({"torch": 1e6, "jax": 2e6}, model="resnet50", workload="infer", batch=1,
                                 tokens=None, full_size=False)
     assert not small["agree"] and small["published"] is None
+
+
+CPU_PEAK = ("estimated: 2 cores × 2.45 GHz (current clock from /proc/cpuinfo) × 32 float32 FLOPs/cycle "
+            "(AVX-512, 2 FMA units assumed)")
+
+
+def _metrics(peak_source):
+    s = _setting()
+    return report.summarise(parity={}, settings={"resnet50/train/32/float32": s}, flops={},
+                            models={"resnet50": SPEC}, device="CPU", profile_note="note", bf16={},
+                            peak_source=peak_source, conditions={})
+
+
+def test_mfu_names_its_peak_and_where_it_comes_from():
+    """A CPU's peak is named as the estimate from its current clock and vector width; a GPU's as the
+    device's nominal figure; the key table's MFU cell says the peak it divides by, and its caption
+    the source."""
+    cpu = _metrics(CPU_PEAK)
+    assert cpu["settings"]["resnet50/train/32/float32"]["peak_flops"] == 1e12
+    assert cpu["peak"] == {"flops": {"float32": 1e12}, "source": CPU_PEAK, "kind": "estimate"}
+    caption = report.mfu_caption(cpu)
+    assert "1 TFLOP/s in float32" in caption and "an estimate" in caption and "current clock" in caption
+    assert "vector width" in caption and "attention included" in caption
+    table = report.key_table(cpu)
+    assert table.attrs["caption"] == caption
+    assert table.iloc[0]["MFU (PyTorch / JAX) of the peak"] == "40% / 25% of 1 TFLOP/s (estimate)"
+    gpu = _metrics("NVIDIA's data sheet")
+    assert gpu["peak"]["kind"] == "nominal" and "nominal" in report.mfu_caption(gpu)
+    assert "NVIDIA's data sheet" in report.mfu_caption(gpu)
+    none = _metrics(None)
+    assert none["peak"]["kind"] is None and "source not recorded" in report.mfu_caption(none)
+    assert "not computed" in report.mfu_caption({"peak": report.peak_record({}, CPU_PEAK)})
+
+
+def test_flops_record_adds_attention_to_gpt2s_published_figure():
+    """GPT-2's published figure is 2 FLOPs per parameter per token plus attention at the sequence's
+    length (QKᵀ and AV over the full square); the image models' published figures hold theirs."""
+    counts = {"torch": 2.9e11, "jax": 3.0e11, "torch_attention": 3.87e10}
+    r = report.flops_record(counts, model="gpt2", workload="infer", batch=2, tokens=2048, full_size=True)
+    attention = 12 * 2 * 2 * 2 * 1024 * 1024 * 768
+    assert r["published"] == pytest.approx(2 * 124_439_808 * 2048 + attention)
+    assert r["torch_attention"] == 3.87e10 and "full square" in r["attention_counted"]
+    vit = report.flops_record(counts, model="vit_b16", workload="infer", batch=1, tokens=None, full_size=True)
+    assert vit["published"] == pytest.approx(2 * 17.6e9)

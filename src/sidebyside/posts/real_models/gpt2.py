@@ -13,7 +13,14 @@ token embedding itself (tied weights). :class:`GPTConfig`'s defaults are GPT-2 s
   ``pos, pos + 1, ...`` (a 0-d tensor, so that a compiled step sees one shape) and attends to every
   cached position up to its own.
 - :class:`FlaxGPT` (Flax NNX): the same, functional: ``__call__(idx, cache, pos)`` returns the
-  logits and the updated cache (``lax.dynamic_update_slice``).
+  logits and the updated cache (``lax.dynamic_update_slice``; keys and values ``(batch, length,
+  heads, head_dim)``, the layout ``jax.nn.dot_product_attention`` takes). Attention is
+  ``jax.nn.dot_product_attention`` (:func:`.attention.dot_product_attention`, which computes a
+  float64 softmax in float64) with the ``attention`` implementation given (None: JAX's
+  default, XLA's; ``"cudnn"``: cuDNN's fused kernel, on a GPU in bfloat16 or float16 only):
+  ``is_causal=True`` without a cache; with one, the mask PyTorch's cached path passes too (a query
+  at position ``pos + i`` sees the cached positions up to its own), since ``is_causal`` aligns the
+  causal triangle at the first key and a query at ``pos > 0`` would see key 0 only.
 - :func:`*_generate_uncached`: greedy generation from the whole sequence at every step, without a
   cache: the tokens that generation with the cache (the notebook's ``generate`` pair) must equal.
 """
@@ -29,6 +36,8 @@ import torch
 import torch.nn.functional as F
 from flax import nnx
 from torch import nn
+
+from sidebyside.posts.real_models.attention import dot_product_attention
 
 __all__ = ["GPTConfig", "GPT", "torch_generate_uncached", "FlaxGPT", "jax_generate_uncached"]
 
@@ -135,25 +144,24 @@ def torch_generate_uncached(model: GPT, prompt, new_tokens: int):
 
 
 class FlaxAttention(nnx.Module):
-    def __init__(self, c: GPTConfig, *, rngs: nnx.Rngs):
+    def __init__(self, c: GPTConfig, *, implementation: str | None = None, rngs: nnx.Rngs):
         self.n_head = c.n_head
+        self.implementation = implementation
         self.c_attn = nnx.Linear(c.n_embd, 3 * c.n_embd, rngs=rngs)
         self.c_proj = nnx.Linear(c.n_embd, c.n_embd, rngs=rngs)
 
     def __call__(self, x, cache=None, pos=0):
         B, T, C = x.shape
-        q, k, v = (t.reshape(B, T, self.n_head, C // self.n_head).transpose(0, 2, 1, 3)
-                   for t in jnp.split(self.c_attn(x), 3, axis=-1))
-        query_pos = pos + jnp.arange(T)
-        if cache is not None:
-            k = jax.lax.dynamic_update_slice(cache[0], k, (0, 0, pos, 0))
-            v = jax.lax.dynamic_update_slice(cache[1], v, (0, 0, pos, 0))
+        q, k, v = (t.reshape(B, T, self.n_head, C // self.n_head) for t in jnp.split(self.c_attn(x), 3, axis=-1))
+        if cache is None:
+            y = dot_product_attention(q, k, v, is_causal=True, implementation=self.implementation)
+        else:
+            k = jax.lax.dynamic_update_slice(cache[0], k, (0, pos, 0, 0))
+            v = jax.lax.dynamic_update_slice(cache[1], v, (0, pos, 0, 0))
             cache = (k, v)
-        mask = jnp.arange(k.shape[2]) <= query_pos[:, None]
-        scores = jnp.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(C // self.n_head)
-        attn = jax.nn.softmax(jnp.where(mask, scores, -jnp.inf), axis=-1)
-        y = jnp.einsum("bhqk,bhkd->bqhd", attn, v).reshape(B, T, C)
-        return self.c_proj(y), cache
+            mask = jnp.arange(k.shape[1]) <= (pos + jnp.arange(T))[:, None]  # (query, key), as PyTorch's
+            y = dot_product_attention(q, k, v, mask=mask[None, None], implementation=self.implementation)
+        return self.c_proj(y.reshape(B, T, C)), cache
 
 
 class FlaxMLP(nnx.Module):
@@ -166,8 +174,9 @@ class FlaxMLP(nnx.Module):
 
 
 class FlaxBlock(nnx.Module):
-    def __init__(self, c: GPTConfig, *, rngs: nnx.Rngs):
-        self.ln_1, self.attn = nnx.LayerNorm(c.n_embd, epsilon=1e-5, use_fast_variance=False, rngs=rngs), FlaxAttention(c, rngs=rngs)
+    def __init__(self, c: GPTConfig, *, attention: str | None = None, rngs: nnx.Rngs):
+        self.ln_1 = nnx.LayerNorm(c.n_embd, epsilon=1e-5, use_fast_variance=False, rngs=rngs)
+        self.attn = FlaxAttention(c, implementation=attention, rngs=rngs)
         self.ln_2, self.mlp = nnx.LayerNorm(c.n_embd, epsilon=1e-5, use_fast_variance=False, rngs=rngs), FlaxMLP(c, rngs=rngs)
 
     def __call__(self, x, cache=None, pos=0):
@@ -186,19 +195,21 @@ def _as_given(arrays, /, *, dtype=None, inexact=True):
 
 class FlaxGPT(nnx.Module):
     """GPT-2 in Flax NNX: ``model(idx)`` gives logits; ``model(idx, cache, pos)`` gives
-    ``(logits, cache)``."""
+    ``(logits, cache)``. ``attention``: the implementation ``jax.nn.dot_product_attention`` is
+    given (None: XLA's)."""
 
-    def __init__(self, c: GPTConfig = GPTConfig(), *, rngs: nnx.Rngs):
+    def __init__(self, c: GPTConfig = GPTConfig(), *, attention: str | None = None, rngs: nnx.Rngs):
         self.config = c
         init = nnx.initializers.normal(0.02)
         self.wte = nnx.Embed(c.vocab_size, c.n_embd, embedding_init=init, promote_dtype=_as_given, rngs=rngs)
         self.wpe = nnx.Embed(c.n_positions, c.n_embd, embedding_init=init, promote_dtype=_as_given, rngs=rngs)
-        self.h = nnx.List([FlaxBlock(c, rngs=rngs) for _ in range(c.n_layer)])
+        self.h = nnx.List([FlaxBlock(c, attention=attention, rngs=rngs) for _ in range(c.n_layer)])
         self.ln_f = nnx.LayerNorm(c.n_embd, epsilon=1e-5, use_fast_variance=False, rngs=rngs)
 
     def new_cache(self, batch: int, length: int, dtype=jnp.float32):
+        """Zeroed keys and values, ``(batch, length, heads, head_dim)`` per layer."""
         c = self.config
-        shape = (batch, c.n_head, length, c.n_embd // c.n_head)
+        shape = (batch, length, c.n_head, c.n_embd // c.n_head)
         return [(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype)) for _ in range(c.n_layer)]
 
     def __call__(self, idx, cache=None, pos=0):

@@ -7,13 +7,15 @@ and its batch, a precision) the ladder that :func:`sidebyside.lab.timing.ladder`
 for each rung, the compile time cold (the first process's first call beyond the steady call) and
 warm (the later processes' first calls, which reuse the run's compilation cache; their median,
 beyond the steady call), the work per second and, where the device's peak is known, the model
-FLOP utilisation (PyTorch's count of the model's FLOPs over the time and the peak).
-:func:`summarise` builds ``metrics``: ``verdicts`` (per setting, best against best, then the
-out-of-the-box rungs, PyTorch eager against ``jax.jit``), ``key_table`` (one row per setting: each
-framework's best rung with its median and interquartile range, the winner, compile times and peak
-memory), ``flops`` (both counts, their ratio and the published figure) and ``parity``.
-:func:`key_table` and :func:`conclusion` read the record alone; numbers reach the prose through
-:mod:`sidebyside.lab.verdict`'s formatters.
+FLOP utilisation (PyTorch's count of the model's FLOPs, attention included, over the time and the
+peak; the setting keeps the peak it divided by). :func:`summarise` builds ``metrics``:
+``verdicts`` (per setting, best against best, then the out-of-the-box rungs, PyTorch eager against
+``jax.jit``), ``key_table`` (one row per setting: each framework's best rung with its median and
+interquartile range, the winner, compile times, peak memory and MFU), ``flops`` (both counts,
+their ratio, attention's part and the published figure), ``peak`` (the peak MFU divides by and
+where it comes from: :func:`mfu_caption` words it), ``models`` (each with each side's attention)
+and ``parity``. :func:`key_table`, :func:`mfu_caption` and :func:`conclusion` read the record
+alone; numbers reach the prose through :mod:`sidebyside.lab.verdict`'s formatters.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ from typing import Any
 
 from sidebyside.lab import verdict
 from sidebyside.posts.real_models.config import NAMES, PUBLISHED
-from sidebyside.posts.real_models.work import TOOL_LABELS
+from sidebyside.posts.real_models.config import spec as model_spec
+from sidebyside.posts.real_models.work import TOOL_LABELS, attention_flops
 from sidebyside.run.code import Source, source
 
 __all__ = ["IMPLEMENTATIONS", "WORKLOADS", "FLOP_TOLERANCE", "Source", "source", "setting_name", "setting_record", "flops_record",
-           "parity_table", "parity_claim", "summarise", "key_table", "key_figure", "flops_table", "conclusion"]
+           "ATTENTION_COUNTED", "parity_table", "parity_claim", "summarise", "peak_record", "mfu_caption", "key_table",
+           "key_figure", "flops_table", "conclusion"]
 
 #: What does the work in each rung (the verdicts' contestants).
 IMPLEMENTATIONS = {"torch/eager": "ATen's kernels, one launch per op from Python",
@@ -78,22 +82,37 @@ def setting_record(entries: Mapping[str, Mapping[str, Any]], *, model: str, work
             e["mfu"] = (model_flops / e["median_s"] / peak_flops) if peak_flops and model_flops else None
         rungs[name] = e
     return {"model": model, "workload": workload, "batch": batch, "precision": precision, "unit": unit,
-            "work_per_call": work, "opts": dict(opts), "ladder": rungs, "best": verdict.best(rungs), "memory": {}}
+            "work_per_call": work, "opts": dict(opts), "ladder": rungs, "best": verdict.best(rungs), "memory": {},
+            "peak_flops": peak_flops if model_flops else None}
+
+
+#: How attention is counted, on both sides.
+ATTENTION_COUNTED = ("QKᵀ and AV, 2 · 2 · B · H · S_q · S_k · D_head per layer, causal attention as the full square "
+                     "(as JAX's XLA implementation computes it and cost_analysis counts it); FlopCounterMode has no "
+                     "formula for the CPU's attention kernel (it counts it as 0), so each side's count is given "
+                     "that formula (work.flops)")
 
 
 def flops_record(counts: Mapping[str, float], *, model: str, workload: str, batch: int, tokens: int | None,
                  full_size: bool) -> dict[str, Any]:
-    """Both frameworks' counts of one call, their ratio (XLA over PyTorch), and for a forward pass
-    of a full-size model the published figure (2 FLOPs per multiply-add) per image or token."""
+    """Both frameworks' counts of one call (:func:`.work.flops`), their ratio (XLA over PyTorch),
+    attention's part of PyTorch's count (``torch_attention``; :data:`ATTENTION_COUNTED` says how),
+    and for a forward pass of a full-size model the published figure (2 FLOPs per multiply-add) per
+    image or, for GPT-2, per token (``tokens``: the call's, ``batch`` sequences of ``tokens / batch``)
+    plus attention at that length (:func:`.work.attention_flops`; the image models' figures include
+    theirs)."""
     torch_flops, jax_flops = counts["torch"], counts["jax"]
     items = tokens if tokens else batch
     published = 2 * PUBLISHED[model]["macs_per_item"] * items if full_size and workload == "infer" else None
+    if published is not None and model == "gpt2":
+        published += attention_flops(model_spec("gpt2"), batch, items // batch)
     looped = workload == "generate"  # XLA's cost analysis counts a loop's body once, not once per trip
     return {"model": model, "workload": workload, "batch": batch, "torch": torch_flops, "jax": jax_flops,
             "ratio": jax_flops / torch_flops if torch_flops else None,
             "agree": None if looped else bool(torch_flops) and abs(jax_flops / torch_flops - 1) <= FLOP_TOLERANCE,
             "note": ("XLA's cost_analysis counts the lax.fori_loop body once, not once per generated token: "
                      "its figure is not the work of a call") if looped else "",
+            "torch_attention": counts.get("torch_attention"), "attention_counted": ATTENTION_COUNTED,
             "published": published, "published_source": PUBLISHED[model]["source"],
             "torch_over_published": torch_flops / published if published else None}
 
@@ -167,9 +186,49 @@ def summarise(*, parity: Mapping[str, Any], settings: Mapping[str, Mapping[str, 
         verdicts += s["verdicts"]
     record = {"parity": dict(parity), "settings": dict(settings), "flops": dict(flops), "models": dict(models),
               "device": device, "profile_note": profile_note, "bf16": dict(bf16), "peak_source": peak_source,
+              "peak": peak_record(settings, peak_source),
               "conditions": dict(conditions), "flop_tolerance": FLOP_TOLERANCE, "verdicts": verdicts}
     record["key_table"] = _key_rows(record)
     return record
+
+
+def _peak_kind(source: str | None) -> str | None:
+    """What a peak is, from the words ``sidebyside.lab.peaks`` gives its source: an ``estimate``
+    (a CPU's cores × clock × FLOPs per cycle), ``measured`` (the best rate the run reached, where it
+    beat the estimate), else the device's ``nominal`` figure (a GPU's data sheet)."""
+    if not source:
+        return None
+    return "estimate" if source.startswith("estimated") else "measured" if source.startswith("measured") else "nominal"
+
+
+def peak_record(settings: Mapping[str, Mapping[str, Any]], source: str | None) -> dict[str, Any]:
+    """The peaks MFU divided by, per precision (FLOP/s), where they come from (``source``, as the
+    caller had it from ``sidebyside.lab.peaks``) and what they are (:func:`_peak_kind`)."""
+    by_precision = {s["precision"]: s["peak_flops"] for s in settings.values() if s.get("peak_flops")}
+    return {"flops": by_precision, "source": source if by_precision else None,
+            "kind": _peak_kind(source) if by_precision else None}
+
+
+def _rate(flops: float) -> str:
+    return (f"{verdict.fmt_number(flops / 1e12)} TFLOP/s" if flops >= 1e12 else
+            f"{verdict.fmt_number(flops / 1e9)} GFLOP/s")
+
+
+def mfu_caption(metrics: Mapping[str, Any]) -> str:
+    """The key table's caption on MFU: what is divided by what, the peak per precision and where it
+    comes from (a GPU's nominal data-sheet figure; on a CPU an estimate from its clock and vector
+    width, said so with the clock it used)."""
+    peak = metrics.get("peak") or {}
+    if not peak.get("flops"):
+        return "MFU: not computed (no peak is known for this device)."
+    rates = ", ".join(f"{_rate(v)} in {p}" for p, v in peak["flops"].items())
+    source = peak["source"] or "source not recorded"
+    what = {"estimate": "an estimate, not a nominal figure: this CPU's cores × clock × FLOPs per cycle from its "
+                        "vector width, as sidebyside.lab.peaks estimates it",
+            "measured": "the best rate this run reached, above the estimate from the clock",
+            "nominal": "the device's nominal dense figure"}.get(peak["kind"], "a peak of unknown kind")
+    return (f"MFU (model FLOP utilisation): PyTorch's count of one call's FLOPs (attention included) over the "
+            f"median time per call, divided by the peak, {rates}: {what} ({source}).")
 
 
 def _side(s: Mapping[str, Any], fw: str) -> dict[str, Any]:
@@ -196,7 +255,7 @@ def _key_rows(record: Mapping[str, Any]) -> list[dict[str, Any]]:
             winner += f" {verdict.fmt_ratio(head['factor'])} ({verdict.fmt_number(low)}–{verdict.fmt_ratio(high)})"
         rows.append({"setting": key, "model": NAMES[s["model"]], "workload": _describe(s),
                      "precision": s["precision"], "unit": s["unit"], "torch": _side(s, "torch"),
-                     "jax": _side(s, "jax"), "winner": winner})
+                     "jax": _side(s, "jax"), "winner": winner, "peak_flops": s.get("peak_flops")})
     return rows
 
 
@@ -211,9 +270,20 @@ def _mb(value: float | None) -> str:
     return "n/a" if value is None else f"{verdict.fmt_number(value / 2**20)} MiB"
 
 
+def _mfu_cell(r: Mapping[str, Any], kind: str | None) -> str:
+    shares = " / ".join("n/a" if s.get("mfu") is None else f"{verdict.fmt_number(100 * s['mfu'])}%"
+                        for s in (r["torch"], r["jax"]))
+    if not r.get("peak_flops"):
+        return shares
+    return f"{shares} of {_rate(r['peak_flops'])}" + (f" ({kind})" if kind else "")
+
+
 def key_table(metrics: Mapping[str, Any]):
     """The key figure: model × workload, each framework's best rung with its median and IQR, the
-    winner (with the 95% interval of its speed-up), compile time cold / warm, and peak memory."""
+    winner (with the 95% interval of its speed-up), compile time cold / warm, peak memory, and MFU
+    with the peak it divides by and what that peak is (nominal, estimate, measured;
+    :func:`mfu_caption` is the caption that says where it comes from, also kept in the table's
+    ``attrs["caption"]``)."""
     import pandas as pd
 
     rows = []
@@ -227,10 +297,11 @@ def key_table(metrics: Mapping[str, Any]):
             "compile cold / warm (JAX)": " / ".join(verdict.fmt_seconds(x) if x is not None else "n/a" for x in (
                 j.get("compile_cold_s"), j.get("compile_warm_s"))) if j.get("tool") else "n/a",
             "peak memory (PyTorch / JAX)": f"{_mb(t.get('peak_bytes'))} / {_mb(j.get('peak_bytes'))}",
-            "MFU (PyTorch / JAX)": " / ".join("n/a" if s.get("mfu") is None else f"{verdict.fmt_number(100 * s['mfu'])}%"
-                                              for s in (t, j)),
+            "MFU (PyTorch / JAX) of the peak": _mfu_cell(r, (metrics.get("peak") or {}).get("kind")),
         })
-    return pd.DataFrame(rows).set_index(["model", "workload", "precision"])
+    table = pd.DataFrame(rows).set_index(["model", "workload", "precision"])
+    table.attrs["caption"] = mfu_caption(metrics)
+    return table
 
 
 def key_figure(metrics: Mapping[str, Any]):
@@ -265,12 +336,15 @@ def key_figure(metrics: Mapping[str, Any]):
 
 
 def flops_table(metrics: Mapping[str, Any]):
-    """FLOPs per call from both frameworks, their ratio, and the published figure where it applies."""
+    """FLOPs per call from both frameworks, their ratio, attention's part of PyTorch's count (see
+    :data:`ATTENTION_COUNTED`), and the published figure where it applies."""
     import pandas as pd
 
     return pd.DataFrame([{"model": NAMES[f["model"]], "workload": WORKLOADS[f["workload"]], "batch": f["batch"],
                           "PyTorch (GFLOP)": f["torch"] / 1e9, "XLA (GFLOP)": f["jax"] / 1e9,
                           "XLA / PyTorch": f["ratio"], "agree": f["agree"], "note": f.get("note", ""),
+                          "attention in PyTorch's (GFLOP)": (None if f.get("torch_attention") is None
+                                                             else f["torch_attention"] / 1e9),
                           "published (GFLOP)": None if f["published"] is None else f["published"] / 1e9,
                           "PyTorch / published": f["torch_over_published"]}
                          for f in metrics["flops"].values()]).set_index(["model", "workload", "batch"])

@@ -11,7 +11,11 @@ can move every tensor and refuse any left over. Images are NHWC here (NCHW in Py
   average pooling and a linear head.
 - :class:`FlaxViT`: timm's ``VisionTransformer``: a patch convolution, a class token, learned
   position embeddings, pre-norm blocks (LayerNorm epsilon 1e-6, one ``qkv`` projection, exact GELU),
-  a final LayerNorm and the class token's logits.
+  a final LayerNorm and the class token's logits. Attention is ``jax.nn.dot_product_attention``
+  (:func:`.attention.dot_product_attention`; timm's ``fused_attn`` runs
+  ``F.scaled_dot_product_attention`` on the PyTorch side), with the ``attention`` implementation
+  given to :class:`FlaxViT` (None: JAX's default, XLA's; ``"cudnn"``: cuDNN's fused kernel, on a
+  GPU in bfloat16 or float16 only, which raises on anything else).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from flax import nnx
+
+from sidebyside.posts.real_models.attention import dot_product_attention
 
 __all__ = ["Bottleneck", "FlaxResNet", "PatchEmbed", "Attention", "Mlp", "Block", "FlaxViT"]
 
@@ -93,18 +99,21 @@ class PatchEmbed(nnx.Module):
 
 
 class Attention(nnx.Module):
-    """Multi-head self-attention with one ``qkv`` projection (q, k, v in that order, heads inside)."""
+    """Multi-head self-attention with one ``qkv`` projection (q, k, v in that order, heads inside),
+    through ``jax.nn.dot_product_attention(..., implementation=implementation)`` (scale
+    1/sqrt(head dim), no mask; :func:`.attention.dot_product_attention`)."""
 
-    def __init__(self, dim: int, heads: int, *, rngs: nnx.Rngs):
+    def __init__(self, dim: int, heads: int, *, implementation: str | None = None, rngs: nnx.Rngs):
         self.heads = heads
+        self.implementation = implementation
         self.qkv = nnx.Linear(dim, 3 * dim, rngs=rngs)
         self.proj = nnx.Linear(dim, dim, rngs=rngs)
 
     def __call__(self, x):
         B, N, C = x.shape
-        q, k, v = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads).transpose(2, 0, 3, 1, 4)
-        attn = jax.nn.softmax(jnp.einsum("bhqd,bhkd->bhqk", q, k) * (C // self.heads) ** -0.5, axis=-1)
-        return self.proj(jnp.einsum("bhqk,bhkd->bqhd", attn, v).reshape(B, N, C))
+        qkv = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads)  # (batch, tokens, q|k|v, heads, head dim)
+        y = dot_product_attention(qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], implementation=self.implementation)
+        return self.proj(y.reshape(B, N, C))
 
 
 class Mlp(nnx.Module):
@@ -120,9 +129,9 @@ class Mlp(nnx.Module):
 class Block(nnx.Module):
     """Pre-norm transformer block: ``x + attn(norm1(x))``, then ``x + mlp(norm2(x))``."""
 
-    def __init__(self, dim: int, heads: int, *, rngs: nnx.Rngs):
+    def __init__(self, dim: int, heads: int, *, attention: str | None = None, rngs: nnx.Rngs):
         self.norm1 = nnx.LayerNorm(dim, epsilon=1e-6, use_fast_variance=False, rngs=rngs)
-        self.attn = Attention(dim, heads, rngs=rngs)
+        self.attn = Attention(dim, heads, implementation=attention, rngs=rngs)
         self.norm2 = nnx.LayerNorm(dim, epsilon=1e-6, use_fast_variance=False, rngs=rngs)
         self.mlp = Mlp(dim, 4 * dim, rngs=rngs)
 
@@ -132,15 +141,16 @@ class Block(nnx.Module):
 
 
 class FlaxViT(nnx.Module):
-    """ViT with a class token: patch embedding, ``depth`` blocks, LayerNorm, the class token's logits."""
+    """ViT with a class token: patch embedding, ``depth`` blocks, LayerNorm, the class token's logits.
+    ``attention``: the implementation ``jax.nn.dot_product_attention`` is given (None: XLA's)."""
 
     def __init__(self, *, img_size: int = 224, patch_size: int = 16, dim: int = 768, depth: int = 12,
-                 heads: int = 12, num_classes: int = 1000, rngs: nnx.Rngs):
+                 heads: int = 12, num_classes: int = 1000, attention: str | None = None, rngs: nnx.Rngs):
         tokens = (img_size // patch_size) ** 2
         self.patch_embed = PatchEmbed(patch_size, dim, rngs=rngs)
         self.cls_token = nnx.Param(jnp.zeros((1, 1, dim)))
         self.pos_embed = nnx.Param(0.02 * jax.random.normal(rngs.params(), (1, tokens + 1, dim)))
-        self.blocks = nnx.List([Block(dim, heads, rngs=rngs) for _ in range(depth)])
+        self.blocks = nnx.List([Block(dim, heads, attention=attention, rngs=rngs) for _ in range(depth)])
         self.norm = nnx.LayerNorm(dim, epsilon=1e-6, use_fast_variance=False, rngs=rngs)
         self.head = nnx.Linear(dim, num_classes, rngs=rngs)
 

@@ -19,8 +19,10 @@ only); ``cuda-graph`` (inference: the eager forward captured in a CUDA graph; ge
 float32). JAX's: ``jit``. bfloat16: PyTorch under ``torch.autocast``, JAX with float32 weights cast
 to bfloat16 inside the step.
 
-Costs: :func:`flops` counts one call's FLOPs on both sides (``FlopCounterMode`` on the eager rung;
-XLA's ``cost_analysis`` of the compiled program); :func:`peak_memory` runs one rung in a fresh
+Costs: :func:`flops` counts one call's FLOPs on both sides (``FlopCounterMode`` on the eager rung,
+with attention's formula given for every ``scaled_dot_product_attention`` kernel: on the CPU the
+counter has none and counts the kernel as 0; XLA's ``cost_analysis`` of the compiled program);
+:func:`attention_flops` is attention's analytic count; :func:`peak_memory` runs one rung in a fresh
 process and reports its peak (GPU: each framework's allocator statistics; CPU: the process's peak
 resident memory, ``VmHWM``, with the resident memory after the imports beside it).
 :data:`BUILD_S` keeps, in this process, the seconds each rung's build took (AOTInductor compiles
@@ -35,8 +37,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["TORCH_TOOLS", "JAX_TOOLS", "GPU_ONLY", "TOOL_LABELS", "BUILD_S", "build", "flops", "peak_memory",
-           "bf16_support"]
+__all__ = ["TORCH_TOOLS", "JAX_TOOLS", "GPU_ONLY", "TOOL_LABELS", "BUILD_S", "build", "flops", "attention_flops",
+           "peak_memory", "bf16_support"]
 
 # Two torch log lines that say nothing about a run (and a log line is refused in a post): Dynamo leaving out
 # the profiler span that Optimizer.step opens inside a compiled step, and AOTInductor looking for a CUDA
@@ -164,12 +166,59 @@ def _xla_flops(cost: Any) -> float:
     return float(cost.get("flops", 0.0))
 
 
+def attention_flops(spec, batch: int, q_len: int, k_len: int | None = None, *, backward: bool = False) -> float:
+    """Attention's FLOPs in one forward of ``spec`` (ViT-B/16 or GPT-2; 0 for ResNet-50): the two
+    products QKᵀ and AV, ``2 · 2 · B · H · S_q · S_k · D_head`` per layer (``H · D_head`` is the
+    width), with causal attention counted as the full square (what JAX's XLA implementation
+    computes, masking the upper triangle afterwards, and what XLA's ``cost_analysis`` and
+    ``FlopCounterMode``'s own attention formula count). ``k_len``: the keys, ``q_len`` when None.
+    ``backward``: with the backward pass, four more products (twice the forward; a kernel that
+    recomputes the scores does more work, which is not the model's)."""
+    kw = spec.kwargs
+    if spec.kind == "resnet":
+        return 0.0
+    layers, width = ((kw.get("n_layer", 12), kw.get("n_embd", 768)) if spec.kind == "gpt2"
+                     else (kw.get("depth", 12), kw.get("embed_dim", 768)))
+    forward = layers * 2 * 2 * batch * q_len * (q_len if k_len is None else k_len) * width
+    return float(forward * (3 if backward else 1))
+
+
+def _attention_flop(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
+    """QKᵀ and AV of one ``scaled_dot_product_attention`` kernel, shapes ``(B, H, S, D)``."""
+    b, h, s_q, d = query_shape
+    return 2 * b * h * s_q * key_shape[2] * (d + value_shape[3])
+
+
+def _attention_backward_flop(grad_out_shape, query_shape, key_shape, value_shape, *args, out_shape=None,
+                             **kwargs) -> int:
+    return 2 * _attention_flop(query_shape, key_shape, value_shape)
+
+
+def _attention_formulas() -> dict:
+    """FlopCounterMode's formula for every attention kernel ``F.scaled_dot_product_attention``
+    dispatches to (the CPU's flash kernel, which the counter lacks; the GPU's, whose backward it
+    counts with the scores recomputed), as :func:`attention_flops` counts them."""
+    import torch
+
+    aten = torch.ops.aten
+    forward = ("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",
+               "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention")
+    formulas = {getattr(aten, name): _attention_flop for name in forward if hasattr(aten, name)}
+    formulas.update({getattr(aten, name + "_backward"): _attention_backward_flop for name in forward
+                     if hasattr(aten, name + "_backward")})
+    return formulas
+
+
 def flops(spec, workload: str, batch: int, *, prompt_len: int = 8, new_tokens: int = 8, torch_rung: Callable,
           jax_rung: Callable) -> dict[str, float]:
-    """One call's FLOPs counted by each framework: PyTorch's ``FlopCounterMode`` over the eager rung
-    (matmuls, convolutions and attention: 2 per multiply-add), XLA's ``cost_analysis`` of the
-    compiled program (every operation it counts, elementwise ones included; the JAX rung's
-    callable carries ``cost``, returning it). The rungs as :func:`build` takes them."""
+    """One call's FLOPs counted by each framework: ``torch``, PyTorch's ``FlopCounterMode`` over
+    the eager rung (matmuls, convolutions and attention: 2 per multiply-add; attention's kernels
+    counted as :func:`attention_flops` counts them, since on the CPU the counter knows none and
+    counts them as 0), with ``torch_attention`` the part of it attention's kernels made (0 where
+    attention ran as separate matmuls, which the counter counts among the rest); ``jax``, XLA's
+    ``cost_analysis`` of the compiled program (every operation it counts, elementwise ones
+    included; the JAX rung's callable carries ``cost``, returning it). The rungs as :func:`build`
+    takes them."""
     from torch.utils.flop_counter import FlopCounterMode
 
     built = build(spec, workload, batch, torch_tools=("eager",), jax_tools=("jit",), prompt_len=prompt_len,
@@ -177,9 +226,13 @@ def flops(spec, workload: str, batch: int, *, prompt_len: int = 8, new_tokens: i
     for rung in built.values():
         if isinstance(rung, BaseException):
             raise rung
-    with FlopCounterMode(display=False) as counter:
+    formulas = _attention_formulas()
+    with FlopCounterMode(display=False, custom_mapping=formulas) as counter:
         built["torch/eager"]()
-    return {"torch": float(counter.get_total_flops()), "jax": _xla_flops(built["jax/jit"].cost())}
+    by_op = counter.get_flop_counts().get("Global", {})
+    kernels = {op._overloadpacket if hasattr(op, "_overloadpacket") else op for op in formulas}
+    return {"torch": float(counter.get_total_flops()), "jax": _xla_flops(built["jax/jit"].cost()),
+            "torch_attention": float(sum(n for op, n in by_op.items() if op in kernels))}
 
 
 def _rss(field: str) -> int | None:
