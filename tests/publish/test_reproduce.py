@@ -1,7 +1,8 @@
 """`make reproduce`: the reader's speed verdicts against the published ones, on synthetic
 records: reproduced (same winner, overlapping 95% intervals), a different winner, the same
-winner with intervals apart, and other hardware (reported, not failed); the command runs into a
-scratch site and never writes the published one."""
+winner with intervals apart, and other hardware (reported, not failed): machines compared by
+fingerprint, the fields that differ named, and a record without one "unknown"; the command runs
+into a scratch site and never writes the published one."""
 
 from __future__ import annotations
 
@@ -23,13 +24,23 @@ def _speed(question, torch_s, jax_s, spread=0.02):
     return verdict.speed(t, j, question=question, subject_tool="eager", other_tool="jit").to_dict()
 
 
-def _record(device, verdicts, profile="cpu"):
-    seeds = verdict.seeds([90.0, 90.1], [90.0, 90.2], question="same accuracy?").to_dict()  # not a speed verdict
-    return {"slug": SLUG, "profile": profile, "executed_at": "2026-11-24T00:00:00+00:00", "source_hash": "k",
-            "provenance": {"device": device}, "metrics": {"verdicts": [seeds, *verdicts]}}
-
-
+ZEN3 = {"vendor": "AuthenticAMD", "family": 25, "model": 17, "stepping": 1, "model_name": "AMD EPYC",
+        "vector": ["avx2", "avx512f", "avx512_bf16"], "l2_kib": 1024, "l3_kib": 32768, "clock_mhz": 2600}
+ZEN2 = {**ZEN3, "family": 23, "model": 49, "vector": ["avx2"], "l2_kib": 512, "l3_kib": 16384}
 EPYC, OTHER = "a 2-core CPU", "a 64-core CPU"
+CPUS = {EPYC: ZEN3, OTHER: ZEN2}
+
+
+def _record(device, verdicts, profile="cpu", cpu=None):
+    """A record measured on ``device``, whose fingerprint is ``cpu`` (default: that of ``device``;
+    "unknown": none, as records written before fingerprints)."""
+    seeds = verdict.seeds([90.0, 90.1], [90.0, 90.2], question="same accuracy?").to_dict()  # not a speed verdict
+    cpu = CPUS.get(device) if cpu is None else cpu
+    provenance = {"device": device, "device_kind": "cpu",
+                  **({"fingerprint": {"cpu": cpu, "gpu": None}} if cpu != "unknown" else {})}
+    return {"slug": SLUG, "profile": profile, "executed_at": "2026-11-24T00:00:00+00:00", "source_hash": "k",
+            "provenance": provenance, "metrics": {"verdicts": [seeds, *verdicts]}}
+
 
 PUBLISHED = _record(EPYC, [
     _speed("held", 3.0, 1.0),         # JAX 3x
@@ -72,7 +83,9 @@ def test_the_table_shows_both_figures_and_both_machines_and_the_summary_counts()
     assert "does NOT reproduce: the same winner, but the two 95% intervals do not overlap" in text
     assert "not measured in your run" in text and "within noise" in text
     line = rep.summary(SLUG, rows)
-    assert line == f"{SLUG}: 1 of 4 speed verdicts reproduce on the same hardware ({EPYC}); 2 do not: FAILED"
+    assert line == (f"{SLUG}: 1 of 4 speed verdicts reproduce on the same hardware ({EPYC}, the same fingerprint); "
+                    "2 do not: FAILED")
+    assert rep.machines(rows) == "machines: the same fingerprint as the published run"
 
 
 def test_other_hardware_is_reported_not_failed():
@@ -81,6 +94,37 @@ def test_other_hardware_is_reported_not_failed():
     assert not any(r.fails for r in rows)
     assert "(other hardware: reported, not failed)" in rep.table(rows)
     assert "on other hardware" in rep.summary(SLUG, rows) and "FAILED" not in rep.summary(SLUG, rows)
+
+
+def test_machines_of_one_name_and_another_fingerprint_are_not_alike_and_the_fields_are_named():
+    # The same name, "a 2-core CPU", on a host of another generation: compared like with unlike.
+    rows = rep.compare(PUBLISHED, _record(EPYC, READER, cpu=ZEN2))
+    assert not any(r.fails for r in rows) and not rows[0].same_hardware
+    said = rep.machines(rows)
+    assert said.startswith("machines: yours differs from the published one: ")
+    assert "CPU family: published 25, yours 23" in said and "CPU model: published 17, yours 49" in said
+    assert "vector extensions: published avx2, avx512f, avx512_bf16, yours avx2" in said
+    assert "L3 cache (KiB): published 32768, yours 16384" in said and "nominal clock" not in said
+    assert "5 fields of the fingerprint differ" in rep.summary(SLUG, rows)
+    # Another thread count or core count is no part of a fingerprint: a host of ZEN3 is the same.
+    assert rep.differences(PUBLISHED, _record(OTHER, READER, cpu=dict(ZEN3))) == []
+
+
+def test_a_record_without_a_fingerprint_is_unknown_and_reported_not_failed():
+    old = _record(EPYC, PUBLISHED["metrics"]["verdicts"][1:], cpu="unknown")  # written before fingerprints
+    rows = rep.compare(old, _record(EPYC, READER))
+    assert rep.differences(old, _record(EPYC, READER)) is None and not any(r.fails for r in rows)
+    assert "fingerprint (unknown)" in rep.machines(rows) and "unknown fingerprint" in rep.summary(SLUG, rows)
+    assert "(the published machine's fingerprint is unknown: reported, not failed)" in rep.table(rows)
+
+
+def test_a_gpu_run_compares_the_gpu_s_model_memory_clocks_and_driver():
+    h100 = {"model": "NVIDIA H100 80GB HBM3", "memory_mib": 81559, "sm_clock_mhz": 1980, "memory_clock_mhz": 2619,
+            "driver": "550.54.15"}
+    published, reader = (_record(EPYC, [], profile="gpu"), _record(EPYC, [], profile="gpu"))
+    for record, gpu in ((published, h100), (reader, {**h100, "driver": "570.86.10"})):
+        record["provenance"].update(device_kind="gpu", fingerprint={"cpu": ZEN3, "gpu": gpu})
+    assert rep.differences(published, reader) == ["NVIDIA driver: published 550.54.15, yours 570.86.10"]
 
 
 @pytest.mark.parametrize("reader_device, code", [(EPYC, 1), (OTHER, 0)])

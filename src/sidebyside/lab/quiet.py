@@ -336,9 +336,14 @@ def gpu_findings(listed: list[dict[str, Any]] | None, mine: set[int], visible: s
 
 
 def machine_kind(gpu: str | None = None) -> str:
-    """The key of a committed baseline: the GPU model where the process computes on one
-    (``gpu``: its name), else the CPU model and the cores this process may use."""
-    return gpu or provenance.cpu_name()
+    """The key of a committed quiet baseline and noise floor: this machine's fingerprint in words
+    (:func:`sidebyside.run.provenance.machine_kind`), the GPU's where the process computes on one
+    (``gpu``: its model name, the key itself where ``nvidia-smi`` does not answer), else the CPU's.
+    The same on every host of that fingerprint, whatever threads or cores the run uses."""
+    found = provenance.fingerprint(gpu=bool(gpu))
+    if gpu and not found.get("gpu"):
+        return gpu
+    return provenance.machine_kind(found, gpu=bool(gpu))
 
 
 def load_baseline(kind: str, path: Path | None = None) -> dict[str, float] | None:

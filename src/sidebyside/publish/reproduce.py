@@ -5,16 +5,23 @@ published run, into a scratch site (``build/reproduce/<slug>/``: the
 published posts, images and results are never touched), then compares every
 speed verdict of the two records (:func:`compare`, matched by question) and
 prints, per verdict, the published figure and hardware, the reader's figure
-and hardware, and whether it reproduces (:func:`table`), then a one-line
-summary (:func:`summary`).
+and hardware, and whether it reproduces (:func:`table`), then a line on the
+two machines (:func:`machines`) and a one-line summary (:func:`summary`).
 
 A speed verdict reproduces when the winner is the same (no winner on both
 sides counts as the same: within noise, practically tied) and the two 95%
 confidence intervals of the time ratio (each over its run's independent
-processes) overlap. On the same hardware kind (the records'
-``provenance.device``) a verdict that does not reproduce makes the command
-exit 1; on other hardware it is reported, not failed. A busy machine never
-stops it: load widens the reader's intervals, and the verdicts say so.
+processes) overlap. Machines are compared by their fingerprints (the records'
+``provenance.fingerprint``, :func:`sidebyside.run.provenance.fingerprint`:
+the CPU's vendor, family, model, stepping, model name, vector extensions,
+caches and nominal clock; for a gpu post the GPU's model, memory, clocks and
+driver too), never by name: hosts that share a name differ.
+:func:`differences` says, field by field, where the reader's machine differs
+from the published one. On the same fingerprint a verdict that does not
+reproduce makes the command exit 1; on another fingerprint, or where a record
+has none (one written before fingerprints: "unknown"), it is reported, not
+failed. A busy machine never stops it: load widens the reader's intervals,
+and the verdicts say so.
 
 :func:`aa` is the same run in A/A mode (``make aa ONLY=<slug>``): every timed
 contestant races the first one's function through the verdict's own path,
@@ -34,13 +41,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from sidebyside.lab.verdict import FRAMEWORKS, fmt_number, fmt_ratio
+from sidebyside.lab.words import FRAMEWORKS, fmt_number, fmt_ratio
 from sidebyside.publish.cache import published_record
 from sidebyside.publish.common import ROOT, PublishError, say
 from sidebyside.publish.discovery import discover, select
 
-__all__ = ["Row", "speed_verdicts", "compare", "table", "summary", "in_notebook", "reproduce", "aa", "aa_table",
-           "SCRATCH", "AA_SCRATCH"]
+__all__ = ["Row", "speed_verdicts", "differences", "compare", "table", "machines", "summary", "in_notebook",
+           "reproduce", "aa", "aa_table", "SCRATCH", "AA_SCRATCH"]
 
 #: Where the reader's runs go: one scratch site per slug, under the (ignored) build folder.
 SCRATCH = ROOT / "build" / "reproduce"
@@ -56,8 +63,9 @@ class Row:
     """One speed verdict, published against the reader's. ``ratio``/``interval``: the
     subject's time over the other's; ``combined``: where the two 95% intervals overlap (None
     when they do not, or one has none); ``outcome``: one of "reproduces", "different winner",
-    "same winner, intervals do not overlap", "not measured in your run"; ``same_hardware``:
-    whether a miss fails."""
+    "same winner, intervals do not overlap", "not measured in your run"; ``differs``: where the
+    reader's machine differs from the published one (:func:`differences`; None where a record
+    has no fingerprint); ``same_hardware``: the same fingerprint, so that a miss fails."""
 
     question: str
     published: dict[str, Any]
@@ -66,10 +74,11 @@ class Row:
     reader_device: str
     combined: tuple[float, float] | None
     outcome: str
+    differs: list[str] | None = None
 
     @property
     def same_hardware(self) -> bool:
-        return self.published_device == self.reader_device
+        return self.differs == []
 
     @property
     def reproduces(self) -> bool:
@@ -110,6 +119,47 @@ def _device(record: Mapping[str, Any]) -> str:
     return str((record.get("provenance") or {}).get("device") or "unknown hardware")
 
 
+#: The fields of a fingerprint, as :func:`differences` names them.
+_CPU_FIELDS = {"vendor": "CPU vendor", "family": "CPU family", "model": "CPU model", "stepping": "CPU stepping",
+               "model_name": "CPU model name", "vector": "vector extensions", "l2_kib": "L2 cache (KiB)",
+               "l3_kib": "L3 cache (KiB)", "clock_mhz": "nominal clock (MHz)"}
+_GPU_FIELDS = {"model": "GPU", "memory_mib": "GPU memory (MiB)", "sm_clock_mhz": "GPU clock (MHz)",
+               "memory_clock_mhz": "GPU memory clock (MHz)", "driver": "NVIDIA driver"}
+
+
+def _said(value: Any) -> str:
+    if value is None:
+        return "unknown"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "none"
+    return str(value)
+
+
+def differences(published: Mapping[str, Any], reader: Mapping[str, Any]) -> list[str] | None:
+    """Where the reader's machine differs from the published one, one phrase a field
+    (``"L3 cache (KiB): published 32768, yours 16384"``), from the records'
+    ``provenance.fingerprint``: the CPU's fields, and the GPU's where either record is a gpu run
+    (``device_kind``). Empty: the same fingerprint. None: a record has no fingerprint (written
+    before them), so whether the machines are alike cannot be told."""
+    prints = [(r.get("provenance") or {}).get("fingerprint") for r in (published, reader)]
+    if not all(isinstance(f, Mapping) and isinstance(f.get("cpu"), Mapping) for f in prints):
+        return None
+    parts = [("cpu", _CPU_FIELDS)]
+    if "gpu" in {(r.get("provenance") or {}).get("device_kind") for r in (published, reader)}:
+        parts.append(("gpu", _GPU_FIELDS))
+    out = []
+    for part, fields in parts:
+        mine, theirs = prints[0].get(part) or {}, prints[1].get(part) or {}
+        if part == "gpu" and (not mine or not theirs):
+            if mine != theirs:
+                out.append(f"GPU: published {_said(mine.get('model'))}, yours {_said(theirs.get('model'))}")
+            continue
+        for key, name in fields.items():
+            if mine.get(key) != theirs.get(key):
+                out.append(f"{name}: published {_said(mine.get(key))}, yours {_said(theirs.get(key))}")
+    return out
+
+
 def _combined(published: Mapping[str, Any], reader: Mapping[str, Any]) -> tuple[float, float] | None:
     """Where the published and the reader's 95% intervals overlap; None when they do not or one
     has no interval."""
@@ -121,7 +171,9 @@ def _combined(published: Mapping[str, Any], reader: Mapping[str, Any]) -> tuple[
 
 def compare(published: Mapping[str, Any], reader: Mapping[str, Any]) -> list[Row]:
     """One :class:`Row` per speed verdict of ``published``, matched with the reader's
-    verdict of the same question (in order, where a question repeats)."""
+    verdict of the same question (in order, where a question repeats), each with the
+    :func:`differences` of the two machines."""
+    differs = differences(published, reader)
     theirs: dict[str, list[dict[str, Any]]] = {}
     for v in speed_verdicts(reader):
         theirs.setdefault(v["question"], []).append(v)
@@ -138,7 +190,7 @@ def compare(published: Mapping[str, Any], reader: Mapping[str, Any]) -> list[Row
                 outcome = REPRODUCES
             else:
                 outcome = OUTSIDE
-        rows.append(Row(p["question"], p, r, _device(published), _device(reader), combined, outcome))
+        rows.append(Row(p["question"], p, r, _device(published), _device(reader), combined, outcome, differs))
     return rows
 
 
@@ -174,9 +226,23 @@ def table(rows: Iterable[Row]) -> str:
         else:
             said = "does NOT reproduce: the same winner, but the two 95% intervals do not overlap"
         if row.outcome != REPRODUCES and not row.same_hardware:
-            said += " (other hardware: reported, not failed)"
+            said += (" (other hardware: reported, not failed)" if row.differs else
+                     " (the published machine's fingerprint is unknown: reported, not failed)")
         lines.append(f"  -> {said}")
     return "\n".join(lines)
+
+
+def machines(rows: list[Row]) -> str:
+    """One line: whether the reader's machine has the published one's fingerprint, and if not
+    which fields differ (or that a record has no fingerprint: "unknown")."""
+    if not rows:
+        return ""
+    if rows[0].differs is None:
+        return ("machines: the published run or yours recorded no fingerprint (unknown), so whether your machine is "
+                "the published one's kind cannot be told: reported, not failed")
+    if not rows[0].differs:
+        return "machines: the same fingerprint as the published run"
+    return "machines: yours differs from the published one: " + "; ".join(rows[0].differs)
 
 
 def summary(slug: str, rows: list[Row]) -> str:
@@ -185,9 +251,15 @@ def summary(slug: str, rows: list[Row]) -> str:
         return f"{slug}: no speed verdict to reproduce"
     held = sum(row.reproduces for row in rows)
     failed = sum(row.fails for row in rows)
-    where = (f"on the same hardware ({rows[0].reader_device})" if rows[0].same_hardware else
-             f"on other hardware (yours: {rows[0].reader_device}; published: {rows[0].published_device}), "
-             "reported, not failed")
+    if rows[0].same_hardware:
+        where = f"on the same hardware ({rows[0].reader_device}, the same fingerprint)"
+    elif rows[0].differs is None:
+        where = (f"on hardware of unknown fingerprint (yours: {rows[0].reader_device}; published: "
+                 f"{rows[0].published_device}), reported, not failed")
+    else:
+        where = (f"on other hardware (yours: {rows[0].reader_device}; published: {rows[0].published_device}; "
+                 f"{len(rows[0].differs)} field{'s' if len(rows[0].differs) != 1 else ''} of the fingerprint "
+                 "differ), reported, not failed")
     verdict = f"; {failed} do{'es' if failed == 1 else ''} not: FAILED" if failed else ""
     return f"{slug}: {held} of {len(rows)} speed verdicts reproduce {where}{verdict}"
 
@@ -195,7 +267,8 @@ def summary(slug: str, rows: list[Row]) -> str:
 def in_notebook(slug: str, record: Mapping[str, Any], repository: str) -> str:
     """Print and return the reader's speed verdicts (their run's ``record``, as
     :func:`sidebyside.run.provenance.save_results` returns it) beside the published ones: the
-    :func:`table` and :func:`summary` of ``make reproduce``, for the repository's published record.
+    :func:`table`, :func:`machines` and :func:`summary` of ``make reproduce``, for the repository's
+    published record.
     A run at another profile's sizes than the post's (the run context's profile, which the profile
     cell names) is compared with nothing, and says so."""
     from sidebyside.run import colab, context
@@ -210,7 +283,7 @@ def in_notebook(slug: str, record: Mapping[str, Any], repository: str) -> str:
                 "profile cell to reproduce them")
     else:
         rows = compare(theirs, record)
-        text = "\n".join([table(rows), summary(slug, rows)])
+        text = "\n".join([table(rows), machines(rows), summary(slug, rows)])
     print(text)
     return text
 
@@ -234,9 +307,9 @@ def reproduce(*, only: str, profile: str | None = None, site: Path = ROOT, scrat
               notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params", root: Path = ROOT,
               progress: bool = True) -> int:
     """Run each notebook of ``only`` on this machine into ``scratch/<slug>/`` with the
-    published profile (or ``profile``), print :func:`table` and :func:`summary` against
-    the record published in ``site``; return 1 when a verdict measured on the same
-    hardware kind does not reproduce, else 0."""
+    published profile (or ``profile``), print :func:`table`, :func:`machines` and
+    :func:`summary` against the record published in ``site``; return 1 when a verdict measured
+    on a machine of the published fingerprint does not reproduce, else 0."""
     if not only:
         raise PublishError("reproduce needs the post to check: make reproduce ONLY=<slug> (make list shows the slugs)")
     exit_code = 0
@@ -248,6 +321,7 @@ def reproduce(*, only: str, profile: str | None = None, site: Path = ROOT, scrat
                          params_dir=params_dir, root=root, progress=progress)
         rows = compare(published, mine)
         print(table(rows))
+        print(machines(rows))
         print(summary(info.slug, rows))
         if any(row.fails for row in rows):
             exit_code = 1

@@ -8,9 +8,19 @@ commit; and the results file a notebook run leaves for the publisher.
      # each framework asked separately (devices()):
      "torch_backend", "torch_device", "torch_cuda", "torch_cudnn",
      "jax_backend", "jax_device", "jax_cuda", "jax_cudnn",
-     "threads": {...},                 # threads()
+     "threads": {...},                 # threads(): a condition of the run, not of the machine
+     "fingerprint": {"cpu": {...}, "gpu": {...} | None},  # fingerprint(): what changes the figures
+     "machine_kind": "...",            # machine_kind(): the fingerprint in words, the key of floors and baselines
      "differs_from_pins": [...],       # stack packages not at their pinned version
      "machine": {...} | None}          # the quiet-machine check of the timed sections (note_machine)
+
+The **fingerprint** names the hardware that changes the figures, and nothing that a run sets
+(threads, cores allowed): the CPU's vendor, family, model, stepping, model name, vector
+extensions (among AVX2, AVX-512F, AVX-512 BF16, AMX), L2 and L3 sizes and nominal clock
+(:func:`cpu_fingerprint`, from ``/proc/cpuinfo`` and ``/sys/devices/system/cpu/cpu0``); on a GPU
+its model, memory, clocks and driver (:func:`gpu_fingerprint`, from ``nvidia-smi``). Two hosts
+with the same fingerprint have the same :func:`machine_kind`, the key of the noise floors and
+the quiet baselines. A record written before fingerprints has none: its kind is "unknown".
 
 ``device_kind`` is "gpu" only when PyTorch and JAX compute on the same GPU
 model. :func:`check_gpu_profile` is the one judge of a gpu run: the publisher asks it
@@ -43,7 +53,8 @@ from typing import Any
 
 from sidebyside.run import code, context, runkey
 
-__all__ = ["collect", "cpu_name", "gpu_name", "gpu_present", "devices", "threads", "check_gpu_profile",
+__all__ = ["collect", "cpu_name", "cpu_fingerprint", "gpu_fingerprint", "fingerprint", "machine_kind",
+           "VECTOR_EXTENSIONS", "gpu_name", "gpu_present", "devices", "threads", "check_gpu_profile",
            "GPUProfileError", "probe_devices", "differs_from_pins", "git_sha", "matmul_precision", "save_results",
            "to_jsonable", "table", "note_machine"]
 
@@ -73,6 +84,139 @@ def cpu_name() -> str:
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
     return f"{model} ({cores} core{'s' if cores != 1 else ''})"
+
+
+#: The vector extensions a fingerprint names (``/proc/cpuinfo`` flag: how it is said).
+VECTOR_EXTENSIONS = {"avx2": "AVX2", "avx512f": "AVX-512F", "avx512_bf16": "AVX-512 BF16", "amx_tile": "AMX"}
+
+
+def _cache_kib(size: str) -> int | None:
+    """``1024K`` / ``32M`` (sysfs' cache size) -> KiB."""
+    size = size.strip().upper()
+    scale = {"K": 1, "M": 1024, "G": 1024 * 1024}.get(size[-1:], None)
+    try:
+        return int(size[:-1]) * scale if scale else int(size) // 1024
+    except ValueError:
+        return None
+
+
+def _nominal_mhz(model_name: str | None, cpuinfo_mhz: str | None, cpufreq: Path) -> int | None:
+    """The nominal clock in MHz, rounded to 100 MHz: the model name's (``@ 2.60GHz``), else
+    cpufreq's base frequency, else its maximum, else ``cpu MHz`` of ``/proc/cpuinfo``."""
+    import re
+
+    found = re.search(r"@\s*([0-9.]+)\s*GHz", model_name or "")
+    mhz = float(found.group(1)) * 1000 if found else None
+    for name in ("base_frequency", "cpuinfo_max_freq"):
+        if mhz is None:
+            try:
+                mhz = int((cpufreq / name).read_text().strip()) / 1000  # kHz
+            except (OSError, ValueError):
+                pass
+    if mhz is None and cpuinfo_mhz:
+        try:
+            mhz = float(cpuinfo_mhz)
+        except ValueError:
+            pass
+    return int(round(mhz / 100) * 100) if mhz else None
+
+
+def cpu_fingerprint(cpuinfo: Path = Path("/proc/cpuinfo"),
+                    cpu0: Path = Path("/sys/devices/system/cpu/cpu0")) -> dict[str, Any]:
+    """The CPU's fingerprint: ``{"vendor", "family", "model", "stepping", "model_name", "vector",
+    "l2_kib", "l3_kib", "clock_mhz"}`` from the first processor of ``cpuinfo`` and the caches
+    and cpufreq of ``cpu0``. ``vector``: the :data:`VECTOR_EXTENSIONS` its flags hold, in that
+    order; ``clock_mhz``: the nominal clock (the model name's, else cpufreq's base or maximum,
+    else ``cpu MHz``), rounded to 100 MHz. A field that cannot be read is None. Nothing in it
+    depends on the threads or cores a run uses."""
+    fields: dict[str, str] = {}
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            if not line.strip():
+                if fields:
+                    break  # the first processor only
+                continue
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+
+    def number(key: str) -> int | None:
+        return int(fields[key]) if fields.get(key, "").isdigit() else None
+
+    caches: dict[str, int | None] = {"l2_kib": None, "l3_kib": None}
+    for index in sorted(cpu0.glob("cache/index*")):
+        try:
+            level, kind = (index / "level").read_text().strip(), (index / "type").read_text().strip()
+            size = _cache_kib((index / "size").read_text())
+        except OSError:
+            continue
+        if level in ("2", "3") and kind in ("Unified", "Data"):
+            caches[f"l{level}_kib"] = size
+    flags = set(fields.get("flags", "").split())
+    model_name = fields.get("model name") or platform.processor() or None
+    return {"vendor": fields.get("vendor_id"), "family": number("cpu family"), "model": number("model"),
+            "stepping": number("stepping"), "model_name": model_name,
+            "vector": [flag for flag in VECTOR_EXTENSIONS if flag in flags], **caches,
+            "clock_mhz": _nominal_mhz(model_name, fields.get("cpu MHz"), cpu0 / "cpufreq")}
+
+
+def gpu_fingerprint(run: Any = subprocess.run) -> dict[str, Any] | None:
+    """The first GPU's fingerprint as ``nvidia-smi`` reports it: ``{"model", "memory_mib",
+    "sm_clock_mhz", "memory_clock_mhz", "driver"}`` (the maximum clocks); None where there is no
+    ``nvidia-smi`` or it does not answer."""
+    try:
+        listing = run(["nvidia-smi", "--query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem,driver_version",
+                       "--format=csv,noheader,nounits", "-i", "0"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    parts = [p.strip() for p in (listing.stdout or "").strip().splitlines()[0].split(",")] if (
+        listing.returncode == 0 and (listing.stdout or "").strip()) else []
+    if len(parts) < 5:
+        return None
+
+    def number(text: str) -> int | None:
+        try:
+            return int(float(text))
+        except ValueError:
+            return None
+
+    return {"model": parts[0], "memory_mib": number(parts[1]), "sm_clock_mhz": number(parts[2]),
+            "memory_clock_mhz": number(parts[3]), "driver": parts[4]}
+
+
+def fingerprint(gpu: bool | None = None) -> dict[str, Any]:
+    """``{"cpu": cpu_fingerprint(), "gpu": gpu_fingerprint() or None}``; the GPU is asked only
+    where ``gpu`` is true (default: where the driver shows one, :func:`gpu_present`)."""
+    gpu = gpu_present() if gpu is None else gpu
+    return {"cpu": cpu_fingerprint(), "gpu": gpu_fingerprint() if gpu else None}
+
+
+def _size(kib: int | None) -> str:
+    if kib is None:
+        return "unknown"
+    return f"{kib // 1024:g} MiB" if kib % 1024 == 0 else f"{kib} KiB"
+
+
+def machine_kind(found: dict[str, Any] | None, *, gpu: bool = False) -> str:
+    """A fingerprint (:func:`fingerprint`) in words, the same for every host of that fingerprint
+    and for every thread count: the key of the noise floors and the quiet baselines. With ``gpu``
+    the GPU's (model, memory, clocks, driver), else the CPU's: ``<model name> (<vendor> family F
+    model M stepping S; <vector extensions>; L2 <size>, L3 <size>; <clock> GHz)``; "unknown"
+    without a fingerprint (a record written before them)."""
+    found = found or {}
+    if gpu and found.get("gpu"):
+        g = found["gpu"]
+        return (f"{g.get('model')} ({g.get('memory_mib')} MiB; SM {g.get('sm_clock_mhz')} MHz, memory "
+                f"{g.get('memory_clock_mhz')} MHz; driver {g.get('driver')})")
+    c = found.get("cpu")
+    if not c:
+        return "unknown"
+    vector = ", ".join(VECTOR_EXTENSIONS[v] for v in c.get("vector") or []) or "no AVX2"
+    clock = f"{c['clock_mhz'] / 1000:g} GHz" if c.get("clock_mhz") else "clock unknown"
+    return (f"{c.get('model_name') or 'unknown CPU'} ({c.get('vendor') or 'unknown vendor'} family "
+            f"{c.get('family')} model {c.get('model')} stepping {c.get('stepping')}; {vector}; "
+            f"L2 {_size(c.get('l2_kib'))}, L3 {_size(c.get('l3_kib'))}; {clock})")
 
 
 def gpu_present() -> bool:
@@ -228,11 +372,11 @@ def gpu_name() -> str | None:
 
 
 def threads() -> dict[str, Any]:
-    """The thread settings a CPU figure depends on: the cores this process may
-    use, PyTorch's intra- and inter-op threads, the environment that sets
-    OpenMP, MKL, OpenBLAS and XLA threads, and NumPy's BLAS pools (via
-    threadpoolctl, None where it is not installed)."""
-    found: dict[str, Any] = {}
+    """The thread settings a CPU figure depends on, conditions of the run recorded apart from
+    the machine's :func:`fingerprint`: the CPUs online, the cores this process may use,
+    PyTorch's intra- and inter-op threads, the environment that sets OpenMP, MKL, OpenBLAS and
+    XLA threads, and NumPy's BLAS pools (via threadpoolctl, None where it is not installed)."""
+    found: dict[str, Any] = {"cpus_online": os.cpu_count()}
     try:
         found["cpu_affinity"] = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -340,6 +484,8 @@ def collect() -> dict[str, Any]:
     record["cuda"] = found["torch_cuda"] if found.get("torch_backend") == "cuda" else None
     record.update(found)
     record["threads"] = threads()
+    record["fingerprint"] = fingerprint(gpu=True if gpu else None)
+    record["machine_kind"] = machine_kind(record["fingerprint"], gpu=bool(gpu))
     record["matmul_precision"] = matmul_precision()
     record["differs_from_pins"] = differs_from_pins(context.current().profile or ("gpu" if gpu else "cpu"))
     record["git_sha"] = git_sha()
