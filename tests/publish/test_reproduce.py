@@ -110,12 +110,15 @@ def test_machines_of_one_name_and_another_fingerprint_are_not_alike_and_the_fiel
     assert rep.differences(PUBLISHED, _record(OTHER, READER, cpu=dict(ZEN3))) == []
 
 
-def test_a_record_without_a_fingerprint_is_unknown_and_reported_not_failed():
+def test_a_record_without_a_fingerprint_is_unknown_and_compared_by_name_as_before():
     old = _record(EPYC, PUBLISHED["metrics"]["verdicts"][1:], cpu="unknown")  # written before fingerprints
     rows = rep.compare(old, _record(EPYC, READER))
-    assert rep.differences(old, _record(EPYC, READER)) is None and not any(r.fails for r in rows)
-    assert "fingerprint (unknown)" in rep.machines(rows) and "unknown fingerprint" in rep.summary(SLUG, rows)
-    assert "(the published machine's fingerprint is unknown: reported, not failed)" in rep.table(rows)
+    assert rep.differences(old, _record(EPYC, READER)) is None and [r.fails for r in rows] == [False, True, True, False]
+    assert "no fingerprint (unknown)" in rep.machines(rows)
+    assert f"on the same hardware ({EPYC}, the same name; fingerprint unknown)" in rep.summary(SLUG, rows)
+    elsewhere = rep.compare(old, _record(OTHER, READER, cpu="unknown"))
+    assert not any(r.fails for r in elsewhere) and "fingerprint unknown), reported, not failed" in rep.summary(
+        SLUG, elsewhere)
 
 
 def test_a_gpu_run_compares_the_gpu_s_model_memory_clocks_and_driver():

@@ -18,9 +18,10 @@ caches and nominal clock; for a gpu post the GPU's model, memory, clocks and
 driver too), never by name: hosts that share a name differ.
 :func:`differences` says, field by field, where the reader's machine differs
 from the published one. On the same fingerprint a verdict that does not
-reproduce makes the command exit 1; on another fingerprint, or where a record
-has none (one written before fingerprints: "unknown"), it is reported, not
-failed. A busy machine never stops it: load widens the reader's intervals,
+reproduce makes the command exit 1; on another fingerprint it is reported, not
+failed. Where a record has none (one written before fingerprints) the
+fingerprint is "unknown" and the machines are compared by name
+(``provenance.device``), as before, and the table says so. A busy machine never stops it: load widens the reader's intervals,
 and the verdicts say so.
 
 :func:`aa` is the same run in A/A mode (``make aa ONLY=<slug>``): every timed
@@ -65,7 +66,8 @@ class Row:
     when they do not, or one has none); ``outcome``: one of "reproduces", "different winner",
     "same winner, intervals do not overlap", "not measured in your run"; ``differs``: where the
     reader's machine differs from the published one (:func:`differences`; None where a record
-    has no fingerprint); ``same_hardware``: the same fingerprint, so that a miss fails."""
+    has no fingerprint); ``same_hardware``: the same fingerprint (without one: the same device
+    name), so that a miss fails."""
 
     question: str
     published: dict[str, Any]
@@ -78,7 +80,7 @@ class Row:
 
     @property
     def same_hardware(self) -> bool:
-        return self.differs == []
+        return self.published_device == self.reader_device if self.differs is None else not self.differs
 
     @property
     def reproduces(self) -> bool:
@@ -226,8 +228,7 @@ def table(rows: Iterable[Row]) -> str:
         else:
             said = "does NOT reproduce: the same winner, but the two 95% intervals do not overlap"
         if row.outcome != REPRODUCES and not row.same_hardware:
-            said += (" (other hardware: reported, not failed)" if row.differs else
-                     " (the published machine's fingerprint is unknown: reported, not failed)")
+            said += " (other hardware: reported, not failed)"
         lines.append(f"  -> {said}")
     return "\n".join(lines)
 
@@ -238,8 +239,8 @@ def machines(rows: list[Row]) -> str:
     if not rows:
         return ""
     if rows[0].differs is None:
-        return ("machines: the published run or yours recorded no fingerprint (unknown), so whether your machine is "
-                "the published one's kind cannot be told: reported, not failed")
+        return ("machines: the published run or yours recorded no fingerprint (unknown), so the machines are "
+                "compared by name only, and hosts that share a name can differ")
     if not rows[0].differs:
         return "machines: the same fingerprint as the published run"
     return "machines: yours differs from the published one: " + "; ".join(rows[0].differs)
@@ -252,10 +253,11 @@ def summary(slug: str, rows: list[Row]) -> str:
     held = sum(row.reproduces for row in rows)
     failed = sum(row.fails for row in rows)
     if rows[0].same_hardware:
-        where = f"on the same hardware ({rows[0].reader_device}, the same fingerprint)"
+        how = "the same fingerprint" if rows[0].differs is not None else "the same name; fingerprint unknown"
+        where = f"on the same hardware ({rows[0].reader_device}, {how})"
     elif rows[0].differs is None:
-        where = (f"on hardware of unknown fingerprint (yours: {rows[0].reader_device}; published: "
-                 f"{rows[0].published_device}), reported, not failed")
+        where = (f"on other hardware (yours: {rows[0].reader_device}; published: {rows[0].published_device}; "
+                 "fingerprint unknown), reported, not failed")
     else:
         where = (f"on other hardware (yours: {rows[0].reader_device}; published: {rows[0].published_device}; "
                  f"{len(rows[0].differs)} field{'s' if len(rows[0].differs) != 1 else ''} of the fingerprint "
