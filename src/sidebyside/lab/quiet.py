@@ -9,19 +9,25 @@ device copy too) and reads the machine's load (:func:`snapshot`: the load
 average, the CPU time of every core and of every process, from ``/proc``;
 the other processes on the GPU, from ``nvidia-smi`` where there is one).
 
-The rules (:data:`RULES`), judged after every section:
+What is flagged is load that was measured, never a calibration alone (the
+rule, :data:`RULES`, judged over windows of timed sections of at least half a
+second, so that a clock tick is not a finding): other processes (not this
+one, not its children) used more than 10% of the machine's CPU time, time the
+hypervisor gave to other guests (steal) counting as theirs; or another
+process of this machine computes on the GPU. The finding says what was
+measured: the other processes' share and the busiest of them, the steal
+share, the run queue (``procs_running`` of ``/proc/stat``) and the load
+average, and how much slower the calibration ran than this run's quiet level
+of it (the lower quartile of its calibrations so far) and than the quiet
+baseline of this machine's fingerprint.
 
-- **drift**: a calibration workload more than 10% slower than this run's
-  quiet level of it (the lower quartile of its calibrations so far: robust
-  to one lucky fast reading), now or earlier in the run;
-- **baseline**: more than 10% slower than the committed quiet baseline of
-  this machine kind (:func:`baselines_file`, keyed by CPU or GPU model; a
-  machine kind without one is judged by drift alone);
-- **other CPU**: other processes (not this one, not its children) used more
-  than 10% of the machine's CPU time during the timed sections (judged over
-  windows of at least half a second, so that a clock tick is not a finding);
-  time the hypervisor gave to other guests (steal) counts as theirs;
-- **other GPU**: another process of this machine computes on the GPU.
+A calibration slower than usual with no load measured is not a finding: a
+shared host's speed swings for seconds at a time with nothing else running
+here, and a baseline measured on another host says nothing of this one's
+load. The calibration is compared only with the committed baseline of this
+machine's fingerprint (:func:`baselines_file`, keyed by
+:func:`machine_kind`); where there is none the record says "no baseline for
+this fingerprint". Each section's slowdowns are recorded beside its load.
 
 The check records; it never refuses. Load shows up as a wider interval,
 which is what a reader needs to know, and each section's findings are handed
@@ -50,18 +56,23 @@ from typing import Any
 
 from sidebyside.run import context, provenance
 
-__all__ = ["RULES", "baselines_file", "Monitor", "monitor", "section", "calibrate", "snapshot",
-           "cpu_between", "calibration_findings", "cpu_findings", "gpu_findings", "gpu_processes",
+__all__ = ["RULES", "NO_BASELINE", "baselines_file", "Monitor", "monitor", "section", "calibrate", "snapshot",
+           "cpu_between", "slowdowns", "cpu_findings", "gpu_findings", "gpu_processes",
            "record", "machine_kind", "load_baseline", "save_baseline"]
 
-#: The thresholds of the check (fractions).
-RULES = {"drift": 0.10, "baseline": 0.10, "other_cpu_share": 0.10, "cpu_window_s": 0.5}
+#: The rule of the check: the share of the machine's CPU time other processes may take (steal
+#: included), judged over windows of timed sections of at least ``cpu_window_s`` seconds.
+RULES = {"other_cpu_share": 0.10, "cpu_window_s": 0.5}
+
+#: What the record says where no quiet baseline was measured on this machine's fingerprint.
+NO_BASELINE = "no baseline for this fingerprint"
 
 
 def baselines_file() -> Path:
-    """The committed quiet baselines, ``{machine kind: {workload: seconds}}``: ``params/quiet-baselines.json``
-    of the run's checkout, beside the profiles (``python -m sidebyside.lab.quiet --save`` on a quiet
-    machine of a kind writes its entry)."""
+    """The committed quiet baselines, ``{machine kind: {workload: seconds, "fingerprint": {...}}}``
+    (:func:`machine_kind`): ``params/quiet-baselines.json`` of the run's checkout, beside the
+    profiles (``python -m sidebyside.lab.quiet --save`` on a quiet machine of a fingerprint writes
+    its entry)."""
     return context.current().project_root() / "params" / "quiet-baselines.json"
 
 
@@ -184,22 +195,32 @@ def _pid_stat(text: str) -> tuple[str, int, int] | None:
 
 
 def snapshot(proc: Path = Path("/proc"), clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
-    """The machine's load now: ``{"t", "cpus", "busy_ticks", "load1", "processes": {pid: (name, ppid, ticks)}}``
-    (``busy_ticks``: CPU time of all cores not idle, steal included). Empty readings where ``/proc`` is absent."""
-    out: dict[str, Any] = {"t": clock(), "cpus": 0, "busy_ticks": None, "load1": None, "processes": {}}
+    """The machine's load now: ``{"t", "cpus", "busy_ticks", "steal_ticks", "run_queue", "load1",
+    "processes": {pid: (name, ppid, ticks)}}`` (``busy_ticks``: CPU time of all cores not idle,
+    steal included; ``steal_ticks``: the time the hypervisor gave to other guests; ``run_queue``:
+    the tasks runnable now, this one included, ``procs_running`` of ``/proc/stat``, else of
+    ``/proc/loadavg``). Empty readings where ``/proc`` is absent."""
+    out: dict[str, Any] = {"t": clock(), "cpus": 0, "busy_ticks": None, "steal_ticks": None, "run_queue": None,
+                           "load1": None, "processes": {}}
     stat = _read(proc / "stat")
     if stat:
         for line in stat.splitlines():
             parts = line.split()
             if parts and parts[0] == "cpu":
-                values = [int(v) for v in parts[1:]]
+                values = [int(v) for v in parts[1:]] + [0] * 8
                 # user nice system idle iowait irq softirq steal (guest is inside user)
                 out["busy_ticks"] = sum(values[:8]) - values[3] - values[4]
+                out["steal_ticks"] = values[7]
             elif parts and parts[0].startswith("cpu"):
                 out["cpus"] += 1
+            elif len(parts) == 2 and parts[0] == "procs_running" and parts[1].isdigit():
+                out["run_queue"] = int(parts[1])
     load = _read(proc / "loadavg")
     if load:
-        out["load1"] = float(load.split()[0])
+        fields = load.split()
+        out["load1"] = float(fields[0])
+        if out["run_queue"] is None and len(fields) > 3 and fields[3].partition("/")[0].isdigit():
+            out["run_queue"] = int(fields[3].partition("/")[0])
     try:
         pids = [p for p in os.listdir(proc) if p.isdigit()]
     except OSError:
@@ -228,10 +249,12 @@ def _descendants(own: int, processes: Mapping[int, tuple[str, int, int]]) -> set
 def cpu_between(start: Mapping[str, Any], end: Mapping[str, Any], *, own: int | None = None,
                 ticks_per_s: float | None = None, top: int = 10) -> dict[str, Any]:
     """What other processes took of the machine's CPU between two :func:`snapshot`\\ s:
-    ``{"wall_s", "cpus", "other_cpu_s", "other_cpu_share", "others": [{"pid", "name", "cpu_s"}], "load_average"}``.
-    "Other" is every core's busy time less this process's and its children's; ``others`` names
-    the ``top`` visible processes that used the most (time of processes that ended, of other
-    containers and of other guests is in the total but has no name)."""
+    ``{"wall_s", "cpus", "other_cpu_s", "other_cpu_share", "steal_s", "steal_share", "others":
+    [{"pid", "name", "cpu_s"}], "run_queue", "load_average"}`` (``run_queue`` and
+    ``load_average``: the two readings, at the start and the end). "Other" is every core's busy
+    time less this process's and its children's, steal included; ``others`` names the ``top``
+    visible processes that used the most (time of processes that ended, of other containers and
+    of other guests is in the total but has no name)."""
     own = os.getpid() if own is None else own
     hz = ticks_per_s or _ticks()
     wall = max(end["t"] - start["t"], 0.0)
@@ -247,11 +270,17 @@ def cpu_between(start: Mapping[str, Any], end: Mapping[str, Any], *, own: int | 
         other_s = sum(seconds for pid, (_, seconds) in used.items() if pid not in mine)
     else:
         other_s = max((end["busy_ticks"] - start["busy_ticks"]) / hz - own_s, 0.0)
+    steal_s = 0.0
+    if start.get("steal_ticks") is not None and end.get("steal_ticks") is not None:
+        steal_s = max((end["steal_ticks"] - start["steal_ticks"]) / hz, 0.0)
     others = sorted(((seconds, pid, name) for pid, (name, seconds) in used.items()
                      if pid not in mine and seconds > 0), reverse=True)[:top]
+    capacity = wall * cpus
     return {"wall_s": wall, "cpus": cpus, "other_cpu_s": other_s,
-            "other_cpu_share": other_s / (wall * cpus) if wall > 0 and cpus else 0.0,
+            "other_cpu_share": other_s / capacity if capacity else 0.0,
+            "steal_s": steal_s, "steal_share": steal_s / capacity if capacity else 0.0,
             "others": [{"pid": pid, "name": name, "cpu_s": seconds} for seconds, pid, name in others],
+            "run_queue": [start.get("run_queue"), end.get("run_queue")],
             "load_average": [start.get("load1"), end.get("load1")]}
 
 
@@ -284,30 +313,59 @@ def _pct(fraction: float) -> str:
     return f"{fraction * 100:.0f}%"
 
 
-def calibration_findings(calibration: Mapping[str, float], quiet_level: Mapping[str, float],
-                         baseline: Mapping[str, float] | None = None, *, rules: Mapping[str, float] = RULES,
-                         kind: str = "this machine kind") -> list[str]:
-    """A sentence for each calibration workload that ran more than ``rules["drift"]`` slower
-    than ``quiet_level`` (the run's own quiet baseline), or more than ``rules["baseline"]`` slower
-    than ``baseline`` (the committed one of ``kind``); empty when none did."""
-    out = []
+def slowdowns(calibration: Mapping[str, float], quiet_level: Mapping[str, float],
+              baseline: Mapping[str, float] | None = None) -> dict[str, dict[str, float | None]]:
+    """Per calibration workload, how much slower it ran than ``quiet_level`` (this run's) and than
+    ``baseline`` (the committed quiet baseline of this machine's fingerprint; None for none), as
+    fractions: ``{"compute_s": {"run": 0.3, "baseline": None}}`` (0.3: 30% slower; below 0: faster).
+    Figures to record and to say beside measured load; never a finding on their own."""
+    out = {}
     for name, seconds in calibration.items():
-        what = WORKLOADS.get(name, name)
-        best = quiet_level.get(name)
-        if best and seconds > best * (1 + rules["drift"]):
-            out.append(f"{what} ran {_pct(seconds / best - 1)} slower than its quiet level in this run "
-                       f"(limit {_pct(rules['drift'])})")
-        quiet = (baseline or {}).get(name)
-        if quiet and seconds > quiet * (1 + rules["baseline"]):
-            out.append(f"{what} ran {_pct(seconds / quiet - 1)} slower than the quiet baseline of {kind} "
-                       f"(limit {_pct(rules['baseline'])})")
+        level, quiet = quiet_level.get(name), (baseline or {}).get(name)
+        out[name] = {"run": seconds / level - 1 if level else None,
+                     "baseline": seconds / quiet - 1 if quiet else None}
     return out
 
 
-def cpu_findings(reading: Mapping[str, Any], *, rules: Mapping[str, float] = RULES) -> list[str]:
+def _worst(slow: Mapping[str, Mapping[str, float | None]], against: str) -> tuple[str, float] | None:
+    found = [(figures[against], name) for name, figures in slow.items() if figures.get(against) is not None]
+    if not found:
+        return None
+    value, name = max(found)
+    return name, value
+
+
+#: The least slowdown of a calibration that a finding says (a fraction).
+_SAID_SLOWDOWN = 0.10
+
+
+def _calibration_words(slow: Mapping[str, Mapping[str, float | None]] | None) -> str:
+    """What the calibration showed beside the load, in words: each comparison's slowest workload,
+    where it ran at least 10% slower (else empty)."""
+    out = []
+    for against, said in (("run", "its quiet level in this run"), ("baseline", "the quiet baseline of this "
+                                                                               "machine's fingerprint")):
+        worst = _worst(slow or {}, against)
+        if worst and worst[1] >= _SAID_SLOWDOWN:
+            out.append(f"{WORKLOADS.get(worst[0], worst[0])} ran {_pct(worst[1])} slower than {said}")
+    return "; ".join(out)
+
+
+def _pair(values: list[Any] | None, fmt: str, joiner: str) -> str | None:
+    known = [v for v in values or [] if v is not None]
+    if not known:
+        return None
+    return joiner.join(format(v, fmt) for v in known) if len(set(known)) > 1 else format(known[0], fmt)
+
+
+def cpu_findings(reading: Mapping[str, Any], *, rules: Mapping[str, float] = RULES,
+                 slow: Mapping[str, Mapping[str, float | None]] | None = None) -> list[str]:
     """A sentence when other processes took more than ``rules["other_cpu_share"]`` of the
-    machine's CPU during ``reading`` (:func:`cpu_between`), naming the processes that used at
-    least 5% of a core (else the busiest one); else empty."""
+    machine's CPU during ``reading`` (:func:`cpu_between`, steal included), saying what was
+    measured: that share, the processes that used at least 5% of a core (else the busiest one),
+    the steal share, the run queue (the least and most runnable) and the load average (first and
+    last), and the calibration's ``slow``\\ downs of 10% or more (:func:`slowdowns`); else empty,
+    however slow the calibration ran."""
     share = reading.get("other_cpu_share") or 0.0
     if share <= rules["other_cpu_share"]:
         return []
@@ -315,9 +373,17 @@ def cpu_findings(reading: Mapping[str, Any], *, rules: Mapping[str, float] = RUL
     wall = reading.get("wall_s") or 0.0
     busiest = [p for p in reading.get("others", []) if p["cpu_s"] >= 0.05 * wall] or reading.get("others", [])[:1]
     named = "; ".join(f"{p['name']} (pid {p['pid']}) {p['cpu_s']:.2f} s" for p in busiest)
+    measured = [f"hypervisor steal {_pct(reading.get('steal_share') or 0.0)} of the CPU time"]
+    queue, load = _pair(reading.get("run_queue"), "d", "–"), _pair(reading.get("load_average"), ".2f", " then ")
+    if queue:
+        measured.append(f"run queue {queue} runnable")
+    if load:
+        measured.append(f"load average {load}")
+    calibration = _calibration_words(slow)
     return [f"other processes used {_pct(share)} of the machine's {cpus} CPU{'s' if cpus != 1 else ''} "
-            f"({reading.get('other_cpu_s', 0.0):.2f} CPU-s in {reading.get('wall_s', 0.0):.2f} s; limit "
-            f"{_pct(rules['other_cpu_share'])})" + (f": {named}" if named else "")]
+            f"({reading.get('other_cpu_s', 0.0):.2f} CPU-s in {wall:.2f} s; limit "
+            f"{_pct(rules['other_cpu_share'])})" + (f": {named}" if named else "") + "; " + ", ".join(measured)
+            + (f"; {calibration}" if calibration else "")]
 
 
 def gpu_findings(listed: list[dict[str, Any]] | None, mine: set[int], visible: set[int]) -> list[str]:
@@ -347,25 +413,30 @@ def machine_kind(gpu: str | None = None) -> str:
 
 
 def load_baseline(kind: str, path: Path | None = None) -> dict[str, float] | None:
-    """The committed quiet baseline of ``kind`` (in ``path``, default :func:`baselines_file`), or None."""
+    """The committed quiet baseline of ``kind`` (in ``path``, default :func:`baselines_file`), or
+    None: its calibration workloads' seconds (the entry's ``fingerprint`` left out)."""
     path = path or baselines_file()
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
     entry = data.get(kind) if isinstance(data, dict) else None
-    return {k: float(v) for k, v in entry.items() if isinstance(v, (int, float))} if isinstance(entry, dict) else None
+    if not isinstance(entry, dict):
+        return None
+    return {k: float(v) for k, v in entry.items() if isinstance(v, (int, float)) and not isinstance(v, bool)} or None
 
 
-def save_baseline(kind: str, calibration: Mapping[str, float], path: Path | None = None) -> None:
+def save_baseline(kind: str, calibration: Mapping[str, float], path: Path | None = None, *,
+                  fingerprint: Mapping[str, Any] | None = None) -> None:
     """Write ``calibration`` as the quiet baseline of ``kind`` (the others kept) into ``path``
-    (default :func:`baselines_file`)."""
+    (default :func:`baselines_file`), with the ``fingerprint`` it was measured on where given."""
     path = path or baselines_file()
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         data = {}
-    data[kind] = {k: float(v) for k, v in calibration.items()}
+    data[kind] = {**{k: float(v) for k, v in calibration.items()},
+                  **({"fingerprint": dict(fingerprint)} if fingerprint else {})}
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
@@ -378,7 +449,8 @@ class Monitor:
     calibrations are repeated enough to be read.
 
     ``calibrate``, ``snapshot``, ``cpu_between`` and ``gpu`` are injectable (tests give
-    synthetic machines); ``baseline`` is the committed quiet baseline, None for none.
+    synthetic machines); ``baseline`` is the committed quiet baseline of this machine's
+    fingerprint (``kind``), None for none.
     """
 
     def __init__(self, *, judged: bool, baseline: Mapping[str, float] | None = None,
@@ -394,76 +466,93 @@ class Monitor:
         self._snapshot, self._cpu_between, self._gpu, self._gpu_processes = (snapshot, cpu_between, gpu,
                                                                             gpu_processes)
         self.level: dict[str, float] = {}  # per workload: the lower quartile of its calibrations so far
-        self._said_earlier: set[str] = set()
         self.calibrations: list[dict[str, float]] = []
         self.sections: list[dict[str, Any]] = []
         self.findings: list[str] = []
-        self.worst = {"calibration_slowdown": 0.0, "other_cpu_share": 0.0}
-        self._window = {"wall_s": 0.0, "other_cpu_s": 0.0, "cpus": 0, "others": {}, "sections": []}
+        self.worst: dict[str, float | None] = {"calibration_slowdown": 0.0, "baseline_slowdown": None,
+                                               "other_cpu_share": 0.0, "steal_share": 0.0}
+        self._window = self._empty_window()
 
-    def _calibrate_now(self, gpu: str | None) -> tuple[dict[str, float], list[str]]:
+    @staticmethod
+    def _empty_window() -> dict[str, Any]:
+        return {"wall_s": 0.0, "other_cpu_s": 0.0, "steal_s": 0.0, "cpus": 0, "others": {}, "run_queue": [],
+                "load_average": [], "slow": {}}
+
+    def _calibrate_now(self, gpu: str | None) -> tuple[dict[str, float], dict[str, dict[str, float | None]]]:
         calibration = self._calibrate(gpu=gpu)
         self.calibrations.append(dict(calibration))
-        found = []
-        for name, seconds in calibration.items():
+        for name in calibration:
             seen = sorted(c[name] for c in self.calibrations if name in c)
             self.level[name] = seen[(len(seen) - 1) // 4]  # the lower quartile (the minimum of up to 4)
-            level, quiet_level = self.level[name], (self.baseline or {}).get(name)
-            found += calibration_findings({name: seconds}, self.level, self.baseline, rules=self.rules,
-                                          kind=self.kind)
-            worst = max(seen[-1] / level, seconds / quiet_level if quiet_level else 0.0) - 1
-            self.worst["calibration_slowdown"] = max(self.worst["calibration_slowdown"], worst)
-            earlier = max((c[name] for c in self.calibrations[:-1] if name in c), default=0.0)
-            if earlier > level * (1 + self.rules["drift"]) and name not in self._said_earlier:
-                # Faster now than before: the earlier sections ran on a busier machine.
-                self._said_earlier.add(name)
-                found.append(f"{WORKLOADS.get(name, name)} ran {_pct(earlier / level - 1)} slower earlier in "
-                             f"this run than its quiet level (limit {_pct(self.rules['drift'])})")
-        return calibration, found
+        slow = slowdowns(calibration, self.level, self.baseline)
+        for against, key in (("run", "calibration_slowdown"), ("baseline", "baseline_slowdown")):
+            worst = _worst(slow, against)
+            if worst is not None:
+                self.worst[key] = max(self.worst[key] if self.worst[key] is not None else -1.0, worst[1])
+        return calibration, slow
 
-    def _judge_cpu(self, name: str, reading: Mapping[str, Any]) -> list[str]:
+    def _judge_cpu(self, reading: Mapping[str, Any], slow: Mapping[str, Mapping[str, float | None]]) -> list[str]:
         window = self._window
         window["wall_s"] += reading["wall_s"]
         window["other_cpu_s"] += reading["other_cpu_s"]
+        window["steal_s"] += reading.get("steal_s") or 0.0
         window["cpus"] = reading["cpus"] or window["cpus"]
-        window["sections"].append(name)
+        window["run_queue"] += [q for q in reading.get("run_queue") or [] if q is not None]
+        window["load_average"] += [v for v in reading.get("load_average") or [] if v is not None]
+        for name, figures in slow.items():
+            kept = window["slow"].setdefault(name, {})
+            for against, value in figures.items():
+                if value is not None:
+                    kept[against] = max(kept.get(against, value), value)
         for p in reading["others"]:
             seen = window["others"].setdefault(p["pid"], {**p, "cpu_s": 0.0})
             seen["cpu_s"] += p["cpu_s"]
         if window["wall_s"] < self.rules["cpu_window_s"]:
             return []
-        share = window["other_cpu_s"] / (window["wall_s"] * window["cpus"]) if window["cpus"] else 0.0
+        capacity = window["wall_s"] * window["cpus"]
+        share = window["other_cpu_s"] / capacity if capacity else 0.0
+        steal = window["steal_s"] / capacity if capacity else 0.0
         self.worst["other_cpu_share"] = max(self.worst["other_cpu_share"], share)
+        self.worst["steal_share"] = max(self.worst["steal_share"], steal)
+        queue, load = window["run_queue"], window["load_average"]
         merged = {"wall_s": window["wall_s"], "cpus": window["cpus"], "other_cpu_s": window["other_cpu_s"],
-                  "other_cpu_share": share,
+                  "other_cpu_share": share, "steal_share": steal,
+                  "run_queue": [min(queue), max(queue)] if queue else None,
+                  "load_average": [load[0], load[-1]] if load else None,
                   "others": sorted(window["others"].values(), key=lambda p: -p["cpu_s"])[:10]}
-        self._window = {"wall_s": 0.0, "other_cpu_s": 0.0, "cpus": 0, "others": {}, "sections": []}
-        return cpu_findings(merged, rules=self.rules)
+        slow_seen = window["slow"]
+        self._window = self._empty_window()
+        return cpu_findings(merged, rules=self.rules, slow=slow_seen)
 
     @contextlib.contextmanager
     def section(self, name: str) -> Iterator[list[str]]:
         """Bracket one timed section: calibration and load reading before and after, then
         the judgement. Yields a list that holds, after the block, what was found busy (one
-        sentence per finding, with its figure; empty when quiet)."""
+        sentence per finding, saying what was measured; empty when no load was measured)."""
         gpu = self._gpu()
-        before, found = self._calibrate_now(gpu)
+        before, slow_before = self._calibrate_now(gpu)
         gpus_before = self._gpu_processes() if gpu else None
         start = self._snapshot()
         findings: list[str] = []
         yield findings
         end = self._snapshot()
-        after, found_after = self._calibrate_now(gpu)
-        found += found_after
+        after, slow_after = self._calibrate_now(gpu)
+        slow = {name: {against: max((v for v in (slow_before.get(name, {}).get(against),
+                                                 slow_after.get(name, {}).get(against)) if v is not None),
+                                    default=None)
+                       for against in ("run", "baseline")}
+                for name in {**slow_before, **slow_after}}
         reading = self._cpu_between(start, end)
-        found += self._judge_cpu(name, reading)
+        found = self._judge_cpu(reading, slow)
         if gpu:
             mine = _descendants(os.getpid(), end["processes"])
             found += gpu_findings((gpus_before or []) + (self._gpu_processes() or []), mine, set(end["processes"]))
         found = list(dict.fromkeys(found))
         self.sections.append({
             "section": name[:120], "wall_s": reading["wall_s"],
-            "calibration": {"before": before, "after": after},
-            "other_cpu_share": reading["other_cpu_share"], "load_average": reading["load_average"],
+            "calibration": {"before": before, "after": after}, "slowdown": slow,
+            "other_cpu_share": reading["other_cpu_share"], "steal_share": reading.get("steal_share"),
+            "run_queue": reading.get("run_queue"), "load_average": reading["load_average"],
             **({"others": reading["others"]} if reading["others"] else {}),
             **({"busy": found} if found else {}),
         })
@@ -475,11 +564,17 @@ class Monitor:
         return bool(self.findings)
 
     def record(self) -> dict[str, Any]:
-        """The ``machine`` entry of the provenance: status, rules, baselines, the worst
-        figures, every finding, and each section's reading."""
+        """The ``machine`` entry of the provenance: status, rules, the machine kind and its
+        baseline (``baseline``: "the quiet baseline of this fingerprint", or "no baseline for this
+        fingerprint"; ``quiet_level_vs_baseline``: per workload, how much slower this run's quiet
+        level ran than it, a host's speed and not load), the worst figures, every finding, and
+        each section's reading."""
+        versus = ({name: self.level[name] / quiet - 1 for name, quiet in self.baseline.items() if name in self.level}
+                  if self.baseline else None)
         status = "quiet" if not self.findings else "busy: shown beside the verdicts it touched"
-        return {"status": status, "judged": self.judged, "rules": self.rules,
-                "kind": self.kind, "committed_baseline": self.baseline, "quiet_level": self.level,
+        return {"status": status, "judged": self.judged, "rules": self.rules, "kind": self.kind,
+                "baseline": "the quiet baseline of this fingerprint" if self.baseline else NO_BASELINE,
+                "committed_baseline": self.baseline, "quiet_level": self.level, "quiet_level_vs_baseline": versus,
                 "worst": self.worst, "findings": list(self.findings), "sections": self.sections}
 
 
@@ -514,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sidebyside.lab.quiet",
                                      description="Measure this machine's calibration workloads (CPU).")
     parser.add_argument("--save", action="store_true",
-                        help=f"record them as the quiet baseline of this machine kind in {baselines_file()} "
+                        help=f"record them as the quiet baseline of this machine's fingerprint in {baselines_file()} "
                              "(only on a quiet machine: nothing else running)")
     args = parser.parse_args(argv)
     start = snapshot()
@@ -535,7 +630,7 @@ def main(argv: list[str] | None = None) -> int:
         if found:
             print(f"not saved: {found[0]}", file=sys.stderr)
             return 1
-        save_baseline(kind, calibration)
+        save_baseline(kind, calibration, fingerprint=provenance.fingerprint(gpu=False)["cpu"])
         print(f"saved as the quiet baseline of {kind} in {baselines_file()}")
     return 0
 
