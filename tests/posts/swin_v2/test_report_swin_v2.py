@@ -14,7 +14,7 @@ import math
 import pytest
 from conftest import per_process
 
-from sidebyside.lab import training, verdict
+from sidebyside.lab import framing, ladders, training
 from sidebyside.posts import swin_v2 as swin
 from sidebyside.posts.swin_v2 import report as swin_v2
 
@@ -41,7 +41,12 @@ def ladder(precision, phase, batch, medians):
 
     entries = {name: (failed() if m is None else entry(m, batch=batch)) for name, m in medians.items()}
     return {"phase": phase, "batch_size": batch, "precision": precision, "steps_per_call": 10,
-            "ladder": entries, "best": verdict.best(entries)}
+            "ladder": entries, "best": ladders.best(swin.by_structure(entries)["per_step"]),
+            "best_whole_loop": ladders.best(swin.by_structure(entries)["whole_loop"])}
+
+
+def not_applicable(why="CUDA graphs need a CUDA GPU; this run is on the CPU"):
+    return {**failed(None), "not_applicable": why}
 
 
 def speed(train_eager=0.10, train_jit=0.08, eval_eager=0.05, eval_jit=0.02, train_compile=0.07):
@@ -61,7 +66,7 @@ def histories(framework, accuracies):
 
 
 #: Where the seed measured (the notebook states it): Swin-V2-T on 256×256 images, on its GPU.
-SEED_SCALE = verdict.scale_of(parameters=28_300_000, input="256×256×3", device="V100")
+SEED_SCALE = framing.scale_of(parameters=28_300_000, input="256×256×3", device="V100")
 
 PARITY = {"max_abs_logit_err": 3e-7, "max_rel_grad_err": 5e-5, "worst_grad": "head.fc.bias", "loss_err": 1e-7,
           "logit_scale": 2.5, "tensors_compared": 40}
@@ -124,7 +129,8 @@ def test_the_seeds_pairing_is_answered_against_the_seeds_figure():
     text = swin_v2.seed_pairing_claim(speed(train_eager=0.10, train_jit=0.08), "train")
     assert text.startswith("Training at batch 64: ")
     assert "gives JAX 1.25× PyTorch's throughput (the seed reported 1.27×)" in text
-    assert "best against best (PyTorch compile, JAX jit) gives 0.875×" in text
+    assert "best against best with one step a dispatch (PyTorch compile, JAX jit) gives 0.875×" in text
+    assert "in one program" not in text  # no whole-loop rung ran on either side
     evaluation = swin_v2.seed_pairing_claim(speed(eval_eager=0.05, eval_jit=0.02), "eval")
     assert "gives JAX 2.5× PyTorch's throughput (the seed reported 2.4×)" in evaluation
     assert swin_v2.seed_pairing_claim({k: v for k, v in speed().items() if "eval" not in k}, "eval") is None
@@ -229,3 +235,58 @@ def test_per_epoch_times_that_point_the_other_way_are_explained_from_the_ladder(
     # No ladder at the accuracy batch: the record says it cannot tell.
     elsewhere = record(epoch_seconds={"torch": 1.8, "jax": 3.6}, batch_size=128)
     assert "was not run at batch 128" in swin_v2.epoch_claim(elsewhere)
+
+
+def with_whole_loop(scan_s, graph_s=None):
+    """speed() with JAX's lax.scan at ``scan_s`` a step in the batch-64 training ladder, and PyTorch's
+    CUDA graph of K steps at ``graph_s`` (None: not applicable, as on a CPU)."""
+    out = speed()
+    entries = dict(out["float32/train/64"]["ladder"])
+    entries["jax/jit_scan"] = entry(scan_s, batch=64)
+    entries["torch/cuda_graph_steps"] = not_applicable() if graph_s is None else entry(graph_s, batch=64)
+    out["float32/train/64"] = {**out["float32/train/64"], "ladder": entries,
+                               "best": ladders.best(swin.by_structure(entries)["per_step"])}
+    return out
+
+
+def verdicts_of(speeds):
+    return [v.to_dict() for v in swin_v2.speed_verdicts(speeds, model={"img_size": 32, "in_chans": 3},
+                                                        device="cpu", parameters=150_500, seed_scale=SEED_SCALE)]
+
+
+def test_best_against_best_races_like_loop_structure_against_like():
+    # JAX's scan (30 ms a step) is the fastest rung of all, but it runs a call's steps as one program:
+    # the per-step race stays torch.compile (70 ms) against JAX jit (80 ms).
+    found = verdicts_of(with_whole_loop(0.03, graph_s=0.05))
+    head = found[0]
+    assert "one step a dispatch" in head["question"] and "training, batch 64" in head["question"]
+    assert head["sides"]["torch"]["tool"] == "compile" and head["sides"]["jax"]["tool"] == "jit"
+    assert "jit_scan" not in head["sentence"] and "cuda_graph_steps" not in head["sentence"]
+    # Whole loop against whole loop: the CUDA graph of K steps (50 ms) against the scan (30 ms).
+    whole = [v for v in found if "in one program" in v["question"]]
+    assert len(whole) == 1 and "JAX's lax.scan against PyTorch's CUDA graph of K steps" in whole[0]["question"]
+    assert whole[0]["sides"]["torch"]["tool"] == "cuda_graph_steps" and whole[0]["sides"]["jax"]["tool"] == "jit_scan"
+    assert whole[0]["winner"] == "jax" and "replayed from one CUDA graph" in \
+        whole[0]["contestants"]["torch"]["implementation"]
+    assert not any(v["question"].startswith(swin_v2.ACROSS) for v in found)
+    text = swin_v2.seed_pairing_claim(with_whole_loop(0.03, graph_s=0.05), "train")
+    assert "best against best with a call's steps in one program (PyTorch cuda_graph_steps, JAX jit_scan) gives " \
+           "1.67×" in text
+
+
+def test_without_a_pytorch_whole_loop_the_scan_gets_its_own_labelled_verdict():
+    found = verdicts_of(with_whole_loop(0.03))  # on a CPU: no CUDA graph of K steps
+    assert found[0]["sides"]["jax"]["tool"] == "jit"  # the per-step race is unchanged
+    across = [v for v in found if v["question"].startswith(swin_v2.ACROSS)]
+    assert len(across) == 1
+    v = across[0]
+    assert v["question"] == ("JAX's whole loop in one program (lax.scan) against PyTorch's best per-step dispatch: "
+                             "which is faster at Swin V2 training, batch 64, float32?")
+    assert v["sides"]["torch"]["tool"] == "compile" and v["sides"]["jax"]["tool"] == "jit_scan"
+    assert v["sentence"].startswith(swin_v2.ACROSS + ": JAX (jit_scan) is 2.33× faster than PyTorch (compile)")
+    assert "Not the same loop structure: JAX runs a call's 10 steps as one XLA program" in v["caveat"]
+    assert "CUDA graphs need a CUDA GPU; this run is on the CPU" in v["sentence"]
+    assert {c["tool"] for c in v["contestants"].values()} == {"compile", "jit_scan"}
+    # The settings without a scan have no whole-loop verdict at all.
+    assert not any("evaluation" in v["question"] and ("in one program" in v["question"]
+                                                       or v["question"].startswith(swin_v2.ACROSS)) for v in found)

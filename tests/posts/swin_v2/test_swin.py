@@ -194,6 +194,17 @@ def test_ladder_keeps_every_row_and_marks_gpu_only_tools():
         swin.speed_ladder(TINY, batch_size=2, phase="eval", torch_tools=("eagre",), jax_tools=(), **rungs())
 
 
+def test_a_whole_loop_rung_brings_its_rival_and_is_not_raced_per_step():
+    result = swin.speed_ladder(TINY, batch_size=2, phase="eval", torch_tools=("eager",), jax_tools=("jit_scan",),
+                               steps=2, repeats=2, **rungs())
+    assert set(result["ladder"]) == {"torch/eager", "torch/cuda_graph_steps", "jax/jit_scan"}
+    assert result["best"]["jax"] is None  # the scan is not a per-step rung
+    assert result["best_whole_loop"]["jax"] == "jit_scan"
+    if not torch.cuda.is_available():
+        assert result["ladder"]["torch/cuda_graph_steps"]["not_applicable"]
+        assert result["best_whole_loop"]["torch"] is None
+
+
 def test_first_step_adds_up():
     entry = {"median_s": 0.1, "compile_s": 30.0, "allocation_s": 2.0, "error": None}
     split = swin.first_step(entry, batch_size=32, epoch_images=320)

@@ -15,8 +15,8 @@ import numpy as np
 from sidebyside.lab import timing as sbs_timing
 from sidebyside.posts.swin_v2.config import SwinConfig
 
-__all__ = ['TORCH_TOOLS', 'JAX_TOOLS', 'TOOL_LABELS', 'GPU_ONLY', 'PRECISIONS', 'Rung', 'random_batches', 'jax_peak_bytes',
-           'speed_ladder', 'first_step']
+__all__ = ['TORCH_TOOLS', 'JAX_TOOLS', 'TOOL_LABELS', 'GPU_ONLY', 'WHOLE_LOOP', 'PRECISIONS', 'Rung', 'by_structure',
+           'random_batches', 'jax_peak_bytes', 'speed_ladder', 'first_step']
 
 # ============================================================================= the speed ladder
 # Kept apart from the model: this section builds, for each framework, one callable per tool
@@ -26,16 +26,22 @@ __all__ = ['TORCH_TOOLS', 'JAX_TOOLS', 'TOOL_LABELS', 'GPU_ONLY', 'PRECISIONS', 
 # `_torch_rung`/`_jax_rung` wrap a builder's rung with its memory count and, for JAX, its
 # ahead-of-time compilation.
 
-TORCH_TOOLS = ("eager", "compile", "cuda_graph")
+TORCH_TOOLS = ("eager", "compile", "cuda_graph", "cuda_graph_steps")
 JAX_TOOLS = ("jit", "jit_scan")
 TOOL_LABELS = {
     "torch/eager": "PyTorch, eager",
     "torch/compile": "PyTorch, torch.compile",
     "torch/cuda_graph": "PyTorch, CUDA graph",
+    "torch/cuda_graph_steps": "PyTorch, CUDA graph of K steps",
     "jax/jit": "JAX, jit step",
     "jax/jit_scan": "JAX, jit + lax.scan",
 }
-GPU_ONLY = ("cuda_graph",)  # rungs that need a CUDA device (timing.NotApplicable.cuda_graphs says why)
+GPU_ONLY = ("cuda_graph", "cuda_graph_steps")  # rungs that need a CUDA device (timing.NotApplicable.cuda_graphs)
+#: The rungs that run a call's K steps as ONE program: JAX's jit of a ``lax.scan`` over the steps and
+#: PyTorch's CUDA graph of the K steps (a GPU only). Every other rung dispatches one step at a time
+#: from Python. Best against best races like with like (:func:`by_structure`); asking for one of these
+#: times the other too (:func:`speed_ladder`).
+WHOLE_LOOP = ("torch/cuda_graph_steps", "jax/jit_scan")
 PRECISIONS = ("float32", "bfloat16")
 
 
@@ -49,6 +55,14 @@ class Rung:
     peak_memory_bytes: Callable[[], int | None] | None = None
     error: str | None = None
     not_applicable: str | None = None       # why the tool cannot run on this machine (not a failure)
+
+
+def by_structure(entries: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A ladder's rungs by loop structure: ``{"per_step": ..., "whole_loop": ...}``, the rungs that
+    dispatch one step at a time and those that run a call's steps as one program
+    (:data:`WHOLE_LOOP`), each in the ladder's order."""
+    return {"per_step": {n: e for n, e in entries.items() if n not in WHOLE_LOOP},
+            "whole_loop": {n: e for n, e in entries.items() if n in WHOLE_LOOP}}
 
 
 def random_batches(config: SwinConfig, batch_size: int, steps: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -164,12 +178,17 @@ def speed_ladder(config: SwinConfig, *, batch_size: int, phase: str, precision: 
     steps with the compiled ``step`` and returns the last result. Both must pickle with cloudpickle
     for the timing's worker processes, as functions defined in a notebook do.
 
-    Returns ``{"ladder": {"<framework>/<tool>": entry}, "best": verdict.best(...), ...}`` where an
-    entry is ``verdict.ladder_entry`` per step (``median_s``, ``iqr_s``, ``q1_s``, ``q3_s``,
+    A whole-loop tool brings its counterpart (:data:`WHOLE_LOOP`): with ``"jit_scan"`` in
+    ``jax_tools`` PyTorch's ``"cuda_graph_steps"`` is timed too (not applicable off a GPU), and the
+    other way round, so that the whole-loop race has both sides wherever both exist.
+
+    Returns ``{"ladder": {"<framework>/<tool>": entry}, "best": ..., "best_whole_loop": ..., ...}``:
+    ``best`` is ``ladders.best`` over the rungs that dispatch one step at a time, ``best_whole_loop``
+    over the whole-loop rungs (:func:`by_structure`); an entry is ``ladders.ladder_entry`` per step (``median_s``, ``iqr_s``, ``q1_s``, ``q3_s``,
     ``compile_s``, ``first_s``, ``error``) plus ``images_per_s``, ``peak_memory_bytes``. A tool that
     fails (or cannot run on this device) keeps its row with the error.
     """
-    from sidebyside.lab import verdict as sbs_verdict
+    from sidebyside.lab import ladders as sbs_ladders
 
     if phase not in ("train", "eval"):
         raise ValueError(f"phase must be 'train' or 'eval', got {phase!r}")
@@ -179,6 +198,10 @@ def speed_ladder(config: SwinConfig, *, batch_size: int, phase: str, precision: 
         unknown = sorted(set(tools) - set(known))
         if unknown:
             raise ValueError(f"unknown tools {unknown}; choose from {known}")
+    if "jit_scan" in jax_tools and "cuda_graph_steps" not in torch_tools:
+        torch_tools = (*torch_tools, "cuda_graph_steps")
+    if "cuda_graph_steps" in torch_tools and "jit_scan" not in jax_tools:
+        jax_tools = (*jax_tools, "jit_scan")
     if set(torch_tools) & {"compile", "cuda_graph"}:
         import torch
 
@@ -214,8 +237,8 @@ def speed_ladder(config: SwinConfig, *, batch_size: int, phase: str, precision: 
     entries: dict[str, dict[str, Any]] = {}
     for name, rung in rungs.items():
         if rung.error is not None or rung.not_applicable is not None:
-            entry = (sbs_verdict.ladder_entry(error=rung.error) if rung.error is not None else
-                     sbs_verdict.ladder_entry(not_applicable=rung.not_applicable))
+            entry = (sbs_ladders.ladder_entry(error=rung.error) if rung.error is not None else
+                     sbs_ladders.ladder_entry(not_applicable=rung.not_applicable))
             entries[name] = {**entry, "images_per_s": None, "peak_memory_bytes": None}
             continue
         t = timings[name]
@@ -227,7 +250,7 @@ def speed_ladder(config: SwinConfig, *, batch_size: int, phase: str, precision: 
             compile_s, allocation_s = max(first[name] - realloc[name], 0.0), max(realloc[name] - t.median_s, 0.0)
         else:
             compile_s, allocation_s = max(first[name] - t.median_s, 0.0), None
-        entry = sbs_verdict.scaled({name: sbs_verdict.ladder_entry(t)}, 1 / steps)[name]
+        entry = sbs_ladders.scaled({name: sbs_ladders.ladder_entry(t)}, 1 / steps)[name]
         entry["first_s"] = first[name]  # the whole first call (all its steps)
         entry["compile_s"] = compile_s
         entry["allocation_s"] = allocation_s
@@ -238,7 +261,8 @@ def speed_ladder(config: SwinConfig, *, batch_size: int, phase: str, precision: 
             entry["peak_memory_bytes"], entry["memory_error"] = None, sbs_timing.one_line(error)
         entries[name] = entry
     return {"phase": phase, "batch_size": batch_size, "precision": precision, "steps_per_call": steps,
-            "ladder": entries, "best": sbs_verdict.best(entries)}
+            "ladder": entries, "best": sbs_ladders.best(by_structure(entries)["per_step"]),
+            "best_whole_loop": sbs_ladders.best(by_structure(entries)["whole_loop"])}
 
 
 def _on_gpu() -> bool:

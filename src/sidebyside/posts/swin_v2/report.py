@@ -11,7 +11,7 @@ function: :func:`parity_claim`, :func:`accuracy_claim`, :func:`first_epoch_claim
 The seed reported JAX 27% faster at training and 140% faster at validating: time ratios
 PyTorch / JAX of 1.27 and 2.40 (:data:`SEED_RATIO`), for Swin-V2-T at 256×256 on the seed's GPU
 (``seed_scale``, which the notebook states). Every speed verdict states its own scale and is read
-against that claim (:func:`sidebyside.lab.verdict.frame`): a run at another scale says it does not
+against that claim (:func:`sidebyside.lab.framing.frame`): a run at another scale says it does not
 answer it yet.
 The per-epoch times of the accuracy runs are read against the ladder at their batch
 (:func:`epoch_claim`), so a record whose two measurements point opposite ways says why.
@@ -23,7 +23,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sidebyside.lab import analysis, verdict
+from sidebyside.lab import analysis, framing, ladders, verdict, words
 from sidebyside.run.code import Source, source
 
 __all__ = [
@@ -39,6 +39,9 @@ __all__ = [
     "speed_rows",
     "speed_table",
     "first_steps",
+    "IMPLEMENTATIONS",
+    "ACROSS",
+    "whole_loop_verdict",
     "speed_verdicts",
     "summarise",
     "setting_name",
@@ -64,12 +67,12 @@ MIN_SEEDS = 5
 
 def seed_claim(phase: str, scale: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The seed's claim for ``phase`` ("train" or "eval") at the seed's ``scale``
-    (:func:`sidebyside.lab.verdict.scale_of`; the seed ran batch 32 and 64, named in the claim's
+    (:func:`sidebyside.lab.framing.scale_of`; the seed ran batch 32 and 64, named in the claim's
     text rather than compared), or None without a scale."""
     if scale is None:
         return None
     what = "training" if phase == "train" else "validation"
-    return verdict.claim("the seed", f"JAX {verdict.fmt_ratio(SEED_RATIO[phase])} PyTorch's {what} throughput, "
+    return framing.claim("the seed", f"JAX {words.fmt_ratio(SEED_RATIO[phase])} PyTorch's {what} throughput, "
                                      "batch 32 and 64", scale)
 
 _TIMED_COLUMNS = ("median_s", "iqr_s", "q1_s", "q3_s", "images_per_s", "compile_s", "peak_memory_bytes")
@@ -111,10 +114,10 @@ def parity_claim(parity: Mapping[str, Any]) -> str:
     tol = parity.get("tolerance", TOLERANCE)
     passed = within_tolerance(parity, tol)
     measured = (f"Same weights, same input: the logits differ by at most "
-                f"{verdict.fmt_number(parity['max_abs_logit_err'])} (tolerance {verdict.fmt_number(tol['abs_logit'])}), "
+                f"{words.fmt_number(parity['max_abs_logit_err'])} (tolerance {words.fmt_number(tol['abs_logit'])}), "
                 f"and over all {parity['tensors_compared']} parameter tensors the largest relative gradient error is "
-                f"{verdict.fmt_number(parity['max_rel_grad_err'])} (`{parity['worst_grad']}`; tolerance "
-                f"{verdict.fmt_number(tol['rel_grad'])})")
+                f"{words.fmt_number(parity['max_rel_grad_err'])} (`{parity['worst_grad']}`; tolerance "
+                f"{words.fmt_number(tol['rel_grad'])})")
     if passed:
         return measured + (": float32 rounding, in a different summation order. "
                            "The two frameworks compute the same network.")
@@ -155,7 +158,7 @@ def accuracy_verdict(accuracy: Mapping[str, Any], scale: Mapping[str, Any] | Non
 def accuracy_claim(accuracy: Mapping[str, Any], *, num_train: int, num_epochs: int) -> str:
     """The accuracy sentence: the seed-noise verdict, then how much training it rests on."""
     return (accuracy_verdict(accuracy).sentence
-            + f" ({num_train:,} training images, {verdict.plural(num_epochs, 'epoch')}.)")
+            + f" ({num_train:,} training images, {words.plural(num_epochs, 'epoch')}.)")
 
 
 # ----------------------------------------------------------------------------- speed
@@ -231,23 +234,108 @@ def speed_scale(result: Mapping[str, Any], model: Mapping[str, Any] | None, devi
                 parameters: int | None = None) -> dict[str, Any]:
     """The scale of one ladder (``result``: a ``speed`` entry) on the timed ``model`` (a config dict)."""
     size = f"{model['img_size']}×{model['img_size']}×{model['in_chans']}" if model else None
-    return verdict.scale_of(parameters=parameters, input=size, batch=result["batch_size"],
+    return framing.scale_of(parameters=parameters, input=size, batch=result["batch_size"],
                             precision=result["precision"], device=device)
+
+
+#: What does the work in each rung (the verdicts' contestants): timm's model on PyTorch's side, this
+#: project's Flax NNX port, written with Flax's own tools, on JAX's.
+IMPLEMENTATIONS = {
+    "torch/eager": ("timm's SwinV2 on ATen's kernels, one launch per op from Python", "framework"),
+    "torch/compile": ("timm's SwinV2 in kernels Inductor generates, one step a call", "framework"),
+    "torch/cuda_graph": ("timm's SwinV2 in kernels Inductor generates, one step's CUDA graph replayed a call",
+                         "framework"),
+    "torch/cuda_graph_steps": ("timm's SwinV2 on ATen's kernels, a call's K steps replayed from one CUDA graph",
+                               "framework"),
+    "jax/jit": ("the Flax NNX port, one XLA program a step", "built_with"),
+    "jax/jit_scan": ("the Flax NNX port, one XLA program looping over a call's K steps (lax.scan)", "built_with"),
+}
+
+#: The question of the cross-structure verdict, where PyTorch has no whole-loop program to race JAX's.
+ACROSS = "JAX's whole loop in one program (lax.scan) against PyTorch's best per-step dispatch"
+
+
+def _described(entries: Mapping[str, Any]) -> dict[str, Any]:
+    """Ladder entries with what does their work (:data:`IMPLEMENTATIONS`), for the contestants."""
+    out = {}
+    for name, e in entries.items():
+        implementation, origin = IMPLEMENTATIONS.get(name, (None, None))
+        out[name] = {**e, "implementation": e.get("implementation") or implementation,
+                     "origin": e.get("origin") or origin}
+    return out
+
+
+def _ran(entry: Mapping[str, Any] | None) -> bool:
+    return bool(entry) and not entry.get("error") and entry.get("median_s") is not None
+
+
+def whole_loop_verdict(result: Mapping[str, Any], *, scale: Mapping[str, Any] | None = None,
+                       against: Mapping[str, Any] | None = None) -> verdict.Verdict | None:
+    """The race of one ladder's whole-loop rungs (``result``: a ``speed`` entry), or None where
+    JAX's ``jit_scan`` was not asked for. Where PyTorch's CUDA graph of K steps ran, whole loop
+    against whole loop, best against best (:func:`sidebyside.lab.ladders.ladder`). Where it did not
+    (a CPU has none; or it failed), ``jit_scan`` gets its own labelled verdict, :data:`ACROSS`,
+    against PyTorch's fastest per-step rung, whose sentence and caveat name the structural
+    difference and why PyTorch has no whole-loop program here."""
+    from sidebyside.posts import swin_v2 as swin
+
+    entries = result["ladder"]
+    parts = swin.by_structure(entries)
+    whole = _described(parts["whole_loop"])
+    if "jax/jit_scan" not in whole:
+        return None
+    setting = setting_name(f"{result['precision']}/{result['phase']}/{result['batch_size']}")
+    k = result.get("steps_per_call")
+    steps = f"{words.plural(k, 'step')}" if k else "steps"
+    graph = whole.get("torch/cuda_graph_steps")
+    per_step = ladders.best(parts["per_step"])
+    if _ran(graph) or not _ran(whole["jax/jit_scan"]) or per_step["torch"] is None:
+        return ladders.ladder(whole, scale=scale, against=against,
+                              question=f"Which framework is faster at Swin V2 {setting} with a call's {steps} in one "
+                                       "program, JAX's lax.scan against PyTorch's CUDA graph of K steps?")
+    torch_name = f"torch/{per_step['torch']}"
+    why = ("not timed in this run" if graph is None else
+           f"failed: {graph['error']}" if graph.get("error") else graph.get("not_applicable") or "it did not run")
+    structure = (f"Not the same loop structure: JAX runs a call's {steps} as one XLA program, one dispatch a call; "
+                 f"PyTorch ({per_step['torch']}) dispatches each step from Python, and has no whole-loop program to "
+                 f"race it here (a CUDA graph of K steps: {why}). The difference includes the per-step dispatch that "
+                 "JAX's scan does not pay.")
+    described = _described({torch_name: entries[torch_name], "jax/jit_scan": entries["jax/jit_scan"]})
+    v = verdict.speed(described[torch_name], described["jax/jit_scan"], subject_tool=per_step["torch"],
+                      other_tool="jit_scan", caveat=structure, scale=scale, against=against,
+                      question=f"{ACROSS}: which is faster at Swin V2 {setting}?",
+                      contestants={side: framing.contestant(side, name.split("/")[1], described[name]["implementation"],
+                                                            origin=described[name]["origin"])
+                                   for side, name in (("torch", torch_name), ("jax", "jax/jit_scan"))})
+    v.sentence = f"{ACROSS}: {v.sentence}"
+    return v
 
 
 def speed_verdicts(speed: Mapping[str, Mapping[str, Any]], *, model: Mapping[str, Any] | None = None,
                    device: str | None = None, parameters: int | None = None,
                    seed_scale: Mapping[str, Any] | None = None) -> list[verdict.Verdict]:
     """Best tool against best tool for every setting (float32 training at the largest batch
-    first), then the seed's own pairing, PyTorch eager against JAX jit, in float32. Each states
-    its scale (``model``: the timed model's config dict, its ``parameters``, the ``device``) and
-    is read against the seed's claim for its phase at ``seed_scale`` (:func:`seed_claim`)."""
+    first), like loop structure against like (:func:`sidebyside.posts.swin_v2.by_structure`): the
+    rungs that dispatch one step at a time against each other, then per setting the whole-loop
+    race (:func:`whole_loop_verdict`: JAX's ``lax.scan`` against PyTorch's CUDA graph of K steps,
+    or, where PyTorch has none, :data:`ACROSS`, labelled as such), then the seed's own pairing,
+    PyTorch eager against JAX jit, in float32. Each states its scale (``model``: the timed model's
+    config dict, its ``parameters``, the ``device``) and is read against the seed's claim for its
+    phase at ``seed_scale`` (:func:`seed_claim`)."""
+    from sidebyside.posts import swin_v2 as swin
+
     headline = _headline_key(speed)
     order = [headline] + [k for k in speed if k != headline]
-    out = [verdict.ladder(speed[k]["ladder"], question=f"Which framework is faster at Swin V2 {setting_name(k)}, "
-                                                       f"best tool against best tool?",
+    out = [ladders.ladder(_described(swin.by_structure(speed[k]["ladder"])["per_step"]),
+                          question=f"Which framework is faster at Swin V2 {setting_name(k)}, one step a dispatch, "
+                                   f"best tool against best tool?",
                           scale=speed_scale(speed[k], model, device, parameters),
                           against=seed_claim(speed[k]["phase"], seed_scale)) for k in order]
+    for k in order:
+        whole = whole_loop_verdict(speed[k], scale=speed_scale(speed[k], model, device, parameters),
+                                   against=seed_claim(speed[k]["phase"], seed_scale))
+        if whole is not None:
+            out.append(whole)
     for key in order:
         entries = speed[key]["ladder"]
         if speed[key]["precision"] == "float32" and _both_ran(entries):
@@ -255,8 +343,8 @@ def speed_verdicts(speed: Mapping[str, Mapping[str, Any]], *, model: Mapping[str
                 entries["torch/eager"], entries["jax/jit"], subject_tool="eager", other_tool="jit",
                 question=f"With the seed's pairing, PyTorch eager against JAX jit, which is faster at Swin V2 "
                          f"{setting_name(key)}?",
-                contestants={"torch": verdict.contestant("torch", "eager", "timm's SwinV2 on ATen's kernels"),
-                             "jax": verdict.contestant("jax", "jit", "the Flax NNX port, one XLA program a step",
+                contestants={"torch": framing.contestant("torch", "eager", "timm's SwinV2 on ATen's kernels"),
+                             "jax": framing.contestant("jax", "jit", "the Flax NNX port, one XLA program a step",
                                                        origin="built_with")},
                 scale=speed_scale(speed[key], model, device, parameters),
                 against=seed_claim(speed[key]["phase"], seed_scale)))
@@ -283,7 +371,7 @@ def summarise(*, parity_runs: Mapping[str, Mapping[str, Any]], accuracy: Mapping
     model, timed = model_config.to_dict(), speed_config.to_dict()
     verdicts = speed_verdicts(speed, model=timed, device=device, parameters=parameters.get("speed_model"),
                               seed_scale=seed_scale)
-    verdicts.append(accuracy_verdict(accuracy, verdict.scale_of(
+    verdicts.append(accuracy_verdict(accuracy, framing.scale_of(
         parameters=parameters.get("model"), input=f"{model['img_size']}×{model['img_size']}×{model['in_chans']}",
         batch=batch_size, precision="float32", device=device)))
     out = {
@@ -338,15 +426,15 @@ def epoch_claim(metrics: Mapping[str, Any]) -> str:
     same = [k for k, r in ladders.items() if r["batch_size"] == batch]
     head = (f"The accuracy runs point the other way: a training epoch (batch {batch}, "
             f"{'one input channel' if metrics.get('model', {}).get('in_chans') == 1 else 'its own input'}) takes "
-            f"JAX {verdict.fmt_seconds(epochs['jax'])} against PyTorch eager's {verdict.fmt_seconds(epochs['torch'])}.")
+            f"JAX {words.fmt_seconds(epochs['jax'])} against PyTorch eager's {words.fmt_seconds(epochs['torch'])}.")
     if same:
         r = ladders[same[0]]["ladder"]
         agrees = per_step[same[0]] == epoch_jax_faster
-        return head + (f" The ladder at that batch agrees with them (JAX jit {verdict.fmt_seconds(r['jax/jit']['median_s'])}"
-                       f" against PyTorch eager {verdict.fmt_seconds(r['torch/eager']['median_s'])} a step): the "
+        return head + (f" The ladder at that batch agrees with them (JAX jit {words.fmt_seconds(r['jax/jit']['median_s'])}"
+                       f" against PyTorch eager {words.fmt_seconds(r['torch/eager']['median_s'])} a step): the "
                        "direction depends on the batch." if agrees else
-                       f" The ladder at that batch does not (JAX jit {verdict.fmt_seconds(r['jax/jit']['median_s'])} "
-                       f"against PyTorch eager {verdict.fmt_seconds(r['torch/eager']['median_s'])} a step), so the "
+                       f" The ladder at that batch does not (JAX jit {words.fmt_seconds(r['jax/jit']['median_s'])} "
+                       f"against PyTorch eager {words.fmt_seconds(r['torch/eager']['median_s'])} a step), so the "
                        "difference lies in the training loops themselves, which this run does not separate further.")
     return head + (f" The ladder was not run at batch {batch}, so this run cannot say whether the batch explains "
                    "it; a run with the accuracy batch in speed_batch_sizes would.")
@@ -360,31 +448,37 @@ def first_epoch_claim(first_step: Mapping[str, Mapping[str, Any]]) -> str:
         if f.get("error"):
             continue
         alloc = ("allocation cannot be separated on this device" if f["allocation_s"] is None else
-                 f"allocation {verdict.fmt_seconds(f['allocation_s'])}")
+                 f"allocation {words.fmt_seconds(f['allocation_s'])}")
         parts.append(f"{f['tool']} (batch {f['batch']}, {f['precision']}): compilation and one-off set-up "
-                     f"{verdict.fmt_seconds(f['compile_s'] or 0.0)}, {alloc}, a steady step "
-                     f"{verdict.fmt_seconds(f['steady_s'])}; the first epoch is "
-                     f"{verdict.fmt_number(100 * f['first_epoch_excess'])}% longer than a steady one")
+                     f"{words.fmt_seconds(f['compile_s'] or 0.0)}, {alloc}, a steady step "
+                     f"{words.fmt_seconds(f['steady_s'])}; the first epoch is "
+                     f"{words.fmt_number(100 * f['first_epoch_excess'])}% longer than a steady one")
     return "; ".join(parts) + "." if parts else "No training rung ran, so there is no first step to split."
 
 
 def seed_pairing_claim(speed: Mapping[str, Mapping[str, Any]], phase: str) -> str | None:
     """For float32 ``phase`` ("train" or "eval") at the largest batch: the seed's pairing (PyTorch
     eager against JAX jit) as JAX's throughput over PyTorch's beside the seed's figure, then best
-    against best. None when no such setting was measured."""
+    against best, like loop structure against like (:func:`sidebyside.posts.swin_v2.by_structure`):
+    one step a dispatch, and whole loop against whole loop where both sides ran one. None when no
+    such setting was measured."""
+    from sidebyside.posts import swin_v2 as swin
+
     keys = [k for k in speed if speed[k]["precision"] == "float32" and speed[k]["phase"] == phase]
     if not keys:
         return None
     key = max(keys, key=lambda k: speed[k]["batch_size"])
-    entries, chosen = speed[key]["ladder"], speed[key]["best"]
+    entries = speed[key]["ladder"]
     parts = []
     if _both_ran(entries):
         ratio = entries["torch/eager"]["median_s"] / entries["jax/jit"]["median_s"]
-        parts.append(f"the seed's pairing, PyTorch eager against JAX jit, gives JAX {verdict.fmt_ratio(ratio)} "
-                     f"PyTorch's throughput (the seed reported {verdict.fmt_ratio(SEED_RATIO[phase])})")
-    if chosen["ratio"] is not None:
-        parts.append(f"best against best (PyTorch {chosen['torch']}, JAX {chosen['jax']}) gives "
-                     f"{verdict.fmt_ratio(chosen['ratio'])}")
+        parts.append(f"the seed's pairing, PyTorch eager against JAX jit, gives JAX {words.fmt_ratio(ratio)} "
+                     f"PyTorch's throughput (the seed reported {words.fmt_ratio(SEED_RATIO[phase])})")
+    for structure, what in (("per_step", "one step a dispatch"), ("whole_loop", "a call's steps in one program")):
+        chosen = ladders.best(swin.by_structure(entries)[structure])
+        if chosen["ratio"] is not None:
+            parts.append(f"best against best with {what} (PyTorch {chosen['torch']}, JAX {chosen['jax']}) gives "
+                         f"{words.fmt_ratio(chosen['ratio'])}")
     if not parts:
         return None
     what = f"{'Training' if phase == 'train' else 'Evaluation'} at batch {speed[key]['batch_size']}"
@@ -397,7 +491,7 @@ def headline_claim(metrics: Mapping[str, Any]) -> str:
     size = metrics["speed_model"]["img_size"]
     return (f"**Is JAX really 27% faster at training and 140% faster at validating?** Measured on "
             f"{metrics['device']}, {size}×{size} inputs, the same network on both sides (logits within "
-            f"{verdict.fmt_number(metrics['parity']['max_abs_logit_err'])}): {metrics['verdicts'][0]['sentence']}")
+            f"{words.fmt_number(metrics['parity']['max_abs_logit_err'])}): {metrics['verdicts'][0]['sentence']}")
 
 
 def conclusion(metrics: Mapping[str, Any]) -> str:
@@ -405,8 +499,10 @@ def conclusion(metrics: Mapping[str, Any]) -> str:
     answers = [a for a in (seed_pairing_claim(metrics["speed"], "train"),
                            seed_pairing_claim(metrics["speed"], "eval")) if a]
     rest = "\n\n".join(f"- {v['question']} {v['sentence']}" for v in metrics["verdicts"][1:])
-    closing = ("The seed compared PyTorch eager with JAX's jit; each framework's best tool against the other's is the "
-               "fairer question, and the ladder shows how much of a gap comes from the tool rather than the framework.")
+    closing = ("The seed compared PyTorch eager with JAX's jit; each framework's best tool against the other's, "
+               "like loop structure against like (one step a dispatch against one step a dispatch, a whole loop in "
+               "one program against the same), is the fairer question, and the ladder shows how much of a gap comes "
+               "from the tool rather than the framework.")
     if not metrics["on_gpu"]:
         closing += (" These are CPU figures for a small model at a small size: they show that the port computes the "
                     "same network and how each framework's tools rank at this size on one core, not how the "
