@@ -91,6 +91,20 @@ def test_cpu_between_counts_other_processes_not_this_one_nor_its_children(tmp_pa
     assert reading["run_queue"] == [1, 3] and reading["steal_s"] == 0.0  # from /proc/loadavg without procs_running
 
 
+def test_a_worker_started_or_waited_for_inside_the_section_is_this_process_s_work(tmp_path):
+    clock = iter([0.0, 1.0])
+    _proc(tmp_path, 1000, {100: ("python", 1, 0)})
+    start = quiet.snapshot(tmp_path, clock=lambda: next(clock))
+    # 150 ticks on the cores: 60 this process's, 80 a worker it started meanwhile, 10 someone else's.
+    _proc(tmp_path, 1150, {100: ("python", 1, 60), 102: ("python", 100, 80)})
+    reading = quiet.cpu_between(start, quiet.snapshot(tmp_path, clock=lambda: next(clock)), own=100,
+                                ticks_per_s=100)
+    assert reading["other_cpu_s"] == pytest.approx(0.1) and reading["others"] == []
+    # A child that ended and was waited for: its time is in the parent's cutime (the 14th field after the name).
+    (tmp_path / "100" / "stat").write_text("100 (python) S 1 0 0 0 0 0 0 0 0 0 60 0 80 0 20 0\n")
+    assert quiet.snapshot(tmp_path)["processes"][100] == ("python", 1, 140)
+
+
 def test_steal_and_the_run_queue_are_read_from_proc_stat(tmp_path):
     clock = iter([0.0, 1.0])
     _proc(tmp_path, 1000, {100: ("python", 1, 0)}, steal=50, running=2)

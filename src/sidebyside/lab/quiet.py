@@ -186,12 +186,14 @@ def _read(path: Path) -> str | None:
 
 
 def _pid_stat(text: str) -> tuple[str, int, int] | None:
-    """(name, parent pid, utime+stime ticks) from a /proc/<pid>/stat line."""
+    """(name, parent pid, CPU ticks) from a /proc/<pid>/stat line: utime+stime, and cutime+cstime,
+    the time of its children that ended and were waited for (a worker that ran and ended inside
+    a timed section is its parent's work, not another process's)."""
     head, _, rest = text.rpartition(")")
     fields = rest.split()
-    if not head or len(fields) < 13:
+    if not head or len(fields) < 15:
         return None
-    return head.partition("(")[2], int(fields[1]), int(fields[11]) + int(fields[12])
+    return head.partition("(")[2], int(fields[1]), sum(int(v) for v in fields[11:15])
 
 
 def snapshot(proc: Path = Path("/proc"), clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
@@ -252,9 +254,10 @@ def cpu_between(start: Mapping[str, Any], end: Mapping[str, Any], *, own: int | 
     ``{"wall_s", "cpus", "other_cpu_s", "other_cpu_share", "steal_s", "steal_share", "others":
     [{"pid", "name", "cpu_s"}], "run_queue", "load_average"}`` (``run_queue`` and
     ``load_average``: the two readings, at the start and the end). "Other" is every core's busy
-    time less this process's and its children's, steal included; ``others`` names the ``top``
-    visible processes that used the most (time of processes that ended, of other containers and
-    of other guests is in the total but has no name)."""
+    time less this process's and its children's (a child started between the two readings, and
+    one that ended and was waited for, included), steal included; ``others`` names the ``top``
+    visible processes that used the most (time of processes that ended unwaited for, of other
+    containers and of other guests is in the total but has no name)."""
     own = os.getpid() if own is None else own
     hz = ticks_per_s or _ticks()
     wall = max(end["t"] - start["t"], 0.0)
@@ -265,6 +268,8 @@ def cpu_between(start: Mapping[str, Any], end: Mapping[str, Any], *, own: int | 
     for pid, (name, _, ticks) in end["processes"].items():
         if pid in before and before[pid][0] == name:
             used[pid] = (name, (ticks - before[pid][2]) / hz)
+        elif pid not in before:  # started between the two: all its time is inside (a timing worker, say)
+            used[pid] = (name, ticks / hz)
     own_s = sum(seconds for pid, (_, seconds) in used.items() if pid in mine)
     if start.get("busy_ticks") is None or end.get("busy_ticks") is None:
         other_s = sum(seconds for pid, (_, seconds) in used.items() if pid not in mine)
