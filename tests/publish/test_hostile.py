@@ -35,6 +35,7 @@ from test_svg import _assert_inert
 
 from sidebyside import publish
 from sidebyside.publish import escape
+from sidebyside.publish.markdown import safe_markdown
 from sidebyside.publish.rendering import OUTPUT_CAP, cap_output, scrub_rules
 
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile"
@@ -181,13 +182,13 @@ PAIRING = [
 
 @pytest.mark.parametrize("text", PAIRING)
 def test_markdown_output_is_parsed_then_sanitised(text):
-    out = escape.safe_markdown(text, SLUG)
+    out = safe_markdown(text, SLUG)
     _assert_clean_html(out)
     assert "<script" not in out and "<svg" not in out and "alert(1)" in out  # shown, as text
 
 
 def test_markdown_output_keeps_its_formatting_and_its_math_as_tex():
-    out = escape.safe_markdown("**b** `<code>` $a<b$ and $$\\frac{1}{2}$$\n\n$$\nx > y\n$$\n\n| a |\n|---|\n| 1 |\n"
+    out = safe_markdown("**b** `<code>` $a<b$ and $$\\frac{1}{2}$$\n\n$$\nx > y\n$$\n\n| a |\n|---|\n| 1 |\n"
                                "```py\n<raw>")
     assert "<strong>b</strong> <code>&lt;code&gt;</code> " in out
     assert '<span class="math inline">\\(a&lt;b\\)</span>' in out  # KaTeX's delimiters, the TeX escaped
@@ -206,7 +207,7 @@ def test_images_in_outputs_load_only_from_the_posts_own_folder(src, own):
     from sidebyside.publish.markdown import EXTERNAL_IMAGE_NOTE, own_image
 
     assert own_image(src, SLUG) is own
-    out = escape.safe_markdown(f"![pic]({src})", SLUG)
+    out = safe_markdown(f"![pic]({src})", SLUG)
     _assert_clean_html(out)
     assert ("<img" in out) is own
     if not own and "<a" in out:

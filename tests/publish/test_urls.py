@@ -10,6 +10,7 @@ import pytest
 from test_hostile import SLUG, _assert_clean_html
 
 from sidebyside.publish import escape
+from sidebyside.publish.markdown import safe_markdown
 
 # Each would run script, load something or leave the site if its scheme got through.
 BAD_URLS = [
@@ -43,7 +44,7 @@ def test_url_allow_list_keeps(url):
 def test_markdown_links_images_and_references_lose_an_unsafe_url_visibly(url):
     for form in ("[x]({u})", "![x]({u})", "[x]( {u} )", "[x] ({u})", '[x]({u} "title")', "[x](<{u}>)",
                  "[a [nested] text]({u})", "[x]\n({u})", "[x][r]\n\n[r]: {u} 'title'", "<{u}> x"):
-        out = escape.safe_markdown(form.format(u=url), SLUG)
+        out = safe_markdown(form.format(u=url), SLUG)
         _assert_clean_html(out)
         assert "x" in re.sub(r"<[^>]+>", "", out) or "nested" in out or "unsafe" in out  # the text stays visible
 
@@ -53,7 +54,7 @@ def test_markdown_keeps_safe_links(url):
     import html
 
     for text in (f"[x]({url})", f"[x][r]\n\n[r]: {url}"):
-        out = escape.safe_markdown(text, SLUG)
+        out = safe_markdown(text, SLUG)
         assert f'href="{html.escape(url)}"' in out, out
 
 
@@ -69,7 +70,7 @@ def test_notebook_markdown_keeps_its_html_and_loses_unsafe_links():
 
 
 def test_markdown_links_in_code_stay_code():
-    assert escape.safe_markdown("`[x](javascript:alert(1))`") == "<p><code>[x](javascript:alert(1))</code></p>&#10;"
+    assert safe_markdown("`[x](javascript:alert(1))`") == "<p><code>[x](javascript:alert(1))</code></p>&#10;"
 
 
 def _html_urls(markup: str) -> list[tuple[str, str, str]]:

@@ -17,9 +17,10 @@ so every byte of output goes through one of them wherever it is printed.
   :func:`safe_url`, images only where the caller's test passes their
   ``src``); the result is balanced, on one line, and a note says how many
   URLs were removed. :func:`safe_html` applies it to ``text/html`` output;
-  :func:`safe_markdown` to the HTML that :mod:`sidebyside.publish.markdown`
-  renders from ``text/markdown`` and ``text/latex`` output (parsed by a
-  CommonMark parser first, never guessed at with a pattern). The sanitised
+  :mod:`sidebyside.publish.markdown` to the HTML it renders from
+  ``text/markdown`` and ``text/latex`` output (parsed by a CommonMark parser
+  first, never guessed at with a pattern; its ``safe_markdown`` and the post
+  template's filters, ``FILTERS``, live there). The sanitised
   HTML is bounded (:func:`bounded`): an output that nests deeper than
   :data:`MAX_HTML_DEPTH`, holds more than :data:`MAX_HTML_ELEMENTS` elements
   or takes more than :data:`MAX_HTML_BYTES` is left out with a note, before
@@ -53,8 +54,8 @@ from typing import Any
 
 from sidebyside.publish.common import warn
 
-__all__ = ["drop_controls", "fenced", "safe_url", "url_scheme", "safe_html", "safe_markdown", "safe_links", "image_alt",
-           "clean", "sanitise", "bounded", "html_shape", "FILTERS", "SAFE_SCHEMES", "REMOVED_URL", "REMOVED_NOTE",
+__all__ = ["drop_controls", "fenced", "safe_url", "url_scheme", "safe_html", "safe_links", "image_alt",
+           "clean", "sanitise", "bounded", "html_shape", "SAFE_SCHEMES", "REMOVED_URL", "REMOVED_NOTE",
            "MAX_HTML_DEPTH", "MAX_HTML_ELEMENTS", "MAX_HTML_BYTES"]
 
 CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
@@ -264,15 +265,6 @@ def safe_html(text: str) -> str:
     return sanitise(text)
 
 
-def safe_markdown(text: str, slug: str = "") -> str:
-    """``text/markdown`` or ``text/latex`` output as sanitised HTML
-    (:func:`sidebyside.publish.markdown.to_html`: parsed, then sanitised);
-    ``slug`` names the post whose own folder its images may load from."""
-    from sidebyside.publish import markdown
-
-    return markdown.to_html(text, slug)
-
-
 # --------------------------------------------------------------------------- Markdown
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -394,6 +386,3 @@ def clean(value: Any, fn: Callable[[str], str]) -> Any:
         return [clean(v, fn) for v in value]
     return value
 
-
-#: Jinja filters of the post template (src/sidebyside/templates/sidebyside).
-FILTERS = {"fenced": fenced, "safe_html": safe_html, "safe_markdown": safe_markdown, "image_alt": image_alt}

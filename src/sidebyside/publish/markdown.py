@@ -32,7 +32,7 @@ from urllib.parse import unquote
 
 from sidebyside.publish import escape
 
-__all__ = ["to_html", "own_image", "EXTERNAL_IMAGE_NOTE"]
+__all__ = ["to_html", "safe_markdown", "own_image", "EXTERNAL_IMAGE_NOTE", "FILTERS"]
 
 #: Shown in place of an image that would load from outside the post's own folder.
 EXTERNAL_IMAGE_NOTE = "external image not loaded"
@@ -103,3 +103,16 @@ def to_html(text: str, slug: str = "") -> str:
     may load from (none without one)."""
     rendered = _parser().render(escape.drop_controls(str(text)), {"slug": slug})
     return escape.sanitise(rendered, image=lambda src: own_image(src, slug))
+
+
+def safe_markdown(text: str, slug: str = "") -> str:
+    """``text/markdown`` or ``text/latex`` output as sanitised HTML
+    (:func:`to_html`: parsed, then sanitised); ``slug`` names the post whose
+    own folder its images may load from."""
+    return to_html(text, slug)
+
+
+#: Jinja filters of the post template (src/sidebyside/templates/sidebyside): the escapes of
+#: :mod:`sidebyside.publish.escape`, and :func:`safe_markdown`.
+FILTERS = {"fenced": escape.fenced, "safe_html": escape.safe_html, "safe_markdown": safe_markdown,
+           "image_alt": escape.image_alt}

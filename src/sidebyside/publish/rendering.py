@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from sidebyside.publish import escape, figures
+from sidebyside.publish import escape, figures, markdown
 from sidebyside.publish.common import ANSI_RE, ROOT, TEMPLATES, PublishError, warn
 from sidebyside.publish.discovery import NotebookInfo
 
@@ -561,7 +561,7 @@ def render(executed_nb, record: dict[str, Any], info: NotebookInfo, site_config:
     # Figures are extracted (with stable names) by _preprocess, not by nbconvert.
     config = Config({"ExtractOutputPreprocessor": {"enabled": False}})
     exporter = MarkdownExporter(config=config, extra_template_basedirs=[str(TEMPLATES)], template_name="sidebyside",
-                                filters=escape.FILTERS)
+                                filters=markdown.FILTERS)
     body, _ = exporter.from_notebook_node(nb, resources={"slug": info.slug})
     body = re.sub(r"\n{3,}", "\n\n", body).strip() + "\n"
     post = f"---\n{front_matter_text(front_matter(info, record, site_config, root), root)}---\n\n{body}"
