@@ -95,7 +95,7 @@ globals().update(colab.parameters("fashion-mnist-pytorch-vs-flax", PROFILE, REPO
 #
 # Both frameworks run on the same device (the GPU where one is visible, the
 # CPU otherwise) under the same conditions, set by one library call,
-# `timing.same_conditions`, before JAX starts: float32 with TF32 off on both
+# `conditions.same_conditions`, before JAX starts: float32 with TF32 off on both
 # sides, the same number of CPU threads for PyTorch, XLA and NumPy, and a
 # record of both that goes into the results. The compilers' one-time start-up
 # is paid once here (`timing.warm_start`) and reported apart, so that the
@@ -103,8 +103,9 @@ globals().update(colab.parameters("fashion-mnist-pytorch-vs-flax", PROFILE, REPO
 
 # %% tags=["appendix"]
 from sidebyside.lab import timing
+from sidebyside.lab.conditions import same_conditions
 
-conditions = timing.same_conditions(threads=threads or None, tf32=False)
+conditions = same_conditions(threads=threads or None, tf32=False)
 
 import logging
 import os
@@ -137,7 +138,7 @@ viz.style()
 torch_device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 prov = provenance.collect()
 on_gpu = prov["device_kind"] == "gpu"
-# Both compilers cache in this run's own folder (timing.same_conditions): this process compiles cold, the
+# Both compilers cache in this run's own folder (conditions.same_conditions): this process compiles cold, the
 # worker processes reuse it. Each compiler's one-time start-up is paid here, and reported apart.
 startup = timing.warm_start("cuda" if on_gpu else "cpu")
 print(f"PyTorch device: {torch_device}; JAX devices: {jax.devices()}")

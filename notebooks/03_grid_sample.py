@@ -131,7 +131,7 @@ import torch.nn.functional as F
 from IPython.display import Markdown
 
 from sidebyside import grid_sample
-from sidebyside.lab import progress, tables, timing, verdict, viz
+from sidebyside.lab import progress, tables, timing, viz, words
 from sidebyside.posts.grid_sample import report
 from sidebyside.run import checkpoints, provenance
 
@@ -424,7 +424,7 @@ speed_rows = sampling_goals.speed_table(speed)
 speed_rows.insert(0, "JAX implementation", [speed[k]["implementation"] for k in speed_rows.index])
 with pd.option_context("display.float_format", "{:.3g}".format, "display.width", 200):
     display(speed_rows)
-Markdown(f"{bench_run['device_kind'].upper()}, {verdict.plural(bench_run['threads'], 'thread')} for both libraries: "
+Markdown(f"{bench_run['device_kind'].upper()}, {words.plural(bench_run['threads'], 'thread')} for both libraries: "
          f"`{bench_run['command']}`")
 
 # %% [markdown] tags=["appendix"] summary="The goals this device is held to"

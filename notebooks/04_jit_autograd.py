@@ -91,7 +91,7 @@ globals().update(colab.parameters("jit-and-autograd-timing", PROFILE, REPOSITORY
 # ## Setup
 #
 # Both frameworks compute in float32 under the same conditions, set by one library call before JAX
-# starts (`timing.same_conditions`): TF32 off on both sides, the same number of CPU threads for
+# starts (`conditions.same_conditions`): TF32 off on both sides, the same number of CPU threads for
 # PyTorch, XLA and NumPy. NumPy runs on the CPU only. `torch.compile` runs twice over: with static
 # shapes (`dynamic=False`: one specialised kernel per length, recompiled for each new length, as
 # `jax.jit` does) and with dynamic shapes (`dynamic=True`: one kernel for symbolic lengths from the
@@ -102,8 +102,9 @@ globals().update(colab.parameters("jit-and-autograd-timing", PROFILE, REPOSITORY
 
 # %% tags=["appendix"]
 from sidebyside.lab import timing
+from sidebyside.lab.conditions import same_conditions
 
-conditions = timing.same_conditions(threads=threads or None, tf32=False)
+conditions = same_conditions(threads=threads or None, tf32=False)
 
 import logging
 import warnings

@@ -90,15 +90,16 @@ globals().update(colab.parameters("xla-and-scipy", PROFILE, REPOSITORY))
 # ## Setup
 #
 # Both frameworks run under the same conditions, set by one library call before JAX starts
-# (`timing.same_conditions`): float32 with TF32 off on both sides, and the same number of CPU
+# (`conditions.same_conditions`): float32 with TF32 off on both sides, and the same number of CPU
 # threads for PyTorch, XLA and NumPy's BLAS. JAX computes in float32 unless told otherwise: float64
 # arrays need the `jax_enable_x64` flag, set here before any JAX array exists. With it, JAX's
 # *default* dtype becomes float64 too, so every array below is created with an explicit dtype.
 
 # %% tags=["appendix"]
 from sidebyside.lab import timing
+from sidebyside.lab.conditions import conditions_sentence, same_conditions
 
-conditions = timing.same_conditions(threads=threads or None, tf32=False)
+conditions = same_conditions(threads=threads or None, tf32=False)
 # The BLAS behind PyTorch's CPU matmul (linked into torch, so the provenance's list of BLAS libraries,
 # read by threadpoolctl, does not show it): the first thing to read when its share of the peak is low.
 import torch  # noqa: E402
@@ -145,7 +146,7 @@ startup = timing.warm_start("cuda" if on_gpu else "cpu", frameworks=("jax",))  #
 provenance.table(record)
 
 # %% tags=["remove_input", "appendix"]
-Markdown(timing.conditions_sentence(conditions, on_gpu=on_gpu))
+Markdown(conditions_sentence(conditions, on_gpu=on_gpu))
 
 # %% [markdown]
 # ## 1. Linear algebra: matrix product and inverse
@@ -288,8 +289,8 @@ for op, device, mode, n in progress.bar(cases, desc="linear algebra"):
 
 # A TF32 or bfloat16 row is raced only once its result shows the setting reached the computation on
 # both sides (it differs from float32's by more than float32's own error), each with its error
-# against float64 (sidebyside.lab.verdict.precision_applied).
-from sidebyside.lab import verdict  # noqa: E402
+# against float64 (sidebyside.lab.framing.precision_applied).
+from sidebyside.lab import framing  # noqa: E402
 
 
 def precision_check(op, device, mode, n=precision_size):
@@ -308,7 +309,7 @@ def precision_check(op, device, mode, n=precision_size):
             results[m_mode] = (out.double().cpu().numpy() if side == "torch"
                                else np.asarray(jnp.asarray(out, jnp.float32 if m_mode != "float64" else jnp.float64),
                                                dtype=np.float64))
-        found[side] = verdict.precision_applied(results[mode], results["float32"], results["float64"],
+        found[side] = framing.precision_applied(results[mode], results["float32"], results["float64"],
                                                 precision=mode)
     return found
 

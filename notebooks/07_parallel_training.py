@@ -108,7 +108,7 @@ globals().update(colab.parameters("parallel-training", PROFILE, REPOSITORY))
 # The library launches both, gathers what they report, stops the whole run
 # with the failing rank's error and log if a worker fails, and leaves no
 # process behind. The one-device reference runs in this kernel, under the
-# same conditions for both frameworks (`timing.same_conditions`, set before
+# same conditions for both frameworks (`conditions.same_conditions`, set before
 # JAX starts), with each compiler's one-time start-up paid first
 # (`timing.warm_start`), so that compile times are those of a warm process;
 # both compilers cache in this run's own folder, so this kernel compiles cold
@@ -116,8 +116,9 @@ globals().update(colab.parameters("parallel-training", PROFILE, REPOSITORY))
 
 # %% tags=["appendix"] summary="Set-up: imports, the run's devices and versions"
 from sidebyside.lab import timing
+from sidebyside.lab.conditions import same_conditions
 
-conditions = timing.same_conditions(tf32=False)  # before JAX starts
+conditions = same_conditions(tf32=False)  # before JAX starts
 
 import logging
 import os
@@ -149,6 +150,7 @@ from sidebyside.posts.parallel_training import (
     scaling,
     torch_parallel,
 )
+from sidebyside.posts.parallel_training.names import STRATEGY_NAMES
 from sidebyside.run import provenance
 
 tables.show_in_full()
@@ -226,7 +228,7 @@ report.source(jax_parallel.manual)
 # %% tags=["appendix"] summary="Lines each strategy adds, per framework"
 code = {fw: {s: report.code_lines(getattr(module, s)) for s in launch.STRATEGIES}
         for fw, module in (("torch", torch_parallel), ("jax", jax_parallel))}
-pd.DataFrame({f"{viz.LABELS[fw]} (lines)": code[fw] for fw in code}).rename(index=report.STRATEGY_NAMES)
+pd.DataFrame({f"{viz.LABELS[fw]} (lines)": code[fw] for fw in code}).rename(index=STRATEGY_NAMES)
 
 # %% [markdown]
 # ## 3. Training under every strategy
@@ -361,7 +363,7 @@ for fw in ("torch", "jax"):
         reference = np.array(run[fw]["one_device"]["losses"])
         deviation = np.abs(np.array(run[fw][s]["losses"]) - reference)
         axes[1].semilogy(np.arange(1, steps + 1), np.maximum(deviation, 1e-9), color=viz.COLORS[fw], marker=marker,
-                         label=f"{viz.LABELS[fw]}, {report.STRATEGY_NAMES[s]}", alpha=0.8)
+                         label=f"{viz.LABELS[fw]}, {STRATEGY_NAMES[s]}", alpha=0.8)
 axes[0].set(title="One-device reference loss", xlabel="step", ylabel="training loss (cross-entropy)")
 axes[1].axhline(loss_tolerance, color="grey", linestyle="--", label="tolerance")
 axes[1].set(title=f"|loss − reference| on {largest} devices (floor 1e-9)", xlabel="step",

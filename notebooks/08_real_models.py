@@ -134,7 +134,7 @@ globals().update(colab.parameters("real-models", PROFILE, REPOSITORY))
 # ## Setup
 #
 # Both frameworks run on the same device under the same conditions, set before
-# JAX starts (`timing.same_conditions`): float32 with TF32 off on both sides, the
+# JAX starts (`conditions.same_conditions`): float32 with TF32 off on both sides, the
 # same CPU threads for PyTorch, XLA and NumPy. Each compiler's one-time start-up is
 # paid first (`timing.warm_start`). Every ladder is timed in several independent
 # processes: the first compiles cold, the later ones reuse the run's compilation
@@ -148,8 +148,9 @@ import os
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # before JAX starts; see above
 
 from sidebyside.lab import timing
+from sidebyside.lab.conditions import conditions_sentence, same_conditions
 
-conditions = timing.same_conditions(threads=threads or None, tf32=False)
+conditions = same_conditions(threads=threads or None, tf32=False)
 
 import logging  # noqa: E402
 import warnings  # noqa: E402
@@ -193,7 +194,7 @@ parts = checkpoints.Checkpoints(checkpoint_file, budget_s=run_budget_s, commit=p
 provenance.table(prov)
 
 # %% tags=["remove_input", "appendix"]
-Markdown(timing.conditions_sentence(conditions, on_gpu=on_gpu) + f" {profile_note}")
+Markdown(conditions_sentence(conditions, on_gpu=on_gpu) + f" {profile_note}")
 
 # %% [markdown]
 # ## 1. The same networks

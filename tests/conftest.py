@@ -78,15 +78,15 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="module")
 def float32_on_both_sides():
-    """The notebooks' conditions (``timing.same_conditions``) for a module that compares the frameworks'
+    """The notebooks' conditions (``conditions.same_conditions``) for a module that compares the frameworks'
     numbers: float32 with TF32 off on both sides. Left to their defaults on an H100, JAX multiplies float32
     matrices in TF32 and PyTorch does not; after 20 SGD steps test_training's first-layer weights parted by
     up to 1e-3 (seen on a GPU run). Use with ``pytestmark = pytest.mark.usefixtures(...)``."""
     import jax  # noqa: F401  (so that JAX's setting is made too)
 
-    from sidebyside.lab import timing
+    from sidebyside.lab import conditions
 
-    with timing.tf32(False):
+    with conditions.tf32(False):
         yield
 
 

@@ -91,7 +91,7 @@ def test_every_post_pairs_at_least_two_pieces_of_framework_code(path):
 
 
 # A compile cache switched off on one side alone makes that side compile cold in every process while
-# the other reuses its work (timing.same_conditions gives both one cache folder per run).
+# the other reuses its work (conditions.same_conditions gives both one cache folder per run).
 CACHE_SWITCHES = re.compile(r"force_disable_caches|fx_graph_cache\s*=\s*False|autograd_cache\s*=\s*False|"
                             r"jax_compilation_cache_dir[\"']\s*,\s*None|jax_enable_compilation_cache[\"']\s*,\s*False|"
                             r"TORCHINDUCTOR_FORCE_DISABLE_CACHES|JAX_ENABLE_COMPILATION_CACHE")

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from sidebyside.lab import functions as F
+from sidebyside.lab import peaks as P
 
 X = np.linspace(-7.0, 13.0, 101)
 
@@ -45,22 +46,22 @@ def test_calibration_data_is_seeded_and_lstsq_lies_near_the_truth():
 
 def test_flop_counts_and_peaks():
     assert F.matmul_flops(2) == 16 and F.inverse_flops(10) == 2000
-    assert F.peak_flops("NVIDIA H100 80GB HBM3", "tf32_tensor") == pytest.approx(494.5e12)
-    assert F.peak_flops("NVIDIA H100 PCIe", "fp32") == pytest.approx(51e12)
-    assert F.peak_flops("NVIDIA H200", "fp64_tensor") == pytest.approx(67e12)
-    assert F.peak_flops("NVIDIA A100-SXM4-80GB", "fp64_tensor") == pytest.approx(19.5e12)
-    assert F.peak_flops("NVIDIA GeForce RTX 3060 Ti", "fp32") is None
+    assert P.peak_flops("NVIDIA H100 80GB HBM3", "tf32_tensor") == pytest.approx(494.5e12)
+    assert P.peak_flops("NVIDIA H100 PCIe", "fp32") == pytest.approx(51e12)
+    assert P.peak_flops("NVIDIA H200", "fp64_tensor") == pytest.approx(67e12)
+    assert P.peak_flops("NVIDIA A100-SXM4-80GB", "fp64_tensor") == pytest.approx(19.5e12)
+    assert P.peak_flops("NVIDIA GeForce RTX 3060 Ti", "fp32") is None
     with pytest.raises(KeyError):
-        F.peak_flops("NVIDIA H100 80GB HBM3", "fp8")
-    for peaks in F.GPU_PEAK_TFLOPS.values():
+        P.peak_flops("NVIDIA H100 80GB HBM3", "fp8")
+    for peaks in P.GPU_PEAKS.values():
         assert peaks["tf32_tensor"] > peaks["fp32"] >= peaks["fp64_tensor"] >= peaks["fp64"]
 
 
 def test_cpu_peak_estimate_scales_and_states_its_assumption():
-    f64, why = F.cpu_peak_flops_estimate("float64", cores=2, ghz=2.0)
-    f32, _ = F.cpu_peak_flops_estimate("float32", cores=2, ghz=2.0)
-    f64_4, _ = F.cpu_peak_flops_estimate("float64", cores=4, ghz=2.0)
+    f64, why = P.cpu_peak_flops_estimate("float64", cores=2, ghz=2.0)
+    f32, _ = P.cpu_peak_flops_estimate("float32", cores=2, ghz=2.0)
+    f64_4, _ = P.cpu_peak_flops_estimate("float64", cores=4, ghz=2.0)
     assert f32 == 2 * f64 and f64_4 == 2 * f64
     assert 2 * 2e9 * 4 <= f64 <= 2 * 2e9 * 32  # between SSE and AVX-512 with 2 FMA units
     assert "assumed" in why and "2 cores" in why
-    assert F.cpu_peak_flops_estimate("float64", cores=1, ghz=2.0)[1].startswith("1 core ×")
+    assert P.cpu_peak_flops_estimate("float64", cores=1, ghz=2.0)[1].startswith("1 core ×")

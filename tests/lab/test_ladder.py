@@ -10,7 +10,7 @@ import pytest
 import torch
 from flax import nnx
 
-from sidebyside.lab import data, models, peaks, tables, timing, training, verdict
+from sidebyside.lab import conditions, data, ladders, models, peaks, tables, timing, training
 
 CUDA = torch.cuda.is_available()
 
@@ -262,7 +262,7 @@ def test_ladder_keeps_failures_and_not_applicable_rows_in_order():
     for name in ("torch/eager", "jax/jit"):
         e = entries[name]
         assert e["median_s"] > 0 and e["iqr_s"] >= 0 and e["compile_s"] >= 0 and e["error"] is None
-    v = verdict.ladder(entries, question="q")
+    v = ladders.ladder(entries, question="q")
     assert "Not applicable on this machine: PyTorch cuda-graph" in v.sentence
     assert "Failed, kept as findings: PyTorch compile (RuntimeError" in v.sentence
     table = tables.ladder_table(entries)
@@ -274,14 +274,14 @@ def test_ladder_keeps_failures_and_not_applicable_rows_in_order():
 
 def test_ladder_verdict_sentence_follows_the_numbers():
     def entry(median):  # three processes, one figure each
-        return verdict.ladder_entry({"median_s": median, "processes_s": [median * 0.99, median, median * 1.01]})
+        return ladders.ladder_entry({"median_s": median, "processes_s": [median * 0.99, median, median * 1.01]})
 
-    entries = {"torch/eager": entry(2e-3), "torch/cuda-graph": verdict.ladder_entry(not_applicable="needs a CUDA GPU"),
+    entries = {"torch/eager": entry(2e-3), "torch/cuda-graph": ladders.ladder_entry(not_applicable="needs a CUDA GPU"),
                "jax/jit": entry(1e-3)}
-    before = verdict.ladder(entries, question="q")
+    before = ladders.ladder(entries, question="q")
     assert before.winner == "jax" and "JAX (jit) is 2× faster" in before.sentence
     entries["torch/eager"] = entry(0.25e-3)
-    after = verdict.ladder(entries, question="q")
+    after = ladders.ladder(entries, question="q")
     assert after.winner == "torch" and "PyTorch (eager) is 4× faster" in after.sentence
     assert before.sentence != after.sentence
 
@@ -292,12 +292,12 @@ def test_ladder_verdict_sentence_follows_the_numbers():
 def test_same_conditions_refuses_to_run_after_jax_started():
     jax.numpy.zeros(1).block_until_ready()  # the backend is up
     with pytest.raises(RuntimeError, match="before JAX"):
-        timing.same_conditions()
+        conditions.same_conditions()
 
 
 def test_tf32_switch_sets_both_sides_and_restores():
     before = (torch.get_float32_matmul_precision(), jax.config.jax_default_matmul_precision)
-    with timing.tf32(True):
+    with conditions.tf32(True):
         assert torch.get_float32_matmul_precision() == "high" and torch.backends.cuda.matmul.allow_tf32
         assert jax.config.jax_default_matmul_precision == "tensorfloat32"
     assert (torch.get_float32_matmul_precision(), jax.config.jax_default_matmul_precision) == before
@@ -306,9 +306,9 @@ def test_tf32_switch_sets_both_sides_and_restores():
 def test_conditions_sentence_states_threads_and_precision():
     base = {"threads": 2, "torch_threads": 2, "numpy_blas_threads": 2, "xla_cpu_cores": 2, "tf32": False,
             "torch_float32_matmul_precision": "highest", "jax_default_matmul_precision": "highest"}
-    off = timing.conditions_sentence(base, on_gpu=False)
+    off = conditions.conditions_sentence(base, on_gpu=False)
     assert "TF32 off on both sides" in off and "2 threads" in off and "NumPy's BLAS 2" in off
-    on = timing.conditions_sentence({**base, "tf32": True, "torch_float32_matmul_precision": "high",
+    on = conditions.conditions_sentence({**base, "tf32": True, "torch_float32_matmul_precision": "high",
                                      "jax_default_matmul_precision": "tensorfloat32"}, on_gpu=True)
     assert "TF32 allowed on both sides" in on and "on the GPU" in on and on != off
 
@@ -342,9 +342,9 @@ def test_measured_copy_bandwidth_and_cpu_peak_never_below_a_measured_rate():
 
 
 def test_scaled_entries_keep_errors_and_compile_times():
-    entries = {"torch/eager": verdict.ladder_entry({"median_s": 2e-3, "iqr_s": 1e-4, "compile_s": 0.5}),
-               "torch/cuda-graph": verdict.ladder_entry(not_applicable="needs a CUDA GPU")}
-    epoch = verdict.scaled(entries, 10)
+    entries = {"torch/eager": ladders.ladder_entry({"median_s": 2e-3, "iqr_s": 1e-4, "compile_s": 0.5}),
+               "torch/cuda-graph": ladders.ladder_entry(not_applicable="needs a CUDA GPU")}
+    epoch = ladders.scaled(entries, 10)
     assert epoch["torch/eager"]["median_s"] == pytest.approx(2e-2) and epoch["torch/eager"]["iqr_s"] == pytest.approx(1e-3)
     assert epoch["torch/eager"]["compile_s"] == 0.5
     assert epoch["torch/cuda-graph"] == entries["torch/cuda-graph"]
@@ -352,11 +352,11 @@ def test_scaled_entries_keep_errors_and_compile_times():
 
 
 def test_relative_reads_as_a_factor_of_at_least_one():
-    assert verdict.relative(2.7, 1.0, "eager") == "2.7× the time of eager"
-    assert verdict.relative(1.0, 1.5, "eager") == "1.5× faster than eager"
+    assert ladders.relative(2.7, 1.0, "eager") == "2.7× the time of eager"
+    assert ladders.relative(1.0, 1.5, "eager") == "1.5× faster than eager"
     # With a subject, the verb follows the direction: never "takes 1.5× faster".
-    assert verdict.relative(2.7, 1.0, "eager", "NumPy") == "NumPy takes 2.7× the time of eager"
-    assert verdict.relative(1.0, 1.5, "eager", "NumPy") == "NumPy is 1.5× faster than eager"
+    assert ladders.relative(2.7, 1.0, "eager", "NumPy") == "NumPy takes 2.7× the time of eager"
+    assert ladders.relative(1.0, 1.5, "eager", "NumPy") == "NumPy is 1.5× faster than eager"
 
 
 @pytest.mark.slow  # compiles or starts a fresh process
@@ -367,7 +367,7 @@ def test_same_conditions_pins_every_library_in_a_fresh_process():
     import sys
     from pathlib import Path
 
-    code = ("import json; from sidebyside.lab import timing; c = timing.same_conditions(threads=1); "
+    code = ("import json; from sidebyside.lab import timing; c = conditions.same_conditions(threads=1); "
             "import jax, torch; c['jax_cpu_devices'] = len(jax.devices('cpu')); print(json.dumps(c))")
     src = str(Path(__file__).resolve().parents[2] / "src")
     env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sidebyside.lab import noise, stats, timing
+from sidebyside.lab import floors, stats, timing
 
 ROOT = Path(__file__).resolve().parents[2]
 #: 24 A/A ratios, one race far out (it set the old floor, the maximum, alone).
@@ -40,21 +40,21 @@ def _floors(tmp_path: Path, record: dict) -> Path:
 
 def test_a_floor_applies_only_at_the_process_count_it_was_measured_at(tmp_path):
     path = _floors(tmp_path, {"floor": 0.04, "quantile": 0.95, "trials": 24, "processes": 5, "ratios": RATIOS})
-    assert noise.floor("Kind (2 cores)", path, processes=5) == 0.04
-    assert noise.floor("Kind (2 cores)", path, processes=2) is None
-    assert noise.floor("Kind (2 cores)", path, processes=3) is None
-    assert noise.floor("Another kind", path, processes=5) is None
-    assert noise.floor("Kind (2 cores)", tmp_path / "absent.json", processes=5) is None
+    assert floors.floor("Kind (2 cores)", path, processes=5) == 0.04
+    assert floors.floor("Kind (2 cores)", path, processes=2) is None
+    assert floors.floor("Kind (2 cores)", path, processes=3) is None
+    assert floors.floor("Another kind", path, processes=5) is None
+    assert floors.floor("Kind (2 cores)", tmp_path / "absent.json", processes=5) is None
 
 
 def test_a_record_written_as_the_maximum_is_read_at_the_quantile(tmp_path):
     old = {"floor": 0.076, "largest": 1.076, "trials": 24, "processes": 5, "ratios": RATIOS,
            "method": "the largest time ratio of a function raced against itself (A/A) through the harness, as "
                      "exp(max |ln r|) - 1", "measured_at": "2026-11-26T01:08:33+00:00"}
-    found = noise.record("Kind (2 cores)", _floors(tmp_path, old))
+    found = floors.record("Kind (2 cores)", _floors(tmp_path, old))
     assert found["quantile"] == 0.95 and found["floor"] == round(stats.noise_floor(RATIOS), 4)
     assert "95th percentile" in found["method"] and found["trials"] == 24 and found["largest"] == 1.076
-    assert noise.floor("Kind (2 cores)", _floors(tmp_path, old), processes=5) == found["floor"]
+    assert floors.floor("Kind (2 cores)", _floors(tmp_path, old), processes=5) == found["floor"]
 
 
 def test_the_committed_floors_state_their_quantile_and_races():
@@ -70,7 +70,7 @@ def test_the_committed_floors_state_their_quantile_and_races():
 
 def test_a_pooled_timing_carries_the_floor_of_its_own_process_count(monkeypatch):
     asked = []
-    monkeypatch.setattr(noise, "floor", lambda kind=None, path=None, *, processes=None: asked.append(processes))
+    monkeypatch.setattr(floors, "floor", lambda kind=None, path=None, *, processes=None: asked.append(processes))
     t = timing.compare({"A": lambda: sum(range(100)), "B": lambda: sum(range(200))}, repeats=2, min_repeat_s=0.001,
                        processes=1)
     assert asked == [1] and t["A"].floor is None

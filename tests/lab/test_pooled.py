@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from sidebyside.lab import pool, stats, timing, verdict
+from sidebyside.lab import ladders, pool, stats, timing, verdict, words
+from sidebyside.lab.entry import ENTRY_KEYS, Timing, read
 from sidebyside.publish import reproduce, running
 from sidebyside.run import context
 
@@ -126,7 +127,7 @@ def test_an_entry_without_its_median_is_refused():
     with pytest.raises(ValueError, match="median_s"):
         verdict.speed({"processes_s": [1.0, 1.1]}, {"median_s": 1.0, "processes_s": [1.0, 1.1]}, question="q")
     with pytest.raises(ValueError, match="median_s"):
-        timing.read({"median_s": None, "processes_s": [1.0]})
+        read({"median_s": None, "processes_s": [1.0]})
 
 
 @pytest.mark.parametrize("processes_s", [[1e-3], []])
@@ -208,7 +209,7 @@ def test_welch_finds_a_winner_and_states_what_the_seeds_could_detect():
     v = verdict.seeds(*SEPARATED, question="accuracy")
     assert v.label == "higher" and v.winner == "torch"
     assert v.detectable is not None and 0 < v.detectable < 5
-    assert f"could detect a difference of {verdict.fmt_number(v.detectable)} points or more" in v.sentence
+    assert f"could detect a difference of {words.fmt_number(v.detectable)} points or more" in v.sentence
     assert "which excludes 0" in v.sentence
     # lower is better (a loss): the side with the lower mean wins
     loss = verdict.seeds(*SEPARATED, question="loss", quantity="loss", unit="", higher_is_better=False)
@@ -275,7 +276,7 @@ def _cheap_and_dear():
 OPTIONS = dict(repeats=4, warmup=1, min_repeat_s=0.005, processes=2)
 
 
-def _check_pooled(t: dict[str, timing.Timing]) -> None:
+def _check_pooled(t: dict[str, Timing]) -> None:
     assert list(t) == ["A", "B"]
     for entry in t.values():
         assert len(entry.processes_s) == OPTIONS["processes"] == len(entry.first_per_process_s)
@@ -379,30 +380,30 @@ def test_check_machine_reports_a_busy_record_and_never_refuses(capsys):
 # ----------------------------------------------------------------------------- the published record
 
 
-def _timing(name: str, processes_s: list[float]) -> timing.Timing:
-    return timing.Timing(name, times_s=[t * f for t in processes_s for f in (0.99, 1.0, 1.01)], number=10,
+def _timing(name: str, processes_s: list[float]) -> Timing:
+    return Timing(name, times_s=[t * f for t in processes_s for f in (0.99, 1.0, 1.01)], number=10,
                          first_s=0.5, processes_s=processes_s, first_per_process_s=[0.5, 0.01, 0.011],
                          floor=0.02, busy=[BUSY])
 
 
 def test_a_ladder_entry_keeps_every_processs_figure_and_scaled_scales_them():
     t = _timing("torch/eager", [1e-3, 1.1e-3, 0.9e-3])
-    entry = verdict.ladder_entry(t)
-    assert set(timing.ENTRY_KEYS) <= set(entry) and entry["error"] is None and entry["not_applicable"] is None
+    entry = ladders.ladder_entry(t)
+    assert set(ENTRY_KEYS) <= set(entry) and entry["error"] is None and entry["not_applicable"] is None
     assert entry["processes_s"] == [1e-3, 1.1e-3, 0.9e-3] and entry["first_per_process_s"] == [0.5, 0.01, 0.011]
     assert entry["floor"] == 0.02 and entry["busy"] == [BUSY]
     assert json.loads(json.dumps(entry))["processes_s"] == entry["processes_s"]
-    out = verdict.scaled({"torch/eager": entry}, 10.0)["torch/eager"]
+    out = ladders.scaled({"torch/eager": entry}, 10.0)["torch/eager"]
     assert out["processes_s"] == pytest.approx([1e-2, 1.1e-2, 0.9e-2])
     assert out["median_s"] == pytest.approx(10 * entry["median_s"])
     assert out["first_per_process_s"] == entry["first_per_process_s"] and out["first_s"] == entry["first_s"]
     assert entry["processes_s"] == [1e-3, 1.1e-3, 0.9e-3]  # the original is left as it was
     # a verdict drawn again from the published entries is the verdict of the timings
     j = _timing("jax/jit", [2e-3, 2.3e-3, 1.7e-3])
-    again = verdict.speed(entry, verdict.ladder_entry(j), question="q")
+    again = verdict.speed(entry, ladders.ladder_entry(j), question="q")
     direct = verdict.speed(t, j, question="q")
     assert (again.label, again.winner) == (direct.label, direct.winner) == (verdict.FASTER, "torch")
     assert again.ratio == pytest.approx(direct.ratio) and again.interval == pytest.approx(direct.interval)
     assert again.sides["torch"]["processes_s"] == t.processes_s
     assert again.sides["jax"]["first_per_process_s"] == j.first_per_process_s
-    assert verdict.ladder_entry(error="boom")["processes_s"] is None
+    assert ladders.ladder_entry(error="boom")["processes_s"] is None

@@ -14,7 +14,7 @@ import re
 import pytest
 from conftest import per_process
 
-from sidebyside.lab import verdict
+from sidebyside.lab import ladders, verdict, words
 
 #: Seconds per printed unit.
 UNITS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -25,7 +25,7 @@ RATIO = re.compile(r"'s time over [^']+'s " + NUMBER + ",")
 
 
 def _half_unit(text: str) -> float:
-    """Half the last printed digit of a figure from :func:`verdict.fmt_number` (3 significant figures,
+    """Half the last printed digit of a figure from :func:`words.fmt_number` (3 significant figures,
     trailing zeros dropped; 100 and over printed whole)."""
     value = float(text.replace(",", ""))
     return 0.5 * 10.0 ** min(0, math.floor(math.log10(value)) - 2)
@@ -48,13 +48,13 @@ def check_arithmetic(v: verdict.Verdict) -> None:
     first, second = f"{found.group(1)} {found.group(2)}", f"{found.group(3)} {found.group(4)}"
     if v.winner is not None:  # "<fast> is F× faster than <slow> (...): <fast time> against <slow time>."
         (factor,) = FACTOR.findall(v.sentence)
-        assert factor == verdict.fmt_number(v.factor)
+        assert factor == words.fmt_number(v.factor)
         assert _agree(second, first, factor), f"{second} / {first} is not {factor}×: {v.sentence}"
     elif v.label == verdict.TOO_FEW:  # "<subject> <time> against <other> <time>, measured in 1 process"
-        assert _agree(first, second, verdict.fmt_number(v.ratio)), v.sentence
+        assert _agree(first, second, words.fmt_number(v.ratio)), v.sentence
     else:  # "... : <subject time> against <other time> (<subject>'s time over <other>'s R, ...)"
         (ratio,) = RATIO.findall(v.sentence)
-        assert ratio == verdict.fmt_number(v.ratio)
+        assert ratio == words.fmt_number(v.ratio)
         assert _agree(first, second, ratio), f"{first} / {second} is not {ratio}: {v.sentence}"
 
 
@@ -132,14 +132,14 @@ def test_a_ladders_clauses_print_the_head_verdicts_factor(case):
                "torch/compile": _entry(torch_s, spread, processes, floor, first),
                "jax/eager": _entry(2.3 * jax_s, spread, processes, floor),
                "jax/jit": _entry(jax_s, spread, processes, floor)}
-    v = verdict.ladder(entries, question="q")
+    v = ladders.ladder(entries, question="q")
     check_arithmetic(v)
     clauses = LADDER_CLAUSE.findall(v.sentence)
     assert [tool for tool, *_ in clauses] == ["compile", "jit"], v.sentence
     faster = "compile" if v.ratio < 1 else "jit"
     for tool, factor, how, rival in clauses:  # each best rung against the other's best: the head's factor
-        assert factor == verdict.fmt_number(v.factor), v.sentence
+        assert factor == words.fmt_number(v.factor), v.sentence
         assert rival == {"compile": "JAX", "jit": "PyTorch"}[tool]
         assert (how == "faster than") == (tool == faster), v.sentence
-    chosen = verdict.best(entries)
+    chosen = ladders.best(entries)
     assert chosen["ratio"] == pytest.approx(v.ratio, rel=1e-12)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from sidebyside.lab import verdict
+from sidebyside.lab import framing, ladders, verdict, words
 
 _OFFSETS = (-0.5, -0.25, 0.0, 0.25, 0.5)
 
@@ -50,42 +50,42 @@ def test_seeds_two_standard_errors():
 def test_ladder_best_against_best_and_failures_stay():
     entries = {
         "torch/eager": _t(7.2e-1, 1e-2),
-        "torch/compile": verdict.ladder_entry(error=RuntimeError("graph break storm")),
+        "torch/compile": ladders.ladder_entry(error=RuntimeError("graph break storm")),
         "torch/cuda-graph": _t(7.7e-2, 1e-3),
         "jax/jit": _t(2.6e-1, 1e-2),
         "jax/jit+scan": _t(1.5e-2, 1e-3),
     }
-    chosen = verdict.best(entries)
+    chosen = ladders.best(entries)
     assert chosen["torch"] == "cuda-graph" and chosen["jax"] == "jit+scan"
     # the ratio of each best rung's time as the sentences print it: the geometric mean of its per-process medians
     assert chosen["ratio"] == pytest.approx(verdict.typical_s(entries["torch/cuda-graph"])
                                             / verdict.typical_s(entries["jax/jit+scan"]))
     assert chosen["ratio"] == pytest.approx(7.7e-2 / 1.5e-2, rel=1e-3)
-    v = verdict.ladder(entries, question="q")
+    v = ladders.ladder(entries, question="q")
     assert v.winner == "jax"
     assert "RuntimeError: graph break storm" in v.sentence and "eager" in v.sentence
     # The prose is computed: make PyTorch's best faster and the verdict turns.
     entries["torch/cuda-graph"] = _t(1.0e-2, 1e-4)
-    assert verdict.ladder(entries, question="q").winner == "torch"
-    all_failed = {"torch/eager": verdict.ladder_entry(error="boom"), "jax/jit": _t(1.0)}
-    assert verdict.ladder(all_failed, question="q").label == "no comparison"
+    assert ladders.ladder(entries, question="q").winner == "torch"
+    all_failed = {"torch/eager": ladders.ladder_entry(error="boom"), "jax/jit": _t(1.0)}
+    assert ladders.ladder(all_failed, question="q").label == "no comparison"
 
 
 def test_formatting():
-    assert verdict.fmt_number(101770.0) == "101,770"
-    assert verdict.fmt_number(45803.193) == "45,803"
-    assert verdict.fmt_number(-0.0001, 1) == "-0.0001"
-    assert verdict.fmt_number(-0.0) == "0"
-    assert verdict.fmt_seconds(3.27e-3) == "3.27 ms"
-    assert verdict.fmt_seconds(4.12e-4) == "412 µs"
-    assert verdict.plural(1, "seed") == "1 seed" and verdict.plural(5, "seed") == "5 seeds"
+    assert words.fmt_number(101770.0) == "101,770"
+    assert words.fmt_number(45803.193) == "45,803"
+    assert words.fmt_number(-0.0001, 1) == "-0.0001"
+    assert words.fmt_number(-0.0) == "0"
+    assert words.fmt_seconds(3.27e-3) == "3.27 ms"
+    assert words.fmt_seconds(4.12e-4) == "412 µs"
+    assert words.plural(1, "seed") == "1 seed" and words.plural(5, "seed") == "5 seeds"
     with pytest.raises(ValueError, match="framework"):
-        verdict.best({"eager": _t(1.0)})
+        ladders.best({"eager": _t(1.0)})
 
 
 def test_signed_numbers_never_show_minus_zero():
-    assert verdict.fmt_signed(1.6) == "+1.6" and verdict.fmt_signed(-0.05) == "-0.05"
-    assert verdict.fmt_signed(-0.0) == "0" and verdict.fmt_signed(-0.0001, 1) == "-0.0001"
+    assert words.fmt_signed(1.6) == "+1.6" and words.fmt_signed(-0.05) == "-0.05"
+    assert words.fmt_signed(-0.0) == "0" and words.fmt_signed(-0.0001, 1) == "-0.0001"
 
 
 def test_ratio_interval_and_sentence_run_in_one_direction():
@@ -97,23 +97,23 @@ def test_ratio_interval_and_sentence_run_in_one_direction():
         assert v.ratio == pytest.approx(subject["median_s"] / other["median_s"], rel=0.05)
         assert v.interval[0] <= v.ratio <= v.interval[1]
         if v.winner is None:  # the time ratio, subject over other
-            assert f"over JAX's {verdict.fmt_number(v.ratio)}, 95% confidence interval " \
-                   f"{verdict.fmt_number(v.interval[0])}–{verdict.fmt_number(v.interval[1])}" in v.sentence
+            assert f"over JAX's {words.fmt_number(v.ratio)}, 95% confidence interval " \
+                   f"{words.fmt_number(v.interval[0])}–{words.fmt_number(v.interval[1])}" in v.sentence
         else:  # the winner's speed-up and its interval in the same direction
             low, high = (1 / v.interval[1], 1 / v.interval[0]) if v.winner == "torch" else v.interval
-            assert f"{verdict.fmt_ratio(v.factor)} faster" in v.sentence
-            assert f"({verdict.fmt_number(low)}–{verdict.fmt_ratio(high)}, 95% confidence interval" in v.sentence
+            assert f"{words.fmt_ratio(v.factor)} faster" in v.sentence
+            assert f"({words.fmt_number(low)}–{words.fmt_ratio(high)}, 95% confidence interval" in v.sentence
         assert v.factor == pytest.approx(max(v.ratio, 1 / v.ratio)) and v.factor >= 1
         assert v.to_dict()["ratio"] == v.ratio
 
 
 def _framework_pair():
-    return {"torch": verdict.contestant("torch", "eager", "ATen's grid_sampler_2d"),
-            "jax": verdict.contestant("jax", "jit", "jnp gather compiled by XLA")}
+    return {"torch": framing.contestant("torch", "eager", "ATen's grid_sampler_2d"),
+            "jax": framing.contestant("jax", "jit", "jnp gather compiled by XLA")}
 
 
 def test_contestants_and_scale_travel_with_the_verdict():
-    scale = verdict.scale_of(parameters=148_000, input="32×32", batch=16, precision="float32", device="1 CPU core")
+    scale = framing.scale_of(parameters=148_000, input="32×32", batch=16, precision="float32", device="1 CPU core")
     v = verdict.speed(_t(2e-3), _t(1e-3), question="q", contestants=_framework_pair(), scale=scale)
     d = v.to_dict()
     assert d["contestants"]["torch"]["implementation"] == "ATen's grid_sampler_2d"
@@ -122,14 +122,14 @@ def test_contestants_and_scale_travel_with_the_verdict():
     assert d["kind"] == "framework"
     # A ladder names its two best rungs, with what an entry says about itself.
     entries = {"torch/eager": _t(2e-3), "torch/compile": _t(1e-3), "jax/jit": _t(1.5e-3)}
-    lv = verdict.ladder(entries, question="q", scale=scale)
+    lv = ladders.ladder(entries, question="q", scale=scale)
     assert lv.contestants["torch"]["tool"] == "compile" and lv.contestants["jax"]["tool"] == "jit"
     assert lv.scale["batch"] == 16
 
 
 def test_a_custom_implementation_never_heads_a_framework_verdict():
-    ours = {"torch": verdict.contestant("torch", "eager", "ATen's grid_sampler_2d"),
-            "jax": verdict.contestant("jax", "jit", "C++ kernel through XLA's FFI", origin="project")}
+    ours = {"torch": framing.contestant("torch", "eager", "ATen's grid_sampler_2d"),
+            "jax": framing.contestant("jax", "jit", "C++ kernel through XLA's FFI", origin="project")}
     with pytest.raises(ValueError, match="this project's code"):
         verdict.speed(_t(2e-3), _t(1e-3), question="q", contestants=ours)
     custom = verdict.speed(_t(2e-3), _t(1e-3), question="q", contestants=ours, kind="custom")
@@ -137,24 +137,24 @@ def test_a_custom_implementation_never_heads_a_framework_verdict():
     entries = {"torch/eager": _t(2e-3), "jax/native": {**_t(1e-3), "implementation": "C++ kernel",
                                                        "origin": "project"}}
     with pytest.raises(ValueError):
-        verdict.ladder(entries, question="q")
+        ladders.ladder(entries, question="q")
     framework = verdict.speed(_t(2e-3), _t(1e-3), question="q", contestants=_framework_pair())
-    verdict.check_headline([framework, custom])
+    framing.check_headline([framework, custom])
     with pytest.raises(ValueError, match="headline"):
-        verdict.check_headline([custom.to_dict(), framework.to_dict()])
+        framing.check_headline([custom.to_dict(), framework.to_dict()])
     with pytest.raises(ValueError):
-        verdict.contestant("jax", "jit", "x", origin="borrowed")
+        framing.contestant("jax", "jit", "x", origin="borrowed")
 
 
 def test_a_claim_at_another_scale_is_not_answered_yet():
-    seed = verdict.claim("the seed", "JAX 1.27× faster", verdict.scale_of(
+    seed = framing.claim("the seed", "JAX 1.27× faster", framing.scale_of(
         parameters=28_000_000, input="256×256", batch=64, device="V100"))
-    toy = verdict.scale_of(parameters=148_000, input="32×32", batch=16, device="1 CPU core")
+    toy = framing.scale_of(parameters=148_000, input="32×32", batch=16, device="1 CPU core")
     v = verdict.speed(_t(2e-3), _t(1e-3), question="q", scale=toy, against=seed)
     assert v.claim["answers"] is False and set(v.claim["differs"]) == {"parameters", "input", "batch", "device"}
     assert "does not answer the seed's claim (JAX 1.27× faster) yet" in v.sentence
     assert "does not answer" in v.caveat and "V100" in v.caveat
-    same = verdict.speed(_t(2e-3), _t(1e-3), question="q", against=seed, scale=verdict.scale_of(
+    same = verdict.speed(_t(2e-3), _t(1e-3), question="q", against=seed, scale=framing.scale_of(
         parameters=28_000_000, input="256×256", batch=64, device="V100"))
     assert same.claim["answers"] is True and "does not answer" not in same.sentence
     unstated = verdict.seeds([1.0, 1.1], [1.0, 1.2], question="q", against=seed)
@@ -167,31 +167,31 @@ def test_a_precision_row_that_did_not_take_effect_gets_no_verdict():
     f64 = np.linspace(0, 1, 50)
     f32 = f64 + 1e-8
     tf32 = f64 + 1e-4
-    took = verdict.precision_applied(tf32, f32, f64, precision="TF32")
+    took = framing.precision_applied(tf32, f32, f64, precision="TF32")
     assert took["applied"] and took["reason"] is None
     assert took["error"] == pytest.approx(1e-4) and took["float32_error"] == pytest.approx(1e-8)
-    did_not = verdict.precision_applied(f32, f32, f64, precision="TF32")
+    did_not = framing.precision_applied(f32, f32, f64, precision="TF32")
     assert not did_not["applied"] and "equals the float32 result" in did_not["reason"]
     entries = {"torch/eager": _t(1e-3), "jax/jit": _t(2e-3)}
-    v = verdict.ladder(entries, question="q", applied={"torch": None, "jax": did_not["reason"]})
+    v = ladders.ladder(entries, question="q", applied={"torch": None, "jax": did_not["reason"]})
     assert v.label == "not applied" and v.winner is None and v.ratio is None
     assert v.sentence.startswith("not applied: JAX: the TF32 result equals")
-    raced = verdict.ladder(entries, question="q", applied={"torch": None, "jax": None})
+    raced = ladders.ladder(entries, question="q", applied={"torch": None, "jax": None})
     assert raced.winner == "torch"
 
 
 def test_a_compile_rung_slower_than_eager_is_explained():
     entries = {"torch/eager": _t(0.719), "torch/compile": {**_t(0.833), "graph_breaks": 1},
                "jax/jit": _t(0.5)}
-    v = verdict.ladder(entries, question="q")
+    v = ladders.ladder(entries, question="q")
     assert "PyTorch's compile is slower than its eager rung (833 ms against 719 ms)" in v.sentence
     assert "2 graphs (1 graph break" in v.sentence
     entries["torch/compile"] = {**_t(0.833), "why": "the input copy into the static buffer costs 0.1 s"}
-    assert "the input copy into the static buffer" in verdict.ladder(entries, question="q").sentence
+    assert "the input copy into the static buffer" in ladders.ladder(entries, question="q").sentence
     entries["torch/compile"] = _t(0.833)
-    assert "no measurement in this run explains it yet" in verdict.ladder(entries, question="q").sentence
+    assert "no measurement in this run explains it yet" in ladders.ladder(entries, question="q").sentence
     entries["torch/compile"] = _t(0.6)  # faster than eager: nothing to explain
-    assert "slower than its eager" not in verdict.ladder(entries, question="q").sentence
+    assert "slower than its eager" not in ladders.ladder(entries, question="q").sentence
 
 
 def test_seed_verdicts_need_enough_seeds():
@@ -203,9 +203,9 @@ def test_seed_verdicts_need_enough_seeds():
 
 
 def test_scales_text_merges_each_field_in_order_and_can_leave_the_device_out():
-    a = verdict.scale_of(parameters=28_300_000, input="256×256×3", batch=32, precision="float32", device="H")
-    b = verdict.scale_of(parameters=28_300_000, input="256×256×3", batch=64, precision="bfloat16", device="H")
-    assert verdict.scales_text([a, b, a]) == \
+    a = framing.scale_of(parameters=28_300_000, input="256×256×3", batch=32, precision="float32", device="H")
+    b = framing.scale_of(parameters=28_300_000, input="256×256×3", batch=64, precision="bfloat16", device="H")
+    assert framing.scales_text([a, b, a]) == \
         "28.3M parameters, input 256×256×3, batch 32 and 64, float32 and bfloat16, on H"
-    assert verdict.scales_text([b, a], device=False) == "28.3M parameters, input 256×256×3, batch 64 and 32, bfloat16 and float32"
-    assert verdict.scales_text([{}, verdict.scale_of()]) == ""
+    assert framing.scales_text([b, a], device=False) == "28.3M parameters, input 256×256×3, batch 64 and 32, bfloat16 and float32"
+    assert framing.scales_text([{}, framing.scale_of()]) == ""

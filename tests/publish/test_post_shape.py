@@ -184,7 +184,7 @@ def _info(compared="Training one MLP in both frameworks."):
 
 
 def test_what_was_compared_names_the_work_every_scale_and_the_device():
-    from sidebyside.lab.verdict import scale_of
+    from sidebyside.lab.framing import scale_of
 
     small = scale_of(parameters=148_214, input="32×32×3", batch=16, precision="float32", device="AMD EPYC (1 core)")
     large = scale_of(parameters=148_214, input="32×32×3", batch=64, precision="float32", device="AMD EPYC (1 core)")

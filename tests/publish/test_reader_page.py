@@ -21,7 +21,7 @@ from test_pairs import render_fixture
 from test_site import _jekyll, browsing
 
 from sidebyside import publish
-from sidebyside.lab import verdict
+from sidebyside.lab import words
 from sidebyside.publish import frontpage, scoreboard
 
 pytestmark = pytest.mark.slow
@@ -174,7 +174,7 @@ def test_verdict_box_shows_the_results_figures(reader_site, pages):
         assert c["implementation"] in box and c["origin_text"] in box
     assert headline["scale"]["text"] in box and "Does not answer the seed's claim (JAX 3× faster) yet" in box
     for side in headline["sides"].values():
-        assert verdict.fmt_seconds(side["median_s"]) in box and side["tool"] in box
+        assert words.fmt_seconds(side["median_s"]) in box and side["tool"] in box
     # The headline shows everything; a further verdict shows its question, answer and scale, the rest folded.
     whole = pages[FIXTURE, "wide"]["verdict_all"]
     assert "Who raced, their figures, the caveat and how this was decided" in box and "seeds" not in box[box.index(accuracy["question"]):]

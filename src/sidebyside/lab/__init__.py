@@ -4,12 +4,13 @@
 - ``models``: the same architectures in PyTorch and Flax, with the same public names.
 - ``training``: training loops for both frameworks, every rung of each one's ladder of tools.
 - ``functions``: the small functions the timing posts compile, differentiate and time.
-- ``timing``: the one benchmark harness's measuring loop (warm-up and compilation apart,
+- ``timing``: the one benchmark harness's measuring loop (warm start, warm-up and compilation apart,
   synchronised, interleaved, pooled over independent processes, the ladder of tools).
 - ``pool``: the worker processes the harness times in (one process is one observation).
-- ``conditions``: the same conditions on both sides (threads, precision, warm start, compile cache).
+- ``conditions``: the same conditions on both sides (threads, precision, compile cache).
 - ``stats``: the statistics verdicts rest on (t-intervals over processes, Welch's test).
-- ``noise``: each machine kind's noise floor, from A/A races.
+- ``noise``: each machine kind's noise floor, measured by A/A races through the harness.
+- ``floors``: the committed noise floors, as every timing reads them.
 - ``quiet``: the quiet-machine check around every timed section (calibration, load; it records).
 - ``peaks``: the hardware floor: data-sheet peaks of GPUs, measured copy bandwidth.
 - ``entry``: the one timing-entry schema (seconds; a bare number refused).
@@ -22,7 +23,11 @@
 - ``tables``: tables a reader can read (numbers formatted once, no cell cut short).
 - ``progress``: progress bars that render cleanly both live and in published posts.
 
-Nothing here imports ``sidebyside.posts`` or ``sidebyside.publish``.
+Nothing here imports ``sidebyside.posts`` or ``sidebyside.publish``, and nothing imports in a circle
+(``tests/test_import_graph.py``): the statistics and wording at the bottom (``words``, ``stats``,
+``entry``, ``framing``, then ``verdict`` and ``ladders``), the harness above them (``conditions``,
+``pool``, ``floors``, ``timing``, then ``noise``, which measures through it). Each name is imported
+from the module that defines it.
 """
 
 from __future__ import annotations

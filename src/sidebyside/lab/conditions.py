@@ -7,9 +7,6 @@
   (:func:`conditions_sentence` writes the post's sentence). The worker
   processes of :mod:`sidebyside.lab.pool` call it again with :func:`applied`.
 - :func:`tf32`: a context that allows TF32 on both sides and restores.
-- :func:`warm_start`: pays each framework's one-time compiler start-up on a
-  trivial function, so that the compile times of a ladder are those of a warm
-  process; the start-up is returned, to be reported apart.
 
 The compilation cache: the first process of a run compiles cold (its compile
 times are the ones reported) and writes JAX's persistent compilation cache
@@ -26,11 +23,10 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["same_conditions", "applied", "conditions_sentence", "tf32", "warm_start", "CACHE_ENV"]
+__all__ = ["same_conditions", "applied", "conditions_sentence", "tf32", "CACHE_ENV"]
 
 #: The environment variable naming this run's compilation cache (inherited by worker processes).
 CACHE_ENV = "SIDEBYSIDE_COMPILE_CACHE"
@@ -222,39 +218,3 @@ def tf32(enabled: bool = True, frameworks: Iterable[str] = ("torch", "jax")):
             import jax
 
             jax.config.update("jax_default_matmul_precision", jax_before)
-
-
-def warm_start(device: str = "cpu", frameworks: Iterable[str] = ("torch", "jax")) -> dict[str, float]:
-    """Pay the one-time start-up of ``torch.compile`` and ``jax.jit`` (imports,
-    compiler threads, the first code generation) on a trivial function on
-    ``device`` ("cpu" or "cuda"), so that the compile times measured after it
-    are those of a warm process. Returns the seconds each first call took,
-    to be reported apart as library start-up. ``frameworks``: the compilers
-    the notebook uses (a notebook without ``torch.compile`` skips its start-up)."""
-    import jax
-    import jax.numpy as jnp
-    import torch
-
-    from sidebyside.lab import timing
-
-    out = {}
-    if "torch" in frameworks:
-        torch_device = torch.device("cuda" if device in ("cuda", "gpu") else "cpu")
-        x = torch.ones(8, device=torch_device)
-
-        def _torch_start(t):
-            return t * 2 + 1
-
-        start = time.perf_counter()
-        timing.block(torch.compile(_torch_start, dynamic=False)(x))
-        out["torch_compile_startup_s"] = time.perf_counter() - start
-    if "jax" not in frameworks:
-        return out
-    jax_device = jax.devices("gpu" if device in ("cuda", "gpu") else "cpu")[0]
-    y = jax.device_put(jnp.ones(8, jnp.float32), jax_device)
-    start = time.perf_counter()
-    timing.block(jax.jit(lambda v: v * 2 + 1)(y))
-    out["jax_jit_startup_s"] = time.perf_counter() - start
-    return out
-
-

@@ -11,9 +11,8 @@ written in the notebook's paired cells.
   ratio is the size where dispatch overhead stops dominating.
 - ``calibration_data``: a synthetic sensor calibration problem (slope, offset);
   ``calibration_lstsq``: the exact least-squares optimum of its RMSE loss.
-- ``matmul_flops`` / ``inverse_flops``: conventional FLOP counts;
-  ``GPU_PEAK_TFLOPS`` / ``peak_flops`` / ``cpu_peak_flops_estimate``: re-exported
-  from :mod:`sidebyside.lab.peaks`, their home.
+- ``matmul_flops`` / ``inverse_flops``: conventional FLOP counts (the devices' peaks
+  are :mod:`sidebyside.lab.peaks`).
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ __all__ = [
     "df", "d2f",
     "fit_overhead",
     "Calibration", "calibration_data", "calibration_lstsq",
-    "matmul_flops", "inverse_flops", "GPU_PEAK_TFLOPS", "peak_flops", "cpu_peak_flops_estimate",
+    "matmul_flops", "inverse_flops",
 ]
 
 
@@ -103,8 +102,3 @@ def matmul_flops(n: int) -> int:
 def inverse_flops(n: int) -> int:
     """FLOPs of an ``n×n`` inverse by LU (LAPACK getrf + getri): ``2/3 n^3 + 4/3 n^3 = 2 n^3``."""
     return 2 * n**3
-
-
-# Device peaks have their own home, sidebyside.lab.peaks; these names stay for the notebooks that use them.
-from sidebyside.lab.peaks import GPU_PEAKS as GPU_PEAK_TFLOPS  # noqa: E402
-from sidebyside.lab.peaks import cpu_peak_flops_estimate, peak_flops  # noqa: E402,F401

@@ -1,12 +1,11 @@
 """The ladder of tools: each framework's rungs, best against best.
 
 A ladder is a mapping ``"<framework>/<tool>" -> entry`` where an entry is a
-timing entry of the one schema (:func:`sidebyside.lab.timing.read`), or
+timing entry of the one schema (:func:`sidebyside.lab.entry.read`), or
 ``error`` / ``not_applicable`` for a tool that failed or cannot run here
 (:func:`ladder_entry`). :func:`best` picks each framework's fastest working
 tool; :func:`ladder` compares best with best (:func:`sidebyside.lab.verdict.speed`)
-and says what the rest of the ladder shows. :mod:`sidebyside.lab.verdict`
-re-exports every public name.
+and says what the rest of the ladder shows.
 
 Inputs: ladder entries. Outputs: entries, sentences, a verdict.
 """
@@ -16,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sidebyside.lab import verdict
+from sidebyside.lab.entry import ENTRY_KEYS, read
 from sidebyside.lab.framing import contestant, frame
 from sidebyside.lab.words import fmt_ratio, fmt_seconds, plural
 from sidebyside.lab.words import name as _name
@@ -23,29 +24,19 @@ from sidebyside.lab.words import name as _name
 __all__ = ["ladder_entry", "scaled", "split", "best", "relative", "IMPLEMENTATIONS", "slower_than_eager", "ladder"]
 
 
-def _read(entry: Any) -> dict[str, Any]:
-    from sidebyside.lab import timing
-
-    return timing.read(entry)
-
-
 def _median(entry: Any) -> float:
     """The time a rung is ranked and printed by: :func:`sidebyside.lab.verdict.typical_s` (the
     statistic of the head verdict's times and factor)."""
-    from sidebyside.lab import verdict  # imported here: verdict re-exports this module's names
-
     return verdict.typical_s(entry)
 
 
 def ladder_entry(timing: Any = None, *, error: BaseException | str | None = None,
                  not_applicable: str | None = None) -> dict[str, Any]:
     """One ladder row for the results JSON: a timing entry of the one schema
-    (:data:`sidebyside.lab.timing.ENTRY_KEYS`: ``median_s``, quartiles, ``compile_s``, ``first_s``,
+    (:data:`sidebyside.lab.entry.ENTRY_KEYS`: ``median_s``, quartiles, ``compile_s``, ``first_s``,
     every process's median ``processes_s``, ``floor``, ``busy``), plus ``error`` (one line, or None)
     and ``not_applicable`` (why the tool cannot run on this machine, or None). A failed tool passes
     ``error=`` and no timing; a tool that does not apply, ``not_applicable=``."""
-    from sidebyside.lab.timing import ENTRY_KEYS
-
     empty = dict.fromkeys(ENTRY_KEYS)
     if error is not None:
         text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
@@ -53,7 +44,7 @@ def ladder_entry(timing: Any = None, *, error: BaseException | str | None = None
         return {**empty, "error": text, "not_applicable": None}
     if not_applicable is not None:
         return {**empty, "error": None, "not_applicable": " ".join(str(not_applicable).split())}
-    return {**_read(timing), "error": None, "not_applicable": None}
+    return {**read(timing), "error": None, "not_applicable": None}
 
 
 #: The fields of a timing entry that are per-call times (scaled by :func:`scaled`).
@@ -205,8 +196,6 @@ def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
     did not; any reason gives :func:`not_applied` instead of a race.
     ``scale``, ``against`` and ``kind`` go to :func:`frame`.
     """
-    from sidebyside.lab import verdict  # imported here: verdict re-exports this module's names
-
     a, b = frameworks
     if applied and any(applied.values()):
         return verdict.not_applied(question, applied, subject_name=a, other_name=b, scale=scale)

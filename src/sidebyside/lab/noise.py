@@ -8,25 +8,16 @@ differences over the races of :func:`measure`: the 95th percentile
 (:data:`sidebyside.lab.stats.FLOOR_QUANTILE`) of ``|ln r|``, written as the
 fraction ``exp(q) - 1`` (:func:`sidebyside.lab.stats.noise_floor`), not the
 largest, which one race sets. It is measured at one process count and applies
-only to verdicts pooled over that many processes (:func:`floor`). A verdict
+only to verdicts pooled over that many processes (:func:`sidebyside.lab.floors.floor`). A verdict
 whose whole interval holds 1 and lies inside it is "practically tied"; one
 whose ratio lies inside it but whose interval excludes 1 is a small, real
 difference (:mod:`sidebyside.lab.verdict`).
 
-The floors are committed beside the quiet baselines
-(``params/noise-floor.json``, :func:`floors_file`), keyed by machine kind
-(:func:`sidebyside.lab.quiet.machine_kind`); ``python -m sidebyside.lab.noise
---save`` measures this machine kind's and writes it. A machine kind without
-one, or with one measured at another process count, has no floor: its
-verdicts rest on their intervals alone, and say so.
+``python -m sidebyside.lab.noise --save`` measures this machine kind's and
+writes it beside the quiet baselines; the committed floors, and how every
+timing reads them, are :mod:`sidebyside.lab.floors`.
 
-A record: ``floor`` (the fraction), ``quantile`` (of ``|ln r|``), ``trials``
-(how many A/A races), ``processes`` (per race), ``ratios`` (every race's),
-``largest`` (the ratio furthest from 1), ``measured_at`` and ``method``. A
-record written before the quantile (the floor was the largest ratio) is read
-with its floor computed again from its ratios at the quantile.
-
-Inputs: the machine kind. Outputs: the floor (a fraction) and its record.
+Inputs: the machine kind. Outputs: a floor record (:func:`measure`).
 """
 
 from __future__ import annotations
@@ -36,59 +27,11 @@ import functools
 import json
 import math
 import sys
-from pathlib import Path
 from typing import Any
 
-from sidebyside.lab import pool, stats
-from sidebyside.run import context
+from sidebyside.lab import conditions, floors, pool, quiet, stats, timing
 
-__all__ = ["floors_file", "floor", "record", "save", "measure", "aa_functions"]
-
-
-def floors_file() -> Path:
-    """``params/noise-floor.json`` of the run's checkout: ``{machine kind: record}``."""
-    return context.current().project_root() / "params" / "noise-floor.json"
-
-
-def record(kind: str | None = None, path: Path | None = None) -> dict[str, Any] | None:
-    """The committed floor record of ``kind`` (default: this machine's), or None. A record without
-    a ``quantile`` (written when the floor was the largest A/A ratio) comes back with its floor
-    computed from its ratios at :data:`sidebyside.lab.stats.FLOOR_QUANTILE`."""
-    from sidebyside.lab import quiet
-
-    path = path or floors_file()
-    if not path.exists():
-        return None
-    found = json.loads(path.read_text(encoding="utf-8")).get(kind or quiet.machine_kind())
-    if found is not None and "quantile" not in found:
-        found = {**found, **_floor_of(found["ratios"])}
-    return found
-
-
-def floor(kind: str | None = None, path: Path | None = None, *, processes: int | None = None) -> float | None:
-    """The noise floor of ``kind`` (default: this machine's) as a fraction, for verdicts pooled over
-    ``processes`` (default: the run's, :func:`sidebyside.lab.pool.processes`); None without a record,
-    or when its races were pooled over another count of processes."""
-    found = record(kind, path)
-    if found is None or int(found["processes"]) != pool.processes(processes):
-        return None
-    return float(found["floor"])
-
-
-def _floor_of(ratios: list[float]) -> dict[str, Any]:
-    """``floor``, ``quantile`` and ``method`` of A/A ``ratios`` (:func:`sidebyside.lab.stats.noise_floor`)."""
-    q = stats.FLOOR_QUANTILE
-    return {"floor": round(stats.noise_floor(ratios, q), 4), "quantile": q,
-            "method": f"the {100 * q:g}th percentile of |ln r| over the time ratios r of functions raced against "
-                      "themselves (A/A) through the harness, as exp(q) - 1 (NumPy's linear interpolation)"}
-
-
-def save(kind: str, found: dict[str, Any], path: Path | None = None) -> None:
-    """Write ``found`` (from :func:`measure`) as the floor record of ``kind``, keeping the others."""
-    path = path or floors_file()
-    floors = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    floors[kind] = found
-    path.write_text(json.dumps(floors, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+__all__ = ["measure", "aa_functions"]
 
 
 def aa_functions(size: int = 128) -> dict[str, Any]:
@@ -122,15 +65,13 @@ def measure(trials: int = 8, *, processes: int | None = None, repeats: int = 15)
     floor record (see the module): ``floor``, ``quantile``, ``trials`` (the count of races),
     ``processes``, ``largest`` (the ratio furthest from 1), ``ratios``, ``measured_at`` and
     ``method``."""
-    from sidebyside.lab import timing
-
     ratios = []
     for _ in range(trials):
         for builder in aa_functions().values():
             t = timing.compare(builder, repeats=repeats, processes=processes)
             ratios.append(stats.ratio_interval(t["A"].processes_s, t["B"].processes_s)["ratio"])
     largest = max(ratios, key=lambda r: abs(math.log(r)))
-    return {**_floor_of(ratios), "trials": len(ratios), "largest": largest, "ratios": ratios,
+    return {**floors.floor_of(ratios), "trials": len(ratios), "largest": largest, "ratios": ratios,
             "processes": pool.processes(processes),
             "measured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
@@ -138,21 +79,19 @@ def measure(trials: int = 8, *, processes: int | None = None, repeats: int = 15)
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    from sidebyside.lab import conditions, quiet
-
     parser = argparse.ArgumentParser(prog="python -m sidebyside.lab.noise",
                                      description="Measure this machine kind's noise floor by A/A races.")
     parser.add_argument("--trials", type=int, default=8, help="races of each function against itself (default 8)")
     parser.add_argument("--processes", type=int, default=5, help="processes per race (default 5, the cpu profile's)")
-    parser.add_argument("--save", action="store_true", help=f"write it into {floors_file()}")
+    parser.add_argument("--save", action="store_true", help=f"write it into {floors.floors_file()}")
     args = parser.parse_args(argv)
     conditions.same_conditions()
     found = measure(args.trials, processes=args.processes)
     kind = quiet.machine_kind()
     print(json.dumps({"kind": kind, **{k: v for k, v in found.items() if k != "ratios"}}, indent=2))
     if args.save:
-        save(kind, found)
-        print(f"saved as the noise floor of {kind} in {floors_file()}", file=sys.stderr)
+        floors.save(kind, found)
+        print(f"saved as the noise floor of {kind} in {floors.floors_file()}", file=sys.stderr)
     return 0
 
 

@@ -14,8 +14,8 @@ JAX starts), inherits the run's context and compilation cache through the
 environment, and answers jobs: the contestants pickled with cloudpickle (the
 ``{name: callable}`` mapping, whose closures travel by value with the arrays,
 models and functions they hold, even those defined in a notebook; or a
-builder that returns it), which it then times with
-:func:`sidebyside.lab.timing.measure_here`, starting with the contestant its
+builder that returns it), which it then times with the measuring function the
+job sends (:func:`sidebyside.lab.timing.measure_here`), starting with the contestant its
 index names, and sends the timings back. Its output goes to this process's
 standard error, never into the notebook.
 
@@ -35,6 +35,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from sidebyside.lab import conditions
 from sidebyside.run import context
 
 __all__ = ["PROCESSES", "BY_HAND", "processes", "aa", "pack", "measure_elsewhere", "close"]
@@ -73,8 +74,6 @@ class _Worker:
     """One worker process and its pipes."""
 
     def __init__(self) -> None:
-        from sidebyside.lab import conditions
-
         self.log = tempfile.NamedTemporaryFile(prefix="sidebyside-worker-", suffix=".log", delete=False)
         env = dict(os.environ)
         env["SIDEBYSIDE_POOL_CONDITIONS"] = repr(conditions.applied())
@@ -175,15 +174,17 @@ def pack(source: Mapping[str, Callable[[], Any]] | Callable[[], Mapping[str, Any
                            "that builds them) instead") from error
 
 
-def measure_elsewhere(packed: bytes, index: int, **options: Any):
+def measure_elsewhere(packed: bytes, index: int, measure: Callable[..., Any], **options: Any):
     """Time the contestants :func:`pack` packed in worker ``index`` (1, 2, ...), starting with the
-    ``index``-th; ``options`` as :func:`sidebyside.lab.timing.measure_here` takes them. Returns
+    ``index``-th, with ``measure`` (the harness's :func:`sidebyside.lab.timing.measure_here`, sent by
+    reference: the worker imports its module when it reads the job) given ``options``. Returns
     ``(timings, errors)``. Raises RuntimeError, with the worker's words, when they fail to build or
     the worker dies."""
     worker = _WORKERS.get(index)
     if worker is None or worker.process.poll() is not None:
         worker = _WORKERS[index] = _Worker()
-    answer = worker.ask({"builder": packed, "aa": bool(context.current().aa), "options": {**options, "shift": index}})
+    answer = worker.ask({"builder": packed, "aa": bool(context.current().aa), "measure": measure,
+                         "options": {**options, "shift": index}})
     if answer.get("fatal"):
         raise RuntimeError(f"process {index + 1} could not build or time the contestants:\n{answer['fatal']}")
     return answer["timings"], answer["errors"]
@@ -196,16 +197,12 @@ def _serve() -> None:
     sys.stdout = sys.stderr
     import ast
 
-    from sidebyside.lab import conditions
-
     given = ast.literal_eval(os.environ.get("SIDEBYSIDE_POOL_CONDITIONS", "None"))
     if given is not None:
         conditions.same_conditions(**given)
     import gc
 
     import cloudpickle
-
-    from sidebyside.lab import timing
 
     while True:
         try:
@@ -217,7 +214,7 @@ def _serve() -> None:
             sent = cloudpickle.loads(job["builder"])
             built = sent if isinstance(sent, Mapping) else sent()
             fns = aa({n: f for n, f in built.items() if callable(f) and not isinstance(f, BaseException)}, job["aa"])
-            answer["timings"], answer["errors"] = timing.measure_here(fns, **job["options"])
+            answer["timings"], answer["errors"] = job["measure"](fns, **job["options"])
             del built, fns
         except Exception:
             answer["fatal"] = traceback.format_exc(limit=8)

@@ -4,7 +4,7 @@
 into a :class:`Table` whose cells are strings: integers (and floats that
 hold a whole number, such as a parameter count stored as ``101770.0``) as
 integers with thousands separators, other floats to significant figures
-(``verdict.fmt_number``), never "-0". A notebook ends a cell with it::
+(``words.fmt_number``), never "-0". A notebook ends a cell with it::
 
     tables.table(results)            # instead of results.round(2)
 
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from sidebyside.lab.verdict import fmt_number
+from sidebyside.lab.words import FRAMEWORKS, fmt_number
 
 __all__ = ["format_value", "table", "Table", "show_in_full", "parse_html", "tables_csv", "ladder_table", "summarise"]
 
@@ -182,8 +182,6 @@ def ladder_table(entries: Mapping[str, Mapping[str, Any]], *, labels: Mapping[st
     epoch / steps per call, to show an epoch)."""
     import pandas as pd
 
-    from sidebyside.lab.verdict import FRAMEWORKS
-
     factor = {"s": 1.0, "ms": 1e3, "us": 1e6, "µs": 1e6}[unit] * scale
     rows = []
     for name, e in entries.items():
@@ -200,7 +198,7 @@ def ladder_table(entries: Mapping[str, Mapping[str, Any]], *, labels: Mapping[st
 
 
 def summarise(timings: Mapping[str, Any] | Iterable[Any], unit: str = "ms"):
-    """A pandas DataFrame of :class:`sidebyside.lab.timing.Timing` objects: median, IQR, first call, compile time,
+    """A pandas DataFrame of :class:`sidebyside.lab.entry.Timing` objects: median, IQR, first call, compile time,
     in ``unit`` ("s", "ms" or "us"), one row per timing."""
     import pandas as pd
 

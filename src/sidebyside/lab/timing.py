@@ -27,7 +27,7 @@ Rules it enforces, so that every published figure is comparable:
 - Every pooled measurement is one section of the quiet-machine check
   (:mod:`sidebyside.lab.quiet`): what it found busy is kept in each entry
   (``busy``), with the machine kind's noise floor measured at the same count
-  of processes (``floor``, :func:`sidebyside.lab.noise.floor`; None without
+  of processes (``floor``, :func:`sidebyside.lab.floors.floor`; None without
   one), so that a verdict reads both from its inputs.
 - Every contestant is noted where it is defined (:func:`sidebyside.run.code.note_timed`), so a
   results record shows that the code a post pairs is the code it timed.
@@ -37,9 +37,10 @@ Every timing, in a notebook and in a results record, is one entry of one
 schema (:data:`ENTRY_KEYS`, seconds): :meth:`Timing.entry` writes it and
 :func:`read` reads it; a bare number is refused.
 
-The conditions (threads, precision, warm start) live in
-:mod:`sidebyside.lab.conditions`, the entry schema in :mod:`sidebyside.lab.entry`;
-their names are re-exported here.
+:func:`warm_start` pays each framework's one-time compiler start-up before
+anything is timed. The conditions (threads, precision, compilation cache) live in
+:mod:`sidebyside.lab.conditions`, the entry schema in :mod:`sidebyside.lab.entry`,
+the ladder's rows and verdicts in :mod:`sidebyside.lab.ladders`: import each from there.
 """
 
 from __future__ import annotations
@@ -52,14 +53,12 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from sidebyside.lab import noise, pool, quiet
-from sidebyside.lab.conditions import conditions_sentence, same_conditions, tf32, warm_start
-from sidebyside.lab.entry import ENTRY_KEYS, Timing, read
+from sidebyside.lab import floors, ladders, pool, quiet
+from sidebyside.lab.entry import Timing
 from sidebyside.run import code
 
-__all__ = ["Timing", "block", "time_fn", "cores_busy", "compare", "ladder", "measure_here", "ratio", "read",
-           "ENTRY_KEYS", "MIN_REPEATS", "NotApplicable", "one_line", "same_conditions", "conditions_sentence",
-           "tf32", "warm_start"]
+__all__ = ["block", "warm_start", "time_fn", "cores_busy", "compare", "ladder", "measure_here", "ratio",
+           "MIN_REPEATS", "NotApplicable", "one_line"]
 
 #: The fewest repeats of each function in each process.
 MIN_REPEATS = 3
@@ -104,6 +103,38 @@ def block(result: Any) -> Any:
         for device in cuda_devices:
             torch.cuda.synchronize(device)
     return result
+
+
+def warm_start(device: str = "cpu", frameworks: Iterable[str] = ("torch", "jax")) -> dict[str, float]:
+    """Pay the one-time start-up of ``torch.compile`` and ``jax.jit`` (imports,
+    compiler threads, the first code generation) on a trivial function on
+    ``device`` ("cpu" or "cuda"), so that the compile times measured after it
+    are those of a warm process. Returns the seconds each first call took,
+    to be reported apart as library start-up. ``frameworks``: the compilers
+    the notebook uses (a notebook without ``torch.compile`` skips its start-up)."""
+    import jax
+    import jax.numpy as jnp
+    import torch
+
+    out = {}
+    if "torch" in frameworks:
+        torch_device = torch.device("cuda" if device in ("cuda", "gpu") else "cpu")
+        x = torch.ones(8, device=torch_device)
+
+        def _torch_start(t):
+            return t * 2 + 1
+
+        start = time.perf_counter()
+        block(torch.compile(_torch_start, dynamic=False)(x))
+        out["torch_compile_startup_s"] = time.perf_counter() - start
+    if "jax" not in frameworks:
+        return out
+    jax_device = jax.devices("gpu" if device in ("cuda", "gpu") else "cpu")[0]
+    y = jax.device_put(jnp.ones(8, jnp.float32), jax_device)
+    start = time.perf_counter()
+    block(jax.jit(lambda v: v * 2 + 1)(y))
+    out["jax_jit_startup_s"] = time.perf_counter() - start
+    return out
 
 
 def _call(fn: Callable[[], Any], synchronize: bool) -> Any:
@@ -241,10 +272,10 @@ def _pooled(source: Mapping[str, Callable[[], Any]] | Callable[[], Mapping[str, 
         runs.append(here)
         errors.update(failed)
         for index in range(1, count):
-            there, failed = pool.measure_elsewhere(packed, index, repeats=per, keep_errors=keep_errors, **options)
+            there, failed = pool.measure_elsewhere(packed, index, measure_here, repeats=per, keep_errors=keep_errors, **options)
             runs.append(there)
             errors.update({n: f"{e} (in process {index + 1} of {count})" for n, e in failed.items() if n not in errors})
-    floor = noise.floor(processes=count)  # measured at this count of processes, or none
+    floor = floors.floor(processes=count)  # measured at this count of processes, or none
     timings = {}
     for name in fns:
         parts = [run[name] for run in runs if name in run]
@@ -335,11 +366,9 @@ def ladder(candidates: Mapping[str, Any] | Callable[[], Mapping[str, Any]], *, n
     the tool needs, appended to its error; ``here``, as in :func:`compare`. A callable's ``graph_breaks`` attribute (a
     ``torch.compile`` rung's count) is kept in its entry.
 
-    Returns ``(entries, timings)``: one :func:`sidebyside.lab.verdict.ladder_entry` per
+    Returns ``(entries, timings)``: one :func:`sidebyside.lab.ladders.ladder_entry` per
     candidate, in order (the results JSON's ``"ladder"``), and the :class:`Timing` of those that ran.
     """
-    from sidebyside.lab import verdict
-
     _validate(repeats, warmup)
     needs = dict(needs or {})
     built, timings, errors = _pooled(candidates, repeats=repeats, processes=processes, keep_errors=True, here=here,
@@ -347,14 +376,14 @@ def ladder(candidates: Mapping[str, Any] | Callable[[], Mapping[str, Any]], *, n
                                      synchronize=True, pipelined=pipelined)
     entries: dict[str, dict[str, Any]] = {}
     for name, candidate in built.items():
-        verdict.split(name)  # "<framework>/<tool>" or a clear error
+        ladders.split(name)  # "<framework>/<tool>" or a clear error
         if isinstance(candidate, NotApplicable):
-            entries[name] = verdict.ladder_entry(not_applicable=str(candidate))
+            entries[name] = ladders.ladder_entry(not_applicable=str(candidate))
         elif isinstance(candidate, BaseException) or name in errors:
             text = one_line(candidate) if isinstance(candidate, BaseException) else errors[name]
-            entries[name] = verdict.ladder_entry(error=text + (f" (needs {needs[name]})" if needs.get(name) else ""))
+            entries[name] = ladders.ladder_entry(error=text + (f" (needs {needs[name]})" if needs.get(name) else ""))
         else:
-            entries[name] = verdict.ladder_entry(timings[name])
+            entries[name] = ladders.ladder_entry(timings[name])
             if getattr(candidate, "graph_breaks", None) is not None:
                 entries[name]["graph_breaks"] = candidate.graph_breaks
     return entries, timings

@@ -8,7 +8,7 @@ Two kinds of claim, each a pure function of the numbers it is given
 (nothing global is read; the formulas are in :mod:`sidebyside.lab.stats`):
 
 - :func:`speed`: one framework's timing against the other's, each a timing
-  entry of the one schema (:func:`sidebyside.lab.timing.read`) measured in the
+  entry of the one schema (:func:`sidebyside.lab.entry.read`) measured in the
   same independent processes. The test: the geometric mean of the per-process
   time ratios with its 95% t-interval over the processes. "practically tied"
   when the interval holds 1 and lies wholly inside the machine kind's noise
@@ -24,22 +24,19 @@ Two kinds of claim, each a pure function of the numbers it is given
   accuracy, say). Welch's t-test: the difference of the means against its
   95% interval, with the smallest difference the seeds could have detected.
 
-And the ladder of tools (the compile matrix): a mapping
-``"<framework>/<tool>" -> entry`` where an entry is a timing entry or
-``error`` / ``not_applicable`` for a tool that failed or cannot run here.
-:func:`best` picks each framework's fastest working tool; :func:`ladder`
-compares best with best and says what the rest of the ladder shows.
+The ladder of tools (the compile matrix: best against best, then what the rest
+of the ladder shows) builds on :func:`speed` in :mod:`sidebyside.lab.ladders`.
 
 Who races, and at what size. Every verdict carries ``contestants`` (per side:
 framework, tool, implementation, and ``origin``: ``"framework"`` when the
 implementation ships with the framework, ``"project"`` when this project wrote
-it; see :func:`contestant`) and ``scale`` (model parameters, input, batch,
-precision, device; see :func:`scale_of`). :func:`frame` attaches them and
+it; see :func:`~sidebyside.lab.framing.contestant`) and ``scale`` (model parameters, input, batch,
+precision, device; see :func:`~sidebyside.lab.framing.scale_of`). :func:`~sidebyside.lab.framing.frame` attaches them and
 enforces the rules: a verdict of ``kind="framework"`` races only what the
 frameworks ship (a hand-written kernel gets a verdict of ``kind="custom"``),
-and a verdict set against a claim made at another scale (:func:`claim`) says
+and a verdict set against a claim made at another scale (:func:`~sidebyside.lab.framing.claim`) says
 it does not answer that claim yet. A precision row that did not take effect on
-both sides (:func:`precision_applied`) gets :func:`not_applied`, no race.
+both sides (:func:`~sidebyside.lab.framing.precision_applied`) gets :func:`not_applied`, no race.
 
 Direction: ``ratio`` and ``interval`` are always the subject's time over the
 other's (below 1: the subject is faster); ``factor`` (>= 1) is how many times
@@ -51,8 +48,8 @@ post, ``verdict.to_dict()`` for the results JSON (the site's verdict box and
 scoreboard read it).
 
 Inputs: timing entries (seconds) and plain numbers; a bare number is refused.
-Outputs: :class:`Verdict`; formatting helpers :func:`fmt_ratio`,
-:func:`fmt_seconds`, :func:`fmt_number`, :func:`plural`.
+Outputs: :class:`Verdict`. Who races and at what size is :mod:`sidebyside.lab.framing`; how numbers
+read, :mod:`sidebyside.lab.words`; the ladder of tools, :mod:`sidebyside.lab.ladders`.
 """
 
 from __future__ import annotations
@@ -64,55 +61,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sidebyside.lab import stats
-from sidebyside.lab.framing import (
-    ORIGINS,
-    SCALE_FIELDS,
-    check_headline,
-    claim,
-    contestant,
-    frame,
-    precision_applied,
-    scale_of,
-    scales_text,
-)
+from sidebyside.lab.entry import read
+from sidebyside.lab.framing import frame
 from sidebyside.lab.words import FRAMEWORKS, fmt_number, fmt_ratio, fmt_seconds, fmt_signed, plural
 
-__all__ = [
-    "FRAMEWORKS",
-    "Verdict",
-    "contestant",
-    "scale_of",
-    "scales_text",
-    "claim",
-    "frame",
-    "check_headline",
-    "precision_applied",
-    "not_applied",
-    "speed",
-    "seeds",
-    "best",
-    "ladder",
-    "ladder_entry",
-    "slower_than_eager",
-    "scaled",
-    "relative",
-    "fmt_ratio",
-    "fmt_signed",
-    "fmt_seconds",
-    "fmt_number",
-    "plural",
-    "split",
-    "IMPLEMENTATIONS",
-    "ORIGINS",
-    "SCALE_FIELDS",
-    "FASTER",
-    "SLOWER",
-    "WITHIN",
-    "TIED",
-    "SMALL",
-    "TOO_FEW",
-    "typical_s",
-]
+__all__ = ["Verdict", "not_applied", "speed", "seeds", "typical_s", "FASTER", "SLOWER", "WITHIN", "TIED", "SMALL",
+           "TOO_FEW"]
 
 FASTER, SLOWER, WITHIN, TIED, TOO_FEW = "faster", "slower", "within noise", "practically tied", "too few processes"
 #: A winner by a ratio inside the noise floor, with an interval that excludes 1.
@@ -130,8 +84,8 @@ class Verdict:
     noise" for seeds, "not applied" for a precision row that did not take
     effect. ``winner`` is the framework key that wins, or None. ``ratio`` and
     ``interval``: the subject's time over the other's; ``factor``: the
-    winner's speed-up (>= 1). ``contestants``: side key -> :func:`contestant`;
-    ``scale``: :func:`scale_of`; ``claim``: :func:`claim` plus ``answers``
+    winner's speed-up (>= 1). ``contestants``: side key -> :func:`~sidebyside.lab.framing.contestant`;
+    ``scale``: :func:`~sidebyside.lab.framing.scale_of`; ``claim``: :func:`~sidebyside.lab.framing.claim` plus ``answers``
     (bool) and ``differs`` (the scale fields that differ); ``kind``:
     "framework" (what each framework ships) or "custom" (a hand-written
     implementation's own verdict); ``cause``: what the run measured that
@@ -172,20 +126,12 @@ class Verdict:
 # ----------------------------------------------------------------------------- speed
 
 
-def _read(entry: Any) -> dict[str, Any]:
-    """A timing entry of the one schema (:func:`sidebyside.lab.timing.read`, imported when first needed:
-    the publisher reads verdicts without the harness)."""
-    from sidebyside.lab import timing
-
-    return timing.read(entry)
-
-
 def typical_s(entry: Any, n: int | None = None) -> float:
     """The time every sentence prints for a timing entry, in seconds: the geometric mean of its
     per-process medians (the first ``n``; all by default; :func:`sidebyside.lab.stats.geomean`),
     so that two entries' times divide to their verdict's ratio. An entry without per-process
     medians (or ``n=0``) prints its ``median_s``."""
-    e = _read(entry)
+    e = read(entry)
     own = e["processes_s"][:n] if n is not None else e["processes_s"]
     return stats.geomean(own) if own else e["median_s"]
 
@@ -209,7 +155,7 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
           against: Mapping[str, Any] | None = None, kind: str = "framework") -> Verdict:
     """Is ``subject`` faster than ``other``?
 
-    Both are timings of the same work, measured in the same processes (:class:`timing.Timing`
+    Both are timings of the same work, measured in the same processes (:class:`sidebyside.lab.entry.Timing`
     or a timing entry; a bare number raises TypeError). The test (:mod:`sidebyside.lab.stats`):
     the geometric mean of the per-process time ratios with its 95% t-interval over the
     processes. With the noise floor the entries carry: "practically tied" when the interval holds
@@ -221,9 +167,9 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
     quiet-machine check found during the measurement (the entries' ``busy``) is added to the
     caveat, with its figures. ``ratio`` and ``interval`` are the subject's time over the other's;
     ``factor`` (>= 1) the winner's speed-up. ``contestants``, ``scale``, ``against`` and ``kind``
-    go to :func:`frame`.
+    go to :func:`~sidebyside.lab.framing.frame`.
     """
-    a, b = _read(subject), _read(other)
+    a, b = read(subject), read(other)
     if min(a["median_s"], b["median_s"]) <= 0:
         raise ValueError("timings must be positive")
     n = min(len(a["processes_s"]), len(b["processes_s"]))
@@ -322,7 +268,7 @@ def seeds(subject: Sequence[float], other: Sequence[float], *, question: str, qu
     difference the seeds could have detected (80% power). With one seed on a side its spread is
     unknown: the verdict is then "within seed noise" only for an exact tie, and says so. With
     fewer than ``min_seeds`` seeds on a side no verdict is drawn (label "too few seeds").
-    ``contestants``, ``scale`` and ``against`` go to :func:`frame`.
+    ``contestants``, ``scale`` and ``against`` go to :func:`~sidebyside.lab.framing.frame`.
     """
     a, b = [float(x) for x in subject], [float(x) for x in other]
     if not a or not b:
@@ -378,15 +324,17 @@ def seeds(subject: Sequence[float], other: Sequence[float], *, question: str, qu
     return frame(v, contestants=contestants, scale=scale, against=against)
 
 
-# The ladder of tools lives in its own module; its names are read here too (imported last: it
-# imports this module).
-from sidebyside.lab.ladders import (  # noqa: E402
-    IMPLEMENTATIONS,
-    best,
-    ladder,
-    ladder_entry,
-    relative,
-    scaled,
-    slower_than_eager,
-    split,
-)
+#: Names that moved to their owners and that posts/real_models/report.py (being reworked by another
+#: engineer, not to be touched here) still reads from this module. Served on demand, so the circle
+#: verdict -> ladders -> verdict closes only here; tests/test_import_graph.py allows exactly that circle
+#: and names this reason. Delete this and the allowance once that module reads ladders.best,
+#: ladders.ladder and framing.scale_of (issue 62, item 1).
+_MOVED_FOR_REAL_MODELS = {"best": "ladders", "ladder": "ladders", "scale_of": "framing"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED_FOR_REAL_MODELS:
+        from sidebyside.lab import framing, ladders  # the one circle left, see above
+
+        return getattr({"framing": framing, "ladders": ladders}[_MOVED_FOR_REAL_MODELS[name]], name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

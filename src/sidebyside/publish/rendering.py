@@ -287,7 +287,7 @@ def compared_paragraph(info: NotebookInfo, record: dict[str, Any]) -> str:
     text (``html.escape``), never read as Markdown or HTML."""
     import html
 
-    from sidebyside.lab.verdict import SCALE_FIELDS, scales_text
+    from sidebyside.lab.framing import SCALE_FIELDS, scales_text
 
     verdicts = [v for v in (record.get("metrics") or {}).get("verdicts") or [] if isinstance(v, dict)]
     scales: list[dict[str, Any]] = []

@@ -8,7 +8,7 @@ import copy
 import pytest
 from conftest import per_process
 
-from sidebyside.lab import training, verdict
+from sidebyside.lab import ladders, training
 from sidebyside.posts.fashion_mnist import report as report
 
 CPU_TF32 = "TF32 is a tensor-core mode of NVIDIA GPUs (Ampere or newer); a CPU has none"
@@ -16,12 +16,12 @@ CPU_TF32 = "TF32 is a tensor-core mode of NVIDIA GPUs (Ampere or newer); a CPU h
 
 def _entry(median, iqr=None, compile_s=None):
     iqr = median / 20 if iqr is None else iqr
-    return verdict.ladder_entry({"median_s": median, "iqr_s": iqr, "compile_s": compile_s,
+    return ladders.ladder_entry({"median_s": median, "iqr_s": iqr, "compile_s": compile_s,
                                  "processes_s": per_process(median, iqr / median / 2 if median else 0.0)})
 
 
 def _na(reason="CUDA graphs need a CUDA GPU; this run is on the CPU"):
-    return verdict.ladder_entry(not_applicable=reason)
+    return ladders.ladder_entry(not_applicable=reason)
 
 
 def _float32_ladder(torch_eager=2.0, torch_compile=1.5, jax_jit=1.0, jax_scan=0.5, host=True, torch_steps=None):
@@ -173,7 +173,7 @@ def test_host_and_compile_claims():
     text = report.compile_claim(m)
     assert "PyTorch, torch.compile (whole step) 30 s" in text and "JAX, jit + lax.scan 900 ms" in text
     assert "eager" not in text and "host" not in text
-    m["speed"]["mlp"]["host_fed"]["jax/jit-host"] = verdict.ladder_entry(error="boom")
+    m["speed"]["mlp"]["host_fed"]["jax/jit-host"] = ladders.ladder_entry(error="boom")
     assert report.host_claim(m) == ""
 
 

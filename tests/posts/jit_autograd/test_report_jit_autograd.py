@@ -8,12 +8,12 @@ import copy
 import pytest
 from conftest import per_process
 
-from sidebyside.lab import verdict
+from sidebyside.lab import ladders
 from sidebyside.posts.jit_autograd import report as rep
 
 
 def _e(median_s, iqr_frac=0.02, compile_s=0.1):
-    return verdict.ladder_entry({"median_s": median_s, "iqr_s": median_s * iqr_frac, "compile_s": compile_s,
+    return ladders.ladder_entry({"median_s": median_s, "iqr_s": median_s * iqr_frac, "compile_s": compile_s,
                                  "processes_s": per_process(median_s, iqr_frac / 2)})
 
 
@@ -22,16 +22,16 @@ def _record():
     for n in (10, 1000, 100_000):
         ladder = {"torch/eager": _e(5e-6 + 4e-9 * n), "torch/compile": _e(8e-6 + 1e-9 * n),
                   "torch/compile-dynamic": _e(9e-6 + 1.1e-9 * n),
-                  "torch/compile-cudagraphs": verdict.ladder_entry(not_applicable="CUDA graphs need a CUDA GPU"),
+                  "torch/compile-cudagraphs": ladders.ladder_entry(not_applicable="CUDA graphs need a CUDA GPU"),
                   "jax/eager": _e(20e-6 + 5e-9 * n), "jax/jit": _e(4e-6 + 0.9e-9 * n), "numpy/numpy": _e(2e-6 + 3e-9 * n)}
-        jit[str(n)] = {"ladder": ladder, "best": verdict.best(ladder), "memory_floor_s": 8 * n / 20e9}
+        jit[str(n)] = {"ladder": ladder, "best": ladders.best(ladder), "memory_floor_s": 8 * n / 20e9}
     autograd = {}
     for n in (1000, 10_000):
         ladder = {"torch/autograd": _e(30e-6 + 2e-9 * n), "torch/func": _e(60e-6 + 2e-9 * n),
                   "jax/eager": _e(300e-6 + 2e-9 * n), "jax/jit": _e(10e-6 + 1e-9 * n),
                   "torch/loop": _e(40e-6 * n) if n <= 1000 else None}
         ladder = {k: v for k, v in ladder.items() if v}
-        autograd[str(n)] = {"ladder": ladder, "best": verdict.best(rep.ladder_only(ladder))}
+        autograd[str(n)] = {"ladder": ladder, "best": ladders.best(rep.ladder_only(ladder))}
     hvp = {"torch/func": _e(2e-4), "jax/jit": _e(1e-4)}
     metrics = {
         "startup_s": {"torch_compile_startup_s": 12.0, "jax_jit_startup_s": 0.2},
@@ -39,7 +39,7 @@ def _record():
         "jit": {"cpu": jit},
         "compile_s": {"cpu": {"jax_jit": 0.05, "torch_compile": 0.9, "torch_compile_dynamic": 1.5, "startup": {}}},
         "autograd": autograd,
-        "hvp": {"10000": {"ladder": hvp, "best": verdict.best(hvp)}},
+        "hvp": {"10000": {"ladder": hvp, "best": ladders.best(hvp)}},
         "pitfall": {"cpu/jax.jit": {"synchronised median (µs), right": 124.0, "no sync (µs), WRONG": 6.0,
                                     "first call (µs), WRONG": 40_000.0, "no sync / right": 6.0 / 124.0}},
         "autograd_device": "cpu",

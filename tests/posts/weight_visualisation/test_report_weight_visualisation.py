@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from sidebyside.lab import analysis, verdict
+from sidebyside.lab import analysis, words
 from sidebyside.posts.weight_visualisation import report as wv
 
 SCALES = {"torch": 0.036, "flax": 0.062, "flax_torch_init": 0.036, "flax_same_init": 0.036}  # initial noise
@@ -187,7 +187,7 @@ def test_initialiser_no_longer_explains_when_the_control_differs(record):
     assert v.label != "within seed noise"
     assert wv.headline(record).startswith("For what the networks compute, the seed")
     text = wv.look_of_the_weights(record)
-    assert f"becomes {verdict.fmt_signed(0.1)}, beyond two standard errors" in text
+    assert f"becomes {words.fmt_signed(0.1)}, beyond two standard errors" in text
     assert "did not wash out" not in text
 
 

@@ -8,17 +8,17 @@ import copy
 import pandas as pd
 from conftest import per_process
 
-from sidebyside.lab import verdict
+from sidebyside.lab import ladders
 from sidebyside.posts.xla_and_scipy import report as rep
 
 
 def _e(median_s, iqr_frac=0.02):
-    return verdict.ladder_entry({"median_s": median_s, "iqr_s": median_s * iqr_frac,
+    return ladders.ladder_entry({"median_s": median_s, "iqr_s": median_s * iqr_frac,
                                  "processes_s": per_process(median_s, iqr_frac / 2)})
 
 
 def _inputs():
-    gpu_only = verdict.ladder_entry(not_applicable="TF32 is a tensor-core mode of NVIDIA GPUs")
+    gpu_only = ladders.ladder_entry(not_applicable="TF32 is a tensor-core mode of NVIDIA GPUs")
     linalg = {}
     for op in ("matmul", "inverse"):
         for n in (256, 512):

@@ -29,7 +29,7 @@ Loop styles (``loop=``): :mod:`.torch_loops` (the PyTorch side, eager to CUDA gr
 :mod:`.flax_loops` (the JAX side, one jitted step to a whole epoch in ``lax.scan``).
 
 Precision (``precision=``, both trainers alike; one setting for both sides, never one side only)
-- ``"float32"`` (default): float32 throughout; TF32 stays as :func:`sidebyside.lab.timing.same_conditions`
+- ``"float32"`` (default): float32 throughout; TF32 stays as :func:`sidebyside.lab.conditions.same_conditions`
   set it (off).
 - ``"tf32"``: float32 storage, matmuls and convolutions on TensorFloat-32 tensor cores on both sides
   (PyTorch's cuBLAS and cuDNN switches around each call; JAX's default matmul precision

@@ -324,7 +324,7 @@ class TorchTrainer:
         TF32 switches are on for the call (compilation and capture included) and
         restored after it."""
         if self.precision == "tf32":
-            from sidebyside.lab.timing import tf32
+            from sidebyside.lab.conditions import tf32
 
             with tf32(True, frameworks=("torch",)):
                 return self._run(batches)

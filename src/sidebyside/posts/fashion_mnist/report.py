@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from sidebyside.lab import tables, verdict
-from sidebyside.lab import timing as sbs_timing
+from sidebyside.lab import framing, ladders, tables, verdict, words
+from sidebyside.lab.conditions import conditions_sentence
 
 __all__ = [
     "TORCH_TOOLS",
@@ -104,9 +104,9 @@ def ladder_tools(framework: str, precision: str = "float32") -> dict[str, str]:
 
 def conditions_text(conditions: Mapping[str, Any], startup: Mapping[str, float], *, on_gpu: bool) -> str:
     """The conditions both frameworks ran under, and the one-time start-up paid before timing."""
-    return (sbs_timing.conditions_sentence(conditions, on_gpu=on_gpu) + " One-time start-up, paid before any "
-            f"timing: `torch.compile` {verdict.fmt_seconds(startup['torch_compile_startup_s'])}, `jax.jit` "
-            f"{verdict.fmt_seconds(startup['jax_jit_startup_s'])}.")
+    return (conditions_sentence(conditions, on_gpu=on_gpu) + " One-time start-up, paid before any "
+            f"timing: `torch.compile` {words.fmt_seconds(startup['torch_compile_startup_s'])}, `jax.jit` "
+            f"{words.fmt_seconds(startup['jax_jit_startup_s'])}.")
 
 
 # ----------------------------------------------------------------------------- section 1: the original setting
@@ -136,9 +136,9 @@ def original_table(metrics: Mapping[str, Any]):
     shows = {
         "torch": "The published mismatch: trained on [0, 1] images, tested on [-1, 1] ones.",
         "flax": "The published Flax run: no mismatch, Flax's default initialisation.",
-        "torch_fixed_normalisation": f"Only the test scaling changed: {verdict.fmt_signed(e['normalisation'], 2)} points.",
-        "flax_with_torch_init": (f"Only the initialisation changed: {verdict.fmt_signed(-e['init'], 2)} points; "
-                                 f"{verdict.fmt_signed(e['framework'], 2)} from the fixed PyTorch run."),
+        "torch_fixed_normalisation": f"Only the test scaling changed: {words.fmt_signed(e['normalisation'], 2)} points.",
+        "flax_with_torch_init": (f"Only the initialisation changed: {words.fmt_signed(-e['init'], 2)} points; "
+                                 f"{words.fmt_signed(e['framework'], 2)} from the fixed PyTorch run."),
     }
     rows = []
     for name, accs in metrics["original_setting_per_seed"].items():
@@ -155,14 +155,14 @@ def original_claim(metrics: Mapping[str, Any]) -> str:
     e = _effects(metrics)
     n = len(metrics["original_setting_seeds"])
     return (
-        f"With {verdict.plural(n, 'seed')} and {metrics['num_train']:,} training images, the published setting "
+        f"With {words.plural(n, 'seed')} and {metrics['num_train']:,} training images, the published setting "
         f"gives {e['torch']:.1f}% for PyTorch against {e['flax']:.1f}% for Flax (the post reported "
         f"{100 * PUBLISHED['torch']:.1f}% and {100 * PUBLISHED['flax']:.1f}%). Scaling the test images like the "
-        f"training images moves PyTorch by {verdict.fmt_signed(e['normalisation'], 2)} points, to "
+        f"training images moves PyTorch by {words.fmt_signed(e['normalisation'], 2)} points, to "
         f"{e['torch_fixed_normalisation']:.1f}%. Flax's default initialisation is worth "
-        f"{verdict.fmt_signed(e['init'], 2)} points over PyTorch's in this setting: two epochs of SGD at a learning "
+        f"{words.fmt_signed(e['init'], 2)} points over PyTorch's in this setting: two epochs of SGD at a learning "
         f"rate of 0.001 leave both networks far from converged, so where they start still shows. With the same "
-        f"data and the same initialisation scheme, Flax ends {verdict.fmt_signed(e['framework'], 2)} points from "
+        f"data and the same initialisation scheme, Flax ends {words.fmt_signed(e['framework'], 2)} points from "
         f"PyTorch" + (" (the spread over seeds is in the table)." if n > 1 else " (one seed).")
         + " No theory about JAX picking up finer spatial variation is needed.")
 
@@ -190,9 +190,9 @@ def speed_record(entries: Mapping[str, Mapping[str, Any]], *, steps_per_call: in
     """One workload of ``metrics["speed"]`` from a ladder timed per call: the ladder scaled to an
     epoch (``ladder``, host-fed loops apart in ``host_fed``), each side's ``best``, the per-call
     entries, and the precision it ran in."""
-    epoch = verdict.scaled(entries, steps_per_epoch / steps_per_call)
+    epoch = ladders.scaled(entries, steps_per_epoch / steps_per_call)
     ladder = {k: e for k, e in epoch.items() if k not in HOST_FED}
-    record = {"precision": precision, "ladder": ladder, "best": verdict.best(ladder), "unit": "seconds per epoch",
+    record = {"precision": precision, "ladder": ladder, "best": ladders.best(ladder), "unit": "seconds per epoch",
               "steps_per_call": steps_per_call, "steps_per_epoch": steps_per_epoch,
               "per_call_ladder": {k: dict(e) for k, e in entries.items()}}
     host = {k: e for k, e in epoch.items() if k in HOST_FED}
@@ -250,7 +250,7 @@ def structure_caveat(ladder: Mapping[str, Any]) -> str:
     """What still differs in how the two best rungs of ``ladder`` run a step: a different loop
     structure (one step a dispatch against all of a call's steps in one program), and the work a
     PyTorch rung does outside its graph that JAX does inside its program."""
-    chosen = verdict.best(ladder)
+    chosen = ladders.best(ladder)
     if chosen["torch"] is None or chosen["jax"] is None:
         return ""
     torch_name, jax_name = f"torch/{chosen['torch']}", f"jax/{chosen['jax']}"
@@ -270,7 +270,7 @@ def structure_caveat(ladder: Mapping[str, Any]) -> str:
 
 
 def _race(ladder: Mapping[str, Any], question: str, scale: Mapping[str, Any]) -> verdict.Verdict:
-    return verdict.ladder(ladder, question=question, caveat=structure_caveat(ladder), scale=scale)
+    return ladders.ladder(ladder, question=question, caveat=structure_caveat(ladder), scale=scale)
 
 
 def summarise(*, original: Mapping[str, Any], accuracy: Mapping[str, Any], speed: Mapping[str, Mapping[str, Any]],
@@ -291,7 +291,7 @@ def summarise(*, original: Mapping[str, Any], accuracy: Mapping[str, Any], speed
     parameters = dict(parameters or {})
 
     def scale(kind, precision="float32"):
-        return verdict.scale_of(parameters=parameters.get(kind), input="28×28 FashionMNIST images",
+        return framing.scale_of(parameters=parameters.get(kind), input="28×28 FashionMNIST images",
                                 batch=batch_size, precision=precision, device=device)
 
     verdicts: dict[str, Any] = {}
@@ -344,7 +344,7 @@ def _best_cell(record: Mapping[str, Any], framework: str) -> str:
     if tool is None:
         return "no tool ran"
     e = record["ladder"][f"{framework}/{tool}"]
-    return f"{verdict.fmt_seconds(e['median_s'])} ± {verdict.fmt_seconds(e['iqr_s'] / 2)} ({tool})"
+    return f"{words.fmt_seconds(e['median_s'])} ± {words.fmt_seconds(e['iqr_s'] / 2)} ({tool})"
 
 
 def results_table(metrics: Mapping[str, Any]):
@@ -411,10 +411,10 @@ def host_claim(metrics: Mapping[str, Any]) -> str:
     if len(host) < 2 or not eager or not jit:
         return ""
     return ("The loops most tutorials write, with batches sent from the host: "
-            + verdict.relative(host["torch/dataloader"]["median_s"], eager, "the same eager step on device-resident data",
+            + ladders.relative(host["torch/dataloader"]["median_s"], eager, "the same eager step on device-resident data",
                                "a PyTorch `DataLoader` epoch")
             + ", and "
-            + verdict.relative(host["jax/jit-host"]["median_s"], jit, "the device-resident jitted step",
+            + ladders.relative(host["jax/jit-host"]["median_s"], jit, "the device-resident jitted step",
                                "a jitted JAX step fed NumPy batches") + ".")
 
 
@@ -425,7 +425,7 @@ def compile_claim(metrics: Mapping[str, Any]) -> str:
     if not compiled:
         return ""
     return ("First-call overhead of the MLP's compiled rungs (compilation, or graph capture), paid once in a warm "
-            "process: " + ", ".join(f"{LABELS.get(k, k)} {verdict.fmt_seconds(v)}" for k, v in compiled.items()) + ".")
+            "process: " + ", ".join(f"{LABELS.get(k, k)} {words.fmt_seconds(v)}" for k, v in compiled.items()) + ".")
 
 
 def _switch(metrics: Mapping[str, Any], kind: str, precision: str) -> str:
@@ -436,9 +436,9 @@ def _switch(metrics: Mapping[str, Any], kind: str, precision: str) -> str:
         tool, base_tool = record["best"][fw], base["best"][fw]
         if tool is None or base_tool is None:
             continue
-        parts.append(verdict.relative(record["ladder"][f"{fw}/{tool}"]["median_s"],
+        parts.append(ladders.relative(record["ladder"][f"{fw}/{tool}"]["median_s"],
                                       base["ladder"][f"{fw}/{base_tool}"]["median_s"], f"its float32 best ({base_tool})",
-                                      f"{verdict.FRAMEWORKS[fw]}'s best in {precision} ({tool})"))
+                                      f"{words.FRAMEWORKS[fw]}'s best in {precision} ({tool})"))
     return "; ".join(parts)
 
 

@@ -34,7 +34,7 @@ the allocator in a state that cost the call after it extra page faults (counted 
 from the framework, per call: PyTorch's built-in ``F.grid_sample`` eager (``torch/eager``) and
 under ``torch.compile`` (``torch/compile``, static shapes; the backward through AOTAutograd),
 against the pure-JAX XLA path (``jax/xla``) and, where it runs, each Pallas layout
-(``jax/pallas_<layout>``), each a :func:`sidebyside.lab.verdict.ladder_entry` naming its
+(``jax/pallas_<layout>``), each a :func:`sidebyside.lab.ladders.ladder_entry` naming its
 ``implementation`` and ``origin``. The native C++ kernel called through XLA's FFI is this
 project's code, not JAX's: it is the main pair's ``jax`` side where ``implementation`` is
 ``"native"``, and gets its own verdict. A rung that fails stays in the ladder with its error.
@@ -324,7 +324,7 @@ def library_steps() -> dict[str, Callable]:
             **chain.library_steps()}
 
 
-#: What does the work in each ladder rung, and where it comes from (see :func:`sidebyside.lab.verdict.contestant`).
+#: What does the work in each ladder rung, and where it comes from (see :func:`sidebyside.lab.framing.contestant`).
 _ORIGIN = {
     "eager": {"implementation": "ATen's grid_sampler kernel", "origin": "framework"},
     "compile": {"implementation": "F.grid_sample compiled by Inductor", "origin": "framework"},

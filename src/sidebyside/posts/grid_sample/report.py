@@ -24,7 +24,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from sidebyside.lab import verdict
+from sidebyside.lab import framing, ladders, verdict, words
 
 __all__ = ["ERROR_COLUMNS", "SPEED_KEYS", "summarise", "verdicts", "parity_verdict", "native_parity_verdict",
            "speed_verdicts",
@@ -109,12 +109,12 @@ def largest_by_dtype(metrics: Mapping[str, Any]) -> dict[str, float]:
 
 
 #: PyTorch's side of every parity verdict: its built-in, called as users call it.
-_TORCH_BUILT_IN = verdict.contestant("torch", "eager", "ATen's grid_sampler kernel")
+_TORCH_BUILT_IN = framing.contestant("torch", "eager", "ATen's grid_sampler kernel")
 
 
 def _parity_scale(metrics: Mapping[str, Any], rows: Mapping[str, Any]) -> dict[str, Any]:
     dims = sorted({k.split("/")[3] for k in rows if k.count("/") == 4})
-    return verdict.scale_of(input=f"{' and '.join(dims)} grids, every mode, padding and align_corners",
+    return framing.scale_of(input=f"{' and '.join(dims)} grids, every mode, padding and align_corners",
                             precision=", ".join(dict.fromkeys(k.rsplit("/", 1)[-1] for k in rows)),
                             device=metrics["device"])
 
@@ -122,8 +122,8 @@ def _parity_scale(metrics: Mapping[str, Any], rows: Mapping[str, Any]) -> dict[s
 def _parity(rows: Mapping[str, Mapping[str, Any]], by_dtype_errors: Mapping[str, float], *, who: str,
             question: str, extra: str) -> verdict.Verdict:
     n, n_within = len(rows), sum(bool(r["passed"]) for r in rows.values())
-    largest = verdict.fmt_number(_largest(rows))
-    errors = [f"{verdict.fmt_number(e)} in {dtype}" for dtype, e in by_dtype_errors.items()]
+    largest = words.fmt_number(_largest(rows))
+    errors = [f"{words.fmt_number(e)} in {dtype}" for dtype, e in by_dtype_errors.items()]
     by_dtype = ", ".join(errors[:-1]) + (" and " if len(errors) > 1 else "") + errors[-1] if errors else largest
     dtypes = ", ".join(dict.fromkeys(k.rsplit("/", 1)[-1] for k in rows))
     if n_within == n:
@@ -131,7 +131,7 @@ def _parity(rows: Mapping[str, Mapping[str, Any]], by_dtype_errors: Mapping[str,
                     f"align_corners and dimensionality, in {dtypes}{extra}) the output and both gradients agree "
                     f"within the tolerance of their dtype; the largest relative error is {by_dtype}.")
     else:
-        sentence = (f"{who} does not give PyTorch's numbers everywhere: {verdict.plural(n - n_within, 'configuration')} "
+        sentence = (f"{who} does not give PyTorch's numbers everywhere: {words.plural(n - n_within, 'configuration')} "
                     f"of {n} exceed their tolerance (largest relative error {largest}).")
     return verdict.Verdict(
         question=question, label="same" if n_within == n else "different", sentence=sentence, subject="jax",
@@ -151,9 +151,9 @@ def parity_verdict(metrics: Mapping[str, Any]) -> verdict.Verdict:
     v = _parity(rows, largest_by_dtype(metrics), who="Pure JAX",
                 question="Does grid_sample written in pure JAX give PyTorch's numbers?",
                 extra=", plus the large non-power-of-two case")
-    return verdict.frame(v, contestants={
+    return framing.frame(v, contestants={
         "torch": _TORCH_BUILT_IN,
-        "jax": verdict.contestant("jax", metrics.get("parity_transform", "jit"), implementation, origin="built_with")},
+        "jax": framing.contestant("jax", metrics.get("parity_transform", "jit"), implementation, origin="built_with")},
         scale=_parity_scale(metrics, metrics["parity"]))
 
 
@@ -165,9 +165,9 @@ def native_parity_verdict(metrics: Mapping[str, Any]) -> verdict.Verdict | None:
         return None
     v = _parity(rows, {"float32": _largest(rows)}, who="This project's C++ kernel",
                 question="Does this project's C++ kernel give PyTorch's numbers?", extra="")
-    return verdict.frame(v, kind="custom", contestants={
+    return framing.frame(v, kind="custom", contestants={
         "torch": _TORCH_BUILT_IN,
-        "jax": verdict.contestant("jax", metrics.get("parity_transform", "jit"), "C++ kernel through XLA's FFI",
+        "jax": framing.contestant("jax", metrics.get("parity_transform", "jit"), "C++ kernel through XLA's FFI",
                                   origin="project")},
         scale=_parity_scale(metrics, rows))
 
@@ -199,7 +199,7 @@ def _timing(row: Mapping[str, Any], side: str, kind: str) -> dict[str, float]:
 def scale(metrics: Mapping[str, Any], key: str) -> dict[str, Any]:
     """The scale of the row ``key``: its input shape, batch, float32, the device (an op: no parameters)."""
     shape = metrics["speed"][key]["shape"]
-    return verdict.scale_of(input="×".join(map(str, shape)), batch=shape[0], precision="float32",
+    return framing.scale_of(input="×".join(map(str, shape)), batch=shape[0], precision="float32",
                             device=metrics["device"])
 
 
@@ -211,7 +211,7 @@ _JAX_PATHS = {"native": ("C++ kernel through XLA's FFI", "project"),
 
 def _jax_side(row: Mapping[str, Any], tool: str) -> dict[str, Any]:
     implementation, origin = _JAX_PATHS.get(row.get("implementation") or "xla", _JAX_PATHS["xla"])
-    return verdict.contestant("jax", tool, implementation, origin=origin)
+    return framing.contestant("jax", tool, implementation, origin=origin)
 
 
 def framework_verdict(metrics: Mapping[str, Any], key: str | None = None) -> verdict.Verdict | None:
@@ -223,7 +223,7 @@ def framework_verdict(metrics: Mapping[str, Any], key: str | None = None) -> ver
     row = metrics["speed"][key]
     if not row.get("ladder"):
         return None
-    return verdict.ladder(
+    return ladders.ladder(
         row["ladder"], question=f"Which framework's grid_sample is faster per call from Python ({key})?",
         scale=scale(metrics, key))
 
@@ -242,7 +242,7 @@ def custom_verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
     out = []
     if row.get("jax_kernel_ms") is not None:
         graph = row.get("torch_kernel_tool") == "cuda graph"
-        chained_torch = verdict.contestant(
+        chained_torch = framing.contestant(
             "torch", "CUDA graph" if graph else "eager calls in a Python loop", _TORCH_BUILT_IN["implementation"])
         out.append(verdict.speed(
             _timing(row, "torch", "kernel"), _timing(row, "jax", "kernel"),
@@ -273,7 +273,7 @@ def verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
     before any hand-written kernel's)."""
     native = native_parity_verdict(metrics)
     out = [parity_verdict(metrics), *speed_verdicts(metrics), *([native] if native else [])]
-    verdict.check_headline(out)
+    framing.check_headline(out)
     return out
 
 
@@ -302,7 +302,7 @@ def parity_note(parity_rows: Mapping[str, Mapping[str, Any]], *, transform: str,
         "on that device rounds it); what is left is the order of a few additions and whether a multiply-add inside a "
         "weight is fused, around 1e-7 and 1e-16. float16 and bfloat16 get 2 units in the last place for outputs and 8 "
         "for gradients, which are sums of up to 16 terms rounded to the dtype in a different order. "
-        "Largest relative error per dtype: " + ", ".join(f"{d} {verdict.fmt_number(v)}" for d, v in worst.items())
+        "Largest relative error per dtype: " + ", ".join(f"{d} {words.fmt_number(v)}" for d, v in worst.items())
         + "."
     )
 
@@ -313,11 +313,11 @@ def affine_note(affine_rows: Mapping[str, Mapping[str, Any]], size_2d, size_3d) 
     passed = sum(bool(r["passed"]) for r in affine_rows.values())
     text = (f"On {' x '.join(map(str, size_2d))} images (3-D: {' x '.join(map(str, size_3d))}) of 0-255 values under "
             f"a 45-degree warp, **{passed} of {len(affine_rows)} configurations** are within tolerance; the largest "
-            f"relative error of the output or either gradient is {verdict.fmt_number(_largest(affine_rows))}.")
+            f"relative error of the output or either gradient is {words.fmt_number(_largest(affine_rows))}.")
     yardstick = [float(r[f"torch_cuda_vs_cpu_{c}"]) for r in affine_rows.values() for c in ERROR_COLUMNS
                  if f"torch_cuda_vs_cpu_{c}" in r]
     if yardstick:
-        text += f" PyTorch's CUDA kernel against its own CPU kernel: at most {verdict.fmt_number(max(yardstick))}."
+        text += f" PyTorch's CUDA kernel against its own CPU kernel: at most {words.fmt_number(max(yardstick))}."
     return text
 
 
@@ -335,12 +335,12 @@ def pitfall_note(config_name: str, cases: Mapping[str, Mapping[str, Any]]) -> st
         wrong, right = pair["unsynchronised"].median_s, pair["synchronised"].median_s
         if wrong < PITFALL_SHOWS * right:
             sentences.append(f"Through the {path} path, the timer that does not wait reports "
-                             f"{verdict.fmt_seconds(wrong)} per call for {config_name}; the computation takes "
-                             f"{verdict.fmt_seconds(right)}, {verdict.fmt_ratio(right / wrong)} longer: the "
+                             f"{words.fmt_seconds(wrong)} per call for {config_name}; the computation takes "
+                             f"{words.fmt_seconds(right)}, {words.fmt_ratio(right / wrong)} longer: the "
                              "unsynchronised figure is the time to queue the work.")
         else:
             sentences.append(f"Through the {path} path, the timer that does not wait reports "
-                             f"{verdict.fmt_seconds(wrong)} against {verdict.fmt_seconds(right)} for {config_name}: "
+                             f"{words.fmt_seconds(wrong)} against {words.fmt_seconds(right)} for {config_name}: "
                              "JAX returned only once the work was done, so the mistake does not show with this "
                              "path on this device.")
     return " ".join(sentences) + (" A JAX timing that never calls `block_until_ready` cannot be trusted: whether it "
@@ -387,7 +387,7 @@ def parity_claim(metrics: Mapping[str, Any]) -> str:
 
 def photo_claim(metrics: Mapping[str, Any]) -> str:
     """The photograph's largest difference."""
-    return f"The warped photograph differs by at most {verdict.fmt_number(metrics['photo_max_abs_diff'])} in any pixel."
+    return f"The warped photograph differs by at most {words.fmt_number(metrics['photo_max_abs_diff'])} in any pixel."
 
 
 def non_finite_claim(metrics: Mapping[str, Any]) -> str:
@@ -435,19 +435,19 @@ def slower_claim(metrics: Mapping[str, Any]) -> str:
     unexplained = [k for k in call_only if k not in dispatch_bound]
     parts = []
     if slower_kernel:
-        parts.append(f"JAX's kernel is slower than PyTorch's in {verdict.plural(len(slower_kernel), 'configuration')} "
+        parts.append(f"JAX's kernel is slower than PyTorch's in {words.plural(len(slower_kernel), 'configuration')} "
                      f"of {len(speed)} ({', '.join(slower_kernel)})")
     if dispatch_bound:
-        parts.append(f"In {verdict.plural(len(dispatch_bound), 'configuration')} ({', '.join(dispatch_bound)}) JAX's "
+        parts.append(f"In {words.plural(len(dispatch_bound), 'configuration')} ({', '.join(dispatch_bound)}) JAX's "
                      "kernel is not slower but its per-call time is, by at most "
-                     f"{verdict.fmt_seconds(max(speed[k]['jax_ms'] - speed[k]['torch_ms'] for k in dispatch_bound) / 1e3)}"
+                     f"{words.fmt_seconds(max(speed[k]['jax_ms'] - speed[k]['torch_ms'] for k in dispatch_bound) / 1e3)}"
                      ": there JAX's dispatch, not its kernel, sets the pace of a Python loop, and disappears inside a "
                      "larger jitted model")
     if unexplained:
         gap = max(speed[k]["jax_ms"] - speed[k]["torch_ms"] for k in unexplained)
         cause = ": the two measurements disagree there, and this run measures no cause, so it gives no verdict on them"
-        parts.append(f"In {verdict.plural(len(unexplained), 'configuration')} ({', '.join(unexplained)}) JAX is "
-                     f"slower per call but not inside one program, by up to {verdict.fmt_seconds(gap / 1e3)}, more "
+        parts.append(f"In {words.plural(len(unexplained), 'configuration')} ({', '.join(unexplained)}) JAX is "
+                     f"slower per call but not inside one program, by up to {words.fmt_seconds(gap / 1e3)}, more "
                      f"than dispatch costs{cause}")
     return ". ".join(parts) + "." if parts else "JAX is not slower anywhere in this run."
 
@@ -469,7 +469,7 @@ def goals_claim(metrics: Mapping[str, Any]) -> str:
     met = _goals_met(metrics)
     if not met:
         return ""
-    missed = [f"{g['goal']} at {key} ({verdict.fmt_number(g['value'])} against {verdict.fmt_number(g['limit'])})"
+    missed = [f"{g['goal']} at {key} ({words.fmt_number(g['value'])} against {words.fmt_number(g['limit'])})"
               for key, row in metrics["speed"].items() for g in row.get("goals", []) if g["met"] is False]
     counts = ", ".join(f"{goal} {sum(values)} of {len(values)}" for goal, values in met.items())
     if not missed:

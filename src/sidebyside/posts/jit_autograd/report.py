@@ -27,7 +27,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from sidebyside.lab import functions, timing, verdict
+from sidebyside.lab import framing, functions, ladders, verdict, words
+from sidebyside.lab.conditions import conditions_sentence  # setup_sentence's argument is named conditions
+from sidebyside.lab.ladders import best  # dispatch_claim's argument is named ladders
 
 __all__ = ["OUTSIDE_LADDER", "ladder_only", "setup_sentence", "summarise", "verdicts", "jit_claim", "compile_claim",
            "dispatch_claim", "gradient_claim", "hvp_claim", "pitfall_claim", "kernel_claim", "kernel_table",
@@ -50,9 +52,9 @@ def ladder_only(entries: Mapping[str, Any]) -> dict[str, Any]:
 def setup_sentence(conditions: Mapping[str, Any], startup: Mapping[str, float], *, on_gpu: bool) -> str:
     """The Setup's sentence: the shared conditions, then each compiler's one-time
     start-up, paid before any timing."""
-    return (timing.conditions_sentence(conditions, on_gpu=on_gpu) + " One-time start-up, paid before any timing: "
-            f"`torch.compile` {verdict.fmt_seconds(startup['torch_compile_startup_s'])}, `jax.jit` "
-            f"{verdict.fmt_seconds(startup['jax_jit_startup_s'])}.")
+    return (conditions_sentence(conditions, on_gpu=on_gpu) + " One-time start-up, paid before any timing: "
+            f"`torch.compile` {words.fmt_seconds(startup['torch_compile_startup_s'])}, `jax.jit` "
+            f"{words.fmt_seconds(startup['jax_jit_startup_s'])}.")
 
 
 def summarise(*, conditions, startup, bandwidth, jit_entries, floors, compile_s, fits, grad_entries, grad_errors,
@@ -76,16 +78,16 @@ def summarise(*, conditions, startup, bandwidth, jit_entries, floors, compile_s,
         "conditions": dict(conditions),
         "startup_s": dict(startup),
         "bandwidth": {d: dict(b) for d, b in bandwidth.items()},
-        "jit": {d: {str(n): {"ladder": e, "best": verdict.best(e), "memory_floor_s": floors[d, n]}
+        "jit": {d: {str(n): {"ladder": e, "best": ladders.best(e), "memory_floor_s": floors[d, n]}
                     for (dd, n), e in jit_entries.items() if dd == d} for d in devices},
         "compile_s": compile_s,
         "crossover": {d: {m: f["crossover n*"] for (dd, m), f in fits.items() if dd == d} for d in devices},
-        "autograd": {str(n): {"ladder": e, "best": verdict.best(ladder_only(e))} for n, e in grad_entries.items()},
+        "autograd": {str(n): {"ladder": e, "best": ladders.best(ladder_only(e))} for n, e in grad_entries.items()},
         "autograd_max_error": grad_errors,
-        "hvp": {str(hvp_size): {"ladder": hvp_entries, "best": verdict.best(hvp_entries)}},
+        "hvp": {str(hvp_size): {"ladder": hvp_entries, "best": ladders.best(hvp_entries)}},
         "pitfall": {f"{d}/{m}": row for (d, m), row in pitfall.to_dict(orient="index").items()},
         "autograd_device": main_device,
-        "jit_back_to_back": {d: {str(n): {"ladder": e, "best": verdict.best(e)}
+        "jit_back_to_back": {d: {str(n): {"ladder": e, "best": ladders.best(e)}
                                  for (dd, n), e in (back_to_back or {}).items() if dd == d} for d in devices},
         "jit_kernel": {d: {str(n): dict(rows) for (dd, n), rows in (kernel or {}).items() if dd == d}
                        for d in devices if any(dd == d for dd, _ in (kernel or {}))},
@@ -115,18 +117,18 @@ def _median(entries: Mapping[str, Any], name: str) -> float | None:
 
 
 def _scale(n: int, device: str) -> dict[str, Any]:
-    return verdict.scale_of(input=f"{n:,} float32 values", precision="float32", device=device.upper())
+    return framing.scale_of(input=f"{n:,} float32 values", precision="float32", device=device.upper())
 
 
 def _jit_verdicts(metrics, device):
     sizes = _sizes(metrics["jit"][device])
     big, small = sizes[-1], sizes[0]
     where = device.upper()
-    v_big = verdict.ladder(ladder_only(metrics["jit"][device][str(big)]["ladder"]),
+    v_big = ladders.ladder(ladder_only(metrics["jit"][device][str(big)]["ladder"]),
                            question=f"Which framework evaluates f on {big:,} floats faster on the {where}, "
                                     "each at its best (synchronised per call)?", scale=_scale(big, device))
     v_big = dataclasses.replace(v_big, cause=_cores_cause(metrics, device, big))
-    v_small = verdict.ladder(ladder_only(metrics["jit"][device][str(small)]["ladder"]),
+    v_small = ladders.ladder(ladder_only(metrics["jit"][device][str(small)]["ladder"]),
                              question=f"Which framework has the cheaper synchronised call at {small:,} floats on the "
                                       f"{where}, each at its best (launch and wait, mostly latency)?",
                              scale=_scale(small, device))
@@ -137,11 +139,11 @@ def _cores_cause(metrics, device, n) -> str:
     """The cores each framework's best rung kept busy at ``n`` on ``device`` where the run measured
     them and they differ by more than half a core: a measured cause of the gap ("" otherwise)."""
     cores = (metrics.get("cores_busy") or {}).get(device, {}).get(str(n)) or {}
-    chosen = verdict.best(ladder_only(metrics["jit"][device][str(n)]["ladder"]))
+    chosen = ladders.best(ladder_only(metrics["jit"][device][str(n)]["ladder"]))
     busy = {fw: cores.get(f"{fw}/{chosen[fw]}") for fw in ("torch", "jax") if chosen.get(fw)}
     if len(busy) < 2 or None in busy.values() or abs(busy["torch"] - busy["jax"]) <= 0.5:
         return ""
-    spelled = [f"{verdict.FRAMEWORKS[fw]}'s best ({chosen[fw]}) kept {verdict.fmt_number(c)} cores busy per call"
+    spelled = [f"{words.FRAMEWORKS[fw]}'s best ({chosen[fw]}) kept {words.fmt_number(c)} cores busy per call"
                for fw, c in busy.items()]
     return f"{spelled[0]} and {spelled[1]} (CPU time over wall time, measured in this run)."
 
@@ -153,14 +155,14 @@ def _throughput_verdict(metrics, device) -> verdict.Verdict | None:
     if not table:
         return None
     small = _sizes(table)[0]
-    return verdict.ladder(ladder_only(table[str(small)]["ladder"]),
+    return ladders.ladder(ladder_only(table[str(small)]["ladder"]),
                           question=f"Which framework has the higher throughput of back-to-back calls at {small:,} "
                                    f"floats on the {device.upper()}, each at its best?", scale=_scale(small, device))
 
 
 def _grad_verdict(metrics):
     n = _sizes(metrics["autograd"])[-1]
-    return verdict.ladder(ladder_only(metrics["autograd"][str(n)]["ladder"]),
+    return ladders.ladder(ladder_only(metrics["autograd"][str(n)]["ladder"]),
                           question=f"Which framework computes the gradient over {n:,} elements faster on the "
                                    f"{metrics['autograd_device'].upper()}, each at its best?",
                           scale=_scale(n, metrics["autograd_device"]))
@@ -168,7 +170,7 @@ def _grad_verdict(metrics):
 
 def _hvp_verdict(metrics):
     (size, hvp), = metrics["hvp"].items()
-    return verdict.ladder(hvp["ladder"], question=f"Which framework computes a Hessian-vector product on "
+    return ladders.ladder(hvp["ladder"], question=f"Which framework computes a Hessian-vector product on "
                                                   f"{int(size):,} elements faster on the "
                                                   f"{metrics['autograd_device'].upper()}, each at its best?",
                           scale=_scale(int(size), metrics["autograd_device"]))
@@ -196,8 +198,8 @@ def _floor_text(metrics, device, n) -> str:
         tool = row["best"][framework]
         median = _median(row["ladder"], f"{framework}/{tool}") if tool else None
         if median:
-            text += (f" {verdict.FRAMEWORKS[framework]}'s best moves {verdict.fmt_number(8 * n / median / 1e9)} GB/s, "
-                     f"{verdict.fmt_number(100 * row['memory_floor_s'] / median)}% of the "
+            text += (f" {words.FRAMEWORKS[framework]}'s best moves {words.fmt_number(8 * n / median / 1e9)} GB/s, "
+                     f"{words.fmt_number(100 * row['memory_floor_s'] / median)}% of the "
                      f"{metrics['bandwidth'][device]['floor uses']} bandwidth.")
     return text
 
@@ -211,7 +213,7 @@ def jit_claim(metrics: Mapping[str, Any], device: str) -> str:
     v_big, v_small = _jit_verdicts(metrics, device)
     entries = metrics["jit"][device][str(big)]["ladder"]
     numpy_s, jit_s = _median(entries, "numpy/numpy"), _median(entries, "jax/jit")
-    numpy_text = f" {verdict.relative(numpy_s, jit_s, '`jax.jit`', 'NumPy')} there." if numpy_s and jit_s else ""
+    numpy_text = f" {ladders.relative(numpy_s, jit_s, '`jax.jit`', 'NumPy')} there." if numpy_s and jit_s else ""
     where = device.upper()
     throughput = _throughput_verdict(metrics, device)
     back = (f" Issued back to back and waited for once, so that launches overlap the work: {throughput.sentence}"
@@ -226,13 +228,13 @@ def compile_claim(metrics: Mapping[str, Any], device: str) -> str:
     """Compilation in a warm process on one device, the one-time start-up apart."""
     cs, startup = metrics["compile_s"][device], metrics["startup_s"]
     return ("Compilation, in a warm process: "
-            + (f"{verdict.fmt_seconds(cs['jax_jit'])} per new length for `jax.jit`, " if cs["jax_jit"] else "")
-            + (f"{verdict.fmt_seconds(cs['torch_compile'])} per new length for static `torch.compile`, "
+            + (f"{words.fmt_seconds(cs['jax_jit'])} per new length for `jax.jit`, " if cs["jax_jit"] else "")
+            + (f"{words.fmt_seconds(cs['torch_compile'])} per new length for static `torch.compile`, "
                if cs["torch_compile"] else "")
-            + (f"{verdict.fmt_seconds(cs['torch_compile_dynamic'])} once for `torch.compile(dynamic=True)`"
+            + (f"{words.fmt_seconds(cs['torch_compile_dynamic'])} once for `torch.compile(dynamic=True)`"
                if cs["torch_compile_dynamic"] is not None else "dynamic `torch.compile` failed")
-            + f"; one-time start-up apart ({verdict.fmt_seconds(startup['torch_compile_startup_s'])} for "
-            f"`torch.compile`, {verdict.fmt_seconds(startup['jax_jit_startup_s'])} for `jax.jit`).")
+            + f"; one-time start-up apart ({words.fmt_seconds(startup['torch_compile_startup_s'])} for "
+            f"`torch.compile`, {words.fmt_seconds(startup['jax_jit_startup_s'])} for `jax.jit`).")
 
 
 def dispatch_claim(ladders: Mapping[str, Mapping[str, Any]]) -> str:
@@ -240,7 +242,7 @@ def dispatch_claim(ladders: Mapping[str, Mapping[str, Any]]) -> str:
     dispatch: each framework's best tool there, its ``t(n) = a + b n`` fitted over
     the sweep, and whether the crossover ``a / b`` lies beyond the largest size."""
     sizes = _sizes(ladders)
-    chosen = verdict.best(ladder_only(ladders[str(sizes[-1])]))
+    chosen = best(ladder_only(ladders[str(sizes[-1])]))
     notes = []
     for framework in ("torch", "jax"):
         tool = chosen[framework]
@@ -250,7 +252,7 @@ def dispatch_claim(ladders: Mapping[str, Mapping[str, Any]]) -> str:
             continue
         a, b = functions.fit_overhead(*zip(*points))
         crossover = a / b if b > 0 else math.inf
-        who = f"{verdict.FRAMEWORKS[framework]}'s best ({tool})"
+        who = f"{words.FRAMEWORKS[framework]}'s best ({tool})"
         if crossover > sizes[-1]:
             where = "beyond the sweep" if not math.isfinite(crossover) else f"{crossover:,.0f}"
             notes.append(f"{who} is still dispatch-bound at {sizes[-1]:,} elements (fitted crossover {where})")
@@ -272,7 +274,7 @@ def gradient_claim(metrics: Mapping[str, Any]) -> str:
         m = loop_sizes[-1]
         loop_s, autograd_s = _median(ladders[str(m)], "torch/loop"), _median(ladders[str(m)], "torch/autograd")
         text += (f" The original's per-element loop is the outlier: at {m:,} elements it takes "
-                 f"{verdict.fmt_seconds(loop_s)}, {verdict.fmt_ratio(loop_s / autograd_s)} the idiomatic PyTorch call, "
+                 f"{words.fmt_seconds(loop_s)}, {words.fmt_ratio(loop_s / autograd_s)} the idiomatic PyTorch call, "
                  "so the original's comparison measured a Python loop, not PyTorch's autograd.")
     return text
 
@@ -292,12 +294,12 @@ def pitfall_claim(metrics: Mapping[str, Any]) -> str:
         return ""
     big = _sizes(metrics["jit"][device])[-1]
     factor = pit["no sync / right"]
-    how_wrong = (f"(a factor of {verdict.fmt_number(1 / factor)} too fast)" if factor < 0.5
-                 else f"({verdict.fmt_ratio(factor)} the true time)")
+    how_wrong = (f"(a factor of {words.fmt_number(1 / factor)} too fast)" if factor < 0.5
+                 else f"({words.fmt_ratio(factor)} the true time)")
     return (f"**The pitfall.** Without waiting for the result, `jax.jit` at {big:,} elements appears to take "
-            f"{verdict.fmt_seconds(pit['no sync (µs), WRONG'] * 1e-6)} instead of "
-            f"{verdict.fmt_seconds(pit['synchronised median (µs), right'] * 1e-6)} {how_wrong}, and a first call that "
-            f"includes compilation reports {verdict.fmt_seconds(pit['first call (µs), WRONG'] * 1e-6)}.")
+            f"{words.fmt_seconds(pit['no sync (µs), WRONG'] * 1e-6)} instead of "
+            f"{words.fmt_seconds(pit['synchronised median (µs), right'] * 1e-6)} {how_wrong}, and a first call that "
+            f"includes compilation reports {words.fmt_seconds(pit['first call (µs), WRONG'] * 1e-6)}.")
 
 
 def _overhead(call_s: float | None, row: Mapping[str, Any] | None) -> tuple[float, float] | None:
@@ -314,7 +316,7 @@ def _kernel_sentence(metrics, device, n, framework) -> str:
     tool = row["best"][framework]
     if not tool:
         return ""
-    name, who = f"{framework}/{tool}", f"{verdict.FRAMEWORKS[framework]}'s best ({tool})"
+    name, who = f"{framework}/{tool}", f"{words.FRAMEWORKS[framework]}'s best ({tool})"
     kernel = metrics["jit_kernel"][device].get(str(n), {}).get(name)
     if not kernel or kernel.get("not_applicable"):
         return ""
@@ -325,14 +327,14 @@ def _kernel_sentence(metrics, device, n, framework) -> str:
     if rest is None:
         return ""
     count = kernel["kernels_per_call"]
-    copies = (f" and its copies {verdict.fmt_seconds(kernel['copy_s'])}" if kernel.get("copy_s") else "")
+    copies = (f" and its copies {words.fmt_seconds(kernel['copy_s'])}" if kernel.get("copy_s") else "")
     if rest[0] <= 0:
         tail = "the GPU's work is the whole call, with no launch or synchronisation left over."
     else:
-        tail = f"the other {verdict.fmt_seconds(rest[0])} ({verdict.fmt_number(100 * rest[1])}%) is launch and synchronisation."
-    return (f" {who} takes {verdict.fmt_seconds(call_s)} per synchronised call, of which its "
-            f"{verdict.fmt_number(count)} {'kernel takes' if count == 1 else 'kernels take'} "
-            f"{verdict.fmt_seconds(kernel['kernel_s'])} on the GPU{copies}: {tail}")
+        tail = f"the other {words.fmt_seconds(rest[0])} ({words.fmt_number(100 * rest[1])}%) is launch and synchronisation."
+    return (f" {who} takes {words.fmt_seconds(call_s)} per synchronised call, of which its "
+            f"{words.fmt_number(count)} {'kernel takes' if count == 1 else 'kernels take'} "
+            f"{words.fmt_seconds(kernel['kernel_s'])} on the GPU{copies}: {tail}")
 
 
 def kernel_claim(metrics: Mapping[str, Any], device: str) -> str:

@@ -21,7 +21,7 @@ strategy adds to the one-device step (the notebook shows and counts them):
 XLA inserts the collectives of the first four; :func:`comms.parse_hlo` reads them from the
 compiled program. The child writes ``result.json`` (per strategy: losses, the step time
 (the strategies' compiled steps timed in one interleaved :func:`sidebyside.lab.timing.compare`,
-``time``, a :func:`sidebyside.lab.verdict.ladder_entry`; a multi-process run is not timed), compile
+``time``, a :func:`sidebyside.lab.ladders.ladder_entry`; a multi-process run is not timed), compile
 time, bytes per device of parameters, gradients and optimiser state from the arrays'
 ``addressable_shards``, collectives) and ``<strategy>.npz`` (final parameters, PyTorch's names
 and layouts); a failure writes ``error.json``.
@@ -47,7 +47,7 @@ from jax.experimental import multihost_utils
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from sidebyside.lab import timing, verdict
+from sidebyside.lab import ladders, timing
 from sidebyside.posts.parallel_training import comms
 from sidebyside.posts.parallel_training.launch import LaunchError, device_kind
 from sidebyside.posts.parallel_training.model import FlaxViT, ViTConfig, copy_torch_to_flax
@@ -270,7 +270,7 @@ def main(spec_path: str, process_id: int = 0) -> None:
             # are shown beside each other, and no speed verdict is drawn from them.
             timings = timing.compare(steps, repeats=spec["repeats"], min_repeat_s=spec["min_repeat_s"], processes=1)
             for strategy, t in timings.items():
-                records[strategy]["time"] = verdict.ladder_entry(t)
+                records[strategy]["time"] = ladders.ladder_entry(t)
         if not first:
             return
         (out / "result.json").write_text(json.dumps({

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from sidebyside.lab import timing, verdict
+from sidebyside.lab import ladders, timing
 from sidebyside.posts.parallel_training.launch import scaling_counts
 from sidebyside.posts.parallel_training.model import ViTConfig
 
@@ -172,7 +172,7 @@ def run(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], config: Vi
             reset()
             losses[name] = [float(step(Xt[i], yt[i])) for i in range(len(X))]
         except Exception as error:  # noqa: BLE001
-            entries[name] = verdict.ladder_entry(error=error)
+            entries[name] = ladders.ladder_entry(error=error)
     if "torch/compile" in entries:
         entries["torch/compile"].update(breaks)
     return {"torch_device": str(torch_device), "jax_device": str(jax_device), "entries": entries, "losses": losses}

@@ -30,13 +30,14 @@ import textwrap
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sidebyside.lab import verdict
+from sidebyside.lab import framing, ladders, verdict, words
+from sidebyside.lab.conditions import conditions_sentence
 from sidebyside.posts.parallel_training import comms
 from sidebyside.posts.parallel_training.names import STRATEGY_NAMES, TOOLS, spoken_list
 from sidebyside.posts.parallel_training.scaling import scaling_claim
 from sidebyside.run.code import Source, source
 
-__all__ = ["STRATEGY_NAMES", "TOOLS", "TIE", "RUNGS", "WHERE", "code_lines", "Source", "source", "torch_record",
+__all__ = ["TIE", "RUNGS", "WHERE", "code_lines", "Source", "source", "torch_record",
            "jax_record", "conditions_text", "reference_record", "reference_verdict", "reference_claim", "reference_table",
            "parity_verdict", "fewer_verdict", "summarise", "results_table", "collectives_table", "collectives_claim", "projection_claim", "multiprocess_record",
            "multiprocess_claim", "projection_table", "conclusion"]
@@ -144,21 +145,19 @@ def reference_record(ladders: Mapping[str, Mapping[str, Any]], *, names: Mapping
 
 
 def conditions_text(conditions: Mapping[str, Any], startup: Mapping[str, float], *, on_gpu: bool) -> str:
-    """The one-device ladder's conditions (:func:`sidebyside.lab.timing.conditions_sentence`) and
+    """The one-device ladder's conditions (:func:`sidebyside.lab.conditions.conditions_sentence`) and
     each compiler's one-time start-up (:func:`sidebyside.lab.timing.warm_start`), paid before it."""
-    from sidebyside.lab import timing
-
-    paid = [f"{label} {verdict.fmt_seconds(startup[key])}" for key, label in (
+    paid = [f"{label} {words.fmt_seconds(startup[key])}" for key, label in (
         ("torch_compile_startup_s", "`torch.compile`"), ("jax_jit_startup_s", "`jax.jit`")) if key in startup]
-    text = timing.conditions_sentence(conditions, on_gpu=on_gpu)
+    text = conditions_sentence(conditions, on_gpu=on_gpu)
     return text + (f" One-time compiler start-up, paid before any timing: {spoken_list(paid)}." if paid else "")
 
 
 def reference_verdict(where: str, record: Mapping[str, Any], *, scale: Mapping[str, Any]) -> verdict.Verdict:
     """Best against best of the one-device ladder that ran at ``where`` (``record``: one entry of
-    :func:`reference_record`), then what the ladder shows (:func:`sidebyside.lab.verdict.ladder`:
+    :func:`reference_record`), then what the ladder shows (:func:`sidebyside.lab.ladders.ladder`:
     a compiled rung slower than eager is explained by its measured graph breaks)."""
-    return verdict.ladder(record["rungs"], scale=scale,
+    return ladders.ladder(record["rungs"], scale=scale,
                           question=f"Which framework runs the one-device training step faster on {WHERE[where]}?")
 
 
@@ -172,20 +171,20 @@ def reference_claim(reference: Mapping[str, Any], *, tolerance: float) -> str:
             if r.get("median_s") is None:
                 failed.append(f"{RUNGS.get(name, name)} did not run ({r.get('error') or r.get('not_applicable')})")
                 continue
-            compiled = (f", compiled in {verdict.fmt_seconds(r['compile_s'])}" if name in COMPILED and
+            compiled = (f", compiled in {words.fmt_seconds(r['compile_s'])}" if name in COMPILED and
                         r.get("compile_s") is not None else "")
-            times.append(f"{RUNGS.get(name, name)} {verdict.fmt_seconds(r['median_s'])} (IQR "
-                         f"{verdict.fmt_seconds(r['iqr_s'])}{compiled})")
+            times.append(f"{RUNGS.get(name, name)} {words.fmt_seconds(r['median_s'])} (IQR "
+                         f"{words.fmt_seconds(r['iqr_s'])}{compiled})")
             if r["max_loss_deviation"] is not None and not (where == "cpu" and name == "torch/eager"):
-                checks.append(f"{RUNGS.get(name, name)} {verdict.fmt_number(r['max_loss_deviation'])}")
+                checks.append(f"{RUNGS.get(name, name)} {words.fmt_number(r['max_loss_deviation'])}")
                 if not r["within_tolerance"]:
                     beyond.append(RUNGS.get(name, name))
         line = (f"- **One device, {where.upper()}** ({record['device']}): a training step takes "
                 f"{spoken_list(times)}.")
         if checks:
             line += (f" Largest loss deviation from the CPU's PyTorch eager run: {spoken_list(checks)}; " + (
-                f"beyond the float32 tolerance of {verdict.fmt_number(tolerance)}: {spoken_list(beyond)}." if beyond else
-                f"all within the float32 tolerance of {verdict.fmt_number(tolerance)}."))
+                f"beyond the float32 tolerance of {words.fmt_number(tolerance)}: {spoken_list(beyond)}." if beyond else
+                f"all within the float32 tolerance of {words.fmt_number(tolerance)}."))
         if failed:
             line += " " + "; ".join(failed) + "."
         lines.append(line)
@@ -214,9 +213,9 @@ def reference_table(metrics: Mapping[str, Any]):
 
 
 def _contestants(strategy: str) -> dict[str, dict[str, Any]]:
-    return {"torch": verdict.contestant("torch", TOOLS["torch"][strategy], "torch.distributed on gloo, "
+    return {"torch": framing.contestant("torch", TOOLS["torch"][strategy], "torch.distributed on gloo, "
                                         "torchrun workers"),
-            "jax": verdict.contestant("jax", TOOLS["jax"][strategy], "XLA's SPMD partitioner")}
+            "jax": framing.contestant("jax", TOOLS["jax"][strategy], "XLA's SPMD partitioner")}
 
 
 def parity_verdict(deviations: Mapping[str, Mapping[str, float]], *, tolerance: float, scale: Mapping[str, Any],
@@ -225,34 +224,34 @@ def parity_verdict(deviations: Mapping[str, Mapping[str, float]], *, tolerance: 
     ``deviations``: framework -> strategy -> largest absolute loss difference over the steps."""
     worst = {fw: max(d.items(), key=lambda kv: kv[1]) for fw, d in deviations.items()}
     off = [fw for fw, (_, dev) in worst.items() if dev > tolerance]
-    figures = "; ".join(f"{verdict.FRAMEWORKS[fw]} at most {verdict.fmt_number(dev)} ({STRATEGY_NAMES[s]})"
+    figures = "; ".join(f"{words.FRAMEWORKS[fw]} at most {words.fmt_number(dev)} ({STRATEGY_NAMES[s]})"
                         for fw, (s, dev) in worst.items())
     if not off:
         label, winner = "both match", None
         sentence = (f"On {devices} devices both frameworks follow their one-device loss curve under every strategy: "
                     f"the largest deviation is {figures}, inside the float32 tolerance of "
-                    f"{verdict.fmt_number(tolerance)}.")
+                    f"{words.fmt_number(tolerance)}.")
     else:
         label = "deviates"
         winner = next(fw for fw in deviations if fw not in off) if len(off) < len(deviations) else None
-        sentence = (f"On {devices} devices, {' and '.join(verdict.FRAMEWORKS[fw] for fw in off)} leave the one-device "
-                    f"loss curve by more than the float32 tolerance of {verdict.fmt_number(tolerance)}: {figures}.")
+        sentence = (f"On {devices} devices, {' and '.join(words.FRAMEWORKS[fw] for fw in off)} leave the one-device "
+                    f"loss curve by more than the float32 tolerance of {words.fmt_number(tolerance)}: {figures}.")
     v = verdict.Verdict(question="Does every strategy reach the one-device reference's losses, in both frameworks?",
                         label=label, sentence=sentence, subject="torch", other="jax", winner=winner,
-                        test=f"largest absolute loss difference per step against {verdict.fmt_number(tolerance)}",
+                        test=f"largest absolute loss difference per step against {words.fmt_number(tolerance)}",
                         threshold=tolerance)
-    return verdict.frame(v, contestants={fw: verdict.contestant(fw, "every strategy", "the framework's own "
+    return framing.frame(v, contestants={fw: framing.contestant(fw, "every strategy", "the framework's own "
                                                                 "distributed engine") for fw in ("torch", "jax")},
                          scale=scale)
 
 
 def fewer_verdict(strategy: str, torch_value: float, jax_value: float, *, what: str, unit: str, question: str,
-                  scale: Mapping[str, Any], fmt: Callable[[float], str] = verdict.fmt_number) -> verdict.Verdict:
+                  scale: Mapping[str, Any], fmt: Callable[[float], str] = words.fmt_number) -> verdict.Verdict:
     """Which framework needs fewer of ``what`` (code lines, bytes moved, bytes held) for
     ``strategy``? Exact counts: within ``TIE`` of each other is a tie."""
     t, j = float(torch_value), float(jax_value)
     big = max(t, j)
-    who = {fw: f"{verdict.FRAMEWORKS[fw]} ({TOOLS[fw][strategy]})" for fw in ("torch", "jax")}
+    who = {fw: f"{words.FRAMEWORKS[fw]} ({TOOLS[fw][strategy]})" for fw in ("torch", "jax")}
     if big == 0 or abs(t - j) <= TIE * big:
         label, winner, factor = "tie", None, None
         sentence = (f"{who['torch']} and {who['jax']} need the same {what} for {STRATEGY_NAMES[strategy]}: "
@@ -263,20 +262,20 @@ def fewer_verdict(strategy: str, torch_value: float, jax_value: float, *, what: 
         low, high = min(t, j), big
         factor = high / low if low else None
         label = "fewer"
-        ratio = f", {verdict.fmt_ratio(factor)} fewer" if factor else ""
+        ratio = f", {words.fmt_ratio(factor)} fewer" if factor else ""
         sentence = (f"{who[winner]} needs fewer {what} than {who[loser]} for {STRATEGY_NAMES[strategy]}: "
                     f"{fmt(low)} against {fmt(high)}{unit}{ratio}.")
     # No ratio, factor or difference on the verdict: the site reads those as a speed-up or a seed
     # difference; the counts are in the sentence.
     v = verdict.Verdict(question=question, label=label, sentence=sentence, subject="torch", other="jax",
                         winner=winner, test=f"exact count; a difference under {TIE:.0%} is a tie")
-    return verdict.frame(v, contestants=_contestants(strategy), scale=scale)
+    return framing.frame(v, contestants=_contestants(strategy), scale=scale)
 
 
 def _bytes(n: float) -> str:
     for size, unit in ((2 ** 30, "GiB"), (2 ** 20, "MiB"), (2 ** 10, "KiB")):
         if n >= size:
-            return f"{verdict.fmt_number(n / size)} {unit}"
+            return f"{words.fmt_number(n / size)} {unit}"
     return f"{int(n)} B"
 
 
@@ -291,14 +290,14 @@ def summarise(*, runs: Mapping[int, Mapping[str, Any]], code: Mapping[str, Mappi
     scaling (:func:`.reference.gpu_plan`)."""
     largest = max(runs)
     kind = "simulated CPU devices" if simulated else "devices"
-    scale = verdict.scale_of(parameters=parameters, input="28×28", batch=batch_size, precision="float32",
+    scale = framing.scale_of(parameters=parameters, input="28×28", batch=batch_size, precision="float32",
                              device=f"{largest} {kind} ({device})")
     run = runs[largest]
     strategies = [s for s in STRATEGY_NAMES if s != "one_device" and s in run["torch"] and s in run["jax"]]
     found = [parity_verdict({fw: {s: run[fw][s]["max_loss_deviation"] for s in strategies} for fw in ("torch", "jax")},
                             tolerance=loss_tolerance, scale=scale, devices=largest)]
     for where, record in (reference or {}).items():
-        found.append(reference_verdict(where, record, scale=verdict.scale_of(
+        found.append(reference_verdict(where, record, scale=framing.scale_of(
             parameters=parameters, input="28×28", batch=batch_size, precision="float32",
             device=f"one device, {where.upper()} ({record['device']})")))
     for s in strategies:
@@ -316,7 +315,7 @@ def summarise(*, runs: Mapping[int, Mapping[str, Any]], code: Mapping[str, Mappi
             unit="", fmt=_bytes, scale=scale,
             question=f"Whose memory per device (parameters, gradients, optimiser state) is lower for "
                      f"{STRATEGY_NAMES[s]}?"))
-    verdict.check_headline(found)
+    framing.check_headline(found)
     return {
         "model": {"parameters": parameters, **dict(config)}, "batch_size": batch_size, "steps": steps, "lr": lr, "momentum": momentum,
         "model_parallel": model_parallel, "device": device, "simulated": simulated, "largest": largest,
@@ -342,7 +341,7 @@ def results_table(metrics: Mapping[str, Any], devices: int | None = None):
             if r is None:
                 continue
             rows.append({
-                "strategy": STRATEGY_NAMES[s], "framework, tool": f"{verdict.FRAMEWORKS[fw]}, {TOOLS[fw][s]}",
+                "strategy": STRATEGY_NAMES[s], "framework, tool": f"{words.FRAMEWORKS[fw]}, {TOOLS[fw][s]}",
                 "code lines": metrics["code_lines"][fw][s],
                 "largest loss deviation": r["max_loss_deviation"],
                 "largest parameter difference": r["max_param_difference"],
@@ -367,7 +366,7 @@ def collectives_table(metrics: Mapping[str, Any], devices: int | None = None):
             r = metrics["runs"][n][fw].get(s)
             if r is None or s == "one_device":
                 continue
-            row = {"strategy": STRATEGY_NAMES[s], "framework, tool": f"{verdict.FRAMEWORKS[fw]}, {TOOLS[fw][s]}"}
+            row = {"strategy": STRATEGY_NAMES[s], "framework, tool": f"{words.FRAMEWORKS[fw]}, {TOOLS[fw][s]}"}
             for kind in comms.KINDS:
                 entry = r["comms"].get(kind, {"count": 0, "bytes": 0})
                 row[f"{kind} (count)"] = entry["count"]
@@ -385,7 +384,7 @@ def projection_table(metrics: Mapping[str, Any]):
     for fw, per in metrics["projection"].items():
         for s, counts in per.items():
             for n, p in counts.items():
-                rows.append({"strategy": STRATEGY_NAMES[s], "framework, tool": f"{verdict.FRAMEWORKS[fw]}, {TOOLS[fw][s]}",
+                rows.append({"strategy": STRATEGY_NAMES[s], "framework, tool": f"{words.FRAMEWORKS[fw]}, {TOOLS[fw][s]}",
                              "H100s": int(n), "compute (µs)": 1e6 * p["compute_s"],
                              "communication (µs)": 1e6 * p["comm_s"],
                              "efficiency, no overlap (%)": 100 * p["efficiency_no_overlap"],
@@ -397,7 +396,7 @@ def projection_table(metrics: Mapping[str, Any]):
 
 
 def _kinds(entry: Mapping[str, Any]) -> str:
-    parts = [f"{verdict.plural(e['count'], k)} ({_bytes(e['bytes'])})" for k, e in entry.items() if k != "total"]
+    parts = [f"{words.plural(e['count'], k)} ({_bytes(e['bytes'])})" for k, e in entry.items() if k != "total"]
     return spoken_list(parts) if parts else "none"
 
 
@@ -446,12 +445,12 @@ def projection_claim(metrics: Mapping[str, Any]) -> str:
     at_top = sorted(r for r in rows if r[3] == top)
     (low, lfw, ls, _, _), (high, hfw, hs, _, hp) = at_top[0], at_top[-1]
     params = metrics["model"]["parameters"]
-    return (f"Projected, not measured: at {top} H100s the cost model puts {verdict.FRAMEWORKS[hfw]}'s "
-            f"{STRATEGY_NAMES[hs]} ({TOOLS[hfw][hs]}) highest, at {verdict.fmt_number(100 * high)}% scaling "
-            f"efficiency without overlap ({verdict.fmt_seconds(hp['compute_s'])} of compute against "
-            f"{verdict.fmt_seconds(hp['comm_s'])} of communication per step), and {verdict.FRAMEWORKS[lfw]}'s "
-            f"{STRATEGY_NAMES[ls]} ({TOOLS[lfw][ls]}) lowest, at {verdict.fmt_number(100 * low)}%. A "
-            f"{verdict.fmt_number(params)}-parameter model has too little compute per step to hide its "
+    return (f"Projected, not measured: at {top} H100s the cost model puts {words.FRAMEWORKS[hfw]}'s "
+            f"{STRATEGY_NAMES[hs]} ({TOOLS[hfw][hs]}) highest, at {words.fmt_number(100 * high)}% scaling "
+            f"efficiency without overlap ({words.fmt_seconds(hp['compute_s'])} of compute against "
+            f"{words.fmt_seconds(hp['comm_s'])} of communication per step), and {words.FRAMEWORKS[lfw]}'s "
+            f"{STRATEGY_NAMES[ls]} ({TOOLS[lfw][ls]}) lowest, at {words.fmt_number(100 * low)}%. A "
+            f"{words.fmt_number(params)}-parameter model has too little compute per step to hide its "
             "collectives on GPUs this fast; the figures rank the strategies' communication, they do not "
             "predict a large model's scaling.")
 
@@ -476,12 +475,12 @@ def multiprocess_claim(record: Mapping[str, Any], *, tolerance: float) -> str:
     n = record["processes"] * record["devices_per_process"]
     ok = record["max_loss_deviation"] <= tolerance
     return (f"JAX's multi-host path, {record['processes']} processes of "
-            f"{verdict.plural(record['devices_per_process'], 'device')} "
+            f"{words.plural(record['devices_per_process'], 'device')} "
             f"joined by `jax.distributed.initialize` into one mesh of {n}, trains data parallel with the same "
             f"step and the same sharding code, and {'follows' if ok else 'leaves'} the one-device loss curve: "
-            f"the largest deviation is {verdict.fmt_number(record['max_loss_deviation'])} "
-            f"({'inside' if ok else 'beyond'} the tolerance of {verdict.fmt_number(tolerance)}), and "
-            f"{verdict.fmt_number(record['max_loss_deviation_single_process'])} from the single-process run on "
+            f"the largest deviation is {words.fmt_number(record['max_loss_deviation'])} "
+            f"({'inside' if ok else 'beyond'} the tolerance of {words.fmt_number(tolerance)}), and "
+            f"{words.fmt_number(record['max_loss_deviation_single_process'])} from the single-process run on "
             f"{n} devices. Its compiled step issues {_kinds(record['collectives'])}.")
 
 
@@ -494,7 +493,7 @@ def conclusion(metrics: Mapping[str, Any]) -> str:
                                 ("Whose collectives move fewer bytes", "Communication", "moves fewer bytes per step"),
                                 ("Whose memory per device", "Memory", "holds less per device")):
         t = _tally(metrics, prefix)
-        clauses = [f"{verdict.FRAMEWORKS[fw]} {what} for {spoken_list(t[fw])}" for fw in ("torch", "jax") if t[fw]]
+        clauses = [f"{words.FRAMEWORKS[fw]} {what} for {spoken_list(t[fw])}" for fw in ("torch", "jax") if t[fw]]
         if t["tie"]:
             clauses.append(f"the two tie for {spoken_list(t['tie'])}")
         parts.append(f"{topic}, on {n} devices: " + "; ".join(clauses) + ".")
@@ -502,8 +501,8 @@ def conclusion(metrics: Mapping[str, Any]) -> str:
     fs = {fw: run[fw].get("fully_sharded") for fw in ("torch", "jax")}
     if all(fs.values()):
         parts.append("Fully sharded, each device holds " + " and ".join(
-            f"{verdict.fmt_number(100 * fs[fw]['memory']['total'] / fs[fw]['replicated_total'])}% of the replicated "
-            f"bytes in {verdict.FRAMEWORKS[fw]}" for fw in ("torch", "jax")) + f" on {n} devices.")
+            f"{words.fmt_number(100 * fs[fw]['memory']['total'] / fs[fw]['replicated_total'])}% of the replicated "
+            f"bytes in {words.FRAMEWORKS[fw]}" for fw in ("torch", "jax")) + f" on {n} devices.")
     if metrics.get("reference"):
         parts.append(reference_claim(metrics["reference"], tolerance=metrics["loss_tolerance"]))
     if metrics.get("projection"):

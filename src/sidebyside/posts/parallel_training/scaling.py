@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sidebyside.lab import verdict
+from sidebyside.lab import words
 from sidebyside.posts.parallel_training.names import STRATEGY_NAMES, TOOLS, spoken_list
 
 __all__ = ["scaling_efficiency", "scaling_record", "scaling_table", "scaling_figure", "scaling_claim"]
@@ -71,7 +71,7 @@ def scaling_table(metrics: Mapping[str, Any]):
     scaling = metrics.get("scaling")
     if not scaling:
         return None
-    rows = [{"strategy": STRATEGY_NAMES[s], "framework, tool": f"{verdict.FRAMEWORKS[fw]}, {TOOLS[fw][s]}",
+    rows = [{"strategy": STRATEGY_NAMES[s], "framework, tool": f"{words.FRAMEWORKS[fw]}, {TOOLS[fw][s]}",
              "GPUs": n, "step time (ms, median)": 1e3 * r["median_s"], "IQR (ms)": 1e3 * r["iqr_s"],
              "scaling efficiency (%)": 100 * r["efficiency"], "largest loss deviation": r["max_loss_deviation"]}
             for s, fw, n, r in _scaling_rows(scaling)]
@@ -95,7 +95,7 @@ def scaling_figure(metrics: Mapping[str, Any]):
         ax.axhline(100, color="grey", linestyle="--", label="ideal")
         ax.set_xscale("log", base=2)
         ax.set_xticks(counts, [str(n) for n in counts])
-        ax.set(title=verdict.FRAMEWORKS[fw], xlabel=f"GPUs ({scaling['device']})")
+        ax.set(title=words.FRAMEWORKS[fw], xlabel=f"GPUs ({scaling['device']})")
         ax.legend(fontsize=7)
     axes[0].set_ylabel("scaling efficiency, t1 / (n × tn) (%)")
     fig.tight_layout()
@@ -113,25 +113,25 @@ def scaling_claim(metrics: Mapping[str, Any]) -> str:
     counts, top = scaling["counts"], str(max(scaling["counts"]))
     at_top = [(r["efficiency"], fw, s) for s, fw, n, r in _scaling_rows(scaling) if str(n) == top]
     per_fw = "; ".join(
-        f"{verdict.FRAMEWORKS[fw]} " + spoken_list([f"{STRATEGY_NAMES[s]} ({TOOLS[fw][s]}) "
-                                              f"{verdict.fmt_number(100 * e)}%" for e, f, s in at_top if f == fw])
+        f"{words.FRAMEWORKS[fw]} " + spoken_list([f"{STRATEGY_NAMES[s]} ({TOOLS[fw][s]}) "
+                                              f"{words.fmt_number(100 * e)}%" for e, f, s in at_top if f == fw])
         for fw in ("torch", "jax"))
     (low, lfw, ls), (high, hfw, hs) = min(at_top), max(at_top)
     rows = list(_scaling_rows(scaling))
     worst = max(rows, key=lambda row: row[3]["max_loss_deviation"])
-    beyond = [f"{verdict.FRAMEWORKS[fw]} {STRATEGY_NAMES[s]} on {verdict.plural(n, 'GPU')}"
+    beyond = [f"{words.FRAMEWORKS[fw]} {STRATEGY_NAMES[s]} on {words.plural(n, 'GPU')}"
               for s, fw, n, r in rows if not r["within_tolerance"]]
-    tolerance = verdict.fmt_number(scaling["tolerance"])
+    tolerance = words.fmt_number(scaling["tolerance"])
     losses = (f"Every strategy's losses follow its framework's one-device run at every GPU count: the largest "
-              f"deviation is {verdict.fmt_number(worst[3]['max_loss_deviation'])}, inside the float32 tolerance of "
+              f"deviation is {words.fmt_number(worst[3]['max_loss_deviation'])}, inside the float32 tolerance of "
               f"{tolerance}." if not beyond else
               f"Beyond the float32 tolerance of {tolerance} from the framework's one-device run: {spoken_list(beyond)}.")
     return (f"Measured on real GPUs ({scaling['device']}): every strategy of both frameworks ran on "
             f"{spoken_list([str(n) for n in counts])} GPUs with the same global batch of {metrics['batch_size']} "
             f"(strong scaling), PyTorch over NCCL with one torchrun worker per GPU, JAX in one process driving "
             f"them all. Scaling efficiency, t1 / (n × tn) with each strategy against its own one-GPU step, at "
-            f"{top} GPUs: {per_fw}. Highest: {verdict.FRAMEWORKS[hfw]}'s {STRATEGY_NAMES[hs]} at "
-            f"{verdict.fmt_number(100 * high)}%; lowest: {verdict.FRAMEWORKS[lfw]}'s {STRATEGY_NAMES[ls]} at "
-            f"{verdict.fmt_number(100 * low)}%. The 2-D strategy's model axis: " + spoken_list(
-                [f"{mp} on {verdict.plural(int(n), 'GPU')}" for n, mp in scaling["model_parallel"].items()]) +
+            f"{top} GPUs: {per_fw}. Highest: {words.FRAMEWORKS[hfw]}'s {STRATEGY_NAMES[hs]} at "
+            f"{words.fmt_number(100 * high)}%; lowest: {words.FRAMEWORKS[lfw]}'s {STRATEGY_NAMES[ls]} at "
+            f"{words.fmt_number(100 * low)}%. The 2-D strategy's model axis: " + spoken_list(
+                [f"{mp} on {words.plural(int(n), 'GPU')}" for n, mp in scaling["model_parallel"].items()]) +
             f". {losses}")

@@ -21,7 +21,7 @@ the timing), trains every strategy on the same global batches (each data rank ta
 contiguous slice), and writes ``rank<r>.json`` with its ``device`` and, per strategy, the loss per
 step, the step time (:func:`sidebyside.lab.timing.time_fn` in this worker, after the loss curve:
 ``number`` calls per repeat on every rank, so that the ranks' collectives pair up; a
-:func:`sidebyside.lab.verdict.ladder_entry`), the bytes of parameters, gradients and optimiser
+:func:`sidebyside.lab.ladders.ladder_entry`), the bytes of parameters, gradients and optimiser
 state this rank holds (local tensors of DTensors), and the collectives of one step
 (:class:`CollectiveLog`); rank 0 also writes the final full parameters to ``<strategy>.npz``. A failing rank writes ``rank<r>.error.json`` (its
 error and traceback) and exits non-zero, which stops ``torchrun``.
@@ -47,7 +47,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from sidebyside.lab import timing, verdict
+from sidebyside.lab import ladders, timing
 from sidebyside.posts.parallel_training import comms
 from sidebyside.posts.parallel_training.launch import torch_placement
 from sidebyside.posts.parallel_training.model import TorchViT, ViTConfig
@@ -252,7 +252,7 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict, m
     # Timed after the loss curve, on the first batch. Every rank calls the step equally often (a fixed
     # number of calls per repeat, never one each rank chooses), or the ranks' collectives would not pair.
     first = batch(0)
-    record["time"] = verdict.ladder_entry(timing.time_fn(lambda: one_step(*first), name=strategy,
+    record["time"] = ladders.ladder_entry(timing.time_fn(lambda: one_step(*first), name=strategy,
                                                          repeats=spec["repeats"], number=spec["number"]))
     return record
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from sidebyside.lab import analysis, verdict
+from sidebyside.lab import analysis, framing, verdict, words
 from sidebyside.run import provenance
 
 __all__ = [
@@ -111,7 +111,7 @@ def weight_statistics(runs: Mapping[str, Sequence[Mapping]], num_epochs: int) ->
 
 def _mean_pm_std(values) -> str:
     mean, std = analysis.mean_std(values)
-    return verdict.fmt_number(mean) + ("" if np.isnan(std) else f" ± {verdict.fmt_number(std)}")
+    return words.fmt_number(mean) + ("" if np.isnan(std) else f" ± {words.fmt_number(std)}")
 
 
 def weight_table(per_network: Mapping[tuple[str, str], Any], variants: Mapping[str, str] = VARIANTS):
@@ -217,7 +217,7 @@ def summarise(runs: Mapping[str, Sequence[Mapping]], cka: Mapping[str, Mapping[s
         "num_epochs": num_epochs,
         "num_train": num_train,
     }
-    scale = verdict.scale_of(parameters=param_counts.get("torch"), input="28×28 FashionMNIST images",
+    scale = framing.scale_of(parameters=param_counts.get("torch"), input="28×28 FashionMNIST images",
                              precision="float32", device=metrics["device"])
     metrics["verdicts"] = [  # the seed's claim first (default initialisers), then the control, then accuracy
         roughness(metrics, "flax", question="With their default initialisers, are Flax's final first-layer "
@@ -300,7 +300,7 @@ def _within(v: verdict.Verdict) -> bool:
 def _against_noise(v: verdict.Verdict, unit: str = "") -> str:
     """"inside two standard errors (0.008): within seed noise" or "beyond ...", the verdict's own test."""
     where = "inside" if _within(v) else "beyond"
-    text = f"{where} two standard errors ({verdict.fmt_number(v.threshold)}{unit})"
+    text = f"{where} two standard errors ({words.fmt_number(v.threshold)}{unit})"
     return text + (": within seed noise" if _within(v) else "")
 
 
@@ -370,7 +370,7 @@ def look_of_the_weights(metrics: Mapping[str, Any]) -> str:
     tv = {v: metrics["total_variation"][v]["mean"] for v in ("torch", "flax")}
     default, control = roughness(metrics, "flax"), roughness(metrics, "flax_torch_init")
     numbers = (f"normalised total variation {_fixed(tv['flax'])} against "
-               f"{_fixed(tv['torch'])}, a difference of {verdict.fmt_signed(-default.difference)}, "
+               f"{_fixed(tv['torch'])}, a difference of {words.fmt_signed(-default.difference)}, "
                f"{_against_noise(default)}")
     if _within(default):
         look = f"With their default initialisers, Flax's final templates are no rougher than PyTorch's: {numbers}."
@@ -384,14 +384,14 @@ def look_of_the_weights(metrics: Mapping[str, Any]) -> str:
     update = {v: _fixed(details["update"][v]["mean"]) for v in TV_VARIANTS}
     init = {v: _fixed(details["init"][v]["mean"], 2) for v in ("torch", "flax")}
     text = (f"{look} Give Flax PyTorch's initialiser and the difference becomes "
-            f"{verdict.fmt_signed(-control.difference)}, {_against_noise(control)}. "
+            f"{words.fmt_signed(-control.difference)}, {_against_noise(control)}. "
             f"The learned update (final minus initial weights) is about as smooth in both frameworks "
             f"({update['torch']} in PyTorch, {update['flax']} in Flax, {update['flax_torch_init']} in Flax with "
             f"PyTorch's init), far smoother than the initial weights, which are white noise ({init['torch']} in "
             f"PyTorch, {init['flax']} in Flax).")
     if _within(control) and _flax_rougher(metrics):
         text += (f" So the \"fine-grained variation\" is initial noise that "
-                 f"{verdict.plural(metrics['num_epochs'], 'epoch')} of training did not wash out, and Flax's "
+                 f"{words.plural(metrics['num_epochs'], 'epoch')} of training did not wash out, and Flax's "
                  f"`lecun_normal` starts with {metrics['init_std_ratio']:.2f} times as much of it (standard "
                  f"deviation) as PyTorch's uniform initialiser.")
     return text
@@ -433,7 +433,7 @@ def what_the_networks_compute(metrics: Mapping[str, Any]) -> str:
     text += (f" Started from the same weights on the same batches, the two frameworks' networks end {closeness} "
              f"(CKA {_fixed(controls['torch_vs_flax_same_init'], 4)}), but not identical: last-bit differences in their "
              f"float32 arithmetic, amplified by ReLU thresholds and Adam over {same['num_steps']} steps, leave their "
-             f"first-layer weights {verdict.fmt_number(100 * same['relative_difference'], 2)}% apart (section 3.4).")
+             f"first-layer weights {words.fmt_number(100 * same['relative_difference'], 2)}% apart (section 3.4).")
     return text
 
 
@@ -443,10 +443,10 @@ def accuracy_claim(metrics: Mapping[str, Any]) -> str:
     acc = {v: 100 * a for v, a in metrics["accuracy"].items()}
     default, control = accuracy(metrics, "flax"), accuracy(metrics, "flax_torch_init")
     return (f"With the same data, normalisation and optimiser, Flax's default networks score {acc['flax']:.2f}% "
-            f"against PyTorch's {acc['torch']:.2f}% ({verdict.plural(metrics['num_seeds'], 'seed')} each), a "
-            f"difference of {verdict.fmt_signed(-default.difference)} points, {_against_noise(default, ' points')}; "
+            f"against PyTorch's {acc['torch']:.2f}% ({words.plural(metrics['num_seeds'], 'seed')} each), a "
+            f"difference of {words.fmt_signed(-default.difference)} points, {_against_noise(default, ' points')}; "
             f"with PyTorch's initialiser, Flax's networks score {acc['flax_torch_init']:.2f}%, "
-            f"{verdict.fmt_signed(-control.difference)} points against PyTorch, "
+            f"{words.fmt_signed(-control.difference)} points against PyTorch, "
             f"{_against_noise(control, ' points')}. "
             f"The original's {ORIGINAL_ACCURACY['torch']}% (PyTorch) against {ORIGINAL_ACCURACY['jax']}% (JAX) says "
             f"nothing about the frameworks: among other differences, its PyTorch test set was normalised to "
@@ -470,6 +470,6 @@ def conclusion(metrics: Mapping[str, Any]) -> str:
             f"- *What the networks compute.* {what_the_networks_compute(metrics)}\n"
             f"- *Accuracy.* {accuracy_claim(metrics)}\n"
             f"- *Graphs.* {graphs_claim(metrics)}\n\n"
-            f"Measured with {verdict.plural(metrics['num_seeds'], 'seed')} per variant, {metrics['num_train']} "
-            f"training images and {verdict.plural(metrics['num_epochs'], 'epoch')}, on {metrics['device']}. "
+            f"Measured with {words.plural(metrics['num_seeds'], 'seed')} per variant, {metrics['num_train']} "
+            f"training images and {words.plural(metrics['num_epochs'], 'epoch')}, on {metrics['device']}. "
             f"Nothing here is timed, so this post has no GPU figures to add.{seeds_note}\n")

@@ -10,7 +10,7 @@ under the optimisation table.
 
 A reduced-precision row (:data:`REDUCED`: TF32, bfloat16) is raced only where the record
 holds a check that the setting took effect on both sides (``precision_applied``, per
-``op/device/mode``: :func:`sidebyside.lab.verdict.precision_applied` per framework);
+``op/device/mode``: :func:`sidebyside.lab.framing.precision_applied` per framework);
 otherwise its verdict reads "not applied: <reason>". Each checked row's verdict carries
 both sides' error against float64.
 """
@@ -21,7 +21,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from sidebyside.lab import functions, verdict, viz
+from sidebyside.lab import framing, functions, ladders, verdict, viz, words
 
 __all__ = ["OPTIMISER_LABELS", "CONVERGED_WITHIN", "summarise", "verdicts", "linalg_claim", "accuracy_claim",
            "precision_claim", "optimise_note", "optimise_claim", "retrace_claim", "conclusion"]
@@ -51,14 +51,14 @@ def summarise(*, conditions, startup, linalg_entries, device_peaks, inverse_accu
     ``precision_table``, ``retrace_table``, ``static_table``: the notebook's
     DataFrames; ``optimise``: ``{method: record}``; ``truth`` and ``optimum``: the
     true and the least-squares parameters; ``precision_applied``: ``{(op, device, mode):
-    {"torch": check, "jax": check}}`` (:func:`sidebyside.lab.verdict.precision_applied`) for
+    {"torch": check, "jax": check}}`` (:func:`sidebyside.lab.framing.precision_applied`) for
     the reduced-precision rows that ran. The verdicts are computed from the record itself
     (:func:`verdicts`) and stored in it.
     """
     metrics = {
         "conditions": dict(conditions),
         "startup_s": dict(startup),
-        **{op: {f"{d}/{t}/{n}": {"ladder": e, "best": verdict.best(e)}
+        **{op: {f"{d}/{t}/{n}": {"ladder": e, "best": ladders.best(e)}
                 for (o, d, t, n), e in linalg_entries.items() if o == op} for op in ("matmul", "inverse")},
         "peak_flops": {f"{d}/{t}": {"flops": p, "source": why} for (d, t), (p, why) in device_peaks.items()},
         "inverse_error": {f"{d}/{t}/{n_acc}": {k: float(v) for k, v in row.items() if not math.isnan(v)}
@@ -124,8 +124,8 @@ def _applied(metrics, op, mode, device) -> tuple[dict[str, str | None] | None, s
     if not checks:
         return {"torch": f"no check that {mode} took effect on either side was recorded", "jax": None}, ""
     reasons = {side: checks[side].get("reason") if side in checks else "not checked" for side in ("torch", "jax")}
-    errors = ", ".join(f"{verdict.FRAMEWORKS[side]} {verdict.fmt_number(checks[side]['error'])} (float32 "
-                       f"{verdict.fmt_number(checks[side]['float32_error'])})" for side in ("torch", "jax")
+    errors = ", ".join(f"{words.FRAMEWORKS[side]} {words.fmt_number(checks[side]['error'])} (float32 "
+                       f"{words.fmt_number(checks[side]['float32_error'])})" for side in ("torch", "jax")
                        if side in checks)
     return reasons, f"Relative error against float64 in {mode}: {errors}."
 
@@ -133,10 +133,10 @@ def _applied(metrics, op, mode, device) -> tuple[dict[str, str | None] | None, s
 def _linalg_verdict(op, mode, entries, device, n, metrics=None):
     applied, caveat = _applied(metrics or {}, op, mode, device)
     precision = {"tf32": "float32 data, TF32 allowed", "bfloat16": "bfloat16"}.get(mode, mode)
-    return verdict.ladder({k: e for k, e in entries.items() if not k.startswith("numpy/")},
+    return ladders.ladder({k: e for k, e in entries.items() if not k.startswith("numpy/")},
                           question=f"Which framework computes a {n}×{n} {op} in {mode} faster on the "
                                    f"{device.upper()}?", applied=applied, caveat=caveat,
-                          scale=verdict.scale_of(input=f"{n}×{n}", precision=precision, device=device.upper()))
+                          scale=framing.scale_of(input=f"{n}×{n}", precision=precision, device=device.upper()))
 
 
 def verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
@@ -170,11 +170,11 @@ def linalg_claim(metrics: Mapping[str, Any], device: str) -> str:
             continue
         peak = metrics["peak_flops"].get(f"{device}/{mode}", {})
         share = [f"{viz.LABELS[name.split('/')[0]]} "
-                 f"{verdict.fmt_number(100 * _FLOPS[op](n) / e['median_s'] / peak['flops'])}%"
+                 f"{words.fmt_number(100 * _FLOPS[op](n) / e['median_s'] / peak['flops'])}%"
                  for name, e in entries.items() if e.get("median_s") and peak.get("flops")]
         numpy_s = (entries.get("numpy/numpy") or {}).get("median_s")
         jax_s = (entries.get("jax/jit") or {}).get("median_s")
-        numpy_text = f" {verdict.relative(numpy_s, jax_s, 'JAX', 'NumPy')}." if numpy_s and jax_s else ""
+        numpy_text = f" {ladders.relative(numpy_s, jax_s, 'JAX', 'NumPy')}." if numpy_s and jax_s else ""
         parts.append(f"*{op}, {mode}*: {v.sentence}{numpy_text}"
                      + (f" Share of the peak ({peak['source']}): " + ", ".join(share) + "." if share else ""))
     return f"**{device.upper()}, n = {n}.** " + " ".join(parts)
@@ -250,15 +250,15 @@ def optimise_claim(metrics: Mapping[str, Any]) -> str:
     and work per fit, with the jitted ones' first call."""
     optimise, (a, b) = metrics["optimise"], metrics["lstsq_optimum"]
     converged, stalled = _converged(optimise)
-    truth = ", ".join(verdict.fmt_number(v) for v in metrics["truth"])
+    truth = ", ".join(words.fmt_number(v) for v in metrics["truth"])
     within = (f" within {max(optimise[k]['error_vs_optimum'] for k in converged):.0e} of" if converged else "")
-    first = [f"{verdict.fmt_seconds(optimise[k]['first_call_s'])} for {label}"
+    first = [f"{words.fmt_seconds(optimise[k]['first_call_s'])} for {label}"
              for k, label in (("jax_scipy_bfgs_legacy", "`jax.scipy`"), ("optax_lbfgs", "optax")) if k in optimise]
     return (f"**Calibration fit.** {len(converged)} of {len(optimise)} methods find slope and offset{within} the exact "
             f"least-squares optimum ({a:.4f}, {b:.4f}; truth {truth})"
             + (f"; {', '.join(OPTIMISER_LABELS.get(k, k) for k in stalled)} stopped short of it" if stalled else "")
             + ". Per fit: "
-            + ", ".join(f"{OPTIMISER_LABELS.get(k, k)} {verdict.fmt_seconds(o['seconds'])} ({o['nit']} iterations, "
+            + ", ".join(f"{OPTIMISER_LABELS.get(k, k)} {words.fmt_seconds(o['seconds'])} ({o['nit']} iterations, "
                         f"{o['nfev']} evaluations)" for k, o in optimise.items())
             + (". The jitted ones pay their compilation once, in a first call of " + " and ".join(first) + "."
                if first else ".")
@@ -273,14 +273,14 @@ def retrace_claim(metrics: Mapping[str, Any]) -> str:
     rt, st = metrics["retrace"], metrics["static_config"]
     fresh, static = st["new jit per call"], st["static argument"]
     return (f"**Recompilation.** {len(metrics['retrace_lengths'])} data lengths cost the naive `jit` "
-            f"{rt['naive']['traces']} compilations ({verdict.fmt_seconds(rt['naive']['first_calls_total_s'])} of first "
+            f"{rt['naive']['traces']} compilations ({words.fmt_seconds(rt['naive']['first_calls_total_s'])} of first "
             f"calls in all); padding to {metrics['retrace_pad_to']} with a traced length needs "
-            f"{rt['padding']['traces']} ({verdict.fmt_seconds(rt['padding']['first_calls_total_s'])}), buckets "
+            f"{rt['padding']['traces']} ({words.fmt_seconds(rt['padding']['first_calls_total_s'])}), buckets "
             f"{rt['buckets']['traces']}, and marking the length static brings back "
             f"{rt['padding, length static']['traces']}. For configuration, a fresh `jit` per call traced "
             f"{fresh['traces_two_passes']} times in two passes of {fresh['calls_per_pass']} calls (second pass "
-            f"{verdict.fmt_seconds(fresh['second_pass_s'])}), a static argument {static['traces_two_passes']} times "
-            f"(second pass {verdict.fmt_seconds(static['second_pass_s'])}).")
+            f"{words.fmt_seconds(fresh['second_pass_s'])}), a static argument {static['traces_two_passes']} times "
+            f"(second pass {words.fmt_seconds(static['second_pass_s'])}).")
 
 
 def conclusion(metrics: Mapping[str, Any]) -> str:
