@@ -30,6 +30,7 @@ import sys
 from typing import Any
 
 from sidebyside.lab import conditions, floors, pool, quiet, stats, timing
+from sidebyside.run import provenance
 
 __all__ = ["measure", "aa_functions"]
 
@@ -77,6 +78,9 @@ def measure(trials: int = 8, *, processes: int | None = None, repeats: int = 15)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m sidebyside.lab.noise``: measure this machine's floor (:func:`measure`), print it,
+    and with ``--save`` commit it under this machine's kind (:func:`sidebyside.lab.quiet.machine_kind`:
+    its fingerprint in words, not its thread count), with the fingerprint it was measured on."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m sidebyside.lab.noise",
@@ -87,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     conditions.same_conditions()
     found = measure(args.trials, processes=args.processes)
-    kind = quiet.machine_kind()
+    kind = quiet.machine_kind()  # this machine's fingerprint in words: the same at every thread count
+    found["fingerprint"] = provenance.cpu_fingerprint()
     print(json.dumps({"kind": kind, **{k: v for k, v in found.items() if k != "ratios"}}, indent=2))
     if args.save:
         floors.save(kind, found)
