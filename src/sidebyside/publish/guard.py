@@ -201,7 +201,8 @@ class TreeWatch:
                 f"{slug}: {during} changed files outside its post: " + ", ".join(said[:20])
                 + (f" and {len(said) - 20} more" if len(said) > 20 else "")
                 + ". Nothing was published. A notebook writes only under its scratch working directory and the run's "
-                "results folder: change it so, restore those files (`git status`, `git checkout -- <file>`, "
+                "results folder (if something else changed them while it ran, run it again once they are as you "
+                "want them): change it so, restore those files (`git status`, `git checkout -- <file>`, "
                 "`git clean` for created ones, `make assets` for assets/vendor) and run it again.")
 
 
