@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from sidebyside.lab import ladders, quiet, timing, verdict
+from sidebyside.lab import ladders, load, quiet, timing, verdict
 from sidebyside.run import context, provenance
 
 # ----------------------------------------------------------------------------- the rules, synthetic
@@ -53,14 +53,14 @@ def test_gpu_processes_reads_nvidia_smi_and_is_none_without_it():
     class Done:
         returncode, stdout = 0, "123, python, 2048\n456, /usr/bin/other, [N/A]\n"
 
-    got = quiet.gpu_processes(run=lambda *a, **k: Done())
+    got = load.gpu_processes(run=lambda *a, **k: Done())
     assert got == [{"pid": 123, "name": "python", "memory_mib": 2048.0},
                    {"pid": 456, "name": "/usr/bin/other", "memory_mib": None}]
 
     def missing(*a, **k):
         raise FileNotFoundError("nvidia-smi")
 
-    assert quiet.gpu_processes(run=missing) is None
+    assert load.gpu_processes(run=missing) is None
 
 
 def _proc(root, cpu_ticks, processes, load="0.50 0.40 0.30 1/100 999", steal=0, running=None):
@@ -78,11 +78,11 @@ def test_cpu_between_counts_other_processes_not_this_one_nor_its_children(tmp_pa
     clock = iter([10.0, 12.0])
     # 100 is this process, 101 its child (a data loader, say), 200 and 300 others; a name with a ") " in it.
     _proc(tmp_path, 1000, {100: ("python", 1, 0), 101: ("worker", 100, 0), 200: ("a (b) c", 1, 0), 300: ("idle", 1, 5)})
-    start = quiet.snapshot(tmp_path, clock=lambda: next(clock))
+    start = load.snapshot(tmp_path, clock=lambda: next(clock))
     _proc(tmp_path, 1400, {100: ("python", 1, 200), 101: ("worker", 100, 50), 200: ("a (b) c", 1, 150),
                            300: ("idle", 1, 5)}, load="1.90 0.40 0.30 3/100 999")
-    end = quiet.snapshot(tmp_path, clock=lambda: next(clock))
-    reading = quiet.cpu_between(start, end, own=100, ticks_per_s=100)
+    end = load.snapshot(tmp_path, clock=lambda: next(clock))
+    reading = load.cpu_between(start, end, own=100, ticks_per_s=100)
     # 4 CPU-s on the cores, 2.5 of them this process and its child: 1.5 CPU-s by others over 2 s on 2 CPUs
     assert reading["cpus"] == 2 and reading["wall_s"] == pytest.approx(2.0)
     assert reading["other_cpu_s"] == pytest.approx(1.5) and reading["other_cpu_share"] == pytest.approx(0.375)
@@ -94,23 +94,23 @@ def test_cpu_between_counts_other_processes_not_this_one_nor_its_children(tmp_pa
 def test_a_worker_started_or_waited_for_inside_the_section_is_this_process_s_work(tmp_path):
     clock = iter([0.0, 1.0])
     _proc(tmp_path, 1000, {100: ("python", 1, 0)})
-    start = quiet.snapshot(tmp_path, clock=lambda: next(clock))
+    start = load.snapshot(tmp_path, clock=lambda: next(clock))
     # 150 ticks on the cores: 60 this process's, 80 a worker it started meanwhile, 10 someone else's.
     _proc(tmp_path, 1150, {100: ("python", 1, 60), 102: ("python", 100, 80)})
-    reading = quiet.cpu_between(start, quiet.snapshot(tmp_path, clock=lambda: next(clock)), own=100,
+    reading = load.cpu_between(start, load.snapshot(tmp_path, clock=lambda: next(clock)), own=100,
                                 ticks_per_s=100)
     assert reading["other_cpu_s"] == pytest.approx(0.1) and reading["others"] == []
     # A child that ended and was waited for: its time is in the parent's cutime (the 14th field after the name).
     (tmp_path / "100" / "stat").write_text("100 (python) S 1 0 0 0 0 0 0 0 0 0 60 0 80 0 20 0\n")
-    assert quiet.snapshot(tmp_path)["processes"][100] == ("python", 1, 140)
+    assert load.snapshot(tmp_path)["processes"][100] == ("python", 1, 140)
 
 
 def test_steal_and_the_run_queue_are_read_from_proc_stat(tmp_path):
     clock = iter([0.0, 1.0])
     _proc(tmp_path, 1000, {100: ("python", 1, 0)}, steal=50, running=2)
-    start = quiet.snapshot(tmp_path, clock=lambda: next(clock))
+    start = load.snapshot(tmp_path, clock=lambda: next(clock))
     _proc(tmp_path, 1080, {100: ("python", 1, 0)}, steal=90, running=5)  # 40 of the 120 busy ticks stolen
-    reading = quiet.cpu_between(start, quiet.snapshot(tmp_path, clock=lambda: next(clock)), own=100,
+    reading = load.cpu_between(start, load.snapshot(tmp_path, clock=lambda: next(clock)), own=100,
                                 ticks_per_s=100)
     assert reading["steal_s"] == pytest.approx(0.4) and reading["steal_share"] == pytest.approx(0.2)
     assert reading["other_cpu_share"] == pytest.approx(0.6)  # steal is inside the other processes' share
@@ -216,7 +216,7 @@ def burner():
     pid = int(shell.stdout.split()[0])
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:  # until it burns (its interpreter started)
-        stat = quiet.snapshot()["processes"].get(pid)
+        stat = load.snapshot()["processes"].get(pid)
         if stat and stat[2] > 5:
             break
         time.sleep(0.02)

@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from sidebyside.lab import quiet
+from sidebyside.lab import load, quiet
 from sidebyside.run import context, provenance
 
 HZ = 100  # clock ticks a second, as /proc/stat counts them
@@ -59,7 +59,7 @@ class Machine:
 
     def monitor(self, **kwargs):
         return quiet.Monitor(judged=True, calibrate=self.calibrate, snapshot=self.snapshot,
-                             cpu_between=lambda a, b: quiet.cpu_between(a, b, own=OWN, ticks_per_s=HZ),
+                             cpu_between=lambda a, b: load.cpu_between(a, b, own=OWN, ticks_per_s=HZ),
                              gpu=lambda: None, **kwargs)
 
 
@@ -133,7 +133,7 @@ def test_a_baseline_of_another_fingerprint_flags_nothing(run_here, monkeypatch):
     machine = Machine(**IDLE)
     monkeypatch.setattr(m, "_calibrate", machine.calibrate)
     monkeypatch.setattr(m, "_snapshot", machine.snapshot)
-    monkeypatch.setattr(m, "_cpu_between", lambda a, b: quiet.cpu_between(a, b, own=OWN, ticks_per_s=HZ))
+    monkeypatch.setattr(m, "_cpu_between", lambda a, b: load.cpu_between(a, b, own=OWN, ticks_per_s=HZ))
     monkeypatch.setattr(m, "_gpu", lambda: None)
     assert _share_flagged(machine, m, sections=50) == 0
     record = m.record()

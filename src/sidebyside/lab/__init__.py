@@ -12,6 +12,7 @@
 - ``noise``: each machine kind's noise floor, measured by A/A races through the harness.
 - ``floors``: the committed noise floors, as every timing reads them.
 - ``quiet``: the quiet-machine check around every timed section (calibration, load; it records).
+- ``load``: the machine's load as Linux's /proc and nvidia-smi tell it, for the quiet check.
 - ``peaks``: the hardware floor: data-sheet peaks of GPUs, measured copy bandwidth.
 - ``entry``: the one timing-entry schema (seconds; a bare number refused).
 - ``verdict``: measured numbers into claims (faster / slower / within noise / practically tied) and their sentences.
