@@ -15,7 +15,7 @@ import pytest
 import yaml
 from conftest import committed_tree
 
-from sidebyside.publish import schedule
+from sidebyside.publish import pipeline, schedule
 from sidebyside.publish.common import ROOT
 from sidebyside.publish.discovery import discover
 
@@ -196,7 +196,7 @@ def test_an_unknown_cost_is_estimated_and_the_plan_says_how():
     its own; the plan marks each estimate."""
     plan = schedule.plan_calls({**_budgets({"n": {"budget_s": None}}, call_overhead_s=30), "post_limit_s": 400},
                                {}, ["n"])
-    assert plan.calls[0].runs[0].seconds == 370 and "ESTIMATE: budget_s at 370 s" in schedule.format_plan(plan)
+    assert plan.calls[0].runs[0].seconds == 370 and "ESTIMATE: budget_s at 370 s" in pipeline.format_plan(plan)
     entry = {"budget_s": 600, "parts": {"parity/a": 20, "ladder/a/*": {"each_s": 50, "count": 2},
                                         "ladder/b/*": {"each_s": None, "count": 2}, "tail": None}}
     runs, _ = schedule.runs_of("p", entry, {"run_budget_s": 480}, root=ROOT / "build" / "no-checkpoints")
@@ -240,7 +240,7 @@ def test_no_run_is_planned_to_end_past_its_deadline_from_the_calls_start():
                                root=ROOT / "build" / "no-checkpoints")
     _ends_in_time(plan)
     assert plan.calls[0].slugs == ["parts", "whole"] and len(plan.calls) == 1  # ends at 250 s, then 450 s
-    assert "ends by 250 s; parts p/#1, p/#2 (its parts end by 300 s of the call" in schedule.format_plan(plan)
+    assert "ends by 250 s; parts p/#1, p/#2 (its parts end by 300 s of the call" in pipeline.format_plan(plan)
     posts["whole"]["budget_s"] = 260  # 30 + 220 + 260 > 480: two calls
     plan = schedule.plan_calls(_budgets(posts, call_overhead_s=30, run_overhead_s=20), params, ["whole", "parts"],
                                root=ROOT / "build" / "no-checkpoints")
@@ -270,7 +270,7 @@ def test_random_posts_in_parts_never_end_past_a_deadline(seed):
 
 def test_nothing_stale_plans_no_call():
     plan = schedule.plan_calls(_budgets({"a": {"budget_s": 10}}), {}, [])
-    assert plan.calls == [] and "nothing to run" in schedule.format_plan(plan)
+    assert plan.calls == [] and "nothing to run" in pipeline.format_plan(plan)
 
 
 def test_the_gpu_budgets_are_declared_in_the_notebooks_and_read_as_data():

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+from sidebyside.publish import schedule
 from sidebyside.publish.cache import freshness, plan, published_record
 from sidebyside.publish.common import ROOT, PublishError, say
 from sidebyside.publish.discovery import discover, read_notebook_info, select
@@ -19,8 +22,8 @@ from sidebyside.publish.rendering import check_date, render, site_config
 from sidebyside.publish.running import check_before_running, complete_record, execute, key_and_stamp
 from sidebyside.publish.site import completed_run, forget_run, holding_lock, publish, recover, write_run_record
 
-__all__ = ["run", "rerender", "list_notebooks", "plan_gpu_calls", "README_BEGIN", "README_END", "posts_table",
-           "write_readme"]
+__all__ = ["run", "rerender", "list_notebooks", "plan_gpu_calls", "stale_gpu_posts", "format_plan", "README_BEGIN",
+           "README_END", "posts_table", "write_readme"]
 
 #: The lines between which the README holds the table of posts (:func:`write_readme`).
 README_BEGIN = "<!-- posts: generated from the notebooks' headers by `make readme`; do not edit -->"
@@ -221,11 +224,9 @@ def plan_gpu_calls(*, site: Path = ROOT, notebooks: Path = ROOT / "notebooks", p
     there is no such call), or with ``posts`` the posts to run, unpacked, as a JSON list."""
     import json
 
-    from sidebyside.publish import schedule
-
     budgets = schedule.read_budgets(notebooks, params_dir)
-    slugs, params = schedule.stale_gpu_posts(budgets, site=site, notebooks=notebooks, params_dir=params_dir,
-                                                    everything=everything, only=only)
+    slugs, params = stale_gpu_posts(budgets, site=site, notebooks=notebooks, params_dir=params_dir,
+                                    everything=everything, only=only)
     if posts:
         print(json.dumps(slugs))
         return 0
@@ -235,7 +236,7 @@ def plan_gpu_calls(*, site: Path = ROOT, notebooks: Path = ROOT / "notebooks", p
         calls = planned.calls
         print(",".join(calls[call - 1].slugs) if 1 <= call <= len(calls) else "")
         return 0
-    say(schedule.format_plan(planned))
+    say(format_plan(planned))
     return 0
 
 
@@ -269,3 +270,49 @@ def write_readme(readme: Path = ROOT / "README.md", notebooks: Path = ROOT / "no
     readme.write_text(updated, encoding="utf-8")
     say(f"{readme}: the table of posts written from the notebooks' headers")
     return 0
+
+
+def stale_gpu_posts(budgets: Mapping[str, Any], *, site: Path = ROOT, notebooks: Path = ROOT / "notebooks",
+                    params_dir: Path = ROOT / "params", root: Path = ROOT, everything: bool = False,
+                    only: str | None = None) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """The GPU posts (those with a ``gpu`` budget in their header) whose gpu result is not
+    current (all of them with ``everything``: one commit for every post), ranked ones first,
+    and their gpu parameters."""
+    infos = discover(notebooks)
+    params = load_all_params(params_dir, infos)
+    if "gpu" not in params:
+        raise PublishError(f"{params_dir / 'gpu.yaml'} is missing")
+    gpu_infos = [i for i in select(infos, only) if i.slug in (budgets.get("posts") or {})]
+    decisions = plan(gpu_infos, "gpu", params, site, force=everything, root=root)
+    stale = [d.info.slug for d in decisions if d.action == "run"]
+    order = [s for s in (budgets.get("order") or []) if s in stale]
+    return order + [s for s in stale if s not in order], params["gpu"]
+
+
+def format_plan(plan: schedule.Plan) -> str:
+    """The plan, one line per call and run, in the order each call runs them; a run in parts says the second
+    of its call by which its parts end, and what of a run's cost is estimated says so."""
+    if not plan.calls:
+        return "nothing to run: every GPU post is current"
+    lines = [f"{len(plan.calls)} call(s), {plan.seconds:.0f} of {plan.window_s:.0f} device seconds "
+             f"(each call at most {plan.limit_s:.0f} s, counted from its start):"]
+    for n, call in enumerate(plan.calls, 1):
+        lines.append(f"  call {n}: {call.seconds:.0f} s ({call.overhead_s:.0f} s set-up): "
+                     f"CALL={n} tools/device-run.sh")
+        end = call.overhead_s
+        for k, run in enumerate(call.runs):
+            end += run.seconds
+            what = f"parts {', '.join(run.parts)}" if run.parts else "the whole post"
+            if run.deadline_s:
+                what += f" (its parts end by {run.deadline_s:.0f} s of the call, its run_budget_s)"
+            if run.last:
+                what += " (its last: publish merge then publishes the post)"
+            elif all(r.slug != run.slug for r in call.runs[k + 1:]):
+                what += "; goes on in a later call: merge this call's archive, then plan and run the next call"
+            lines.append(f"    {run.slug}: {run.seconds:.0f} s, ends by {end:.0f} s; {what}")
+            for note in run.estimated:
+                lines.append(f"      ESTIMATE: {note}")
+    for slug, parts in plan.done.items():
+        if parts:
+            lines.append(f"  {slug}: {len(parts)} part(s) read back from committed checkpoints: {', '.join(parts)}")
+    return "\n".join(lines)

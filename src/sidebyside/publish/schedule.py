@@ -71,8 +71,7 @@ import yaml
 from sidebyside.publish.common import ROOT, PublishError
 
 __all__ = ["LIMIT_S", "WINDOW_S", "MAX_CALLS", "CALLS_FILE", "RUN_READS", "Run", "Call", "Plan", "PlanRefused",
-           "read_budgets", "runs_of", "pack", "plan_calls", "over_budget", "part_estimates", "stale_gpu_posts",
-           "format_plan"]
+           "read_budgets", "runs_of", "pack", "plan_calls", "over_budget", "part_estimates"]
 
 #: A device call's running (its deadline: DEADLINE_S of tools/device-run.sh), a window's running and its calls,
 #: where params/gpu-calls.yaml does not say: a lent machine's 15 minutes less its starts, in calls of at most 10.
@@ -571,52 +570,3 @@ def _what_to_cut(runs: list[Run], *, limit_s: float, window_s: float, max_calls:
         lines.append("no post fits on its own; cut their settings (params/gpu.yaml) or raise the limits")
     return "cannot fit: " + "\n  ".join(lines)
 
-
-def stale_gpu_posts(budgets: Mapping[str, Any], *, site: Path = ROOT, notebooks: Path = ROOT / "notebooks",
-                    params_dir: Path = ROOT / "params", root: Path = ROOT, everything: bool = False,
-                    only: str | None = None) -> tuple[list[str], dict[str, dict[str, Any]]]:
-    """The GPU posts (those with a ``gpu`` budget in their header) whose gpu result is not
-    current (all of them with ``everything``: one commit for every post), ranked ones first,
-    and their gpu parameters."""
-    from sidebyside.publish.cache import plan as decide
-    from sidebyside.publish.discovery import discover, select
-    from sidebyside.publish.params import load_all_params
-
-    infos = discover(notebooks)
-    params = load_all_params(params_dir, infos)
-    if "gpu" not in params:
-        raise PublishError(f"{params_dir / 'gpu.yaml'} is missing")
-    gpu_infos = [i for i in select(infos, only) if i.slug in (budgets.get("posts") or {})]
-    decisions = decide(gpu_infos, "gpu", params, site, force=everything, root=root)
-    stale = [d.info.slug for d in decisions if d.action == "run"]
-    order = [s for s in (budgets.get("order") or []) if s in stale]
-    return order + [s for s in stale if s not in order], params["gpu"]
-
-
-def format_plan(plan: Plan) -> str:
-    """The plan, one line per call and run, in the order each call runs them; a run in parts says the second
-    of its call by which its parts end, and what of a run's cost is estimated says so."""
-    if not plan.calls:
-        return "nothing to run: every GPU post is current"
-    lines = [f"{len(plan.calls)} call(s), {plan.seconds:.0f} of {plan.window_s:.0f} device seconds "
-             f"(each call at most {plan.limit_s:.0f} s, counted from its start):"]
-    for n, call in enumerate(plan.calls, 1):
-        lines.append(f"  call {n}: {call.seconds:.0f} s ({call.overhead_s:.0f} s set-up): "
-                     f"CALL={n} tools/device-run.sh")
-        end = call.overhead_s
-        for k, run in enumerate(call.runs):
-            end += run.seconds
-            what = f"parts {', '.join(run.parts)}" if run.parts else "the whole post"
-            if run.deadline_s:
-                what += f" (its parts end by {run.deadline_s:.0f} s of the call, its run_budget_s)"
-            if run.last:
-                what += " (publishes)"
-            elif all(r.slug != run.slug for r in call.runs[k + 1:]):
-                what += "; goes on in a later call: merge this call's archive, then plan and run the next call"
-            lines.append(f"    {run.slug}: {run.seconds:.0f} s, ends by {end:.0f} s; {what}")
-            for note in run.estimated:
-                lines.append(f"      ESTIMATE: {note}")
-    for slug, parts in plan.done.items():
-        if parts:
-            lines.append(f"  {slug}: {len(parts)} part(s) read back from committed checkpoints: {', '.join(parts)}")
-    return "\n".join(lines)
