@@ -2,7 +2,7 @@
 streams, figures, scrubbed paths and host name, outputs cut at
 :data:`OUTPUT_CAP`, figure files made by :mod:`.figures`), the front matter,
 the side-by-side pairs (:mod:`.pairs`), the downloads (:mod:`.downloads`),
-the escape filters (:mod:`.escape`) and the publication's manifest
+the output filters (:data:`.markdown.FILTERS`, on :mod:`.escape`'s sanitiser) and the publication's manifest
 (:mod:`.state`)."""
 
 from __future__ import annotations
@@ -280,7 +280,7 @@ def drop_title_heading(nb, title: str) -> None:
 
 def compared_paragraph(info: NotebookInfo, record: dict[str, Any]) -> str:
     """*What was compared*, the paragraph under a post's verdict box, in Markdown: the work as the notebook's header names it (``compared``), then the
-    scales the record's verdicts were measured at (:func:`sidebyside.lab.verdict.scales_text`:
+    scales the record's verdicts were measured at (:func:`sidebyside.lab.framing.scales_text`:
     merged field by field where at most one field differs between them, else each scale in
     turn), on the devices they name (else the run's device); then the profile and the day of the
     run. Returned as one HTML paragraph: header and record text is escaped as
