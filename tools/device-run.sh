@@ -45,6 +45,10 @@ started=$(date -u -d "@${SIDEBYSIDE_CALL_START%.*}" +%Y-%m-%dT%H:%M:%S+00:00)
 limit=$(sed -n 's/^call_limit_s: *\([0-9][0-9]*\).*/\1/p' params/gpu-calls.yaml 2>/dev/null || true)
 deadline=${DEADLINE_S:-${limit:-480}}
 export SIDEBYSIDE_CALL_DEADLINE_S=$deadline
+# One compilation cache for the whole call, both frameworks alike (JAX's persistent cache, Inductor's and Triton's):
+# every run and part of the call compiles once; each record says whether its first process found the cache cold.
+export SIDEBYSIDE_COMPILE_CACHE=${SIDEBYSIDE_COMPILE_CACHE:-$PWD/build/compile-cache}
+mkdir -p "$SIDEBYSIDE_COMPILE_CACHE"
 py=${PYTHON:-python3}
 stub=${STUB_EXECUTOR:-}
 if [ -n "$stub" ]; then

@@ -121,6 +121,9 @@ def same_conditions(*, threads: int | None = None, tf32: bool = False) -> dict[s
     except ImportError:
         blas_threads = "unknown (threadpoolctl is not installed: pip install threadpoolctl)"
     cache = _compile_cache()
+    # Whether this process's compilations start cold: a cache folder given by the caller (a device call's, a
+    # test run's) may already hold what an earlier run compiled, and the compile times are then warm.
+    cold = not any(any((cache / tool).iterdir()) for tool in ("jax", "inductor") if (cache / tool).is_dir())
     import jax  # (after the thread settings above)
 
     jax.config.update("jax_compilation_cache_dir", str(cache / "jax"))
@@ -135,6 +138,7 @@ def same_conditions(*, threads: int | None = None, tf32: bool = False) -> dict[s
         "xla_cpu_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else threads,
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "tf32": bool(tf32),
+        "compile_cache_cold_at_start": cold,
         **_precision_record(),
         "rules": ["data already on the device", "synchronised before every clock read",
                   "first call and compilation timed apart, in a warm process (the first process compiles cold; "
