@@ -179,8 +179,11 @@ def measure_here(fns: Mapping[str, Callable[[], Any]], *, repeats: int, warmup: 
 
     Each function is called once alone (timed: ``first_s``, compilation included), warmed up
     ``warmup`` times, and given its ``number`` of calls per repeat (chosen from synchronised
-    calls unless given); then ``repeats`` rounds alternate between the functions, each round
-    starting with function ``shift`` (A B C, or B C A for ``shift=1``). Every clock read follows a
+    calls unless given; one function raced under several names, as in an A/A run, gets one
+    number for all); then ``repeats`` rounds alternate between the functions, round ``r``
+    starting with function ``shift + r`` (A B C, B C A, C A B, ... for ``shift=0``), so that every
+    function takes every place in the round equally often: no function is always the one that
+    runs first, or after a given other. Every clock read follows a
     synchronised result, except with ``synchronize=False`` (the pitfall, shown on purpose), where
     the queue is drained, outside the clock, before another function's repeat and at the end.
     ``pipelined=True`` waits once per repeat, for its last call. With ``keep_errors`` a function
@@ -203,7 +206,9 @@ def measure_here(fns: Mapping[str, Callable[[], Any]], *, repeats: int, warmup: 
             first[name] = time.perf_counter() - start
             for _ in range(warmup):
                 _call(fn, synchronize)
-            numbers[name] = number if number is not None else _choose_number(fn, min_repeat_s, max_number)
+            numbers[name] = number if number is not None else next(
+                (numbers[other] for other in running if running[other] is fn), None) or _choose_number(
+                fn, min_repeat_s, max_number)
             running[name] = fn
         except Exception as error:
             if not keep_errors:
@@ -216,8 +221,9 @@ def measure_here(fns: Mapping[str, Callable[[], Any]], *, repeats: int, warmup: 
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for _ in range(repeats):
-            for name in order[shift:] + order[:shift]:
+        for r in range(repeats):
+            start_at = (shift + r) % max(len(order), 1)
+            for name in order[start_at:] + order[:start_at]:
                 if name not in running:
                     continue
                 fn, n = running[name], numbers[name]
