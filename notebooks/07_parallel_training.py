@@ -200,6 +200,13 @@ tables.table(pd.Series({"parameters": model.param_count(config), "global batch":
 # where each array lives (a `PartitionSpec` per parameter on a `Mesh`), and
 # XLA inserts the collectives, except in `shard_map`, where the step is
 # written per device with its collective spelled out.
+#
+# FSDP2 makes a choice that moves bytes: with `reshard_after_forward=True`, its
+# default, each block's parameters are freed after the block's forward and
+# gathered again for its backward; with `False` they are kept from forward to
+# backward, gathered once a step and held longer. PyTorch's fully sharded
+# strategy runs both ways, two labelled rows, each raced against JAX's one
+# fully sharded program, where XLA decides what a step gathers and keeps.
 
 # %% tags=["pair:data-parallel:torch"]
 report.source(torch_parallel.data_parallel)
@@ -208,7 +215,7 @@ report.source(torch_parallel.data_parallel)
 report.source(jax_parallel.data_parallel)
 
 # %% tags=["pair:fully-sharded:torch"]
-report.source(torch_parallel.fully_sharded)
+report.source(torch_parallel.fully_sharded, torch_parallel.fully_sharded_kept)
 
 # %% tags=["pair:fully-sharded:jax"]
 report.source(jax_parallel.fully_sharded)
@@ -293,11 +300,16 @@ Markdown(report.multiprocess_claim(multi_record, tolerance=loss_tolerance))
 # loss, `backward()`, the optimiser's `step()` and `zero_grad()`, eager or
 # compiled whole by `torch.compile`; JAX's a pure function of the parameters and
 # the optimiser state, differentiated by `jax.value_and_grad`, updated by optax
-# and compiled by `jax.jit`. Both optimisers are SGD with momentum
-# (`torch.optim.SGD`, `optax.sgd`), built from the same weights; every strategy
+# and compiled by `jax.jit`. Both optimisers are SGD with momentum, written
+# below with their options (`torch.optim.SGD`, `optax.sgd`); every strategy
 # above runs this same step.
 
 # %% tags=["pair:one-device:torch", "collapsed"] summary="The code: the one-device step"
+def torch_optimizer(parameters, lr, momentum):
+    """SGD with momentum; foreach=False: one update per parameter, as every strategy's worker runs it."""
+    return torch.optim.SGD(parameters, lr=lr, momentum=momentum, foreach=False)
+
+
 def torch_step(net, optimizer, tool):
     """The one-device training step, eager or (tool "compile") compiled whole with static shapes."""
     def step(xb, yb):
@@ -312,6 +324,11 @@ def torch_step(net, optimizer, tool):
 # %% tags=["pair:one-device:jax", "collapsed"]
 import optax
 from flax import nnx
+
+
+def jax_optimizer(lr, momentum):
+    """SGD with momentum: the buffer is optax's trace, updated as PyTorch's (no dampening, no Nesterov)."""
+    return optax.sgd(lr, momentum=momentum)
 
 
 def jax_step(graphdef, tx):
@@ -329,7 +346,8 @@ def jax_step(graphdef, tx):
 
 
 # %% tags=["appendix"] summary="The one-device ladder, rung by rung"
-steps_shown = {"torch_step": torch_step, "jax_step": jax_step}  # the paired cells above: shown is timed
+steps_shown = {"torch_step": torch_step, "jax_step": jax_step,  # the paired cells above: shown is timed
+               "torch_optimizer": torch_optimizer, "jax_optimizer": jax_optimizer}
 ladders = {"cpu": reference.run(X, y, torch_model.state_dict(), config, lr=lr, momentum=momentum, torch_device="cpu",
                                 jax_device=jax.devices("cpu")[0], torch_tools=torch_tools, repeats=repeats,
                                 min_repeat_s=min_repeat_s, **steps_shown)}
@@ -359,7 +377,9 @@ run = runs[largest]
 for fw in ("torch", "jax"):
     axes[0].plot(np.arange(1, steps + 1), run[fw]["one_device"]["losses"], color=viz.COLORS[fw],
                  label=f"{viz.LABELS[fw]}, one device", marker="o")
-    for s, marker in zip(launch.STRATEGIES[1:], "s^vD"):
+    for s, marker in zip(launch.TORCH_STRATEGIES[1:], "s^vDo"):  # PyTorch's FSDP2 both ways; JAX's one program
+        if s not in run[fw]:
+            continue
         reference = np.array(run[fw]["one_device"]["losses"])
         deviation = np.abs(np.array(run[fw][s]["losses"]) - reference)
         axes[1].semilogy(np.arange(1, steps + 1), np.maximum(deviation, 1e-9), color=viz.COLORS[fw], marker=marker,
@@ -376,10 +396,13 @@ plt.show()
 # %% [markdown]
 # ## 6. Results
 #
-# Memory per device is what the shards themselves hold (JAX's
+# Memory per device is what the shards themselves hold between steps (JAX's
 # `addressable_shards`, PyTorch's local tensors): parameters, gradients and
-# the momentum buffers, against the one-device total. Collectives are counted per training step, by kind, with
-# the size of the full buffer each works on.
+# the momentum buffers, against the one-device total; the parameters a fully
+# sharded step gathers for a while are not in it (FSDP2 holds the block in use,
+# and the one it prefetches, with `reshard_after_forward=True`; every block's
+# from its forward to its backward with `False`). Collectives are counted per
+# training step, by kind, with the size of the full buffer each works on.
 
 # %% tags=["remove_input", "appendix"] summary="Every strategy and framework: code, correctness, memory, collectives, step time"
 metrics = report.summarise(

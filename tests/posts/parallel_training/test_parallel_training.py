@@ -24,19 +24,20 @@ from conftest import run_pairs
 from sidebyside.posts.parallel_training import comms, costmodel, launch, model, reference, report, scaling
 
 STRATEGIES = launch.STRATEGIES
+TORCH_STRATEGIES = launch.TORCH_STRATEGIES
 CONFIG = model.ViTConfig(patch=7, dim=16, depth=1, heads=4, mlp=32)
 BATCH, STEPS = 8, 3
 
 
 @functools.cache
 def steps() -> dict:
-    """The notebook's one-device steps (its ``one-device`` pair), run as they are, as
+    """The notebook's one-device steps and optimisers (its ``one-device`` pair), run as they are, as
     :func:`reference.run` takes them."""
     import jax
     import torch
 
     ns = run_pairs("07_parallel_training.py", ["one-device"], {"torch": torch, "jax": jax})
-    return {"torch_step": ns["torch_step"], "jax_step": ns["jax_step"]}
+    return {name: ns[name] for name in ("torch_step", "jax_step", "torch_optimizer", "jax_optimizer")}
 
 
 # ----------------------------------------------------------------------------- one run per framework, 2 devices
@@ -165,6 +166,17 @@ def test_memory_per_device_is_the_shards(runs, inputs):
         fs = runs[framework]["fully_sharded"]
         assert fs["memory"]["grads"] == fs["memory"]["params"] == fs["memory"]["optimizer"]
         assert fs["memory"]["total"] < fs["replicated_total"]
+
+
+@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
+def test_fsdp2_runs_both_ways_and_keeping_gathers_once(runs, inputs):
+    """reshard_after_forward=False gathers each block's parameters once a step instead of twice: fewer
+    all-gather bytes, the same losses and the same state held between steps."""
+    regathered, kept = runs["torch"]["fully_sharded"], runs["torch"]["fully_sharded_kept"]
+    assert kept["max_loss_deviation"] < 1e-5 and kept["max_param_difference"] < 1e-4
+    assert kept["memory"] == regathered["memory"]
+    assert kept["comms"]["all-gather"]["bytes"] < regathered["comms"]["all-gather"]["bytes"]
+    assert kept["comms"]["reduce-scatter"] == regathered["comms"]["reduce-scatter"]
 
 
 @pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
@@ -411,11 +423,11 @@ def test_the_scaling_path_runs_every_strategy_on_one_device(runs, inputs):
     record = scaling.scaling_record({1: one, 2: {"torch": runs["torch"], "jax": runs["jax"]}}, device="simulated",
                                    tolerance=1e-4, model_parallel=dict(counts))
     for fw in ("torch", "jax"):
-        assert set(record["strategies"][fw]) == set(STRATEGIES[1:])
+        assert set(record["strategies"][fw]) == set((TORCH_STRATEGIES if fw == "torch" else STRATEGIES)[1:])
         for strategy, per in record["strategies"][fw].items():
             assert per["1"]["efficiency"] == 1 and per["2"]["efficiency"] > 0, (fw, strategy)
             assert per["1"]["within_tolerance"] and per["2"]["within_tolerance"], (fw, strategy)
-    assert len(scaling.scaling_table({"scaling": record})) == 2 * 4 * 2
+    assert len(scaling.scaling_table({"scaling": record})) == (5 + 4) * 2  # PyTorch's FSDP2 both ways
 
 
 @pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
@@ -623,6 +635,37 @@ def test_fewer_verdict_flips_with_the_numbers():
     assert tie.label == "tie"
 
 
+def test_fsdp2_is_raced_both_ways_against_jaxs_one_program():
+    """Synthetic records, the shape of the 2-device run's: FSDP2 regathering for backward moves 3 units
+    of parameter bytes, keeping them 2, JAX 2; each row names its resharding choice."""
+    def rec(moved, held=30, deviation=0.0):
+        return {"max_loss_deviation": deviation, "comms": {"total": {"count": 2, "bytes": moved}},
+                "memory": {"total": held}, "replicated_total": 90}
+    runs = {2: {"torch": {"one_device": rec(0, 90), "data_parallel": rec(20, 90), "fully_sharded": rec(30),
+                          "fully_sharded_kept": rec(20, deviation=2e-7)},
+                "jax": {"one_device": rec(0, 90), "data_parallel": rec(20, 90), "fully_sharded": rec(20)}}}
+    lines = {"one_device": 0, "data_parallel": 1, "fully_sharded": 3}
+    metrics = report.summarise(runs=runs, code={"torch": lines, "jax": lines}, parameters=100, config={},
+                               batch_size=8, steps=2, lr=0.1, momentum=0.9, model_parallel=2, device="CPU",
+                               simulated=True, loss_tolerance=1e-4, projection={})
+    by_question = {v["question"]: v for v in metrics["verdicts"]}
+    regathered = by_question["Whose collectives move fewer bytes per step for fully sharded?"]
+    kept = by_question["Whose collectives move fewer bytes per step for fully sharded (parameters kept for backward)?"]
+    assert regathered["winner"] == "jax" and kept["label"] == "tie"
+    assert regathered["sentence"].startswith("JAX (jit + NamedSharding) needs fewer bytes in collectives per step "
+                                             "than PyTorch (FSDP2 fully_shard, reshard_after_forward=True)")
+    assert "PyTorch (FSDP2 fully_shard, reshard_after_forward=False)" in kept["sentence"]
+    assert report.RESHARDING in regathered["sentence"] and report.RESHARDING in kept["caveat"]
+    memory = [v for q, v in by_question.items() if q.startswith("Whose memory per device between steps")]
+    assert len(memory) == 3 and all((report.HELD in v["caveat"]) == ("fully sharded" in v["question"]) for v in memory)
+    # No code verdict for the second way: it is the same function with one argument.
+    assert not any(q.startswith("Which framework needs less code") and "kept" in q for q in by_question)
+    assert "PyTorch at most 2.00e-07 (fully sharded (parameters kept for backward))" in metrics["verdicts"][0]["sentence"]
+    text = report.conclusion(metrics)
+    assert "the two tie for data parallel and fully sharded (parameters kept for backward)." in text
+    assert "Fully sharded, each device holds, between steps, 33.3% of the replicated bytes in PyTorch" in text
+
+
 def test_parity_verdict_flips_past_the_tolerance():
     ok = report.parity_verdict({"torch": {"manual": 1e-7}, "jax": {"manual": 2e-7}}, tolerance=1e-3, scale={},
                                devices=2)
@@ -647,7 +690,19 @@ def test_record_and_conclusion(runs, ladder):
     text = report.conclusion(metrics)
     assert "PyTorch needs less code for data parallel" in text and "not evidence" in text
     assert "**One device, CPU** (a test CPU)" in text and text.endswith(note)
-    assert len(report.results_table(metrics)) == 2 * len(STRATEGIES)
+    assert len(report.results_table(metrics)) == len(STRATEGIES) + len(TORCH_STRATEGIES)
+    # FSDP2 raced both ways, each row naming its resharding choice, against JAX's one fully sharded program.
+    moved = {v["question"]: v for v in metrics["verdicts"] if v["question"].startswith("Whose collectives")}
+    both = [moved[f"Whose collectives move fewer bytes per step for {name}?"]
+            for name in ("fully sharded", "fully sharded (parameters kept for backward)")]
+    assert both[0]["contestants"]["torch"]["tool"] == "FSDP2 fully_shard, reshard_after_forward=True"
+    assert both[1]["contestants"]["torch"]["tool"] == "FSDP2 fully_shard, reshard_after_forward=False"
+    assert all(report.RESHARDING in v["sentence"] for v in both)
+    held = [v for v in metrics["verdicts"] if v["question"].startswith("Whose memory per device between steps")
+            and "fully sharded" in v["question"]]
+    assert len(held) == 2 and all(report.HELD in v["caveat"] for v in held)
+    assert "**fully sharded (parameters kept for backward)**: PyTorch (FSDP2 fully_shard, " \
+           "reshard_after_forward=False) issues" in report.collectives_claim(metrics)
     assert report.projection_claim(metrics) == ""
     metrics["projection"] = {fw: {s: costmodel.project(
         s, collectives=runs[fw][s]["collectives"], grad_bytes=runs[fw][s]["memory"]["grads"], measured_devices=2,

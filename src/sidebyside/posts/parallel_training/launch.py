@@ -43,9 +43,13 @@ from sidebyside.run import context
 
 __all__ = ["WorkerError", "LaunchError", "plan", "free_port", "check_port", "find_torchrun", "worker_env",
            "DEVICE_KINDS", "TorchPlacement", "device_kind", "torch_placement", "scaling_counts", "scaling_plan",
-           "run_torch", "run_jax", "run_jax_multiprocess", "STRATEGIES"]
+           "run_torch", "run_jax", "run_jax_multiprocess", "STRATEGIES", "TORCH_STRATEGIES"]
 
+#: The strategies both frameworks run.
 STRATEGIES = ("one_device", "data_parallel", "fully_sharded", "tensor_parallel", "manual")
+#: PyTorch's: the same, and FSDP2 both ways, ``reshard_after_forward`` True (``fully_sharded``) and False
+#: (``fully_sharded_kept``), each raced against JAX's one fully sharded program (:data:`.names.COUNTERPART`).
+TORCH_STRATEGIES = ("one_device", "data_parallel", "fully_sharded", "fully_sharded_kept", "tensor_parallel", "manual")
 #: The kinds of device a run uses: the CPU (simulated devices) or real GPUs.
 DEVICE_KINDS = ("cpu", "gpu")
 
@@ -251,8 +255,8 @@ def _write_inputs(directory: Path, X: np.ndarray, y: np.ndarray, torch_state: di
 
 
 def run_torch(num_devices: int, *, X: np.ndarray, y: np.ndarray, torch_state: dict, config: ViTConfig, lr: float,
-              momentum: float = 0.9, model_parallel: int = 2, strategies: Sequence[str] = STRATEGIES, device: str = "cpu",
-              master_port: int | None = None, python: str = sys.executable, threads: int = 1,
+              momentum: float = 0.9, model_parallel: int = 2, strategies: Sequence[str] = TORCH_STRATEGIES,
+              device: str = "cpu", master_port: int | None = None, python: str = sys.executable, threads: int = 1,
               repeats: int = 5, number: int = 2, timeout: float = 900,
               workdir: str | os.PathLike | None = None) -> dict:
     """Train ``strategies`` with ``num_devices`` torchrun workers on the global batches ``X`` (steps,

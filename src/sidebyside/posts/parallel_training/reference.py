@@ -10,7 +10,8 @@ in one interleaved run of :func:`sidebyside.lab.timing.ladder`.
 - :func:`gpu_plan`: what the gpu profile runs on the GPUs this machine shows: the one-device
   ladder on one GPU, and with two or more the device counts of the scaling runs over them.
 
-The steps are the notebook's paired cells (``torch_step``, ``jax_step``), the same computation as
+The steps and the optimisers are the notebook's paired cells (``torch_step``, ``jax_step``,
+``torch_optimizer``, ``jax_optimizer``: the options the post shows are the options run), the same computation as
 :func:`.torch_parallel.make_step`, the step the strategies' workers run, and the step of
 :func:`.jax_parallel.train`; JAX's is placed on ``jax_device``. The data is on the device before
 any clock starts; every timed call is synchronised by the harness. The
@@ -38,17 +39,16 @@ TORCH_TOOLS = ("eager", "compile")
 
 
 def _torch_trainer(torch_state: Mapping[str, Any], config: ViTConfig, *, lr: float, momentum: float, device: str,
-                   tool: str, torch_step: Callable):
-    """The notebook's one-device PyTorch step (``torch_step(net, optimizer, tool)``) on ``device``
-    from ``torch_state``, and a ``reset()`` that puts the weights back and empties the optimiser
-    state in place (so a compiled step keeps its compiled code)."""
-    import torch
-
+                   tool: str, torch_step: Callable, torch_optimizer: Callable):
+    """The notebook's one-device PyTorch step (``torch_step(net, optimizer, tool)``) with its
+    optimiser (``torch_optimizer(parameters, lr, momentum)``) on ``device`` from ``torch_state``, and
+    a ``reset()`` that puts the weights back and empties the optimiser state in place (so a compiled
+    step keeps its compiled code)."""
     from sidebyside.posts.parallel_training.model import TorchViT
 
     model = TorchViT(config).to(device)
     model.load_state_dict(torch_state)
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, foreach=False)
+    optimizer = torch_optimizer(model.parameters(), lr=lr, momentum=momentum)
     step = torch_step(model, optimizer, tool)
 
     def reset():
@@ -59,13 +59,14 @@ def _torch_trainer(torch_state: Mapping[str, Any], config: ViTConfig, *, lr: flo
 
 
 def _jax_rung(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], config: ViTConfig, lr: float,
-              momentum: float, jax_platform: str, jax_step: Callable) -> tuple[dict[str, Any], Callable[[], Any]]:
-    """The notebook's one-device JAX step (``jax_step(graphdef, tx)``, jitted) on the first device of
+              momentum: float, jax_platform: str, jax_step: Callable,
+              jax_optimizer: Callable) -> tuple[dict[str, Any], Callable[[], Any]]:
+    """The notebook's one-device JAX step (``jax_step(graphdef, tx)``, jitted, with the optimiser
+    ``tx = jax_optimizer(lr, momentum)``) on the first device of
     ``jax_platform``, from PyTorch's weights: compiled ahead of time once (``compile_s``), trained over
     every batch (``losses``), and the step on the first batch from the final state (pure: calling it
     changes nothing), to be timed."""
     import jax
-    import optax
     from flax import nnx
 
     from sidebyside.posts.parallel_training.model import FlaxViT, copy_torch_to_flax
@@ -74,7 +75,7 @@ def _jax_rung(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], conf
     flax_model = FlaxViT(config)
     copy_torch_to_flax({k: v.detach().cpu().numpy() for k, v in torch_state.items()}, flax_model)
     graphdef, params = nnx.split(flax_model, nnx.Param)
-    tx = optax.sgd(lr, momentum=momentum)
+    tx = jax_optimizer(lr=lr, momentum=momentum)
     step = jax_step(graphdef, tx)
     params = jax.device_put(params, device)
     opt_state = jax.device_put(tx.init(params), device)
@@ -91,12 +92,12 @@ def _jax_rung(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], conf
 
 def _contestants(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], config: ViTConfig, lr: float,
                  momentum: float, torch_device: str, torch_tools: Sequence[str], jax_platform: str,
-                 torch_step: Callable, jax_step: Callable):
+                 torch_step: Callable, jax_step: Callable, torch_optimizer: Callable, jax_optimizer: Callable):
     """Every rung built on the first batch: ``(candidates, trainers, jax_record, losses)`` (a tool
     that fails to build keeps its error as its candidate)."""
     import torch
 
-    common = dict(lr=lr, momentum=momentum, device=torch_device, torch_step=torch_step)
+    common = dict(lr=lr, momentum=momentum, device=torch_device, torch_step=torch_step, torch_optimizer=torch_optimizer)
     Xt = torch.from_numpy(X).to(torch_device)
     yt = torch.from_numpy(y).long().to(torch_device)
     candidates: dict[str, Any] = {}
@@ -110,7 +111,8 @@ def _contestants(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], c
             candidates[name] = error
     losses = {}
     try:
-        jax_record, candidates["jax/jit"] = _jax_rung(X, y, torch_state, config, lr, momentum, jax_platform, jax_step)
+        jax_record, candidates["jax/jit"] = _jax_rung(X, y, torch_state, config, lr, momentum, jax_platform, jax_step,
+                                                      jax_optimizer)
         losses["jax/jit"] = jax_record["losses"]
     except Exception as error:  # noqa: BLE001
         candidates["jax/jit"], jax_record = error, None
@@ -123,16 +125,19 @@ def _candidates(*args: Any) -> dict[str, Any]:
 
 
 def run(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], config: ViTConfig, *, lr: float,
-        momentum: float, torch_step: Callable, jax_step: Callable, torch_device: str = "cpu", jax_device: Any = None,
+        momentum: float, torch_step: Callable, jax_step: Callable, torch_optimizer: Callable, jax_optimizer: Callable,
+        torch_device: str = "cpu", jax_device: Any = None,
         torch_tools: Sequence[str] = TORCH_TOOLS, repeats: int = 5, min_repeat_s: float = 0.05) -> dict[str, Any]:
     """The one-device ladder on one device, trained on the global batches ``X`` (steps, B, 28, 28)
-    and ``y`` (steps, B) with SGD (``lr``, ``momentum``) from ``torch_state``.
+    and ``y`` (steps, B) with the notebook's optimisers (``lr``, ``momentum``) from ``torch_state``.
 
-    The steps are the notebook's paired cells (the code shown is the code timed):
+    The steps and the optimisers are the notebook's paired cells (the code shown is the code timed):
     ``torch_step(net, optimizer, tool)`` returns PyTorch's step ``step(xb, yb)`` for ``tool``
     (eager, or compiled whole), ``jax_step(graphdef, tx)`` JAX's jitted ``step(params, opt_state,
-    X, y)``; this builds the models from the same weights and the optimisers (SGD with momentum),
-    and puts the batches on the device. Every rung is first timed on the first batch
+    X, y)``; ``torch_optimizer(parameters, lr, momentum)`` returns PyTorch's optimiser,
+    ``jax_optimizer(lr, momentum)`` optax's transformation, each with the options the cell writes.
+    This builds the models from the same weights and the optimisers from those cells, and puts the
+    batches on the device. Every rung is first timed on the first batch
     (:func:`sidebyside.lab.timing.ladder`, ``repeats`` and ``min_repeat_s``: its first call holds
     the compilation), then trained from the initial weights over every batch for its loss curve
     (JAX's before the timing, from which its timed call starts). ``jax_device``: the JAX device
@@ -147,7 +152,7 @@ def run(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], config: Vi
     if unknown:
         raise ValueError(f"unknown PyTorch tools {sorted(unknown)}; choose among {TORCH_TOOLS}")
     jax_device = jax_device if jax_device is not None else jax.devices("cpu")[0]
-    common = dict(lr=lr, momentum=momentum, device=torch_device, torch_step=torch_step)
+    common = dict(lr=lr, momentum=momentum, device=torch_device, torch_step=torch_step, torch_optimizer=torch_optimizer)
     Xt = torch.from_numpy(X).to(torch_device)
     yt = torch.from_numpy(y).long().to(torch_device)
     breaks: dict[str, Any] = {}
@@ -159,7 +164,7 @@ def run(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], config: Vi
         except Exception as error:  # noqa: BLE001  (the count is a finding; its failure is one too)
             breaks["graph_breaks_error"] = f"{type(error).__name__}: {error}"[:300]
     args = (X, y, torch_state, config, lr, momentum, torch_device, tuple(torch_tools), jax_device.platform, torch_step,
-            jax_step)
+            jax_step, torch_optimizer, jax_optimizer)
     candidates, trainers, jax_record, losses = _contestants(*args)
     builder = partial(_candidates, *args)  # each worker process builds the rungs again (the steps travel by value)
     entries, _ = timing.ladder(builder, here=candidates, repeats=repeats, min_repeat_s=min_repeat_s)

@@ -12,7 +12,9 @@ PyTorch eager and ``torch.compile``, JAX ``jit``, on the CPU and, where there is
 each rung's losses against the CPU's PyTorch eager run); then ``verdicts`` (headline first): whether
 both reach the reference's losses, which framework's one-device step is faster on each device that
 ran it, and per strategy which framework needs less code, whose collectives move fewer bytes and
-whose memory per device is lower. :func:`conclusion` writes the prose from the record alone.
+whose memory per device between steps is lower (PyTorch's FSDP2 raced both ways, with
+``reshard_after_forward`` True and False, each against JAX's one fully sharded program:
+:data:`.names.COUNTERPART`, :data:`RESHARDING`, :data:`HELD`). :func:`conclusion` writes the prose from the record alone.
 
 On a machine with two or more GPUs, the strategies also run on real GPUs
 (:mod:`sidebyside.posts.parallel_training.scaling`); without such runs the record's ``scaling`` is
@@ -33,11 +35,11 @@ from typing import Any
 from sidebyside.lab import framing, ladders, verdict, words
 from sidebyside.lab.conditions import conditions_sentence
 from sidebyside.posts.parallel_training import comms
-from sidebyside.posts.parallel_training.names import STRATEGY_NAMES, TOOLS, spoken_list
+from sidebyside.posts.parallel_training.names import COUNTERPART, STRATEGY_NAMES, TOOLS, spoken_list
 from sidebyside.posts.parallel_training.scaling import scaling_claim
 from sidebyside.run.code import Source, source
 
-__all__ = ["TIE", "RUNGS", "WHERE", "code_lines", "Source", "source", "torch_record",
+__all__ = ["TIE", "RUNGS", "WHERE", "RESHARDING", "HELD", "code_lines", "Source", "source", "torch_record",
            "jax_record", "conditions_text", "reference_record", "reference_verdict", "reference_claim", "reference_table",
            "parity_verdict", "fewer_verdict", "summarise", "results_table", "collectives_table", "collectives_claim", "projection_claim", "multiprocess_record",
            "multiprocess_claim", "projection_table", "conclusion"]
@@ -245,10 +247,24 @@ def parity_verdict(deviations: Mapping[str, Mapping[str, float]], *, tolerance: 
                          scale=scale)
 
 
+#: What a fully sharded row's bytes rest on: the resharding choice of PyTorch's side, and JAX's one program.
+RESHARDING = ("PyTorch's FSDP2 is raced both ways, reshard_after_forward=True (its default: each block's parameters "
+              "gathered in the forward and again in the backward) and False (gathered once, kept from forward to "
+              "backward); JAX's side is the same program in both rows, whose collectives XLA chose (read from its "
+              "compiled HLO).")
+#: What the memory verdicts count, and what they leave out.
+HELD = ("Counted between steps (parameters, gradients and optimiser state, each device's own shards); the parameters "
+        "a step gathers for a while are not in it: FSDP2 holds the block in use (and the one it prefetches) with "
+        "reshard_after_forward=True, and every block's from its forward to its backward with False; XLA holds what "
+        "its schedule keeps.")
+
+
 def fewer_verdict(strategy: str, torch_value: float, jax_value: float, *, what: str, unit: str, question: str,
-                  scale: Mapping[str, Any], fmt: Callable[[float], str] = words.fmt_number) -> verdict.Verdict:
+                  scale: Mapping[str, Any], fmt: Callable[[float], str] = words.fmt_number,
+                  caveat: str = "") -> verdict.Verdict:
     """Which framework needs fewer of ``what`` (code lines, bytes moved, bytes held) for
-    ``strategy``? Exact counts: within ``TIE`` of each other is a tie."""
+    ``strategy``? Exact counts: within ``TIE`` of each other is a tie. ``caveat``: what the
+    counts rest on, added to the sentence."""
     t, j = float(torch_value), float(jax_value)
     big = max(t, j)
     who = {fw: f"{words.FRAMEWORKS[fw]} ({TOOLS[fw][strategy]})" for fw in ("torch", "jax")}
@@ -267,8 +283,10 @@ def fewer_verdict(strategy: str, torch_value: float, jax_value: float, *, what: 
                     f"{fmt(low)} against {fmt(high)}{unit}{ratio}.")
     # No ratio, factor or difference on the verdict: the site reads those as a speed-up or a seed
     # difference; the counts are in the sentence.
+    if caveat:
+        sentence += " " + caveat
     v = verdict.Verdict(question=question, label=label, sentence=sentence, subject="torch", other="jax",
-                        winner=winner, test=f"exact count; a difference under {TIE:.0%} is a tie")
+                        winner=winner, test=f"exact count; a difference under {TIE:.0%} is a tie", caveat=caveat)
     return framing.frame(v, contestants=_contestants(strategy), scale=scale)
 
 
@@ -293,8 +311,13 @@ def summarise(*, runs: Mapping[int, Mapping[str, Any]], code: Mapping[str, Mappi
     scale = framing.scale_of(parameters=parameters, input="28×28", batch=batch_size, precision="float32",
                              device=f"{largest} {kind} ({device})")
     run = runs[largest]
-    strategies = [s for s in STRATEGY_NAMES if s != "one_device" and s in run["torch"] and s in run["jax"]]
-    found = [parity_verdict({fw: {s: run[fw][s]["max_loss_deviation"] for s in strategies} for fw in ("torch", "jax")},
+    strategies = [s for s in STRATEGY_NAMES if s != "one_device" and s in run["torch"] and s in run["jax"]
+                  and s not in COUNTERPART]
+    # PyTorch-only strategies, each raced against its JAX counterpart (FSDP2 both ways against JAX's one program)
+    paired = strategies + [s for s in COUNTERPART if s in run["torch"] and COUNTERPART[s] in run["jax"]]
+    jax_of = {s: COUNTERPART.get(s, s) for s in paired}
+    found = [parity_verdict({"torch": {s: run["torch"][s]["max_loss_deviation"] for s in paired},
+                             "jax": {s: run["jax"][s]["max_loss_deviation"] for s in strategies}},
                             tolerance=loss_tolerance, scale=scale, devices=largest)]
     for where, record in (reference or {}).items():
         found.append(reference_verdict(where, record, scale=framing.scale_of(
@@ -304,16 +327,18 @@ def summarise(*, runs: Mapping[int, Mapping[str, Any]], code: Mapping[str, Mappi
         found.append(fewer_verdict(s, code["torch"][s], code["jax"][s], what="lines of code", unit=" lines",
                                    question=f"Which framework needs less code for {STRATEGY_NAMES[s]}?", scale=scale,
                                    fmt=lambda x: str(int(x))))
-    for s in strategies:
+    sharded = ("fully_sharded", *COUNTERPART)
+    for s in paired:
         found.append(fewer_verdict(
-            s, run["torch"][s]["comms"]["total"]["bytes"], run["jax"][s]["comms"]["total"]["bytes"],
+            s, run["torch"][s]["comms"]["total"]["bytes"], run["jax"][jax_of[s]]["comms"]["total"]["bytes"],
             what="bytes in collectives per step", unit="", fmt=_bytes, scale=scale,
+            caveat=RESHARDING if s in sharded else "",
             question=f"Whose collectives move fewer bytes per step for {STRATEGY_NAMES[s]}?"))
-    for s in strategies:
+    for s in paired:
         found.append(fewer_verdict(
-            s, run["torch"][s]["memory"]["total"], run["jax"][s]["memory"]["total"], what="bytes per device",
-            unit="", fmt=_bytes, scale=scale,
-            question=f"Whose memory per device (parameters, gradients, optimiser state) is lower for "
+            s, run["torch"][s]["memory"]["total"], run["jax"][jax_of[s]]["memory"]["total"], what="bytes per device",
+            unit="", fmt=_bytes, scale=scale, caveat=HELD if s in sharded else "",
+            question=f"Whose memory per device between steps (parameters, gradients, optimiser state) is lower for "
                      f"{STRATEGY_NAMES[s]}?"))
     framing.check_headline(found)
     return {
@@ -342,7 +367,7 @@ def results_table(metrics: Mapping[str, Any], devices: int | None = None):
                 continue
             rows.append({
                 "strategy": STRATEGY_NAMES[s], "framework, tool": f"{words.FRAMEWORKS[fw]}, {TOOLS[fw][s]}",
-                "code lines": metrics["code_lines"][fw][s],
+                "code lines": metrics["code_lines"][fw].get(s),  # none counted for FSDP2's second way
                 "largest loss deviation": r["max_loss_deviation"],
                 "largest parameter difference": r["max_param_difference"],
                 "memory per device (KiB)": r["memory"]["total"] / 1024,
@@ -409,7 +434,7 @@ def collectives_claim(metrics: Mapping[str, Any], devices: int | None = None) ->
     for s in STRATEGY_NAMES:
         if s == "one_device":
             continue
-        t, j = metrics["runs"][n]["torch"].get(s), metrics["runs"][n]["jax"].get(s)
+        t, j = metrics["runs"][n]["torch"].get(s), metrics["runs"][n]["jax"].get(COUNTERPART.get(s, s))
         if t is None or j is None:
             continue
         tc, jc = t["comms"], j["comms"]
@@ -428,7 +453,10 @@ def _tally(metrics: Mapping[str, Any], prefix: str) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {"torch": [], "jax": [], "tie": []}
     for v in metrics["verdicts"]:
         if v["question"].startswith(prefix):
-            strategy = v["question"][len(prefix):].rstrip("?").split(" for ")[-1]
+            asked = v["question"].rstrip("?")
+            # the strategy's name ends the question (the longest that fits: a name may hold " for ")
+            strategy = max((n for n in STRATEGY_NAMES.values() if asked.endswith(f" for {n}")), key=len,
+                           default=asked.split(" for ")[-1])
             out[v["winner"] or "tie"].append(strategy)
     return out
 
@@ -500,7 +528,7 @@ def conclusion(metrics: Mapping[str, Any]) -> str:
     run = metrics["runs"][str(n)]
     fs = {fw: run[fw].get("fully_sharded") for fw in ("torch", "jax")}
     if all(fs.values()):
-        parts.append("Fully sharded, each device holds " + " and ".join(
+        parts.append("Fully sharded, each device holds, between steps, " + " and ".join(
             f"{words.fmt_number(100 * fs[fw]['memory']['total'] / fs[fw]['replicated_total'])}% of the replicated "
             f"bytes in {words.FRAMEWORKS[fw]}" for fw in ("torch", "jax")) + f" on {n} devices.")
     if metrics.get("reference"):

@@ -7,7 +7,12 @@ functions are what a strategy adds to the one-device step (the notebook shows an
 
 - :func:`one_device`: the reference, on rank 0 alone, no collective.
 - :func:`data_parallel`: ``DistributedDataParallel``.
-- :func:`fully_sharded`: FSDP2 ``fully_shard`` on each block, then the root, over a 1-D ``DeviceMesh``.
+- :func:`fully_sharded`: FSDP2 ``fully_shard`` on each block, then the root, over a 1-D ``DeviceMesh``,
+  with FSDP2's default ``reshard_after_forward=True`` written out: each block's parameters are freed
+  after its forward and gathered again for its backward.
+- :func:`fully_sharded_kept`: the same with ``reshard_after_forward=False``: each block's gathered
+  parameters are kept from its forward to its backward (one all-gather a step, more memory during
+  it). PyTorch only: JAX's fully sharded program is raced against both (:data:`.names.COUNTERPART`).
 - :func:`tensor_parallel`: a 2-D ``('data', 'model')`` ``DeviceMesh``; DTensor ``parallelize_module``
   splits ``q``/``k``/``v``/``fc1`` by columns and ``proj``/``fc2`` by rows over ``model``
   (Megatron's layout), and gradients are averaged over ``data`` with ``all_reduce``.
@@ -52,7 +57,7 @@ from sidebyside.posts.parallel_training import comms
 from sidebyside.posts.parallel_training.launch import torch_placement
 from sidebyside.posts.parallel_training.model import TorchViT, ViTConfig
 
-__all__ = ["STRATEGIES", "one_device", "data_parallel", "fully_sharded", "tensor_parallel", "manual",
+__all__ = ["STRATEGIES", "one_device", "data_parallel", "fully_sharded", "fully_sharded_kept", "tensor_parallel", "manual",
            "make_step", "memory", "CollectiveLog", "main"]
 
 
@@ -78,11 +83,17 @@ def data_parallel(model, mesh):
     return DistributedDataParallel(model, process_group=mesh.get_group(), device_ids=_device_ids(mesh)), _no_hook
 
 
-def fully_sharded(model, mesh):
-    """FSDP2: parameters, gradients and optimiser state split over ``mesh``, gathered per block when used."""
+def fully_sharded(model, mesh, reshard_after_forward=True):
+    """FSDP2: parameters, gradients and optimiser state split over ``mesh``, gathered per block when used;
+    reshard_after_forward=True (FSDP2's default): freed after the forward, gathered again for the backward."""
     for block in model.blocks:
-        fully_shard(block, mesh=mesh)
-    return fully_shard(model, mesh=mesh), _no_hook
+        fully_shard(block, mesh=mesh, reshard_after_forward=reshard_after_forward)
+    return fully_shard(model, mesh=mesh, reshard_after_forward=reshard_after_forward), _no_hook
+
+
+def fully_sharded_kept(model, mesh):
+    """FSDP2 with reshard_after_forward=False: each block's gathered parameters kept from forward to backward."""
+    return fully_sharded(model, mesh, reshard_after_forward=False)
 
 
 def tensor_parallel(model, mesh):
@@ -113,7 +124,7 @@ def manual(model, mesh):
 
 
 STRATEGIES = {"one_device": one_device, "data_parallel": data_parallel, "fully_sharded": fully_sharded,
-              "tensor_parallel": tensor_parallel, "manual": manual}
+              "fully_sharded_kept": fully_sharded_kept, "tensor_parallel": tensor_parallel, "manual": manual}
 
 
 def make_step(model, optimizer, after_backward=_no_hook):
