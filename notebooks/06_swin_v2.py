@@ -663,7 +663,8 @@ memory_table.round(0) if len(memory_table) else Markdown("No device memory stati
 # ladders: compilation and set-up (JAX's trace and compile, ahead of time;
 # for PyTorch, the first call beyond a call made after emptying its caching
 # allocator, that is `torch.compile` where it compiles and the libraries'
-# one-off set-up; for eager PyTorch on a CPU, the first call beyond a steady one), allocation
+# one-off set-up; for the CUDA graph of K steps, its warm-up and capture; for
+# eager PyTorch on a CPU, the first call beyond a steady one), allocation
 # (that re-allocating call beyond a steady call, on CUDA; JAX: its compiled
 # program's first run beyond a steady one), and the steady step. An epoch is
 # taken as Imagenette's 9,469 training images.

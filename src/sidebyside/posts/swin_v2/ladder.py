@@ -51,7 +51,7 @@ class Rung:
 
     name: str
     run: Callable[[], Any] | None = None
-    compile_s: float | None = None          # JAX: ahead-of-time trace + compile, measured apart
+    compile_s: float | None = None          # JAX: ahead-of-time trace + compile; a K-step CUDA graph: its capture
     peak_memory_bytes: Callable[[], int | None] | None = None
     error: str | None = None
     not_applicable: str | None = None       # why the tool cannot run on this machine (not a failure)
@@ -86,13 +86,17 @@ def _torch_state_bytes(model, optimizer, tensors) -> int:
 def _torch_rung(config: SwinConfig, tool: str, phase: str, X: np.ndarray, y: np.ndarray, precision: str,
                 seed: int, build: Callable[..., Any]) -> Rung:
     """A PyTorch tool's :class:`Rung` from the rung builder ``build`` (see :func:`speed_ladder`),
-    with its peak-memory count; a GPU-only tool off a GPU is not applicable, and not built."""
+    with its peak-memory count; a GPU-only tool off a GPU is not applicable, and not built. The
+    CUDA graph of K steps is captured in its build, whose time is its ``compile_s`` (its first call
+    is already a replay)."""
     import torch
 
     on_cuda = torch.cuda.is_available()
     if tool in GPU_ONLY and not on_cuda:
         return Rung(f"torch/{tool}", not_applicable=str(sbs_timing.NotApplicable.cuda_graphs("cpu")))
+    start = time.perf_counter()
     run, (model, optimizer, tensors) = build(config, tool, phase, X, y, precision, seed)
+    captured_s = time.perf_counter() - start if tool == "cuda_graph_steps" else None
 
     def peak():
         if not on_cuda:
@@ -104,7 +108,7 @@ def _torch_rung(config: SwinConfig, tool: str, phase: str, X: np.ndarray, y: np.
         torch.cuda.synchronize()
         return int(torch.cuda.max_memory_allocated() - others)
 
-    return Rung(f"torch/{tool}", run=run, peak_memory_bytes=peak)
+    return Rung(f"torch/{tool}", run=run, compile_s=captured_s, peak_memory_bytes=peak)
 
 
 def jax_peak_bytes(compiled) -> int | None:
@@ -281,7 +285,8 @@ def first_step(entry: dict[str, Any], *, batch_size: int, epoch_images: int = 94
     The seed saw the first epoch, above all its first step, take much longer on both sides and
     blamed memory allocation. The first step splits into ``compile_s`` (JAX: trace and compile,
     timed ahead of time; PyTorch: what the first call costs beyond a call that re-allocates,
-    i.e. ``torch.compile`` and the one-off set-up of the device's libraries), ``allocation_s``
+    i.e. ``torch.compile`` and the one-off set-up of the device's libraries; PyTorch's CUDA graph of K
+    steps: its warm-up and capture, in its build), ``allocation_s``
     (PyTorch on CUDA: a call after ``torch.cuda.empty_cache()`` beyond a steady call; JAX: the
     compiled program's first run beyond a steady one, which holds its buffers' allocation when
     JAX does not preallocate the GPU; None where it cannot be separated) and one
