@@ -286,12 +286,12 @@ def whole_loop_verdict(result: Mapping[str, Any], *, scale: Mapping[str, Any] | 
         return None
     setting = setting_name(f"{result['precision']}/{result['phase']}/{result['batch_size']}")
     k = result.get("steps_per_call")
-    steps = f"{words.plural(k, 'step')}" if k else "steps"
+    steps = words.plural(k, "step") if k else "steps"
     graph = whole.get("torch/cuda_graph_steps")
     per_step = ladders.best(parts["per_step"])
     if _ran(graph) or not _ran(whole["jax/jit_scan"]) or per_step["torch"] is None:
         return ladders.ladder(whole, scale=scale, against=against,
-                              question=f"Which framework is faster at Swin V2 {setting} with a call's {steps} in one "
+                              question=f"Which framework is faster at Swin V2 {setting} with a call's steps in one "
                                        "program, JAX's lax.scan against PyTorch's CUDA graph of K steps?")
     torch_name = f"torch/{per_step['torch']}"
     why = ("not timed in this run" if graph is None else
