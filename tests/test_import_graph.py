@@ -26,9 +26,6 @@ PACKAGE = "sidebyside"
 ALLOWED_CYCLES = {
     frozenset({"sidebyside.posts.real_models.config", "sidebyside.posts.real_models.port"}):
         "being reworked (posts/real_models, another engineer's change in progress)",
-    frozenset({"sidebyside.lab.verdict", "sidebyside.lab.ladders"}):
-        "verdict serves best, ladder and scale_of on demand only until posts/real_models/report.py (being "
-        "reworked) reads them from ladders and framing; delete verdict._MOVED_FOR_REAL_MODELS then",
 }
 
 # Names a module's __all__ may list though another sidebyside module defines them, each with its reason.

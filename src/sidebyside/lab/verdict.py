@@ -323,18 +323,3 @@ def seeds(subject: Sequence[float], other: Sequence[float], *, question: str, qu
     v.detectable = test["detectable"]  # the smallest difference these seeds could detect (80% power)
     return frame(v, contestants=contestants, scale=scale, against=against)
 
-
-#: Names that moved to their owners and that posts/real_models/report.py (being reworked by another
-#: engineer, not to be touched here) still reads from this module. Served on demand, so the circle
-#: verdict -> ladders -> verdict closes only here; tests/test_import_graph.py allows exactly that circle
-#: and names this reason. Delete this and the allowance once that module reads ladders.best,
-#: ladders.ladder and framing.scale_of (issue 62, item 1).
-_MOVED_FOR_REAL_MODELS = {"best": "ladders", "ladder": "ladders", "scale_of": "framing"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED_FOR_REAL_MODELS:
-        from sidebyside.lab import framing, ladders  # the one circle left, see above
-
-        return getattr({"framing": framing, "ladders": ladders}[_MOVED_FOR_REAL_MODELS[name]], name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -31,19 +31,19 @@ def jax_name(implementation: str | None) -> str:
     return f"jax.nn.dot_product_attention (implementation={implementation!r})"
 
 
-def dot_product_attention(query, key, value, *, mask=None, is_causal: bool = False,
+def dot_product_attention(q, k, v, *, mask=None, is_causal: bool = False,
                           implementation: str | None = None):
-    """``jax.nn.dot_product_attention(query, key, value, mask=mask, is_causal=is_causal,
-    implementation=implementation)``; float64 inputs: its XLA steps with the softmax in float64
+    """``jax.nn.dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, implementation=implementation)``
+    (queries, keys and values, each (batch, length, heads, head dim)); float64 inputs: its XLA steps with the softmax in float64
     (see the module). ``mask``: boolean, True where a query sees a key, broadcastable to
     ``(batch, heads, query, key)``; ``is_causal``: query ``i`` sees keys ``0..i``."""
-    if query.dtype != jnp.float64:
-        return jax.nn.dot_product_attention(query, key, value, mask=mask, is_causal=is_causal,
+    if q.dtype != jnp.float64:
+        return jax.nn.dot_product_attention(q, k, v, mask=mask, is_causal=is_causal,
                                             implementation=implementation)
-    logits = jnp.einsum("BTNH,BSNH->BNTS", query, key) * (1.0 / np.sqrt(query.shape[-1]))
+    logits = jnp.einsum("BTNH,BSNH->BNTS", q, k) * (1.0 / np.sqrt(q.shape[-1]))
     if is_causal:
         causal = jnp.tril(jnp.ones(logits.shape[-2:], bool))
         mask = causal if mask is None else mask & causal
     if mask is not None:
         logits = jnp.where(mask, logits, -jnp.inf)
-    return jnp.einsum("BNTS,BSNH->BTNH", jax.nn.softmax(logits, axis=-1), value)
+    return jnp.einsum("BNTS,BSNH->BTNH", jax.nn.softmax(logits, axis=-1), v)

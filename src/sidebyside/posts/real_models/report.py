@@ -25,7 +25,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sidebyside.lab import verdict
+from sidebyside.lab import framing, ladders, verdict, words
 from sidebyside.posts.real_models.config import NAMES, PUBLISHED
 from sidebyside.posts.real_models.config import spec as model_spec
 from sidebyside.posts.real_models.work import TOOL_LABELS, attention_flops
@@ -82,7 +82,7 @@ def setting_record(entries: Mapping[str, Mapping[str, Any]], *, model: str, work
             e["mfu"] = (model_flops / e["median_s"] / peak_flops) if peak_flops and model_flops else None
         rungs[name] = e
     return {"model": model, "workload": workload, "batch": batch, "precision": precision, "unit": unit,
-            "work_per_call": work, "opts": dict(opts), "ladder": rungs, "best": verdict.best(rungs), "memory": {},
+            "work_per_call": work, "opts": dict(opts), "ladder": rungs, "best": ladders.best(rungs), "memory": {},
             "peak_flops": peak_flops if model_flops else None}
 
 
@@ -135,14 +135,14 @@ def parity_claim(parity: Mapping[str, Mapping[str, Any]]) -> str:
     lines = []
     for key, p in parity.items():
         ok = "within" if p["within_tolerance"] else "OUTSIDE"
-        lines.append(f"- **{NAMES[key]}** ({verdict.plural(p['tensors'], 'tensor')}): logits differ by at most "
-                     f"{verdict.fmt_number(p['relative_logit_diff'])} of their scale (tolerance "
-                     f"{verdict.fmt_number(p['logit_tolerance'])}); a training step's gradients in float64, as one "
-                     f"vector, by {verdict.fmt_number(p['grad_diff'])} relative (tolerance "
-                     f"{verdict.fmt_number(p['grad_tolerance'])}; the worst tensor, `{p['worst_grad_tensor']}`, by "
-                     f"{verdict.fmt_number(p['max_relative_grad_diff'])}): {ok} tolerance. In float32 they differ "
-                     f"by {verdict.fmt_number(p['float32_grad_diff'])}, where PyTorch's own float32 gradients differ "
-                     f"from its float64 ones by {verdict.fmt_number(p['torch_float32_error'])}.")
+        lines.append(f"- **{NAMES[key]}** ({words.plural(p['tensors'], 'tensor')}): logits differ by at most "
+                     f"{words.fmt_number(p['relative_logit_diff'])} of their scale (tolerance "
+                     f"{words.fmt_number(p['logit_tolerance'])}); a training step's gradients in float64, as one "
+                     f"vector, by {words.fmt_number(p['grad_diff'])} relative (tolerance "
+                     f"{words.fmt_number(p['grad_tolerance'])}; the worst tensor, `{p['worst_grad_tensor']}`, by "
+                     f"{words.fmt_number(p['max_relative_grad_diff'])}): {ok} tolerance. In float32 they differ "
+                     f"by {words.fmt_number(p['float32_grad_diff'])}, where PyTorch's own float32 gradients differ "
+                     f"from its float64 ones by {words.fmt_number(p['torch_float32_error'])}.")
     return "\n".join(lines)
 
 
@@ -158,7 +158,7 @@ def _describe(s: Mapping[str, Any]) -> str:
 
 def _verdicts(s: Mapping[str, Any], scale: Mapping[str, Any]) -> list[verdict.Verdict]:
     name, desc = NAMES[s["model"]], _describe(s)
-    head = verdict.ladder(s["ladder"], scale=scale,
+    head = ladders.ladder(s["ladder"], scale=scale,
                           question=f"Which framework is faster at {name} {desc} ({s['precision']}), each at its best?")
     out = [head]
     eager, jit = s["ladder"].get("torch/eager"), s["ladder"].get("jax/jit")
@@ -179,7 +179,7 @@ def summarise(*, parity: Mapping[str, Any], settings: Mapping[str, Mapping[str, 
     for s in settings.values():
         spec = models[s["model"]]
         size = f"{spec['img_size']}²×3" if spec["key"] != "gpt2" else f"{spec['seq_len']} tokens"
-        scale = verdict.scale_of(parameters=spec["parameters"], input=size, batch=s["batch"],
+        scale = framing.scale_of(parameters=spec["parameters"], input=size, batch=s["batch"],
                                  precision=s["precision"], device=device)
         found = _verdicts(s, scale)
         s["verdicts"] = [v.to_dict() for v in found]
@@ -210,8 +210,8 @@ def peak_record(settings: Mapping[str, Mapping[str, Any]], source: str | None) -
 
 
 def _rate(flops: float) -> str:
-    return (f"{verdict.fmt_number(flops / 1e12)} TFLOP/s" if flops >= 1e12 else
-            f"{verdict.fmt_number(flops / 1e9)} GFLOP/s")
+    return (f"{words.fmt_number(flops / 1e12)} TFLOP/s" if flops >= 1e12 else
+            f"{words.fmt_number(flops / 1e9)} GFLOP/s")
 
 
 def mfu_caption(metrics: Mapping[str, Any]) -> str:
@@ -248,11 +248,11 @@ def _key_rows(record: Mapping[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for key, s in record["settings"].items():
         head = s["verdicts"][0]
-        winner = verdict.FRAMEWORKS.get(head["winner"], "neither") if head["winner"] else head["label"]
+        winner = words.FRAMEWORKS.get(head["winner"], "neither") if head["winner"] else head["label"]
         if head.get("factor") and head["winner"]:
             lo, hi = head["interval"]
             low, high = (1 / hi, 1 / lo) if head["winner"] == head["subject"] else (lo, hi)
-            winner += f" {verdict.fmt_ratio(head['factor'])} ({verdict.fmt_number(low)}–{verdict.fmt_ratio(high)})"
+            winner += f" {words.fmt_ratio(head['factor'])} ({words.fmt_number(low)}–{words.fmt_ratio(high)})"
         rows.append({"setting": key, "model": NAMES[s["model"]], "workload": _describe(s),
                      "precision": s["precision"], "unit": s["unit"], "torch": _side(s, "torch"),
                      "jax": _side(s, "jax"), "winner": winner, "peak_flops": s.get("peak_flops")})
@@ -262,16 +262,16 @@ def _key_rows(record: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _cell(side: Mapping[str, Any], unit: str) -> str:
     if side.get("tool") is None:
         return "did not run"
-    return (f"{side['tool']}: {verdict.fmt_seconds(side['median_s'])} (IQR {verdict.fmt_seconds(side['q1_s'])}–"
-            f"{verdict.fmt_seconds(side['q3_s'])}), {verdict.fmt_number(side['per_s'])} {unit}/s")
+    return (f"{side['tool']}: {words.fmt_seconds(side['median_s'])} (IQR {words.fmt_seconds(side['q1_s'])}–"
+            f"{words.fmt_seconds(side['q3_s'])}), {words.fmt_number(side['per_s'])} {unit}/s")
 
 
 def _mb(value: float | None) -> str:
-    return "n/a" if value is None else f"{verdict.fmt_number(value / 2**20)} MiB"
+    return "n/a" if value is None else f"{words.fmt_number(value / 2**20)} MiB"
 
 
 def _mfu_cell(r: Mapping[str, Any], kind: str | None) -> str:
-    shares = " / ".join("n/a" if s.get("mfu") is None else f"{verdict.fmt_number(100 * s['mfu'])}%"
+    shares = " / ".join("n/a" if s.get("mfu") is None else f"{words.fmt_number(100 * s['mfu'])}%"
                         for s in (r["torch"], r["jax"]))
     if not r.get("peak_flops"):
         return shares
@@ -292,9 +292,9 @@ def key_table(metrics: Mapping[str, Any]):
         rows.append({
             "model": r["model"], "workload": r["workload"], "precision": r["precision"],
             "PyTorch best": _cell(t, r["unit"]), "JAX best": _cell(j, r["unit"]), "winner": r["winner"],
-            "compile cold / warm (PyTorch)": " / ".join(verdict.fmt_seconds(x) if x is not None else "n/a" for x in (
+            "compile cold / warm (PyTorch)": " / ".join(words.fmt_seconds(x) if x is not None else "n/a" for x in (
                 t.get("compile_cold_s"), t.get("compile_warm_s"))) if t.get("tool") else "n/a",
-            "compile cold / warm (JAX)": " / ".join(verdict.fmt_seconds(x) if x is not None else "n/a" for x in (
+            "compile cold / warm (JAX)": " / ".join(words.fmt_seconds(x) if x is not None else "n/a" for x in (
                 j.get("compile_cold_s"), j.get("compile_warm_s"))) if j.get("tool") else "n/a",
             "peak memory (PyTorch / JAX)": f"{_mb(t.get('peak_bytes'))} / {_mb(j.get('peak_bytes'))}",
             "MFU (PyTorch / JAX) of the peak": _mfu_cell(r, (metrics.get("peak") or {}).get("kind")),
@@ -326,7 +326,7 @@ def key_figure(metrics: Mapping[str, Any]):
         cell.set_height(0.2 * (lines[r - 1] if r else 2) / max(sum(lines) + 2, 1) * 4)
         if r and columns[c] == "winner":
             who = next((fw for fw in ("torch", "jax") if str(table.iloc[r - 1]["winner"]).startswith(
-                verdict.FRAMEWORKS[fw])), None)
+                words.FRAMEWORKS[fw])), None)
             if who:
                 cell.set_facecolor(viz.COLORS[who])
                 cell.set_alpha(0.35)
@@ -360,14 +360,14 @@ def conclusion(metrics: Mapping[str, Any]) -> str:
     heads = [s["verdicts"][0] for s in metrics["settings"].values()]
     tally = {fw: sum(1 for v in heads if v["winner"] == fw) for fw in ("torch", "jax")}
     ties = len(heads) - tally["torch"] - tally["jax"]
-    parts = [f"Best against best over {verdict.plural(len(heads), 'setting')}: PyTorch wins "
+    parts = [f"Best against best over {words.plural(len(heads), 'setting')}: PyTorch wins "
              f"{tally['torch']}, JAX wins {tally['jax']}, and {ties} are within noise or tied."]
     parts += [f"- {v['question']} {v['sentence']}" for v in heads]
     disagree = [f"{NAMES[f['model']]} {WORKLOADS[f['workload']]}" for f in metrics["flops"].values()
                 if f["agree"] is False]
     parts.append("The two frameworks' FLOP counts agree within "
-                 f"{verdict.fmt_number(100 * metrics['flop_tolerance'])}% for every workload counted (generation aside: XLA counts its loop's body once)." if not disagree
-                 else f"The FLOP counts differ by more than {verdict.fmt_number(100 * metrics['flop_tolerance'])}% "
+                 f"{words.fmt_number(100 * metrics['flop_tolerance'])}% for every workload counted (generation aside: XLA counts its loop's body once)." if not disagree
+                 else f"The FLOP counts differ by more than {words.fmt_number(100 * metrics['flop_tolerance'])}% "
                       f"for {_list(disagree)}.")
     parts.append(metrics["profile_note"])
     return "\n\n".join(parts)
