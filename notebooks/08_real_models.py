@@ -175,7 +175,7 @@ from flax import nnx
 from IPython.display import Markdown
 
 from sidebyside.lab import peaks, progress, tables
-from sidebyside.posts.real_models import config, port, report, vision, work
+from sidebyside.posts.real_models import attention, config, port, report, vision, work
 from sidebyside.posts.real_models import gpt2 as gpt
 from sidebyside.run import checkpoints, provenance
 
@@ -219,7 +219,7 @@ report.source(vision.Bottleneck, vision.FlaxResNet)
 Markdown("timm's `VisionTransformer`, built by `timm.create_model('vit_base_patch16_224', pretrained=False)`.")
 
 # %% tags=["pair:vit:jax", "appendix"]
-report.source(vision.Attention, vision.Block, vision.FlaxViT)
+report.source(vision.Attention, vision.Block, vision.FlaxViT, attention.dot_product_attention)
 
 # %% tags=["pair:gpt2:torch", "appendix"] summary="The networks: GPT-2 small, in each framework's idiom"
 report.source(gpt.CausalSelfAttention, gpt.GPT)
@@ -615,7 +615,8 @@ report.key_figure(metrics)
 plt.show()
 
 # %% tags=["appendix-input", "appendix"] summary="The key table, with model FLOP utilisation"
-report.key_table(metrics)
+display(report.key_table(metrics))
+Markdown(report.mfu_caption(metrics))
 
 # %% tags=["remove_input", "appendix"] summary="Every verdict in full, best against best and out of the box"
 Markdown("\n\n".join(f"- {v['question']} {v['sentence']}" for v in metrics["verdicts"]))
@@ -623,11 +624,14 @@ Markdown("\n\n".join(f"- {v['question']} {v['sentence']}" for v in metrics["verd
 # %% [markdown] tags=["appendix"]
 # ### FLOPs, counted by both frameworks
 #
-# PyTorch's `FlopCounterMode` counts matrix products, convolutions and attention
-# (two FLOPs per multiply-add); XLA's `cost_analysis` counts every operation of
-# the compiled program, elementwise ones included, so it reads a little higher.
-# The published figures are multiply-accumulates (ResNet-50 4.1 G and ViT-B/16
-# 17.6 G per 224² image; GPT-2 about 124M per token), doubled here to FLOPs.
+# PyTorch's `FlopCounterMode` counts matrix products and convolutions (two FLOPs
+# per multiply-add); the fused attention kernel, which it counts as nothing on a
+# CPU, is counted by formula: $QK^\top$ and $AV$, $2 \cdot 2 \cdot B H S_q S_k d$ a
+# layer, causal attention as the full square, as XLA computes and counts it (its
+# share is its own column). XLA's `cost_analysis` counts every operation of the
+# compiled program, elementwise ones included, so it reads a little higher. The
+# published figures are multiply-accumulates (ResNet-50 4.1 G and ViT-B/16 17.6 G
+# per 224² image; GPT-2 about 124M per token, plus attention), doubled here to FLOPs.
 
 # %% tags=["appendix-input", "appendix"] summary="FLOPs per call, by PyTorch, by XLA and as published"
 report.flops_table(metrics)
