@@ -256,8 +256,6 @@ def raw_site():
 @pytest.fixture(scope="session")
 def colab_runtime(shared_folder):
     """This worker's Colab-like environment (:class:`executions.ColabRuntime`)."""
-    import os
-
     import executions
 
     return executions.colab_runtime(shared_folder, os.environ.get("PYTEST_XDIST_WORKER", "main"))
