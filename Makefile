@@ -89,19 +89,19 @@ bundle:
 	@bundle check >/dev/null 2>&1 || { rm -f Gemfile.lock; bundle check; }
 
 ## assets: KaTeX $(KATEX_VERSION) from the npm registry (integrity checked) into assets/vendor/katex, so math renders without network
-assets: assets/vendor/katex/.version-$(KATEX_VERSION)
-
-assets/vendor/katex/.version-$(KATEX_VERSION):
-	@command -v npm >/dev/null || { echo "assets: npm is needed to fetch KaTeX $(KATEX_VERSION); install Node.js with npm (Debian: apt-get install npm)" >&2; exit 1; }
-	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+assets:
+	@if [ "$$(cat assets/vendor/katex/VERSION 2>/dev/null)" != "$(KATEX_VERSION)" ]; then \
+	  command -v npm >/dev/null || { echo "assets: npm is needed to fetch KaTeX $(KATEX_VERSION); install Node.js with npm (Debian: apt-get install npm)" >&2; exit 1; }; \
+	  set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	  tarball=$$(cd "$$tmp" && npm pack --silent katex@$(KATEX_VERSION)); \
 	  got="sha512-$$(openssl dgst -sha512 -binary "$$tmp/$$tarball" | base64 -w0)"; \
 	  if [ "$$got" != "$(KATEX_INTEGRITY)" ]; then echo "assets: katex@$(KATEX_VERSION) from the registry has integrity $$got, \
 	  not the pinned $(KATEX_INTEGRITY); nothing was installed" >&2; exit 1; fi; \
 	  tar -xzf "$$tmp/$$tarball" -C "$$tmp"; \
-	  rm -rf assets/vendor/katex && mkdir -p assets/vendor && cp -r "$$tmp/package/dist" assets/vendor/katex
-	@touch $@
-	@echo "assets: KaTeX $(KATEX_VERSION) in assets/vendor/katex"
+	  rm -rf assets/vendor/katex && mkdir -p assets/vendor && cp -r "$$tmp/package/dist" assets/vendor/katex; \
+	  echo "$(KATEX_VERSION)" > assets/vendor/katex/VERSION; \
+	  echo "assets: KaTeX $(KATEX_VERSION) in assets/vendor/katex"; \
+	fi
 
 ## readme: write the README's table of posts from the notebooks' headers
 readme: $(SETUP_DEPS)

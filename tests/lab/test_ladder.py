@@ -367,7 +367,7 @@ def test_same_conditions_pins_every_library_in_a_fresh_process():
     import sys
     from pathlib import Path
 
-    code = ("import json; from sidebyside.lab import timing; c = conditions.same_conditions(threads=1); "
+    code = ("import json; from sidebyside.lab import conditions; c = conditions.same_conditions(threads=1); "
             "import jax, torch; c['jax_cpu_devices'] = len(jax.devices('cpu')); print(json.dumps(c))")
     src = str(Path(__file__).resolve().parents[2] / "src")
     env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}

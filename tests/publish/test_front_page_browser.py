@@ -181,7 +181,8 @@ def test_the_verdict_box_opens_with_the_configured_number_and_folds_the_rest(bui
         assert box["folded"] == max(0, len(verdicts) - shown), (slug, box)
         if box["folded"]:
             long_boxes += 1
-            assert box["summary"].strip() == f"{box['folded']} more verdicts", box["summary"]
+            said = f"{box['folded']} more verdict{'s' if box['folded'] != 1 else ''}"  # "1 more verdict"
+            assert box["summary"].strip() == said, box["summary"]
     assert long_boxes, f"no published post has more than {shown} verdicts, so the fold was not exercised"
 
 

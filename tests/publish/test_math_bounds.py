@@ -28,8 +28,9 @@ def _pinned_version() -> str:
 
 
 def test_the_served_katex_is_the_pinned_release():
-    stamp = ROOT / "assets" / "vendor" / "katex" / f".version-{_pinned_version()}"
-    assert stamp.is_file(), "run make assets: assets/vendor/katex is not the pinned KaTeX release"
+    stamp = ROOT / "assets" / "vendor" / "katex" / "VERSION"
+    assert stamp.is_file() and stamp.read_text().strip() == _pinned_version(), (
+        "run make assets: assets/vendor/katex is not the pinned KaTeX release")
 
 
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
