@@ -7,25 +7,42 @@ and on PyTorch's kind of reference case: a 345 x 456 image of 0-255 values under
 45-degree affine warp (the "affine" case), where a coordinate rounded once more or
 less than PyTorch rounds it shows. Tolerances are documented in parity.tolerance:
 nearest exact, float32 1e-5 and float64 1e-10 of the output's scale, half precision
-a few eps of the dtype. float64 runs inside `jax.enable_x64(True)` (in
-parity.measure), which is local to the call and does not leak into other tests.
+a few eps of the dtype. float64 runs inside `jax.enable_x64(True)`, which is local to
+the call and does not leak into other tests.
 
-Each matrix runs in full under `make test` (and in CI); `pytest -m "not slow"` runs a
-chosen sample of it (`sampled`: the cases named in FAST, every other case marked slow),
-which keeps that run to seconds. The sample is chosen so that together its cases cover
-every mode, padding, align_corners, 2-D/3-D, dtype and implementation (xla op by op,
-under jit and under vmap; the native kernel; the Pallas kernels), and
-test_fast_sample_covers_every_option checks that it still does. Nothing is left out of
-the full run; a case only moves between the two.
+One program per configuration and path. Compiling is what costs here (seconds a program;
+running these batches takes milliseconds), so a configuration's special case is one batch
+(`special_case`) that every path runs, each path (implementation x transform x Pallas
+layout) is compiled once per configuration for the whole module (`program`), and its
+results are shared by every test that reads them (`results`): the Pallas points layout's
+by the comparison with PyTorch and by the channels layout's, and the jitted XLA, native and
+Pallas results by the non-finite tests, which read the batch element that holds their grid.
+
+Each parity matrix comes in three tiers (`tiered`), each case in one:
+
+- fast (`FAST`): no mark, so `pytest -m "not slow"` runs it, in seconds. Taken together it
+  covers every mode, padding, align_corners, 2-D/3-D, dtype and implementation
+  (test_fast_sample_covers_every_option).
+- sample (`SAMPLE`): marked slow; `make test` and CI run it on every run. With the fast tier
+  it runs every path of every kind of case (special, affine, non-finite), and each
+  implementation (XLA, Pallas, native) in every mode, padding, align_corners, 2-D/3-D and
+  dtype it takes (test_sample_covers_every_option_on_every_path).
+- full (every other case): marked slow, and run where the code it tests is not the code on
+  which it last passed (`full_tier_marks`), or everywhere with SIDEBYSIDE_FULL_PARITY=1.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import warnings
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -38,26 +55,148 @@ from sidebyside import grid_sample
 from sidebyside.posts.grid_sample import parity
 
 ALL = parity.configs()
+F32 = parity.configs(("float32",))
+
+# ------------------------------------------------------------------ where the full tier runs
+
+ROOT = Path(__file__).resolve().parents[3]
+#: The code the parity matrices hold to PyTorch: every path they run, and the harness that measures it.
+PARITY_CODE = [f"src/sidebyside/posts/grid_sample/{name}" for name in
+               ("__init__.py", "taps.py", "xla.py", "native.py", "grid_sample_cpu.cc", "pallas.py", "parity.py")]
+FULL_ENV = "SIDEBYSIDE_FULL_PARITY"
+#: code_fingerprint() of the code on which every case of the full tier last passed (on a CPU).
+FULL_TIER_PASSED_ON = "5ad45eae46e7e545"
 
 
-# The fast sample of each parity matrix, by test id (see the module docstring).
+def code_fingerprint(root: Path = ROOT) -> str:
+    """A digest of PARITY_CODE under ``root``, of the versions of JAX, jaxlib and PyTorch (less a
+    local build tag such as +cu130) and of JAX's backend: what the matrices' numbers depend on."""
+    import jaxlib
+
+    digest = hashlib.sha256()
+    for name in PARITY_CODE:
+        digest.update(name.encode() + b"\0" + (root / name).read_bytes() + b"\0")
+    for part in (jax.__version__, jaxlib.__version__, torch.__version__.split("+")[0], jax.default_backend()):
+        digest.update(part.encode() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+CODE = code_fingerprint()
+# The full tier's cases that passed on this code in this checkout (written by the runs before this one).
+LOCAL_RECORD = ROOT / "build" / "full-parity" / f"grid_sample-{CODE}.json"
+
+
+def _passed_here() -> set[str]:
+    try:
+        return set(json.loads(LOCAL_RECORD.read_text()))
+    except (OSError, ValueError):
+        return set()
+
+
+PASSED_HERE = _passed_here()
+
+
+def full_tier_marks(name: str) -> list:
+    """Marks of the full tier's case ``name`` (``test_function[id]``): slow, and skipped where the
+    code is the code on which it last passed: FULL_TIER_PASSED_ON (committed), or a pass of this
+    case on this code that an earlier run in this checkout recorded (LOCAL_RECORD, under build/).
+    With ``SIDEBYSIDE_FULL_PARITY=1`` it runs anyway."""
+    if os.environ.get(FULL_ENV) == "1":
+        return [pytest.mark.slow]
+    if CODE == FULL_TIER_PASSED_ON:
+        reason = (f"full parity tier: grid_sample's code is the code it last passed on ({CODE}); it runs where "
+                  f"that code changes, or with {FULL_ENV}=1")
+    elif name in PASSED_HERE:
+        reason = f"full parity tier: passed on this code ({CODE}) in this checkout, as {LOCAL_RECORD} records"
+    else:
+        return [pytest.mark.slow]
+    return [pytest.mark.slow, pytest.mark.skip(reason=reason)]
+
+
+def record_pass(request) -> None:
+    """Record that the running case passed on this code (read by full_tier_marks); nothing to
+    record where the code is FULL_TIER_PASSED_ON."""
+    if CODE == FULL_TIER_PASSED_ON:
+        return
+    passed = _passed_here() | {request.node.name}
+    LOCAL_RECORD.parent.mkdir(parents=True, exist_ok=True)
+    partial = LOCAL_RECORD.with_name(f"{LOCAL_RECORD.name}.{os.getpid()}")
+    partial.write_text(json.dumps(sorted(passed), indent=0) + "\n")
+    os.replace(partial, LOCAL_RECORD)  # whole or not at all, for a run beside this one
+
+
+# ------------------------------------------------------------------ the tiers
+
+# The non-finite tests' configurations: every mode x padding x 2-D/3-D, align_corners=False, float32.
+NON_FINITE_CONFIGS = [(p, m, d) for d in (2, 3) for m in ("nearest", "bilinear", "bicubic")[:3 if d == 2 else 2]
+                      for p in ("zeros", "border", "reflection")]
+NON_FINITE = [(p, m, d, impl) for impl in ("xla", "auto", "pallas") for p, m, d in NON_FINITE_CONFIGS]  # auto: native
+
+EVERY = "every case"  # a sample tier that takes every case the fast tier leaves
+# The fast and the sample tier of each matrix (see the module docstring), by test id. The cases of
+# Pallas, non-finite and XLA jit share their programs where they can (e.g. nearest/border/False/3d
+# and bicubic/zeros/False/2d float32: Pallas points and channels layouts, XLA jit, the non-finite grid).
 FAST = {
     "matches_pytorch": {"nearest/zeros/False/2d/float16", "bilinear/border/True/2d/bfloat16"},
-    "transformed": {"bicubic/border/True/2d/float64-jit", "bilinear/zeros/False/3d/float32-vmap"},
-    "pallas": {"bilinear/reflection/True/2d/float32-jit", "nearest/border/False/3d/float32-jit"},
+    "transformed": {"bilinear/reflection/False/3d/float64-jit", "nearest/border/True/2d/float32-vmap"},
+    "pallas": {"nearest/reflection/True/2d/float32-jit", "nearest/border/False/3d/float32-jit"},
+    "channels": set(),  # Pallas' interpreter compiles for seconds: the layout's sample runs under make test
     "native": {"nearest/reflection/True/3d/float32-none", "bilinear/zeros/False/2d/float32-vmap",
                "bicubic/border/False/2d/float32-jit"},
     "affine": {"bilinear/border/False/3d/float32-native-jit"},
+    "affine_7x1000": {"bilinear-native-jit"},
+    "affine_pallas": set(),
+    "affine_float64": set(),
+    "non_finite": {"border-nearest-3-xla", "reflection-bicubic-2-auto", "border-bilinear-3-auto"},
+    "every_path": {"border-nearest-3"},
+    "clipped": {"False-border-xla", "True-reflection-native"},
+    "empty": {"xla-0x3x5x6", "native-0x2x3x5x6", "pallas-2x3x5x6", "native-2x0x5x6"},
 }
+SAMPLE = {
+    "matches_pytorch": {"bilinear/zeros/True/3d/float64"},
+    "transformed": {"bicubic/zeros/False/2d/float32-jit", "bilinear/reflection/False/3d/float32-jit"},
+    "pallas": {"bicubic/zeros/False/2d/float32-jit", "bilinear/reflection/False/3d/float32-jit",
+               "bilinear/reflection/True/2d/float32-jit", "nearest/border/True/2d/float32-vmap"},
+    "channels": {"bilinear/reflection/True/2d/float32", "nearest/border/False/3d/float32",
+                 "bicubic/zeros/False/2d/float32"},
+    "native": EVERY,  # the native kernel compiles in a fraction of a second
+    "affine": {"bicubic/zeros/False/2d/float32-xla-none", "bilinear/border/True/3d/float32-xla-jit",
+               "nearest/reflection/False/2d/float32-native-jit"},
+    "affine_7x1000": {"bicubic-native-jit", "nearest-native-jit"},
+    "affine_pallas": {"bilinear-False"},
+    "affine_float64": {"bilinear"},
+    "non_finite": ({f"{case}-{impl}" for case in ("zeros-bicubic-2", "reflection-bilinear-3", "border-nearest-3")
+                    for impl in ("xla", "pallas")} | {f"{p}-{m}-{d}-auto" for p, m, d in NON_FINITE_CONFIGS}),
+    "every_path": {"zeros-bicubic-2", "reflection-bilinear-3"},
+    "clipped": EVERY,
+    "empty": EVERY,
+}
+# Each parity matrix's cases: (test id, configuration, path), for the coverage tests.
+MATRICES: dict[str, list[tuple[str, parity.Config, str]]] = {}
+TIERED: set[str] = set()  # the test functions whose cases are tiered
 
 
-def sampled(cases, ids, fast: set[str]):
-    """``cases`` as pytest params; all but those whose id is in ``fast`` marked ``slow``."""
-    unknown = fast - set(ids)
-    assert not unknown, f"FAST names cases that do not exist: {sorted(unknown)}"
-    return [pytest.param(*(c if isinstance(c, tuple) else (c,)), id=i,
-                         marks=() if i in fast else pytest.mark.slow)
-            for c, i in zip(cases, ids)]
+def tiered(test: str, matrix: str, cases, ids, configs=None, paths=None):
+    """``cases`` (of ``test``) as pytest params in their tiers: the fast tier (``FAST[matrix]``)
+    unmarked, the sample tier (``SAMPLE[matrix]``) slow, the rest in the full tier
+    (:func:`full_tier_marks`). With ``configs`` and ``paths`` (one per case) the matrix is
+    registered for the coverage tests."""
+    fast, sample = FAST[matrix], SAMPLE[matrix]
+    unknown = (fast | (set() if sample is EVERY else sample)) - set(ids)
+    assert not unknown, f"FAST or SAMPLE names cases of {matrix} that do not exist: {sorted(unknown)}"
+    TIERED.add(test)
+    if configs is not None:
+        MATRICES[matrix] = list(zip(ids, configs, paths))
+    params = []
+    for case, i in zip(cases, ids):
+        if i in fast:
+            marks = []
+        elif sample is EVERY or i in sample:
+            marks = [pytest.mark.slow]
+        else:
+            marks = full_tier_marks(f"{test}[{i}]")
+        params.append(pytest.param(*(case if isinstance(case, tuple) else (case,)), id=i, marks=marks))
+    return params
 
 
 def assert_within(r, *context):
@@ -65,16 +204,101 @@ def assert_within(r, *context):
         assert r[f"{q}max_rel_err"] <= r[f"{q}tolerance"], (q or "output", *context, r)
 
 
-@pytest.mark.parametrize("config", sampled(ALL, [c.key for c in ALL], FAST["matches_pytorch"]))
-def test_matches_pytorch(config):
-    # Op by op (no jit): each primitive compiles once and is reused across the 120
-    # configurations. jit and vmap follow below.
-    assert_within(parity.measure(config, transform="none", implementation="xla"))
+# ------------------------------------------------------------------ one program per configuration and path
+
+OUT_3D = (4, 5, 7)  # float32's 3-D output: 140 points, room for the 125 of the non-finite grid
+NON_FINITE_VALUES = np.array([np.nan, np.inf, -np.inf, 0.25, -3.0])
+NON_FINITE_ELEMENT = 2  # its batch element, after parity's two
 
 
-# The same comparison under jit and under vmap (over the batch), with another seed,
-# on a cross-section: every mode x padding x 2-D/3-D, align_corners alternating, in
-# float32 and (jit only) float64.
+@functools.cache
+def special_case(config):
+    """The special case of ``config``: (input, grid, cotangent), float64 NumPy arrays rounded
+    to its dtype (identical values on both sides), from :func:`parity.make_inputs` (seed 0).
+
+    float32, the kernels' dtype, has 17 channels with align_corners=False and 1 with True
+    (across one channel tile of the Pallas channels layout, 16, and below one) and 3-D outputs
+    of :data:`OUT_3D`; with align_corners=False the batch holds one more element after
+    parity's two, the non-finite grid: every point of {nan, inf, -inf, 0.25, -3.0} per axis,
+    then 0.25, on an image of its own (seed 1), with a cotangent of ones. Other dtypes:
+    parity's defaults (3 channels, two batch elements)."""
+    if config.dtype != "float32":
+        return parity._case_inputs(config, 0, "special", {})
+    x, grid, cot = parity.make_inputs(config, seed=0, channels=1 if config.align_corners else 17, out3d=OUT_3D)
+    if not config.align_corners:
+        dims = config.dims
+        points = np.stack(np.meshgrid(*([NON_FINITE_VALUES] * dims), indexing="ij"), -1).reshape(-1, dims)
+        bad = np.full((1, *grid.shape[1:]), 0.25)
+        bad.reshape(-1, dims)[:len(points)] = points
+        image = np.random.default_rng(1).standard_normal((1, *x.shape[1:]))
+        x, grid, cot = (np.concatenate(pair) for pair in ((x, image), (grid, bad), (cot, np.ones_like(cot[:1]))))
+    return tuple(parity._round_to(a, config.dtype) for a in (x, grid, cot))
+
+
+@functools.cache
+def program(config, implementation: str, transform: str, layout: str = "points"):
+    """``(input, grid, cotangent) -> (output, input gradient, grid gradient)`` of ``config``
+    through ``implementation`` (and Pallas ``layout``) under ``transform`` ("none": op by op;
+    "jit"; "vmap": over the batch, each example a batch of one, jitted), as
+    :func:`parity.run_jax` builds it; one function per configuration and path for the module,
+    so that each is compiled once per shape."""
+    def value_and_grads(x, g, c):
+        out, vjp = jax.vjp(lambda a, b: grid_sample(a, b, config.mode, config.padding_mode, config.align_corners,
+                                                    implementation=implementation, pallas_layout=layout), x, g)
+        return (out, *vjp(c))
+
+    if transform == "jit":
+        return jax.jit(value_and_grads)
+    if transform == "vmap":
+        return jax.jit(jax.vmap(lambda x, g, c: tuple(t[0] for t in value_and_grads(x[None], g[None], c[None]))))
+    assert transform == "none", transform
+    return value_and_grads
+
+
+def run(config, implementation: str, transform: str, arrays, layout: str = "points"):
+    """:func:`program` on ``arrays`` (float64 NumPy, cast to the dtype): float64 NumPy results."""
+    with jax.enable_x64(config.dtype == "float64"):
+        dtype = jnp.dtype(config.dtype)
+        out = program(config, implementation, transform, layout)(*(jnp.asarray(a, dtype) for a in arrays))
+        return tuple(np.asarray(t.astype(jnp.float32) if t.dtype == jnp.bfloat16 else t, np.float64) for t in out)
+
+
+@functools.cache
+def results(config, implementation: str, transform: str, layout: str = "points"):
+    """:func:`run` on the special case, once per configuration and path for the module."""
+    return run(config, implementation, transform, special_case(config), layout)
+
+
+@functools.cache
+def reference(config):
+    """PyTorch's output and gradients on parity's part of the special case (not the non-finite grid)."""
+    return parity.run_torch(config, *(a[:2] for a in special_case(config)))
+
+
+def compare(config, ref, got) -> dict:
+    """:func:`parity.measure`'s errors and tolerances of ``got`` against ``ref`` (the batch
+    elements ``ref`` has)."""
+    return parity._compare(config, ref, [g[:len(r)] for r, g in zip(ref, got)], atomic=jax.default_backend() == "gpu")
+
+
+def check_special(config, implementation, transform, layout="points"):
+    assert_within(compare(config, reference(config), results(config, implementation, transform, layout)),
+                  implementation, transform, layout)
+
+
+# ------------------------------------------------------------------ the special case
+
+@pytest.mark.parametrize("config", tiered("test_matches_pytorch", "matches_pytorch", ALL, [c.key for c in ALL], ALL,
+                                          ["xla-none"] * len(ALL)))
+def test_matches_pytorch(config, request):
+    # Op by op (no jit): each primitive compiles once per shape and is reused across the
+    # 120 configurations. jit and vmap follow below.
+    check_special(config, "xla", "none")
+    record_pass(request)
+
+
+# The same comparison under jit and under vmap (over the batch), on a cross-section: every
+# mode x padding x 2-D/3-D, align_corners alternating, in float32 and (jit only) float64.
 def _cross_section(dtype):
     return [c for c in parity.configs((dtype,)) if c.align_corners == (c.padding_mode == "border")]
 
@@ -83,33 +307,76 @@ TRANSFORMED = [(c, t) for c in _cross_section("float32") for t in ("jit", "vmap"
 TRANSFORMED += [(c, "jit") for c in _cross_section("float64") if c.mode != "nearest"]
 
 
-@pytest.mark.slow  # a matrix of compiled kernels
-@pytest.mark.parametrize("config, transform", sampled(TRANSFORMED, [f"{c.key}-{t}" for c, t in TRANSFORMED], FAST["transformed"]))
-def test_matches_pytorch_transformed(config, transform):
-    assert_within(parity.measure(config, transform=transform, seed=1, implementation="xla"), transform)
+@pytest.mark.parametrize("config, transform", tiered(
+    "test_matches_pytorch_transformed", "transformed", TRANSFORMED, [f"{c.key}-{t}" for c, t in TRANSFORMED],
+    [c for c, _ in TRANSFORMED], [f"xla-{t}" for _, t in TRANSFORMED]))
+def test_matches_pytorch_transformed(config, transform, request):
+    check_special(config, "xla", transform)
+    record_pass(request)
 
 
 # The Pallas kernels (what a CUDA GPU runs for float32), here in Pallas' interpreter:
 # every float32 mode x padding x align_corners, 2-D and 3-D, under jit, and a
 # cross-section under vmap, held to the same tolerances.
-PALLAS = [(c, "jit") for c in parity.configs(("float32",))]
+PALLAS = [(c, "jit") for c in F32]
 PALLAS += [(c, "vmap") for c in _cross_section("float32")]
 
 
-@pytest.mark.slow  # a matrix of compiled kernels
-@pytest.mark.parametrize("config, transform", sampled(PALLAS, [f"{c.key}-{t}" for c, t in PALLAS], FAST["pallas"]))
-def test_pallas_kernels_match_pytorch(config, transform):
-    assert_within(parity.measure(config, transform=transform, implementation="pallas", seed=2), transform)
+@pytest.mark.parametrize("config, transform", tiered(
+    "test_pallas_kernels_match_pytorch", "pallas", PALLAS, [f"{c.key}-{t}" for c, t in PALLAS],
+    [c for c, _ in PALLAS], [f"pallas-{t}" for _, t in PALLAS]))
+def test_pallas_kernels_match_pytorch(config, transform, request):
+    check_special(config, "pallas", transform)
+    record_pass(request)
+
+
+@pytest.mark.parametrize("config", tiered("test_channels_layout_matches_points_layout_and_pytorch", "channels", F32,
+                                          [c.key for c in F32], F32, ["pallas-channels"] * len(F32)))
+def test_channels_layout_matches_points_layout_and_pytorch(config, request):
+    """The channel-blocked layout of the Pallas kernels (``pallas_layout="channels"``, issue 13
+    item 2), in Pallas' interpreter: the same numbers as PyTorch (parity's hard grid points and
+    tolerances) and as the default "points" layout, in every mode, padding and align_corners,
+    2-D and 3-D, forward and backward, at 1 and at 17 channels (below a channel tile of 16 and
+    across one) and 140 or 143 output points (tiles of 32 points, the last partly empty)."""
+    channel = results(config, "pallas", "jit", "channels")
+    assert_within(compare(config, reference(config), channel), "channels")
+    # Against the points layout: nearest's output (a copy) bit for bit; otherwise within parity's
+    # float32 tolerance (same taps, same order of the sum per channel, but a compiler may
+    # contract a multiply-add in a (channels x points) tile where it did not in a row). On a GPU
+    # both layouts sum the input gradient with atomic adds, in an order that changes from run to
+    # run: nearest's input gradient then gets the sum tolerance too (an H100 run differed by 1 ulp).
+    n = len(reference(config)[0])  # parity's part of the batch
+    points = [t[:n] for t in results(config, "pallas", "jit")]
+    channel = [t[:n] for t in channel]
+    atomic = jax.default_backend() == "gpu"
+    if config.mode == "nearest":
+        np.testing.assert_array_equal(channel[0], points[0])
+    for name, want, got in zip(("output", "grad_input", "grad_grid"), points, channel):
+        scale = max(float(np.abs(want).max()), 1.0)
+        np.testing.assert_allclose(got, want, rtol=0, atol=parity.tolerance(config, "grad_input", atomic=atomic) * scale,
+                                   err_msg=name)
+    record_pass(request)
 
 
 # The native CPU kernel (what "auto" runs on a CPU for float32): every float32
 # configuration, 2-D and 3-D, op by op, under jit and under vmap, same tolerances.
-NATIVE = [(c, t) for c in parity.configs(("float32",)) for t in ("none", "jit", "vmap")]
+NATIVE = [(c, t) for c in F32 for t in ("none", "jit", "vmap")]
 
 
-@pytest.mark.parametrize("config, transform", sampled(NATIVE, [f"{c.key}-{t}" for c, t in NATIVE], FAST["native"]))
-def test_native_kernel_matches_pytorch(config, transform):
-    assert_within(parity.measure(config, transform=transform, implementation="native", seed=3), transform)
+@pytest.mark.parametrize("config, transform", tiered(
+    "test_native_kernel_matches_pytorch", "native", NATIVE, [f"{c.key}-{t}" for c, t in NATIVE],
+    [c for c, _ in NATIVE], [f"native-{t}" for _, t in NATIVE]))
+def test_native_kernel_matches_pytorch(config, transform, request):
+    check_special(config, "native", transform)
+    record_pass(request)
+
+
+def test_shared_programs_measure_what_parity_measures():
+    """This module's programs and comparison (one program per configuration and path) give
+    parity.measure's numbers on parity's own inputs (seed 0, its default sizes)."""
+    config = parity.Config("nearest", "zeros", False, 2, "float16")
+    assert compare(config, reference(config), results(config, "xla", "none")) == parity.measure(
+        config, transform="none", implementation="xla")
 
 
 @pytest.mark.slow  # a matrix of compiled kernels
@@ -170,65 +437,152 @@ def _vector_and_scalar_taps_agree(x, rng, mode, padding_mode, align_corners):
 # XLA path run op by op differed from PyTorch by 1.3e-5 of the scale in 2-D (rounding
 # twice where PyTorch rounds once; 1.5e-5 in the input gradient at 7 x 1000) and the
 # jitted XLA path and the native kernel by 1.1e-5 in 3-D at 5 x 40 x 300 (fused where
-# PyTorch's 3-D CPU kernel rounds twice).
-AFFINE = [(c, impl, t) for c in parity.configs(("float32",))
-          for impl, t in (("xla", "none"), ("xla", "jit"), ("native", "jit"))]
-AFFINE_IDS = [f"{c.key}-{impl}-{t}" for c, impl, t in AFFINE]
+# PyTorch's 3-D CPU kernel rounds twice). Each path is the configuration's program of the
+# special case (compiled again for these shapes); the paths of a configuration follow each
+# other and share its inputs and PyTorch's results.
+@functools.lru_cache(maxsize=2)
+def affine_case(config, size=None, batch=2):
+    """The affine case's inputs (:func:`parity.make_affine_inputs`, seed 0, rounded to the
+    dtype) and PyTorch's results on them."""
+    arrays = parity._case_inputs(config, 0, "affine", {"size": size, "batch": batch})
+    return arrays, parity.run_torch(config, *arrays)
 
 
-# The fast set keeps the 3-D native case (PyTorch's CPU kernel rounds twice there) and,
+def check_affine(config, implementation, transform, **sizes):
+    arrays, ref = affine_case(config, **sizes)
+    assert_within(compare(config, ref, run(config, implementation, transform, arrays)), implementation, transform)
+
+
+AFFINE = [(c, impl, t) for c in F32 for impl, t in (("xla", "none"), ("xla", "jit"), ("native", "jit"))]
+
+
+# The fast tier keeps the 3-D native case (PyTorch's CPU kernel rounds twice there) and,
 # below, 7 x 1000 through the native kernel (once); taps' rounding is pinned in
 # isolation by test_grid_sample_rounding.py.
-@pytest.mark.parametrize("config, implementation, transform", sampled(AFFINE, AFFINE_IDS, FAST["affine"]))
-def test_affine_case_matches_pytorch(config, implementation, transform):
-    r = parity.measure(config, transform=transform, implementation=implementation, case="affine")
-    assert_within(r, implementation, transform)
+@pytest.mark.parametrize("config, implementation, transform", tiered(
+    "test_affine_case_matches_pytorch", "affine", AFFINE, [f"{c.key}-{impl}-{t}" for c, impl, t in AFFINE],
+    [c for c, _, _ in AFFINE], [f"{impl}-{t}" for _, impl, t in AFFINE]))
+def test_affine_case_matches_pytorch(config, implementation, transform, request):
+    check_affine(config, implementation, transform)
+    record_pass(request)
 
 
-@pytest.mark.parametrize("mode", ["bilinear", pytest.param("bicubic", marks=pytest.mark.slow),
-                                  pytest.param("nearest", marks=pytest.mark.slow)])
-@pytest.mark.parametrize("implementation, transform", [pytest.param("xla", "none", marks=pytest.mark.slow),
-                                                       ("native", "jit")])
-def test_affine_case_7x1000(mode, implementation, transform):
-    config = parity.Config(mode, "zeros", False, 2, "float32")
-    r = parity.measure(config, transform=transform, implementation=implementation, case="affine", size=(7, 1000))
-    assert_within(r, implementation, transform)
+AFFINE_7X1000 = [(m, impl, t) for impl, t in (("xla", "none"), ("native", "jit")) for m in ("bilinear", "bicubic", "nearest")]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
-@pytest.mark.parametrize("align_corners", [False, True])
-def test_affine_case_pallas(mode, align_corners):
+@pytest.mark.parametrize("mode, implementation, transform", tiered(
+    "test_affine_case_7x1000", "affine_7x1000", AFFINE_7X1000, ["-".join(case) for case in AFFINE_7X1000],
+    [parity.Config(m, "zeros", False, 2, "float32") for m, _, _ in AFFINE_7X1000],
+    [f"{impl}-{t}" for _, impl, t in AFFINE_7X1000]))
+def test_affine_case_7x1000(mode, implementation, transform, request):
+    check_affine(parity.Config(mode, "zeros", False, 2, "float32"), implementation, transform, size=(7, 1000))
+    record_pass(request)
+
+
+AFFINE_PALLAS = [(m, ac) for m in ("bilinear", "bicubic") for ac in (False, True)]
+
+
+@pytest.mark.parametrize("mode, align_corners", tiered(
+    "test_affine_case_pallas", "affine_pallas", AFFINE_PALLAS, [f"{m}-{ac}" for m, ac in AFFINE_PALLAS],
+    [parity.Config(m, "reflection", ac, 2, "float32") for m, ac in AFFINE_PALLAS], ["pallas-jit"] * 4))
+def test_affine_case_pallas(mode, align_corners, request):
     # Pallas' interpreter on a 7 x 1000 image (the 345 x 456 one takes minutes there).
-    config = parity.Config(mode, "reflection", align_corners, 2, "float32")
-    r = parity.measure(config, transform="jit", implementation="pallas", case="affine", size=(7, 1000), batch=1)
-    assert_within(r, "pallas")
+    check_affine(parity.Config(mode, "reflection", align_corners, 2, "float32"), "pallas", "jit", size=(7, 1000),
+                 batch=1)
+    record_pass(request)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
-def test_affine_case_float64(mode):
-    config = parity.Config(mode, "zeros", False, 2, "float64")
-    assert_within(parity.measure(config, transform="jit", implementation="xla", case="affine"), "float64")
+@pytest.mark.parametrize("mode", tiered("test_affine_case_float64", "affine_float64", ["bilinear", "bicubic"],
+                                        ["bilinear", "bicubic"],
+                                        [parity.Config(m, "zeros", False, 2, "float64") for m in ("bilinear", "bicubic")],
+                                        ["xla-jit"] * 2))
+def test_affine_case_float64(mode, request):
+    check_affine(parity.Config(mode, "zeros", False, 2, "float64"), "xla", "jit")
+    record_pass(request)
 
+
+# ------------------------------------------------------------------ the tiers' coverage
 
 def test_fast_sample_covers_every_option():
-    """The fast parity sample, taken together, still holds every mode, padding,
-    align_corners, dimensionality, dtype and implementation."""
-    chosen = {(key, impl) for key in FAST["matches_pytorch"] for impl in ("xla-none",)}
-    chosen |= {(i.rsplit("-", 1)[0], "xla-" + i.rsplit("-", 1)[1]) for i in FAST["transformed"]}
-    chosen |= {(i.rsplit("-", 1)[0], "pallas") for i in FAST["pallas"]}
-    chosen |= {(i.rsplit("-", 1)[0], "native") for i in FAST["native"]}
-    fields = [key.split("/") for key, _ in chosen]
-    assert {f[0] for f in fields} == {"nearest", "bilinear", "bicubic"}
-    assert {f[1] for f in fields} == {"zeros", "border", "reflection"}
-    assert {f[2] for f in fields} == {"False", "True"}
-    assert {f[3] for f in fields} == {"2d", "3d"}
-    assert {f[4] for f in fields} == set(parity.DTYPES)
-    assert {impl for _, impl in chosen} == {"xla-none", "xla-jit", "xla-vmap", "pallas", "native"}
+    """What ``pytest -m "not slow"`` runs of the parity matrices (their fast tier), taken together,
+    holds every mode, padding, align_corners, dimensionality and dtype, and every implementation:
+    XLA op by op, under jit and under vmap, the native kernel and the Pallas kernels, each kernel
+    in 2-D and 3-D with both align_corners."""
+    for test in TIERED:  # no mark on a tiered test moves its fast tier out of that run
+        assert not [m for m in getattr(globals()[test], "pytestmark", []) if m.name in ("slow", "skip")], test
+    fast = [(c, p) for matrix, cases in MATRICES.items() for i, c, p in cases if i in FAST[matrix]]
+    assert {c.mode for c, _ in fast} == {"nearest", "bilinear", "bicubic"}
+    assert {c.padding_mode for c, _ in fast} == {"zeros", "border", "reflection"}
+    assert {c.align_corners for c, _ in fast} == {False, True}
+    assert {c.dims for c, _ in fast} == {2, 3}
+    assert {c.dtype for c, _ in fast} == set(parity.DTYPES)
+    paths = {p for _, p in fast}
+    assert {"xla-none", "xla-jit", "xla-vmap"} <= paths
     for impl in ("pallas", "native"):  # each kernel: 2-D and 3-D, both align_corners
-        mine = [key.split("/") for key, i in chosen if i == impl]
-        assert {f[3] for f in mine} == {"2d", "3d"} and {f[2] for f in mine} == {"False", "True"}, impl
+        mine = [c for c, p in fast if p.startswith(impl)]
+        assert {c.dims for c in mine} == {2, 3} and {c.align_corners for c in mine} == {False, True}, impl
+
+
+# The parity matrices by the kind of case they test.
+KINDS = {"special": ("matches_pytorch", "transformed", "pallas", "channels", "native"),
+         "affine": ("affine", "affine_7x1000", "affine_pallas", "affine_float64"),
+         "non-finite": ("non_finite", "every_path")}
+
+
+def test_sample_covers_every_option_on_every_path():
+    """What every run of ``make test`` holds to PyTorch, whatever the code (the fast and the
+    sample tier): every path (implementation x transform, or Pallas layout) of every kind of
+    case, and each implementation in every mode, padding, align_corners, 2-D/3-D and dtype it
+    takes. The full tier (every other case) runs where the code changed since it last passed
+    (full_tier_marks: FULL_TIER_PASSED_ON, build/full-parity/), and with SIDEBYSIDE_FULL_PARITY=1."""
+    assert set(MATRICES) == {m for matrices in KINDS.values() for m in matrices}
+    chosen = {}
+    for matrix, cases in MATRICES.items():
+        sample = SAMPLE[matrix]
+        chosen[matrix] = [(c, p) for i, c, p in cases if i in FAST[matrix] or sample is EVERY or i in sample]
+    for kind, matrices in KINDS.items():
+        paths = {p for m in matrices for _, _, p in MATRICES[m]}
+        assert paths == {p for m in matrices for _, p in chosen[m]}, kind
+
+    def implementation(path):
+        return {"auto": "native", "every path": "xla"}.get(path, path.split("-")[0])
+
+    every = [(c, implementation(p)) for cases in MATRICES.values() for _, c, p in cases]
+    mine = [(c, implementation(p)) for cases in chosen.values() for c, p in cases]
+    assert {"xla", "pallas", "native"} == {i for _, i in mine}
+    for impl in ("xla", "pallas", "native"):
+        for field in ("mode", "padding_mode", "align_corners", "dims", "dtype"):
+            assert ({getattr(c, field) for c, i in mine if i == impl}
+                    == {getattr(c, field) for c, i in every if i == impl}), (impl, field)
+    assert {(c.mode, c.padding_mode, c.align_corners, c.dims, c.dtype) for c, _ in every} == {
+        (c.mode, c.padding_mode, c.align_corners, c.dims, c.dtype) for c in ALL}  # the matrices hold every option
+
+
+def test_full_tier_runs_where_the_code_changed(tmp_path):
+    """The full tier is skipped only where the fingerprint of the code it tests (PARITY_CODE,
+    the frameworks' versions, the backend) is FULL_TIER_PASSED_ON or a pass of the case on it is
+    recorded in this checkout; any change to that code gives another fingerprint. Where the
+    fingerprint is not the committed one, a warning names it: once the full tier passed on it
+    (``SIDEBYSIDE_FULL_PARITY=1 pytest tests/posts/grid_sample/test_grid_sample.py``), it is the
+    value for FULL_TIER_PASSED_ON."""
+    assert re.fullmatch("[0-9a-f]{16}", CODE) and code_fingerprint() == CODE
+    assert all(callable(globals().get(test)) for test in TIERED), TIERED  # the names a case is recorded under
+    for name in PARITY_CODE:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / name, tmp_path / name)
+    assert code_fingerprint(tmp_path) == CODE
+    with open(tmp_path / PARITY_CODE[1], "a") as f:
+        f.write("\n")
+    assert code_fingerprint(tmp_path) != CODE
+    marks = full_tier_marks("test_matches_pytorch[nearest/zeros/False/2d/float16]")
+    skipped = any(m.name == "skip" for m in marks)
+    assert skipped == (os.environ.get(FULL_ENV) != "1" and (CODE == FULL_TIER_PASSED_ON or
+                                                             "test_matches_pytorch[nearest/zeros/False/2d/float16]"
+                                                             in PASSED_HERE))
+    if CODE != FULL_TIER_PASSED_ON:
+        warnings.warn(f"grid_sample's parity code changed since its full tier last passed: the full tier runs here "
+                      f"until FULL_TIER_PASSED_ON in {Path(__file__).name} is set to {CODE!r} (once it passed)",
+                      stacklevel=1)
 
 
 def test_native_build_says_what_is_missing(tmp_path, monkeypatch):
@@ -255,12 +609,22 @@ print("sum", float(out.sum()), "verified", native.verified(native.build()))
 def test_truncated_native_library_is_rebuilt_not_loaded(tmp_path):
     """A cached kernel cut short (a full disk, an interrupted copy) would kill the
     process with SIGBUS when mapped; its recorded size and hash catch it first."""
+    from sidebyside.posts.grid_sample import native
+
+    # A cache of its own holding this machine's build and its record (compiling it costs seconds):
+    # a process loads it as it is, ...
+    built = native.build()
+    library = tmp_path / built.name
+    for source, target in ((built, library), (native._record(built), native._record(library))):
+        shutil.copyfile(source, target)
+    stamp = library.stat().st_mtime_ns
     env = {**os.environ, "SIDEBYSIDE_NATIVE_CACHE": str(tmp_path)}
     run = lambda: subprocess.run([sys.executable, "-c", _USE_NATIVE], env=env, capture_output=True, text=True,
                                  timeout=600)
     first = run()
     assert first.returncode == 0 and "sum 4.0 verified True" in first.stdout, first.stderr[-2000:]
-    (library,) = tmp_path.glob("grid_sample_cpu-*.so")
+    assert library.stat().st_mtime_ns == stamp  # loaded, not rebuilt
+    # ... and rebuilds it cut short.
     size = library.stat().st_size
     with open(library, "r+b") as f:
         f.truncate(size // 2)
@@ -268,6 +632,7 @@ def test_truncated_native_library_is_rebuilt_not_loaded(tmp_path):
     assert second.returncode == 0, (second.returncode, second.stderr[-2000:])  # no SIGBUS (-7)
     assert "sum 4.0 verified True" in second.stdout
     assert library.stat().st_size == size  # rebuilt
+    assert [p.name for p in tmp_path.glob("grid_sample_cpu-*.so")] == [library.name]
 
 
 def test_verified_checks_size_and_hash(tmp_path):
@@ -392,18 +757,11 @@ def _torch_grads(x, g, **kw):
     return out.detach().numpy(), gx.numpy(), gg.numpy()
 
 
-def _jax_grads(x, g, **kw):
-    f = lambda a, b: grid_sample(a, b, **kw).sum()
-    out = jax.jit(lambda a, b: grid_sample(a, b, **kw))(jnp.asarray(x), jnp.asarray(g))
-    gx, gg = jax.jit(jax.grad(f, argnums=(0, 1)))(jnp.asarray(x), jnp.asarray(g))
-    return np.asarray(out), np.asarray(gx), np.asarray(gg)
-
-
 CLIPPED = [(ac, p, impl) for impl in ("xla", "native") for p in ("border", "reflection") for ac in (False, True)]
 
 
-@pytest.mark.parametrize("align_corners, padding_mode, implementation", sampled(
-    CLIPPED, [f"{ac}-{p}-{impl}" for ac, p, impl in CLIPPED], {"False-border-xla", "True-reflection-native"}))
+@pytest.mark.parametrize("align_corners, padding_mode, implementation", tiered(
+    "test_no_grid_gradient_where_clipped", "clipped", CLIPPED, [f"{ac}-{p}-{impl}" for ac, p, impl in CLIPPED]))
 def test_no_grid_gradient_where_clipped(padding_mode, align_corners, implementation):
     # Points exactly on the clip limits: torch passes no gradient there; jnp.clip
     # (or maximum/minimum) would pass half of it.
@@ -412,7 +770,8 @@ def test_no_grid_gradient_where_clipped(padding_mode, align_corners, implementat
     g = np.array([[[[-1.0, 0.1], [1.0, 0.1], [edge, -0.2], [-edge, 0.3], [0.2, 0.1]]]], np.float32)
     kw = dict(mode="bilinear", padding_mode=padding_mode, align_corners=align_corners)
     t_out, t_gx, t_gg = _torch_grads(x, g, **kw)
-    j_out, j_gx, j_gg = _jax_grads(x, g, **kw, implementation=implementation)
+    config = parity.Config("bilinear", padding_mode, align_corners, 2, "float32")
+    j_out, j_gx, j_gg = run(config, implementation, "jit", (x, g, np.ones_like(t_out)))  # the gradients of out.sum()
     np.testing.assert_allclose(j_out, t_out, rtol=0, atol=1e-5 * np.abs(t_out).max())
     np.testing.assert_allclose(j_gg, t_gg, rtol=0, atol=1e-5 * np.abs(t_gg).max())
     assert t_gg[0, 0, :2, 0].tolist() == [0.0, 0.0]
@@ -420,40 +779,41 @@ def test_no_grid_gradient_where_clipped(padding_mode, align_corners, implementat
     assert j_gg[0, 0, 4, 0] != 0  # an interior point does get a gradient
 
 
-NON_FINITE = [(p, m, d, impl) for impl in ("xla", "auto", "pallas") for d in (2, 3)  # auto on a CPU: native
-              for m in ("nearest", "bilinear", "bicubic")[:3 if d == 2 else 2] for p in ("zeros", "border", "reflection")]
+def non_finite_part(config, implementation):
+    """The non-finite grid's batch element of ``config``'s special case (align_corners=False,
+    float32) and ``implementation``'s jitted results on it, each with a batch of one:
+    input, grid, output, input gradient, grid gradient."""
+    x, g, _ = special_case(config)
+    arrays = (x, g, *results(config, implementation, "jit"))
+    return tuple(a[NON_FINITE_ELEMENT:NON_FINITE_ELEMENT + 1] for a in arrays)
 
 
-@pytest.mark.parametrize("padding_mode, mode, dims, implementation", sampled(
-    NON_FINITE, ["-".join(map(str, case)) for case in NON_FINITE],
-    {"zeros-nearest-2-xla", "reflection-bicubic-2-auto", "border-bilinear-3-auto"}))
-def test_non_finite_grid(dims, mode, padding_mode, implementation):
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((1, 2) + (3, 4, 5)[3 - dims:]).astype(np.float32)
-    bad = np.array([np.nan, np.inf, -np.inf, 0.25], np.float32)
-    points = np.stack(np.meshgrid(*([bad] * dims), indexing="ij"), -1).reshape(-1, dims)
-    g = points.reshape((1,) + (1,) * (dims - 1) + points.shape)  # (1, [1,] 1, P, dims)
-    kw = dict(mode=mode, padding_mode=padding_mode, align_corners=False, implementation=implementation)
-    out = np.asarray(jax.jit(lambda a, b: grid_sample(a, b, **kw))(x, g))[..., :]
-    gx, gg = jax.jit(jax.grad(lambda a, b: grid_sample(a, b, **kw).sum(), argnums=(0, 1)))(jnp.asarray(x),
-                                                                                          jnp.asarray(g))
-    finite = np.isfinite(points).all(-1)  # (P,)
+@pytest.mark.parametrize("padding_mode, mode, dims, implementation", tiered(
+    "test_non_finite_grid", "non_finite", NON_FINITE, ["-".join(map(str, case)) for case in NON_FINITE],
+    [parity.Config(m, p, False, d, "float32") for p, m, d, _ in NON_FINITE], [impl for *_, impl in NON_FINITE]))
+def test_non_finite_grid(dims, mode, padding_mode, implementation, request):
+    config = parity.Config(mode, padding_mode, False, dims, "float32")
+    x, g, out, gx, gg = non_finite_part(config, implementation)
+    finite = np.isfinite(g.reshape(-1, dims)).all(-1)  # per point
+    out = out.reshape(*out.shape[:2], -1)  # (1, C, points)
     if mode == "bicubic":
         # Weights of a non-finite coordinate are NaN, as in both PyTorch backends.
         assert np.isnan(out[..., ~finite]).all() and np.isfinite(out[..., finite]).all()
-        return
-    # The documented rule (PyTorch's CUDA kernels): always finite.
-    assert np.isfinite(out).all() and np.isfinite(np.asarray(gx)).all() and np.isfinite(np.asarray(gg)).all()
-    # Non-finite coordinates get no grid gradient.
-    assert (np.asarray(gg)[~np.isfinite(g)] == 0).all()
-    if padding_mode == "zeros":
-        # A point with any non-finite coordinate samples nothing.
-        assert (out[..., ~finite] == 0).all()
-    # Where PyTorch's CPU kernel agrees with the CUDA rule (2-D forward, border and
-    # reflection: NaN -> 0, +-inf -> the edge / 0), compare with it.
-    if dims == 2 and padding_mode != "zeros":
-        ref = F.grid_sample(torch.tensor(x), torch.tensor(g), mode=mode, padding_mode=padding_mode, align_corners=False).numpy()
-        np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+    else:
+        # The documented rule (PyTorch's CUDA kernels): always finite.
+        assert np.isfinite(out).all() and np.isfinite(gx).all() and np.isfinite(gg).all()
+        # Non-finite coordinates get no grid gradient.
+        assert (gg[~np.isfinite(g)] == 0).all()
+        if padding_mode == "zeros":
+            # A point with any non-finite coordinate samples nothing.
+            assert (out[..., ~finite] == 0).all()
+        # Where PyTorch's CPU kernel agrees with the CUDA rule (2-D forward, border and
+        # reflection: NaN -> 0, +-inf -> the edge / 0), compare with it.
+        if dims == 2 and padding_mode != "zeros":
+            ref = F.grid_sample(torch.tensor(x, dtype=torch.float32), torch.tensor(g, dtype=torch.float32), mode=mode,
+                                padding_mode=padding_mode, align_corners=False).double().numpy()
+            np.testing.assert_allclose(out.reshape(ref.shape), ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+    record_pass(request)
 
 
 @pytest.mark.parametrize(
@@ -483,34 +843,21 @@ def test_dtype_mismatch_raises():
         grid_sample(jnp.zeros((1, 1, 4, 4), jnp.float32), jnp.zeros((1, 2, 2, 2), jnp.bfloat16))
 
 
-EVERY_PATH = [(p, m, d) for d in (2, 3) for m in ("nearest", "bilinear", "bicubic")[:3 if d == 2 else 2]
-              for p in ("zeros", "border", "reflection")]
-
-
-@pytest.mark.slow  # a matrix of compiled kernels
-@pytest.mark.parametrize("padding_mode, mode, dims", sampled(
-    EVERY_PATH, ["-".join(map(str, case)) for case in EVERY_PATH], {"zeros-bilinear-2"}))
-def test_non_finite_grid_every_path_agrees(dims, mode, padding_mode):
+@pytest.mark.parametrize("padding_mode, mode, dims", tiered(
+    "test_non_finite_grid_every_path_agrees", "every_path", NON_FINITE_CONFIGS,
+    ["-".join(map(str, case)) for case in NON_FINITE_CONFIGS],
+    [parity.Config(m, p, False, d, "float32") for p, m, d in NON_FINITE_CONFIGS], ["every path"] * 15))
+def test_non_finite_grid_every_path_agrees(dims, mode, padding_mode, request):
     """The GPU kernels (Pallas, here interpreted), the native kernel and the XLA path
     follow one rule for NaN and +-inf (PyTorch CUDA's): the same bits, gradients too."""
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((1, 2) + (3, 4, 5)[3 - dims:]).astype(np.float32)
-    bad = np.array([np.nan, np.inf, -np.inf, 0.25, -3.0], np.float32)
-    points = np.stack(np.meshgrid(*([bad] * dims), indexing="ij"), -1).reshape(-1, dims)
-    g = jnp.asarray(points.reshape((1,) + (1,) * (dims - 1) + points.shape))
-    results = {}
-    for impl in ("xla", "native", "pallas"):
-        kw = dict(mode=mode, padding_mode=padding_mode, align_corners=False, implementation=impl)
-        def value_and_grads(a, b, kw=kw):
-            out, vjp = jax.vjp(lambda p, q: grid_sample(p, q, **kw), a, b)
-            return (out, *vjp(jnp.ones_like(out)))
-
-        results[impl] = [np.asarray(t) for t in jax.jit(value_and_grads)(jnp.asarray(x), g)]
-    for impl, arrays in results.items():
-        for name, want, got in zip(("output", "grad_input", "grad_grid"), results["xla"], arrays):
+    config = parity.Config(mode, padding_mode, False, dims, "float32")
+    want = non_finite_part(config, "xla")[2:]
+    for impl in ("native", "pallas"):
+        for name, w, got in zip(("output", "grad_input", "grad_grid"), want, non_finite_part(config, impl)[2:]):
             # Same NaNs and infinities; finite values within the float32 tolerance of parity.tolerance.
-            scale = max(float(np.abs(want[np.isfinite(want)]).max(initial=0)), 1.0)
-            np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * scale, equal_nan=True, err_msg=f"{impl} {name}")
+            scale = max(float(np.abs(w[np.isfinite(w)]).max(initial=0)), 1.0)
+            np.testing.assert_allclose(got, w, rtol=0, atol=1e-5 * scale, equal_nan=True, err_msg=f"{impl} {name}")
+    record_pass(request)
 
 
 EMPTY_SHAPES = [((0, 3, 5, 6), (0, 4, 4, 2)), ((2, 0, 5, 6), (2, 4, 4, 2)), ((2, 3, 5, 6), (2, 0, 4, 2)),
@@ -518,9 +865,8 @@ EMPTY_SHAPES = [((0, 3, 5, 6), (0, 4, 4, 2)), ((2, 0, 5, 6), (2, 4, 4, 2)), ((2,
 EMPTY = [(x, g, impl) for impl in ("xla", "native", "pallas") for x, g in EMPTY_SHAPES]
 
 
-@pytest.mark.parametrize("x_shape, g_shape, implementation", sampled(
-    EMPTY, [f"{impl}-{'x'.join(map(str, x))}" for x, _, impl in EMPTY],
-    {"xla-0x3x5x6", "native-0x2x3x5x6", "pallas-2x3x5x6", "native-2x0x5x6"}))
+@pytest.mark.parametrize("x_shape, g_shape, implementation", tiered(
+    "test_empty_batch_returns_empty_like_torch", "empty", EMPTY, [f"{impl}-{'x'.join(map(str, x))}" for x, _, impl in EMPTY]))
 def test_empty_batch_returns_empty_like_torch(x_shape, g_shape, implementation):
     want = F.grid_sample(torch.zeros(x_shape), torch.zeros(g_shape), align_corners=False)
     f = lambda a, b: grid_sample(a, b, implementation=implementation)
