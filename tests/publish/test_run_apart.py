@@ -5,6 +5,8 @@ outlives it, detached ones included (:func:`guard.reaped`)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -151,3 +153,16 @@ def test_a_run_that_writes_outside_its_post_is_refused_and_leaves_no_process(tmp
     assert not list((root / "_posts").glob("*-apart.md")), "nothing of the run is published"
     assert not _alive(pid_file), "a process the notebook detached outlived the run"
 
+
+
+def test_the_publisher_is_a_subreaper_only_during_a_run(tmp_path):
+    """After a run, an orphan of anything else goes to init as before (the quiet check counts this
+    process's children as its own work, so an adopted stranger would hide load)."""
+    pid_file = tmp_path / "pid"
+    with guard.reaped():
+        pass
+    subprocess.run([sys.executable, "-c", _detaching(pid_file, "session")], check=True, timeout=30)
+    try:
+        assert int(pid_file.read_text()) not in guard._children()
+    finally:
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)

@@ -220,22 +220,36 @@ def _children() -> set[int]:
 @contextlib.contextmanager
 def reaped() -> Iterator[None]:
     """Around a run: every process it started that is still alive at its end is killed, detached ones too.
-    This process becomes a child subreaper (Linux), so that a process that left its parent (a daemon, a
-    double fork) is re-parented here rather than to init, and is found among this process's children."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    For the run, this process is a child subreaper (Linux), so that a process that left its parent (a
+    daemon, a double fork) is re-parented here rather than to init, and is found among this process's
+    children; it stops being one after (an orphan of anything else goes to init, as before)."""
+    _subreaper(True)
     before = _children()
     try:
         yield
     finally:
-        for _ in range(20):  # a killed process's own orphans are re-parented here in turn
-            left = _children() - before
-            if not left:
-                break
-            for pid in left:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            for pid in left:
-                with contextlib.suppress(ChildProcessError, OSError):
-                    os.waitpid(pid, 0)
+        try:
+            _end(before)
+        finally:
+            _subreaper(False)
+
+
+def _subreaper(on: bool) -> None:
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(36, int(on), 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
+def _end(before: set[int]) -> None:
+    """Kill and reap the children of this process that are not in ``before``, and the orphans that killing
+    them hands here, until none is left."""
+    for _ in range(20):  # a killed process's own orphans are re-parented here in turn
+        left = _children() - before
+        if not left:
+            break
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in left:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, 0)
