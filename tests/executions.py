@@ -21,6 +21,7 @@ import fcntl
 import functools
 import hashlib
 import http.server
+import io
 import json
 import os
 import subprocess
@@ -276,9 +277,6 @@ def execute(slug: str, shared: Path, runtime: ColabRuntime, mirror: str, md5: di
 
 
 def _run(slug: str, folder: Path, runtime: ColabRuntime, mirror: str, md5: dict[str, str], raw_site: str) -> dict:
-    import contextlib
-    import io
-
     from conftest import make_site
 
     from sidebyside import publish
