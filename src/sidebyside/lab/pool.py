@@ -116,10 +116,11 @@ def close() -> None:
 atexit.register(close)
 
 
-def _compiled_again(fn: Callable[..., Any], backend: Any, dynamic: bool | None, fullgraph: bool) -> Callable[..., Any]:
+def _compiled_again(fn: Callable[..., Any], backend: Any, options: dict[str, Any] | None, dynamic: bool | None,
+                    fullgraph: bool) -> Callable[..., Any]:
     import torch
 
-    return torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=fullgraph)
+    return torch.compile(fn, backend=backend, options=options, dynamic=dynamic, fullgraph=fullgraph)
 
 
 def _jitted_again(fn: Callable[..., Any], options: dict[str, Any]) -> Callable[..., Any]:
@@ -128,32 +129,73 @@ def _jitted_again(fn: Callable[..., Any], options: dict[str, Any]) -> Callable[.
     return jax.jit(fn, **options)
 
 
+#: jax.jit's options a jitted function travels with (each a parameter of ``jax.jit``), read where it keeps them.
+_JIT_OPTIONS = ("static_argnums", "static_argnames", "donate_argnums", "donate_argnames", "keep_unused", "inline")
+
+
+def _as_jitted(value: Any) -> tuple[Callable[..., Any], dict[str, Any]] | None:
+    """``(function, options)`` of a function under ``jax.jit`` (None for anything else, and for one with
+    shardings given, which cloudpickle then refuses with its own words)."""
+    jax = sys.modules.get("jax")
+    stages = getattr(jax, "stages", None)
+    if stages is None or not isinstance(value, stages.Wrapped) or not callable(value):
+        return None
+    info = getattr(value, "_jit_info", None)
+    if info is None or getattr(info, "user_specified_in_shardings", False):
+        return None
+    missing = [key for key in _JIT_OPTIONS if not hasattr(info, key)]
+    if missing:
+        raise RuntimeError(f"jax {jax.__version__}: a jitted function no longer says its {', '.join(missing)}; "
+                           "sidebyside.lab.pool._as_jitted must learn where this version keeps them")
+    return value.__wrapped__, {key: getattr(info, key) for key in _JIT_OPTIONS}
+
+
+def _as_compiled(value: Any) -> tuple[Callable[..., Any], Any, dict[str, Any] | None, bool | None, bool] | None:
+    """``(function, backend, options, dynamic, fullgraph)`` of a function compiled by ``torch.compile``, as
+    ``torch.compile`` takes them (Inductor as ``"inductor"`` with its mode's settings as ``options``; any other
+    backend as itself), None for anything else (a compiled ``nn.Module`` pickles by itself)."""
+    eval_frame = getattr(getattr(sys.modules.get("torch._dynamo"), "eval_frame", None), "OptimizeContext", None)
+    if eval_frame is None or not callable(value):
+        return None
+    context_ = next((c.cell_contents for c in getattr(value, "__closure__", None) or ()
+                     if isinstance(c.cell_contents, eval_frame)), None)
+    if context_ is None:
+        return None
+    original = getattr(value, "__wrapped__", None) or getattr(value, "_torchdynamo_orig_callable", None)
+    backend = getattr(context_, "callback", None)
+    while hasattr(backend, "_torchdynamo_orig_backend"):
+        backend = backend._torchdynamo_orig_backend
+    if original is None or backend is None or not hasattr(context_, "_dynamic"):
+        import torch
+
+        raise RuntimeError(f"torch {torch.__version__}: a function compiled by torch.compile no longer says its "
+                           "function, backend or options; sidebyside.lab.pool._as_compiled must learn where this "
+                           "version keeps them")
+    options = None
+    if type(backend).__name__ == "_TorchCompileInductorWrapper" and isinstance(getattr(backend, "config", None), dict):
+        backend, options = "inductor", dict(backend.config) or None
+    return original, backend, options, context_._dynamic, bool(getattr(context_, "fullgraph", False))
+
+
 def _dumps(obj: Any) -> bytes:
-    """``obj`` pickled with cloudpickle, where a function compiled by ``torch.compile`` travels as
-    the function, its backend (with its mode's settings) and its options (the compiled wrapper
-    holds Dynamo's configuration, which does not pickle), and a function under ``jax.jit`` as the
-    function and its options (what jaxlib's own pickling drops: ``lower``, ``trace`` and
-    donation need them), each compiled again on arrival."""
+    """``obj`` pickled with cloudpickle, where a function under ``jax.jit`` travels as the function
+    and its options (jaxlib's jitted function does not pickle), and a function compiled by
+    ``torch.compile`` as the function, its backend (with its mode's settings) and its options (the
+    compiled wrapper holds Dynamo's configuration, which does not pickle), each compiled again on
+    arrival (see :func:`pack` for what this relies on)."""
     import io
 
     import cloudpickle
 
     class Pickler(cloudpickle.Pickler):
         def reducer_override(self, value: Any) -> Any:
-            info = getattr(value, "_jit_info", None) if type(value).__name__ == "PjitFunction" else None
-            if info is not None and not info.user_specified_in_shardings:
-                keys = ("static_argnums", "static_argnames", "donate_argnums", "donate_argnames", "keep_unused",
-                        "inline")
-                return _jitted_again, (value._fun, {key: getattr(info, key) for key in keys})
-            original = getattr(value, "_torchdynamo_orig_callable", None)
-            context_ = next((c.cell_contents for c in getattr(value, "__closure__", None) or ()
-                             if type(c.cell_contents).__name__ == "OptimizeContext"), None)
-            if original is None or context_ is None or not callable(value):
-                return super().reducer_override(value)
-            backend = context_.callback
-            while hasattr(backend, "_torchdynamo_orig_backend"):
-                backend = backend._torchdynamo_orig_backend
-            return _compiled_again, (original, backend, context_._dynamic, context_.fullgraph)
+            jitted = _as_jitted(value)
+            if jitted is not None:
+                return _jitted_again, jitted
+            compiled = _as_compiled(value)
+            if compiled is not None:
+                return _compiled_again, compiled
+            return super().reducer_override(value)
 
     buffer = io.BytesIO()
     Pickler(buffer).dump(obj)
@@ -164,7 +206,18 @@ def pack(source: Mapping[str, Callable[[], Any]] | Callable[[], Mapping[str, Any
     """The contestants as a worker receives them: ``source`` is the ``{name: callable}`` mapping
     itself (its closures travel by value, with the arrays and models they hold, as they are now:
     pack before the first timed call, since a call may donate or change them) or a builder
-    returning it. Raises RuntimeError, saying what to do, when they cannot be pickled."""
+    returning it. Raises RuntimeError, saying what to do, when they cannot be pickled.
+
+    What this relies on, and on which versions it is tested (tests/lab/test_pool_pickling.py, which
+    prints the versions it ran on): cloudpickle's ``Pickler.reducer_override``; ``jax.stages.Wrapped``
+    (the type of what ``jax.jit`` returns) and its ``__wrapped__``; ``torch.compile``'s wrapper's
+    ``__wrapped__`` (``functools.wraps``); and, since neither framework has a public way to read back
+    the options a function was compiled with, two private places, each checked, with a RuntimeError
+    naming the version where it moved: the jitted function's ``_jit_info`` (the options named like
+    ``jax.jit``'s own parameters, :data:`_JIT_OPTIONS`) and the ``OptimizeContext`` in the compiled
+    wrapper's closure (its ``callback``, whose Inductor settings travel as ``torch.compile``'s ``options``,
+    ``_dynamic`` and ``fullgraph``). A compiled ``nn.Module``
+    (``OptimizedModule``) and ``nnx.jit``'s wrapper pickle by themselves."""
     try:
         return _dumps(source)
     except Exception as error:
