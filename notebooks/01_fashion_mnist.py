@@ -94,29 +94,19 @@ globals().update(colab.parameters("fashion-mnist-pytorch-vs-flax", PROFILE, REPO
 # ## Setup
 #
 # Both frameworks run on the same device (the GPU where one is visible, the
-# CPU otherwise) under the same conditions, set by one library call,
-# `conditions.same_conditions`, before JAX starts: float32 with TF32 off on both
+# CPU otherwise) under the same conditions, set by one library call before
+# JAX starts (`notebook.setup`, through `conditions.same_conditions`): float32 with TF32 off on both
 # sides, the same number of CPU threads for PyTorch, XLA and NumPy, and a
 # record of both that goes into the results. The compilers' one-time start-up
 # is paid once here (`timing.warm_start`) and reported apart, so that the
 # compile times in section 4 are those of a warm process.
 
 # %% tags=["appendix"]
-from sidebyside.lab import timing
-from sidebyside.lab.conditions import same_conditions
+from sidebyside.lab import notebook
 
-conditions = same_conditions(threads=threads or None, tf32=False)
-
-import logging
-import os
-import warnings
-
-# Library log lines stay out of the post (the publisher refuses a post that holds one), each one named here.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # XLA's C++ warnings: its GPU autotuner's "Delay kernel timed out"
-logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found" on a CPU machine
-for _name in ("torch._dynamo.variables.ctx_manager", "torch._dynamo.variables.torch"):
-    logging.getLogger(_name).setLevel(logging.ERROR)  # "Profiler record function ... will be ignored" (the optimiser's)
-warnings.filterwarnings("ignore", message=".*TensorFloat32 tensor cores.*")  # TF32 is off on purpose (same conditions)
+setup = notebook.setup(threads=threads, tf32=False)  # first, before JAX starts (see above)
+conditions, prov, on_gpu, startup = setup.conditions, setup.provenance, setup.on_gpu, setup.startup
+torch_device = setup.torch_device
 
 import jax
 import matplotlib.pyplot as plt
@@ -127,23 +117,11 @@ from flax import nnx
 from IPython.display import Markdown
 from matplotlib.patches import Patch
 
-from sidebyside.lab import data, models, progress, tables, training, viz
+from sidebyside.lab import data, models, progress, timing, training, viz
 from sidebyside.posts.fashion_mnist import report
 from sidebyside.run import provenance
 
-tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
-
-warnings.filterwarnings("ignore", message=".*CUDA.*")
-viz.style()
-torch_device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-prov = provenance.collect()
-on_gpu = prov["device_kind"] == "gpu"
-# Both compilers cache in this run's own folder (conditions.same_conditions): this process compiles cold, the
-# worker processes reuse it. Each compiler's one-time start-up is paid here, and reported apart.
-startup = timing.warm_start("cuda" if on_gpu else "cpu")
-print(f"PyTorch device: {torch_device}; JAX devices: {jax.devices()}")
 provenance.table(prov)
-
 # %% tags=["remove_input", "appendix"]
 Markdown(report.conditions_text(conditions, startup, on_gpu=on_gpu))
 
@@ -690,6 +668,34 @@ def torch_compiled(model, images, labels, batches, lr, precision="float32", mode
     return run
 
 
+# %% tags=["pair:ladder:jax", "collapsed"]
+import functools
+
+
+def jax_jit(model, images, labels, batches, lr, precision="float32"):
+    train_step, params, opt_state = jax_train_step(model, lr, precision)
+    X, y, batches = jnp.asarray(images), jnp.asarray(labels, jnp.int32), jnp.asarray(batches, jnp.int32)
+
+    @functools.partial(jax.jit, donate_argnums=(0, 1))  # parameters and Adam's state updated in place
+    def step(params, opt_state, X, y, batches, i):
+        index = batches[i]
+        params, opt_state, loss = train_step(params, opt_state, X[index], y[index])
+        return params, opt_state, loss, i + 1
+
+    def run():
+        nonlocal params, opt_state
+        i, losses = jnp.zeros((), jnp.int32), []
+        with jax_precision(precision):
+            for _ in range(len(batches)):
+                params, opt_state, loss, i = step(params, opt_state, X, y, batches, i)
+                losses.append(loss)
+        return jnp.stack(losses).sum()
+
+    return run
+
+
+# %% tags=["pair:ladder-graphs:torch", "collapsed"]
+# The step, or the call's K steps, captured once as a CUDA graph and replayed (GPU only).
 def warm_up(step, index):  # before a capture: Adam creates its state, cuBLAS its workspaces
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -742,32 +748,8 @@ def torch_cuda_graph_steps(model, images, labels, batches, lr, precision="float3
     return run
 
 
-# %% tags=["pair:ladder:jax", "collapsed"]
-import functools
-
-
-def jax_jit(model, images, labels, batches, lr, precision="float32"):
-    train_step, params, opt_state = jax_train_step(model, lr, precision)
-    X, y, batches = jnp.asarray(images), jnp.asarray(labels, jnp.int32), jnp.asarray(batches, jnp.int32)
-
-    @functools.partial(jax.jit, donate_argnums=(0, 1))  # parameters and Adam's state updated in place
-    def step(params, opt_state, X, y, batches, i):
-        index = batches[i]
-        params, opt_state, loss = train_step(params, opt_state, X[index], y[index])
-        return params, opt_state, loss, i + 1
-
-    def run():
-        nonlocal params, opt_state
-        i, losses = jnp.zeros((), jnp.int32), []
-        with jax_precision(precision):
-            for _ in range(len(batches)):
-                params, opt_state, loss, i = step(params, opt_state, X, y, batches, i)
-                losses.append(loss)
-        return jnp.stack(losses).sum()
-
-    return run
-
-
+# %% tags=["pair:ladder-graphs:jax", "collapsed"]
+# The call's K steps as one program: lax.scan inside one jit.
 def jax_scan(model, images, labels, batches, lr, precision="float32"):
     train_step, params, opt_state = jax_train_step(model, lr, precision)
     X, y, batches = jnp.asarray(images), jnp.asarray(labels, jnp.int32), jnp.asarray(batches, jnp.int32)

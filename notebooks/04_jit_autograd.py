@@ -91,7 +91,7 @@ globals().update(colab.parameters("jit-and-autograd-timing", PROFILE, REPOSITORY
 # ## Setup
 #
 # Both frameworks compute in float32 under the same conditions, set by one library call before JAX
-# starts (`conditions.same_conditions`): TF32 off on both sides, the same number of CPU threads for
+# starts (`notebook.setup`, through `conditions.same_conditions`): TF32 off on both sides, the same number of CPU threads for
 # PyTorch, XLA and NumPy. NumPy runs on the CPU only. `torch.compile` runs twice over: with static
 # shapes (`dynamic=False`: one specialised kernel per length, recompiled for each new length, as
 # `jax.jit` does) and with dynamic shapes (`dynamic=True`: one kernel for symbolic lengths from the
@@ -101,13 +101,14 @@ globals().update(colab.parameters("jit-and-autograd-timing", PROFILE, REPOSITORY
 # compiler's one-time start-up is paid, and reported, before any timing.
 
 # %% tags=["appendix"]
-from sidebyside.lab import timing
-from sidebyside.lab.conditions import same_conditions
+from sidebyside.lab import notebook
 
-conditions = same_conditions(threads=threads or None, tf32=False)
+# first, before JAX starts; the CPU's start-up (the process's first) is reported, the GPU's paid too
+setup = notebook.setup(threads=threads, tf32=False, warm="every")
+conditions, record, on_gpu, startup = setup.conditions, setup.provenance, setup.on_gpu, setup.startup
+devices, main_device, jax_devices, torch_devices = (setup.devices, setup.main_device, setup.jax_devices,
+                                                    setup.torch_devices)
 
-import logging
-import warnings
 from functools import partial
 
 import jax
@@ -118,32 +119,14 @@ import torch
 import torch._dynamo.config
 from IPython.display import Markdown
 
-from sidebyside.lab import functions, peaks, progress, tables, viz
+from sidebyside.lab import functions, peaks, progress, tables, timing, viz
 from sidebyside.posts.jit_autograd import kernels, report
 from sidebyside.run import provenance
 
-tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
-
-logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "no CUDA runtime" on CPU machines
-warnings.filterwarnings("ignore", message=".*torch.jit.script. is deprecated.*", category=FutureWarning)
 # Static shapes compile once per length and device: allow more than the default 8 specialisations.
 torch._dynamo.config.recompile_limit = 64
 torch.manual_seed(seed)
 rng = np.random.default_rng(seed)
-viz.style()
-
-record = provenance.collect()
-on_gpu = record["device_kind"] == "gpu"
-devices = ["cpu", "gpu"] if on_gpu else ["cpu"]
-main_device = devices[-1]
-jax_devices = {"cpu": jax.devices("cpu")[0]}
-torch_devices = {"cpu": torch.device("cpu")}
-if on_gpu:
-    jax_devices["gpu"] = jax.devices("gpu")[0]
-    torch_devices["gpu"] = torch.device("cuda")
-startup = timing.warm_start("cpu")  # ... in a warm process: the CPU's start-up (the process's first) is reported
-if on_gpu:  # and the GPU, the other timed device, is warmed too
-    timing.warm_start("cuda")
 provenance.table(record)
 
 # %% tags=["remove_input", "appendix"]

@@ -23,6 +23,8 @@
 - ``viz``: shared colours, weight grids, computation graphs, plots.
 - ``tables``: tables a reader can read (numbers formatted once, no cell cut short).
 - ``progress``: progress bars that render cleanly both live and in published posts.
+- ``notebook``: the one set-up every notebook makes (conditions, log filters, devices, provenance, warm
+  start) and its run in parts.
 
 Nothing here imports ``sidebyside.posts`` or ``sidebyside.publish``, and nothing imports in a circle
 (``tests/test_import_graph.py``): the statistics and wording at the bottom (``words``, ``stats``,
