@@ -90,29 +90,23 @@ globals().update(colab.parameters("xla-and-scipy", PROFILE, REPOSITORY))
 # ## Setup
 #
 # Both frameworks run under the same conditions, set by one library call before JAX starts
-# (`conditions.same_conditions`): float32 with TF32 off on both sides, and the same number of CPU
-# threads for PyTorch, XLA and NumPy's BLAS. JAX computes in float32 unless told otherwise: float64
+# (`notebook.setup`, through `conditions.same_conditions`): float32 with TF32 off on both sides,
+# and the same number of CPU threads for PyTorch, XLA and NumPy's BLAS. JAX computes in float32 unless told otherwise: float64
 # arrays need the `jax_enable_x64` flag, set here before any JAX array exists. With it, JAX's
 # *default* dtype becomes float64 too, so every array below is created with an explicit dtype.
 
 # %% tags=["appendix"]
-from sidebyside.lab import timing
-from sidebyside.lab.conditions import conditions_sentence, same_conditions
+from sidebyside.lab import notebook
 
-conditions = same_conditions(threads=threads or None, tf32=False)
-# The BLAS behind PyTorch's CPU matmul (linked into torch, so the provenance's list of BLAS libraries,
-# read by threadpoolctl, does not show it): the first thing to read when its share of the peak is low.
-import torch  # noqa: E402
-
-conditions["torch_blas"] = dict(item.split("=", 1) for item in torch.__config__.show().replace(",", " ").split()
-                                if item.startswith(("BLAS_INFO=", "LAPACK_INFO=")))
-
-import jax
-
-jax.config.update("jax_enable_x64", True)  # float64 in JAX; must come before any JAX array exists
+# first, before JAX starts; float64 allowed in JAX before any JAX array exists; no torch.compile in this post
+setup = notebook.setup(threads=threads, tf32=False, compilers=("jax",), jax_x64=True)
+conditions, record, on_gpu, startup = setup.conditions, setup.provenance, setup.on_gpu, setup.startup
+devices, main_device, jax_devices, torch_devices = (setup.devices, setup.main_device, setup.jax_devices,
+                                                    setup.torch_devices)
 
 import functools
 
+import jax
 import jax.numpy as jnp
 import jax.scipy.optimize
 import matplotlib.pyplot as plt
@@ -123,26 +117,17 @@ import scipy.optimize
 import torch
 from IPython.display import Markdown
 
-from sidebyside.lab import functions, peaks, progress, tables, viz
+from sidebyside.lab import functions, peaks, progress, timing, viz
+from sidebyside.lab.conditions import conditions_sentence
 from sidebyside.posts.xla_and_scipy import report
 from sidebyside.run import provenance
 
-tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
-
+# The BLAS behind PyTorch's CPU matmul (linked into torch, so the provenance's list of BLAS libraries,
+# read by threadpoolctl, does not show it): the first thing to read when its share of the peak is low.
+conditions["torch_blas"] = dict(item.split("=", 1) for item in torch.__config__.show().replace(",", " ").split()
+                                if item.startswith(("BLAS_INFO=", "LAPACK_INFO=")))
 torch.manual_seed(seed)
 rng = np.random.default_rng(seed)
-viz.style()
-
-record = provenance.collect()
-on_gpu = record["device_kind"] == "gpu"
-devices = ["cpu", "gpu"] if on_gpu else ["cpu"]
-main_device = devices[-1]
-jax_devices = {"cpu": jax.devices("cpu")[0]}
-torch_devices = {"cpu": torch.device("cpu")}
-if on_gpu:
-    jax_devices["gpu"] = jax.devices("gpu")[0]
-    torch_devices["gpu"] = torch.device("cuda")
-startup = timing.warm_start("cuda" if on_gpu else "cpu", frameworks=("jax",))  # no torch.compile in this post
 provenance.table(record)
 
 # %% tags=["remove_input", "appendix"]
@@ -286,7 +271,7 @@ for op, device, mode, n in progress.bar(cases, desc="linear algebra"):
     linalg_entries[op, device, mode, n], linalg_timings[op, device, mode, n] = timing.ladder(
         linalg_candidates(op, device, mode, n), repeats=repeats, min_repeat_s=min_repeat_s)
 
-
+# %% tags=["appendix-input"]
 # A TF32 or bfloat16 row is raced only once its result shows the setting reached the computation on
 # both sides (it differs from float32's by more than float32's own error), each with its error
 # against float64 (sidebyside.lab.framing.precision_applied).
