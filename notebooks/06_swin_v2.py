@@ -140,8 +140,8 @@ globals().update(colab.parameters("swin-transformer-v2", PROFILE, REPOSITORY))
 # ## Setup
 #
 # Both frameworks run on the same device (the GPU where one is visible, the
-# CPU otherwise) under the same conditions, set by one library call,
-# `conditions.same_conditions`, before JAX starts: full FP32 matmuls on both sides
+# CPU otherwise) under the same conditions, set by one library call before
+# JAX starts (`notebook.setup`, through `conditions.same_conditions`): full FP32 matmuls on both sides
 # unless `allow_tf32` is set, in which case both may use TensorFloat-32, and
 # the same number of CPU threads for PyTorch, XLA and NumPy. The
 # bfloat16 ladders, where the profile asks for them, use each framework's
@@ -169,23 +169,11 @@ globals().update(colab.parameters("swin-transformer-v2", PROFILE, REPOSITORY))
 # one thread for every library (`threads`).
 
 # %% tags=["appendix"]
-import os
+from sidebyside.lab import notebook
 
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # before JAX starts; see above
-
-from sidebyside.lab.conditions import conditions_sentence, same_conditions
-
-conditions = same_conditions(threads=threads or None, tf32=allow_tf32)
-
-import logging
-import warnings
-
-# Library log lines stay out of the post (the publisher refuses a post that holds one), each one named here.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # XLA's C++ warnings: its GPU autotuner's "Delay kernel timed out"
-logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found" on a CPU machine
-for _name in ("torch._dynamo.variables.ctx_manager", "torch._dynamo.variables.torch"):
-    logging.getLogger(_name).setLevel(logging.ERROR)  # "Profiler record function ... will be ignored" (the optimiser's)
-warnings.filterwarnings("ignore", message=".*TensorFloat32 tensor cores.*")  # TF32 is off on purpose (same conditions)
+# first, before JAX starts; JAX allocates GPU memory as it goes, as PyTorch does (see above)
+setup = notebook.setup(threads=threads, tf32=allow_tf32, warm=None, jax_preallocate=False)
+conditions, prov, on_gpu, torch_device = setup.conditions, setup.provenance, setup.on_gpu, setup.torch_device
 
 import jax
 import jax.numpy as jnp
@@ -200,19 +188,14 @@ from flax import nnx
 from IPython.display import Markdown
 from matplotlib.patches import Patch
 
-from sidebyside.lab import data, framing, progress, tables, training, viz
+from sidebyside.lab import data, framing, progress, training, viz
+from sidebyside.lab.conditions import conditions_sentence
 from sidebyside.posts import swin_v2 as swin
 from sidebyside.posts.swin_v2 import report
 from sidebyside.posts.swin_v2.model import FlaxSwinV2  # the port, on trial in this post (section 2)
 from sidebyside.run import checkpoints, provenance
 
-tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
-
-viz.style()
-torch_device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-prov = provenance.collect()
 prov["timm"] = timm.__version__
-on_gpu = prov["device_kind"] == "gpu"
 fashion = data.load()  # now, so that a machine without the data stops here and not after the parity check
 provenance.table(prov)
 
@@ -248,12 +231,9 @@ speed_config = swin.SwinConfig(img_size=speed_img_size, patch_size=speed_patch_s
                                drop_path_rate=speed_drop_path_rate)
 train_config = dict(num_epochs=num_epochs, batch_size=batch_size, lr=lr, optimizer="adam", schedule="cosine",
                     warmup_epochs=warmup_epochs, weight_decay=weight_decay)
-# Parts already measured by an earlier run with the same stamp are read back (see the parameters).
-# The key of a part leaves the commit out: a part is read back while the code, notebook, parameters,
-# pins and data it ran with are unchanged (sidebyside.run.checkpoints.Checkpoints), and keeps the commit that measured it.
-parts = checkpoints.Checkpoints(checkpoint_file, budget_s=run_budget_s, commit=prov["git_sha"], stamp={
-    "provenance": {k: v for k, v in prov.items() if k != "git_sha"}, "model": model_config,
-    "speed_model": speed_config, "train": train_config, "num_train": num_train, "num_test": num_test})
+# A run in parts (see the parameters): a part is read back while everything it ran with is unchanged.
+parts = setup.parts(checkpoint_file, run_budget_s, model=model_config, speed_model=speed_config, train=train_config,
+                    num_train=num_train, num_test=num_test)
 
 # %% tags=["pair:model:torch"]
 from timm.models.swin_transformer_v2 import SwinTransformerV2
