@@ -108,28 +108,18 @@ globals().update(colab.parameters("parallel-training", PROFILE, REPOSITORY))
 # The library launches both, gathers what they report, stops the whole run
 # with the failing rank's error and log if a worker fails, and leaves no
 # process behind. The one-device reference runs in this kernel, under the
-# same conditions for both frameworks (`conditions.same_conditions`, set before
-# JAX starts), with each compiler's one-time start-up paid first
+# same conditions for both frameworks (`notebook.setup`, through
+# `conditions.same_conditions`, before JAX starts), with each compiler's one-time start-up paid first
 # (`timing.warm_start`), so that compile times are those of a warm process;
 # both compilers cache in this run's own folder, so this kernel compiles cold
 # and later processes reuse it, on both sides alike.
 
 # %% tags=["appendix"] summary="Set-up: imports, the run's devices and versions"
-from sidebyside.lab import timing
-from sidebyside.lab.conditions import same_conditions
+from sidebyside.lab import notebook
 
-conditions = same_conditions(tf32=False)  # before JAX starts
-
-import logging
-import os
-import warnings
-
-# Library log lines stay out of the post (the publisher refuses a post that holds one), each one named here.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # XLA's C++ warnings: its GPU autotuner's "Delay kernel timed out"
-logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found" on a CPU machine
-for _name in ("torch._dynamo.variables.ctx_manager", "torch._dynamo.variables.torch"):
-    logging.getLogger(_name).setLevel(logging.ERROR)  # "Profiler record function ... will be ignored" (the optimiser's)
-warnings.filterwarnings("ignore", message=".*TensorFloat32 tensor cores.*")  # TF32 is off on purpose (same conditions)
+# first, before JAX starts; each compiler the one-device reference uses is warmed on each device it runs on
+setup = notebook.setup(tf32=False, warm="every", compilers=("torch", "jax") if "compile" in torch_tools else ("jax",))
+conditions, prov, startup = setup.conditions, setup.provenance, setup.startup
 
 import jax
 import jax.numpy as jnp
@@ -153,13 +143,7 @@ from sidebyside.posts.parallel_training import (
 from sidebyside.posts.parallel_training.names import STRATEGY_NAMES
 from sidebyside.run import provenance
 
-tables.show_in_full()
-viz.style()
-prov = provenance.collect()
 gpu = reference.gpu_plan(torch.cuda.device_count(), sum(d.platform == "gpu" for d in jax.devices()), prov["device"])
-startup = timing.warm_start("cpu", frameworks=("torch", "jax") if "compile" in torch_tools else ("jax",))
-if gpu["reference"]:
-    timing.warm_start("cuda", frameworks=("torch", "jax") if "compile" in torch_tools else ("jax",))
 provenance.table(prov)
 
 # %% tags=["remove_input", "appendix"]
