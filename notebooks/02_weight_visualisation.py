@@ -98,6 +98,16 @@ globals().update(colab.parameters("weight-visualisation", PROFILE, REPOSITORY))
 # this post uses Flax NNX (whose `nnx.Rngs` holds typed `jax.random.key`s), the current APIs.
 
 # %% tags=["appendix"] summary="Set-up: imports, conditions, data"
+import torch
+
+# Nothing in this post is timed. On a CPU, one intra-op thread keeps PyTorch's many small matmuls
+# from waiting for a second core that other work may hold (up to ~10x slower epochs otherwise).
+torch.set_num_threads(1)
+from sidebyside.lab import notebook
+
+setup = notebook.setup(same_conditions=False, warm=None)  # no conditions to set, no compiler to warm
+device = setup.torch_device
+
 import copy
 import dataclasses
 import math
@@ -109,7 +119,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import optax
 import pandas as pd
-import torch
 import torch.nn.functional as F
 from flax import nnx
 from IPython.display import Markdown, Pretty
@@ -120,12 +129,7 @@ from sidebyside.lab import analysis, data, models, tables, training, viz
 from sidebyside.posts.weight_visualisation import report
 from sidebyside.run import provenance
 
-viz.style()
-device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-# Nothing in this post is timed. On a CPU, one intra-op thread keeps PyTorch's many small matmuls
-# from waiting for a second core that other work may hold (up to ~10x slower epochs otherwise).
-torch.set_num_threads(1)
-tables.table(provenance.table())
+tables.table(provenance.table(setup.provenance))
 
 # %% tags=["appendix"]
 ds = data.load()
