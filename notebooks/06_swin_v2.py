@@ -106,6 +106,9 @@ weight_decay = 0.05
 warmup_epochs = 0.2        # linear warm-up, then cosine decay to zero
 parity_batch = 2           # images in the parity check
 parity_on_speed_model = False  # also check parity at the speed model's size (slow on a CPU)
+# The gpu profile's: only what needs the GPU is measured (the timed model's float32 parity, the speed ladders,
+# compile time, memory); the trained model's parity and the accuracy over seeds are the cpu run's.
+hardware_only = False
 # The network timed: the seed's size is 256x256x3, Swin-V2-T (embed 96, depths 2-2-6-2, window 8).
 speed_img_size = 32
 speed_patch_size = 4
@@ -188,7 +191,7 @@ from flax import nnx
 from IPython.display import Markdown
 from matplotlib.patches import Patch
 
-from sidebyside.lab import data, framing, progress, training, viz
+from sidebyside.lab import data, framing, progress, training, viz, words
 from sidebyside.lab.conditions import conditions_sentence
 from sidebyside.posts import swin_v2 as swin
 from sidebyside.posts.swin_v2 import report
@@ -295,16 +298,19 @@ pd.DataFrame({
 # without the shifted-window mask.
 
 # %% tags=["appendix-input"]
-parity_runs = {"trained model": parts("parity/trained", swin.parity, model_config, batch_size=parity_batch)}
-if parity_on_speed_model:
+parity_runs = {} if hardware_only else {  # hardware_only: the cpu run's (see the parameters)
+    "trained model": parts("parity/trained", swin.parity, model_config, batch_size=parity_batch)}
+if parity_on_speed_model or hardware_only:
     parity_runs["timed model"] = parts("parity/timed", swin.parity, speed_config, batch_size=parity_batch)
+headline = next(iter(parity_runs))
 # The trained model must pass, or nothing below compares the same network; the timed model's
 # result (deeper, larger activations) is reported as measured.
-assert report.within_tolerance(parity_runs["trained model"]), parity_runs["trained model"]
+assert report.within_tolerance(parity_runs[headline]), parity_runs[headline]
 report.parity_table(parity_runs)
 
 # %% tags=["remove_input"]
-Markdown(report.parity_claim(report.parity_record(parity_runs)))
+Markdown(report.parity_claim(report.parity_record(parity_runs, headline=headline))
+         + (" " + words.from_cpu_run("The trained model's parity") if hardware_only else ""))
 
 # %% [markdown]
 # ## 3. Accuracy on FashionMNIST
@@ -427,14 +433,15 @@ def jax_seed(seed):
 
 
 # The same batches in the same order (training.index_batches) and the same schedule (training.learning_rate) on both sides.
+trained_seeds = [] if hardware_only else seeds  # hardware_only: the cpu run's (see the parameters)
 torch_histories = [parts(f"accuracy/torch/{seed}", torch_seed, seed, decode=lambda h: training.History(**h))
-                   for seed in progress.bar(seeds, desc="PyTorch seeds")]
+                   for seed in progress.bar(trained_seeds, desc="PyTorch seeds")]
 jax_histories = [parts(f"accuracy/jax/{seed}", jax_seed, seed, decode=lambda h: training.History(**h))
-                 for seed in progress.bar(seeds, desc="JAX seeds")]
+                 for seed in progress.bar(trained_seeds, desc="JAX seeds")]
 
 # %% tags=["appendix-input"]
-accuracy = report.accuracy_record({"torch": torch_histories, "jax": jax_histories}, seeds)
-pd.DataFrame([
+accuracy = None if hardware_only else report.accuracy_record({"torch": torch_histories, "jax": jax_histories}, seeds)
+Markdown(words.from_cpu_run("Accuracy over seeds")) if hardware_only else pd.DataFrame([
     {"framework": viz.LABELS[fw], "epochs": num_epochs, "test accuracy (%)": 100 * a["mean"],
      "± std (%)": 100 * a["std"], "per seed (%)": ", ".join(f"{100 * v:.2f}" for v in a["per_seed"]),
      "epoch time (s, median)": a["epoch_seconds_median"]}
@@ -442,7 +449,7 @@ pd.DataFrame([
 ]).set_index("framework").round(2)
 
 # %% tags=["remove_input"]
-Markdown(report.accuracy_claim(accuracy, num_train=len(X_train), num_epochs=num_epochs))
+None if hardware_only else Markdown(report.accuracy_claim(accuracy, num_train=len(X_train), num_epochs=num_epochs))
 
 # %% [markdown]
 # ## 4. Speed: each framework's ladder of tools

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["FRAMEWORKS", "name", "fmt_number", "fmt_signed", "fmt_ratio", "fmt_seconds", "plural"]
+__all__ = ["FRAMEWORKS", "name", "fmt_number", "fmt_signed", "fmt_ratio", "fmt_seconds", "plural", "from_cpu_run"]
 
 #: Framework keys as they appear in ladder names, and how prose names them.
 FRAMEWORKS = {"torch": "PyTorch", "jax": "JAX"}
@@ -66,3 +66,11 @@ def fmt_seconds(seconds: float) -> str:
 def plural(n: int, word: str, plural_word: str | None = None) -> str:
     """``plural(1, "seed")`` -> "1 seed"; ``plural(5, "seed")`` -> "5 seeds"."""
     return f"{n} {word if n == 1 else (plural_word or word + 's')}"
+
+
+def from_cpu_run(what: str) -> str:
+    """The one line a notebook shows under the gpu profile (``hardware_only``) where it leaves a section to
+    the post's cpu run: ``what`` (e.g. "Accuracy over seeds") does not depend on the hardware, so a GPU run
+    measures only what needs the GPU (speed, float32 parity of the timed models, compile time, memory)."""
+    return (f"{what} does not depend on the hardware: this GPU run leaves it to the post's cpu run, whose "
+            "figures the post shows.")

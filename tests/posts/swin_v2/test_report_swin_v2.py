@@ -290,3 +290,19 @@ def test_without_a_pytorch_whole_loop_the_scan_gets_its_own_labelled_verdict():
     # The settings without a scan have no whole-loop verdict at all.
     assert not any("evaluation" in v["question"] and ("in one program" in v["question"]
                                                        or v["question"].startswith(swin_v2.ACROSS)) for v in found)
+
+
+def test_a_gpu_run_under_hardware_only_has_the_timed_models_parity_and_no_accuracy():
+    """The gpu profile (hardware_only) leaves the accuracy over seeds and the trained model's parity to the cpu
+    run: the record holds neither an accuracy nor an accuracy verdict, and the timed model's parity heads it."""
+    timed = {**PARITY, "max_abs_logit_err": 4e-6}
+    metrics = swin_v2.summarise(parity_runs={"timed model": timed}, accuracy=None, speed=speed(),
+                                model_config=CONFIG, speed_config=SPEED_CONFIG, num_train=60000, num_test=10000,
+                                num_epochs=3, allow_tf32=False, timm_version="1.0.31", conditions={"tf32": False},
+                                device="NVIDIA H100 80GB HBM3", on_gpu=True, batch_size=64,
+                                parameters={"model": 148_000, "speed_model": 150_500}, seed_scale=SEED_SCALE)
+    assert metrics["accuracy"] is None and metrics["parity"]["max_abs_logit_err"] == 4e-6
+    assert not any("accuracy" in v["question"] for v in metrics["verdicts"])
+    assert len(metrics["verdicts"]) == len(record()["verdicts"]) - 1
+    assert "Is JAX really 27% faster" in swin_v2.conclusion(metrics)
+    json.dumps(metrics)

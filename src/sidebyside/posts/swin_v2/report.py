@@ -354,7 +354,7 @@ def speed_verdicts(speed: Mapping[str, Mapping[str, Any]], *, model: Mapping[str
 # ----------------------------------------------------------------------------- the record
 
 
-def summarise(*, parity_runs: Mapping[str, Mapping[str, Any]], accuracy: Mapping[str, Any],
+def summarise(*, parity_runs: Mapping[str, Mapping[str, Any]], accuracy: Mapping[str, Any] | None,
               speed: Mapping[str, Mapping[str, Any]], model_config, speed_config, num_train: int, num_test: int,
               num_epochs: int, allow_tf32: bool, timm_version: str, conditions: Mapping[str, Any], device: str,
               on_gpu: bool, parts: Mapping[str, Any] | None = None, batch_size: int | None = None,
@@ -366,17 +366,21 @@ def summarise(*, parity_runs: Mapping[str, Mapping[str, Any]], accuracy: Mapping
     run in parts (:class:`sidebyside.run.checkpoints.Checkpoints`), which run measured each part, at
     which commit (``parts``). ``batch_size``: the accuracy runs' batch; ``parameters``: the
     parameter count of ``"model"`` (trained) and ``"speed_model"`` (timed), for the verdicts' scale;
-    ``seed_scale``: where the seed measured (:func:`seed_claim`)."""
+    ``seed_scale``: where the seed measured (:func:`seed_claim`). A GPU run under ``hardware_only`` gives
+    ``accuracy`` None (the cpu run's: no accuracy verdict) and the timed model's parity alone, which then
+    heads ``parity``."""
     parameters = dict(parameters or {})
     model, timed = model_config.to_dict(), speed_config.to_dict()
     verdicts = speed_verdicts(speed, model=timed, device=device, parameters=parameters.get("speed_model"),
                               seed_scale=seed_scale)
-    verdicts.append(accuracy_verdict(accuracy, framing.scale_of(
-        parameters=parameters.get("model"), input=f"{model['img_size']}×{model['img_size']}×{model['in_chans']}",
-        batch=batch_size, precision="float32", device=device)))
+    if accuracy is not None:
+        verdicts.append(accuracy_verdict(accuracy, framing.scale_of(
+            parameters=parameters.get("model"), input=f"{model['img_size']}×{model['img_size']}×{model['in_chans']}",
+            batch=batch_size, precision="float32", device=device)))
     out = {
-        "parity": parity_record(parity_runs),
-        "accuracy": dict(accuracy),
+        "parity": parity_record(parity_runs, headline="trained model" if "trained model" in parity_runs else
+                                "timed model"),
+        "accuracy": None if accuracy is None else dict(accuracy),
         "speed": dict(speed),
         "first_step": first_steps(speed),
         "verdicts": [v.to_dict() for v in verdicts],
@@ -411,7 +415,7 @@ def epoch_claim(metrics: Mapping[str, Any]) -> str:
     ``batch_size``) against the float32 training ladder's eager and jit rungs. Empty when they
     point the same way (or cannot be compared); else which way each points, and the ladder at the
     accuracy runs' batch where it was measured, which says whether the batch explains it."""
-    acc = metrics.get("accuracy", {})
+    acc = metrics.get("accuracy") or {}
     epochs = {k: acc.get(k, {}).get("epoch_seconds_median") for k in ("torch", "jax")}
     ladders = {k: r for k, r in metrics.get("speed", {}).items()
                if r["phase"] == "train" and r["precision"] == "float32" and _both_ran(r["ladder"])}
