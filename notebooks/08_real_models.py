@@ -133,8 +133,8 @@ globals().update(colab.parameters("real-models", PROFILE, REPOSITORY))
 # %% [markdown] tags=["appendix"]
 # ## Setup
 #
-# Both frameworks run on the same device under the same conditions, set before
-# JAX starts (`conditions.same_conditions`): float32 with TF32 off on both sides, the
+# Both frameworks run on the same device under the same conditions, set before JAX
+# starts (`notebook.setup`, through `conditions.same_conditions`): float32 with TF32 off on both sides, the
 # same CPU threads for PyTorch, XLA and NumPy. Each compiler's one-time start-up is
 # paid first (`timing.warm_start`). Every ladder is timed in several independent
 # processes: the first compiles cold, the later ones reuse the run's compilation
@@ -143,24 +143,14 @@ globals().update(colab.parameters("real-models", PROFILE, REPOSITORY))
 # allocate as they go.
 
 # %% tags=["appendix"] summary="Set-up: conditions, imports, the run's device and versions"
-import os
+from sidebyside.lab import notebook
 
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # before JAX starts; see above
-
-from sidebyside.lab import timing
-from sidebyside.lab.conditions import conditions_sentence, same_conditions
-
-conditions = same_conditions(threads=threads or None, tf32=False)
-
-import logging  # noqa: E402
-import warnings  # noqa: E402
-
-# Library log lines stay out of the post (the publisher refuses a post that holds one), each one named here.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # XLA's C++ warnings: its GPU autotuner's "Delay kernel timed out"
-logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found" on a CPU machine
-warnings.filterwarnings("ignore", message=".*TensorFloat32 tensor cores.*")  # TF32 is off on purpose (same conditions)
+# first, before JAX starts; JAX allocates GPU memory as it goes, as PyTorch does (see above)
+setup = notebook.setup(threads=threads, tf32=False, jax_preallocate=False)
+conditions, prov, on_gpu, startup = setup.conditions, setup.provenance, setup.on_gpu, setup.startup
 
 import functools
+import os
 
 import jax
 import jax.numpy as jnp
@@ -174,23 +164,18 @@ import torch.nn.functional as F
 from flax import nnx
 from IPython.display import Markdown
 
-from sidebyside.lab import peaks, progress, tables
+from sidebyside.lab import peaks, progress, timing
+from sidebyside.lab.conditions import conditions_sentence
 from sidebyside.posts.real_models import attention, config, port, report, vision, work
 from sidebyside.posts.real_models import gpt2 as gpt
 from sidebyside.run import checkpoints, provenance
 
-tables.show_in_full()
-prov = provenance.collect()
 prov["timm"] = timm.__version__
-on_gpu = prov["device_kind"] == "gpu"
-startup = timing.warm_start("cuda" if on_gpu else "cpu")
 sizes = {"resnet50": resnet50, "vit_b16": vit_b16, "gpt2": gpt2}
 specs = {key: config.spec(key, sizes[key], img_size=img_size, num_classes=num_classes, seq_len=seq_len)
          for key in models}
 bf16_native, bf16_reason = work.bf16_support()
-# Parts already measured by an earlier run with the same inputs are read back (see the parameters).
-parts = checkpoints.Checkpoints(checkpoint_file, budget_s=run_budget_s, commit=prov["git_sha"], stamp={
-    "provenance": {k: v for k, v in prov.items() if k != "git_sha"}, "specs": specs, "threads": threads})
+parts = setup.parts(checkpoint_file, run_budget_s, specs=specs, threads=threads)  # a run in parts (see the parameters)
 provenance.table(prov)
 
 # %% tags=["remove_input", "appendix"]
