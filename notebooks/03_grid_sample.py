@@ -114,6 +114,12 @@ globals().update(colab.parameters("grid-sample-parity", PROFILE, REPOSITORY))
 # Both frameworks run on the same device when they can see a GPU, on the CPU otherwise. Everything below is float32 unless a dtype is named; float64 runs inside `jax.enable_x64(True)`, a context that leaves the rest of the process in float32.
 
 # %% tags=["appendix"]
+from sidebyside.lab import notebook
+
+# no conditions set here, as before: the speed section's benchmark sets them in a fresh process of its own
+setup = notebook.setup(same_conditions=False, warm=None)
+record, on_gpu, torch_device = setup.provenance, setup.on_gpu, setup.torch_device.type
+
 import functools
 import subprocess
 import sys
@@ -132,24 +138,14 @@ from IPython.display import Markdown
 
 from sidebyside import grid_sample
 from sidebyside.lab import progress, tables, timing, viz, words
-from sidebyside.posts.grid_sample import report
+from sidebyside.posts.grid_sample import bench as sampling_bench
+from sidebyside.posts.grid_sample import choose_implementation, parity, report
+from sidebyside.posts.grid_sample import goals as sampling_goals
 from sidebyside.run import checkpoints, provenance
 
-tables.show_in_full()  # no pandas cell cut to "...", numbers to significant figures
-from sidebyside.posts.grid_sample import bench as sampling_bench
-from sidebyside.posts.grid_sample import choose_implementation, parity
-from sidebyside.posts.grid_sample import goals as sampling_goals
-
-viz.style()
 torch.manual_seed(0)
 key = jax.random.key(0)
-record = provenance.collect()
-on_gpu = record["device_kind"] == "gpu"
-torch_device = "cuda" if torch.cuda.is_available() else "cpu"
-# Where a machine allows only a few minutes a command, the run is made in parts (sidebyside.run.checkpoints.Checkpoints):
-# a part is read back while everything it ran with (code, notebook, parameters, pins) is unchanged.
-parts = checkpoints.Checkpoints(checkpoint_file, budget_s=run_budget_s, commit=record["git_sha"],
-                          stamp={"provenance": {k: v for k, v in record.items() if k != "git_sha"}})
+parts = setup.parts(checkpoint_file, run_budget_s)  # a run in parts (see the parameters)
 provenance.table(record)
 
 # %% [markdown]
