@@ -108,3 +108,37 @@ def test_no_notebook_switches_a_compile_cache_off(path):
 def test_numbered_sections_run_one_by_one(path):
     numbers = [int(m[1]) for m in re.finditer(r"^# ## (\d+)\. ", path.read_text(), re.M)]
     assert numbers == list(range(1, len(numbers) + 1)), f"{path.name}: its sections are numbered {numbers}"
+
+
+MAX_CELL_LINES = 80  # a cell longer than this is split where the code divides (a reader reads a screen at a time)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_no_cell_is_over_80_lines(path):
+    long = {i: n for i, c in enumerate(cells(path)) if (n := len("\n".join(c["lines"]).rstrip().splitlines()))
+            > MAX_CELL_LINES}
+    assert not long, (f"{path.name}: cells over {MAX_CELL_LINES} lines ({{cell: lines}}: {long}); split each where "
+                      "its code divides (a pair into two pairs, each side's own code in each)")
+
+
+def _setup_calls(tree: ast.AST) -> list[ast.Call]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "setup" and isinstance(n.func.value, ast.Name) and n.func.value.id == "notebook"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_notebook_sets_up_with_the_one_helper_before_any_framework(path):
+    """One call of ``sidebyside.lab.notebook.setup`` (conditions, log filters, devices, provenance, warm
+    start), in a cell where ``notebook`` is that module, and no cell before it imports PyTorch or JAX."""
+    code = [c for c in cells(path) if c["kind"] == "code"]
+    trees = [ast.parse("\n".join(c["lines"])) for c in code]
+    where = [i for i, tree in enumerate(trees) for _ in _setup_calls(tree)]
+    assert len(where) == 1, f"{path.name} calls notebook.setup {len(where)} times; call it once, in its set-up cell"
+    imported = [n for n in ast.walk(trees[where[0]]) if isinstance(n, ast.ImportFrom) and n.module == "sidebyside.lab"
+                and any(a.name == "notebook" and a.asname is None for a in n.names)]
+    assert imported, f"{path.name}: its set-up cell must import the helper: from sidebyside.lab import notebook"
+    early = sorted({alias.name for tree in trees[:where[0]] for n in ast.walk(tree)
+                    if isinstance(n, (ast.Import, ast.ImportFrom))
+                    for alias in (n.names if isinstance(n, ast.Import) else [ast.alias(n.module or "")])
+                    if alias.name.split(".")[0] in ("jax", "torch", "flax")})
+    assert not early, f"{path.name} imports {early} before notebook.setup, which must run before JAX starts"
