@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from sidebyside.lab import verdict
+from sidebyside.lab import framing, verdict
 from sidebyside.publish import reproduce as rep
 from sidebyside.publish.common import PublishError
 
@@ -172,3 +172,30 @@ def test_a_reader_s_run_at_other_sizes_than_the_post_s_is_compared_with_nothing(
     assert 'nothing is compared: set PROFILE = "cpu"' in said and "published:" not in said
     monkeypatch.setenv(context.ENV["profile"], "cpu")
     assert "held\n  published:" in rep.in_notebook(SLUG, _record(EPYC, READER), "o/n@main")
+
+
+def _sized(question, key, batch, torch_s=3.0):
+    """A speed verdict of the race ``key`` at ``batch``, JAX 3x faster by default."""
+    t = {"median_s": torch_s, "processes_s": [torch_s * (1 + f) for f in (-0.02, 0, 0.02)]}
+    j = {"median_s": 1.0, "processes_s": [1.0 * (1 + f) for f in (0, 0.02, -0.02)]}
+    scale = framing.scale_of(parameters=1000, input="32×32", batch=batch, precision="float32",
+                                     device="a CPU")
+    return verdict.speed(t, j, question=question, subject_tool="eager", other_tool="jit", scale=scale,
+                         key=key).to_dict()
+
+
+def test_verdicts_are_matched_by_their_stable_id_never_by_their_text():
+    """The same race reworded is matched (its key and size are its id); the same words at another
+    size (a smoke run against the full-size post) are not, and neither is a record without ids."""
+    published = _record(EPYC, [_sized("Which is faster at batch 32?", "model/train/best", 32)])
+    reworded = rep.compare(published, _record(EPYC, [_sized("Which framework is faster, batch 32?",
+                                                            "model/train/best", 32)]))
+    assert reworded[0].outcome == rep.REPRODUCES
+    smaller = rep.compare(published, _record(EPYC, [_sized("Which is faster at batch 32?", "model/train/best", 4)]))
+    assert smaller[0].outcome == rep.MISSING and smaller[0].reader is None
+    other_machine = _sized("Which is faster at batch 32?", "model/train/best", 32)
+    assert other_machine["id"] == published["metrics"]["verdicts"][1]["id"]  # the device is not part of the id
+    old = {**published, "metrics": {"verdicts": [{k: v for k, v in published["metrics"]["verdicts"][1].items()
+                                                  if k != "id"}]}}
+    rows = rep.compare(old, published)
+    assert rows[0].outcome == rep.MISSING and "predates verdict ids" in rep.table(rows)

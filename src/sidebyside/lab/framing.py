@@ -18,6 +18,9 @@ every public name.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,7 +28,7 @@ from sidebyside.lab.words import fmt_number
 from sidebyside.lab.words import name as _name
 
 __all__ = ["ORIGINS", "SCALE_FIELDS", "contestant", "scale_of", "scales_text", "claim", "frame", "check_headline",
-           "precision_applied"]
+           "precision_applied", "verdict_id"]
 
 #: Where an implementation comes from: shipped with its framework, or written here.
 #: "built_with": written here in the framework's own tools only (jnp, Pallas), where the framework
@@ -112,12 +115,25 @@ def claim(source: str, text: str, scale: Mapping[str, Any]) -> dict[str, Any]:
     return {"source": source, "text": text, "scale": dict(scale)}
 
 
+def verdict_id(key: str, scale: Mapping[str, Any] | None) -> str:
+    """A verdict's stable id, ``<key>@<size>``, by which a reader's run is matched with the published
+    one (:mod:`sidebyside.publish.reproduce`): ``key`` names the race (its post gives it, e.g.
+    ``resnet50/train/4/float32/best``; a verdict whose post gives none is keyed by its question's
+    words, lower-cased), ``size`` is a digest of the scale's parameters, input, batch and precision.
+    Not the device: the same race on another machine has the same id; at other sizes (another
+    profile) it has another, so it is never compared with this one."""
+    size = {f: (scale or {}).get(f) for f in SCALE_FIELDS if f != "device"}
+    digest = hashlib.sha1(json.dumps(size, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    return f"{re.sub(r'[^a-z0-9/._+-]+', '-', key.lower()).strip('-')}@{digest}"
+
+
 def frame(v: Any, *, contestants: Mapping[str, Mapping[str, Any]] | None = None,
           scale: Mapping[str, Any] | None = None, against: Mapping[str, Any] | None = None,
-          kind: str = "framework") -> Any:
+          kind: str = "framework", key: str = "") -> Any:
     """Attach who raced (``contestants``: side key -> :func:`contestant`), at
-    what size (``scale``: :func:`scale_of`), and the claim it is read against
-    (``against``: :func:`claim`), and return ``v``.
+    what size (``scale``: :func:`scale_of`), the claim it is read against
+    (``against``: :func:`claim`) and the race's ``key`` (its id's first part,
+    :func:`verdict_id`; an empty key keeps the one ``v`` has), and return ``v``.
 
     Rules: a ``kind="framework"`` verdict whose contestant was written by this
     project raises ValueError (a hand-written implementation gets its own
@@ -129,6 +145,8 @@ def frame(v: Any, *, contestants: Mapping[str, Mapping[str, Any]] | None = None,
     if kind not in ("framework", "custom"):
         raise ValueError(f"kind is 'framework' or 'custom', got {kind!r}")
     v.kind = kind
+    if key:
+        v.key = key
     if contestants:
         v.contestants = {k: dict(c) for k, c in contestants.items()}
     if kind == "framework":

@@ -3,7 +3,8 @@
 :func:`reproduce` runs the notebook on this machine, with the profile of the
 published run, into a scratch site (``build/reproduce/<slug>/``: the
 published posts, images and results are never touched), then compares every
-speed verdict of the two records (:func:`compare`, matched by question) and
+speed verdict of the two records (:func:`compare`, matched by the verdicts' stable ids, never by
+their text: :func:`sidebyside.lab.framing.verdict_id`, the race and its size) and
 prints, per verdict, the published figure and hardware, the reader's figure
 and hardware, and whether it reproduces (:func:`table`), then a line on the
 two machines (:func:`machines`) and a one-line summary (:func:`summary`).
@@ -98,9 +99,10 @@ def _verdicts(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def speed_verdicts(record: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The speed verdicts of a results record, each as ``{"question", "winner", "label", "ratio",
-    "interval", "subject", "other", "tools"}`` (``ratio`` and ``interval``: the subject's time
-    over the other's; ``interval`` None where the verdict pooled fewer than 2 processes)."""
+    """The speed verdicts of a results record, each as ``{"id", "question", "winner", "label", "ratio",
+    "interval", "subject", "other", "tools"}`` (``id``: the verdict's stable id, None in a record
+    written before verdicts had one; ``ratio`` and ``interval``: the subject's time over the
+    other's; ``interval`` None where the verdict pooled fewer than 2 processes)."""
     out = []
     for v in _verdicts(record):
         sides, interval = v.get("sides") or {}, v.get("interval")
@@ -110,7 +112,7 @@ def speed_verdicts(record: Mapping[str, Any]) -> list[dict[str, Any]]:
         ratio = v.get("ratio")
         if not ratio or ratio <= 0:
             continue
-        out.append({"question": v.get("question", ""), "winner": v.get("winner"), "label": v.get("label"),
+        out.append({"id": v.get("id"), "question": v.get("question", ""), "winner": v.get("winner"), "label": v.get("label"),
                     "ratio": float(ratio), "subject": subject, "other": other,
                     "interval": (float(interval[0]), float(interval[1])) if interval and len(interval) == 2 else None,
                     "tools": {k: (sides.get(k) or {}).get("tool", "") for k in (subject, other)}})
@@ -173,15 +175,16 @@ def _combined(published: Mapping[str, Any], reader: Mapping[str, Any]) -> tuple[
 
 def compare(published: Mapping[str, Any], reader: Mapping[str, Any]) -> list[Row]:
     """One :class:`Row` per speed verdict of ``published``, matched with the reader's
-    verdict of the same question (in order, where a question repeats), each with the
-    :func:`differences` of the two machines."""
+    verdict of the same id (in order, where an id repeats; a verdict without one matches
+    nothing), each with the :func:`differences` of the two machines."""
     differs = differences(published, reader)
     theirs: dict[str, list[dict[str, Any]]] = {}
     for v in speed_verdicts(reader):
-        theirs.setdefault(v["question"], []).append(v)
+        if v["id"]:
+            theirs.setdefault(v["id"], []).append(v)
     rows = []
     for p in speed_verdicts(published):
-        candidates = theirs.get(p["question"]) or []
+        candidates = (theirs.get(p["id"]) or []) if p["id"] else []
         r = candidates.pop(0) if candidates else None
         combined, outcome = None, MISSING
         if r is not None:
@@ -222,7 +225,9 @@ def table(rows: Iterable[Row]) -> str:
         if row.outcome == REPRODUCES:
             said = "reproduces"
         elif row.outcome == MISSING:
-            said = "not measured in your run (its question differs: another profile or another version)"
+            said = ("not measured in your run (no verdict of yours has its id: another profile's sizes or another "
+                    "version)" if row.published.get("id") else
+                    "not compared: the published record predates verdict ids (it is matched once republished)")
         elif row.outcome == OTHER_WINNER:
             said = "does NOT reproduce: a different winner"
         else:

@@ -234,6 +234,11 @@ def test_the_cores_each_best_kept_busy_are_the_stated_cause_only_where_they_diff
     assert head.cause == ("PyTorch's best (compile) kept 1.95 cores busy per call and JAX's best (jit) kept 1.02 "
                           "cores busy per call (CPU time over wall time, measured in this run).")
     assert head.to_dict()["cause"] == head.cause and f"The cause: {head.cause}" in rep.conclusion(metrics)
+    metrics["conditions"] = {"xla_cpu_cores": 16, "xla_flags": ""}  # the options XLA's CPU runtime ran with are named
+    assert rep.verdicts(metrics)[0].cause.endswith("measured in this run). XLA's CPU runtime ran with its default "
+                                                   "options (no XLA_FLAGS) over the 16 cores this process may use.")
+    metrics["conditions"]["xla_flags"] = "--xla_cpu_multi_thread_eigen=false"
+    assert rep.verdicts(metrics)[0].cause.endswith("XLA_FLAGS=--xla_cpu_multi_thread_eigen=false.")
     metrics["cores_busy"]["cpu"]["100000"]["jax/jit"] = 1.6  # within half a core: no cause
     assert rep.verdicts(metrics)[0].cause == ""
     del metrics["cores_busy"]["cpu"]["100000"]["jax/jit"]  # not measured for one side: no cause

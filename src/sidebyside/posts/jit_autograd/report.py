@@ -126,18 +126,21 @@ def _jit_verdicts(metrics, device):
     where = device.upper()
     v_big = ladders.ladder(ladder_only(metrics["jit"][device][str(big)]["ladder"]),
                            question=f"Which framework evaluates f on {big:,} floats faster on the {where}, "
-                                    "each at its best (synchronised per call)?", scale=_scale(big, device))
+                                    "each at its best (synchronised per call)?", scale=_scale(big, device),
+                           key=f"jit/{device}/largest")
     v_big = dataclasses.replace(v_big, cause=_cores_cause(metrics, device, big))
     v_small = ladders.ladder(ladder_only(metrics["jit"][device][str(small)]["ladder"]),
                              question=f"Which framework has the cheaper synchronised call at {small:,} floats on the "
                                       f"{where}, each at its best (launch and wait, mostly latency)?",
-                             scale=_scale(small, device))
+                             scale=_scale(small, device), key=f"jit/{device}/smallest")
     return v_big, v_small
 
 
 def _cores_cause(metrics, device, n) -> str:
     """The cores each framework's best rung kept busy at ``n`` on ``device`` where the run measured
-    them and they differ by more than half a core: a measured cause of the gap ("" otherwise)."""
+    them and they differ by more than half a core: a measured cause of the gap ("" otherwise), with,
+    on the CPU, the options XLA's CPU runtime ran with (the conditions' ``xla_flags``) and the cores
+    it could use."""
     cores = (metrics.get("cores_busy") or {}).get(device, {}).get(str(n)) or {}
     chosen = ladders.best(ladder_only(metrics["jit"][device][str(n)]["ladder"]))
     busy = {fw: cores.get(f"{fw}/{chosen[fw]}") for fw in ("torch", "jax") if chosen.get(fw)}
@@ -145,7 +148,13 @@ def _cores_cause(metrics, device, n) -> str:
         return ""
     spelled = [f"{words.FRAMEWORKS[fw]}'s best ({chosen[fw]}) kept {words.fmt_number(c)} cores busy per call"
                for fw, c in busy.items()]
-    return f"{spelled[0]} and {spelled[1]} (CPU time over wall time, measured in this run)."
+    conditions = metrics.get("conditions") or {}
+    flags = conditions.get("xla_flags")  # the XLA_FLAGS the run's XLA read ("": none, its defaults)
+    runtime = ("" if device != "cpu" or flags is None else
+               f" XLA's CPU runtime ran with its default options (no XLA_FLAGS) over the "
+               f"{conditions.get('xla_cpu_cores', 'unrecorded number of')} cores this process may use."
+               if not flags else f" XLA's CPU runtime ran with XLA_FLAGS={flags}.")
+    return f"{spelled[0]} and {spelled[1]} (CPU time over wall time, measured in this run).{runtime}"
 
 
 def _throughput_verdict(metrics, device) -> verdict.Verdict | None:
@@ -157,7 +166,8 @@ def _throughput_verdict(metrics, device) -> verdict.Verdict | None:
     small = _sizes(table)[0]
     return ladders.ladder(ladder_only(table[str(small)]["ladder"]),
                           question=f"Which framework has the higher throughput of back-to-back calls at {small:,} "
-                                   f"floats on the {device.upper()}, each at its best?", scale=_scale(small, device))
+                                   f"floats on the {device.upper()}, each at its best?", scale=_scale(small, device),
+                          key=f"back-to-back/{device}/smallest")
 
 
 def _grad_verdict(metrics):
@@ -165,7 +175,7 @@ def _grad_verdict(metrics):
     return ladders.ladder(ladder_only(metrics["autograd"][str(n)]["ladder"]),
                           question=f"Which framework computes the gradient over {n:,} elements faster on the "
                                    f"{metrics['autograd_device'].upper()}, each at its best?",
-                          scale=_scale(n, metrics["autograd_device"]))
+                          scale=_scale(n, metrics["autograd_device"]), key=f"gradient/{metrics['autograd_device']}")
 
 
 def _hvp_verdict(metrics):
@@ -173,7 +183,7 @@ def _hvp_verdict(metrics):
     return ladders.ladder(hvp["ladder"], question=f"Which framework computes a Hessian-vector product on "
                                                   f"{int(size):,} elements faster on the "
                                                   f"{metrics['autograd_device'].upper()}, each at its best?",
-                          scale=_scale(int(size), metrics["autograd_device"]))
+                          scale=_scale(int(size), metrics["autograd_device"]), key=f"hvp/{metrics['autograd_device']}")
 
 
 def verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:

@@ -23,7 +23,7 @@ from typing import Any
 
 from sidebyside.lab import framing, functions, ladders, verdict, viz, words
 
-__all__ = ["OPTIMISER_LABELS", "CONVERGED_WITHIN", "summarise", "verdicts", "linalg_claim", "accuracy_claim",
+__all__ = ["OPTIMISER_LABELS", "CONVERGED_WITHIN", "CUSOLVER_FINDING", "summarise", "verdicts", "linalg_claim", "accuracy_claim",
            "precision_claim", "optimise_note", "optimise_claim", "retrace_claim", "conclusion"]
 
 #: How the post names each optimiser.
@@ -39,6 +39,9 @@ _FLOPS = {"matmul": functions.matmul_flops, "inverse": functions.inverse_flops}
 
 #: Arithmetic modes that must be shown to take effect before they are raced.
 REDUCED = ("tf32", "bfloat16")
+#: The finding where JAX's TF32 inverse on a GPU equals its float32 one: the precision context sets
+#: XLA's dot precision, and the inverse's LU is a cuSOLVER call, which it does not govern.
+CUSOLVER_FINDING = "jax.default_matmul_precision does not reach cuSOLVER, whose LU computes the inverse"
 
 
 def summarise(*, conditions, startup, linalg_entries, device_peaks, inverse_accuracy, n_acc, condition,
@@ -124,6 +127,8 @@ def _applied(metrics, op, mode, device) -> tuple[dict[str, str | None] | None, s
     if not checks:
         return {"torch": f"no check that {mode} took effect on either side was recorded", "jax": None}, ""
     reasons = {side: checks[side].get("reason") if side in checks else "not checked" for side in ("torch", "jax")}
+    if op == "inverse" and device == "gpu" and mode == "tf32" and reasons["jax"] and "jax" in checks:
+        reasons["jax"] = f"{CUSOLVER_FINDING} ({reasons['jax']})"
     errors = ", ".join(f"{words.FRAMEWORKS[side]} {words.fmt_number(checks[side]['error'])} (float32 "
                        f"{words.fmt_number(checks[side]['float32_error'])})" for side in ("torch", "jax")
                        if side in checks)
@@ -135,7 +140,7 @@ def _linalg_verdict(op, mode, entries, device, n, metrics=None):
     precision = {"tf32": "float32 data, TF32 allowed", "bfloat16": "bfloat16"}.get(mode, mode)
     return ladders.ladder({k: e for k, e in entries.items() if not k.startswith("numpy/")},
                           question=f"Which framework computes a {n}×{n} {op} in {mode} faster on the "
-                                   f"{device.upper()}?", applied=applied, caveat=caveat,
+                                   f"{device.upper()}?", applied=applied, caveat=caveat, key=f"{op}/{mode}/{device}",
                           scale=framing.scale_of(input=f"{n}×{n}", precision=precision, device=device.upper()))
 
 
