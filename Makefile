@@ -69,7 +69,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q -r requirements.txt
 	$(VENV)/bin/python -m pip install -q --no-deps -e .
-	$(VENV)/bin/python -m sidebyside.posts.grid_sample.native  # build grid_sample's CPU kernel (g++)
+	$(VENV)/bin/python -m sidebyside.grid_sample.native  # build grid_sample's CPU kernel (g++)
 	@touch $@
 
 ## gpu: add CUDA builds of PyTorch and JAX to .venv for the driver's CUDA major, then check both see the GPU (GPU=1)

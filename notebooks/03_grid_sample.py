@@ -24,21 +24,19 @@
 #       mode, padding, dimension and dtype, for outputs and both gradients, and timed
 #       honestly.
 #     gpu:
-#       budget_s: 503
-#       measured: ESTIMATE from parts of the H100 run at commit f245967 (parity, affine
-#         measured; bench estimated)
+#       budget_s: 194
+#       measured: 'ESTIMATE from parts of the H100 run at commit f245967: parity measured
+#         there at 120 s in four dtypes, here float32 alone, a quarter; affine measured there;
+#         the bilinear benchmark configuration estimated there at 57 s, here pooled over 3
+#         processes (x1.7, issue 58''s re-estimate for pooling). Cut for the budget (params/gpu.yaml):
+#         parity in float16, bfloat16 and float64, and the nearest and bicubic benchmark
+#         configurations (57 s and 142 s there, before pooling).'
 #       parts:
-#       - parity: 120
+#       - parity: 30
 #       - affine: 37
-#       - bench/nearest/*:
-#           count: 1
-#           each_s: 57
 #       - bench/bilinear/*:
 #           count: 1
-#           each_s: 57
-#       - bench/bicubic/*:
-#           count: 1
-#           each_s: 142
+#           each_s: 97
 #       rank: 6
 #     metrics:
 #     - parity
@@ -137,10 +135,11 @@ import torch.nn.functional as F
 from IPython.display import Markdown
 
 from sidebyside import grid_sample
+from sidebyside.grid_sample import bench as sampling_bench
+from sidebyside.grid_sample import choose_implementation, parity
+from sidebyside.grid_sample import goals as sampling_goals
 from sidebyside.lab import progress, tables, timing, viz, words
-from sidebyside.posts.grid_sample import bench as sampling_bench
-from sidebyside.posts.grid_sample import choose_implementation, parity, report
-from sidebyside.posts.grid_sample import goals as sampling_goals
+from sidebyside.posts.grid_sample import report
 from sidebyside.run import checkpoints, provenance
 
 torch.manual_seed(0)
@@ -159,9 +158,9 @@ provenance.table(record)
 # - **Bicubic** is Keys' kernel with A = -0.75. **Nearest** rounds half to even.
 # - **Gradients.** A clamped coordinate, *including one exactly on the limit*, passes no gradient to the grid; nearest passes none at all. Writing the clamp as `jnp.clip` would hand half a gradient to a point sitting exactly on the border, so `sidebyside.grid_sample` writes it with `where`.
 #
-# `sidebyside.posts.grid_sample` is a package with a small face: `grid_sample` checks its arguments and picks a path; one module (`taps`) holds the arithmetic above, and every path builds on it. The plain `jax.numpy` path (`implementation="xla"`) has no custom derivative rule, so `jit`, `vmap`, `grad` and forward mode all apply.
+# `sidebyside.grid_sample` is a package with a small face: `grid_sample` checks its arguments and picks a path; one module (`taps`) holds the arithmetic above, and every path builds on it. The plain `jax.numpy` path (`implementation="xla"`) has no custom derivative rule, so `jit`, `vmap`, `grad` and forward mode all apply.
 #
-# On a CUDA GPU, float32 calls (4-D in every mode, 5-D in nearest and trilinear) take two Pallas kernels (Triton), one for the forward pass and one for the backward pass, which do what PyTorch's CUDA kernel does: one pass per output point, the coordinates and weights computed once and kept in registers while the channels are read, the input gradient scattered with atomic adds. They build their taps with the same `taps` module and take the grid gradient as the forward-mode derivative of those same weights; the tests run them in Pallas' interpreter against PyTorch on the CPU. On a CPU, float32 calls (2-D and 3-D) go to a C++ kernel called through XLA's FFI (`sidebyside.posts.grid_sample.native`, built with `g++` on first use and verified by size and hash before it is loaded), which splits the batch over XLA's own CPU thread pool as PyTorch splits it over its threads. Both kernels carry a custom VJP: `jit`, `vmap` and `grad` work; forward mode or a gradient of a gradient raises an error that says to pass `implementation="xla"`.
+# On a CUDA GPU, float32 calls (4-D in every mode, 5-D in nearest and trilinear) take two Pallas kernels (Triton), one for the forward pass and one for the backward pass, which do what PyTorch's CUDA kernel does: one pass per output point, the coordinates and weights computed once and kept in registers while the channels are read, the input gradient scattered with atomic adds. They build their taps with the same `taps` module and take the grid gradient as the forward-mode derivative of those same weights; the tests run them in Pallas' interpreter against PyTorch on the CPU. On a CPU, float32 calls (2-D and 3-D) go to a C++ kernel called through XLA's FFI (`sidebyside.grid_sample.native`, built with `g++` on first use and verified by size and hash before it is loaded), which splits the batch over XLA's own CPU thread pool as PyTorch splits it over its threads. Both kernels carry a custom VJP: `jit`, `vmap` and `grad` work; forward mode or a gradient of a gradient raises an error that says to pass `implementation="xla"`.
 
 # %% [markdown]
 # ## 2. Parity, configuration by configuration
@@ -399,18 +398,16 @@ def jax_chain(xs, grids, cotangents, *, step, order):
 # %% [markdown] tags=["appendix"] summary="Method: kernel time, the memory floor, call time, the alternatives"
 # - **Kernel time**: what one call costs inside a larger compiled program. Many calls are chained in one program, each on its own copy of the inputs, the copies together at least twice the size of the last-level cache (the L2 on a GPU), so that every call reads its inputs from memory rather than from a cache warmed by the previous call: JAX as one jitted program that calls the kernel once per copy, in order, PyTorch as one CUDA graph on a GPU (a loop on the CPU). Neither side moves any data between calls: a `lax.scan` over stacked copies would slice each copy out and write each output back, two copies per call that PyTorch's loop does not make, which would count against JAX. Inside a jitted model, JAX's dispatch is paid once for the whole program, so this is the number that matters there. On a GPU the chain makes at least 32 calls, going round the copies as often as that takes: a chain of two large calls runs about as long as JAX takes to dispatch it, and would time the dispatch, not the kernels.
 # - **The memory floor**: the time a call would take if it did nothing but move its data: each array it reads or writes, once (input, grid and output; in forward+backward also the grid, the cotangent and, except in nearest, the input again, and both gradients), at the speed of a plain copy (PyTorch's `copy_` of a buffer four times the last-level cache) measured on the same device in the same run. A kernel's share of the floor's speed is the floor divided by its kernel time: 100% would be a kernel as fast as a copy of its data. Where a kernel is far below it, arithmetic or scattered reads set its pace, not memory.
-# - **Per-call time**: a Python loop of calls, as a script that calls `grid_sample` on its own makes them. Each framework's dispatch is included: JAX's costs tens of microseconds per call whatever the size of the problem, PyTorch's about ten, so a small problem can be faster in JAX's kernel and slower in JAX's loop. On a CPU with more than one thread there is a second cost of the same kind: PyTorch's OpenMP threads keep spinning for a while after a call, so the next call finds them awake, while the threads of XLA's pool, which the native kernel shares, go to sleep between calls and are woken for each (measured with an instrumented build of the kernel: `ParallelBatches` in `sidebyside/posts/grid_sample/grid_sample_cpu.cc`). The wake-up is paid inside one program too, where the pool's threads also fall asleep between one call and the next, but it is a fixed cost: it weighs most on the shortest calls, nearest's forward above all, and more per call (inputs in the cache) than in the kernel time (inputs from memory). On a GPU the calls of a repeat are issued back to back and waited for once.
+# - **Per-call time**: a Python loop of calls, as a script that calls `grid_sample` on its own makes them. Each framework's dispatch is included: JAX's costs tens of microseconds per call whatever the size of the problem, PyTorch's about ten, so a small problem can be faster in JAX's kernel and slower in JAX's loop. On a CPU with more than one thread there is a second cost of the same kind: PyTorch's OpenMP threads keep spinning for a while after a call, so the next call finds them awake, while the threads of XLA's pool, which the native kernel shares, go to sleep between calls and are woken for each (measured with an instrumented build of the kernel: `ParallelBatches` in `sidebyside/grid_sample/grid_sample_cpu.cc`). The wake-up is paid inside one program too, where the pool's threads also fall asleep between one call and the next, but it is a fixed cost: it weighs most on the shortest calls, nearest's forward above all, and more per call (inputs in the cache) than in the kernel time (inputs from memory). On a GPU the calls of a repeat are issued back to back and waited for once.
 #
-# The steps and chains timed are those of the paired cells above, sent to the benchmark's process with cloudpickle (`sidebyside.posts.grid_sample.bench.run`): each contestant is one of them, given its arguments with `functools.partial`.
+# The steps and chains timed are those of the paired cells above, sent to the benchmark's process with cloudpickle (`sidebyside.grid_sample.bench.run`): each contestant is one of them, given its arguments with `functools.partial`.
 #
-# Both sides' inputs lie in memory their own framework allocated (`sidebyside.posts.grid_sample.chain.torch_tensor`). `torch.from_numpy` would share NumPy's memory, which NumPy asks Linux to back with 2 MiB pages for arrays of 4 MiB and more, while XLA copies into buffers on ordinary 4 KiB pages. A check of PyTorch's CPU kernel on both kinds of page found no difference, but the comparison does not depend on that.
+# Both sides' inputs lie in memory their own framework allocated (`sidebyside.grid_sample.chain.torch_tensor`). `torch.from_numpy` would share NumPy's memory, which NumPy asks Linux to back with 2 MiB pages for arrays of 4 MiB and more, while XLA copies into buffers on ordinary 4 KiB pages. A check of PyTorch's CPU kernel on both kinds of page found no difference, but the comparison does not depend on that.
 #
-# Where `grid_sample` takes a kernel (Pallas on a GPU, native on a CPU), the `jax.numpy` (XLA) path is timed too; in bilinear 2-D forward the naive formulation (gather the four corners of every point from a zero-padded image, weight and sum) is timed as well, as the baseline most ports use. These alternatives run against PyTorch in a second interleaved run, apart from the main pair: interleaved with it, the XLA path's large temporaries cost the call after them page faults, and moved both sides' per-call times (see `sidebyside.posts.grid_sample.bench`). On a GPU the Pallas kernels can also be timed in their second layout (`pallas_layout="channels"`: tiles of points by channels, each point's taps reused across a block of channels), which may suit many channels better, where `bench_pallas_layouts` names it (the gpu profile, whose sizes have 3 channels, does not); `implementation="auto"` keeps the first, which was the faster in every configuration of an earlier run on an H100; the columns "Pallas channels layout / PyTorch" show a run's figures where it timed them. The benchmark runs in a fresh process, `python -m sidebyside.posts.bench grid_sample`, because the thread count of XLA's CPU client is fixed when JAX starts: there both libraries get the same cores. A run in parts (the gpu profile, made in device calls of a few minutes) starts one such process per configuration and saves each configuration as it finishes.
+# Where `grid_sample` takes a kernel (Pallas on a GPU, native on a CPU), the `jax.numpy` (XLA) path is timed too; in bilinear 2-D forward the naive formulation (gather the four corners of every point from a zero-padded image, weight and sum) is timed as well, as the baseline most ports use. These alternatives run against PyTorch in a second interleaved run, apart from the main pair: interleaved with it, the XLA path's large temporaries cost the call after them page faults, and moved both sides' per-call times (see `sidebyside.grid_sample.bench`). On a GPU the Pallas kernels can also be timed in their second layout (`pallas_layout="channels"`: tiles of points by channels, each point's taps reused across a block of channels), which may suit many channels better, where `bench_pallas_layouts` names it (the gpu profile, whose sizes have 3 channels, does not); `implementation="auto"` keeps the first, which was the faster in every configuration of an earlier run on an H100; the columns "Pallas channels layout / PyTorch" show a run's figures where it timed them. The benchmark runs in a fresh process, `python -m sidebyside.posts.bench grid_sample`, because the thread count of XLA's CPU client is fixed when JAX starts: there both libraries get the same cores. A run in parts (the gpu profile, made in device calls of a few minutes) starts one such process per configuration and saves each configuration as it finishes.
 
 # %% tags=["appendix-input"]
-bench_steps = {"torch_step": torch_step, "torch_compiled": grid_sample_compiled, "torch_chain": torch_chain,
-               "torch_graph": torch_graph, "torch_replay": torch_replay,
-               "jax_step": jax_step, "jax_jit": jax_step_jit, "jax_naive": jax_naive_jit, "jax_chain": jax_chain}
+bench_steps = sampling_bench.steps_from(globals())  # the paired cells' steps and chains, by name
 bench_run = sampling_bench.run_each({k: tuple(v) for k, v in bench_sizes.items()}, tuple(bench_modes),
                                     part=parts if checkpoint_file else None, repeats=bench_repeats,
                                     min_repeat_s=bench_min_repeat_s, threads=bench_threads, copies=bench_copies,
@@ -424,7 +421,7 @@ Markdown(f"{bench_run['device_kind'].upper()}, {words.plural(bench_run['threads'
          f"`{bench_run['command']}`")
 
 # %% [markdown] tags=["appendix"] summary="The goals this device is held to"
-# The goals this device is held to (`sidebyside.posts.grid_sample.goals.goals`): per call everywhere they are set; on a GPU also each kernel against PyTorch's CUDA kernel (at most 0.8 of its time at 32×3×256², 8×64×128² and 4×8×32×64², forward and forward+backward) and the forward at 32×3×256² at 70% of the memory floor's speed or more.
+# The goals this device is held to (`sidebyside.grid_sample.goals.goals`): per call everywhere they are set; on a GPU also each kernel against PyTorch's CUDA kernel (at most 0.8 of its time at 32×3×256², 8×64×128² and 4×8×32×64², forward and forward+backward) and the forward at 32×3×256² at 70% of the memory floor's speed or more.
 
 # %% tags=["appendix-input", "appendix"]
 goals = sampling_goals.goals_table(speed, record["device_kind"])

@@ -47,7 +47,7 @@ def test_every_module_of_a_face_is_exported_and_listed_in_its_docstring(face):
 
 
 def test_the_faces_are_found_on_disk():
-    assert {"", "lab", "run", "posts", "posts.grid_sample", "posts.swin_v2"} <= set(FACES)
+    assert {"", "lab", "run", "posts", "posts.grid_sample", "grid_sample", "posts.swin_v2"} <= set(FACES)
     # a post's package is a face because it is on disk: its notebook's stem names it
     from sidebyside.publish import discovery
 

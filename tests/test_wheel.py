@@ -43,7 +43,7 @@ def test_an_installed_wheel_builds_the_native_kernel_and_finds_its_templates(whe
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
                    check=True, capture_output=True, text=True, timeout=300)
     code = ("import sidebyside, numpy as np, jax.numpy as jnp\n"
-            "from sidebyside.posts.grid_sample import native\n"
+            "from sidebyside.grid_sample import native\n"
             "from sidebyside.publish.common import TEMPLATES\n"
             "assert (TEMPLATES / 'sidebyside' / 'index.md.j2').is_file(), TEMPLATES\n"
             "x = jnp.asarray(np.arange(12, dtype=np.float32).reshape(1, 1, 3, 4))\n"

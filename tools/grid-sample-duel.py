@@ -5,7 +5,7 @@
 Builds tools/grid_sample_duel.cc (the kernel's C++ source included whole, linked against the
 libtorch of this environment) into build/grid-sample-duel/ and runs it per shape and mode: both
 kernels on one thread, on the same memory, their repeats interleaved, inputs from
-``sidebyside.posts.grid_sample.bench.inputs`` (a random affine warp). It prints each side's median time,
+``sidebyside.grid_sample.bench.inputs`` (a random affine warp). It prints each side's median time,
 the median ratio with its quartiles and whether the outputs are the same bits; with
 ``--backward``, the backward passes (``BackwardBatch`` against ``at::grid_sampler_2d_backward``,
 both gradients, on a random cotangent) and each gradient's largest error relative to PyTorch's
@@ -34,7 +34,7 @@ def build(out_dir: Path) -> Path:
     import jax
     import torch
 
-    from sidebyside.posts.grid_sample import native
+    from sidebyside.grid_sample import native
 
     try:
         compiler = native.compiler()
@@ -60,7 +60,7 @@ def duel(executable: Path, shape: tuple[int, ...], mode: str, *, padding: str = 
     (forward) or ``"grad_input_rel_err", "grad_grid_rel_err"`` (backward)."""
     import numpy as np
 
-    from sidebyside.posts.grid_sample.bench import inputs
+    from sidebyside.grid_sample.bench import inputs
 
     x, grid = inputs(shape)
     x.tofile(work_dir / "x.bin")

@@ -1,4 +1,4 @@
-// The native grid_sample kernel (src/sidebyside/posts/grid_sample/grid_sample_cpu.cc, included
+// The native grid_sample kernel (src/sidebyside/grid_sample/grid_sample_cpu.cc, included
 // whole) against PyTorch's own CPU kernel (at::grid_sampler_2d, or its backward), in one
 // process, on one thread, on the same memory, interleaved: no dispatch, thread pool or
 // allocator on either side, only the kernels. Built and run by tools/grid-sample-duel.py,

@@ -4,11 +4,12 @@
 - ``run``: what a notebook's process knows about its run (its context, inputs, provenance, checkpoints).
 - ``publish``: the publisher: discovery, parameters, cache, execution, rendering, the site (CLI).
 - ``posts``: code that only one post uses, one package per post, with that post's report.
-- ``grid_sample``: the function ``sidebyside.posts.grid_sample.grid_sample``, re-exported as the public name.
+- ``grid_sample``: the grid_sample library (the XLA path, the Pallas and native kernels, the parity harness,
+  the benchmark); the package is itself callable, ``sidebyside.grid_sample(input, grid, ...)``.
 
-Imports go one way: ``posts`` -> ``lab``, ``run``; ``publish`` -> ``run`` (and ``lab.tables``); only
-notebooks import ``posts``. Every face imports lazily: ``import sidebyside`` pulls in neither PyTorch
-nor JAX.
+Imports go one way: ``posts`` -> ``grid_sample``, ``lab``, ``run``; ``grid_sample`` -> ``lab``, ``run``;
+``publish`` -> ``run`` (and ``lab.tables``); only notebooks import ``posts``. Every face imports lazily:
+``import sidebyside`` pulls in neither PyTorch nor JAX.
 """
 
 from __future__ import annotations
@@ -17,4 +18,4 @@ from sidebyside._lazy import face
 
 __all__ = ['lab', 'run', 'publish', 'posts', 'grid_sample']
 
-__getattr__ = face(__name__, ['lab', 'run', 'publish', 'posts'], {'grid_sample': 'posts.grid_sample'})
+__getattr__ = face(__name__, ['lab', 'run', 'publish', 'posts', 'grid_sample'])

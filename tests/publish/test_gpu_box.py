@@ -373,14 +373,14 @@ def test_a_run_records_the_modules_it_imported(recorded_run):
     record = json.loads((site / "_data" / "results" / "publisher-fixture.json").read_text())
     modules = set(record["inputs"]["modules"])
     assert {"src/sidebyside/run/provenance.py", "src/sidebyside/lab/viz.py", "src/sidebyside/lab/progress.py"} <= modules
-    assert "src/sidebyside/posts/grid_sample/__init__.py" not in modules and not [m for m in modules if m.startswith("src/sidebyside/publish/")]
+    assert "src/sidebyside/grid_sample/__init__.py" not in modules and not [m for m in modules if m.startswith("src/sidebyside/publish/")]
     assert record["provenance"]["git_sha"] == git(root, "rev-parse", "--short=12", "HEAD")
 
 
 def test_changing_an_imported_module_reruns_and_an_unimported_one_does_not(recorded_run):
     root, site, kw = recorded_run
     assert _plan(kw).action == "up to date"
-    unused, used = root / "src" / "sidebyside" / "posts" / "grid_sample" / "xla.py", root / "src" / "sidebyside" / "lab" / "viz.py"
+    unused, used = root / "src" / "sidebyside" / "grid_sample" / "xla.py", root / "src" / "sidebyside" / "lab" / "viz.py"
     for path, action in ((unused, "up to date"), (used, "run")):
         original = path.read_text()
         path.write_text(original + "\n# an edit\n")
@@ -415,7 +415,7 @@ def test_the_library_notes_the_data_and_sources_a_run_reads(monkeypatch):
     if data.find_dir() is None and not os.environ.get("FASHION_MNIST_DIR"):
         pytest.skip("FashionMNIST is not installed here")
     loaded = data.load()
-    from sidebyside.posts.grid_sample import native
+    from sidebyside.grid_sample import native
 
     native._library_path()
     noted = runkey.recorded(ROOT)["data"]

@@ -291,7 +291,7 @@ def test_the_gpu_budgets_are_declared_in_the_notebooks_and_read_as_data():
         assert "ESTIMATE" in posts[slug]["measured"] and "f245967" in posts[slug]["measured"]
     # The parts the budget counts are the parts the gpu parameters make: a benchmark configuration per mode at each
     # size, a speed setting per phase, precision and batch.
-    from sidebyside.posts.grid_sample.bench import configs
+    from sidebyside.grid_sample.bench import configs
     grid_params = gpu["grid-sample-parity"]
     made = [c["name"] for c in configs(("nearest", "bilinear", "bicubic"), grid_params["bench_sizes"])]
     for mode in ("nearest", "bilinear", "bicubic"):

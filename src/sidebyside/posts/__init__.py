@@ -3,8 +3,7 @@ post's results record and generated conclusion). Only notebooks import these.
 
 - ``fashion_mnist``: fashion-mnist-pytorch-vs-flax.
 - ``weight_visualisation``: weight-visualisation.
-- ``grid_sample``: grid-sample-parity, and the ``grid_sample`` package itself (XLA path, Pallas
-  and native kernels, parity harness, benchmark).
+- ``grid_sample``: grid-sample-parity (its report; the code it tests is ``sidebyside.grid_sample``).
 - ``jit_autograd``: jit-and-autograd-timing.
 - ``xla_and_scipy``: xla-and-scipy.
 - ``swin_v2``: swin-transformer-v2 (the Flax port of timm's model, weight porting, training, ladder).

@@ -1,8 +1,11 @@
 """Benchmarks, one subcommand each: ``python -m sidebyside.posts.bench <name> [options]``.
 
 - ``grid_sample``: :func:`sidebyside.grid_sample` against
-  ``torch.nn.functional.grid_sample`` (:mod:`sidebyside.posts.grid_sample.bench`): per
-  configuration the kernel time and the per-call time, forward and forward+backward.
+  ``torch.nn.functional.grid_sample`` (:mod:`sidebyside.grid_sample.bench`): per
+  configuration the kernel time and the per-call time, forward and forward+backward. What it
+  times are the steps and chains of the post's notebook (its paired cells ``step`` and ``chain``,
+  read from ``notebooks/03_grid_sample.py`` by :func:`grid_sample_steps`, so the command runs
+  from a clone of the repository), or those a notebook sends with ``--steps``.
 
 Equal thread count (``--threads N``) is enforced before either library starts, by
 :func:`sidebyside.lab.conditions.same_conditions` (the notebooks' own set-up). Without
@@ -15,9 +18,44 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
+from pathlib import Path
 
-__all__ = ["main"]
+__all__ = ["NOTEBOOK", "grid_sample_steps", "main"]
+
+#: The grid_sample post's notebook, whose paired cells ``step`` and ``chain`` the benchmark times.
+NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "03_grid_sample.py"
+_TIMED_PAIR = re.compile(r"^pair:(step|chain):(torch|jax)$")
+
+
+def grid_sample_steps(notebook: Path = NOTEBOOK) -> dict:
+    """The steps the grid_sample benchmark times (:data:`sidebyside.grid_sample.bench.STEPS`): the paired
+    cells ``step`` and ``chain`` of ``notebook``, run in order in a namespace holding what the notebook's
+    set-up cell gives them (``functools``, ``jax``, ``jnp``, ``torch``, ``F``, ``grid_sample``). Raises
+    ``SystemExit`` where the notebook is not there (an installed wheel has no notebooks)."""
+    if not notebook.is_file():
+        raise SystemExit(f"the grid_sample benchmark times the steps of its post's notebook, {notebook}, which is "
+                         "not here: run it from a clone of the repository, or pass --steps (a notebook's own: "
+                         "sidebyside.grid_sample.bench.run)")
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+    import jupytext
+    import torch
+    import torch.nn.functional as F
+
+    from sidebyside import grid_sample
+    from sidebyside.grid_sample import bench
+
+    namespace = {"functools": functools, "jax": jax, "jnp": jnp, "torch": torch, "F": F, "grid_sample": grid_sample}
+    for cell in jupytext.read(notebook).cells:
+        tags = [m for m in map(_TIMED_PAIR.match, cell.metadata.get("tags", [])) if m]
+        if cell.cell_type == "code" and tags:
+            exec(compile(cell.source, f"<{notebook.name} pair {tags[0].group(1)}:{tags[0].group(2)}>", "exec"),
+                 namespace)
+    return bench.steps_from(namespace)
 
 
 # ============================================================================= the command line
@@ -30,9 +68,16 @@ def _grid_sample_main(args) -> int:
     from sidebyside.lab import conditions
 
     threads = conditions.same_conditions(threads=args.threads)["threads"]  # before the package imports jax
-    from sidebyside.posts.grid_sample import bench as grid_sample_bench
+    from sidebyside.grid_sample import bench as grid_sample_bench
 
-    return grid_sample_bench.cli(args, threads)
+    if args.steps:
+        import cloudpickle
+
+        with open(args.steps, "rb") as f:
+            steps = cloudpickle.load(f)
+    else:
+        steps = grid_sample_steps()
+    return grid_sample_bench.cli(args, threads, steps)
 
 
 def main(argv=None) -> int:
@@ -59,7 +104,8 @@ def main(argv=None) -> int:
     gs.add_argument("--min-repeat-s", type=float, default=0.05, help="shortest duration of one repeat (s)")
     gs.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     gs.add_argument("--steps", metavar="PATH", help="the steps to time, pickled with cloudpickle (a notebook's own: "
-                    "sidebyside.posts.grid_sample.bench.run)")
+                    "sidebyside.grid_sample.bench.run); default: the paired cells step and chain of "
+                    "notebooks/03_grid_sample.py")
     gs.set_defaults(run=_grid_sample_main)
     args = parser.parse_args(argv)
     return args.run(args)

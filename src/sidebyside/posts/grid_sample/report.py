@@ -1,7 +1,7 @@
 """grid-sample-parity: the parity record, the speed verdicts and the post's conclusion.
 
-The notebook measures (:mod:`sidebyside.posts.grid_sample.parity` for the errors,
-:func:`sidebyside.posts.grid_sample.bench.run` for the times, a photograph, a timing pitfall and
+The notebook measures (:mod:`sidebyside.grid_sample.parity` for the errors,
+:func:`sidebyside.grid_sample.bench.run` for the times, a photograph, a timing pitfall and
 PyTorch's crash on a NaN grid); this module turns what it measured into the results
 record (:func:`summarise`) and the record into prose: the notes under the parity
 tables (:func:`parity_note`, :func:`affine_note`), the timing pitfall
@@ -14,7 +14,7 @@ Record keys (``metrics``): ``parity`` and ``parity_affine`` (per configuration k
 ``parity_reference_device``, ``parity_transform``, ``speed`` (per
 ``mode/size/forward|forward+backward``: the benchmark's times, quartiles, ratios, memory
 floor, ``goal`` (per call) and ``goals``: every goal of the row,
-:func:`sidebyside.posts.grid_sample.goals.goals`), ``gpu_goals``, ``photo_max_abs_diff``, ``timing_pitfall_ms``,
+:func:`sidebyside.grid_sample.goals.goals`), ``gpu_goals``, ``photo_max_abs_diff``, ``timing_pitfall_ms``,
 ``torch_cpu_nan_backward_returncode``, ``device``, ``device_kind``, ``verdicts``.
 """
 
@@ -57,7 +57,7 @@ def summarise(parity_rows: Mapping[str, Mapping[str, Any]], affine_rows: Mapping
               native_rows: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The post's results record from what the notebook measured.
 
-    ``parity_rows``/``affine_rows``: :func:`sidebyside.posts.grid_sample.parity.measure` per
+    ``parity_rows``/``affine_rows``: :func:`sidebyside.grid_sample.parity.measure` per
     configuration key; ``speed``: the benchmark's ``results``; ``warp_diff``: the
     photograph's largest difference per mode/padding; ``pitfall``: per path, the two timings
     (``"unsynchronised"``, ``"synchronised"``: anything with ``median_s``);
@@ -66,7 +66,7 @@ def summarise(parity_rows: Mapping[str, Mapping[str, Any]], affine_rows: Mapping
     part, at which commit; ``native_rows``: the parity rows of this project's C++ kernel (a CPU run),
     in the form of ``parity_rows``.
     """
-    from sidebyside.posts.grid_sample import goals as sampling_goals
+    from sidebyside.grid_sample import goals as sampling_goals
 
     metrics: dict[str, Any] = {
         "parity": {k: {q: r[q] for q in _PARITY_KEYS} for k, r in parity_rows.items()},
@@ -176,7 +176,7 @@ def headline_key(speed: Mapping[str, Mapping[str, Any]]) -> str:
     """The configuration the speed verdicts speak of: bilinear forward at the size where
     the GPU goals are set (32x3x256x256) where it was measured, else at the largest 2-D
     size (else the first row)."""
-    from sidebyside.posts.grid_sample.goals import FLOOR_GOAL_SHAPE
+    from sidebyside.grid_sample.goals import FLOOR_GOAL_SHAPE
 
     sizes = {k.split("/")[1]: (tuple(r["shape"]) == FLOOR_GOAL_SHAPE, math.prod(r["shape"]))
              for k, r in speed.items() if len(r["shape"]) == 4}

@@ -159,7 +159,7 @@ def run_jax(config: Config, x, grid, cot, transform: str = "jit", implementation
     import jax
     import jax.numpy as jnp
 
-    from sidebyside.posts.grid_sample import grid_sample
+    from sidebyside.grid_sample import grid_sample
 
     dt = jnp.dtype(config.dtype)
     xj, gj, cj = (jnp.asarray(np.asarray(a), dtype=dt) for a in (x, grid, cot))

@@ -15,6 +15,10 @@ input and grid), each measured with both frameworks in one interleaved run
 
 Each side's inputs are in memory its own framework allocated (:func:`.chain.torch_tensor`).
 
+What is timed is the post's code, never a copy of it here: the steps and chains of the paired cells
+``step`` and ``chain`` of ``notebooks/03_grid_sample.py`` (:data:`STEPS`), which the notebook passes
+(:func:`steps_from`) and which ``python -m sidebyside.posts.bench grid_sample`` reads from the notebook.
+
 **The memory floor** (``floor_ms``, with the kernel times): the bytes a call cannot avoid
 moving (:func:`min_bytes`: each array it reads or writes, once) at the speed of a plain copy
 on the same device, measured in the same process (:func:`copy_bandwidth`, ``copy_gbs``).
@@ -64,11 +68,11 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from sidebyside.grid_sample.chain import cache_bytes, chain_shape, kernel_times, torch_tensor
+from sidebyside.grid_sample.goals import goals_summary, goals_table, speed_table
 from sidebyside.lab import progress
-from sidebyside.posts.grid_sample.chain import cache_bytes, chain_shape, kernel_times, torch_tensor
-from sidebyside.posts.grid_sample.goals import goals_summary, goals_table, speed_table
 
-__all__ = ["SIZES", "configs", "inputs", "bench", "min_bytes", "copy_bandwidth", "run", "run_each", "cli"]
+__all__ = ["SIZES", "STEPS", "steps_from", "configs", "inputs", "bench", "min_bytes", "copy_bandwidth", "run", "run_each", "cli"]
 
 # (N, C, H, W) for 2-D, (N, C, D, H, W) for 3-D; the output has the input's size.
 SIZES = {
@@ -76,6 +80,28 @@ SIZES = {
     "2d_large": (8, 3, 256, 256),
     "3d": (4, 8, 32, 64, 64),
 }
+
+
+#: The functions the benchmark times, each named as the paired cells ``step`` and ``chain`` of the post's
+#: notebook (``notebooks/03_grid_sample.py``) define it: ``jax_step(x, grid, cotangent, *, mode, padding_mode,
+#: align_corners, with_grad, implementation, pallas_layout)`` (one call of :func:`sidebyside.grid_sample`: the
+#: output, and with ``with_grad`` also the gradients for ``cotangent``), ``jax_step_jit`` (it under ``jax.jit``,
+#: the keywords static), ``jax_naive_jit(x, grid, align_corners)`` (the naive gather, jitted),
+#: ``torch_step(x, grid, cotangent, *, mode, padding_mode, align_corners, with_grad, sample)``,
+#: ``grid_sample_compiled`` (``F.grid_sample`` under ``torch.compile``, static shapes), and the chains that
+#: :func:`.chain.kernel_times` runs (``jax_chain``, ``torch_chain``, ``torch_graph``, ``torch_replay``).
+STEPS = ("jax_step", "jax_step_jit", "jax_naive_jit", "jax_chain",
+         "torch_step", "grid_sample_compiled", "torch_chain", "torch_graph", "torch_replay")
+
+
+def steps_from(namespace: Mapping[str, Any]) -> dict[str, Callable]:
+    """The :data:`STEPS` that ``namespace`` defines (a notebook's ``globals()``, or the namespace its paired
+    cells ran in), by name. Raises ``ValueError`` naming those it lacks."""
+    missing = [name for name in STEPS if name not in namespace]
+    if missing:
+        raise ValueError(f"the grid_sample benchmark times {list(STEPS)}; missing here: {missing}. Define them "
+                         "as the paired cells 'step' and 'chain' of notebooks/03_grid_sample.py do.")
+    return {name: namespace[name] for name in STEPS}
 
 
 def configs(modes=("nearest", "bilinear", "bicubic"), sizes=None) -> list[dict]:
@@ -134,10 +160,10 @@ def copy_bandwidth(device: str, cache_bytes: int, *, repeats: int = 7, min_repea
                                         min_repeat_s=min_repeat_s)["bytes_per_s"]
 
 
-def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backward: bool = True, naive: bool = False,
-          kernel: bool = True, padding_mode: str = "zeros", align_corners: bool = False,
-          copies: int | None = None, pallas_layouts=("points", "channels"),
-          implementation: str = "auto", steps: Mapping[str, Callable] | None = None) -> dict[str, dict[str, Any]]:
+def bench(configs_=None, *, steps: Mapping[str, Callable], repeats: int = 7, min_repeat_s: float = 0.05,
+          backward: bool = True, naive: bool = False, kernel: bool = True, padding_mode: str = "zeros",
+          align_corners: bool = False, copies: int | None = None, pallas_layouts=("points", "channels"),
+          implementation: str = "auto") -> dict[str, dict[str, Any]]:
     """Time JAX and PyTorch on each configuration (see the module docstring).
 
     Returns ``{"<mode>/<size>/<forward|forward+backward>": row}`` with, per call,
@@ -167,8 +193,8 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
     gets; ``"pallas"`` on a CPU runs the kernels in Pallas' interpreter, which checks
     this code, not their speed).
 
-    ``steps``: the functions timed (default :func:`library_steps`; a notebook passes those of its
-    paired cells, same names and signatures). Every contestant is one of them, or a
+    ``steps``: the functions timed, by name (:data:`STEPS`; a notebook passes those of its paired
+    cells: :func:`steps_from`). Every contestant is one of them, or a
     ``functools.partial``, ``jax.jit`` or ``torch.compile`` of one, so the harness notes where each is
     defined (:mod:`sidebyside.run.code`).
     """
@@ -179,12 +205,12 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
     import numpy as np
     import torch
 
+    from sidebyside.grid_sample import choose_implementation
     from sidebyside.lab import timing
-    from sidebyside.posts.grid_sample import choose_implementation
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     gpu = jax.default_backend() == "gpu"
-    steps = {**library_steps(), **(steps or {})}
+    steps = steps_from(steps)
     jax_step, torch_step = steps["jax_step"], steps["torch_step"]
     cache = cache_bytes(device)
     bandwidth = copy_bandwidth(device, cache, repeats=repeats, min_repeat_s=min_repeat_s) if kernel else None
@@ -208,7 +234,7 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
                 continue
             # Every contestant is a step itself (partial, jax.jit, torch.compile of it), so that the
             # harness notes the function that defines it (sidebyside.run.code).
-            jax_call = steps["jax_jit"]
+            jax_call = steps["jax_step_jit"]
             fns = {"jax": functools.partial(jax_call, xj, gj, cj, **kw, with_grad=with_grad,
                                             implementation=implementation)}
             if with_grad:
@@ -223,14 +249,14 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
                 fns[f"pallas_{layout}"] = functools.partial(jax_call, xj, gj, cj, **kw, with_grad=with_grad,
                                                             implementation="pallas", pallas_layout=layout)
             if not with_grad and naive and mode == "bilinear" and len(shape) == 4 and padding_mode == "zeros":
-                fns["naive"] = functools.partial(steps["jax_naive"], xj, gj, align_corners=align_corners)
+                fns["naive"] = functools.partial(steps["jax_naive_jit"], xj, gj, align_corners=align_corners)
             started = time.perf_counter()
             pair = {side: fns.pop(side) for side in ("jax", "torch")}
             t = timing.compare(pair, repeats=repeats, min_repeat_s=min_repeat_s, pipelined=gpu)
             # the alternatives, against PyTorch in a run of their own (see the module docstring)
             torch._dynamo.reset()  # a fresh compile per configuration, never the recompile limit's eager fallback
             torch_compile = functools.partial(torch_step, *torch_args, **kw, with_grad=with_grad,
-                                              sample=steps["torch_compiled"])
+                                              sample=steps["grid_sample_compiled"])
             if path == "pallas":
                 fns["pallas_points"] = pair["jax"]
             candidates = {"torch/eager": pair["torch"], "torch/compile": torch_compile,
@@ -274,56 +300,6 @@ def bench(configs_=None, *, repeats: int = 7, min_repeat_s: float = 0.05, backwa
     return results
 
 
-def jax_step(x, grid, cotangent=None, *, mode="bilinear", padding_mode="zeros", align_corners=False,
-             with_grad=False, implementation="auto", pallas_layout="points"):
-    """One call of :func:`sidebyside.grid_sample`: the output, and with ``with_grad`` also the
-    gradients (input, grid) for ``cotangent``. The output is returned with them, as PyTorch's
-    autograd computes it: otherwise XLA drops the forward wherever the gradients do not need it."""
-    import jax
-
-    from sidebyside.posts.grid_sample import grid_sample
-
-    def sample(a, b):
-        return grid_sample(a, b, mode=mode, padding_mode=padding_mode, align_corners=align_corners,
-                           implementation=implementation, pallas_layout=pallas_layout)
-
-    if not with_grad:
-        return sample(x, grid)
-    out, vjp = jax.vjp(sample, x, grid)
-    return out, vjp(cotangent)
-
-
-def torch_step(x, grid, cotangent=None, *, mode="bilinear", padding_mode="zeros", align_corners=False,
-               with_grad=False, sample=None):
-    """One call of ``sample`` (default ``F.grid_sample``): the output, and with ``with_grad`` also the
-    gradients (input, grid) for ``cotangent``."""
-    import torch
-    import torch.nn.functional as F
-
-    out = (sample or F.grid_sample)(x, grid, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
-    if not with_grad:
-        return out
-    return out, torch.autograd.grad(out, (x, grid), cotangent)
-
-
-def library_steps() -> dict[str, Callable]:
-    """The steps :func:`bench` times unless given its own (a notebook passes those of its paired cells,
-    same names and signatures): ``jax_step``, ``jax_jit`` (it under ``jax.jit``), ``jax_naive`` (the
-    naive gather, jitted), ``torch_step``, ``torch_compiled`` (``F.grid_sample`` under
-    ``torch.compile``, static shapes), and the chains of :func:`.chain.library_steps`."""
-    import jax
-    import torch
-    import torch.nn.functional as F
-
-    from sidebyside.posts.grid_sample import chain, grid_sample_naive
-
-    static = ("mode", "padding_mode", "align_corners", "with_grad", "implementation", "pallas_layout")
-    return {"jax_step": jax_step, "jax_jit": jax.jit(jax_step, static_argnames=static),
-            "jax_naive": jax.jit(grid_sample_naive, static_argnames=("mode", "padding_mode", "align_corners")),
-            "torch_step": torch_step, "torch_compiled": torch.compile(F.grid_sample, dynamic=False),
-            **chain.library_steps()}
-
-
 #: What does the work in each ladder rung, and where it comes from (see :func:`sidebyside.lab.framing.contestant`).
 _ORIGIN = {
     "eager": {"implementation": "ATen's grid_sampler kernel", "origin": "framework"},
@@ -346,7 +322,8 @@ def run(sizes: dict, modes=("nearest", "bilinear", "bicubic"), *, repeats: int =
     also in a notebook saved while it runs. Raises ``RuntimeError`` with the end of the child's error
     output if it fails or outlasts ``timeout_s``.
 
-    ``steps``: the functions to time (:func:`library_steps` names them; default: those), sent to the
+    ``steps``: the functions to time (:data:`STEPS`; default: the child runs the paired cells ``step``
+    and ``chain`` of ``notebooks/03_grid_sample.py``, as the command does without ``--steps``), sent to the
     child with cloudpickle (:func:`sidebyside.lab.pool.pack`); the JSON's ``code`` lists the
     contestants the child timed (:func:`sidebyside.run.code.record`), which :func:`run_each` notes in
     this process."""
@@ -468,8 +445,9 @@ def _run_passing_stderr_on(command: list[str], timeout_s: float, keep: int = 300
     return returncode, tail[0]
 
 
-def cli(args, threads: int) -> int:
-    """``python -m sidebyside.posts.bench grid_sample``: the table, and ``--json``."""
+def cli(args, threads: int, steps: Mapping[str, Callable]) -> int:
+    """``python -m sidebyside.posts.bench grid_sample``: the table, and ``--json``, timing ``steps``
+    (:data:`STEPS`; the command reads them: :mod:`sidebyside.posts.bench`)."""
     import pandas as pd
     import torch
 
@@ -492,12 +470,6 @@ def cli(args, threads: int) -> int:
     gpu = torch.cuda.is_available()
     if gpu and not (args.sizes or args.shape):
         sizes["2d_large_gpu"] = (32, 3, 256, 256)  # the GPU goal is stated at N = 32, C = 3, 256 x 256
-    steps = None
-    if args.steps:
-        import cloudpickle
-
-        with open(args.steps, "rb") as f:
-            steps = cloudpickle.load(f)
     results = bench(configs(tuple(args.modes), sizes), repeats=args.repeats, min_repeat_s=args.min_repeat_s,
                     naive=args.naive, kernel=not args.no_kernel, copies=args.copies,
                     pallas_layouts=tuple(args.pallas_layouts), steps=steps)

@@ -1,5 +1,5 @@
 """The kernel time of a grid_sample call: calls chained inside one program, each on its own copy
-of the inputs (:mod:`sidebyside.posts.grid_sample.bench` reports it beside the per-call time).
+of the inputs (:mod:`sidebyside.grid_sample.bench` reports it beside the per-call time).
 
 The chain (``jax_kernel_ms``, ``torch_kernel_ms``): ``copies`` calls chained inside
 one program, each on its own copy of the inputs, so that together they are larger
@@ -16,17 +16,16 @@ chain of only the copies (two, for large inputs) can run about as long as JAX's
 dispatch of it, while PyTorch's CUDA graph launches in a few microseconds: the chain
 must be long against the dispatch for the time to be the kernel's.
 
-The JAX program takes each copy as its own argument and calls the kernel once per
+The JAX chain takes each copy as its own argument and calls the kernel once per
 copy, one after the other (an ``optimization_barrier`` orders them without moving
 data), so it moves no more bytes than PyTorch's loop. A ``lax.scan`` over stacked
 copies would not: it slices each copy out and writes each output into the stacked
 result, two extra copies per call that PyTorch does not make, which would count
-against JAX. :func:`chain_program`
-builds it; a test holds its compiled program free of copies and slices. :func:`kernel_times`
-runs the same chain as a function of the copies (:func:`jax_chain`, jitted with the step and the
-order static; PyTorch's :func:`torch_chain`, captured by :func:`torch_graph` and run by
-:func:`torch_replay`), or the chains a notebook passes it (its paired cells define them), so that
-every contestant is a ``functools.partial`` of a chain the harness can trace to its definition.
+against JAX. The chains themselves are the post's code: the paired cells ``chain`` of
+``notebooks/03_grid_sample.py`` (``jax_chain``, ``torch_chain``, ``torch_graph``,
+``torch_replay``) define them, and :func:`kernel_times` runs the ones it is given, each
+contestant a ``functools.partial`` of one of them, so that the harness notes where it is
+defined; a test holds the notebook's compiled JAX chain free of copies and slices.
 
 **Memory of the same kind** (:func:`torch_tensor`): each side's inputs are in memory its own
 framework allocated, never shared with NumPy. NumPy asks Linux for 2 MiB pages for arrays
@@ -41,8 +40,7 @@ import functools
 import math
 import os
 
-__all__ = ["cache_bytes", "torch_tensor", "chain_shape", "chain_order", "chain_program", "jax_chain", "torch_chain",
-           "torch_graph", "torch_replay", "library_steps", "kernel_times"]
+__all__ = ["cache_bytes", "torch_tensor", "chain_shape", "chain_order", "kernel_times"]
 
 _CPU_CACHE_BYTES = 32 * 2**20  # assumed last-level cache where none is reported
 _MAX_COPIES = 64  # the chain is unrolled: tiny inputs stop here (inputs_exceed_cache then says so)
@@ -80,114 +78,25 @@ def chain_shape(bytes_per_call: int, cache_bytes: int, copies: int | None = None
 
 def chain_order(copies: int, rounds: int) -> list[int]:
     """The copy each chained call reads, in order: round after round over the copies (both
-    sides' chains follow it: :func:`chain_program` and :func:`kernel_times`)."""
+    sides' chains follow it: :func:`kernel_times`)."""
     return list(range(copies)) * rounds
 
 
-def _output(result):
-    """A step's output: the result itself, or its first element (a step that also returns gradients)."""
-    return result[0] if isinstance(result, tuple) else result
-
-
-def chain_program(step, copies: int, rounds: int = 1):
-    """A jitted function of ``copies`` lists of arguments (``step``'s arguments, one list
-    per argument, one entry per copy) that calls ``step`` on each copy in turn, ``rounds``
-    times round, inside one program and returns every result. Each call waits for the
-    previous one (an ``optimization_barrier`` on its result and the next copy's
-    arguments, which moves no data), as PyTorch's loop of calls does; no argument is
-    sliced or copied. From the second round on, a copy's first argument is its output of
-    the round before (the step's output must have its first argument's shape, as
-    grid_sample's has here): the same bytes read as a fresh input would be, and a call
-    the compiler cannot merge with the one before on the same copy, as it would merge
-    two calls on the same arguments."""
-    import jax
-
-    @jax.jit
-    def chained(*argument_lists):
-        outs, previous = [], None
-        fed = list(argument_lists[0])
-        for i in chain_order(copies, rounds):
-            args = (fed[i], *(arguments[i] for arguments in argument_lists[1:]))
-            if previous is not None:
-                previous, args = jax.lax.optimization_barrier((previous, args))
-            previous = step(*args)
-            fed[i] = _output(previous)
-            outs.append(previous)
-        return outs
-
-    return chained
-
-
-def jax_chain(xs, grids, cotangents, *, step, order):
-    """``step`` on copy ``order[0]``, ``order[1]``, ... of the inputs, one call after the other, inside
-    one program (call it under ``jax.jit`` with ``step`` and ``order`` static: :func:`library_steps`);
-    :func:`chain_program`'s chain as a function of the copies, the form a notebook's step takes."""
-    import jax
-
-    outs, previous, fed = [], None, list(xs)
-    for i in order:
-        args = (fed[i], grids[i], cotangents[i])
-        if previous is not None:
-            previous, args = jax.lax.optimization_barrier((previous, args))
-        previous = step(*args)
-        fed[i] = _output(previous)
-        outs.append(previous)
-    return outs
-
-
-def torch_chain(xs, grids, cotangents, *, step, order, with_grad):
-    """PyTorch's chain: ``step`` on copy ``order[0]``, ``order[1]``, ... in a loop; a copy's output is
-    its next input, as a new leaf (no copy): the next call differentiates with respect to it as to a
-    fresh input, not back through the call that made it."""
-    fed = list(xs)
-    for i in order:
-        fed[i] = _output(step(fed[i], grids[i], cotangents[i], with_grad=with_grad)).detach().requires_grad_(with_grad)
-
-
-def torch_graph(run):
-    """``run()`` captured as one CUDA graph, warmed up on a side stream first, as ``torch.cuda.graph``
-    asks; raises RuntimeError where the calls cannot be captured."""
-    import torch
-
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        run()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        run()
-    return graph
-
-
-def torch_replay(graph):
-    """One replay of a captured CUDA graph."""
-    graph.replay()
-
-
-def library_steps() -> dict:
-    """The chains this module builds by default: ``jax_chain`` (jitted), ``torch_chain``,
-    ``torch_graph``, ``torch_replay`` (a notebook passes its own, same names: :func:`kernel_times`)."""
-    import jax
-
-    return {"jax_chain": jax.jit(jax_chain, static_argnames=("step", "order")), "torch_chain": torch_chain,
-            "torch_graph": torch_graph, "torch_replay": torch_replay}
-
-
 def kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device, repeats, min_repeat_s, layouts=(),
-                  rounds: int = 1, steps=None):
+                 rounds: int = 1, *, steps):
     """Per-call time of ``copies * rounds`` chained calls going ``rounds`` times round ``copies``
     copies of the inputs (see the module docstring); ``layouts``: other Pallas layouts to chain
     alike. ``jax_step(x, grid, cotangent, with_grad=..., implementation=..., pallas_layout=...)`` and
-    ``torch_step(x, grid, cotangent, with_grad=...)`` make one call; ``steps`` holds the chains
-    (``jax_chain``, ``torch_chain``, ``torch_graph``, ``torch_replay``; default :func:`library_steps`),
-    each contestant a ``functools.partial`` of one of them, so the harness notes where it is defined."""
+    ``torch_step(x, grid, cotangent, with_grad=...)`` make one call; ``steps`` holds the chains, as the
+    notebook's paired cells ``chain`` define them: ``jax_chain(xs, grids, cotangents, *, step, order)``
+    (jitted, ``step`` and ``order`` static), ``torch_chain(xs, grids, cotangents, *, step, order,
+    with_grad)``, ``torch_graph(run)`` (a CUDA graph of ``run``) and ``torch_replay(graph)``; each
+    contestant is a ``functools.partial`` of one of them, so the harness notes where it is defined."""
     import jax.numpy as jnp
     import numpy as np
 
     from sidebyside.lab import timing
 
-    steps = {**library_steps(), **(steps or {})}
     order = tuple(chain_order(copies, rounds))
     # `copies` distinct buffers of the same values, one per chained call (np.array copies,
     # so no two device buffers can share host memory)
@@ -208,7 +117,7 @@ def kernel_times(jax_step, torch_step, x, grid, cot, copies, with_grad, device, 
             xt.requires_grad_(True)
             gt.requires_grad_(True)
         torch_inputs.append((xt, gt, ct))
-    # chain_program's order and feeding
+    # the JAX chain's order and feeding
     torch_loop = functools.partial(steps["torch_chain"], *zip(*torch_inputs), step=torch_step, order=order,
                                    with_grad=with_grad)
     torch_chain, tool = torch_loop, "loop"  # on the CPU a loop: its dispatch is small against a CPU kernel

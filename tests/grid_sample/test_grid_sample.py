@@ -2,7 +2,7 @@
 
 Every mode x padding x align_corners x 2-D/3-D x dtype: outputs and both gradients,
 on grids that mix random points in [-2, 2] with pixel centres, pixel edges,
-half-pixels and points far outside (the "special" case of sidebyside.posts.grid_sample.parity),
+half-pixels and points far outside (the "special" case of sidebyside.grid_sample.parity),
 and on PyTorch's kind of reference case: a 345 x 456 image of 0-255 values under a
 45-degree affine warp (the "affine" case), where a coordinate rounded once more or
 less than PyTorch rounds it shows. Tolerances are documented in parity.tolerance:
@@ -52,30 +52,32 @@ import torch
 import torch.nn.functional as F
 
 from sidebyside import grid_sample
-from sidebyside.posts.grid_sample import parity
+from sidebyside.grid_sample import parity
 
 ALL = parity.configs()
 F32 = parity.configs(("float32",))
 
 # ------------------------------------------------------------------ where the full tier runs
 
-ROOT = Path(__file__).resolve().parents[3]
-#: The code the parity matrices hold to PyTorch: every path they run, and the harness that measures it.
-PARITY_CODE = [f"src/sidebyside/posts/grid_sample/{name}" for name in
-               ("__init__.py", "taps.py", "xla.py", "native.py", "grid_sample_cpu.cc", "pallas.py", "parity.py")]
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "src" / "sidebyside" / "grid_sample"
+#: The code the parity matrices hold to PyTorch (files of PACKAGE): every path they run, and the harness that
+#: measures it.
+PARITY_CODE = ["__init__.py", "taps.py", "xla.py", "native.py", "grid_sample_cpu.cc", "pallas.py", "parity.py"]
 FULL_ENV = "SIDEBYSIDE_FULL_PARITY"
 #: code_fingerprint() of the code on which every case of the full tier last passed (on a CPU).
 FULL_TIER_PASSED_ON = "5ad45eae46e7e545"
 
 
-def code_fingerprint(root: Path = ROOT) -> str:
-    """A digest of PARITY_CODE under ``root``, of the versions of JAX, jaxlib and PyTorch (less a
-    local build tag such as +cu130) and of JAX's backend: what the matrices' numbers depend on."""
+def code_fingerprint(package: Path = PACKAGE) -> str:
+    """A digest of the contents of PARITY_CODE in ``package``, in that order (not of where the files
+    lie: a move keeps it), of the versions of JAX, jaxlib and PyTorch (less a local build tag such as
+    +cu130) and of JAX's backend: what the matrices' numbers depend on."""
     import jaxlib
 
     digest = hashlib.sha256()
     for name in PARITY_CODE:
-        digest.update(name.encode() + b"\0" + (root / name).read_bytes() + b"\0")
+        digest.update((package / name).read_bytes() + b"\0")
     for part in (jax.__version__, jaxlib.__version__, torch.__version__.split("+")[0], jax.default_backend()):
         digest.update(part.encode() + b"\0")
     return digest.hexdigest()[:16]
@@ -392,7 +394,7 @@ def test_native_vector_and_scalar_taps_agree_bit_for_bit(mode, padding_mode, ali
     edges, which a tap outside the image must not let through; six channels, so that nearest,
     which samples four at a time, also takes a part block. The same for the backward passes'
     taps and sums (the grid's and the input's gradients)."""
-    from sidebyside.posts.grid_sample import native
+    from sidebyside.grid_sample import native
 
     if not native.available():
         pytest.skip("the native kernel cannot be built here")
@@ -563,13 +565,12 @@ def test_full_tier_runs_where_the_code_changed(tmp_path):
     the frameworks' versions, the backend) is FULL_TIER_PASSED_ON or a pass of the case on it is
     recorded in this checkout; any change to that code gives another fingerprint. Where the
     fingerprint is not the committed one, a warning names it: once the full tier passed on it
-    (``SIDEBYSIDE_FULL_PARITY=1 pytest tests/posts/grid_sample/test_grid_sample.py``), it is the
+    (``SIDEBYSIDE_FULL_PARITY=1 pytest tests/grid_sample/test_grid_sample.py``), it is the
     value for FULL_TIER_PASSED_ON."""
     assert re.fullmatch("[0-9a-f]{16}", CODE) and code_fingerprint() == CODE
     assert all(callable(globals().get(test)) for test in TIERED), TIERED  # the names a case is recorded under
-    for name in PARITY_CODE:
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(ROOT / name, tmp_path / name)
+    for name in PARITY_CODE:  # the same files elsewhere: the same fingerprint
+        shutil.copyfile(PACKAGE / name, tmp_path / name)
     assert code_fingerprint(tmp_path) == CODE
     with open(tmp_path / PARITY_CODE[1], "a") as f:
         f.write("\n")
@@ -586,7 +587,7 @@ def test_full_tier_runs_where_the_code_changed(tmp_path):
 
 
 def test_native_build_says_what_is_missing(tmp_path, monkeypatch):
-    from sidebyside.posts.grid_sample import native
+    from sidebyside.grid_sample import native
 
     monkeypatch.setenv("SIDEBYSIDE_NATIVE_CACHE", str(tmp_path))
     monkeypatch.setenv("CXX", "no-such-compiler")
@@ -599,7 +600,7 @@ _USE_NATIVE = """
 import sys, warnings
 import jax.numpy as jnp
 from sidebyside import grid_sample
-from sidebyside.posts.grid_sample import native
+from sidebyside.grid_sample import native
 out = grid_sample(jnp.ones((1, 1, 4, 4)), jnp.zeros((1, 2, 2, 2)), implementation="native")
 print("sum", float(out.sum()), "verified", native.verified(native.build()))
 """
@@ -609,7 +610,7 @@ print("sum", float(out.sum()), "verified", native.verified(native.build()))
 def test_truncated_native_library_is_rebuilt_not_loaded(tmp_path):
     """A cached kernel cut short (a full disk, an interrupted copy) would kill the
     process with SIGBUS when mapped; its recorded size and hash catch it first."""
-    from sidebyside.posts.grid_sample import native
+    from sidebyside.grid_sample import native
 
     # A cache of its own holding this machine's build and its record (compiling it costs seconds):
     # a process loads it as it is, ...
@@ -636,7 +637,7 @@ def test_truncated_native_library_is_rebuilt_not_loaded(tmp_path):
 
 
 def test_verified_checks_size_and_hash(tmp_path):
-    from sidebyside.posts.grid_sample import native
+    from sidebyside.grid_sample import native
 
     lib = tmp_path / "x.so"
     lib.write_bytes(b"\x7fELF" + bytes(100))
@@ -657,7 +658,7 @@ LOWERING = [("points", 3, "reflection", False), ("channels", 20, "border", True)
 def _lowered_step(mode, padding_mode="zeros", align_corners=False, layout="points"):
     """A forward+backward step through the Pallas kernels, compiled for a GPU (not interpreted):
     ``(input, grid, cotangent) -> (output, (input gradient, grid gradient))``, to lower for CUDA."""
-    from sidebyside.posts.grid_sample.pallas import grid_sample_pallas
+    from sidebyside.grid_sample.pallas import grid_sample_pallas
 
     def step(a, b, cc):
         out, vjp = jax.vjp(lambda p, q: grid_sample_pallas(p, q, mode, padding_mode, align_corners, False, layout),
@@ -688,15 +689,18 @@ def test_a_program_of_many_calls_lowers_each_kernel_once():
     """The benchmark's chain (32 calls on a GPU) and a model's layers call the kernels many times
     with the same shapes: each kernel is lowered to Triton once, and called where it is used (on a
     GPU the chain's lowering took seconds per configuration when every call lowered its own copy)."""
-    from sidebyside.posts.grid_sample import bench, chain
+    from grid_sample_cells import steps
+
+    from sidebyside.grid_sample import bench, chain
 
     copies, rounds = 2, 4
     x, g = bench.inputs((2, 3, 7, 9))
     c = np.ones((2, 3, 7, 9), np.float32)
 
-    program = chain.chain_program(_lowered_step("bicubic"), copies, rounds)
+    jax_chain, order = steps()["jax_chain"], tuple(chain.chain_order(copies, rounds))  # the notebook's chain
     xs, gs, cs = ([jnp.asarray(a)] * copies for a in (x, g, c))
-    text = program.trace(xs, gs, cs).lower(lowering_platforms=("cuda",)).as_text()
+    text = jax_chain.trace(xs, gs, cs, step=_lowered_step("bicubic"), order=order).lower(
+        lowering_platforms=("cuda",)).as_text()
     assert text.count("__gpu$xla.gpu.triton") == 2  # one forward and one backward kernel, lowered once
     calls = re.findall(r"call @(\S+)\(", text)
     assert len(calls) >= 2 * copies * rounds, calls  # ... and called once per chained call
@@ -737,7 +741,7 @@ def test_implementation_choice_is_checked():
         grid_sample(x.astype(jnp.float16), g.astype(jnp.float16), implementation="native")
     # An image of 2**31 pixels or more (8 GiB a channel) overflows the kernel's 32-bit
     # indices: "auto" takes the XLA path there, "native" says why not (shapes only, no data).
-    from sidebyside.posts.grid_sample import choose_implementation, native
+    from sidebyside.grid_sample import choose_implementation, native
 
     huge = (1, 1, 2**16, 2**15)
     assert not native.supported(huge, (1, 1, 1, 2), jnp.float32)
@@ -910,16 +914,18 @@ def test_forward_mode_and_second_order(mode):
 @pytest.mark.slow  # a matrix of compiled kernels
 def test_bench_forward_with_few_copies(monkeypatch):
     """The quick version of the benchmark's check: forward only, the kernel time over 3
-    chained calls (which stay in the cache, and the row says so)."""
+    chained calls (which stay in the cache, and the row says so), timing the notebook's steps."""
+    from grid_sample_cells import steps
+
+    from sidebyside.grid_sample import bench
     from sidebyside.lab import timing
-    from sidebyside.posts.grid_sample import bench
 
     runs, compare = [], timing.compare
     monkeypatch.setattr(timing, "compare", lambda fns, **kw: runs.append(list(fns)) or compare(fns, **kw))
     ladders, ladder = [], timing.ladder
     monkeypatch.setattr(timing, "ladder", lambda c, **kw: ladders.append(list(c)) or ladder(c, **kw))
     rows = bench.bench(bench.configs(("bilinear",), {"tiny": (1, 2, 8, 8)}), repeats=1, min_repeat_s=0.001,
-                       naive=True, backward=False, copies=3)
+                       naive=True, backward=False, copies=3, steps=steps())
     (row,) = rows.values()
     assert set(rows) == {"bilinear/tiny/forward"} and row["copies"] == 3
     # JAX and PyTorch per call in a run of their own; the frameworks' ladder (PyTorch eager and compiled, the
@@ -945,11 +951,11 @@ def test_bench_forward_with_few_copies(monkeypatch):
     assert row["seconds"]["per_call"] * 1e3 > sum(row["first_call_ms"].values())
     assert row["seconds"]["kernel"] * 1e3 > sum(row["kernel_first_call_ms"].values())
     with pytest.raises(ValueError, match="copies must be at least 1"):
-        bench.bench(bench.configs(("bilinear",), {"tiny": (1, 2, 8, 8)}), copies=0)
+        bench.bench(bench.configs(("bilinear",), {"tiny": (1, 2, 8, 8)}), copies=0, steps=steps())
 
 
 def test_bench_min_bytes_counts_each_array_once():
-    from sidebyside.posts.grid_sample import bench
+    from sidebyside.grid_sample import bench
 
     i, g, o = 100, 20, 50  # input, grid, output bytes
     assert bench.min_bytes(i, g, o, "bilinear", with_grad=False) == i + g + o
@@ -960,7 +966,7 @@ def test_bench_min_bytes_counts_each_array_once():
 
 
 def test_bench_copy_bandwidth_is_a_plausible_memory_speed():
-    from sidebyside.posts.grid_sample import bench
+    from sidebyside.grid_sample import bench
 
     speed = bench.copy_bandwidth("cpu", 2**20, repeats=2, min_repeat_s=0.01)
     assert 1e8 < speed < 1e13  # bytes/s: 0.1 GB/s to 10 TB/s
@@ -971,7 +977,7 @@ def _goal_row(shape, ratio=0.9, kernel_ratio=0.7, floor_speed=0.75):
 
 
 def test_bench_goals_follow_the_device_the_shape_and_the_numbers():
-    from sidebyside.posts.grid_sample import goals
+    from sidebyside.grid_sample import goals
 
     named = lambda found: {g["goal"]: g["met"] for g in found}
     # On a GPU at 32x3x256x256, the forward has all three goals; they flip with their numbers.
@@ -1010,21 +1016,27 @@ def test_bench_chain_calls_the_kernel_once_per_copy_and_copies_nothing(rounds):
     every output back, a cost PyTorch's loop does not pay); a second round over the same
     copies (fed with the first round's outputs) is computed again, not merged with the first,
     as XLA merged it when both rounds read the same arguments."""
-    from sidebyside.posts.grid_sample import bench, chain, native
+    from grid_sample_cells import steps
+
+    from sidebyside.grid_sample import bench, chain, native
 
     copies = 3
     x, grid = bench.inputs((2, 3, 8, 9))
     xs = [jnp.asarray(x + i) for i in range(copies)]
     gs = [jnp.asarray(grid * (1 - 0.1 * i)) for i in range(copies)]
-    step = lambda a, b: grid_sample(a, b, mode="bilinear")
-    program = chain.chain_program(step, copies, rounds)
-    outs = program(xs, gs)
+    cs = [jnp.zeros(())] * copies  # a forward step reads no cotangent
+
+    def step(a, b, c):
+        return grid_sample(a, b, mode="bilinear")
+
+    jax_chain, order = steps()["jax_chain"], tuple(chain.chain_order(copies, rounds))  # the notebook's chain
+    outs = jax_chain(xs, gs, cs, step=step, order=order)
     assert len(outs) == copies * rounds
     fed = list(xs)
-    for i, out in zip(list(range(copies)) * rounds, outs):
-        np.testing.assert_array_equal(out, jax.jit(step)(fed[i], gs[i]))
+    for i, out in zip(order, outs):
+        np.testing.assert_array_equal(out, jax.jit(step)(fed[i], gs[i], cs[i]))
         fed[i] = out
-    text = program.lower(xs, gs).compile().as_text()
+    text = jax_chain.lower(xs, gs, cs, step=step, order=order).compile().as_text()
     ops = re.findall(r"= \S+ ([a-z-]+)\(", text)
     assert not {"copy", "dynamic-slice", "slice", "dynamic-update-slice"} & set(ops), sorted(set(ops))
     if native.available():
@@ -1032,7 +1044,7 @@ def test_bench_chain_calls_the_kernel_once_per_copy_and_copies_nothing(rounds):
 
 
 def test_bench_chain_is_long_against_dispatch_on_a_gpu():
-    from sidebyside.posts.grid_sample import chain
+    from sidebyside.grid_sample import chain
 
     mb = 2**20
     # 32x3x256x256 float32 with its grid and cotangent (67 MB) against an H100's 50 MB L2: two copies fill
@@ -1048,7 +1060,9 @@ def test_bench_kernel_chain_in_rounds_runs_on_both_sides_with_gradients(monkeypa
     """Rounds over the copies (as on a GPU), forward+backward: from the second round on, each side's
     input is its output of the round before (for PyTorch a tensor with a history, not a leaf); both
     chains run, and the time is per call of the whole chain."""
-    from sidebyside.posts.grid_sample import bench, chain
+    from grid_sample_cells import steps
+
+    from sidebyside.grid_sample import bench, chain
 
     bench_torch_tensor = chain.torch_tensor
     x, grid = bench.inputs((1, 2, 6, 7))
@@ -1069,7 +1083,7 @@ def test_bench_kernel_chain_in_rounds_runs_on_both_sides_with_gradients(monkeypa
         return made[-1][1]
 
     monkeypatch.setattr(chain, "torch_tensor", torch_tensor)
-    row = chain.kernel_times(jax_step, torch_step, x, grid, cot, 2, True, "cpu", 1, 0.001, rounds=3)
+    row = chain.kernel_times(jax_step, torch_step, x, grid, cot, 2, True, "cpu", 1, 0.001, rounds=3, steps=steps())
     assert row["copies"] == 2 and row["calls"] == 6 and row["torch_kernel_tool"] == "loop"
     assert row["jax_kernel_ms"] > 0 and row["torch_kernel_ms"] > 0
     # PyTorch's inputs (three arrays per copy) are its own copies, not views of NumPy's memory
@@ -1082,7 +1096,7 @@ def test_bench_kernel_chain_in_rounds_runs_on_both_sides_with_gradients(monkeypa
 def test_bench_gives_pytorch_memory_of_its_own():
     """NumPy asks Linux for 2 MiB pages for arrays of 4 MiB and more; ``torch.from_numpy`` would
     hand PyTorch those pages while XLA copies into 4 KiB ones: each side gets its own memory."""
-    from sidebyside.posts.grid_sample import chain
+    from sidebyside.grid_sample import chain
 
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     t = chain.torch_tensor(a, "cpu")
@@ -1093,11 +1107,13 @@ def test_bench_gives_pytorch_memory_of_its_own():
 
 @pytest.mark.slow
 def test_bench_returns_kernel_and_per_call_times(monkeypatch):
-    from sidebyside.posts.grid_sample import bench
+    from grid_sample_cells import steps
+
+    from sidebyside.grid_sample import bench
 
     configs = bench.configs(("bilinear",), {"tiny": (2, 3, 16, 16)})
     monkeypatch.setattr(bench, "cache_bytes", lambda device: 64 * 2**10)  # a 64 KiB cache: 8 copies overflow it
-    rows = bench.bench(configs, repeats=1, min_repeat_s=0.001, naive=True)
+    rows = bench.bench(configs, repeats=1, min_repeat_s=0.001, naive=True, steps=steps())
     assert set(rows) == {"bilinear/tiny/forward", "bilinear/tiny/forward+backward"}
     for row in rows.values():
         assert row["jax_ms"] > 0 and row["torch_ms"] > 0
@@ -1112,7 +1128,7 @@ def test_bench_returns_kernel_and_per_call_times(monkeypatch):
 
 @pytest.mark.slow
 def test_bench_run_in_a_child_process(capfd):
-    from sidebyside.posts.grid_sample import bench
+    from sidebyside.grid_sample import bench
 
     out = bench.run({"tiny": (1, 2, 8, 8)}, modes=("nearest",), repeats=1, min_repeat_s=0.001, threads=1, copies=2)
     assert out["threads"] == 1 and set(out["results"]) == {"nearest/tiny/forward", "nearest/tiny/forward+backward"}
@@ -1124,7 +1140,7 @@ def test_bench_run_in_a_child_process(capfd):
 
 @pytest.mark.slow
 def test_bench_run_each_saves_each_configuration_and_reads_it_back(tmp_path, monkeypatch):
-    from sidebyside.posts.grid_sample import bench
+    from sidebyside.grid_sample import bench
     from sidebyside.run.checkpoints import Checkpoints
 
     children = []
@@ -1153,7 +1169,7 @@ def test_bench_run_each_saves_each_configuration_and_reads_it_back(tmp_path, mon
 
 @pytest.mark.slow
 def test_bench_child_stderr_is_passed_on_as_it_comes_and_its_tail_kept(capfd):
-    from sidebyside.posts.grid_sample import bench
+    from sidebyside.grid_sample import bench
 
     code = "import sys; sys.stderr.write('x' * 5000 + 'end'); sys.exit(3)"
     returncode, tail = bench._run_passing_stderr_on([sys.executable, "-c", code], timeout_s=60)
@@ -1169,6 +1185,43 @@ def test_bench_child_stderr_is_passed_on_as_it_comes_and_its_tail_kept(capfd):
 def test_bench_cli_help():
     result = subprocess.run([sys.executable, "-m", "sidebyside.posts.bench", "grid_sample", "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "--threads" in result.stdout
+
+
+def test_the_package_is_called_as_the_function_and_pickles_by_name():
+    """``sidebyside.grid_sample`` is the package and, called, the function; a step that calls it is sent
+    to a worker process (cloudpickle) with the package named, not copied."""
+    import pickle
+
+    import cloudpickle
+
+    import sidebyside
+    from sidebyside.grid_sample import grid_sample as function
+
+    assert sidebyside.grid_sample is grid_sample and grid_sample.__name__ == "sidebyside.grid_sample"
+    x, g = jnp.arange(12.0).reshape(1, 1, 3, 4), jnp.full((1, 2, 2, 2), 0.25)
+    np.testing.assert_array_equal(grid_sample(x, g, mode="bicubic"), function(x, g, mode="bicubic"))
+    assert pickle.loads(pickle.dumps(grid_sample)) is grid_sample
+    step = cloudpickle.loads(cloudpickle.dumps(lambda a, b: grid_sample(a, b, mode="bicubic")))
+    np.testing.assert_array_equal(step(x, g), function(x, g, mode="bicubic"))
+
+
+def test_the_command_times_the_steps_of_the_posts_notebook(tmp_path):
+    """Without --steps, ``python -m sidebyside.posts.bench grid_sample`` times the paired cells step and chain
+    of the post's notebook (the library keeps no copy of them); where the notebook is not there (an installed
+    wheel), it says what to do."""
+    from sidebyside.grid_sample import bench
+    from sidebyside.posts import bench as command
+    from sidebyside.run import code
+
+    steps = command.grid_sample_steps()
+    assert list(steps) == list(bench.STEPS)
+    where = {name: code.origin(fn)["where"] for name, fn in steps.items() if name != "grid_sample_compiled"}
+    assert all(w.startswith("<03_grid_sample.py pair ") for w in where.values()), where
+    assert where["jax_chain"] == "<03_grid_sample.py pair chain:jax>"
+    with pytest.raises(SystemExit, match="run it from a clone of the repository, or pass --steps"):
+        command.grid_sample_steps(tmp_path / "03_grid_sample.py")
+    with pytest.raises(ValueError, match=r"missing here: \['jax_chain'"):
+        bench.steps_from({name: fn for name, fn in steps.items() if name != "jax_chain"})
 
 
 @pytest.mark.parametrize("value", ["False", "True", 0, 1, 1.0, np.bool_(True), jnp.bool_(False), [False]])
@@ -1202,7 +1255,7 @@ HUGE = [
 @pytest.mark.parametrize("implementation", ["auto", "xla", "pallas", "native"])
 @pytest.mark.parametrize("which, x_shape, g_shape", HUGE, ids=[f"{h[0]}-{len(h[1])}d-{i}" for i, h in enumerate(HUGE)])
 def test_sizes_beyond_32_bit_indexing_raise_naming_the_limit(which, x_shape, g_shape, implementation):
-    from sidebyside.posts.grid_sample import INDEX_LIMIT
+    from sidebyside.grid_sample import INDEX_LIMIT
 
     x, g = (jax.ShapeDtypeStruct(s, jnp.float32) for s in (x_shape, g_shape))
     with pytest.raises(ValueError, match=rf"the {which} holds \d+ elements.*fewer than 2\*\*31 = {INDEX_LIMIT}"):
@@ -1210,7 +1263,7 @@ def test_sizes_beyond_32_bit_indexing_raise_naming_the_limit(which, x_shape, g_s
 
 
 def test_sizes_just_under_the_limit_pass_the_check():
-    from sidebyside.posts.grid_sample import check_inputs
+    from sidebyside.grid_sample import check_inputs
 
     for x_shape, g_shape in [((1, 1, 2**16, 2**15 - 1), (1, 1, 1, 2)), ((1, 2**15, 1, 1), (1, 2**8, 2**8 - 1, 2))]:
         check_inputs(jax.ShapeDtypeStruct(x_shape, jnp.float32), jax.ShapeDtypeStruct(g_shape, jnp.float32),
@@ -1221,13 +1274,13 @@ def test_bench_notes_what_its_child_timed_as_the_steps_it_was_given():
     """The benchmark's child process times the steps a notebook sent it; this process notes each
     contestant as the step it was (same function and line), skips the memory floor's copy, and
     refuses a contestant that is none of the steps."""
-    from sidebyside.posts.grid_sample import bench
+    from sidebyside.grid_sample import bench
     from sidebyside.run import code
 
     def my_step(x):
         return x
 
-    steps = {"jax_step": my_step, "jax_jit": jax.jit(my_step)}
+    steps = {"jax_step": my_step, "jax_step_jit": jax.jit(my_step)}
     origin = code.origin(my_step)
     code.clear()
     try:
@@ -1235,7 +1288,7 @@ def test_bench_notes_what_its_child_timed_as_the_steps_it_was_given():
                  {"contestant": "copy", "function": "<lambda>", "where": "src/x.py", "line": 1}]
         bench._note_timed({"code": child}, steps)
         assert code.record()["timed"] == [{"contestant": "jax", **origin}]
-        bench._note_timed({"code": child}, None)  # the library's own steps: nothing to note here
+        bench._note_timed({"code": child}, None)  # the steps the child read from the notebook: nothing to note here
         with pytest.raises(RuntimeError, match="none of the steps"):
             bench._note_timed({"code": [{**child[0], "function": "other"}]}, steps)
     finally:

@@ -1,4 +1,4 @@
-"""The goals of the grid_sample benchmark and its tables (:mod:`sidebyside.posts.grid_sample.bench`).
+"""The goals of the grid_sample benchmark and its tables (:mod:`sidebyside.grid_sample.bench`).
 
 The goals (:func:`goals`): per call, at the sizes where they are set (:data:`GOALS`); on
 a GPU also the kernel time against PyTorch's CUDA kernel at the sizes of

@@ -8,7 +8,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from sidebyside.posts.grid_sample.taps import combine_rows, taps_2d, taps_3d, unnormalize
+from sidebyside.grid_sample.taps import combine_rows, taps_2d, taps_3d, unnormalize
 
 __all__ = ["sample_2d", "sample_3d", "grid_sample_naive"]
 

@@ -52,7 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sidebyside.posts.grid_sample.taps import combine_rows, first_order_only, taps_2d, taps_3d
+from sidebyside.grid_sample.taps import combine_rows, first_order_only, taps_2d, taps_3d
 
 __all__ = ["LAYOUTS", "supported", "grid_sample_pallas"]
 

@@ -20,7 +20,7 @@ of the source, the flags, jaxlib's version and the CPU, so a rebuild happens onl
 when one of those changes. Beside the library a ``.sha256`` file records its size and
 hash at build time; a cached library that does not match them (truncated, corrupted)
 is rebuilt before it is loaded, never mapped (a truncated shared object would kill the
-process with SIGBUS). ``python -m sidebyside.posts.grid_sample.native`` builds it ahead.
+process with SIGBUS). ``python -m sidebyside.grid_sample.native`` builds it ahead.
 Where it cannot be built, ``implementation="auto"`` falls back to the XLA path with
 one warning and ``implementation="native"`` raises an error that says why.
 """
@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sidebyside.posts.grid_sample.taps import first_order_only
+from sidebyside.grid_sample.taps import first_order_only
 from sidebyside.run import runkey
 
 __all__ = ["supported", "available", "build", "grid_sample_native", "NativeBuildError"]

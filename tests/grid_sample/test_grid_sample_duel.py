@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _tool():
@@ -22,7 +22,7 @@ def _tool():
 
 @pytest.mark.slow
 def test_duel_builds_runs_and_nearest_is_pytorchs_bits(tmp_path):
-    from sidebyside.posts.grid_sample import native
+    from sidebyside.grid_sample import native
 
     if not native.available():
         pytest.skip("the native kernel cannot be built here")

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import pytest
 
 from sidebyside import grid_sample
-from sidebyside.posts.grid_sample import pallas
+from sidebyside.grid_sample import pallas
 
 
 def test_channel_tiles():
@@ -36,10 +36,12 @@ def test_unknown_layout_is_refused():
 def test_bench_times_both_layouts_where_the_pallas_kernels_run():
     """On a GPU the benchmark times the channels layout beside the points layout; here
     the kernels run in the interpreter, which checks the plumbing, not the speed."""
-    from sidebyside.posts.grid_sample import bench, goals
+    from grid_sample_cells import steps
+
+    from sidebyside.grid_sample import bench, goals
 
     rows = bench.bench(bench.configs(("bilinear",), {"tiny": (1, 2, 8, 8)}), repeats=1, min_repeat_s=0.001,
-                       backward=False, copies=2, implementation="pallas")
+                       backward=False, copies=2, implementation="pallas", steps=steps())
     (row,) = rows.values()
     assert row["implementation"] == "pallas"
     assert row["pallas_channels_ms"] > 0 and row["pallas_channels_ratio"] > 0
@@ -47,5 +49,6 @@ def test_bench_times_both_layouts_where_the_pallas_kernels_run():
     table = goals.speed_table(rows)
     assert "Pallas channels layout / PyTorch per call" in table.columns
     only_points = bench.bench(bench.configs(("bilinear",), {"tiny": (1, 2, 8, 8)}), repeats=1, min_repeat_s=0.001,
-                              backward=False, copies=2, implementation="pallas", pallas_layouts=("points",))
+                              backward=False, copies=2, implementation="pallas", pallas_layouts=("points",),
+                              steps=steps())
     assert "pallas_channels_ms" not in next(iter(only_points.values()))

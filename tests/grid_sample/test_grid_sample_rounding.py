@@ -1,4 +1,4 @@
-"""The coordinate arithmetic of sidebyside.posts.grid_sample.taps in isolation.
+"""The coordinate arithmetic of sidebyside.grid_sample.taps in isolation.
 
 PyTorch rounds the unnormalisation ``(g + 1) * (size / 2) - 0.5`` once (its CUDA
 kernels and vectorised 2-D CPU kernel fuse it into an FMA) and its 3-D CPU kernel
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from jax.extend.core import Literal
 
-from sidebyside.posts.grid_sample import taps
+from sidebyside.grid_sample import taps
 
 SIZES = [7, 345, 456, 1000, 4095]
 
