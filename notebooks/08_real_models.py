@@ -255,16 +255,27 @@ Markdown(report.parity_claim(parity))
 #
 # A training step is AdamW on cross-entropy (GPT-2: the next token). PyTorch's
 # is the loop every tutorial writes (`zero_grad`, `backward`, `step`), the forward
-# under `torch.autocast`, which is off in float32; JAX's is a pure function of the
-# parameters, optimiser state and BatchNorm statistics, differentiated with
-# `jax.value_and_grad`, updated by optax and jitted with those buffers donated so
-# XLA updates them in place (in bfloat16 the float32 weights are cast inside the
-# step). Each function takes a model and one batch already on the device and
+# under `torch.autocast`, which is off in float32; JAX's is the step Flax's own
+# examples write: an `nnx.Optimizer` over the model's parameters
+# (`wrt=nnx.Param`), `nnx.value_and_grad` of the loss with respect to them
+# (BatchNorm's statistics are updated by the forward, not differentiated), jitted
+# with the model's and optimiser's state donated so that XLA updates them in
+# place. Each function takes a model and one batch already on the device and
 # returns the zero-argument step that the ladder below times.
+#
+# bfloat16 is one policy on both sides, `torch.autocast`'s: the parameters and
+# the optimiser stay float32; matrix products, convolutions and attention compute
+# in bfloat16 (and BatchNorm's output, its statistics in float32); embeddings,
+# LayerNorm, the transformers' residual stream, the softmax inside attention and
+# the loss stay float32; GPT-2's key-value cache is bfloat16 on both sides.
+# PyTorch gets it from `torch.autocast(dtype=torch.bfloat16)`; Flax from its own
+# idiom, the model built with `dtype=jnp.bfloat16` (the compute dtype; its
+# `param_dtype` stays float32) on the same layers.
 
 # %% tags=["pair:train:torch"]
 def torch_train_step(model, x, y, amp):
-    """One AdamW step on cross-entropy, as a function of nothing (amp: torch.autocast's arguments)."""
+    """One AdamW step on cross-entropy, as a function of nothing (amp: torch.autocast's arguments;
+    bfloat16: float32 parameters, autocast's bfloat16 for matmuls, convolutions and attention)."""
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, capturable=x.is_cuda)
 
@@ -280,41 +291,32 @@ def torch_train_step(model, x, y, amp):
 
 
 # %% tags=["pair:train:jax"]
-def to_low(tree, low):
-    """The floating-point leaves cast to `low` (bfloat16); low=None: the tree as it is (float32)."""
-    if low is None:
-        return tree
-    return jax.tree_util.tree_map(lambda a: a.astype(low) if jnp.issubdtype(a.dtype, jnp.floating) else a, tree)
+def loss_of(model, x, y):
+    logits = model(x).astype(jnp.float32)  # the loss in float32, as PyTorch's
+    return optax.softmax_cross_entropy_with_integer_labels(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).mean()
 
 
-def jax_train_step(model, x, y, low=None):
-    """One AdamW step on cross-entropy, jitted, with the parameters, optimiser state and BatchNorm
-    statistics donated (XLA updates them in place)."""
+def jax_train_step(model, x, y):
+    """One AdamW step on cross-entropy, as Flax's examples write it, jitted with the model's and the
+    optimiser's state donated (XLA updates them in place). bfloat16: the model computes in the dtype
+    it was built with (dtype=jnp.bfloat16; its parameters float32), autocast's policy."""
     model.train()
-    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
-    tx = optax.adamw(1e-4, weight_decay=0.01)  # torch.optim.AdamW's defaults
+    optimizer = nnx.Optimizer(model, optax.adamw(1e-4, weight_decay=0.01), wrt=nnx.Param)  # torch's AdamW defaults
+    graphdef, state = nnx.split((model, optimizer))
 
-    @functools.partial(jax.jit, donate_argnums=(0, 1, 2))
-    def step(params, opt_state, rest, x, y):
-        def loss_of(params, rest):
-            m = nnx.merge(graphdef, to_low(params, low), rest)
-            logits = m(to_low(x, low)).astype(jnp.float32)
-            loss = optax.softmax_cross_entropy_with_integer_labels(
-                logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).mean()
-            return loss, nnx.split(m, nnx.Param, ...)[2]  # the updated BatchNorm statistics
-        # rest (BatchNorm's statistics) is differentiated too, so it lives where the model updates it
-        (loss, stats), (grads, _) = jax.value_and_grad(loss_of, argnums=(0, 1), has_aux=True,
-                                                       allow_int=True)(params, rest)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        stats = jax.tree_util.tree_map(lambda new, old: new.astype(old.dtype), stats, rest)
-        return optax.apply_updates(params, updates), opt_state, stats, loss
+    @functools.partial(jax.jit, donate_argnums=0)
+    def step(state, x, y):
+        model, optimizer = nnx.merge(graphdef, state)
+        loss, grads = nnx.value_and_grad(loss_of)(model, x, y)  # with respect to the nnx.Param leaves
+        optimizer.update(model, grads)
+        return nnx.state((model, optimizer)), loss  # BatchNorm's statistics as the forward updated them
 
-    state = [params, tx.init(params), rest]
+    held = [state]
 
     def train():
-        state[0], state[1], state[2], loss = step(*state, x, y)
+        held[0], loss = step(held[0], x, y)
         return loss
-    train.cost = lambda: step.lower(*state, x, y).compile().cost_analysis()  # XLA's count of its FLOPs
+    train.cost = lambda: step.lower(held[0], x, y).compile().cost_analysis()  # XLA's count of its FLOPs
     return train
 
 
@@ -333,11 +335,14 @@ pd.DataFrame({"PyTorch": torch_losses, "JAX": jax_losses}, index=["step 1", "ste
 
 # %% [markdown]
 # Generation is greedy, with a key-value cache preallocated for the prompt and
-# the new tokens. PyTorch writes each step's keys and values into it in place
-# (`index_copy_`) from a Python loop, eager or with the model compiled; JAX runs
-# the prompt and a `lax.fori_loop` of one-token steps in one jitted program, the
-# cache donated and updated in place (`lax.dynamic_update_slice`). The check: the
-# tokens equal those generated without a cache, on both sides.
+# the new tokens (in bfloat16, a bfloat16 cache on both sides). PyTorch writes
+# each step's keys and values into it in place (`index_copy_`) from a Python
+# loop, eager or with the model compiled; JAX runs the prompt and a
+# `lax.fori_loop` of one-token steps in one jitted program, the cache donated
+# and updated in place (`lax.dynamic_update_slice`). The loops are not the same
+# structure (one program against a Python loop of steps), and every generation
+# verdict says so. The check: the tokens equal those generated without a cache,
+# on both sides.
 
 # %% tags=["pair:generate:torch", "collapsed"] summary="The code: generation with a key-value cache"
 @torch.no_grad()
@@ -346,7 +351,9 @@ def torch_generate(model, prompt, new_tokens, step=None):
     the model (the model itself, or the model compiled)."""
     step = model if step is None else step  # a compiled module has no truth value
     B, P = prompt.shape
-    cache = model.new_cache(B, P + new_tokens)
+    device = prompt.device.type  # under autocast the cache holds its dtype, which keys and values are computed in
+    cache = model.new_cache(B, P + new_tokens, torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device)
+                            else None)
     logits = step(prompt, cache, torch.tensor(0, device=prompt.device))
     token = logits[:, -1].argmax(-1, keepdim=True)
     out = [token]
@@ -447,14 +454,14 @@ def torch_aoti(model, x):
 
 
 # %% tags=["pair:serve:jax", "collapsed"]
-def jax_infer(model, x, low=None):
-    """The forward, one jitted function of the parameters and the batch."""
+def jax_infer(model, x):
+    """The forward, one jitted function of the parameters and the batch (in the model's compute dtype)."""
     model.eval()
     graphdef, params = nnx.split(model)
 
     @jax.jit
     def forward(params, x):
-        return nnx.merge(graphdef, to_low(params, low))(to_low(x, low)).astype(jnp.float32)
+        return nnx.merge(graphdef, params)(x).astype(jnp.float32)
 
     def infer():
         return forward(params, x)
@@ -486,6 +493,8 @@ COMPILE = {"compile": dict(dynamic=False), "max-autotune": dict(mode="max-autotu
 def torch_rung(model, workload, tool, x, y, amp, new_tokens):
     """PyTorch's rung `tool` (eager, compile, max-autotune, cuda-graph, aoti) of a workload
     (train, infer, generate: x is the prompt), as a function of nothing."""
+    if x.is_cuda and x.dim() == 4:  # images on a GPU: channels_last (NHWC, Flax's layout), PyTorch's advice for convs
+        model, x = model.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
     if workload == "train":
         step = torch_train_step(model, x, y, amp)
         return torch.compile(step, **COMPILE[tool]) if tool in COMPILE else step
@@ -505,24 +514,25 @@ def torch_rung(model, workload, tool, x, y, amp, new_tokens):
 
 
 # %% tags=["pair:ladder:jax", "collapsed"]
-def jax_rung(model, workload, x, y, low, new_tokens):
-    """JAX's rung, jax.jit, of a workload (train, infer, generate: x is the prompt)."""
+def jax_rung(model, workload, x, y, new_tokens):
+    """JAX's rung, jax.jit, of a workload (train, infer, generate: x is the prompt); the model
+    computes in the dtype it was built with."""
     if workload == "train":
-        return jax_train_step(model, x, y, low)
+        return jax_train_step(model, x, y)
     if workload == "infer":
-        return jax_infer(model, x, low)
+        return jax_infer(model, x)
     model.eval()
     graphdef, params = nnx.split(model)
     generate = jax.jit(jax_generate, static_argnums=(0, 4), donate_argnums=(3,))
     B, P = x.shape
 
     def new_cache():
-        return model.new_cache(B, P + new_tokens, low or jnp.float32)
+        return model.new_cache(B, P + new_tokens)  # in the model's compute dtype (bfloat16 or float32)
 
     def run():
-        tokens, _ = generate(graphdef, to_low(params, low), x, new_cache(), new_tokens)
+        tokens, _ = generate(graphdef, params, x, new_cache(), new_tokens)
         return tokens
-    run.cost = lambda: generate.lower(graphdef, to_low(params, low), x, new_cache(),
+    run.cost = lambda: generate.lower(graphdef, params, x, new_cache(),
                                       new_tokens).compile().cost_analysis()  # XLA's count of its FLOPs
     return run
 

@@ -90,6 +90,41 @@ def test_flax_gpt2_computes_in_the_dtype_of_its_parameters():
 
 
 @pytest.mark.parametrize("key", KEYS)
+def test_bfloat16_is_one_policy_on_both_sides(key, monkeypatch):
+    """In bfloat16 every layer the two sides share outputs the same dtype (PyTorch under
+    torch.autocast, the Flax model built with dtype=jnp.bfloat16), the Flax parameters stay float32,
+    and so do the float32 layers (norms, embeddings) on both sides; the logits agree to bfloat16's
+    precision."""
+    s = smoke(key)
+    t, f = config.pair(s, dtype=jnp.bfloat16)
+    t.eval()
+    f.eval()
+    assert {v.dtype for v in jax.tree.leaves(nnx.state(f, nnx.Param))} == {jnp.dtype(jnp.float32)}
+    torch_dtypes, flax_dtypes = {}, {}
+    for name, module in t.named_modules():
+        if name and not list(module.children()):
+            module.register_forward_hook(lambda m, i, out, name=name: torch_dtypes.__setitem__(name, str(out.dtype)))
+    paths = {id(m): ".".join(map(str, path)) for path, m in nnx.iter_modules(f)}
+    for cls in (nnx.Linear, nnx.Conv, nnx.LayerNorm, nnx.BatchNorm, nnx.Embed):
+        def recorded(self, *args, _call=cls.__call__, **kwargs):
+            out = _call(self, *args, **kwargs)
+            flax_dtypes[paths[id(self)]] = str(out.dtype)
+            return out
+        monkeypatch.setattr(cls, "__call__", recorded)
+    x, _ = port.inputs(s, 2)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = t(torch.from_numpy(x)).float().numpy()
+    got = np.asarray(f(jnp.asarray(x.astype("int32")) if s.kind == "gpt2" else jnp.asarray(x.transpose(0, 2, 3, 1))),
+                     np.float32)
+    shared = sorted(set(torch_dtypes) & set(flax_dtypes))
+    assert len(shared) >= 8, shared
+    assert {n: flax_dtypes[n] for n in shared} == {n: torch_dtypes[n].removeprefix("torch.") for n in shared}
+    # ResNet computes every layer in bfloat16 (BatchNorm's output too); the transformers keep their norms in float32
+    assert {flax_dtypes[n] for n in shared} == ({"bfloat16"} if key == "resnet50" else {"bfloat16", "float32"})
+    np.testing.assert_allclose(got, expected, atol=0.05 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("key", KEYS)
 def test_weight_copy_round_trips(key):
     t, f = config.pair(smoke(key))
     back = port.flax_state_dict(f)

@@ -124,3 +124,24 @@ def test_flops_record_adds_attention_to_gpt2s_published_figure():
     assert r["torch_attention"] == 3.87e10 and "full square" in r["attention_counted"]
     vit = report.flops_record(counts, model="vit_b16", workload="infer", batch=1, tokens=None, full_size=True)
     assert vit["published"] == pytest.approx(2 * 17.6e9)
+
+
+def test_generation_verdicts_name_the_loop_structure_they_race_and_every_verdict_has_an_id():
+    """JAX's generation is one program (a lax.fori_loop), PyTorch's a Python loop of steps: both of a
+    generation setting's verdicts say so; a training setting's say nothing of it. Each verdict's id
+    is its setting's race, never its text."""
+    gpt = {"key": "gpt2", "img_size": 224, "seq_len": 1024, "parameters": 124_439_808}
+    entries = {"torch/eager": _entry(0.10), "jax/jit": _entry(0.08)}
+    generate = report.setting_record(entries, model="gpt2", workload="generate", batch=1, precision="float32",
+                                     spec=gpt, opts={"prompt_len": 8, "new_tokens": 8}, build_s={},
+                                     peak_flops=None, model_flops=1e9)
+    metrics = report.summarise(parity={}, settings={"gpt2/generate/1/float32": generate,
+                                                    "resnet50/train/32/float32": _setting()}, flops={},
+                               models={"gpt2": gpt, "resnet50": SPEC}, device="CPU", profile_note="note", bf16={},
+                               peak_source=None, conditions={})
+    by_id = {v["id"].split("@")[0]: v for v in metrics["verdicts"]}
+    assert set(by_id) == {"gpt2/generate/1/float32/best", "gpt2/generate/1/float32/out-of-the-box",
+                          "resnet50/train/32/float32/best", "resnet50/train/32/float32/out-of-the-box"}
+    for name, v in by_id.items():
+        named = report.GENERATION_STRUCTURE in v["sentence"]
+        assert named == name.startswith("gpt2/generate"), name

@@ -99,32 +99,35 @@ def torch_model(s: ModelSpec, seed: int = 0):
     return timm.create_model(name, pretrained=False, num_classes=s.num_classes, **extra, **s.kwargs)
 
 
-def flax_model(s: ModelSpec, seed: int = 0):
-    """The Flax NNX model at the same size (its own initialisation, overwritten by :func:`pair`)."""
+def flax_model(s: ModelSpec, seed: int = 0, dtype=None):
+    """The Flax NNX model at the same size (its own initialisation, overwritten by :func:`pair`);
+    ``dtype``: Flax's compute dtype (None: the parameters', float32; ``jnp.bfloat16``: the layers
+    ``torch.autocast`` runs in bfloat16 run in it, the parameters stay float32)."""
     from flax import nnx
 
     rngs = nnx.Rngs(seed)
     if s.kind == "gpt2":
         from sidebyside.posts.real_models.gpt2 import FlaxGPT, GPTConfig
 
-        return FlaxGPT(GPTConfig(**s.kwargs), attention=s.attention, rngs=rngs)
+        return FlaxGPT(GPTConfig(**s.kwargs), attention=s.attention, dtype=dtype, rngs=rngs)
     from sidebyside.posts.real_models import vision
 
     kw = s.kwargs
     if s.kind == "resnet":
         return vision.FlaxResNet(layers=kw.get("layers", (3, 4, 6, 3)), channels=kw.get("channels", (64, 128, 256, 512)),
-                                 num_classes=s.num_classes, rngs=rngs)
+                                 num_classes=s.num_classes, dtype=dtype, rngs=rngs)
     return vision.FlaxViT(img_size=s.img_size, patch_size=kw.get("patch_size", 16), dim=kw.get("embed_dim", 768),
                           depth=kw.get("depth", 12), heads=kw.get("num_heads", 12), num_classes=s.num_classes,
-                          attention=s.attention, rngs=rngs)
+                          attention=s.attention, dtype=dtype, rngs=rngs)
 
 
-def pair(s: ModelSpec, seed: int = 0):
-    """``(torch_model, flax_model)`` with the same weights: PyTorch's state_dict copied into Flax."""
+def pair(s: ModelSpec, seed: int = 0, dtype=None):
+    """``(torch_model, flax_model)`` with the same weights: PyTorch's state_dict copied into Flax
+    (``dtype``: the Flax model's compute dtype, as :func:`flax_model` takes it)."""
     from sidebyside.posts.real_models.port import copy_torch_to_flax
 
     t = torch_model(s, seed)
-    f = flax_model(s, seed)
+    f = flax_model(s, seed, dtype)
     copy_torch_to_flax(t, f)
     return t, f
 

@@ -21,6 +21,10 @@ token embedding itself (tied weights). :class:`GPTConfig`'s defaults are GPT-2 s
   ``is_causal=True`` without a cache; with one, the mask PyTorch's cached path passes too (a query
   at position ``pos + i`` sees the cached positions up to its own), since ``is_causal`` aligns the
   causal triangle at the first key and a query at ``pos > 0`` would see key 0 only.
+- bfloat16, one policy on both sides, ``torch.autocast``'s: float32 parameters; every linear layer,
+  the tied logits and attention in bfloat16 (PyTorch: autocast; Flax: the model built with
+  ``dtype=jnp.bfloat16``, Flax's compute dtype); embeddings, LayerNorm, the residual stream and the
+  softmax inside attention in float32; the key-value cache in bfloat16 on both sides.
 - :func:`*_generate_uncached`: greedy generation from the whole sequence at every step, without a
   cache: the tokens that generation with the cache (the notebook's ``generate`` pair) must equal.
 """
@@ -116,11 +120,14 @@ class GPT(nn.Module):
             elif name.endswith("bias") and "ln" not in name:
                 nn.init.zeros_(p)
 
-    def new_cache(self, batch: int, length: int):
-        """Zeroed keys and values, ``(batch, heads, length, head_dim)`` per layer."""
+    def new_cache(self, batch: int, length: int, dtype=None):
+        """Zeroed keys and values, ``(batch, heads, length, head_dim)`` per layer, in ``dtype``
+        (None: the parameters'; under ``torch.autocast``, give autocast's dtype, which the keys and
+        values are computed in: ``index_copy_`` refuses to mix dtypes)."""
         c, p = self.config, self.wte.weight
         shape = (batch, c.n_head, length, c.n_embd // c.n_head)
-        return [(torch.zeros(shape, dtype=p.dtype, device=p.device), torch.zeros(shape, dtype=p.dtype, device=p.device))
+        dtype = dtype or p.dtype
+        return [(torch.zeros(shape, dtype=dtype, device=p.device), torch.zeros(shape, dtype=dtype, device=p.device))
                 for _ in range(c.n_layer)]
 
     def forward(self, idx, cache=None, pos=None):
@@ -144,11 +151,11 @@ def torch_generate_uncached(model: GPT, prompt, new_tokens: int):
 
 
 class FlaxAttention(nnx.Module):
-    def __init__(self, c: GPTConfig, *, implementation: str | None = None, rngs: nnx.Rngs):
+    def __init__(self, c: GPTConfig, *, implementation: str | None = None, dtype=None, rngs: nnx.Rngs):
         self.n_head = c.n_head
         self.implementation = implementation
-        self.c_attn = nnx.Linear(c.n_embd, 3 * c.n_embd, rngs=rngs)
-        self.c_proj = nnx.Linear(c.n_embd, c.n_embd, rngs=rngs)
+        self.c_attn = nnx.Linear(c.n_embd, 3 * c.n_embd, dtype=dtype, rngs=rngs)
+        self.c_proj = nnx.Linear(c.n_embd, c.n_embd, dtype=dtype, rngs=rngs)
 
     def __call__(self, x, cache=None, pos=0):
         B, T, C = x.shape
@@ -165,19 +172,20 @@ class FlaxAttention(nnx.Module):
 
 
 class FlaxMLP(nnx.Module):
-    def __init__(self, c: GPTConfig, *, rngs: nnx.Rngs):
-        self.c_fc = nnx.Linear(c.n_embd, 4 * c.n_embd, rngs=rngs)
-        self.c_proj = nnx.Linear(4 * c.n_embd, c.n_embd, rngs=rngs)
+    def __init__(self, c: GPTConfig, *, dtype=None, rngs: nnx.Rngs):
+        self.c_fc = nnx.Linear(c.n_embd, 4 * c.n_embd, dtype=dtype, rngs=rngs)
+        self.c_proj = nnx.Linear(4 * c.n_embd, c.n_embd, dtype=dtype, rngs=rngs)
 
     def __call__(self, x):
         return self.c_proj(jax.nn.gelu(self.c_fc(x), approximate=True))
 
 
 class FlaxBlock(nnx.Module):
-    def __init__(self, c: GPTConfig, *, attention: str | None = None, rngs: nnx.Rngs):
+    def __init__(self, c: GPTConfig, *, attention: str | None = None, dtype=None, rngs: nnx.Rngs):
         self.ln_1 = nnx.LayerNorm(c.n_embd, epsilon=1e-5, use_fast_variance=False, rngs=rngs)
-        self.attn = FlaxAttention(c, implementation=attention, rngs=rngs)
-        self.ln_2, self.mlp = nnx.LayerNorm(c.n_embd, epsilon=1e-5, use_fast_variance=False, rngs=rngs), FlaxMLP(c, rngs=rngs)
+        self.attn = FlaxAttention(c, implementation=attention, dtype=dtype, rngs=rngs)
+        self.ln_2 = nnx.LayerNorm(c.n_embd, epsilon=1e-5, use_fast_variance=False, rngs=rngs)
+        self.mlp = FlaxMLP(c, dtype=dtype, rngs=rngs)
 
     def __call__(self, x, cache=None, pos=0):
         y, cache = self.attn(self.ln_1(x), cache, pos)
@@ -185,31 +193,39 @@ class FlaxBlock(nnx.Module):
         return x + self.mlp(self.ln_2(x)), cache
 
 
-def _as_given(arrays, /, *, dtype=None, inexact=True):
-    """The embedding's dtype promotion, following the arrays it is given: ``nnx.Embed`` otherwise
-    computes in the dtype its table had when it was built (float32), even after the parameters are
-    cast to bfloat16 for a step (the whole residual stream would then run in float32) or to float64
-    for the parity check."""
-    return arrays
+def _like_first(arrays, /, *, dtype=None, inexact=True):
+    """The embedding's dtype promotion: every array in the first one's dtype (a lookup: the table as
+    it is; ``attend``: the table in the query's dtype). ``nnx.Embed`` otherwise computes in the
+    dtype its table had when it was built (float32), even after the parameters are cast to another
+    (to float64 for the parity check, the whole residual stream would stay float32), and ``attend``
+    of a bfloat16 query would multiply in float32."""
+    return tuple(a.astype(arrays[0].dtype) for a in arrays)
 
 
 class FlaxGPT(nnx.Module):
     """GPT-2 in Flax NNX: ``model(idx)`` gives logits; ``model(idx, cache, pos)`` gives
     ``(logits, cache)``. ``attention``: the implementation ``jax.nn.dot_product_attention`` is
-    given (None: XLA's)."""
+    given (None: XLA's). ``dtype``: Flax's compute dtype (None: the parameters' own), given to
+    every ``Linear`` and to the tied logits' product, the layers ``torch.autocast`` runs in it;
+    parameters, embeddings, LayerNorm, the residual stream and the softmax inside attention stay
+    float32, as under autocast, and the key-value cache is kept in ``dtype`` (what its keys and
+    values are computed in)."""
 
-    def __init__(self, c: GPTConfig = GPTConfig(), *, attention: str | None = None, rngs: nnx.Rngs):
+    def __init__(self, c: GPTConfig = GPTConfig(), *, attention: str | None = None, dtype=None, rngs: nnx.Rngs):
         self.config = c
+        self.dtype = dtype
         init = nnx.initializers.normal(0.02)
-        self.wte = nnx.Embed(c.vocab_size, c.n_embd, embedding_init=init, promote_dtype=_as_given, rngs=rngs)
-        self.wpe = nnx.Embed(c.n_positions, c.n_embd, embedding_init=init, promote_dtype=_as_given, rngs=rngs)
-        self.h = nnx.List([FlaxBlock(c, attention=attention, rngs=rngs) for _ in range(c.n_layer)])
+        self.wte = nnx.Embed(c.vocab_size, c.n_embd, embedding_init=init, promote_dtype=_like_first, rngs=rngs)
+        self.wpe = nnx.Embed(c.n_positions, c.n_embd, embedding_init=init, promote_dtype=_like_first, rngs=rngs)
+        self.h = nnx.List([FlaxBlock(c, attention=attention, dtype=dtype, rngs=rngs) for _ in range(c.n_layer)])
         self.ln_f = nnx.LayerNorm(c.n_embd, epsilon=1e-5, use_fast_variance=False, rngs=rngs)
 
-    def new_cache(self, batch: int, length: int, dtype=jnp.float32):
-        """Zeroed keys and values, ``(batch, length, heads, head_dim)`` per layer."""
+    def new_cache(self, batch: int, length: int, dtype=None):
+        """Zeroed keys and values, ``(batch, length, heads, head_dim)`` per layer, in ``dtype``
+        (None: the compute dtype, else float32)."""
         c = self.config
         shape = (batch, length, c.n_head, c.n_embd // c.n_head)
+        dtype = dtype or self.dtype or jnp.float32
         return [(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype)) for _ in range(c.n_layer)]
 
     def __call__(self, idx, cache=None, pos=0):
@@ -218,7 +234,8 @@ class FlaxGPT(nnx.Module):
         for i, block in enumerate(self.h):
             x, layer_cache = block(x, None if cache is None else cache[i], pos)
             new.append(layer_cache)
-        logits = self.wte.attend(self.ln_f(x))  # tied: logits from the token embedding
+        h = self.ln_f(x)
+        logits = self.wte.attend(h if self.dtype is None else h.astype(self.dtype))  # tied: from the token embedding
         return logits if cache is None else (logits, new)
 
 

@@ -31,7 +31,7 @@ from sidebyside.posts.real_models.config import spec as model_spec
 from sidebyside.posts.real_models.work import TOOL_LABELS, attention_flops
 from sidebyside.run.code import Source, source
 
-__all__ = ["IMPLEMENTATIONS", "WORKLOADS", "FLOP_TOLERANCE", "Source", "source", "setting_name", "setting_record", "flops_record",
+__all__ = ["IMPLEMENTATIONS", "WORKLOADS", "GENERATION_STRUCTURE", "FLOP_TOLERANCE", "Source", "source", "setting_name", "setting_record", "flops_record",
            "ATTENTION_COUNTED", "parity_table", "parity_claim", "summarise", "peak_record", "mfu_caption", "key_table",
            "key_figure", "flops_table", "conclusion"]
 
@@ -156,14 +156,24 @@ def _describe(s: Mapping[str, Any]) -> str:
     return f"{what}, batch {s['batch']}"
 
 
+#: The structural difference generation's races keep, said in each of their verdicts.
+GENERATION_STRUCTURE = ("Not the same loop structure, a difference this race keeps: JAX runs the whole generation as "
+                        "one compiled program (the prompt, then a lax.fori_loop of one-token steps), while every "
+                        "PyTorch rung runs a Python loop that calls one step per token (eager, compiled, or a CUDA "
+                        "graph per step), so PyTorch's time includes its per-token dispatch from Python.")
+
+
 def _verdicts(s: Mapping[str, Any], scale: Mapping[str, Any]) -> list[verdict.Verdict]:
     name, desc = NAMES[s["model"]], _describe(s)
-    head = ladders.ladder(s["ladder"], scale=scale,
+    caveat = GENERATION_STRUCTURE if s["workload"] == "generate" else ""
+    race = setting_name(s["model"], s["workload"], s["batch"], s["precision"])
+    head = ladders.ladder(s["ladder"], scale=scale, caveat=caveat, key=f"{race}/best",
                           question=f"Which framework is faster at {name} {desc} ({s['precision']}), each at its best?")
     out = [head]
     eager, jit = s["ladder"].get("torch/eager"), s["ladder"].get("jax/jit")
     if eager and jit and eager.get("median_s") is not None and jit.get("median_s") is not None:
-        out.append(verdict.speed(eager, jit, subject_tool="eager", other_tool="jit", scale=scale,
+        out.append(verdict.speed(eager, jit, subject_tool="eager", other_tool="jit", scale=scale, caveat=caveat,
+                                 key=f"{race}/out-of-the-box",
                                  question=f"Out of the box (PyTorch eager against jax.jit), which is faster at "
                                           f"{name} {desc} ({s['precision']})?"))
     return out

@@ -16,6 +16,12 @@ can move every tensor and refuse any left over. Images are NHWC here (NCHW in Py
   ``F.scaled_dot_product_attention`` on the PyTorch side), with the ``attention`` implementation
   given to :class:`FlaxViT` (None: JAX's default, XLA's; ``"cudnn"``: cuDNN's fused kernel, on a
   GPU in bfloat16 or float16 only, which raises on anything else).
+
+``dtype`` is Flax's compute dtype (None: the parameters' own, float32), given to the layers that
+``torch.autocast`` runs in that dtype: every ``Conv`` and ``Linear`` (so attention, whose queries,
+keys and values they make, too) and ResNet's ``BatchNorm`` (its output; Flax computes the statistics
+in float32 at least). Parameters stay float32 (``param_dtype``); LayerNorm, the embeddings, the
+residual stream of ViT and the softmax inside attention stay float32, as under autocast.
 """
 
 from __future__ import annotations
@@ -29,26 +35,27 @@ from sidebyside.posts.real_models.attention import dot_product_attention
 __all__ = ["Bottleneck", "FlaxResNet", "PatchEmbed", "Attention", "Mlp", "Block", "FlaxViT"]
 
 
-def _bn(n: int, rngs: nnx.Rngs) -> nnx.BatchNorm:
+def _bn(n: int, rngs: nnx.Rngs, dtype=None) -> nnx.BatchNorm:
     # PyTorch's momentum 0.1; the variance as E[(x - mean)²], as PyTorch computes it (Flax's fast
     # E[x²] - mean² loses float32 digits when the mean is large against the spread)
-    return nnx.BatchNorm(n, momentum=0.9, epsilon=1e-5, use_fast_variance=False, rngs=rngs)
+    return nnx.BatchNorm(n, momentum=0.9, epsilon=1e-5, use_fast_variance=False, dtype=dtype, rngs=rngs)
 
 
-def _conv(cin: int, cout: int, k: int, stride: int, rngs: nnx.Rngs, bias: bool = False) -> nnx.Conv:
+def _conv(cin: int, cout: int, k: int, stride: int, rngs: nnx.Rngs, bias: bool = False, dtype=None) -> nnx.Conv:
     pad = (k - 1) // 2 if k > 1 else 0
-    return nnx.Conv(cin, cout, (k, k), strides=stride, padding=((pad, pad), (pad, pad)), use_bias=bias, rngs=rngs)
+    return nnx.Conv(cin, cout, (k, k), strides=stride, padding=((pad, pad), (pad, pad)), use_bias=bias, dtype=dtype,
+                    rngs=rngs)
 
 
 class Bottleneck(nnx.Module):
     """1×1 reduce, 3×3 (with the stride), 1×1 expand ×4, each with BatchNorm; ReLU after the sum."""
 
-    def __init__(self, cin: int, planes: int, stride: int, *, rngs: nnx.Rngs):
+    def __init__(self, cin: int, planes: int, stride: int, *, dtype=None, rngs: nnx.Rngs):
         cout = planes * 4
-        self.conv1, self.bn1 = _conv(cin, planes, 1, 1, rngs), _bn(planes, rngs)
-        self.conv2, self.bn2 = _conv(planes, planes, 3, stride, rngs), _bn(planes, rngs)
-        self.conv3, self.bn3 = _conv(planes, cout, 1, 1, rngs), _bn(cout, rngs)
-        self.downsample = (nnx.List([_conv(cin, cout, 1, stride, rngs), _bn(cout, rngs)])
+        self.conv1, self.bn1 = _conv(cin, planes, 1, 1, rngs, dtype=dtype), _bn(planes, rngs, dtype)
+        self.conv2, self.bn2 = _conv(planes, planes, 3, stride, rngs, dtype=dtype), _bn(planes, rngs, dtype)
+        self.conv3, self.bn3 = _conv(planes, cout, 1, 1, rngs, dtype=dtype), _bn(cout, rngs, dtype)
+        self.downsample = (nnx.List([_conv(cin, cout, 1, stride, rngs, dtype=dtype), _bn(cout, rngs, dtype)])
                            if stride != 1 or cin != cout else None)
 
     def __call__(self, x):
@@ -62,20 +69,21 @@ class Bottleneck(nnx.Module):
 
 
 class FlaxResNet(nnx.Module):
-    """ResNet with Bottleneck blocks: ``layers`` blocks per stage of ``channels`` planes each."""
+    """ResNet with Bottleneck blocks: ``layers`` blocks per stage of ``channels`` planes each;
+    ``dtype``: the compute dtype (see the module)."""
 
     def __init__(self, *, layers=(3, 4, 6, 3), channels=(64, 128, 256, 512), stem_width: int = 64,
-                 num_classes: int = 1000, rngs: nnx.Rngs):
-        self.conv1, self.bn1 = _conv(3, stem_width, 7, 2, rngs), _bn(stem_width, rngs)
+                 num_classes: int = 1000, dtype=None, rngs: nnx.Rngs):
+        self.conv1, self.bn1 = _conv(3, stem_width, 7, 2, rngs, dtype=dtype), _bn(stem_width, rngs, dtype)
         cin = stem_width
         for i, (n, planes) in enumerate(zip(layers, channels)):
             blocks = []
             for j in range(n):
-                blocks.append(Bottleneck(cin, planes, 2 if (i > 0 and j == 0) else 1, rngs=rngs))
+                blocks.append(Bottleneck(cin, planes, 2 if (i > 0 and j == 0) else 1, dtype=dtype, rngs=rngs))
                 cin = planes * 4
             setattr(self, f"layer{i + 1}", nnx.List(blocks))
         self.stages = len(layers)
-        self.fc = nnx.Linear(cin, num_classes, rngs=rngs)
+        self.fc = nnx.Linear(cin, num_classes, dtype=dtype, rngs=rngs)
 
     def __call__(self, x):
         x = jax.nn.relu(self.bn1(self.conv1(x)))
@@ -90,8 +98,8 @@ class FlaxResNet(nnx.Module):
 class PatchEmbed(nnx.Module):
     """A ``patch × patch`` convolution with stride ``patch``, flattened to tokens."""
 
-    def __init__(self, patch: int, dim: int, *, rngs: nnx.Rngs):
-        self.proj = nnx.Conv(3, dim, (patch, patch), strides=patch, padding="VALID", rngs=rngs)
+    def __init__(self, patch: int, dim: int, *, dtype=None, rngs: nnx.Rngs):
+        self.proj = nnx.Conv(3, dim, (patch, patch), strides=patch, padding="VALID", dtype=dtype, rngs=rngs)
 
     def __call__(self, x):
         x = self.proj(x)
@@ -103,11 +111,11 @@ class Attention(nnx.Module):
     through ``jax.nn.dot_product_attention(..., implementation=implementation)`` (scale
     1/sqrt(head dim), no mask; :func:`.attention.dot_product_attention`)."""
 
-    def __init__(self, dim: int, heads: int, *, implementation: str | None = None, rngs: nnx.Rngs):
+    def __init__(self, dim: int, heads: int, *, implementation: str | None = None, dtype=None, rngs: nnx.Rngs):
         self.heads = heads
         self.implementation = implementation
-        self.qkv = nnx.Linear(dim, 3 * dim, rngs=rngs)
-        self.proj = nnx.Linear(dim, dim, rngs=rngs)
+        self.qkv = nnx.Linear(dim, 3 * dim, dtype=dtype, rngs=rngs)
+        self.proj = nnx.Linear(dim, dim, dtype=dtype, rngs=rngs)
 
     def __call__(self, x):
         B, N, C = x.shape
@@ -119,8 +127,9 @@ class Attention(nnx.Module):
 class Mlp(nnx.Module):
     """``fc1``, exact GELU, ``fc2``."""
 
-    def __init__(self, dim: int, hidden: int, *, rngs: nnx.Rngs):
-        self.fc1, self.fc2 = nnx.Linear(dim, hidden, rngs=rngs), nnx.Linear(hidden, dim, rngs=rngs)
+    def __init__(self, dim: int, hidden: int, *, dtype=None, rngs: nnx.Rngs):
+        self.fc1 = nnx.Linear(dim, hidden, dtype=dtype, rngs=rngs)
+        self.fc2 = nnx.Linear(hidden, dim, dtype=dtype, rngs=rngs)
 
     def __call__(self, x):
         return self.fc2(jax.nn.gelu(self.fc1(x), approximate=False))
@@ -129,11 +138,11 @@ class Mlp(nnx.Module):
 class Block(nnx.Module):
     """Pre-norm transformer block: ``x + attn(norm1(x))``, then ``x + mlp(norm2(x))``."""
 
-    def __init__(self, dim: int, heads: int, *, attention: str | None = None, rngs: nnx.Rngs):
+    def __init__(self, dim: int, heads: int, *, attention: str | None = None, dtype=None, rngs: nnx.Rngs):
         self.norm1 = nnx.LayerNorm(dim, epsilon=1e-6, use_fast_variance=False, rngs=rngs)
-        self.attn = Attention(dim, heads, implementation=attention, rngs=rngs)
+        self.attn = Attention(dim, heads, implementation=attention, dtype=dtype, rngs=rngs)
         self.norm2 = nnx.LayerNorm(dim, epsilon=1e-6, use_fast_variance=False, rngs=rngs)
-        self.mlp = Mlp(dim, 4 * dim, rngs=rngs)
+        self.mlp = Mlp(dim, 4 * dim, dtype=dtype, rngs=rngs)
 
     def __call__(self, x):
         x = x + self.attn(self.norm1(x))
@@ -142,17 +151,19 @@ class Block(nnx.Module):
 
 class FlaxViT(nnx.Module):
     """ViT with a class token: patch embedding, ``depth`` blocks, LayerNorm, the class token's logits.
-    ``attention``: the implementation ``jax.nn.dot_product_attention`` is given (None: XLA's)."""
+    ``attention``: the implementation ``jax.nn.dot_product_attention`` is given (None: XLA's);
+    ``dtype``: the compute dtype (see the module)."""
 
     def __init__(self, *, img_size: int = 224, patch_size: int = 16, dim: int = 768, depth: int = 12,
-                 heads: int = 12, num_classes: int = 1000, attention: str | None = None, rngs: nnx.Rngs):
+                 heads: int = 12, num_classes: int = 1000, attention: str | None = None, dtype=None,
+                 rngs: nnx.Rngs):
         tokens = (img_size // patch_size) ** 2
-        self.patch_embed = PatchEmbed(patch_size, dim, rngs=rngs)
+        self.patch_embed = PatchEmbed(patch_size, dim, dtype=dtype, rngs=rngs)
         self.cls_token = nnx.Param(jnp.zeros((1, 1, dim)))
         self.pos_embed = nnx.Param(0.02 * jax.random.normal(rngs.params(), (1, tokens + 1, dim)))
-        self.blocks = nnx.List([Block(dim, heads, attention=attention, rngs=rngs) for _ in range(depth)])
+        self.blocks = nnx.List([Block(dim, heads, attention=attention, dtype=dtype, rngs=rngs) for _ in range(depth)])
         self.norm = nnx.LayerNorm(dim, epsilon=1e-6, use_fast_variance=False, rngs=rngs)
-        self.head = nnx.Linear(dim, num_classes, rngs=rngs)
+        self.head = nnx.Linear(dim, num_classes, dtype=dtype, rngs=rngs)
 
     def __call__(self, x):
         x = self.patch_embed(x)

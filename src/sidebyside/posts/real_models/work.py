@@ -16,8 +16,10 @@ inputs on the device and says which tools do not apply here. PyTorch's tools: ``
 ``compile`` (``torch.compile``, static shapes); ``max-autotune`` (``mode="max-autotune"``, GPU
 only); ``cuda-graph`` (inference: the eager forward captured in a CUDA graph; generation:
 ``mode="reduce-overhead"``; GPU only); ``aoti`` (inference: ``torch.export`` then AOTInductor,
-float32). JAX's: ``jit``. bfloat16: PyTorch under ``torch.autocast``, JAX with float32 weights cast
-to bfloat16 inside the step.
+float32). JAX's: ``jit``. bfloat16: one policy on both sides, ``torch.autocast``'s: float32
+parameters, matrix products, convolutions and attention in bfloat16, norms' statistics, the softmax
+and the loss in float32 (PyTorch: ``torch.autocast``; JAX: the Flax model built with
+``dtype=jnp.bfloat16``, Flax's compute dtype, on the same layers; see :mod:`.vision` and :mod:`.gpt2`).
 
 Costs: :func:`flops` counts one call's FLOPs on both sides (``FlopCounterMode`` on the eager rung,
 with attention's formula given for every ``scaled_dot_product_attention`` kernel: on the CPU the
@@ -117,15 +119,14 @@ def _jax_side(spec, workload: str, tool: str, x, y, precision: str, seed: int, o
 
     from sidebyside.posts.real_models.config import pair
 
-    torch_side, model = pair(spec, seed)
+    torch_side, model = pair(spec, seed, dtype=jnp.bfloat16 if precision == "bfloat16" else None)
     del torch_side
     gc.collect()
     x = jnp.asarray(x.astype("int32")) if spec.kind == "gpt2" else jnp.asarray(x.transpose(0, 2, 3, 1))
     y = jnp.asarray(y.astype("int32"))
     if workload == "generate":
         x = x[:, :opts["prompt_len"]]
-    low = jnp.bfloat16 if precision == "bfloat16" else None
-    return rung(model, workload, x, y, low, opts["new_tokens"])
+    return rung(model, workload, x, y, opts["new_tokens"])
 
 
 def build(spec, workload: str, batch: int, precision: str = "float32", torch_tools: Sequence[str] = ("eager",),
@@ -135,10 +136,11 @@ def build(spec, workload: str, batch: int, precision: str = "float32", torch_too
     the exception its build raised. ``batch``: images, or sequences (GPT-2).
 
     The rungs are the notebook's paired cells: ``torch_rung(model, workload, tool, x, y, amp,
-    new_tokens)`` and ``jax_rung(model, workload, x, y, low, new_tokens)`` return the zero-argument
-    callable that does the work; this builds the models (the same weights on both sides) and puts
-    the inputs on the device (``x`` the prompt for generation, images NHWC for Flax), with ``amp``
-    the keyword arguments of ``torch.autocast`` and ``low`` JAX's compute dtype (None: float32)."""
+    new_tokens)`` and ``jax_rung(model, workload, x, y, new_tokens)`` return the zero-argument
+    callable that does the work; this builds the models (the same weights on both sides; in
+    bfloat16 the Flax model with ``dtype=jnp.bfloat16``, Flax's compute dtype) and puts the inputs
+    on the device (``x`` the prompt for generation, images NHWC for Flax), with ``amp`` the keyword
+    arguments of ``torch.autocast``."""
     from sidebyside.posts.real_models.port import inputs
 
     if workload not in ("train", "infer", "generate"):
