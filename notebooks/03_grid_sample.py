@@ -26,11 +26,12 @@
 #     gpu:
 #       budget_s: 194
 #       measured: 'ESTIMATE from parts of the H100 run at commit f245967: parity measured
-#         there at 120 s in four dtypes, here float32 alone, a quarter; affine measured there;
-#         the bilinear benchmark configuration estimated there at 57 s, here pooled over 3
-#         processes (x1.7, issue 58''s re-estimate for pooling). Cut for the budget (params/gpu.yaml):
-#         parity in float16, bfloat16 and float64, and the nearest and bicubic benchmark
-#         configurations (57 s and 142 s there, before pooling).'
+#         there at 120 s in four dtypes, here float32 alone, a quarter; affine measured
+#         there; the bilinear benchmark configuration estimated there at 57 s, here
+#         pooled over 3 processes (x1.7, issue 58''s re-estimate for pooling). Cut for
+#         the budget (params/gpu.yaml): parity in float16, bfloat16 and float64, and
+#         the nearest and bicubic benchmark configurations (57 s and 142 s there, before
+#         pooling).'
 #       parts:
 #       - parity: 30
 #       - affine: 37

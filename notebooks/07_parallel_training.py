@@ -25,8 +25,13 @@
 #       same weights and batches; what each strategy costs in code, memory per device
 #       and bytes moved, and a labelled projection to 512 H100s.
 #     gpu:
-#       budget_s: 120
-#       measured: 'ALLOWANCE, not measured: its single-GPU part has never run'
+#       budget_s: 778
+#       measured: 'ESTIMATE, never run on a GPU: the cpu run at commit 8ab2502 (577
+#         s on a 2-core EPYC, the same settings) cell by cell, its strategies on simulated
+#         devices (313 s), multi-process JAX (35 s) and one-device ladder (201 s) as
+#         they took there, and the one-device ladder on the GPU taken as long as on
+#         the CPU. Over its 400 s: leaving the simulated devices and the CPU''s ladder
+#         to the cpu run (hardware_only) is owed; with it, about 228 s.'
 #       rank: 7
 #     metrics:
 #     - runs

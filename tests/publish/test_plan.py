@@ -220,7 +220,7 @@ def test_a_run_is_handed_its_headers_estimates_of_its_parts():
     assert schedule.part_estimates("p", {"budget_s": 100}, {}, {}) == {}
     real = schedule.read_budgets(ROOT / "notebooks", ROOT / "params")
     estimates = schedule.part_estimates("real-models", real["posts"]["real-models"], {}, real)
-    assert estimates["ladder/gpt2/*"] == 320 and estimates["parity/resnet50"] == 31
+    assert estimates == real["posts"]["real-models"]["parts"]  # every part declared: each its header's figure
 
 
 def test_a_part_measured_under_the_same_parent_estimates_its_unmeasured_sibling(tmp_path):
@@ -282,7 +282,9 @@ def test_the_gpu_budgets_are_declared_in_the_notebooks_and_read_as_data():
         assert "6b943d5" in posts[slug]["measured"] and posts[slug]["budget_s"] > 0, slug
     grid, swin = posts["grid-sample-parity"]["parts"], posts["swin-transformer-v2"]["parts"]
     gpu = yaml.safe_load(path.read_text())
-    assert swin["accuracy/torch/*"]["count"] == swin["accuracy/jax/*"]["count"] == len(gpu["swin-transformer-v2"]["seeds"])
+    # hardware_only: the accuracy over seeds and the trained model's parity are the cpu run's, not parts of a GPU run
+    assert gpu["swin-transformer-v2"]["hardware_only"] and list(swin)[0] == "parity/timed"
+    assert not any(name.startswith(("accuracy/", "parity/trained")) for name in swin)
     assert budgets["call_overhead_s"] == 30 and budgets["run_overhead_s"] == 30
     assert (budgets["call_limit_s"], budgets["window_s"], budgets["max_calls"]) == (480, 800, 2)
     assert (budgets["post_limit_s"], budgets["post_calls"], budgets["total_limit_s"]) == (400, {"real-models": 2}, 1600)
@@ -293,15 +295,18 @@ def test_the_gpu_budgets_are_declared_in_the_notebooks_and_read_as_data():
     # size, a speed setting per phase, precision and batch.
     from sidebyside.grid_sample.bench import configs
     grid_params = gpu["grid-sample-parity"]
-    made = [c["name"] for c in configs(("nearest", "bilinear", "bicubic"), grid_params["bench_sizes"])]
-    for mode in ("nearest", "bilinear", "bicubic"):
+    made = [c["name"] for c in configs(tuple(grid_params["bench_modes"]), grid_params["bench_sizes"])]
+    assert [k for k in grid if k.startswith("bench/")] == [f"bench/{mode}/*" for mode in grid_params["bench_modes"]]
+    for mode in grid_params["bench_modes"]:
         assert grid[f"bench/{mode}/*"]["count"] == sum(name.startswith(f"{mode}/") for name in made), mode
     swin_params = gpu["swin-transformer-v2"]
     for phase in ("train", "eval"):
         settings = sum(len(swin_params.get("precision_batch_sizes", {}).get(precision, swin_params["speed_batch_sizes"]))
                        for precision in swin_params["precisions"])
         assert swin[f"speed/{phase}/*"]["count"] == settings, phase
-    assert "parallel-training" in posts  # its single-GPU part gets a line too (null until measured)
+    assert "parallel-training" in posts  # its single-GPU part gets a line too
+    for slug, entry in posts.items():  # every figure says where it comes from: measured (a GPU and a commit) or how
+        assert re.search(r"\b(H100|H200)\b.*\b[0-9a-f]{7}\b|ESTIMATE", entry["measured"]), slug
     slugs = {i.slug for i in discover(ROOT / "notebooks")}
     assert "weight-visualisation" in slugs and "weight-visualisation" not in posts  # gains nothing from a GPU
 
@@ -420,7 +425,20 @@ def test_real_models_comes_first_in_the_gpu_order_and_its_budget_is_its_parts():
     runs, _ = schedule.runs_of("real-models", entry, gpu["real-models"], root=ROOT / "build" / "no-checkpoints",
                                run_overhead_s=budgets["run_overhead_s"])
     assert entry["budget_s"] == sum(r.seconds for r in runs)
-    ladders = sum(v["count"] for k, v in entry["parts"].items() if k.startswith("ladder/"))
+    # The parts are those the gpu parameters make, in the order the notebook runs them: each model's parity, then
+    # each model's ladders (the workloads it is timed at, at the batches of the question, in each precision).
     params = gpu["real-models"]
-    per_model = len(params["precisions"]) * 3  # training, and two inference or generation batches
-    assert ladders == 3 * per_model
+    made = []
+    for key in params["models"]:
+        timed = params["workloads"].get(key, ["train", "generate" if key == "gpt2" else "infer"])
+        for precision in params["precisions"]:
+            if "train" in timed:
+                made.append((key, "train", params["train_sequences"] if key == "gpt2" else params["train_batch"],
+                             precision))
+            if key == "gpt2" and "generate" in timed:
+                made += [(key, "generate", b, precision) for b in params["generate_batches"]]
+            elif key != "gpt2" and "infer" in timed:
+                made += [(key, "infer", b, precision)
+                         for b in dict.fromkeys([params["latency_batch"], params["throughput_batch"]])]
+    assert list(entry["parts"]) == [f"parity/{key}" for key in params["models"]] + [
+        f"ladder/{key}/{workload}/{batch}/{precision}" for key, workload, batch, precision in made]
