@@ -74,10 +74,10 @@ import numpy as np
 
 from sidebyside._lazy import package
 from sidebyside.grid_sample.taps import FORWARD_MODE_HELP, MODES, PADDING_MODES
-from sidebyside.grid_sample.xla import grid_sample_naive, sample_2d, sample_3d
+from sidebyside.grid_sample.xla import sample_2d, sample_3d
 
 _MODULES, __getattr__ = package(__name__, __path__)
-__all__ = ["grid_sample", "grid_sample_naive", "choose_implementation", "check_inputs", "MODES", "PADDING_MODES",
+__all__ = ["grid_sample", "choose_implementation", "check_inputs", "MODES", "PADDING_MODES",
            "IMPLEMENTATIONS", *_MODULES]
 
 IMPLEMENTATIONS = ("auto", "xla", "pallas", "native")
