@@ -57,8 +57,10 @@ STUB = textwrap.dedent("""\
 
 
 def _stub_render(notebook, record, info, config, root):
-    """What merge renders from a stub's executed notebook: a post and a figure."""
-    return f"---\ntitle: {info.slug}\n---\nstub post\n", {"figure.png": b"stub png"}
+    """What merge renders from a stub's executed notebook: a GPU section and its figure."""
+    from sidebyside.publish.gpu_section import END, START
+
+    return f"{START}\nstub section\n{END}", {"gpu.figure.png": b"stub png"}
 
 
 @pytest.fixture
@@ -127,8 +129,8 @@ def test_a_dry_run_runs_the_planned_call_and_packs_one_archive_that_merges(tree,
                            allow_stub=True)
     assert sorted(merged.published) == sorted(expected) and merged.missing == {}
     for slug in expected:
-        assert (site / "images" / slug / "figure.png").read_bytes() == b"stub png"
-        assert (tmp_path / "build" / "executed" / f"{slug}.run.json").is_file()
+        assert (site / "images" / slug / "gpu.figure.png").read_bytes() == b"stub png"
+        assert (tmp_path / "build" / "executed" / f"{slug}.gpu.run.json").is_file()
 
 
 def test_a_call_past_its_deadline_starts_nothing(tree, tmp_path):

@@ -99,23 +99,29 @@ def test_the_device_is_the_one_each_verdict_ran_on():
 # --------------------------------------------------------------------------- stale and superseded
 
 
-def test_a_corrected_method_supersedes_its_verdicts_which_never_headline():
-    rec = record([speed(), seeds(label="within seed noise", winner=None)])
-    post = frontpage.post_view(rec, [ENTRY, LATER], "current", False)
-    first, second = post["verdicts"]
-    assert first["superseded"] and first["answer"] == "superseded: re-run owed" and first["interval"] == ""
-    assert not second["superseded"] and post["order"] == [1, 0]
-    assert post["question"] == second["question"] and post["answer"] == "within seed noise"
-    assert post["states"] == ["superseded", "stale"]
-    assert [e["title"] for e in post["since"]] == ["K-step against lax.scan", "Pooled processes"]
+def test_a_withdrawn_method_supersedes_the_whole_run_which_shows_no_figure():
+    rec = record([speed(), seeds(label="within seed noise", winner=None)])  # a GPU run older than ENTRY
+    post = frontpage.post_view(rec, [ENTRY, LATER], "current", True)
+    cpu, gpu = post["runs"]
+    assert cpu["owed"] and not cpu["present"] and gpu["present"]
+    assert gpu["superseded"] and gpu["owed"] and gpu["superseded_by"] == ENTRY["title"]
+    # every verdict of the run, whatever its kind: the page cannot show the rest of a withdrawn run
+    assert [(v["superseded"], v["answer"], v["interval"]) for v in gpu["verdicts"]] == [
+        (True, "superseded: re-run owed", "")] * 2
+    assert post["verdicts"] == [] and post["home"] == [] and "×" not in post["answer"]
+    assert post["states"] == ["superseded", "CPU run owed", "GPU run owed"]
     # a run after the correction stands; it is stale only for the later entry
     later = frontpage.post_view(record([speed()], executed_at="2026-11-25T02:00:00+00:00"), [ENTRY, LATER],
                                 "current", True)
-    assert not later["verdicts"][0]["superseded"] and [e["title"] for e in later["since"]] == ["Pooled processes"]
-    assert later["states"] == ["stale", "GPU run owed"]
+    assert not later["runs"][1]["superseded"] and [e["title"] for e in later["since"]] == ["Pooled processes"]
+    assert later["states"] == ["stale", "CPU run owed"] and later["answer"] == "PyTorch 1.23× faster"
     fresh = frontpage.post_view(record([speed()], executed_at="2026-11-26T00:00:00+00:00"), [ENTRY, LATER],
                                 "current", False)
-    assert fresh["states"] == ["current"] and not fresh["since"]
+    assert fresh["states"] == ["CPU run owed"] and not fresh["since"]
+    both = frontpage.post_view({**record([seeds()], profile="cpu", executed_at="2026-11-26T00:00:00+00:00"),
+                                "gpu_run": rec}, [ENTRY, LATER], "current", True)
+    assert [(r["role"], r["owed"], r["at"]) for r in both["runs"]] == [("cpu", False, ""), ("gpu", True, "gpu_run")]
+    assert both["states"] == ["superseded", "GPU run owed"] and [v["kind"] for v in both["verdicts"]] == ["accuracy"]
 
 
 def test_an_entry_names_its_posts():
@@ -128,7 +134,7 @@ def test_the_changelog_is_data_with_the_past_changes_and_todays(tmp_path):
     titles = [e["title"] for e in entries]
     assert any("lax.scan" in t for t in titles) and any("repetitions" in t for t in titles)
     today = next(e for e in entries if e["day"] == "2026-11-25")
-    assert "processes" in today["title"] and "noise floor" in today["changed"] and not today["supersedes"]
+    assert "processes" in today["title"] and "noise floor" in today["changed"] and today["supersedes"]
     fashion = next(e for e in entries if "lax.scan" in e["title"])
     assert fashion["supersedes"] and fashion["posts"] == ["fashion-mnist-pytorch-vs-flax"]
     (tmp_path / "_data").mkdir()
@@ -138,12 +144,19 @@ def test_the_changelog_is_data_with_the_past_changes_and_todays(tmp_path):
         frontpage.load_changelog(tmp_path, ROOT)
 
 
-def test_the_published_fashion_mnist_speed_verdicts_are_superseded():
+def test_no_published_run_of_a_withdrawn_method_shows_a_figure():
     board = frontpage.board(ROOT, json.loads((ROOT / "_data" / "freshness.json").read_text()), True, ROOT)
-    post = board["posts"]["fashion-mnist-pytorch-vs-flax"]
-    speed_views = [v for v in post["verdicts"] if v["kind"] == "speed"]
-    assert speed_views and all(v["superseded"] and "×" not in v["answer"] for v in speed_views)
-    assert "superseded" in post["states"] and "×" not in post["answer"]
+    pooled = next(e for e in board["changelog"] if "pool" in e["title"])
+    seen = 0
+    for slug, post in board["posts"].items():
+        for run in post["runs"]:
+            if run["present"] and run["executed_at"] < pooled["date"]:
+                seen += 1
+                assert run["superseded"] and run["owed"] and run["answer"] == "", (slug, run["role"])
+                assert all("×" not in v["answer"] for v in run["verdicts"]), slug
+        assert all(not v["superseded"] for v in post["home"]) and (post["answer"] == "" or "superseded" not in
+                                                                   post["answer"]), slug
+    assert seen or all(p["runs"][0]["present"] for p in board["posts"].values())
 
 
 # --------------------------------------------------------------------------- bounded

@@ -36,7 +36,7 @@ from test_svg import _assert_inert
 from sidebyside import publish
 from sidebyside.publish import escape
 from sidebyside.publish.markdown import safe_markdown
-from sidebyside.publish.rendering import OUTPUT_CAP, cap_output, scrub_rules
+from sidebyside.publish.preprocess import OUTPUT_CAP, cap_output, scrub_rules
 
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile"
 SLUG = "hostile-output"

@@ -14,6 +14,7 @@ import tarfile
 import pytest
 import yaml
 
+from sidebyside.publish import gpu_section
 from sidebyside.publish import merge as merging
 from sidebyside.publish.cache import cache_key
 from sidebyside.publish.cli import main
@@ -44,9 +45,9 @@ def _record(slug, *, commit=COMMIT[:12], stack=None, torch_device=GPU, jax_devic
 
 
 def _render(notebook, record, info, config, root):
-    """The renderer's stand-in: the post says which executed notebook it came from."""
-    return (f"---\ntitle: {info.slug}\n---\nthe post of {json.loads(notebook)['metadata']['which']}\n",
-            {"figure.png": f"png of {record['provenance']['git_sha']}".encode()})
+    """The renderer's stand-in: the GPU section says which executed notebook it came from."""
+    return (f"{gpu_section.START}\nthe post of {json.loads(notebook)['metadata']['which']}\n{gpu_section.END}",
+            {"gpu.figure.png": f"png of {record['provenance']['git_sha']}".encode()})
 
 
 @pytest.fixture(autouse=True)
@@ -113,10 +114,12 @@ def test_a_good_merge_renders_and_publishes_every_post_of_every_call(site, tmp_p
     for slug in (A, B):
         assert f"the post of {slug} at {COMMIT}" in (site / "_posts" / f"{DATES[slug]}-{slug}.md").read_text()
         assert json.loads((site / "_data" / "results" / f"{slug}.json").read_text()) == _record(slug)
-        assert sorted(p.name for p in (site / "images" / slug).iterdir()) == ["figure.png"]  # old.png went with its run
+        # old.png went with its run; the downloads hold the record and the manifest names every file
+        assert sorted(p.name for p in (site / "images" / slug).iterdir()) == ["gpu.figure.png", "manifest.json",
+                                                                                "results.json"]
         assert json.loads((site / "checkpoints" / f"{slug}.json").read_text())["part"]["commit"] == COMMIT
         # the executed notebook is kept where `make render` renders it again from
-        assert json.loads((build / "executed" / f"{slug}.run.json").read_text())["record"] == _record(slug)
+        assert json.loads((build / "executed" / f"{slug}.gpu.run.json").read_text())["record"] == _record(slug)
     assert not (site / ".sidebyside").exists() or not list((site / ".sidebyside").glob("journal-*"))
 
 

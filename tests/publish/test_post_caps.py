@@ -22,7 +22,7 @@ from conftest import ROOT, make_site
 from sidebyside import publish
 from sidebyside.publish import caps
 from sidebyside.publish.common import PublishError
-from sidebyside.publish.rendering import OUTPUT_CAP
+from sidebyside.publish.preprocess import OUTPUT_CAP
 
 needs_kramdown = pytest.mark.skipif(shutil.which("ruby") is None, reason="needs Ruby's kramdown (Jekyll's)")
 HEAD = "---\nlayout: post\ntitle: T\n---\n\n"

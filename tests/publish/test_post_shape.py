@@ -30,7 +30,7 @@ import pytest
 from conftest import ROOT, make_site
 
 from sidebyside.lab import viz
-from sidebyside.publish import rendering
+from sidebyside.publish import preprocess, rendering
 
 MAX_HEIGHT_PX = 8000
 MAX_PROSE_WORDS = 1500
@@ -70,12 +70,12 @@ def _notebook(*cells):
 
 
 def test_table_rows_counts_body_rows_of_html_and_markdown_tables():
-    assert rendering.table_rows(_html_table(21)) == 21
-    assert rendering.table_rows(_html_table(3)) == 3
+    assert preprocess.table_rows(_html_table(21)) == 21
+    assert preprocess.table_rows(_html_table(3)) == 3
     markdown = nbformat.v4.new_output("display_data", data={
         "text/markdown": "| a |\n|---|\n" + "".join(f"| {i} |\n" for i in range(25))})
-    assert rendering.table_rows(markdown) == 25
-    assert rendering.table_rows(nbformat.v4.new_output("stream", text="| not | a table")) == 0
+    assert preprocess.table_rows(markdown) == 25
+    assert preprocess.table_rows(nbformat.v4.new_output("stream", text="| not | a table")) == 0
 
 
 def test_appendix_cells_go_to_closed_sections_at_the_end_in_order():
@@ -126,7 +126,7 @@ def test_a_long_table_leaves_the_body_for_the_appendix_and_a_short_one_stays():
     opening = next(c for c in nb.cells if c.source.startswith('<details class="appendix"'))
     assert "Full table: Parity &lt;b&gt;&amp;&lt;/b&gt; (21 rows" in opening.source  # escaped
     moved = nb.cells[nb.cells.index(opening) + 1]
-    assert rendering.table_rows(moved.outputs[0]) == rendering.MAX_INLINE_ROWS + 1
+    assert preprocess.table_rows(moved.outputs[0]) == rendering.MAX_INLINE_ROWS + 1
 
 
 def test_paired_cells_keep_their_tables_and_stay_adjacent_in_the_appendix():
@@ -295,7 +295,7 @@ def test_the_downloadable_notebook_keeps_its_figures_whole_while_its_text_is_scr
     host = next(w for w in re.findall(r"(?<=[/+])[a-z]{2,3}(?=[/+])", payload))  # a "word" inside the base64
     figure = nbformat.v4.new_output("display_data", data={"image/png": payload + "\n", "text/plain": f"on {host}"})
     nb = _notebook(_code(f"print('{host}')", [figure]))
-    rule = re.compile(r"(?<![\w-])" + re.escape(host) + r"(?![\w-])", re.I)  # as rendering.scrub_rules writes one
+    rule = re.compile(r"(?<![\w-])" + re.escape(host) + r"(?![\w-])", re.I)  # as preprocess.scrub_rules writes one
     written = nbformat.reads(downloads.scrub_notebook(nb, lambda text: rule.sub("[host]", text)), as_version=4)
     data = written.cells[0].outputs[0]["data"]
     assert base64.b64decode(data["image/png"]) == png

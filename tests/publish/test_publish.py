@@ -22,7 +22,8 @@ import yaml
 from conftest import ROOT, front_matter, make_site
 
 from sidebyside import publish
-from sidebyside.publish.rendering import check_date, scrub_rules, site_config
+from sidebyside.publish.preprocess import scrub_rules
+from sidebyside.publish.rendering import check_date, site_config
 
 FIXTURES = ROOT / "tests" / "fixtures"
 FIXTURE_NB = FIXTURES / "notebooks" / "00_fixture.py"

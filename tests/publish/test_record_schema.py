@@ -137,7 +137,11 @@ def test_records_of_the_tests_minimal_shapes_keep_to_it():
 
 
 # The variables of the templates that hold a part of the results record, and the schema path each stands for.
-TEMPLATE_VARIABLES = {"result": (), "run": (), "verdicts": ("metrics", "verdicts"), "v": ("metrics", "verdicts", 0),
+# The names the templates give the results record ("run" in provenance.html; in verdict.html a run of the
+# board, not of the record), one of its runs ("rec": the top level or gpu_run, of the same schema) and its
+# GPU run ("gpu", in provenance.html).
+TEMPLATE_VARIABLES = {"result": (), "run": (), "rec": (), "gpu": ("gpu_run",), "verdicts": ("metrics", "verdicts"),
+                      "v": ("metrics", "verdicts", 0),
                       "k": ("metrics", "verdicts", 0, "contestants", "torch"),
                       "s": ("metrics", "verdicts", 0, "sides", "torch"),
                       "first": ("metrics", "verdicts", 0, "sides", "torch")}
@@ -155,12 +159,16 @@ def test_the_schema_types_every_field_the_templates_read():
     read = set()
     for template in sorted((ROOT / "_includes").glob("*.html")) + sorted((ROOT / "_layouts").glob("*.html")):
         text = template.read_text()
-        for variable, field in re.findall(r"\b(result|run|verdicts|v|k|s|first)((?:\.[a-z_]+)+)", text):
-            if variable in ("v", "k", "s", "first") and "verdict.html" not in template.name:
+        for variable, field in re.findall(r"\b(result|run|rec|gpu|verdicts|v|k|s|first)((?:\.[a-z_]+)+)", text):
+            if variable in ("v", "k", "s", "first", "rec") and not template.name.startswith("verdict"):
+                continue
+            if (variable == "run" and template.name == "verdict.html") or (
+                    variable == "gpu" and template.name != "provenance.html"):
                 continue
             parts = [p for p in field.strip(".").split(".") if p not in LIQUID_PROPERTIES]
             read.add(TEMPLATE_VARIABLES[variable] + tuple(parts))
     assert ("provenance", "differs_from_pins") in read and ("metrics", "verdicts", 0, "scale", "text") in read
+    assert ("gpu_run", "provenance", "git_sha") in read and ("gpu_run", "executed_at") in read
     untyped = sorted(_field(path) for path in read if not (_node(path) and (_types(_node(path)) or
                                                                              "enum" in _node(path))))
     assert not untyped, f"fields a template reads that the schema does not type: {untyped}"

@@ -28,7 +28,7 @@ from conftest import ROOT, make_site
 
 from sidebyside import publish
 from sidebyside.publish import figures, guard, records, state
-from sidebyside.publish.rendering import scrub, scrub_rules
+from sidebyside.publish.preprocess import scrub, scrub_rules
 
 SLUG = "hostile-output"
 PWNED = "PWNED"

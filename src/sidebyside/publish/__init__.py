@@ -53,15 +53,8 @@ from sidebyside.publish.common import PROFILES, ROOT, PublishError
 from sidebyside.publish.discovery import NotebookInfo, check_pairs, discover, notebook_info, read_notebook_info, select
 from sidebyside.publish.params import check_profile, detect_profile, load_all_params, load_params
 from sidebyside.publish.pipeline import list_notebooks, rerender, run
-from sidebyside.publish.rendering import (
-                                       collapse_progress,
-                                       drop_title_heading,
-                                       front_matter,
-                                       front_matter_text,
-                                       kramdown_math,
-                                       render,
-                                       scrub,
-)
+from sidebyside.publish.preprocess import collapse_progress, kramdown_math, scrub
+from sidebyside.publish.rendering import drop_title_heading, front_matter, front_matter_text, render
 from sidebyside.publish.running import complete_record, execute
 from sidebyside.publish.site import publish, recover
 

@@ -1,6 +1,6 @@
 """A post's share of the site, capped: its page, its figures, and what it adds to the feed.
 
-Each output, figure and record keeps to a cap of its own (:data:`sidebyside.publish.rendering.OUTPUT_CAP`,
+Each output, figure and record keeps to a cap of its own (:data:`sidebyside.publish.preprocess.OUTPUT_CAP`,
 :data:`sidebyside.publish.figures.MAX_PIXELS`, the HTML bounds of :mod:`.escape`, ...); many of them
 together could still make a page of many megabytes, and the feed, which holds the whole content of
 the ten newest posts, several times that. :func:`check` caps the sum, for one post:

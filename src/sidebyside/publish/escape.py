@@ -168,7 +168,7 @@ MAX_HTML_DEPTH = 32
 #: The most elements one HTML output may hold. kramdown reads an HTML block in a time that grows with its
 #: elements times its bytes (5,000 elements of 50 bytes: about a second); the largest real output holds 1,224.
 MAX_HTML_ELEMENTS = 5_000
-#: The most bytes one sanitised HTML output may take: what :data:`sidebyside.publish.rendering.OUTPUT_CAP`
+#: The most bytes one sanitised HTML output may take: what :data:`sidebyside.publish.preprocess.OUTPUT_CAP`
 #: keeps of it (200 KB), and room for the character references sanitising writes (a newline becomes ``&#10;``).
 MAX_HTML_BYTES = 300_000
 _VOID = frozenset("area base br col embed hr img input link meta param source track wbr".split())

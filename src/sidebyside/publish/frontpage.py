@@ -6,15 +6,16 @@ Input: the results records of a site (``_data/results/<slug>.json``), their fres
 else the repository's): a list of entries ``{date, commit, title, changed, kinds, posts,
 supersedes}``, ``date`` an ISO date or date-time (a date alone means its first instant, UTC),
 ``kinds`` the verdict kinds it alters (:data:`KINDS`), ``posts`` the slugs (empty or absent:
-every post), ``supersedes`` true when the change corrects a method, so that the verdicts it
-touches no longer stand.
+every post), ``supersedes`` true when the change withdraws a method: a run older than it that it concerns
+is superseded (:func:`superseding`), and none of its figures is shown until the post runs again.
 
 Output: ``_data/board.json`` (:func:`write_board`), which the Liquid templates print and never
 recompute: ``{"order": [slug, ...], "kinds": [...], "posts": {slug: post}}`` where a post
 (:func:`post_view`) holds its card (headline question and answer in the winner's terms,
-hardware, run date, commit, states), the changelog entries that came after its run (``since``)
-and its verdicts (:func:`verdict_view`: kind, answer, interval in the winner's direction,
-device, superseded, suspect), the headline first.
+hardware, run date, commit, states), the changelog entries that came after its run (``since``),
+and its two runs (``runs``, :func:`run_view`: the cpu run, then the GPU run, each with its
+hardware, date, commit and verdicts, or owed), each verdict (:func:`verdict_view`) with its kind,
+answer, interval in the winner's direction, device, superseded, suspect.
 
 Notation, decided here only: a speed verdict reads "PyTorch 1.23× faster (1.22–1.30×)", the
 interval the winner's speed-up like the factor (records store ``ratio`` and ``interval`` as
@@ -36,11 +37,11 @@ from typing import Any
 
 import yaml
 
-from sidebyside.publish import anomalies
+from sidebyside.publish import anomalies, records
 from sidebyside.publish.common import ROOT, PublishError
 
 __all__ = ["KINDS", "MAX_VERDICTS", "HOME_VERDICTS", "CHANGELOG", "fmt_factor", "kind_of", "answer",
-           "load_changelog", "verdict_view", "post_view", "board", "write_board"]
+           "load_changelog", "superseding", "verdict_view", "run_view", "post_view", "board", "write_board"]
 
 KINDS = ("speed", "accuracy", "numerics", "code", "memory")
 MAX_VERDICTS = 50
@@ -170,73 +171,119 @@ def _device(v: dict[str, Any], provenance: dict[str, Any]) -> tuple[str, str]:
     return str(provenance.get("device") or "an unnamed device"), "gpu" if gpu_run else "cpu"
 
 
-def verdict_view(v: dict[str, Any], index: int, record: dict[str, Any], since: list[dict[str, Any]],
+def superseding(run: dict[str, Any] | None, changelog: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The changelog entry that withdrew the method of ``run`` (a run record), or None while it stands:
+    the latest entry marked ``supersedes`` that concerns its post and is dated after the run. A
+    withdrawn run shows no figure anywhere (its body or GPU section, its verdicts, its card): its post
+    owes that run again. The one test of a superseded run, for the publisher and the pages."""
+    corrected = [e for e in _since(run, changelog) if e["supersedes"]] if run else []
+    return corrected[-1] if corrected else None
+
+
+def verdict_view(v: dict[str, Any], index: int, record: dict[str, Any], withdrawn: dict[str, Any] | None,
                  suspects: dict[int, str]) -> dict[str, Any]:
     """What the pages show of one verdict: its kind, answer, interval (winner's terms), device,
-    whether a changelog entry since its run corrected its method (then no figure: ``answer`` is
-    "superseded: re-run owed") and why it is suspect (``suspect``, "" when it is not)."""
+    whether its run was measured under a method since withdrawn (``withdrawn``, the entry of
+    :func:`superseding`: then no figure, ``answer`` is "superseded: re-run owed") and why it is
+    suspect (``suspect``, "" when it is not)."""
     kind = kind_of(v)
     device, device_kind = _device(v, record.get("provenance") or {})
-    corrected = [e for e in since if e["supersedes"] and kind in e["kinds"]]
     text, interval = answer(v)
-    if corrected:
+    if withdrawn:
         text, interval = "superseded: re-run owed", ""
     return {"index": index, "question": str(v.get("question") or ""), "kind": kind, "answer": text,
-            "interval": interval, "device": device, "device_kind": device_kind, "superseded": bool(corrected),
-            "superseded_by": corrected[-1]["title"] if corrected else "",
-            "suspect": "" if corrected else suspects.get(index, "")}
+            "interval": interval, "device": device, "device_kind": device_kind, "superseded": bool(withdrawn),
+            "superseded_by": withdrawn["title"] if withdrawn else "",
+            "suspect": "" if withdrawn else suspects.get(index, "")}
 
 
-def post_view(record: dict[str, Any], changelog: list[dict[str, Any]], freshness: str | None,
-              gpu_owed: bool) -> dict[str, Any]:
-    """One post's card, banner and verdicts (see the module docstring). Raises :class:`PublishError`
-    for a record with more than :data:`MAX_VERDICTS` verdicts."""
-    slug = str(record.get("slug"))
+#: The two runs a post shows, in the order it shows them: ``(role, label, where in the record)``.
+ROLES = (("cpu", "CPU run", ""), ("gpu", "GPU run", records.GPU_RUN))
+
+
+def run_view(run: dict[str, Any] | None, role: str, changelog: list[dict[str, Any]], at: str = "") -> dict[str, Any]:
+    """What the pages show of one of a post's runs (``role`` "cpu" or "gpu", :data:`ROLES`): its
+    hardware, date, commit and verdicts, headline first, or that it is owed (``owed``: no such run,
+    or one measured under a withdrawn method, ``superseded``). ``at`` names where the verdict box
+    reads the run in the results record ("" its top level, else :data:`.records.GPU_RUN`)."""
+    label = next(lab for r, lab, _ in ROLES if r == role)
+    record = run or {}
+    slug = str(record.get("slug") or "")
     verdicts = [v for v in (record.get("metrics") or {}).get("verdicts") or [] if isinstance(v, dict)]
     if len(verdicts) > MAX_VERDICTS:
         raise PublishError(f"_data/results/{slug}.json holds {len(verdicts)} verdicts, more than the {MAX_VERDICTS} "
                            "a post may publish: merge or drop verdicts in its notebook's report, then run it again")
-    since = _since(record, changelog)
-    suspects, notes = anomalies.find(record)
-    views = [verdict_view(v, i, record, since, suspects) for i, v in enumerate(verdicts)]
-    order = [w for w in views if not w["superseded"]] + [w for w in views if w["superseded"]]
-    headline = order[0] if order else None
+    withdrawn = superseding(run, changelog)
+    suspects, notes = anomalies.find(record) if run else ({}, [])
+    views = [verdict_view(v, i, record, withdrawn, suspects) for i, v in enumerate(verdicts)]
+    headline = views[0] if views and not withdrawn else None
     prov = record.get("provenance") or {}
+    hardware = str(prov.get("device") or "")
+    return {
+        "role": role, "label": label, "at": at, "present": run is not None, "owed": run is None or bool(withdrawn),
+        "superseded": bool(withdrawn), "superseded_by": withdrawn["title"] if withdrawn else "",
+        "profile": str(record.get("profile") or ""), "hardware": hardware,
+        "date": str(record.get("executed_at") or "")[:10], "executed_at": str(record.get("executed_at") or ""),
+        "commit": str(prov.get("git_sha") or "unknown") if run else "",
+        "question": headline["question"] if headline else "",
+        "answer": headline["answer"] if headline else "",
+        "interval": headline["interval"] if headline else "", "device": headline["device"] if headline else hardware,
+        "suspects": notes, "verdicts": views, "order": [w["index"] for w in views],
+        "home": views[:HOME_VERDICTS], "more": max(0, len(views) - HOME_VERDICTS),
+    }
+
+
+def post_view(record: dict[str, Any], changelog: list[dict[str, Any]], freshness: str | None,
+              gpu_profile: bool) -> dict[str, Any]:
+    """One post's card, banner and verdicts (see the module docstring), from its record's two runs
+    (:func:`sidebyside.publish.records.split_runs`): ``runs``, the cpu run's :func:`run_view` then the
+    GPU run's (this one only where the project has a gpu profile, ``gpu_profile``, or the record holds
+    a GPU run). The card's headline, hardware and date are the first run shown (not owed), and the
+    verdicts, order and home rows of the top-level fields are those of every run shown, the cpu run's
+    first; a run that is owed shows none (where every run is owed, the card names the first run the
+    record holds, with no figure). Raises :class:`PublishError` for a run with more than
+    :data:`MAX_VERDICTS` verdicts."""
+    slug = str(record.get("slug"))
+    cpu, gpu = records.split_runs({**record, "slug": slug})
+    runs = [run_view(cpu, "cpu", changelog)]
+    if gpu_profile or gpu is not None:
+        runs.append(run_view(gpu, "gpu", changelog, records.GPU_RUN if cpu is not None else ""))
+    shown = [r for r in runs if not r["owed"]]
+    lead = shown[0] if shown else next((r for r in runs if r["present"]), runs[0])
+    lead_run = {"cpu": cpu, "gpu": gpu}[lead["role"]]
+    since = _since(lead_run, changelog) if lead_run and shown else []
+    views = [w for r in shown for w in r["verdicts"]]
     states = []
-    if any(w["superseded"] for w in views):
+    if any(r["superseded"] for r in runs):
         states.append("superseded")
     if freshness == "stale" or since:
         states.append("stale")
-    if gpu_owed:
-        states.append("GPU run owed")
+    states += [f"{r['label']} owed" for r in runs if r["owed"]]
     states = states or ["current"]
     held = [k for k in KINDS if any(w["kind"] == k for w in views)]
+    home = [w for r in shown for w in r["home"]][:HOME_VERDICTS]
     return {
-        "slug": slug, "profile": str(record.get("profile") or ""), "hardware": str(prov.get("device") or ""),
-        "date": str(record.get("executed_at") or "")[:10], "executed_at": str(record.get("executed_at") or ""),
-        "commit": str(prov.get("git_sha") or "unknown"), "states": states, "state": states[0],
-        "freshness": freshness or "unknown",
-        "question": headline["question"] if headline else "",
-        "answer": headline["answer"] if headline else "no verdict in its results yet",
-        "interval": headline["interval"] if headline else "", "device": headline["device"] if headline else "",
+        "slug": slug, "profile": lead["profile"], "hardware": lead["hardware"], "date": lead["date"],
+        "executed_at": lead["executed_at"], "commit": lead["commit"] or "unknown", "states": states,
+        "state": states[0], "freshness": freshness or "unknown",
+        "question": lead["question"],
+        "answer": lead["answer"] or ("no verdict in its results yet" if shown else "re-run owed: no figure shown"),
+        "interval": lead["interval"], "device": lead["device"],
         "since": since, "since_kinds": [k for k in held if any(k in e["kinds"] for e in since)],  # those it shows
-        "suspects": notes,
-        "verdicts": views, "order": [w["index"] for w in order],
-        "home": order[:HOME_VERDICTS], "more": max(0, len(order) - HOME_VERDICTS),
-        "kinds": held,
+        "suspects": [n for r in shown for n in r["suspects"]],
+        "verdicts": views, "home": home, "more": max(0, len(views) - len(home)), "kinds": held, "runs": runs,
     }
 
 
 def board(site: Path, freshness: dict[str, str], gpu_profile: bool, root: Path = ROOT) -> dict[str, Any]:
     """Every published record of ``site`` as :func:`post_view` sees it, the newest run first.
-    ``gpu_profile``: the project has a gpu profile, so a post published from another one owes a GPU run."""
+    ``gpu_profile``: the project has a gpu profile, so a post without a standing GPU run owes one."""
     changelog = load_changelog(site, root)
     posts = {}
     for path in sorted((Path(site) / "_data" / "results").glob("*.json")):
         record = json.loads(path.read_text())
         record.setdefault("slug", path.stem)
-        posts[path.stem] = post_view(record, changelog, freshness.get(path.stem),
-                                     gpu_profile and record.get("profile") != "gpu")
+        posts[path.stem] = post_view(record, changelog, freshness.get(path.stem), gpu_profile)
     newest = sorted(posts, key=lambda s: posts[s]["executed_at"], reverse=True)
     order = [s for s in newest if posts[s]["state"] != "superseded"] + [s for s in newest
                                                                         if posts[s]["state"] == "superseded"]

@@ -31,11 +31,14 @@ archive, and refuses, changing nothing, when:
   archive's commit);
 - a dry run's archive (``stub``) is merged without ``allow_stub``.
 
-Then it renders every executed post here (:func:`sidebyside.publish.rendering.render`),
-refusing, with nothing changed, when one cannot be rendered; then publishes each with
-the publisher's transaction (:func:`sidebyside.publish.site.publish`: a post, its
-images and its results together or not at all), keeps its executed notebook and run
-record in ``build/executed/`` (so ``make render`` can render it again), and writes each
+Then it renders every executed post's GPU section here
+(:func:`sidebyside.publish.rendering.render`, which renders a gpu run as a section:
+:mod:`sidebyside.publish.gpu_section`), refusing, with nothing changed, when one cannot be
+rendered; then publishes each with the publisher's transaction
+(:func:`sidebyside.publish.site.publish`: the section joins the post's published cpu run,
+replacing nothing but the previous GPU section, its post, images and results together or not at
+all), keeps its executed notebook and run record as ``build/executed/<slug>.gpu.ipynb`` (beside
+the cpu run's, which ``make render`` renders again, keeping the GPU section), and writes each
 post's checkpoint file (the latest call's). A post planned by an archive or named in
 ``expect`` that no archive executed is reported as missing.
 """
@@ -376,7 +379,7 @@ def merge(paths: Iterable[Path], *, site: Path = ROOT, notebooks: Path = ROOT / 
             say(f"recovered {message}")
         for archive, slug, post, images, notebook, record in rendered:
             publish(site, infos[slug], post, images, record)
-            executed = Path(build) / "executed" / f"{slug}.ipynb"
+            executed = Path(build) / "executed" / f"{slug}.gpu.ipynb"
             executed.parent.mkdir(parents=True, exist_ok=True)
             executed.write_bytes(notebook)
             write_run_record(executed, record)

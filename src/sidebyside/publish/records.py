@@ -43,7 +43,7 @@ from typing import Any
 
 from sidebyside.publish.common import PROFILES, PublishError
 
-__all__ = ["MAX_VERDICTS", "RECORD_SCHEMA", "record_text", "schema_problems", "check_record", "jekyll_rejects",
+__all__ = ["MAX_VERDICTS", "RECORD_SCHEMA", "GPU_RUN", "split_runs", "join_runs", "record_text", "schema_problems", "check_record", "jekyll_rejects",
            "site_rejects", "require_loadable", "begins_with_front_matter", "site_pages_outside_posts"]
 
 #: The most verdicts one record may hold (a post's verdict box shows each one).
@@ -81,12 +81,9 @@ _VERDICT = _object({
 })
 _SCALAR = {"type": ["string", "number", "boolean", "null"]}
 
-#: What a published results record must be, in JSON Schema (draft 2020-12): the type of every field
-#: that the site's templates read (``_includes/verdict.html``, ``provenance.html``, through the post's
-#: front matter ``_layouts/post.html``) and that the publisher's pages read to write ``_data/board.json``
-#: (:mod:`.frontpage`, :mod:`.anomalies`). A field may be absent (the templates print nothing for it);
-#: where present it has this type. Fields no page reads are left free.
-RECORD_SCHEMA: dict[str, Any] = _object({
+#: Where a record keeps its GPU run beside its cpu run (:func:`split_runs`, :func:`join_runs`).
+GPU_RUN = "gpu_run"
+_RUN = {
     "slug": _TEXT, "notebook": _TEXT, "profile": {"enum": list(PROFILES)},
     "executed_at": {"type": "string", "format": "date-time"}, "source_hash": _TEXT,
     "parameters": {"type": "object"},
@@ -106,7 +103,25 @@ RECORD_SCHEMA: dict[str, Any] = _object({
         "matmul": {"type": ["object", "null"], "additionalProperties": {"properties": {
             "ladder": {"type": ["object", "null"]}}}},
     }),
-}, **{"$schema": "https://json-schema.org/draft/2020-12/schema"})
+}
+
+#: What a published results record must be, in JSON Schema (draft 2020-12): the type of every field
+#: that the site's templates read (``_includes/verdict.html``, ``provenance.html``, through the post's
+#: front matter ``_layouts/post.html``) and that the publisher's pages read to write ``_data/board.json``
+#: (:mod:`.frontpage`, :mod:`.anomalies`). A field may be absent (the templates print nothing for it);
+#: where present it has this type. Fields no page reads are left free.
+#:
+#: A record holds one run at its top level (its cpu run, or a smoke run; or, where the post has no
+#: such run yet, its GPU run) and, beside a cpu or smoke run, the post's GPU run in :data:`GPU_RUN`:
+#: a whole run record of the gpu profile, with the fields a run needs to be shown (profile, time,
+#: key, provenance, metrics). A GPU run at the top level holds no second one.
+RECORD_SCHEMA: dict[str, Any] = _object({
+    **_RUN,
+    GPU_RUN: _object({**_RUN, "profile": {"const": "gpu"}},
+                     required=["profile", "executed_at", "source_hash", "provenance", "metrics"]),
+}, **{"$schema": "https://json-schema.org/draft/2020-12/schema",
+      "if": {"properties": {"profile": {"const": "gpu"}}, "required": ["profile"]},
+      "then": {"not": {"required": [GPU_RUN]}}})
 _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer",
                float: "a number", type(None): "null"}
 _TYPE_NAMES = {"object": "an object", "array": "an array", "string": "a string", "boolean": "a boolean",
@@ -144,6 +159,12 @@ def _why(error) -> str:
         return f"must be one of {', '.join(json.dumps(v) for v in error.validator_value)}, not {error.instance!r:.60}"
     if error.validator in ("minItems", "maxItems"):
         return f"must hold exactly {error.validator_value} numbers (it holds {len(error.instance)})"
+    if error.validator == "const":
+        return f"must be {json.dumps(error.validator_value)}, not {error.instance!r:.60}"
+    if error.validator == "required":
+        return error.message[:200].replace("is a required property", "is missing")
+    if error.validator == "not" and isinstance(error.instance, dict) and GPU_RUN in error.instance:
+        return f"a GPU run at the top level holds no second GPU run ({GPU_RUN}): only a cpu or smoke run does"
     if error.validator == "format":
         return f"must be an ISO {error.validator_value} (2026-11-22T10:00:00+00:00), not {error.instance!r:.60}"
     return error.message[:200]
@@ -180,6 +201,40 @@ ARGV.each do |arg|
   end
 end
 """
+
+
+def split_runs(record: dict[str, Any] | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """``(cpu run, GPU run)`` of a published record, each a whole run record or None. The cpu run is
+    whatever run of another profile than gpu the record holds at its top level (a smoke run counts);
+    a record whose top level is a gpu run (one published before records held two runs, or a post
+    that has no other run yet) holds only a GPU run."""
+    if not record:
+        return None, None
+    top = {k: v for k, v in record.items() if k != GPU_RUN}
+    if record.get("profile") == "gpu":
+        return None, top
+    gpu = record.get(GPU_RUN)
+    if isinstance(gpu, dict):
+        gpu = {"slug": record.get("slug"), "notebook": record.get("notebook"), **gpu}
+        gpu = {k: v for k, v in gpu.items() if v is not None or k not in ("slug", "notebook")}
+    return top, gpu or None
+
+
+def join_runs(cpu: dict[str, Any] | None, gpu: dict[str, Any] | None) -> dict[str, Any]:
+    """The record that holds ``cpu`` (a run of another profile than gpu) and ``gpu`` (a gpu run),
+    either of them None but not both (see :func:`split_runs`)."""
+    if cpu is not None and cpu.get("profile") == "gpu":
+        raise ValueError("join_runs: the cpu run is a gpu run")
+    if gpu is not None and gpu.get("profile") != "gpu":
+        raise ValueError(f"join_runs: the GPU run is a {gpu.get('profile')} run")
+    if cpu is None:
+        if gpu is None:
+            raise ValueError("join_runs: no run")
+        return {k: v for k, v in gpu.items() if k != GPU_RUN}
+    out = {k: v for k, v in cpu.items() if k != GPU_RUN}
+    if gpu is not None:
+        out[GPU_RUN] = {k: v for k, v in gpu.items() if k != GPU_RUN}
+    return out
 
 
 def record_text(record: dict[str, Any]) -> str:

@@ -14,7 +14,7 @@ from sidebyside.publish import escape
 from sidebyside.publish.cache import cache_key
 from sidebyside.publish.common import ANSI_RE, ROOT, PublishError, say
 from sidebyside.publish.discovery import NotebookInfo
-from sidebyside.publish.rendering import scrub, scrub_rules
+from sidebyside.publish.preprocess import scrub, scrub_rules
 from sidebyside.run import context, provenance, runkey
 
 __all__ = ["execute", "complete_record", "check_before_running", "key_and_stamp", "check_machine"]

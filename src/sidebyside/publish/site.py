@@ -316,7 +316,10 @@ def recover(site: Path) -> list[str]:
 
 
 def publish(site: Path, info: NotebookInfo, post: str, images: dict[str, bytes], record: dict[str, Any]) -> Path:
-    """Replace the post, the images and the results of ``info`` in ``site``,
+    """Publish one run of ``info`` into ``site``: ``post`` is its rendered post, or for a gpu run
+    its post's GPU section, which joins what the site publishes of the post's other run
+    (:func:`sidebyside.publish.runs.combine`: nothing published is lost but a run whose method was
+    withdrawn). Replace the post, the images and the results of ``info`` in ``site``,
     together or not at all (a :class:`Transaction`); a post of the
     same slug under another date is removed in the same transaction. The
     record is written as UTF-8 and, with the post's front matter, loaded as
@@ -330,6 +333,9 @@ def publish(site: Path, info: NotebookInfo, post: str, images: dict[str, bytes],
     with lock(site):
         for message in recover(site):
             say(f"recovered {message}")
+        from sidebyside.publish.runs import combine
+
+        post, images, record = combine(site, info, post, images, record)
         txn = Transaction(site, info.slug)
         staged = txn.stage(f"images/{info.slug}")
         staged.mkdir()
