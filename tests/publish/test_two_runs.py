@@ -169,6 +169,33 @@ def test_records_of_one_run_still_load_and_a_gpu_one_is_the_gpu_run():
         assert records.join_runs(cpu, gpu) == record, path.name
 
 
+def test_each_profile_is_planned_against_its_own_run(tmp_path):
+    from sidebyside.publish.cache import plan
+    from sidebyside.publish.discovery import discover
+    from sidebyside.publish.params import load_all_params
+
+    slug = "jit-and-autograd-timing"
+    infos = [i for i in discover(ROOT / "notebooks") if i.slug == slug]
+    params = load_all_params(ROOT / "params", discover(ROOT / "notebooks"))
+    site = make_site(tmp_path / "site")
+    (site / "_posts").mkdir()
+    (site / "_data" / "results").mkdir(parents=True)
+    (site / "_posts" / f"{infos[0].date}-{slug}.md").write_text("---\ntitle: t\n---\n")
+    results = site / "_data" / "results" / f"{slug}.json"
+
+    def decide(record, profile):
+        results.write_text(json.dumps(record))
+        (decision,) = plan(infos, profile, params, site, root=ROOT)
+        return decision.action, decision.reason
+
+    gpu = {**gpu_record(), "slug": slug}
+    cpu = {**cpu_record(), "slug": slug}
+    assert decide(gpu, "cpu") == ("run", "its cpu run is owed")  # a GPU run is no reason to skip the cpu run
+    assert decide(cpu, "gpu") == ("run", "its GPU run is owed")
+    assert decide(records.join_runs(cpu, gpu), "gpu") == ("run", "sources or parameters changed")  # its own key
+    assert decide(records.join_runs(cpu, gpu), "smoke")[0] == "kept"  # a smoke run never replaces a cpu run
+
+
 # --------------------------------------------------------------------------- the pages, built with Jekyll
 
 

@@ -1,5 +1,6 @@
 """The cache: a run's key, whether a published record is current, and the
-plan of what to run (freeze semantics: a larger profile is kept).
+plan of what to run (freeze semantics: a larger profile is kept; a post's GPU run is planned
+against its published GPU run, any other profile against its other run: the two stand apart).
 
 The key and its inputs are :mod:`sidebyside.run.runkey`'s (it also records
 them inside the run); :func:`freshness` is the one test of staleness, used
@@ -15,6 +16,7 @@ from typing import Any
 
 from sidebyside.publish.common import PROFILES, ROOT, PublishError
 from sidebyside.publish.discovery import NotebookInfo
+from sidebyside.publish.records import split_runs
 from sidebyside.run import runkey
 
 __all__ = ["cache_key", "Decision", "published_record", "is_post_of", "post_path", "freshness", "plan"]
@@ -100,13 +102,15 @@ def plan(infos, profile, params_by_profile, site: Path, *, force: bool = False, 
     """Decide, per notebook, whether to run it (see the module docstring)."""
     decisions = []
     for info in infos:
-        record = None if force else published_record(site, info.slug)
+        cpu_run, gpu_run = split_runs(None if force else published_record(site, info.slug))
+        record = gpu_run if profile == "gpu" else cpu_run  # a post's GPU run and its other run stand apart
         post = post_path(site, info)
         current, key = freshness(info, record, params_by_profile, root)
         if force:
             decisions.append(Decision(info, "run", "forced", key))
         elif record is None or not post.is_file():
-            decisions.append(Decision(info, "run", "not published yet", key))
+            decisions.append(Decision(info, "run", "not published yet" if cpu_run is None and gpu_run is None
+                                      else f"its {'GPU' if profile == 'gpu' else 'cpu'} run is owed", key))
         elif record.get("profile") in PROFILES and PROFILES.index(record["profile"]) > PROFILES.index(profile):
             published = record["profile"]
             stale = "" if current is not False else "; its inputs changed since"
