@@ -68,9 +68,8 @@ def plural(n: int, word: str, plural_word: str | None = None) -> str:
     return f"{n} {word if n == 1 else (plural_word or word + 's')}"
 
 
-def from_cpu_run(what: str) -> str:
+def from_cpu_run(what: str, why: str = "does not depend on the hardware") -> str:
     """The one line a notebook shows under the gpu profile (``hardware_only``) where it leaves a section to
-    the post's cpu run: ``what`` (e.g. "Accuracy over seeds") does not depend on the hardware, so a GPU run
-    measures only what needs the GPU (speed, float32 parity of the timed models, compile time, memory)."""
-    return (f"{what} does not depend on the hardware: this GPU run leaves it to the post's cpu run, whose "
-            "figures the post shows.")
+    the post's cpu run: a GPU run measures only what needs the GPU (speed, float32 parity of the timed
+    models, compile time, memory); ``what`` (e.g. "Accuracy over seeds") ``why`` (needs no GPU)."""
+    return f"{what} {why}: this GPU run leaves it to the post's cpu run, whose figures the post shows."
