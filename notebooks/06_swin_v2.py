@@ -332,8 +332,9 @@ Markdown(report.parity_claim(report.parity_record(parity_runs, headline=headline
 # PyTorch a step that zeroes the gradients, runs the model under
 # `torch.autocast` (a no-op in float32), takes the cross-entropy and calls
 # `backward` and the optimiser's `step`; in JAX a pure function of the
-# parameters, the optimiser state and the stochastic-depth streams, which
-# `jax.value_and_grad` differentiates and optax's AdamW updates. The same
+# parameters, the optimiser state and the stochastic-depth streams, in which
+# `nnx.value_and_grad` differentiates the model with respect to its parameters
+# alone (`nnx.Param`, as Flax's examples do) and optax's AdamW updates. The same
 # functions train for accuracy here (the learning rate of each step set from
 # the schedule) and are timed in section 4.
 
@@ -390,19 +391,22 @@ def jax_adamw(params, lr, weight_decay):
 def jax_train_step(graphdef, tx, precision="float32"):
     """(params, opt_state, rest, x, y) -> (params, opt_state, rest, loss); rest holds the stochastic-depth
     streams, which go back out so that each step draws anew."""
-    def loss_fn(params, rest, x, y):
+    def loss_fn(model, x, y):
         if precision == "bfloat16":  # float32 master weights, bfloat16 compute
-            params = jax.tree_util.tree_map(lambda p: p.astype(jnp.bfloat16), params)
-            x = x.astype(jnp.bfloat16)
-        model = nnx.merge(graphdef, params, rest)
-        loss = optax.softmax_cross_entropy_with_integer_labels(model(x).astype(jnp.float32), y).mean()
-        return loss, nnx.split(model, nnx.Param, ...)[2]
+            _, params, rest = nnx.split(model, nnx.Param, ...)
+            low = nnx.merge(graphdef, jax.tree_util.tree_map(lambda p: p.astype(jnp.bfloat16), params), rest)
+            logits = low(x.astype(jnp.bfloat16))
+            nnx.update(model, nnx.state(low, nnx.Not(nnx.Param)))  # the streams, as the forward advanced them
+        else:
+            logits = model(x)
+        return optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), y).mean()
 
     def train_step(params, opt_state, rest, x, y):
-        # rest is differentiated too (integers: allow_int, its "gradient" dropped), so that the streams
-        # live at the level where the model draws from them
-        (loss, rest), (grads, _) = jax.value_and_grad(loss_fn, argnums=(0, 1), has_aux=True,
-                                                      allow_int=True)(params, rest, x, y)
+        model = nnx.merge(graphdef, params, rest)
+        # with respect to the parameters alone (nnx.value_and_grad's default, nnx.Param), as Flax's examples
+        # differentiate a model; the stochastic-depth streams the forward advanced stay in the model
+        loss, grads = nnx.value_and_grad(loss_fn)(model, x, y)
+        rest = nnx.state(model, nnx.Not(nnx.Param))
         updates, opt_state = tx.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, rest, loss
 

@@ -26,7 +26,7 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 import optax  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from conftest import run_pairs  # noqa: E402
+from conftest import ROOT, run_pairs  # noqa: E402
 from flax import nnx  # noqa: E402
 
 from sidebyside.lab import training  # noqa: E402
@@ -258,6 +258,28 @@ def test_one_adamw_step_agrees_with_timms_model():
         update_torch, update_jax = expected - before[name], got - before[name]
         assert np.linalg.norm(update_torch) > 0, name
         assert np.linalg.norm(update_jax - update_torch) <= 1e-2 * np.linalg.norm(update_torch), name
+
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_the_jax_step_differentiates_the_parameters_alone_and_advances_the_streams(precision):
+    """The notebook's JAX step takes the gradient with respect to the nnx.Param state alone (no
+    allow_int over the stochastic-depth streams), keeps float32 parameters in either precision, and
+    returns the streams the forward advanced, so that the next step draws new masks."""
+    ns = notebook()
+    model = swin.FlaxSwinV2(swin.SwinConfig(**{**TINY.to_dict(), "drop_path_rate": 0.5}), rngs=nnx.Rngs(0))
+    model.train()
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    tx = ns["jax_adamw"](params, 1e-3, 0.05)
+    step = jax.jit(ns["jax_train_step"](graphdef, tx, precision))
+    x = np.random.default_rng(0).standard_normal((3, 16, 16, 2)).astype(np.float32)
+    new_params, _, new_rest, loss = step(params, tx.init(params), rest, x, np.arange(3, dtype=np.int32) % 5)
+    assert np.isfinite(float(loss))
+    assert {a.dtype for a in jax.tree.leaves(new_params)} == {np.dtype(np.float32)}
+    counts = [(np.asarray(a), np.asarray(b)) for a, b in zip(jax.tree.leaves(rest), jax.tree.leaves(new_rest))
+              if jnp.issubdtype(a.dtype, jnp.integer)]  # the streams' counts (their keys stay)
+    assert counts and any((b > a).any() for a, b in counts)  # the streams moved on
+    for name in ("06_swin_v2.py", "08_real_models.py"):  # no Flax step differentiates integers (streams, counts)
+        assert "allow_int" not in (ROOT / "notebooks" / name).read_text(), name
 
 
 def test_compiled_rungs_are_static_shapes(monkeypatch):
