@@ -221,3 +221,22 @@ def test_results_table_rows_and_scan_claim():
                                                        "torch/cuda-graph+fused": "cuda_graph_fused",
                                                        "torch/cuda-graph-steps": "cuda_graph_steps"}
     assert report.ladder_tools("jax", "float32") == report.JAX_TOOLS
+
+
+def test_a_gpu_run_under_hardware_only_holds_the_speed_and_leaves_the_accuracies_to_the_cpu_run():
+    """The gpu profile (hardware_only) measures the speed section alone: the record's original setting and
+    accuracy are None, no verdict is about accuracy, and the table and conclusion say the speed alone."""
+    full = record()
+    speed = {name: report.speed_record(entries, steps_per_call=5, steps_per_epoch=468)
+             for name, entries in (("mlp", _float32_ladder()), ("cnn", _float32_ladder(host=False)))}
+    metrics = report.summarise(original=None, accuracy=None, speed=speed, conditions={"tf32": False},
+                               startup={"torch_compile_startup_s": 20.0, "jax_jit_startup_s": 0.1},
+                               device="NVIDIA H100 80GB HBM3", batch_size=128, num_test=10000,
+                               epochs={"mlp": 10, "cnn": 4}, flax_cnn_loop="scan")
+    assert metrics["original_setting"] is None and metrics["accuracy"] is None
+    assert [v["name"] for v in metrics["verdicts"]] == [v["name"] for v in full["verdicts"] if not v["name"].endswith(
+        ("_accuracy", "_tf32", "_bfloat16"))]  # the same speed verdicts, none about accuracy (no precision rows here)
+    table = report.results_table(metrics)
+    assert not any("original" in row or "epochs (Adam)" in row for row in table.index)
+    conclusion = report.conclusion(metrics)
+    assert "more accurate" not in conclusion and conclusion.startswith("**Where they differ is speed**")

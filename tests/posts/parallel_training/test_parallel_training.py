@@ -729,3 +729,24 @@ def test_notebook_smoke_run_through_the_publisher(executed):
     assert record["metrics"]["verdicts"][0]["label"] == "both match"
     post = run.post.read_text()
     assert "Traceback" not in post and "not evidence" in post
+
+
+def test_a_gpu_run_under_hardware_only_records_the_gpus_ladder_and_leaves_the_strategies_to_the_cpu_run():
+    """hardware_only (the gpu profile's): the GPU's one-device ladder is the run's verdict; the CPU's eager run is
+    only the losses' reference; the strategies, their code and projection are the cpu run's (empty here)."""
+    def entry(seconds):
+        return {"median_s": seconds, "q1_s": seconds, "q3_s": seconds, "iqr_s": 0.0, "compile_s": None, "error": None,
+                "processes_s": [seconds * f for f in (0.99, 1.0, 1.01)]}
+
+    cpu = {"torch_device": "cpu", "jax_device": "cpu", "entries": {"torch/eager": entry(1e-3)},
+           "losses": {"torch/eager": [2.0, 1.0]}}
+    gpu = {"torch_device": "cuda", "jax_device": "cuda:0", "entries": {"torch/eager": entry(2e-4), "jax/jit": entry(1e-4)},
+           "losses": {"torch/eager": [2.0, 1.0], "jax/jit": [2.0, 1.0]}}
+    record = report.reference_record({"cpu": cpu, "gpu": gpu}, names={"cpu": "c", "gpu": "g"}, tolerance=1e-4)
+    metrics = report.reference_summary(reference=record, parameters=1000, config={"dim": 8}, batch_size=8, steps=2,
+                                       lr=0.1, momentum=0.9, loss_tolerance=1e-4, gpu_note="one GPU")
+    assert (metrics["runs"], metrics["code_lines"], metrics["projection"]) == ({}, {}, {})
+    assert [v["question"] for v in metrics["verdicts"]] == [
+        "Which framework runs the one-device training step faster on the GPU?"]
+    assert metrics["device"] == "g" and set(metrics["reference"]) == {"cpu", "gpu"}
+    json.dumps(metrics)

@@ -273,7 +273,8 @@ def _race(ladder: Mapping[str, Any], question: str, scale: Mapping[str, Any]) ->
     return ladders.ladder(ladder, question=question, caveat=structure_caveat(ladder), scale=scale)
 
 
-def summarise(*, original: Mapping[str, Any], accuracy: Mapping[str, Any], speed: Mapping[str, Mapping[str, Any]],
+def summarise(*, original: Mapping[str, Any] | None, accuracy: Mapping[str, Any] | None,
+              speed: Mapping[str, Mapping[str, Any]],
               conditions: Mapping[str, Any], startup: Mapping[str, float], device: str, batch_size: int,
               num_test: int, epochs: Mapping[str, int], flax_cnn_loop: str,
               parameters: Mapping[str, int] | None = None) -> dict[str, Any]:
@@ -284,7 +285,9 @@ def summarise(*, original: Mapping[str, Any], accuracy: Mapping[str, Any], speed
     against one-step rungs (``<kind>_speed``), then a call's steps in one program against the same
     (``<kind>_speed_steps``, :data:`MULTI_STEP`); each precision that ran on both sides; accuracy
     over seeds per model (at least :data:`MIN_SEEDS`). Each names what structural difference is
-    left in its caveat (:func:`structure_caveat`) and carries its ``name``."""
+    left in its caveat (:func:`structure_caveat`) and carries its ``name``. A GPU run under
+    ``hardware_only`` gives ``original`` and ``accuracy`` None (the cpu run's): the record holds
+    ``original_setting`` and ``accuracy`` None and no accuracy verdict."""
     for kind in ("mlp", "cnn"):
         if kind not in speed:
             raise ValueError(f"speed needs the float32 workload {kind!r}; got {sorted(speed)}")
@@ -302,7 +305,7 @@ def summarise(*, original: Mapping[str, Any], accuracy: Mapping[str, Any], speed
         verdicts[f"{kind}_speed"] = _race(single, _question(kind, "float32", "single"), scale(kind))
         if multi:
             verdicts[f"{kind}_speed_steps"] = _race(multi, _question(kind, "float32", "multi"), scale(kind))
-    for kind in ("mlp", "cnn"):
+    for kind in ("mlp", "cnn") if accuracy is not None else ():
         per_seed = {fw: [100 * a for a in accuracy[kind][fw]["per_seed"]] for fw in ("torch", "flax")}
         verdicts[f"{kind}_accuracy"] = verdict.seeds(
             per_seed["torch"], per_seed["flax"], question=f"Do PyTorch and Flax reach the same {kind.upper()} test "
@@ -317,7 +320,7 @@ def summarise(*, original: Mapping[str, Any], accuracy: Mapping[str, Any], speed
     mlp = speed["mlp"]
     epoch_rows = {**mlp["ladder"], **mlp.get("host_fed", {})}
     return {
-        **original,
+        **(original if original is not None else {"original_setting": None}),
         "accuracy": accuracy,
         "conditions": dict(conditions),
         "startup_s": dict(startup),
@@ -356,13 +359,16 @@ def results_table(metrics: Mapping[str, Any]):
     def accuracy_cell(kind, fw):
         return f"{100 * acc[kind][fw]['mean']:.2f} ± {100 * acc[kind][fw]['std']:.2f}%"
 
-    rows = {
-        "original setting, as published": (f"{100 * orig['torch']:.1f}%", f"{100 * orig['flax']:.1f}%"),
-        "original setting, fixed": (f"{100 * orig['torch_fixed_normalisation']:.1f}%",
-                                    f"{100 * orig['flax_with_torch_init']:.1f}% (PyTorch's init)"),
-        f"MLP, {metrics['epochs']['mlp']} epochs (Adam)": (accuracy_cell("mlp", "torch"), accuracy_cell("mlp", "flax")),
-        f"CNN, {metrics['epochs']['cnn']} epochs (Adam)": (accuracy_cell("cnn", "torch"), accuracy_cell("cnn", "flax")),
-    }
+    rows = {}
+    if orig is not None:  # None: a GPU run's (hardware_only), whose accuracies are the cpu run's
+        rows["original setting, as published"] = (f"{100 * orig['torch']:.1f}%", f"{100 * orig['flax']:.1f}%")
+        rows["original setting, fixed"] = (f"{100 * orig['torch_fixed_normalisation']:.1f}%",
+                                           f"{100 * orig['flax_with_torch_init']:.1f}% (PyTorch's init)")
+    if acc is not None:
+        rows[f"MLP, {metrics['epochs']['mlp']} epochs (Adam)"] = (accuracy_cell("mlp", "torch"),
+                                                                 accuracy_cell("mlp", "flax"))
+        rows[f"CNN, {metrics['epochs']['cnn']} epochs (Adam)"] = (accuracy_cell("cnn", "torch"),
+                                                                 accuracy_cell("cnn", "flax"))
     for name, record in metrics["speed"].items():
         kind, _, precision = name.partition("/")
         if record["best"]["torch"] is None and record["best"]["jax"] is None:
@@ -470,7 +476,8 @@ def precision_claim(metrics: Mapping[str, Any], kind: str, precision: str) -> st
 
 def conclusion(metrics: Mapping[str, Any]) -> str:
     """The post's Conclusion (Markdown), from the results record alone."""
-    paragraphs = [accuracy_claim(metrics), speed_claim(metrics)]
+    paragraphs = [accuracy_claim(metrics)] if metrics.get("accuracy") and metrics.get("original_setting") else []
+    paragraphs.append(speed_claim(metrics))
     tail = " ".join(t for t in (host_claim(metrics), compile_claim(metrics)) if t)
     if tail:
         paragraphs[-1] += " " + tail

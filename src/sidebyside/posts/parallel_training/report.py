@@ -41,7 +41,7 @@ from sidebyside.run.code import Source, source
 
 __all__ = ["TIE", "RUNGS", "WHERE", "RESHARDING", "HELD", "code_lines", "Source", "source", "torch_record",
            "jax_record", "conditions_text", "reference_record", "reference_verdict", "reference_claim", "reference_table",
-           "parity_verdict", "fewer_verdict", "summarise", "results_table", "collectives_table", "collectives_claim", "projection_claim", "multiprocess_record",
+           "parity_verdict", "fewer_verdict", "summarise", "reference_summary", "results_table", "collectives_table", "collectives_claim", "projection_claim", "multiprocess_record",
            "multiprocess_claim", "projection_table", "conclusion"]
 
 TIE = 0.01
@@ -348,6 +348,27 @@ def summarise(*, runs: Mapping[int, Mapping[str, Any]], code: Mapping[str, Mappi
         "runs": {str(n): r for n, r in runs.items()}, "projection": dict(projection),
         "reference": dict(reference or {}), "gpu_note": gpu_note,
         "verdicts": [v.to_dict() for v in found],
+    }
+
+
+def reference_summary(*, reference: Mapping[str, Any], parameters: int, config: Mapping[str, Any], batch_size: int,
+                      steps: int, lr: float, momentum: float, loss_tolerance: float,
+                      gpu_note: str = "") -> dict[str, Any]:
+    """The results record of a run under ``hardware_only`` (the gpu profile's): the one-device ladders
+    (:func:`reference_record`'s result) and the speed verdict of each device but the CPU, whose PyTorch eager
+    run is there only as the losses' reference (the CPU's verdict where no other device ran). The strategies
+    on simulated devices, their code, memory, collectives and projection are the cpu run's: ``runs``,
+    ``code_lines`` and ``projection`` are empty."""
+    where = [w for w in reference if w != "cpu"] or list(reference)
+    found = [reference_verdict(w, reference[w], scale=framing.scale_of(
+        parameters=parameters, input="28×28", batch=batch_size, precision="float32",
+        device=f"one device, {w.upper()} ({reference[w]['device']})")) for w in where]
+    framing.check_headline(found)
+    return {
+        "model": {"parameters": parameters, **dict(config)}, "batch_size": batch_size, "steps": steps, "lr": lr,
+        "momentum": momentum, "device": reference[where[0]]["device"], "simulated": False, "largest": None,
+        "loss_tolerance": loss_tolerance, "code_lines": {}, "runs": {}, "projection": {},
+        "reference": dict(reference), "gpu_note": gpu_note, "verdicts": [v.to_dict() for v in found],
     }
 
 
