@@ -1,6 +1,6 @@
 """The front page and the posts as a reader sees them in headless Chromium, at 1280 and 360 px: the
-cards on the first screen, no page scrolling sideways, the stale banner, a superseded verdict without
-its figure, figure text sizes, and the scoreboard's filter without JavaScript. The site is a scratch
+cards on the first screen, no page scrolling sideways, the stale banner, a withdrawn run without
+its figures, the verdict box of each run, figure text sizes, and the scoreboard's filter without JavaScript. The site is a scratch
 copy of the published one, its board written by the publisher (scoreboard.write_freshness), built with
 Jekyll."""
 
@@ -100,8 +100,8 @@ def test_no_page_scrolls_sideways(built, width):
 
 
 def test_a_stale_post_shows_the_changelog_entries_after_its_run(built):
-    """Every post that ran before a changelog entry shows the banner with the entries after its run; a post
-    that ran after every entry shows none."""
+    """Every post that shows a run older than a changelog entry shows the banner with the entries after that
+    run; a post whose runs ran after every entry, or whose runs are all withdrawn (it shows none), shows none."""
     site, board = built
     changelog = board["changelog"]
 
@@ -110,10 +110,10 @@ def test_a_stale_post_shows_the_changelog_entries_after_its_run(built):
         return entry["date"] > ran and (not entry.get("posts") or slug in entry["posts"])
 
     def stale(slug):
-        return any(owed(e, slug) for e in changelog)
+        shows = any(not r["owed"] for r in board["posts"][slug]["runs"])
+        return shows and any(owed(e, slug) for e in changelog)
 
     slugs = sorted(board["posts"])
-    assert "fashion-mnist-pytorch-vs-flax" in slugs and stale("fashion-mnist-pytorch-vs-flax")
     with browsing(site) as (browser, base):
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         banners = {}
@@ -125,36 +125,43 @@ def test_a_stale_post_shows_the_changelog_entries_after_its_run(built):
     for slug, banner in banners.items():
         post = board["posts"][slug]
         if not stale(slug):
-            assert banner is None, f"{slug} ran after every changelog entry, yet shows a stale banner"
+            assert banner is None, f"{slug} shows no run older than a changelog entry, yet shows a stale banner"
             continue
         assert banner and banner["top"] < banner["verdict"], slug  # at the top, above the verdict
         assert post["hardware"] in banner["text"] and post["commit"] in banner["text"] and "Re-run owed" in banner["text"]
         for entry in changelog:
             assert (entry["title"] in banner["text"]) == owed(entry, slug), (slug, entry["title"])
-    assert "lax.scan" in banners["fashion-mnist-pytorch-vs-flax"]["text"]
 
 
-def test_a_superseded_verdict_shows_no_figure(built):
+def test_a_withdrawn_run_shows_no_figure(built):
+    """A run measured under a method since withdrawn shows no figure: its verdicts say it is owed, the page
+    says so where its body or GPU section would be, and the home page lists none of its verdicts."""
     site, board = built
+    withdrawn = {slug: [r for r in post["runs"] if r["superseded"]] for slug, post in board["posts"].items()}
     with browsing(site) as (browser, base):
         page = browser.new_page(viewport={"width": 1280, "height": 800})
-        page.goto(f"{base}/posts/fashion-mnist-pytorch-vs-flax/", wait_until="load")
-        items = page.evaluate("""() => Array.from(document.querySelectorAll('.verdict-item')).map(i => ({
-            superseded: i.classList.contains('superseded'), headline: i.classList.contains('headline'),
-            text: i.textContent, tables: i.querySelectorAll('table').length}))""")
+        for slug, runs in withdrawn.items():
+            if not runs:
+                continue
+            page.goto(f"{base}/posts/{slug}/", wait_until="load")
+            for run in runs:
+                box = page.evaluate(f"() => document.querySelector('.verdict-run.run-{run['role']}').textContent")
+                assert f"{run['label']} owed" in box and not FIGURE.search(box), (slug, box)
+                aside = page.evaluate(f"() => document.querySelector('.{run['role']}-run-owed').textContent")
+                assert "withdrawn" in aside and not FIGURE.search(aside), (slug, aside)
+            if all(r["owed"] for r in board["posts"][slug]["runs"]):
+                figures = page.evaluate("() => document.querySelectorAll('.post-content img[src*=\"/images/\"]').length")
+                assert figures == 0, slug
         page.goto(base + "/", wait_until="load")
-        rows = page.evaluate("""() => Array.from(document.querySelectorAll('#post-fashion-mnist-pytorch-vs-flax tr.superseded'))
-            .map(r => r.textContent)""")
-    superseded = [i for i in items if i["superseded"]]
-    assert superseded and not items[0]["superseded"] and items[0]["headline"]
-    for item in superseded:
-        assert "superseded: re-run owed" in item["text"] and item["tables"] == 0
-        assert not FIGURE.search(item["text"]), item["text"]
-    for row in rows:
-        assert "superseded: re-run owed" in row and not FIGURE.search(row), row
+        for slug in [s for s, runs in withdrawn.items() if runs]:
+            rows = page.evaluate(f"() => Array.from(document.querySelectorAll('#post-{slug} tbody tr[class*=kind-]'))"
+                                 ".map(r => r.textContent)")
+            shown = [v for r in board["posts"][slug]["runs"] if not r["owed"] for v in r["verdicts"]]
+            assert len(rows) == min(len(shown), 5) and not any("owed" in r for r in rows), slug
 
 
 def test_the_verdict_box_opens_with_the_configured_number_and_folds_the_rest(built):
+    """Each run the post shows opens with verdict_box_open verdicts and folds the rest."""
     site, board = built
     config = (ROOT / "_config.yml").read_text()
     shown = int(re.search(r"^verdict_box_open: (\d+)$", config, re.M).group(1))
@@ -163,27 +170,28 @@ def test_the_verdict_box_opens_with_the_configured_number_and_folds_the_rest(bui
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         for slug in board["order"]:
             page.goto(f"{base}/posts/{slug}/", wait_until="load")
-            boxes[slug] = page.evaluate("""() => { const box = document.querySelector('.verdict');
-                if (!box) return null;
-                const more = box.querySelector('details.verdict-more');
-                return {items: box.querySelectorAll('.verdict-item').length,
-                        folded: more ? more.querySelectorAll('.verdict-item').length : 0,
-                        open: more ? more.open : false, summary: more ? more.querySelector('summary').textContent : '',
-                        visible: Array.from(box.querySelectorAll('.verdict-item')).filter(i => i.checkVisibility()).length}; }""")
+            boxes[slug] = page.evaluate("""() => Object.fromEntries(Array.from(document.querySelectorAll(
+                '.verdict .verdict-run')).map(box => { const more = box.querySelector('details.verdict-more');
+                return [box.classList.contains('run-gpu') ? 'gpu' : 'cpu',
+                        {items: box.querySelectorAll('.verdict-item').length,
+                         folded: more ? more.querySelectorAll('.verdict-item').length : 0,
+                         open: more ? more.open : false, summary: more ? more.querySelector('summary').textContent : '',
+                         visible: Array.from(box.querySelectorAll('.verdict-item')).filter(i => i.checkVisibility()).length}]; }))""")
     long_boxes = 0
-    for slug, box in boxes.items():
-        verdicts = json.loads((ROOT / "_data" / "results" / f"{slug}.json").read_text())["metrics"].get("verdicts", [])
-        assert box is not None or not verdicts, slug
-        if box is None:
-            continue
-        assert box["items"] == len(verdicts), slug  # every verdict is in the box, folded or not
-        assert box["visible"] == min(shown, len(verdicts)) and not box["open"], (slug, box)
-        assert box["folded"] == max(0, len(verdicts) - shown), (slug, box)
-        if box["folded"]:
-            long_boxes += 1
-            said = f"{box['folded']} more verdict{'s' if box['folded'] != 1 else ''}"  # "1 more verdict"
-            assert box["summary"].strip() == said, box["summary"]
-    assert long_boxes, f"no published post has more than {shown} verdicts, so the fold was not exercised"
+    for slug, runs in boxes.items():
+        for run in board["posts"][slug]["runs"]:
+            box, verdicts = runs[run["role"]], run["verdicts"]
+            if run["owed"]:
+                assert box["items"] == 0, (slug, run["role"])
+                continue
+            assert box["items"] == len(verdicts), slug  # every verdict is in the box, folded or not
+            assert box["visible"] == min(shown, len(verdicts)) and not box["open"], (slug, box)
+            assert box["folded"] == max(0, len(verdicts) - shown), (slug, box)
+            if box["folded"]:
+                long_boxes += 1
+                said = f"{box['folded']} more verdict{'s' if box['folded'] != 1 else ''}"  # "1 more verdict"
+                assert box["summary"].strip() == said, box["summary"]
+    assert long_boxes, f"no published run has more than {shown} verdicts, so the fold was not exercised"
 
 
 @pytest.mark.parametrize("width", [COLUMN_768, 360])
@@ -199,7 +207,8 @@ def test_figure_text_is_at_least_11_px(built, width):
                 column = page.evaluate("() => document.querySelector('.post-content').clientWidth")
                 assert abs(column - 768) <= 2, column
             figures = page.evaluate(FIGURE_TEXT, PNG_TEXT_PX)
-            assert figures or slug not in ("xla-and-scipy", "weight-visualisation"), slug
+            hidden = all(r["owed"] for r in board["posts"][slug]["runs"] if r["present"])  # a withdrawn body
+            assert figures or hidden or slug not in ("xla-and-scipy", "weight-visualisation"), slug
             small += [f"{slug}: {f}" for f in figures if f["smallest"] is not None and f["smallest"] < MIN_TEXT_PX - 0.05]
     assert not small, "\n".join(small)
 

@@ -243,3 +243,25 @@ def test_the_manifest_records_what_the_call_executed(tmp_path):
     assert manifest["device"] == GPU and manifest["stack"]["torch_cuda"] == "13.0"
     assert set(manifest["stack"]) == set(merging.STACK_KEYS)
     assert json.loads((tmp_path / "m.json").read_text()) == manifest
+
+
+def test_a_merged_gpu_run_is_a_section_beside_the_published_cpu_run(tmp_path):
+    """Merging replaces nothing of the cpu run: its body, figures and record stay; the GPU run adds its section
+    (before the appendix), its files and its place in the record."""
+    from sidebyside.publish import records
+    from sidebyside.publish.site import publish
+
+    site = tmp_path / "site"
+    cpu = {"slug": A, "profile": "cpu", "executed_at": "2026-11-26T10:00:00+00:00", "source_hash": "k",
+           "provenance": {"device": "AMD EPYC (2 cores)", "device_kind": "cpu", "git_sha": "c0ffee"}, "metrics": {}}
+    body = "---\ntitle: t\n---\n\nThe cpu run's body.\n\n## Appendix {#appendix}\n\nIts appendix.\n"
+    publish(site, INFOS[A], body, {"body.png": b"cpu png"}, cpu)
+    merged = merging.merge([_archive(tmp_path / "gpu-run.tgz", {A: _record(A)})], site=site, notebooks=NOTEBOOKS,
+                           build=tmp_path / "build")
+    assert merged.published == {A: "gpu-run.tgz"}
+    post = (site / "_posts" / f"{DATES[A]}-{A}.md").read_text()
+    assert post.index("The cpu run's body.") < post.index(f"the post of {A} at {COMMIT}") < post.index("Its appendix.")
+    assert (site / "images" / A / "body.png").read_bytes() == b"cpu png"
+    assert (site / "images" / A / "gpu.figure.png").is_file()
+    record = json.loads((site / "_data" / "results" / f"{A}.json").read_text())
+    assert records.split_runs(record) == (cpu, _record(A))

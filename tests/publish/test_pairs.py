@@ -88,7 +88,7 @@ def fixture_record() -> dict:
     accuracy = verdict.seeds([88.1, 88.4, 88.0], [88.2, 88.3, 88.1], question="Which reaches a higher test accuracy?")
     return {
         "slug": SLUG, "notebook": "tests/fixtures/pairs/pairs_fixture.py", "profile": "smoke",
-        "executed_at": "2026-11-22T10:00:00+00:00", "source_hash": "0" * 64, "parameters": {"num": 1},
+        "executed_at": "2026-11-26T10:00:00+00:00", "source_hash": "0" * 64, "parameters": {"num": 1},
         "provenance": {"device": "Test CPU (2 cores)", "device_kind": "cpu", "python": "3.11", "torch": "2",
                        "jax": "0.1", "jaxlib": "0.1", "flax": "0.1", "optax": "0.1", "cuda": None,
                        "matmul_precision": {"torch_float32_matmul_precision": "highest",

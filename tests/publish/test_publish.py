@@ -618,9 +618,10 @@ def test_render_publishes_only_the_completed_published_run(tmp_path):
     # The published record comes from another run than the executed copy: refused.
     results = site / "_data" / "results" / f"{SLUG}.json"
     original = results.read_bytes()
-    results.write_text(json.dumps({**json.loads(original), "profile": "gpu"}))
-    with pytest.raises(publish.PublishError, match=r"holds the smoke run of .* published result is the gpu run .*"
-                                                   r"differ in profile.*make execute ONLY=publisher-fixture"):
+    results.write_text(json.dumps({**json.loads(original), "executed_at": "2026-01-02T03:04:05+00:00"}))
+    with pytest.raises(publish.PublishError, match=r"holds the smoke run of .* published result is the smoke run of "
+                                                   r"2026-01-02T03:04:05.*differ in time.*make execute "
+                                                   r"ONLY=publisher-fixture"):
         publish.rerender(site=site, build=build, notebooks=FIXTURES / "notebooks",
                          params_dir=FIXTURES / "params")
     results.write_bytes(original)

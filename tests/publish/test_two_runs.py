@@ -14,8 +14,10 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import subprocess
 
+import nbformat
 import pytest
 import yaml
 from conftest import ROOT, make_site
@@ -25,6 +27,9 @@ from test_pairs import SLUG, fixture_info, fixture_notebook, fixture_record
 from sidebyside import publish
 from sidebyside.publish import frontpage, gpu_section, records, state
 from sidebyside.publish.common import PublishError
+from sidebyside.publish.discovery import discover
+from sidebyside.publish.rendering import site_config
+from sidebyside.publish.site import completed_run, write_run_record
 from sidebyside.publish.site import publish as publish_run
 
 CONFIG = {"repository": "owner/name", "branch": "main"}
@@ -171,7 +176,6 @@ def test_records_of_one_run_still_load_and_a_gpu_one_is_the_gpu_run():
 
 def test_each_profile_is_planned_against_its_own_run(tmp_path):
     from sidebyside.publish.cache import plan
-    from sidebyside.publish.discovery import discover
     from sidebyside.publish.params import load_all_params
 
     slug = "jit-and-autograd-timing"
@@ -194,6 +198,39 @@ def test_each_profile_is_planned_against_its_own_run(tmp_path):
     assert decide(cpu, "gpu") == ("run", "its GPU run is owed")
     assert decide(records.join_runs(cpu, gpu), "gpu") == ("run", "sources or parameters changed")  # its own key
     assert decide(records.join_runs(cpu, gpu), "smoke")[0] == "kept"  # a smoke run never replaces a cpu run
+
+
+def _files(site):
+    return {p.relative_to(site).as_posix(): p.read_bytes() for p in sorted(site.rglob("*"))
+            if p.is_file() and p.relative_to(site).parts[0] in ("_posts", "images")
+            or p.parent == site / "_data" / "results"}
+
+
+@pytest.mark.slow  # executes the publisher's fixture notebook
+def test_render_renders_each_run_again_from_its_own_executed_copy(tmp_path):
+    fixtures = ROOT / "tests" / "fixtures"
+    where = {"notebooks": fixtures / "notebooks", "params_dir": fixtures / "params"}
+    site, build, slug = make_site(tmp_path / "site"), tmp_path / "build", "publisher-fixture"
+    assert publish.run(site=site, build=build, progress=False, profile="smoke", **where) == 0
+    executed = build / "executed" / f"{slug}.ipynb"
+    smoke, _ = completed_run(executed)
+    gpu = {**copy.deepcopy(smoke), "profile": "gpu", "executed_at": "2026-11-27T23:00:00+00:00"}
+    gpu["provenance"].update(device=H100, device_kind="gpu", git_sha="gpu4567")
+    gpu_copy = build / "executed" / f"{slug}.gpu.ipynb"  # where publish merge keeps a GPU run's
+    shutil.copy(executed, gpu_copy)
+    write_run_record(gpu_copy, gpu)
+    info = next(i for i in discover(where["notebooks"]) if i.slug == slug)
+    section, files = publish.render(nbformat.read(gpu_copy, as_version=4), gpu, info, site_config(site, ROOT))
+    publish_run(site, info, section, files, gpu)
+    both = _files(site)
+    record = json.loads((site / "_data" / "results" / f"{slug}.json").read_text())
+    assert records.split_runs(record) == (smoke, gpu)
+    assert publish.rerender(site=site, build=build, **where) == 0
+    assert _files(site) == both  # each run rendered again, from its own copy, to the same files
+    gpu_copy.unlink()
+    with pytest.raises(PublishError, match=rf"{slug}\.gpu\.ipynb does not exist"):
+        publish.rerender(site=site, build=build, **where)
+    assert _files(site) == both
 
 
 # --------------------------------------------------------------------------- the pages, built with Jekyll

@@ -17,7 +17,7 @@ from sidebyside.publish.common import ROOT, PublishError, say
 from sidebyside.publish.discovery import discover, read_notebook_info, select
 from sidebyside.publish.guard import Guard, TreeWatch, reaped
 from sidebyside.publish.params import check_profile, detect_profile, load_all_params
-from sidebyside.publish.records import check_record
+from sidebyside.publish.records import check_record, split_runs
 from sidebyside.publish.rendering import check_date, render, site_config
 from sidebyside.publish.running import check_before_running, complete_record, execute, key_and_stamp
 from sidebyside.publish.site import completed_run, forget_run, holding_lock, publish, recover, write_run_record
@@ -109,7 +109,8 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
 def rerender(*, only: str | None = None, site: Path = ROOT, build: Path = ROOT / "build",
              notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params", root: Path = ROOT) -> int:
     """Render the published runs again from ``build/executed`` (after a
-    template change), keeping each published results record.
+    template change), keeping each published results record: a post's cpu run
+    from ``<slug>.ipynb``, its GPU run (its section) from ``<slug>.gpu.ipynb``.
 
     Only a completed run is rendered, and only the one that is published:
     the executed copy's run record (:func:`completed_run`) must
@@ -122,32 +123,37 @@ def rerender(*, only: str | None = None, site: Path = ROOT, build: Path = ROOT /
         say(f"recovered {message}")
     jobs, refused = [], []
     for info in select(discover(notebooks), only):
-        executed = build / "executed" / f"{info.slug}.ipynb"
         rerun = f"run `make execute ONLY={info.slug}` instead"
         try:
-            published = published_record(site, info.slug)
+            record = published_record(site, info.slug)
         except PublishError as exc:
             refused.append(f"{info.slug}: {exc}")
             continue
-        if published is None:
+        if record is None:
             refused.append(f"{info.slug}: nothing is published to render again; {rerun}")
             continue
-        ran, why = completed_run(executed)
-        if ran is None:
-            refused.append(f"{info.slug}: {why}; {rerun}")
-            continue
-        differ = [name for name, get in (("profile", lambda r: r.get("profile")),
-                                         ("commit", lambda r: (r.get("provenance") or {}).get("git_sha")),
-                                         ("key", lambda r: r.get("source_hash")),
-                                         ("time", lambda r: r.get("executed_at"))) if get(ran) != get(published)]
-        if differ:
-            refused.append(
-                f"{info.slug}: {executed} holds the {ran.get('profile')} run of {ran.get('executed_at')}, but the "
-                f"published result is the {published['profile']} run of {published['executed_at']} (they differ in "
-                f"{', '.join(differ)}); render only renders the published run again: {rerun} "
-                f"(with FORCE=1 to replace a larger profile)")
-            continue
-        jobs.append((info, executed, published))
+        # each run the post holds, from its own executed copy (a GPU run's is <slug>.gpu.ipynb: publish merge)
+        cpu_run, gpu_run = split_runs(record)
+        for published, name in ((cpu_run, f"{info.slug}.ipynb"), (gpu_run, f"{info.slug}.gpu.ipynb")):
+            if published is None:
+                continue
+            executed = build / "executed" / name
+            ran, why = completed_run(executed)
+            if ran is None:
+                refused.append(f"{info.slug}: {why}; {rerun}")
+                continue
+            differ = [key for key, get in (("profile", lambda r: r.get("profile")),
+                                           ("commit", lambda r: (r.get("provenance") or {}).get("git_sha")),
+                                           ("key", lambda r: r.get("source_hash")),
+                                           ("time", lambda r: r.get("executed_at"))) if get(ran) != get(published)]
+            if differ:
+                refused.append(
+                    f"{info.slug}: {executed} holds the {ran.get('profile')} run of {ran.get('executed_at')}, but "
+                    f"the published result is the {published['profile']} run of {published['executed_at']} (they "
+                    f"differ in {', '.join(differ)}); render only renders the published run again: {rerun} "
+                    f"(with FORCE=1 to replace a larger profile)")
+                continue
+            jobs.append((info, executed, published))
     if refused:
         raise PublishError("render refused; nothing was changed:\n  " + "\n  ".join(refused))
     for info, executed, record in jobs:
