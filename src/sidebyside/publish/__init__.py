@@ -19,14 +19,19 @@ One module per concern; this face re-exports their public names:
   the library modules and data files its last run used: see
   :mod:`sidebyside.run.runkey`). The key is stored as ``source_hash`` in the
   published results file, with the recorded ``inputs``, so a fresh clone
-  knows what is up to date. A published result of a larger profile
-  (gpu > cpu > smoke) is kept unless ``force``. :func:`freshness` is the one
+  knows what is up to date. A post's GPU run is planned against its published
+  GPU run and any other profile against its other run; a published cpu result
+  is kept from a smoke run unless ``force``. :func:`freshness` is the one
   test of staleness (``execute``, ``list``, the scoreboard).
 - :mod:`.running`: papermill, under the run context the notebook reads
   (:mod:`sidebyside.run.context`), and the published record.
-- :mod:`.rendering`: the post (preprocessing, front matter, Markdown), with
-  :mod:`.escape` (every byte of cell output escaped; paths and the host name
-  scrubbed), :mod:`.pairs` (side-by-side cells) and :mod:`.downloads`.
+- :mod:`.rendering`: the post (front matter, Markdown), with :mod:`.preprocess` (outputs,
+  figures, paths and the host name scrubbed), :mod:`.escape` (every byte of cell output
+  escaped), :mod:`.pairs` (side-by-side cells) and :mod:`.downloads`; a gpu run renders to its
+  post's GPU section instead (:mod:`.gpu_section`), never to a post.
+- :mod:`.runs`: a post's two runs published together: its cpu run the body, its GPU run a
+  section; publishing one keeps the other unless its method was withdrawn (the record holds both:
+  :func:`sidebyside.publish.records.split_runs`).
 - :mod:`.site`: publication as a transaction per notebook. Everything is
   rendered before anything is written; the post, its images and its results
   are swapped in together under a journal, and a publication that died half
