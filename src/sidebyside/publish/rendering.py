@@ -97,7 +97,7 @@ def compared_paragraph(info: NotebookInfo, record: dict[str, Any]) -> str:
     scales the record's verdicts were measured at (:func:`sidebyside.lab.framing.scales_text`:
     merged field by field where at most one field differs between them, else each scale in
     turn), on the devices they name (else the run's device); then the profile and the day of the
-    run. Returned as one HTML paragraph: header and record text is escaped as
+    run, which every figure of the page comes from but a GPU run's section's. Returned as one HTML paragraph: header and record text is escaped as
     text (``html.escape``), never read as Markdown or HTML."""
     import html
 
@@ -121,7 +121,7 @@ def compared_paragraph(info: NotebookInfo, record: dict[str, Any]) -> str:
     day = str(record.get("executed_at", ""))[:10]
     text = (f"{(info.compared or info.description).strip()} {where} "
             f"(the {record.get('profile', '?')} profile{', run on ' + day if day else ''}); every figure on this "
-            "page comes from that run.")
+            "page comes from that run, but for a GPU run's section, which names its own.")
     text = html.escape(" ".join(escape.drop_controls(text).split()), quote=False)
     return f"<p><strong>What was compared.</strong> {text}</p>"
 
