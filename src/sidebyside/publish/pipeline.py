@@ -297,9 +297,12 @@ def stale_gpu_posts(budgets: Mapping[str, Any], *, site: Path = ROOT, notebooks:
 
 def format_plan(plan: schedule.Plan) -> str:
     """The plan, one line per call and run, in the order each call runs them; a run in parts says the second
-    of its call by which its parts end, and what of a run's cost is estimated says so."""
+    of its call by which its parts end, and what of a run's cost is estimated says so; then each post whose
+    header plans no GPU section (``gpu.not_planned``), with why."""
+    skipped = [f"  {slug}: no GPU section planned (its header's gpu.not_planned): {why}"
+               for slug, why in plan.not_planned.items()]
     if not plan.calls:
-        return "nothing to run: every GPU post is current"
+        return "\n".join(["nothing to run: every GPU post is current", *skipped])
     lines = [f"{len(plan.calls)} call(s), {plan.seconds:.0f} of {plan.window_s:.0f} device seconds "
              f"(each call at most {plan.limit_s:.0f} s, counted from its start):"]
     for n, call in enumerate(plan.calls, 1):
@@ -321,4 +324,4 @@ def format_plan(plan: schedule.Plan) -> str:
     for slug, parts in plan.done.items():
         if parts:
             lines.append(f"  {slug}: {len(parts)} part(s) read back from committed checkpoints: {', '.join(parts)}")
-    return "\n".join(lines)
+    return "\n".join(lines + skipped)

@@ -16,6 +16,8 @@ not run on a GPU; :class:`sidebyside.publish.discovery.NotebookInfo`):
   fit a window, the first ranked one is planned alone: whole where it fits, else its
   longest first runs that fit (a post in parts: the rest goes on in a later window, from
   its committed checkpoint file).
+- ``not_planned`` (optional): why no GPU section of the post is planned (a sentence): the
+  planner leaves the post out, counts it in no budget and says so (``Plan.not_planned``).
 
 :data:`CALLS_FILE` (``params/gpu-calls.yaml``) holds what every call pays:
 ``call_overhead_s`` (a call's set-up: install, GPU check) and ``run_overhead_s``
@@ -129,6 +131,7 @@ class Plan:
     limit_s: float
     window_s: float
     done: dict[str, list[str]]  # slug -> parts read back from committed checkpoints
+    not_planned: dict[str, str] = dataclasses.field(default_factory=dict)  # slug -> why no GPU section is planned
 
     @property
     def seconds(self) -> float:
@@ -137,9 +140,10 @@ class Plan:
 
 def read_budgets(notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params") -> dict[str, Any]:
     """The planner's table: ``posts`` (slug to its header's ``gpu`` entry, for each notebook in
-    ``notebooks`` that has one), ``notebooks`` (slug to its notebook's path), ``order`` (the ranked
-    slugs, by rank), the overheads of :data:`CALLS_FILE` in ``params_dir`` and the limits it gives
-    (``call_limit_s``, ``window_s``, ``max_calls``, ``post_limit_s``, ``post_calls``, ``total_limit_s``)."""
+    ``notebooks`` that has one and does not say ``not_planned``), ``not_planned`` (slug to why, for
+    those that do), ``notebooks`` (slug to its notebook's path), ``order`` (the ranked slugs, by rank),
+    the overheads of :data:`CALLS_FILE` in ``params_dir`` and the limits it gives (``call_limit_s``,
+    ``window_s``, ``max_calls``, ``post_limit_s``, ``post_calls``, ``total_limit_s``)."""
     from sidebyside.publish.discovery import discover
 
     calls_file = Path(params_dir) / CALLS_FILE
@@ -158,9 +162,16 @@ def read_budgets(notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT /
     if wrong:
         raise PublishError(f"{calls_file}: {', '.join(wrong)} must be positive numbers")
     infos = [i for i in discover(notebooks) if i.gpu is not None]
+    not_planned = {i.slug: i.gpu["not_planned"] for i in infos if "not_planned" in i.gpu}
+    wrong = [f"{i.path}" for i in infos if i.slug in not_planned
+             and not (isinstance(not_planned[i.slug], str) and not_planned[i.slug].strip())]
+    if wrong:
+        raise PublishError(f"{', '.join(wrong)}: its header's gpu.not_planned must say, in a sentence, why no GPU "
+                           "section of the post is planned (or be left out to plan one)")
+    infos = [i for i in infos if i.slug not in not_planned]
     ranked = sorted((i for i in infos if i.gpu.get("rank") is not None), key=lambda i: i.gpu["rank"])
     return {"posts": {i.slug: dict(i.gpu) for i in infos}, "notebooks": {i.slug: i.path for i in infos},
-            "order": [i.slug for i in ranked],
+            "order": [i.slug for i in ranked], "not_planned": not_planned,
             "call_overhead_s": overheads["call_overhead_s"], "run_overhead_s": overheads["run_overhead_s"],
             **{k: overheads[k] for k in _LIMITS if k in overheads}, "post_calls": dict(post_calls)}
 
@@ -432,11 +443,17 @@ def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any
     raise :class:`PlanRefused` naming what to cut. The limits not given come from
     ``budgets`` (:func:`read_budgets`), else :data:`LIMIT_S`, :data:`WINDOW_S` and
     :data:`MAX_CALLS`. Where ``budgets`` gives ``post_limit_s``, the headers of ``slugs``
-    over their budget (:func:`over_budget`) are refused first."""
+    over their budget (:func:`over_budget`) are refused first; a slug whose header says
+    ``not_planned`` is refused, and the plan names every such post with its reason."""
     limit_s, window_s, max_calls = _limits(budgets, limit_s, window_s, max_calls)
     posts = budgets.get("posts") or {}
     order = [s for s in (budgets.get("order") or []) if s in slugs]
     slugs = order + [s for s in slugs if s not in order]
+    not_planned = dict(budgets.get("not_planned") or {})
+    unplanned = [f"{s} ({not_planned[s]})" for s in slugs if s in not_planned]
+    if unplanned:
+        raise PlanRefused(f"no GPU section is planned for {'; '.join(unplanned)}: its notebook's header says so "
+                          "(gpu.not_planned); remove that line to plan one")
     missing = [s for s in slugs if s not in posts]
     if missing:
         raise PlanRefused(f"no gpu budget for {', '.join(missing)} in its notebook's header: a post that gains from a GPU "
@@ -458,13 +475,13 @@ def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any
         runs += post_runs
     calls = pack(runs, limit_s=limit_s, window_s=window_s, max_calls=max_calls, call_overhead_s=call_overhead_s)
     if calls is not None:
-        return Plan(calls, limit_s, window_s, done)
+        return Plan(calls, limit_s, window_s, done, not_planned)
     first = [r for r in runs if order and r.slug == order[0]]
     for n in range(len(first), 0, -1):
         head = first[:n - 1] + [dataclasses.replace(first[n - 1], last=first[n - 1].last and n == len(first))]
         calls = pack(head, limit_s=limit_s, window_s=window_s, max_calls=max_calls, call_overhead_s=call_overhead_s)
         if calls is not None:
-            return Plan(calls, limit_s, window_s, {order[0]: done[order[0]]})
+            return Plan(calls, limit_s, window_s, {order[0]: done[order[0]]}, not_planned)
     raise PlanRefused(_what_to_cut(runs, limit_s=limit_s, window_s=window_s, max_calls=max_calls,
                                    call_overhead_s=call_overhead_s))
 
