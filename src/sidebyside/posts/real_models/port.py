@@ -161,13 +161,14 @@ def _torch_grads(t, x, y) -> dict[str, np.ndarray]:
 def _flax_grads(spec, f, x, y) -> dict[str, np.ndarray]:
     """JAX's gradients of the same loss (training mode), by PyTorch name and in PyTorch's layouts."""
     f.train()
-    graphdef, params, rest = nnx.split(f, nnx.Param, ...)
+    graphdef, state = nnx.split(f)
 
-    def loss_of(params, rest):
-        return _jax_loss(spec, nnx.merge(graphdef, params, rest)(_to_jax_input(spec, x)), jnp.asarray(y))
+    def grads_of(state):
+        # with respect to the parameters alone (nnx.grad's default, nnx.Param), as a Flax training step takes them
+        model = nnx.merge(graphdef, state)
+        return nnx.grad(lambda m: _jax_loss(spec, m(_to_jax_input(spec, x)), jnp.asarray(y)))(model)
 
-    # rest is differentiated too (its gradient dropped), so that it lives at the trace level that updates it
-    grads, _ = jax.jit(jax.grad(loss_of, argnums=(0, 1), allow_int=True))(params, rest)
+    grads = jax.jit(grads_of)(state)
     f.eval()
     return {torch_name(path): _to_torch(np.asarray(g.get_value() if hasattr(g, "get_value") else g), str(path[-1]))
             for path, g in nnx.to_flat_state(grads)}
