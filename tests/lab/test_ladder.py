@@ -307,7 +307,10 @@ def test_conditions_sentence_states_threads_and_precision():
     base = {"threads": 2, "torch_threads": 2, "numpy_blas_threads": 2, "xla_cpu_cores": 2, "tf32": False,
             "torch_float32_matmul_precision": "highest", "jax_default_matmul_precision": "highest"}
     off = conditions.conditions_sentence(base, on_gpu=False)
-    assert "TF32 off on both sides" in off and "2 threads" in off and "NumPy's BLAS 2" in off
+    assert "TF32 off on both sides" in off and "set to 2" in off and "NumPy's BLAS 2" in off
+    # XLA takes no thread count: the sentence says what it may use, never that it ran over its cores
+    assert "XLA may use 2 cores" in off and "XLA over" not in off
+    assert "XLA may use 1 core (" in conditions.conditions_sentence({**base, "xla_cpu_cores": 1}, on_gpu=False)
     on = conditions.conditions_sentence({**base, "tf32": True, "torch_float32_matmul_precision": "high",
                                      "jax_default_matmul_precision": "tensorfloat32"}, on_gpu=True)
     assert "TF32 allowed on both sides" in on and "on the GPU" in on and on != off

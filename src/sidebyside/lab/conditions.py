@@ -183,10 +183,12 @@ def conditions_sentence(conditions: Mapping[str, Any], *, on_gpu: bool) -> str:
         precision = ("float32 with TF32 off on both sides (PyTorch matmul precision "
                      f"`{conditions['torch_float32_matmul_precision']}`, cuBLAS and cuDNN TF32 off; JAX default "
                      f"matmul precision `{conditions.get('jax_default_matmul_precision')}`)")
-    threads = (f"On the CPU every library runs {conditions['threads']} thread"
-               f"{'s' if conditions['threads'] != 1 else ''}: PyTorch {conditions['torch_threads']}, NumPy's BLAS "
-               f"{conditions['numpy_blas_threads']}, XLA over {conditions['xla_cpu_cores']} core"
-               f"{'s' if conditions['xla_cpu_cores'] != 1 else ''}.")
+    # XLA's CPU runtime takes no thread count: it may use the cores the process may run on, which is all
+    # that is known of it here (how many threads it kept busy is not measured).
+    cores = conditions['xla_cpu_cores']
+    threads = (f"On the CPU the threads are set to {conditions['threads']}: PyTorch runs "
+               f"{conditions['torch_threads']}, NumPy's BLAS {conditions['numpy_blas_threads']}; XLA may use "
+               f"{cores} core{'s' if cores != 1 else ''} (the cores this process may run on).")
     where = "on the GPU" if on_gpu else "on the CPU"
     return (f"Same conditions for both frameworks {where}: {precision}; data already on the device; every clock "
             f"read after the work is synchronised; first calls and compilation timed apart, in a warm process; "
