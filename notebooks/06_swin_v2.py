@@ -146,10 +146,9 @@ globals().update(colab.parameters("swin-transformer-v2", PROFILE, REPOSITORY))
 # JAX starts (`notebook.setup`, through `conditions.same_conditions`): full FP32 matmuls on both sides
 # unless `allow_tf32` is set, in which case both may use TensorFloat-32, and
 # the same number of CPU threads for PyTorch, XLA and NumPy. The
-# bfloat16 ladders, where the profile asks for them, use each framework's
-# usual mixed precision: `torch.autocast` in PyTorch, and in JAX float32
-# master weights cast to bfloat16 for the forward and backward pass (the
-# softmax stays in float32 on both sides). Both compilers cache in
+# bfloat16 ladders, where the profile asks for them, run one policy on both
+# sides, `torch.autocast`'s on the device the post runs (section 3 states it).
+# Both compilers cache in
 # this run's own folder, so this process compiles cold and the worker
 # processes reuse it, on both sides alike. JAX is told not
 # to reserve most of the GPU's memory at start-up (its default): both
@@ -194,7 +193,7 @@ from sidebyside.lab import data, framing, progress, training, viz, words
 from sidebyside.lab.conditions import conditions_sentence
 from sidebyside.posts import swin_v2 as swin
 from sidebyside.posts.swin_v2 import report
-from sidebyside.posts.swin_v2.model import FlaxSwinV2  # the port, on trial in this post (section 2)
+from sidebyside.posts.swin_v2.model import FlaxSwinV2, autocast_dtypes  # the port, on trial in this post (section 2)
 from sidebyside.run import checkpoints, provenance
 
 prov["timm"] = timm.__version__
@@ -253,9 +252,11 @@ torch_model = torch_swin(model_config)
 sum(p.numel() for p in torch_model.parameters())
 
 # %% tags=["pair:model:jax"]
-def flax_swin(c, seed):
-    """The Flax NNX port for the configuration c; its parameters are drawn from nnx.Rngs(seed)."""
-    return FlaxSwinV2(c, rngs=nnx.Rngs(seed))
+def flax_swin(c, seed, precision="float32"):
+    """The Flax NNX port for the configuration c; its parameters are drawn from nnx.Rngs(seed), float32 in
+    either precision. bfloat16: the model computes in torch.autocast's dtypes on this device (autocast_dtypes)."""
+    dtypes = autocast_dtypes(torch_device.type) if precision == "bfloat16" else {}
+    return FlaxSwinV2(c, rngs=nnx.Rngs(seed), **dtypes)
 
 
 flax_model = flax_swin(model_config, 0)
@@ -335,6 +336,18 @@ Markdown(report.parity_claim(report.parity_record(parity_runs, headline=headline
 # alone (`nnx.Param`, as Flax's examples do) and optax's AdamW updates. The same
 # functions train for accuracy here (the learning rate of each step set from
 # the schedule) and are timed in section 4.
+#
+# bfloat16, where the profile asks for it, is one policy on both sides,
+# `torch.autocast`'s on the device the post runs: the parameters and the
+# optimiser stay float32; the convolution, every linear layer and the
+# attention's two matrix products compute in bfloat16; the scaled attention
+# logits, their softmax and the loss in float32. LayerNorm and the cosine
+# attention's normalisation, and so the residual stream, are float32 on a GPU
+# (CUDA autocast's float32 list has them) and bfloat16 on the CPU (CPU
+# autocast's has neither). PyTorch gets it from
+# `torch.autocast(dtype=torch.bfloat16)`; Flax from its own idiom, the model
+# built with those compute dtypes (`dtype`, `norm_dtype`; its `param_dtype`
+# stays float32: `flax_swin` above).
 
 # %% tags=["appendix-input"]
 arrays = training.prepare(fashion, num_train=num_train, num_test=num_test)
@@ -353,6 +366,7 @@ def torch_adamw(model, lr, weight_decay, **kwargs):
 
 
 def torch_train_step(model, optimizer, precision="float32"):
+    """One AdamW step; bfloat16: the forward and loss under torch.autocast, the parameters float32."""
     amp = dict(device_type=torch_device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16")
 
     def train_step(x, y):
@@ -386,18 +400,13 @@ def jax_adamw(params, lr, weight_decay):
     return optax.adamw(lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=weight_decay, mask=mask)
 
 
-def jax_train_step(graphdef, tx, precision="float32"):
+def jax_train_step(graphdef, tx):
     """(params, opt_state, rest, x, y) -> (params, opt_state, rest, loss); rest holds the stochastic-depth
-    streams, which go back out so that each step draws anew."""
+    streams, which go back out so that each step draws anew. The model computes in the dtypes it was built
+    with (flax_swin: bfloat16 is autocast's policy), its parameters float32."""
     def loss_fn(model, x, y):
-        if precision == "bfloat16":  # float32 master weights, bfloat16 compute
-            _, params, rest = nnx.split(model, nnx.Param, ...)
-            low = nnx.merge(graphdef, jax.tree_util.tree_map(lambda p: p.astype(jnp.bfloat16), params), rest)
-            logits = low(x.astype(jnp.bfloat16))
-            nnx.update(model, nnx.state(low, nnx.Not(nnx.Param)))  # the streams, as the forward advanced them
-        else:
-            logits = model(x)
-        return optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), y).mean()
+        logits = model(x).astype(jnp.float32)  # the loss in float32, as autocast's cross_entropy
+        return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
     def train_step(params, opt_state, rest, x, y):
         model = nnx.merge(graphdef, params, rest)
@@ -411,11 +420,9 @@ def jax_train_step(graphdef, tx, precision="float32"):
     return train_step
 
 
-def jax_eval_step(graphdef, precision="float32"):
+def jax_eval_step(graphdef):
+    """(params, rest, x) -> float32 logits, in the dtypes the model was built with."""
     def eval_step(params, rest, x):
-        if precision == "bfloat16":
-            params = jax.tree_util.tree_map(lambda p: p.astype(jnp.bfloat16), params)
-            x = x.astype(jnp.bfloat16)
         return nnx.merge(graphdef, params, rest)(x).astype(jnp.float32)
 
     return eval_step
@@ -549,7 +556,7 @@ def torch_rung(config, tool, phase, X, y, precision, seed):
 def jax_rung(config, tool, phase, X, y, precision, seed):
     """One rung: the jitted function, the arguments to compile it for, and run(step), which performs a call's
     steps with the compiled function."""
-    model = flax_swin(config, seed)
+    model = flax_swin(config, seed, precision)
     if phase == "train":
         model.train()
     else:
@@ -559,7 +566,7 @@ def jax_rung(config, tool, phase, X, y, precision, seed):
     batches = [(Xs[i], ys[i]) for i in range(len(Xs))]
     if phase == "train":
         tx = jax_adamw(params, lr=1e-4, weight_decay=0.05)
-        train_step = jax_train_step(graphdef, tx, precision)
+        train_step = jax_train_step(graphdef, tx)
         opt_state = tx.init(params)
         if tool == "jit":  # one jitted step per batch; parameters and optimiser state donated (updated in place)
             fn, args = jax.jit(train_step, donate_argnums=(0, 1, 2)), (params, opt_state, rest, *batches[0])
@@ -585,7 +592,7 @@ def jax_rung(config, tool, phase, X, y, precision, seed):
                 params, opt_state, rest, loss = step(params, opt_state, rest, Xs, ys)
                 return loss
     else:
-        eval_step = jax_eval_step(graphdef, precision)
+        eval_step = jax_eval_step(graphdef)
         if tool == "jit":
             fn, args = jax.jit(eval_step), (params, rest, Xs[0])
 

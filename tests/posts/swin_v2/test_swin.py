@@ -11,6 +11,7 @@ is the code it trains and times): :func:`notebook` runs those cells, as they are
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 
@@ -53,7 +54,7 @@ def notebook() -> dict:
     set-up cell's imports and device (the model cells build their networks at :data:`TINY`)."""
     return run_pairs("06_swin_v2.py", WORK_PAIRS, {
         "np": np, "torch": torch, "F": F, "jax": jax, "jnp": jnp, "optax": optax, "nnx": nnx,
-        "FlaxSwinV2": swin.FlaxSwinV2, "model_config": TINY,
+        "FlaxSwinV2": swin.FlaxSwinV2, "autocast_dtypes": swin.autocast_dtypes, "model_config": TINY,
         "torch_device": torch.device("cuda" if torch.cuda.is_available() else "cpu")})
 
 
@@ -266,11 +267,11 @@ def test_the_jax_step_differentiates_the_parameters_alone_and_advances_the_strea
     allow_int over the stochastic-depth streams), keeps float32 parameters in either precision, and
     returns the streams the forward advanced, so that the next step draws new masks."""
     ns = notebook()
-    model = swin.FlaxSwinV2(swin.SwinConfig(**{**TINY.to_dict(), "drop_path_rate": 0.5}), rngs=nnx.Rngs(0))
+    model = ns["flax_swin"](swin.SwinConfig(**{**TINY.to_dict(), "drop_path_rate": 0.5}), 0, precision)
     model.train()
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
     tx = ns["jax_adamw"](params, 1e-3, 0.05)
-    step = jax.jit(ns["jax_train_step"](graphdef, tx, precision))
+    step = jax.jit(ns["jax_train_step"](graphdef, tx))
     x = np.random.default_rng(0).standard_normal((3, 16, 16, 2)).astype(np.float32)
     new_params, _, new_rest, loss = step(params, tx.init(params), rest, x, np.arange(3, dtype=np.int32) % 5)
     assert np.isfinite(float(loss))
@@ -280,6 +281,69 @@ def test_the_jax_step_differentiates_the_parameters_alone_and_advances_the_strea
     assert counts and any((b > a).any() for a, b in counts)  # the streams moved on
     for name in ("06_swin_v2.py", "08_real_models.py"):  # no Flax step differentiates integers (streams, counts)
         assert "allow_int" not in (ROOT / "notebooks" / name).read_text(), name
+
+
+def _layer_dtypes(monkeypatch, tmodel, fmodel, x_nchw, device_type):
+    """Each side's output dtype of every layer, by timm's name, under bfloat16 (PyTorch in torch.autocast,
+    Flax in the dtypes fmodel was built with), and the dtypes of every softmax over attention logits."""
+    torch_dtypes, flax_dtypes, softmax = {}, {}, {"torch": set(), "jax": set()}
+    for name, module in tmodel.named_modules():
+        if name and not list(module.children()):
+            module.register_forward_hook(lambda m, i, out, name=name: torch_dtypes.__setitem__(name, str(out.dtype)))
+        if isinstance(module, torch.nn.Softmax):
+            module.register_forward_hook(lambda m, i, out: softmax["torch"].add(str(out.dtype)))
+    paths = {id(m): swin.timm_name((*path, "kernel")).removesuffix(".weight") for path, m in nnx.iter_modules(fmodel)}
+    for cls in (nnx.Linear, nnx.Conv, nnx.LayerNorm):
+        def recorded(self, *args, _call=cls.__call__, **kwargs):
+            out = _call(self, *args, **kwargs)
+            flax_dtypes[paths[id(self)]] = str(out.dtype)
+            return out
+        monkeypatch.setattr(cls, "__call__", recorded)
+    jax_softmax = jax.nn.softmax
+    monkeypatch.setattr(jax.nn, "softmax", lambda a, **kw: softmax["jax"].add(str(a.dtype)) or jax_softmax(a, **kw))
+    with torch.no_grad(), torch.autocast(device_type, dtype=torch.bfloat16):
+        expected = tmodel(torch.from_numpy(x_nchw)).float().numpy()
+    got = np.asarray(fmodel(jnp.asarray(x_nchw.transpose(0, 2, 3, 1))), np.float32)
+    return torch_dtypes, flax_dtypes, softmax, expected, got
+
+
+def test_bfloat16_is_one_policy_on_both_sides(monkeypatch):
+    """In bfloat16 every layer the two sides share outputs the same dtype (PyTorch under CPU autocast, the
+    port built with autocast_dtypes("cpu")), the attention's softmax is float32 on both sides, the port's
+    parameters stay float32, and the logits agree to bfloat16's precision."""
+    config = dataclasses.replace(TINY, drop_path_rate=0.0)
+    torch.manual_seed(0)
+    tmodel = swin.torch_model(config)
+    swin.randomise_torch_(tmodel, 0)
+    fmodel = swin.copy_timm_weights(tmodel, swin.FlaxSwinV2(config, rngs=nnx.Rngs(0), **swin.autocast_dtypes("cpu")))
+    tmodel.eval()
+    fmodel.eval()
+    assert {v.dtype for v in jax.tree.leaves(nnx.state(fmodel, nnx.Param))} == {jnp.dtype(jnp.float32)}
+    x = np.random.default_rng(0).standard_normal((2, config.in_chans, config.img_size, config.img_size))
+    torch_dtypes, flax_dtypes, softmax, expected, got = _layer_dtypes(monkeypatch, tmodel, fmodel,
+                                                                      x.astype(np.float32), "cpu")
+    shared = sorted(set(torch_dtypes) & set(flax_dtypes))
+    # every Flax layer has its timm twin but qkv, which timm calls through F.linear (no hook fires)
+    assert set(flax_dtypes) - set(torch_dtypes) == {n for n in flax_dtypes if n.endswith(".qkv")}
+    assert len(shared) >= 20, shared
+    assert {n: flax_dtypes[n] for n in shared} == {n: torch_dtypes[n].removeprefix("torch.") for n in shared}
+    assert softmax == {"torch": {"torch.float32"}, "jax": {"float32"}}
+    # on the CPU autocast runs LayerNorm in its input's dtype, so every shared layer is bfloat16 there
+    assert {flax_dtypes[n] for n in shared} == {"bfloat16"}
+    np.testing.assert_allclose(got, expected, atol=0.05 * np.abs(expected).max())
+
+
+def test_the_gpu_policy_keeps_norms_and_the_residual_stream_in_float32():
+    """autocast_dtypes("cuda") is CUDA autocast's policy: LayerNorm (on its float32 list) outputs float32 and
+    with it the residual stream, while the convolution and the linear layers output bfloat16; an unknown
+    device is refused."""
+    model = swin.FlaxSwinV2(TINY, rngs=nnx.Rngs(0), **swin.autocast_dtypes("cuda"))
+    model.eval()
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((2, 16, 16, 2)), jnp.float32)
+    assert model.features(x).dtype == jnp.float32 and model(x).dtype == jnp.bfloat16
+    assert model.patch_embed.proj(x).dtype == jnp.bfloat16
+    with pytest.raises(ValueError, match="'cuda' and 'cpu'"):
+        swin.autocast_dtypes("mps")
 
 
 def test_compiled_rungs_are_static_shapes(monkeypatch):
