@@ -187,6 +187,23 @@ def root() -> Path:
     return ROOT
 
 
+@pytest.fixture
+def framed_verdicts(monkeypatch) -> list:
+    """Every verdict framed while the test runs, as the same objects the post's code holds (every verdict
+    constructor, and every post's own verdict, ends in ``framing.frame``), for a test that each verdict a
+    post builds names its race (``key``) rather than falling back to its question's words."""
+    from sidebyside.lab import framing, ladders, verdict
+
+    seen, real = [], framing.frame
+
+    def recording(v, **kwargs):
+        seen.append(v)
+        return real(v, **kwargs)
+    for module in (framing, verdict, ladders):
+        monkeypatch.setattr(module, "frame", recording)
+    return seen
+
+
 @pytest.fixture(autouse=True)
 def _no_results_leak(monkeypatch, tmp_path):
     """save_results() in a test process writes to a temporary folder."""

@@ -240,3 +240,14 @@ def test_a_gpu_run_under_hardware_only_holds_the_speed_and_leaves_the_accuracies
     assert not any("original" in row or "epochs (Adam)" in row for row in table.index)
     conclusion = report.conclusion(metrics)
     assert "more accurate" not in conclusion and conclusion.startswith("**Where they differ is speed**")
+
+
+def test_every_verdict_the_post_builds_names_its_race(framed_verdicts):
+    """Each verdict has its race's key (model, precision, loop structure), never its question's words, so that
+    a reader's run is matched with the published one by id; the keys differ within a run."""
+    m = record(precision_models=("mlp", "cnn"))
+    report.scan_claim(m["speed"], device="a CPU", cnn_loop="device")
+    assert framed_verdicts and not [v.question for v in framed_verdicts if not v.key]
+    keys = [v["key"] for v in m["verdicts"]]
+    assert len(set(keys)) == len(keys) and {"mlp/float32/one-step/best", "cnn/float32/whole-call/best",
+                                            "mlp/accuracy", "cnn/bfloat16/best"} <= set(keys)

@@ -228,7 +228,8 @@ def scan_claim(speed: Mapping[str, Mapping[str, Any]], *, device: str, cnn_loop:
             parts.append(f"For the {name}, one of JAX's two rungs did not run, so the two cannot be compared here.")
             continue
         v = verdict.speed(scan, jit, question=f"Does lax.scan speed up JAX's {name} epoch?", subject_name="jax",
-                          other_name="jax", subject_tool="jit + scan", other_tool="jit per step")
+                          other_name="jax", subject_tool="jit + scan", other_tool="jit per step",
+                          key=f"{kind}/scan-against-jit")
         parts.append(f"For the {name}: {v.sentence}")
     return " ".join(parts) + f" (measured on {device}; the CNN's training runs in section 3 used `{cnn_loop}`.)"
 
@@ -269,8 +270,8 @@ def structure_caveat(ladder: Mapping[str, Any]) -> str:
     return " ".join(parts)
 
 
-def _race(ladder: Mapping[str, Any], question: str, scale: Mapping[str, Any]) -> verdict.Verdict:
-    return ladders.ladder(ladder, question=question, caveat=structure_caveat(ladder), scale=scale)
+def _race(ladder: Mapping[str, Any], question: str, scale: Mapping[str, Any], key: str) -> verdict.Verdict:
+    return ladders.ladder(ladder, question=question, caveat=structure_caveat(ladder), scale=scale, key=key)
 
 
 def summarise(*, original: Mapping[str, Any] | None, accuracy: Mapping[str, Any] | None,
@@ -302,21 +303,24 @@ def summarise(*, original: Mapping[str, Any] | None, accuracy: Mapping[str, Any]
         ladder = speed[kind]["ladder"]
         single = {n: e for n, e in ladder.items() if n not in MULTI_STEP}
         multi = {n: e for n, e in ladder.items() if n in MULTI_STEP}
-        verdicts[f"{kind}_speed"] = _race(single, _question(kind, "float32", "single"), scale(kind))
+        verdicts[f"{kind}_speed"] = _race(single, _question(kind, "float32", "single"), scale(kind),
+                                          f"{kind}/float32/one-step/best")
         if multi:
-            verdicts[f"{kind}_speed_steps"] = _race(multi, _question(kind, "float32", "multi"), scale(kind))
+            verdicts[f"{kind}_speed_steps"] = _race(multi, _question(kind, "float32", "multi"), scale(kind),
+                                                    f"{kind}/float32/whole-call/best")
     for kind in ("mlp", "cnn") if accuracy is not None else ():
         per_seed = {fw: [100 * a for a in accuracy[kind][fw]["per_seed"]] for fw in ("torch", "flax")}
         verdicts[f"{kind}_accuracy"] = verdict.seeds(
             per_seed["torch"], per_seed["flax"], question=f"Do PyTorch and Flax reach the same {kind.upper()} test "
             "accuracy?", subject_name="torch", other_name="jax", unit=" points", min_seeds=MIN_SEEDS,
-            scale=scale(kind))
+            scale=scale(kind), key=f"{kind}/accuracy")
     for name, record in speed.items():
         best = record["best"]
         if record["precision"] != "float32" and best["torch"] and best["jax"]:
             kind = name.split("/")[0]
             verdicts[f"{kind}_speed_{record['precision']}"] = _race(
-                record["ladder"], _question(kind, record["precision"]), scale(kind, record["precision"]))
+                record["ladder"], _question(kind, record["precision"]), scale(kind, record["precision"]),
+                f"{kind}/{record['precision']}/best")
     mlp = speed["mlp"]
     epoch_rows = {**mlp["ladder"], **mlp.get("host_fed", {})}
     return {
