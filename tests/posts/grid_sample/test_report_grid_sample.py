@@ -341,3 +341,17 @@ def test_a_bench_row_hands_its_processes_floor_and_load_to_the_verdict():
     assert found.processes == 3 and found.floor == 0.05 and found.busy == row["busy"]
     ratios = [j / t for j, t in zip([0.9, 1.0, 1.4], [1.9, 2.0, 2.1])]
     assert found.interval[0] < min(ratios) and found.interval[1] > max(ratios)  # a t-interval over 3 processes
+
+
+def test_every_verdict_the_post_builds_names_its_race(framed_verdicts):
+    """Each verdict has its race's key (parity of pure JAX or of the C++ kernel; per call, chained or the
+    kernel's own, at the headline row), never its question's words, so that a reader's run is matched with
+    the published one by id; the keys differ within a run."""
+    metrics = _record(native_rows={"bilinear/zeros/False/2d/float32": _parity_row(1.2e-7)})
+    gsp.slower_claim(metrics)
+    gsp.verdicts(_gpu_record())
+    assert framed_verdicts and not [v.question for v in framed_verdicts if not v.key]
+    keys = [v["key"] for v in metrics["verdicts"]]
+    assert len(set(keys)) == len(keys)
+    assert {"parity/pure-jax", "parity/cpp-kernel", "bilinear/large/forward/per-call/best",
+            "bilinear/large/forward/chained", "bilinear/large/forward/per-call/cpp-kernel"} <= set(keys)
