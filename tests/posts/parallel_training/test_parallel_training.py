@@ -627,9 +627,9 @@ def test_code_lines_skip_docstrings_comments_and_blanks():
 
 def test_fewer_verdict_flips_with_the_numbers():
     scale = {"text": "test"}
-    a = report.fewer_verdict("data_parallel", 10, 20, what="bytes", unit="", question="q", scale=scale)
-    b = report.fewer_verdict("data_parallel", 20, 10, what="bytes", unit="", question="q", scale=scale)
-    tie = report.fewer_verdict("data_parallel", 1000, 1005, what="bytes", unit="", question="q", scale=scale)
+    a = report.fewer_verdict("data_parallel", 10, 20, what="bytes", unit="", question="q", scale=scale, key="k")
+    b = report.fewer_verdict("data_parallel", 20, 10, what="bytes", unit="", question="q", scale=scale, key="k")
+    tie = report.fewer_verdict("data_parallel", 1000, 1005, what="bytes", unit="", question="q", scale=scale, key="k")
     assert (a.winner, b.winner, tie.winner) == ("torch", "jax", None)
     assert a.sentence.startswith("PyTorch (DistributedDataParallel) needs fewer bytes") and "2×" in a.sentence
     assert tie.label == "tie"
@@ -750,3 +750,36 @@ def test_a_gpu_run_under_hardware_only_records_the_gpus_ladder_and_leaves_the_st
         "Which framework runs the one-device training step faster on the GPU?"]
     assert metrics["device"] == "g" and set(metrics["reference"]) == {"cpu", "gpu"}
     json.dumps(metrics)
+
+
+def test_every_verdict_the_post_builds_names_its_race(framed_verdicts):
+    """Each verdict has its race's key (the losses' parity, each device's one-device ladder, and per strategy its
+    code lines, collective bytes and memory), never its question's words, so that a reader's run is matched with
+    the published one by id; the keys differ within a run. Synthetic records, as in the tests above."""
+    def rec(moved, held=30):
+        return {"max_loss_deviation": 0.0, "comms": {"total": {"count": 2, "bytes": moved}},
+                "memory": {"total": held}, "replicated_total": 90}
+
+    def entry(seconds):
+        return {"median_s": seconds, "q1_s": seconds, "q3_s": seconds, "iqr_s": 0.0, "compile_s": None, "error": None,
+                "processes_s": [seconds * f for f in (0.99, 1.0, 1.01)]}
+
+    one = {"entries": {"torch/eager": entry(1e-3), "jax/jit": entry(5e-4)},
+           "losses": {"torch/eager": [2.0, 1.0], "jax/jit": [2.0, 1.0]}}
+    reference_runs = {"cpu": {"torch_device": "cpu", "jax_device": "cpu", **one},
+                      "gpu": {"torch_device": "cuda", "jax_device": "cuda:0", **one}}
+    one_device = report.reference_record(reference_runs, names={"cpu": "c", "gpu": "g"}, tolerance=1e-4)
+    runs = {2: {"torch": {"one_device": rec(0, 90), "data_parallel": rec(20, 90), "fully_sharded": rec(30),
+                          "fully_sharded_kept": rec(20)},
+                "jax": {"one_device": rec(0, 90), "data_parallel": rec(20, 90), "fully_sharded": rec(20)}}}
+    lines = {"one_device": 0, "data_parallel": 1, "fully_sharded": 3}
+    metrics = report.summarise(runs=runs, code={"torch": lines, "jax": lines}, parameters=100, config={},
+                               batch_size=8, steps=2, lr=0.1, momentum=0.9, model_parallel=2, device="CPU",
+                               simulated=True, loss_tolerance=1e-4, projection={}, reference=one_device)
+    report.reference_summary(reference=one_device, parameters=100, config={}, batch_size=8, steps=2, lr=0.1,
+                             momentum=0.9, loss_tolerance=1e-4)
+    assert framed_verdicts and not [v.question for v in framed_verdicts if not v.key]
+    keys = [v["key"] for v in metrics["verdicts"]]
+    assert len(set(keys)) == len(keys)
+    assert {"parity/losses", "reference/cpu", "reference/gpu", "code-lines/data_parallel",
+            "collective-bytes/fully_sharded_kept", "memory/fully_sharded"} <= set(keys)
