@@ -206,6 +206,16 @@ def test_a_whole_loop_rung_brings_its_rival_and_is_not_raced_per_step():
         assert result["best_whole_loop"]["torch"] is None
 
 
+@pytest.mark.parametrize("phase", ["train", "eval"])
+def test_the_bfloat16_rungs_run_in_autocasts_policy(phase):
+    """Each side's bfloat16 rung runs, per step and as a whole loop: PyTorch under torch.autocast, JAX the port
+    built in autocast's dtypes (no cast of the parameters inside the step)."""
+    result = swin.speed_ladder(TINY, batch_size=2, phase=phase, precision="bfloat16", torch_tools=("eager",),
+                               jax_tools=("jit", "jit_scan"), steps=2, repeats=2, **rungs())
+    for name in ("torch/eager", "jax/jit", "jax/jit_scan"):
+        assert result["ladder"][name]["error"] is None and result["ladder"][name]["median_s"] > 0, name
+
+
 def test_first_step_adds_up():
     entry = {"median_s": 0.1, "compile_s": 30.0, "allocation_s": 2.0, "error": None}
     split = swin.first_step(entry, batch_size=32, epoch_images=320)
