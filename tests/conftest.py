@@ -191,7 +191,7 @@ def root() -> Path:
 def framed_verdicts(monkeypatch) -> list:
     """Every verdict framed while the test runs, as the same objects the post's code holds (every verdict
     constructor, and every post's own verdict, ends in ``framing.frame``), for a test that each verdict a
-    post builds names its race (``key``) rather than falling back to its question's words."""
+    post builds names its race (``race``) rather than falling back to its question's words."""
     from sidebyside.lab import framing, ladders, verdict
 
     seen, real = [], framing.frame

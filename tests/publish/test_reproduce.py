@@ -174,18 +174,18 @@ def test_a_reader_s_run_at_other_sizes_than_the_post_s_is_compared_with_nothing(
     assert "held\n  published:" in rep.in_notebook(SLUG, _record(EPYC, READER), "o/n@main")
 
 
-def _sized(question, key, batch, torch_s=3.0):
-    """A speed verdict of the race ``key`` at ``batch``, JAX 3x faster by default."""
+def _sized(question, race, batch, torch_s=3.0):
+    """A speed verdict of the race ``race`` at ``batch``, JAX 3x faster by default."""
     t = {"median_s": torch_s, "processes_s": [torch_s * (1 + f) for f in (-0.02, 0, 0.02)]}
     j = {"median_s": 1.0, "processes_s": [1.0 * (1 + f) for f in (0, 0.02, -0.02)]}
     scale = framing.scale_of(parameters=1000, input="32×32", batch=batch, precision="float32",
                                      device="a CPU")
     return verdict.speed(t, j, question=question, subject_tool="eager", other_tool="jit", scale=scale,
-                         key=key).to_dict()
+                         race=race).to_dict()
 
 
 def test_verdicts_are_matched_by_their_stable_id_never_by_their_text():
-    """The same race reworded is matched (its key and size are its id); the same words at another
+    """The same race reworded is matched (its race's name and size are its id); the same words at another
     size (a smoke run against the full-size post) are not, and neither is a record without ids."""
     published = _record(EPYC, [_sized("Which is faster at batch 32?", "model/train/best", 32)])
     reworded = rep.compare(published, _record(EPYC, [_sized("Which framework is faster, batch 32?",

@@ -115,25 +115,25 @@ def claim(source: str, text: str, scale: Mapping[str, Any]) -> dict[str, Any]:
     return {"source": source, "text": text, "scale": dict(scale)}
 
 
-def verdict_id(key: str, scale: Mapping[str, Any] | None) -> str:
-    """A verdict's stable id, ``<key>@<size>``, by which a reader's run is matched with the published
-    one (:mod:`sidebyside.publish.reproduce`): ``key`` names the race (its post gives it, e.g.
-    ``resnet50/train/4/float32/best``; a verdict whose post gives none is keyed by its question's
+def verdict_id(race: str, scale: Mapping[str, Any] | None) -> str:
+    """A verdict's stable id, ``<race>@<size>``, by which a reader's run is matched with the published
+    one (:mod:`sidebyside.publish.reproduce`): ``race`` names the race (its post gives it, e.g.
+    ``resnet50/train/4/float32/best``; a verdict whose post gives none is named by its question's
     words, lower-cased), ``size`` is a digest of the scale's parameters, input, batch and precision.
     Not the device: the same race on another machine has the same id; at other sizes (another
     profile) it has another, so it is never compared with this one."""
     size = {f: (scale or {}).get(f) for f in SCALE_FIELDS if f != "device"}
     digest = hashlib.sha1(json.dumps(size, sort_keys=True, default=str).encode()).hexdigest()[:10]
-    return f"{re.sub(r'[^a-z0-9/._+-]+', '-', key.lower()).strip('-')}@{digest}"
+    return f"{re.sub(r'[^a-z0-9/._+-]+', '-', race.lower()).strip('-')}@{digest}"
 
 
 def frame(v: Any, *, contestants: Mapping[str, Mapping[str, Any]] | None = None,
           scale: Mapping[str, Any] | None = None, against: Mapping[str, Any] | None = None,
-          kind: str = "framework", key: str = "") -> Any:
+          kind: str = "framework", race: str = "") -> Any:
     """Attach who raced (``contestants``: side key -> :func:`contestant`), at
     what size (``scale``: :func:`scale_of`), the claim it is read against
-    (``against``: :func:`claim`) and the race's ``key`` (its id's first part,
-    :func:`verdict_id`; an empty key keeps the one ``v`` has), and return ``v``.
+    (``against``: :func:`claim`) and the race's name ``race`` (its id's first part,
+    :func:`verdict_id`; an empty name keeps the one ``v`` has), and return ``v``.
 
     Rules: a ``kind="framework"`` verdict whose contestant was written by this
     project raises ValueError (a hand-written implementation gets its own
@@ -145,8 +145,8 @@ def frame(v: Any, *, contestants: Mapping[str, Mapping[str, Any]] | None = None,
     if kind not in ("framework", "custom"):
         raise ValueError(f"kind is 'framework' or 'custom', got {kind!r}")
     v.kind = kind
-    if key:
-        v.key = key
+    if race:
+        v.race = race
     if contestants:
         v.contestants = {k: dict(c) for k, c in contestants.items()}
     if kind == "framework":

@@ -183,7 +183,7 @@ def slower_than_eager(entries: Mapping[str, Any], framework: str = "torch") -> l
 def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
            frameworks: Sequence[str] = ("torch", "jax"), scale: Mapping[str, Any] | None = None,
            against: Mapping[str, Any] | None = None, applied: Mapping[str, str | None] | None = None,
-           kind: str = "framework", key: str = "") -> Any:
+           kind: str = "framework", race: str = "") -> Any:
     """Best against best, then what the ladder shows.
 
     The sentence first compares each framework's fastest working tool (with
@@ -194,11 +194,11 @@ def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
     ``implementation`` and ``origin``; see :func:`contestant`). ``applied``:
     side key -> None where a precision setting took effect, or the reason it
     did not; any reason gives :func:`not_applied` instead of a race.
-    ``scale``, ``against``, ``kind`` and ``key`` (the race's name, for its id) go to :func:`frame`.
+    ``scale``, ``against``, ``kind`` and ``race`` (the race's name, for its id) go to :func:`frame`.
     """
     a, b = frameworks
     if applied and any(applied.values()):
-        return verdict.not_applied(question, applied, subject_name=a, other_name=b, scale=scale, key=key)
+        return verdict.not_applied(question, applied, subject_name=a, other_name=b, scale=scale, race=race)
     chosen = best(entries, frameworks)
     failed = [f"{_name(split(n)[0])} {split(n)[1]} ({e.get('error')})" for n, e in entries.items()
               if isinstance(e, Mapping) and e.get("error")]
@@ -209,7 +209,7 @@ def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
         sentence = (f"No {_name(missing)} tool ran, so there is no comparison: " + "; ".join(failed + absent) + ".")
         v = verdict.Verdict(question=question, label="no comparison", sentence=sentence, test="none",
                     subject=a, other=b, winner=None, caveat=caveat)
-        return frame(v, scale=scale, against=against, kind=kind, key=key)
+        return frame(v, scale=scale, against=against, kind=kind, race=race)
     names = {side: f"{side}/{chosen[side]}" for side in (a, b)}
     head = verdict.speed(entries[names[a]], entries[names[b]], question=question,
                  subject_name=a, other_name=b, subject_tool=chosen[a], other_tool=chosen[b],
@@ -236,4 +236,4 @@ def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
         parts.append(caveat)
     head.sentence = " ".join(parts)
     head.caveat = f"{caveat} {head.caveat}".strip()
-    return frame(head, against=against, kind=kind, key=key)
+    return frame(head, against=against, kind=kind, race=race)

@@ -90,7 +90,7 @@ class Verdict:
     "framework" (what each framework ships) or "custom" (a hand-written
     implementation's own verdict); ``cause``: what the run measured that
     explains a surprising result (the site then does not flag it suspect);
-    ``key``: the race as its post names it; ``to_dict()`` writes the verdict's stable ``id``
+    ``race``: the race's name, as its post gives it; ``to_dict()`` writes the verdict's stable ``id``
     from it and the scale (:func:`~sidebyside.lab.framing.verdict_id`).
     """
 
@@ -117,11 +117,11 @@ class Verdict:
     busy: list[str] = dataclasses.field(default_factory=list)
     detectable: float | None = None
     cause: str = ""
-    key: str = ""
+    race: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
-        out["id"] = verdict_id(self.key or self.question, self.scale)
+        out["id"] = verdict_id(self.race or self.question, self.scale)
         if self.interval is not None:
             out["interval"] = list(self.interval)
         return out
@@ -156,7 +156,7 @@ def _interval_text(lo: float, hi: float, winner_is_subject: bool | None) -> str:
 def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch", other_name: str = "jax",
           subject_tool: str = "", other_tool: str = "", caveat: str = "",
           contestants: Mapping[str, Mapping[str, Any]] | None = None, scale: Mapping[str, Any] | None = None,
-          against: Mapping[str, Any] | None = None, kind: str = "framework", key: str = "") -> Verdict:
+          against: Mapping[str, Any] | None = None, kind: str = "framework", race: str = "") -> Verdict:
     """Is ``subject`` faster than ``other``?
 
     Both are timings of the same work, measured in the same processes (:class:`sidebyside.lab.entry.Timing`
@@ -171,7 +171,7 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
     quiet-machine check found during the measurement (the entries' ``busy``) is added to the
     caveat, with its figures. ``ratio`` and ``interval`` are the subject's time over the other's;
     ``factor`` (>= 1) the winner's speed-up. ``contestants``, ``scale``, ``against``, ``kind`` and
-    ``key`` (the race's name, for its id) go to :func:`~sidebyside.lab.framing.frame`.
+    ``race`` (the race's name, for its id) go to :func:`~sidebyside.lab.framing.frame`.
     """
     a, b = read(subject), read(other)
     if min(a["median_s"], b["median_s"]) <= 0:
@@ -238,12 +238,12 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
     v = Verdict(question=question, label=label, sentence=sentence, test=test, subject=subject_name, other=other_name,
                 winner=winner, ratio=ratio, interval=interval, sides=sides, caveat=caveat, factor=factor,
                 processes=n, floor=floor, busy=busy)
-    return frame(v, contestants=contestants, scale=scale, against=against, kind=kind, key=key)
+    return frame(v, contestants=contestants, scale=scale, against=against, kind=kind, race=race)
 
 
 def not_applied(question: str, reasons: Mapping[str, str | None], *, subject_name: str = "torch",
                 other_name: str = "jax", scale: Mapping[str, Any] | None = None,
-                contestants: Mapping[str, Mapping[str, Any]] | None = None, key: str = "") -> Verdict:
+                contestants: Mapping[str, Mapping[str, Any]] | None = None, race: str = "") -> Verdict:
     """The verdict of a precision row that did not take effect on every side
     (``reasons``: side key -> why not, or None where it did): no race, the
     label "not applied" and a sentence "not applied: <reason>"."""
@@ -253,7 +253,7 @@ def not_applied(question: str, reasons: Mapping[str, str | None], *, subject_nam
     v = Verdict(question=question, label=NOT_APPLIED, sentence=f"not applied: {why}. No verdict is drawn.",
                 test="none: the setting did not take effect on both sides", subject=subject_name,
                 other=other_name, winner=None, caveat=f"not applied: {why}")
-    return frame(v, contestants=contestants, scale=scale, key=key)
+    return frame(v, contestants=contestants, scale=scale, race=race)
 
 
 # ----------------------------------------------------------------------------- seeds
@@ -263,7 +263,7 @@ def seeds(subject: Sequence[float], other: Sequence[float], *, question: str, qu
           unit: str = " points", subject_name: str = "torch", other_name: str = "jax",
           higher_is_better: bool = True, caveat: str = "", min_seeds: int = 1,
           contestants: Mapping[str, Mapping[str, Any]] | None = None, scale: Mapping[str, Any] | None = None,
-          against: Mapping[str, Any] | None = None, key: str = "") -> Verdict:
+          against: Mapping[str, Any] | None = None, race: str = "") -> Verdict:
     """Do two seed-sets differ by more than seed noise?
 
     Welch's test (:func:`sidebyside.lab.stats.welch`): the difference of the means, its 95%
@@ -272,7 +272,7 @@ def seeds(subject: Sequence[float], other: Sequence[float], *, question: str, qu
     difference the seeds could have detected (80% power). With one seed on a side its spread is
     unknown: the verdict is then "within seed noise" only for an exact tie, and says so. With
     fewer than ``min_seeds`` seeds on a side no verdict is drawn (label "too few seeds").
-    ``contestants``, ``scale``, ``against`` and ``key`` (the race's name, for its id) go to :func:`~sidebyside.lab.framing.frame`.
+    ``contestants``, ``scale``, ``against`` and ``race`` (the race's name, for its id) go to :func:`~sidebyside.lab.framing.frame`.
     """
     a, b = [float(x) for x in subject], [float(x) for x in other]
     if not a or not b:
@@ -325,5 +325,5 @@ def seeds(subject: Sequence[float], other: Sequence[float], *, question: str, qu
                 threshold=threshold, sides=sides, caveat=caveat,
                 interval=tuple(interval) if interval else None)
     v.detectable = test["detectable"]  # the smallest difference these seeds could detect (80% power)
-    return frame(v, contestants=contestants, scale=scale, against=against, key=key)
+    return frame(v, contestants=contestants, scale=scale, against=against, race=race)
 

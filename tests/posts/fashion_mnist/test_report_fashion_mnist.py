@@ -243,11 +243,11 @@ def test_a_gpu_run_under_hardware_only_holds_the_speed_and_leaves_the_accuracies
 
 
 def test_every_verdict_the_post_builds_names_its_race(framed_verdicts):
-    """Each verdict has its race's key (model, precision, loop structure), never its question's words, so that
-    a reader's run is matched with the published one by id; the keys differ within a run."""
+    """Each verdict names its race (model, precision, loop structure), never its question's words, so that
+    a reader's run is matched with the published one by id; the races differ within a run."""
     m = record(precision_models=("mlp", "cnn"))
     report.scan_claim(m["speed"], device="a CPU", cnn_loop="device")
-    assert framed_verdicts and not [v.question for v in framed_verdicts if not v.key]
-    keys = [v["key"] for v in m["verdicts"]]
-    assert len(set(keys)) == len(keys) and {"mlp/float32/one-step/best", "cnn/float32/whole-call/best",
-                                            "mlp/accuracy", "cnn/bfloat16/best"} <= set(keys)
+    assert framed_verdicts and not [v.question for v in framed_verdicts if not v.race]
+    races = [v["race"] for v in m["verdicts"]]
+    assert len(set(races)) == len(races) and {"mlp/float32/one-step/best", "cnn/float32/whole-call/best",
+                                              "mlp/accuracy", "cnn/bfloat16/best"} <= set(races)

@@ -344,14 +344,14 @@ def test_a_bench_row_hands_its_processes_floor_and_load_to_the_verdict():
 
 
 def test_every_verdict_the_post_builds_names_its_race(framed_verdicts):
-    """Each verdict has its race's key (parity of pure JAX or of the C++ kernel; per call, chained or the
+    """Each verdict names its race (parity of pure JAX or of the C++ kernel; per call, chained or the
     kernel's own, at the headline row), never its question's words, so that a reader's run is matched with
-    the published one by id; the keys differ within a run."""
+    the published one by id; the races differ within a run."""
     metrics = _record(native_rows={"bilinear/zeros/False/2d/float32": _parity_row(1.2e-7)})
     gsp.slower_claim(metrics)
     gsp.verdicts(_gpu_record())
-    assert framed_verdicts and not [v.question for v in framed_verdicts if not v.key]
-    keys = [v["key"] for v in metrics["verdicts"]]
-    assert len(set(keys)) == len(keys)
+    assert framed_verdicts and not [v.question for v in framed_verdicts if not v.race]
+    races = [v["race"] for v in metrics["verdicts"]]
+    assert len(set(races)) == len(races)
     assert {"parity/pure-jax", "parity/cpp-kernel", "bilinear/large/forward/per-call/best",
-            "bilinear/large/forward/chained", "bilinear/large/forward/per-call/cpp-kernel"} <= set(keys)
+            "bilinear/large/forward/chained", "bilinear/large/forward/per-call/cpp-kernel"} <= set(races)

@@ -627,9 +627,9 @@ def test_code_lines_skip_docstrings_comments_and_blanks():
 
 def test_fewer_verdict_flips_with_the_numbers():
     scale = {"text": "test"}
-    a = report.fewer_verdict("data_parallel", 10, 20, what="bytes", unit="", question="q", scale=scale, key="k")
-    b = report.fewer_verdict("data_parallel", 20, 10, what="bytes", unit="", question="q", scale=scale, key="k")
-    tie = report.fewer_verdict("data_parallel", 1000, 1005, what="bytes", unit="", question="q", scale=scale, key="k")
+    a = report.fewer_verdict("data_parallel", 10, 20, what="bytes", unit="", question="q", scale=scale, race="k")
+    b = report.fewer_verdict("data_parallel", 20, 10, what="bytes", unit="", question="q", scale=scale, race="k")
+    tie = report.fewer_verdict("data_parallel", 1000, 1005, what="bytes", unit="", question="q", scale=scale, race="k")
     assert (a.winner, b.winner, tie.winner) == ("torch", "jax", None)
     assert a.sentence.startswith("PyTorch (DistributedDataParallel) needs fewer bytes") and "2×" in a.sentence
     assert tie.label == "tie"
@@ -753,9 +753,9 @@ def test_a_gpu_run_under_hardware_only_records_the_gpus_ladder_and_leaves_the_st
 
 
 def test_every_verdict_the_post_builds_names_its_race(framed_verdicts):
-    """Each verdict has its race's key (the losses' parity, each device's one-device ladder, and per strategy its
+    """Each verdict names its race (the losses' parity, each device's one-device ladder, and per strategy its
     code lines, collective bytes and memory), never its question's words, so that a reader's run is matched with
-    the published one by id; the keys differ within a run. Synthetic records, as in the tests above."""
+    the published one by id; the races differ within a run. Synthetic records, as in the tests above."""
     def rec(moved, held=30):
         return {"max_loss_deviation": 0.0, "comms": {"total": {"count": 2, "bytes": moved}},
                 "memory": {"total": held}, "replicated_total": 90}
@@ -778,8 +778,8 @@ def test_every_verdict_the_post_builds_names_its_race(framed_verdicts):
                                simulated=True, loss_tolerance=1e-4, projection={}, reference=one_device)
     report.reference_summary(reference=one_device, parameters=100, config={}, batch_size=8, steps=2, lr=0.1,
                              momentum=0.9, loss_tolerance=1e-4)
-    assert framed_verdicts and not [v.question for v in framed_verdicts if not v.key]
-    keys = [v["key"] for v in metrics["verdicts"]]
-    assert len(set(keys)) == len(keys)
+    assert framed_verdicts and not [v.question for v in framed_verdicts if not v.race]
+    races = [v["race"] for v in metrics["verdicts"]]
+    assert len(set(races)) == len(races)
     assert {"parity/losses", "reference/cpu", "reference/gpu", "code-lines/data_parallel",
-            "collective-bytes/fully_sharded_kept", "memory/fully_sharded"} <= set(keys)
+            "collective-bytes/fully_sharded_kept", "memory/fully_sharded"} <= set(races)

@@ -308,14 +308,14 @@ def test_a_gpu_run_under_hardware_only_has_the_timed_models_parity_and_no_accura
     json.dumps(metrics)
 
 
-def test_every_verdict_has_its_races_key_and_a_distinct_id():
-    """Every verdict the post builds names its race (``key``, never its question's words), so that a reader's
+def test_every_verdict_names_its_race_and_has_a_distinct_id():
+    """Every verdict the post builds names its race (``race``, never its question's words), so that a reader's
     run is matched with the published one by id: per setting, the per-step race, the whole-loop race (against
     PyTorch's CUDA graph of K steps, or labelled against its per-step best), the seed's pairing; and accuracy."""
     found = record()["verdicts"] + verdicts_of(with_whole_loop(0.03, graph_s=0.05)) + verdicts_of(with_whole_loop(0.03))
-    assert all(v["key"] for v in found), [v["question"] for v in found if not v["key"]]
-    keys = {v["key"] for v in found}
+    assert all(v["race"] for v in found), [v["question"] for v in found if not v["race"]]
+    races = {v["race"] for v in found}
     assert {"float32/train/64/per-step/best", "float32/train/64/whole-loop/best",
-            "float32/train/64/whole-loop-against-per-step", "float32/train/64/eager-against-jit", "accuracy"} <= keys
+            "float32/train/64/whole-loop-against-per-step", "float32/train/64/eager-against-jit", "accuracy"} <= races
     for run in (record()["verdicts"], verdicts_of(with_whole_loop(0.03, graph_s=0.05))):
         assert len({v["id"] for v in run}) == len(run)  # one id a race within a run

@@ -258,9 +258,9 @@ def test_one_seed_is_a_single_observation():
 
 
 def test_every_verdict_the_post_builds_names_its_race(framed_verdicts):
-    """Each verdict has its race's key (roughness or accuracy, and which Flax variant), never its question's
-    words, so that a reader's run is matched with the published one by id; the keys differ within a run."""
+    """Each verdict names its race (roughness or accuracy, and which Flax variant), never its question's
+    words, so that a reader's run is matched with the published one by id; the races differ within a run."""
     metrics = summarise(num_seeds=5)
     wv.conclusion(metrics)
-    assert framed_verdicts and not [v.question for v in framed_verdicts if not v.key]
-    assert [v["key"] for v in metrics["verdicts"]] == ["roughness/flax", "roughness/flax_torch_init", "accuracy/flax"]
+    assert framed_verdicts and not [v.question for v in framed_verdicts if not v.race]
+    assert [v["race"] for v in metrics["verdicts"]] == ["roughness/flax", "roughness/flax_torch_init", "accuracy/flax"]

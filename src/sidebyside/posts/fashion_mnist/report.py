@@ -229,7 +229,7 @@ def scan_claim(speed: Mapping[str, Mapping[str, Any]], *, device: str, cnn_loop:
             continue
         v = verdict.speed(scan, jit, question=f"Does lax.scan speed up JAX's {name} epoch?", subject_name="jax",
                           other_name="jax", subject_tool="jit + scan", other_tool="jit per step",
-                          key=f"{kind}/scan-against-jit")
+                          race=f"{kind}/scan-against-jit")
         parts.append(f"For the {name}: {v.sentence}")
     return " ".join(parts) + f" (measured on {device}; the CNN's training runs in section 3 used `{cnn_loop}`.)"
 
@@ -270,8 +270,8 @@ def structure_caveat(ladder: Mapping[str, Any]) -> str:
     return " ".join(parts)
 
 
-def _race(ladder: Mapping[str, Any], question: str, scale: Mapping[str, Any], key: str) -> verdict.Verdict:
-    return ladders.ladder(ladder, question=question, caveat=structure_caveat(ladder), scale=scale, key=key)
+def _race(ladder: Mapping[str, Any], question: str, scale: Mapping[str, Any], race: str) -> verdict.Verdict:
+    return ladders.ladder(ladder, question=question, caveat=structure_caveat(ladder), scale=scale, race=race)
 
 
 def summarise(*, original: Mapping[str, Any] | None, accuracy: Mapping[str, Any] | None,
@@ -313,7 +313,7 @@ def summarise(*, original: Mapping[str, Any] | None, accuracy: Mapping[str, Any]
         verdicts[f"{kind}_accuracy"] = verdict.seeds(
             per_seed["torch"], per_seed["flax"], question=f"Do PyTorch and Flax reach the same {kind.upper()} test "
             "accuracy?", subject_name="torch", other_name="jax", unit=" points", min_seeds=MIN_SEEDS,
-            scale=scale(kind), key=f"{kind}/accuracy")
+            scale=scale(kind), race=f"{kind}/accuracy")
     for name, record in speed.items():
         best = record["best"]
         if record["precision"] != "float32" and best["torch"] and best["jax"]:

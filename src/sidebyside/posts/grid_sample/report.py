@@ -154,7 +154,7 @@ def parity_verdict(metrics: Mapping[str, Any]) -> verdict.Verdict:
     return framing.frame(v, contestants={
         "torch": _TORCH_BUILT_IN,
         "jax": framing.contestant("jax", metrics.get("parity_transform", "jit"), implementation, origin="built_with")},
-        scale=_parity_scale(metrics, metrics["parity"]), key="parity/pure-jax")
+        scale=_parity_scale(metrics, metrics["parity"]), race="parity/pure-jax")
 
 
 def native_parity_verdict(metrics: Mapping[str, Any]) -> verdict.Verdict | None:
@@ -169,7 +169,7 @@ def native_parity_verdict(metrics: Mapping[str, Any]) -> verdict.Verdict | None:
         "torch": _TORCH_BUILT_IN,
         "jax": framing.contestant("jax", metrics.get("parity_transform", "jit"), "C++ kernel through XLA's FFI",
                                   origin="project")},
-        scale=_parity_scale(metrics, rows), key="parity/cpp-kernel")
+        scale=_parity_scale(metrics, rows), race="parity/cpp-kernel")
 
 
 def headline_key(speed: Mapping[str, Mapping[str, Any]]) -> str:
@@ -225,7 +225,7 @@ def framework_verdict(metrics: Mapping[str, Any], key: str | None = None) -> ver
         return None
     return ladders.ladder(
         row["ladder"], question=f"Which framework's grid_sample is faster per call from Python ({key})?",
-        scale=scale(metrics, key), key=f"{key}/per-call/best")
+        scale=scale(metrics, key), race=f"{key}/per-call/best")
 
 
 def custom_verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
@@ -249,7 +249,7 @@ def custom_verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
             question=f"How fast is {what} inside one compiled program ({key}, calls chained)?",
             subject_tool=chained_torch["tool"], other_tool=f"{via}one jit, chained", kind=kind,
             contestants={"torch": chained_torch, "jax": _jax_side(row, "one jit, chained")},
-            scale=scale(metrics, key), key=f"{key}/chained",
+            scale=scale(metrics, key), race=f"{key}/chained",
             caveat="" if graph else "PyTorch's side is a Python loop of eager calls: on a CPU it has no "
                                     "one-program form here."))
     if native:
@@ -258,7 +258,7 @@ def custom_verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
             question=f"What does this project's C++ kernel buy per call from Python ({key})?",
             subject_tool="eager", other_tool=f"{via}jit", kind="custom",
             contestants={"torch": _TORCH_BUILT_IN, "jax": _jax_side(row, "jit")}, scale=scale(metrics, key),
-            key=f"{key}/per-call/cpp-kernel"))
+            race=f"{key}/per-call/cpp-kernel"))
     return out
 
 
@@ -420,7 +420,7 @@ def _slower(row: Mapping[str, Any], kind: str) -> bool:
     beyond noise and outside the noise floor)."""
     if kind == "kernel" and row.get("jax_kernel_ms") is None:
         return False
-    found = verdict.speed(_timing(row, "torch", kind), _timing(row, "jax", kind), question="", key=f"slower/{kind}")
+    found = verdict.speed(_timing(row, "torch", kind), _timing(row, "jax", kind), question="", race=f"slower/{kind}")
     return found.winner == "torch"
 
 

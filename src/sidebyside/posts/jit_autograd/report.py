@@ -127,12 +127,12 @@ def _jit_verdicts(metrics, device):
     v_big = ladders.ladder(ladder_only(metrics["jit"][device][str(big)]["ladder"]),
                            question=f"Which framework evaluates f on {big:,} floats faster on the {where}, "
                                     "each at its best (synchronised per call)?", scale=_scale(big, device),
-                           key=f"jit/{device}/largest")
+                           race=f"jit/{device}/largest")
     v_big = dataclasses.replace(v_big, cause=_cores_cause(metrics, device, big))
     v_small = ladders.ladder(ladder_only(metrics["jit"][device][str(small)]["ladder"]),
                              question=f"Which framework has the cheaper synchronised call at {small:,} floats on the "
                                       f"{where}, each at its best (launch and wait, mostly latency)?",
-                             scale=_scale(small, device), key=f"jit/{device}/smallest")
+                             scale=_scale(small, device), race=f"jit/{device}/smallest")
     return v_big, v_small
 
 
@@ -167,7 +167,7 @@ def _throughput_verdict(metrics, device) -> verdict.Verdict | None:
     return ladders.ladder(ladder_only(table[str(small)]["ladder"]),
                           question=f"Which framework has the higher throughput of back-to-back calls at {small:,} "
                                    f"floats on the {device.upper()}, each at its best?", scale=_scale(small, device),
-                          key=f"back-to-back/{device}/smallest")
+                          race=f"back-to-back/{device}/smallest")
 
 
 def _grad_verdict(metrics):
@@ -175,7 +175,7 @@ def _grad_verdict(metrics):
     return ladders.ladder(ladder_only(metrics["autograd"][str(n)]["ladder"]),
                           question=f"Which framework computes the gradient over {n:,} elements faster on the "
                                    f"{metrics['autograd_device'].upper()}, each at its best?",
-                          scale=_scale(n, metrics["autograd_device"]), key=f"gradient/{metrics['autograd_device']}")
+                          scale=_scale(n, metrics["autograd_device"]), race=f"gradient/{metrics['autograd_device']}")
 
 
 def _hvp_verdict(metrics):
@@ -183,7 +183,7 @@ def _hvp_verdict(metrics):
     return ladders.ladder(hvp["ladder"], question=f"Which framework computes a Hessian-vector product on "
                                                   f"{int(size):,} elements faster on the "
                                                   f"{metrics['autograd_device'].upper()}, each at its best?",
-                          scale=_scale(int(size), metrics["autograd_device"]), key=f"hvp/{metrics['autograd_device']}")
+                          scale=_scale(int(size), metrics["autograd_device"]), race=f"hvp/{metrics['autograd_device']}")
 
 
 def verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:

@@ -159,7 +159,7 @@ def reference_verdict(where: str, record: Mapping[str, Any], *, scale: Mapping[s
     """Best against best of the one-device ladder that ran at ``where`` (``record``: one entry of
     :func:`reference_record`), then what the ladder shows (:func:`sidebyside.lab.ladders.ladder`:
     a compiled rung slower than eager is explained by its measured graph breaks)."""
-    return ladders.ladder(record["rungs"], scale=scale, key=f"reference/{where}",
+    return ladders.ladder(record["rungs"], scale=scale, race=f"reference/{where}",
                           question=f"Which framework runs the one-device training step faster on {WHERE[where]}?")
 
 
@@ -244,7 +244,7 @@ def parity_verdict(deviations: Mapping[str, Mapping[str, float]], *, tolerance: 
                         threshold=tolerance)
     return framing.frame(v, contestants={fw: framing.contestant(fw, "every strategy", "the framework's own "
                                                                 "distributed engine") for fw in ("torch", "jax")},
-                         scale=scale, key="parity/losses")
+                         scale=scale, race="parity/losses")
 
 
 #: What a fully sharded row's bytes rest on: the resharding choice of PyTorch's side, and JAX's one program.
@@ -260,11 +260,11 @@ HELD = ("Counted between steps (parameters, gradients and optimiser state, each 
 
 
 def fewer_verdict(strategy: str, torch_value: float, jax_value: float, *, what: str, unit: str, question: str,
-                  scale: Mapping[str, Any], key: str, fmt: Callable[[float], str] = words.fmt_number,
+                  scale: Mapping[str, Any], race: str, fmt: Callable[[float], str] = words.fmt_number,
                   caveat: str = "") -> verdict.Verdict:
     """Which framework needs fewer of ``what`` (code lines, bytes moved, bytes held) for
     ``strategy``? Exact counts: within ``TIE`` of each other is a tie. ``caveat``: what the
-    counts rest on, added to the sentence; ``key``: the race's name, for the verdict's id."""
+    counts rest on, added to the sentence; ``race``: the race's name, for the verdict's id."""
     t, j = float(torch_value), float(jax_value)
     big = max(t, j)
     who = {fw: f"{words.FRAMEWORKS[fw]} ({TOOLS[fw][strategy]})" for fw in ("torch", "jax")}
@@ -287,7 +287,7 @@ def fewer_verdict(strategy: str, torch_value: float, jax_value: float, *, what: 
         sentence += " " + caveat
     v = verdict.Verdict(question=question, label=label, sentence=sentence, subject="torch", other="jax",
                         winner=winner, test=f"exact count; a difference under {TIE:.0%} is a tie", caveat=caveat)
-    return framing.frame(v, contestants=_contestants(strategy), scale=scale, key=key)
+    return framing.frame(v, contestants=_contestants(strategy), scale=scale, race=race)
 
 
 def _bytes(n: float) -> str:
@@ -325,20 +325,20 @@ def summarise(*, runs: Mapping[int, Mapping[str, Any]], code: Mapping[str, Mappi
             device=f"one device, {where.upper()} ({record['device']})")))
     for s in strategies:
         found.append(fewer_verdict(s, code["torch"][s], code["jax"][s], what="lines of code", unit=" lines",
-                                   key=f"code-lines/{s}",
+                                   race=f"code-lines/{s}",
                                    question=f"Which framework needs less code for {STRATEGY_NAMES[s]}?", scale=scale,
                                    fmt=lambda x: str(int(x))))
     sharded = ("fully_sharded", *COUNTERPART)
     for s in paired:
         found.append(fewer_verdict(
             s, run["torch"][s]["comms"]["total"]["bytes"], run["jax"][jax_of[s]]["comms"]["total"]["bytes"],
-            what="bytes in collectives per step", unit="", fmt=_bytes, scale=scale, key=f"collective-bytes/{s}",
+            what="bytes in collectives per step", unit="", fmt=_bytes, scale=scale, race=f"collective-bytes/{s}",
             caveat=RESHARDING if s in sharded else "",
             question=f"Whose collectives move fewer bytes per step for {STRATEGY_NAMES[s]}?"))
     for s in paired:
         found.append(fewer_verdict(
             s, run["torch"][s]["memory"]["total"], run["jax"][jax_of[s]]["memory"]["total"], what="bytes per device",
-            unit="", fmt=_bytes, scale=scale, caveat=HELD if s in sharded else "", key=f"memory/{s}",
+            unit="", fmt=_bytes, scale=scale, caveat=HELD if s in sharded else "", race=f"memory/{s}",
             question=f"Whose memory per device between steps (parameters, gradients, optimiser state) is lower for "
                      f"{STRATEGY_NAMES[s]}?"))
     framing.check_headline(found)

@@ -167,13 +167,13 @@ def _verdicts(s: Mapping[str, Any], scale: Mapping[str, Any]) -> list[verdict.Ve
     name, desc = NAMES[s["model"]], _describe(s)
     caveat = GENERATION_STRUCTURE if s["workload"] == "generate" else ""
     race = setting_name(s["model"], s["workload"], s["batch"], s["precision"])
-    head = ladders.ladder(s["ladder"], scale=scale, caveat=caveat, key=f"{race}/best",
+    head = ladders.ladder(s["ladder"], scale=scale, caveat=caveat, race=f"{race}/best",
                           question=f"Which framework is faster at {name} {desc} ({s['precision']}), each at its best?")
     out = [head]
     eager, jit = s["ladder"].get("torch/eager"), s["ladder"].get("jax/jit")
     if eager and jit and eager.get("median_s") is not None and jit.get("median_s") is not None:
         out.append(verdict.speed(eager, jit, subject_tool="eager", other_tool="jit", scale=scale, caveat=caveat,
-                                 key=f"{race}/out-of-the-box",
+                                 race=f"{race}/out-of-the-box",
                                  question=f"Out of the box (PyTorch eager against jax.jit), which is faster at "
                                           f"{name} {desc} ({s['precision']})?"))
     return out

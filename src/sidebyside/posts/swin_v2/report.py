@@ -152,7 +152,7 @@ def accuracy_verdict(accuracy: Mapping[str, Any], scale: Mapping[str, Any] | Non
     return verdict.seeds([100 * a for a in accuracy["torch"]["per_seed"]],
                          [100 * a for a in accuracy["jax"]["per_seed"]],
                          question="Do the two frameworks train Swin V2 to the same accuracy?",
-                         quantity="test accuracy", unit=" points", min_seeds=MIN_SEEDS, scale=scale, key="accuracy")
+                         quantity="test accuracy", unit=" points", min_seeds=MIN_SEEDS, scale=scale, race="accuracy")
 
 
 def accuracy_claim(accuracy: Mapping[str, Any], *, num_train: int, num_epochs: int) -> str:
@@ -291,7 +291,7 @@ def whole_loop_verdict(result: Mapping[str, Any], *, scale: Mapping[str, Any] | 
     graph = whole.get("torch/cuda_graph_steps")
     per_step = ladders.best(parts["per_step"])
     if _ran(graph) or not _ran(whole["jax/jit_scan"]) or per_step["torch"] is None:
-        return ladders.ladder(whole, scale=scale, against=against, key=f"{race}/whole-loop/best",
+        return ladders.ladder(whole, scale=scale, against=against, race=f"{race}/whole-loop/best",
                               question=f"Which framework is faster at Swin V2 {setting} with a call's steps in one "
                                        "program, JAX's lax.scan against PyTorch's CUDA graph of K steps?")
     torch_name = f"torch/{per_step['torch']}"
@@ -304,7 +304,7 @@ def whole_loop_verdict(result: Mapping[str, Any], *, scale: Mapping[str, Any] | 
     described = _described({torch_name: entries[torch_name], "jax/jit_scan": entries["jax/jit_scan"]})
     v = verdict.speed(described[torch_name], described["jax/jit_scan"], subject_tool=per_step["torch"],
                       other_tool="jit_scan", caveat=structure, scale=scale, against=against,
-                      key=f"{race}/whole-loop-against-per-step",
+                      race=f"{race}/whole-loop-against-per-step",
                       question=f"{ACROSS}: which is faster at Swin V2 {setting}?",
                       contestants={side: framing.contestant(side, name.split("/")[1], described[name]["implementation"],
                                                             origin=described[name]["origin"])
@@ -332,7 +332,7 @@ def speed_verdicts(speed: Mapping[str, Mapping[str, Any]], *, model: Mapping[str
                           question=f"Which framework is faster at Swin V2 {setting_name(k)}, one step a dispatch, "
                                    f"best tool against best tool?",
                           scale=speed_scale(speed[k], model, device, parameters),
-                          against=seed_claim(speed[k]["phase"], seed_scale), key=f"{k}/per-step/best") for k in order]
+                          against=seed_claim(speed[k]["phase"], seed_scale), race=f"{k}/per-step/best") for k in order]
     for k in order:
         whole = whole_loop_verdict(speed[k], scale=speed_scale(speed[k], model, device, parameters),
                                    against=seed_claim(speed[k]["phase"], seed_scale))
@@ -349,7 +349,7 @@ def speed_verdicts(speed: Mapping[str, Mapping[str, Any]], *, model: Mapping[str
                              "jax": framing.contestant("jax", "jit", "the Flax NNX port, one XLA program a step",
                                                        origin="built_with")},
                 scale=speed_scale(speed[key], model, device, parameters),
-                against=seed_claim(speed[key]["phase"], seed_scale), key=f"{key}/eager-against-jit"))
+                against=seed_claim(speed[key]["phase"], seed_scale), race=f"{key}/eager-against-jit"))
     return out
 
 

@@ -275,24 +275,24 @@ def roughness(metrics: Mapping[str, Any], variant: str, *, question: str = "", c
     """:func:`sidebyside.lab.verdict.seeds` on the normalised total variation of the final
     templates, PyTorch (subject) against the Flax ``variant`` (``flax`` or
     ``flax_torch_init``); lower is smoother. ``min_seeds`` and ``scale``: as in
-    :func:`sidebyside.lab.verdict.seeds`. Its key (its id's race): ``roughness/<variant>``."""
+    :func:`sidebyside.lab.verdict.seeds`. Its race (its id's first part): ``roughness/<variant>``."""
     tv = metrics["per_seed"]["total_variation"]
     return verdict.seeds(tv["torch"], tv[variant], subject_name="torch", other_name="jax",
                          question=question or f"Are {variant}'s final first-layer templates rougher than PyTorch's?",
                          quantity="normalised total variation of the final templates", unit="",
                          higher_is_better=False, caveat=caveat, min_seeds=min_seeds, scale=scale,
-                         key=f"roughness/{variant}")
+                         race=f"roughness/{variant}")
 
 
 def accuracy(metrics: Mapping[str, Any], variant: str, *, question: str = "", min_seeds: int = 1,
              scale: Mapping[str, Any] | None = None) -> verdict.Verdict:
     """:func:`sidebyside.lab.verdict.seeds` on test accuracy (percent), PyTorch (subject)
     against the Flax ``variant``. ``min_seeds`` and ``scale``: as in :func:`sidebyside.lab.verdict.seeds`.
-    Its key (its id's race): ``accuracy/<variant>``."""
+    Its race (its id's first part): ``accuracy/<variant>``."""
     acc = metrics["per_seed"]["accuracy"]
     return verdict.seeds([100 * a for a in acc["torch"]], [100 * a for a in acc[variant]],
                          subject_name="torch", other_name="jax", min_seeds=min_seeds, scale=scale,
-                         key=f"accuracy/{variant}", question=question or f"Does {variant} reach a different test accuracy from PyTorch?")
+                         race=f"accuracy/{variant}", question=question or f"Does {variant} reach a different test accuracy from PyTorch?")
 
 
 def _within(v: verdict.Verdict) -> bool:

@@ -140,7 +140,7 @@ def _linalg_verdict(op, mode, entries, device, n, metrics=None):
     precision = {"tf32": "float32 data, TF32 allowed", "bfloat16": "bfloat16"}.get(mode, mode)
     return ladders.ladder({k: e for k, e in entries.items() if not k.startswith("numpy/")},
                           question=f"Which framework computes a {n}×{n} {op} in {mode} faster on the "
-                                   f"{device.upper()}?", applied=applied, caveat=caveat, key=f"{op}/{mode}/{device}",
+                                   f"{device.upper()}?", applied=applied, caveat=caveat, race=f"{op}/{mode}/{device}",
                           scale=framing.scale_of(input=f"{n}×{n}", precision=precision, device=device.upper()))
 
 
