@@ -193,7 +193,7 @@ from sidebyside.lab import data, framing, progress, training, viz, words
 from sidebyside.lab.conditions import conditions_sentence
 from sidebyside.posts import swin_v2 as swin
 from sidebyside.posts.swin_v2 import report
-from sidebyside.posts.swin_v2.model import FlaxSwinV2, autocast_dtypes  # the port, on trial in this post (section 2)
+from sidebyside.posts.swin_v2.model import FlaxSwinV2  # the port, on trial in this post (section 2)
 from sidebyside.run import checkpoints, provenance
 
 prov["timm"] = timm.__version__
@@ -254,8 +254,11 @@ sum(p.numel() for p in torch_model.parameters())
 # %% tags=["pair:model:jax"]
 def flax_swin(c, seed, precision="float32"):
     """The Flax NNX port for the configuration c; its parameters are drawn from nnx.Rngs(seed), float32 in
-    either precision. bfloat16: the model computes in torch.autocast's dtypes on this device (autocast_dtypes)."""
-    dtypes = autocast_dtypes(torch_device.type) if precision == "bfloat16" else {}
+    either precision. bfloat16: the model computes where torch.autocast computes on this device: matrix products in
+    bfloat16, LayerNorm and the L2 normalisation in float32 on a GPU (CUDA autocast's float32 list), bfloat16 on a CPU."""
+    dtypes = {}
+    if precision == "bfloat16":
+        dtypes = dict(dtype=jnp.bfloat16, norm_dtype=jnp.float32 if torch_device.type == "cuda" else jnp.bfloat16)
     return FlaxSwinV2(c, rngs=nnx.Rngs(seed), **dtypes)
 
 

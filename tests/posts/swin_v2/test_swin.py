@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.util
+import types
 
 import numpy as np
 import pytest
@@ -54,8 +55,16 @@ def notebook() -> dict:
     set-up cell's imports and device (the model cells build their networks at :data:`TINY`)."""
     return run_pairs("06_swin_v2.py", WORK_PAIRS, {
         "np": np, "torch": torch, "F": F, "jax": jax, "jnp": jnp, "optax": optax, "nnx": nnx,
-        "FlaxSwinV2": swin.FlaxSwinV2, "autocast_dtypes": swin.autocast_dtypes, "model_config": TINY,
+        "FlaxSwinV2": swin.FlaxSwinV2, "model_config": TINY,
         "torch_device": torch.device("cuda" if torch.cuda.is_available() else "cpu")})
+
+
+@functools.cache
+def flax_swin_on(device_type: str):
+    """The notebook's ``flax_swin`` (its model pair), building the port for a PyTorch device of this type."""
+    return run_pairs("06_swin_v2.py", ("model",), {
+        "torch": torch, "jax": jax, "jnp": jnp, "nnx": nnx, "FlaxSwinV2": swin.FlaxSwinV2, "model_config": TINY,
+        "torch_device": types.SimpleNamespace(type=device_type)})["flax_swin"]
 
 
 def rungs() -> dict:
@@ -319,13 +328,13 @@ def _layer_dtypes(monkeypatch, tmodel, fmodel, x_nchw, device_type):
 
 def test_bfloat16_is_one_policy_on_both_sides(monkeypatch):
     """In bfloat16 every layer the two sides share outputs the same dtype (PyTorch under CPU autocast, the
-    port built with autocast_dtypes("cpu")), the attention's softmax is float32 on both sides, the port's
+    port built by the notebook's flax_swin for the CPU), the attention's softmax is float32 on both sides, the port's
     parameters stay float32, and the logits agree to bfloat16's precision."""
     config = dataclasses.replace(TINY, drop_path_rate=0.0)
     torch.manual_seed(0)
     tmodel = swin.torch_model(config)
     swin.randomise_torch_(tmodel, 0)
-    fmodel = swin.copy_timm_weights(tmodel, swin.FlaxSwinV2(config, rngs=nnx.Rngs(0), **swin.autocast_dtypes("cpu")))
+    fmodel = swin.copy_timm_weights(tmodel, flax_swin_on("cpu")(config, 0, "bfloat16"))
     tmodel.eval()
     fmodel.eval()
     assert {v.dtype for v in jax.tree.leaves(nnx.state(fmodel, nnx.Param))} == {jnp.dtype(jnp.float32)}
@@ -344,16 +353,15 @@ def test_bfloat16_is_one_policy_on_both_sides(monkeypatch):
 
 
 def test_the_gpu_policy_keeps_norms_and_the_residual_stream_in_float32():
-    """autocast_dtypes("cuda") is CUDA autocast's policy: LayerNorm (on its float32 list) outputs float32 and
-    with it the residual stream, while the convolution and the linear layers output bfloat16; an unknown
-    device is refused."""
-    model = swin.FlaxSwinV2(TINY, rngs=nnx.Rngs(0), **swin.autocast_dtypes("cuda"))
+    """The notebook's bfloat16 port for a GPU follows CUDA autocast's policy: LayerNorm (on its float32 list)
+    outputs float32 and with it the residual stream, while the convolution and the linear layers output
+    bfloat16; its parameters stay float32."""
+    model = flax_swin_on("cuda")(TINY, 0, "bfloat16")
+    assert {v.dtype for v in jax.tree.leaves(nnx.state(model, nnx.Param))} == {jnp.dtype(jnp.float32)}
     model.eval()
     x = jnp.asarray(np.random.default_rng(0).standard_normal((2, 16, 16, 2)), jnp.float32)
     assert model.features(x).dtype == jnp.float32 and model(x).dtype == jnp.bfloat16
     assert model.patch_embed.proj(x).dtype == jnp.bfloat16
-    with pytest.raises(ValueError, match="'cuda' and 'cpu'"):
-        swin.autocast_dtypes("mps")
 
 
 def test_compiled_rungs_are_static_shapes(monkeypatch):

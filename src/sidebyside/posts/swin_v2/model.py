@@ -3,8 +3,8 @@
 Precision: the parameters are always float32 (``param_dtype``); the model
 computes in the dtypes it is built with. In float32 everything is float32.
 In bfloat16 it follows ``torch.autocast(dtype=torch.bfloat16)`` on timm's
-model, so that both sides run one policy (:func:`autocast_dtypes` gives it
-for a device):
+model, so that both sides run one policy (notebook 06's ``flax_swin`` builds it
+for the post's device):
 
 - ``dtype`` (bfloat16): the convolution, every linear layer (the position-bias
   MLP included), the two attention matrix products and so the logits, as
@@ -33,19 +33,11 @@ from flax import nnx
 
 from sidebyside.posts.swin_v2.config import CPB_HIDDEN, LOGIT_SCALE_MAX, SwinConfig, relative_tables, shift_mask
 
-__all__ = ['autocast_dtypes', 'PatchEmbed', 'WindowAttention', 'Mlp', 'SwinV2Block', 'PatchMerging', 'SwinV2Stage',
+__all__ = ['PatchEmbed', 'WindowAttention', 'Mlp', 'SwinV2Block', 'PatchMerging', 'SwinV2Stage',
            'FlaxSwinV2']
 
 Dtype = Any
 
-
-def autocast_dtypes(device_type: str) -> dict[str, Dtype]:
-    """:class:`FlaxSwinV2`'s ``dtype`` and ``norm_dtype`` for ``torch.autocast(device_type, dtype=torch.bfloat16)``'s
-    policy on timm's model: bfloat16 matrix products everywhere; LayerNorm and the L2 normalisation in float32 on
-    a GPU (``"cuda"``), in bfloat16 on the CPU (``"cpu"``), as each device's autocast runs them."""
-    if device_type not in ("cuda", "cpu"):
-        raise ValueError(f"autocast_dtypes knows autocast's policy on 'cuda' and 'cpu', got {device_type!r}")
-    return {"dtype": jnp.bfloat16, "norm_dtype": jnp.float32 if device_type == "cuda" else jnp.bfloat16}
 
 # timm's trunc_normal_(std=.02) truncates at +-2 in absolute value, i.e. at +-100 standard
 # deviations: in effect a plain normal. JAX's truncated_normal cuts at +-2 std, so use normal.
@@ -227,8 +219,7 @@ class FlaxSwinV2(nnx.Module):
     The parameters are float32 whatever the dtypes. ``dtype``: the compute dtype of the convolution, the
     linear layers and the attention's matrix products (so the logits'); ``norm_dtype``: the output dtype of
     every LayerNorm and of the attention's L2 normalisation (so the residual stream's). Both float32 by
-    default; ``**autocast_dtypes(device_type)`` gives torch.autocast's bfloat16 policy on that device (see
-    the module's docstring).
+    default; torch.autocast's bfloat16 policy on a device is the module docstring's.
     """
 
     def __init__(self, config: SwinConfig, *, rngs: nnx.Rngs, dtype: Dtype = jnp.float32,
