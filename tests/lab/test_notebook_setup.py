@@ -18,6 +18,22 @@ from sidebyside.lab import notebook
 from sidebyside.run import checkpoints
 
 
+@pytest.fixture(autouse=True)
+def _house_style_undone():
+    """setup() sets pandas' display options and matplotlib's style for the whole process (a notebook's kernel):
+    put them back, so that later tests in this worker see the libraries' defaults."""
+    import matplotlib
+    import pandas as pd
+
+    options = {name: pd.get_option(name) for name in ("display.max_colwidth", "display.max_columns",
+                                                      "display.max_rows", "display.width", "display.float_format")}
+    style = matplotlib.rcParams.copy()
+    yield
+    for name, value in options.items():
+        pd.set_option(name, value)
+    matplotlib.rcParams.update(style)
+
+
 @pytest.fixture
 def no_gpu_here(monkeypatch):
     """A provenance record that computes on the CPU, collected instantly; warm starts recorded, not run."""

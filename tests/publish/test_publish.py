@@ -333,19 +333,37 @@ def test_unchanged_run_is_up_to_date_and_fast(fixture_site, capsys):
 
 
 def test_smaller_profile_never_replaces_larger(fixture_site, capsys):
+    """A smoke run never replaces a published cpu run (the post's run that is not its GPU run)."""
     site, build = fixture_site
     results = site / "_data" / "results" / f"{SLUG}.json"
     record = json.loads(results.read_text())
     original = results.read_text()
-    record["profile"] = "gpu"
+    record["profile"] = "cpu"
     results.write_text(json.dumps(record))
     try:
         assert _run(site, build) == 0
         out = capsys.readouterr().out
-        assert "published gpu result kept" in out and "FORCE=1" in out
-        assert json.loads(results.read_text())["profile"] == "gpu"
+        assert "published cpu result kept" in out and "FORCE=1" in out
+        assert json.loads(results.read_text())["profile"] == "cpu"
     finally:
         results.write_text(original)
+
+
+def test_a_smoke_run_beside_a_gpu_run_fills_the_other_slot_and_keeps_the_gpu_run(tmp_path, fixture_site, capsys):
+    """Where a post's only run is its GPU run, a smaller profile's run is its other run (the cpu run is owed):
+    it is published beside the GPU run, which it keeps."""
+    site, _ = fixture_site
+    work_site, build = tmp_path / "site", tmp_path / "build"
+    shutil.copytree(site, work_site)
+    results = work_site / "_data" / "results" / f"{SLUG}.json"
+    record = json.loads(results.read_text())
+    record["profile"] = "gpu"
+    results.write_text(json.dumps(record))
+    assert _run(work_site, build) == 0
+    assert "its cpu run is owed" in capsys.readouterr().out
+    published = json.loads(results.read_text())
+    assert published["profile"] == "smoke" and published["gpu_run"]["profile"] == "gpu"
+    assert published["gpu_run"]["executed_at"] == record["executed_at"]
 
 
 def test_source_change_reruns(tmp_path, fixture_site, capsys):
