@@ -466,9 +466,9 @@ def test_big_output_is_cut_in_the_post_and_whole_in_the_download(hostile_site):
 
 
 def _click_everything(built: Path) -> dict:
-    """Open the post, click each link and each figure of its content (the page is
-    opened again after a click that left it), then open each SVG figure as a page
-    of its own; requests that leave the local server are refused."""
+    """Open the post with every section opened, click each link and each figure of its content (the
+    page is opened again after a click that left it), then open each SVG figure as a page of its own;
+    requests that leave the local server are refused."""
     from test_site import browsing
 
     dialogs: list[str] = []
@@ -498,16 +498,20 @@ def _click_everything(built: Path) -> dict:
                             raise
                         p.wait_for_timeout(100)
 
-        page.goto(post, wait_until="load")
+        def open_post() -> None:  # every section opened, as a reader who reads it all would
+            page.goto(post, wait_until="load")
+            page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+
+        open_post()
         for selector in ("a", "img"):
             count = page.locator(f".post-content {selector}").count()
             for i in range(count):
                 if page.url.split("#")[0] != post:
-                    page.goto(post, wait_until="load")
+                    open_post()
                 element = page.locator(f".post-content {selector}").nth(i)
                 try:
                     element.click(timeout=1000, no_wait_after=True)  # as a reader would
-                except Exception:  # hidden (a closed <details>) or covered: activate it as a script would
+                except Exception:  # hidden or covered: activate it as a script would
                     element.evaluate("e => e.click()")
                 page.wait_for_timeout(40)
                 check(f"{selector} {i}")
