@@ -147,8 +147,11 @@ globals().update(colab.parameters("real-models", PROFILE, REPOSITORY))
 # %% tags=["appendix"] summary="Set-up: conditions, imports, the run's device and versions"
 from sidebyside.lab import notebook
 
-# first, before JAX starts; JAX allocates GPU memory as it goes, as PyTorch does (see above)
-setup = notebook.setup(threads=threads, tf32=False, jax_preallocate=False)
+# first, before JAX starts; JAX allocates GPU memory as it goes, as PyTorch does (see above). PyTorch's compiler
+# is warmed where a rung compiles (compile, max-autotune, aoti), JAX's always (every JAX rung is jitted).
+compiling = bool({"compile", "max-autotune", "aoti"} & set(torch_tools))
+setup = notebook.setup(threads=threads, tf32=False, jax_preallocate=False,
+                       compilers=("torch", "jax") if compiling else ("jax",))
 conditions, prov, on_gpu, startup = setup.conditions, setup.provenance, setup.on_gpu, setup.startup
 
 import functools
