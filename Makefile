@@ -67,7 +67,7 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt pyproject.toml
 	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q --no-compile -r requirements.txt  # bytecode is compiled on first import, for the modules used
+	$(VENV)/bin/python -m pip install -q -r requirements.txt
 	$(VENV)/bin/python -m pip install -q --no-deps -e .
 	$(VENV)/bin/python -m sidebyside.grid_sample.native  # build grid_sample's CPU kernel (g++)
 	@touch $@
