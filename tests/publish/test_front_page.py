@@ -15,7 +15,7 @@ from conftest import ROOT
 from test_pairs import fixture_info, fixture_notebook, fixture_record
 
 from sidebyside import publish
-from sidebyside.publish import anomalies, frontpage, lint
+from sidebyside.publish import anomalies, frontpage, lint, scoreboard
 from sidebyside.publish.common import PublishError
 
 PROVENANCE = {"device": "NVIDIA H100 80GB HBM3", "device_kind": "gpu", "cpu": "Intel Xeon (16 cores)",
@@ -76,11 +76,27 @@ def test_comparative_words_say_what_they_compare():
     assert frontpage.answer(fewer)[0] == "PyTorch needs fewer lines of code" and frontpage.kind_of(fewer) == "code"
 
 
+def _gpu_sections() -> set[str]:
+    return scoreboard.gpu_sections(publish.discover(ROOT / "notebooks"))
+
+
+def test_a_post_owes_a_gpu_run_only_where_its_header_plans_a_gpu_section():
+    """weight-visualisation has no GPU section and parallel-training's header plans none (gpu.not_planned): the
+    board owes neither a GPU run; every post whose header plans one and has no standing GPU run owes it."""
+    sections = _gpu_sections()
+    assert "weight-visualisation" not in sections and "parallel-training" not in sections
+    assert {"real-models", "swin-transformer-v2", "grid-sample-parity"} <= sections
+    board = frontpage.board(ROOT, {}, sections, ROOT)
+    for slug, post in board["posts"].items():
+        roles = [r["role"] for r in post["runs"]]
+        assert ("gpu" in roles) == (slug in sections or post["runs"][-1]["present"] and roles[-1] == "gpu"), slug
+
+
 def test_every_published_answer_uses_the_notation():
     """The site's own records: no "ahead", every won speed verdict "X n× faster (a–b×)", a < b, the
     factor inside its interval."""
     states = json.loads((ROOT / "_data" / "freshness.json").read_text())
-    board = frontpage.board(ROOT, states, True, ROOT)
+    board = frontpage.board(ROOT, states, _gpu_sections(), ROOT)
     for slug, post in board["posts"].items():
         for v in post["verdicts"]:
             assert "ahead" not in v["answer"], (slug, v)
@@ -145,7 +161,7 @@ def test_the_changelog_is_data_with_the_past_changes_and_todays(tmp_path):
 
 
 def test_no_published_run_of_a_withdrawn_method_shows_a_figure():
-    board = frontpage.board(ROOT, json.loads((ROOT / "_data" / "freshness.json").read_text()), True, ROOT)
+    board = frontpage.board(ROOT, json.loads((ROOT / "_data" / "freshness.json").read_text()), _gpu_sections(), ROOT)
     pooled = next(e for e in board["changelog"] if "pool" in e["title"])
     seen = 0
     for slug, post in board["posts"].items():

@@ -266,7 +266,7 @@ def test_a_record_at_the_schemas_allowed_types_builds(tmp_path, null):
     post = ("---\nlayout: post\ntitle: T\nslug: hostile-output\ndate: 2026-11-22\nprofile: smoke\n"
             "executed_at: '2026-11-22T00:00:00+00:00'\n---\nbody\n")
     publish.publish(site, info, post, {"a.png": b"x"}, record)
-    frontpage.write_board(site, {}, True)  # the publisher's pages read it too: the home page, the verdict box
+    frontpage.write_board(site, {}, {"hostile-output"})  # the publisher's pages read it too: the home page, the verdict box
     built = _jekyll(site)
     page = (built / "posts" / "hostile-output" / "index.html").read_text()
     assert 'class="verdict"' in page and "Liquid" not in page

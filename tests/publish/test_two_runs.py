@@ -262,7 +262,7 @@ def test_the_page_the_verdict_box_and_the_card_show_both_runs_or_what_is_owed(tm
     _publish(site, both, gpu_record())
     _publish(site, cpu_only, {**cpu_record(), "slug": "cpu-only"})
     _publish(site, withdrawn, {**gpu_record("2026-11-23T04:00:00+00:00"), "slug": "withdrawn"})
-    frontpage.write_board(site, {}, True, ROOT)
+    frontpage.write_board(site, {}, {SLUG, "cpu-only", "withdrawn"}, ROOT)
     built = _jekyll(site)
     page = (built / "posts" / SLUG / "index.html").read_text()
     box = _text(_verdict_box(page))

@@ -32,6 +32,7 @@ import datetime as dt
 import json
 import os
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -237,8 +238,8 @@ def post_view(record: dict[str, Any], changelog: list[dict[str, Any]], freshness
               gpu_profile: bool) -> dict[str, Any]:
     """One post's card, banner and verdicts (see the module docstring), from its record's two runs
     (:func:`sidebyside.publish.records.split_runs`): ``runs``, the cpu run's :func:`run_view` then the
-    GPU run's (this one only where the project has a gpu profile, ``gpu_profile``, or the record holds
-    a GPU run). The card's headline, hardware and date are the first run shown (not owed), and the
+    GPU run's (this one only where the post's header plans a GPU section, ``gpu_profile``, or the record
+    holds a GPU run). The card's headline, hardware and date are the first run shown (not owed), and the
     verdicts, order and home rows of the top-level fields are those of every run shown, the cpu run's
     first; a run that is owed shows none (where every run is owed, the card names the first run the
     record holds, with no figure). Raises :class:`PublishError` for a run with more than
@@ -275,26 +276,27 @@ def post_view(record: dict[str, Any], changelog: list[dict[str, Any]], freshness
     }
 
 
-def board(site: Path, freshness: dict[str, str], gpu_profile: bool, root: Path = ROOT) -> dict[str, Any]:
+def board(site: Path, freshness: dict[str, str], gpu_owed: Collection[str], root: Path = ROOT) -> dict[str, Any]:
     """Every published record of ``site`` as :func:`post_view` sees it, the newest run first.
-    ``gpu_profile``: the project has a gpu profile, so a post without a standing GPU run owes one."""
+    ``gpu_owed``: the slugs whose header plans a GPU section (:func:`.scoreboard.gpu_sections`), so that
+    such a post without a standing GPU run owes one; a post of no GPU section owes none."""
     changelog = load_changelog(site, root)
     posts = {}
     for path in sorted((Path(site) / "_data" / "results").glob("*.json")):
         record = json.loads(path.read_text())
         record.setdefault("slug", path.stem)
-        posts[path.stem] = post_view(record, changelog, freshness.get(path.stem), gpu_profile)
+        posts[path.stem] = post_view(record, changelog, freshness.get(path.stem), path.stem in gpu_owed)
     newest = sorted(posts, key=lambda s: posts[s]["executed_at"], reverse=True)
     order = [s for s in newest if posts[s]["state"] != "superseded"] + [s for s in newest
                                                                         if posts[s]["state"] == "superseded"]
     return {"order": order, "kinds": list(KINDS), "posts": posts, "changelog": changelog}
 
 
-def write_board(site: Path, freshness: dict[str, str], gpu_profile: bool, root: Path = ROOT) -> Path:
+def write_board(site: Path, freshness: dict[str, str], gpu_owed: Collection[str], root: Path = ROOT) -> Path:
     """Write :func:`board` to ``site/_data/board.json`` (atomically) and return its path."""
     path = Path(site) / "_data" / "board.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(".board.json.tmp")
-    tmp.write_text(json.dumps(board(site, freshness, gpu_profile, root), indent=2, ensure_ascii=False) + "\n")
+    tmp.write_text(json.dumps(board(site, freshness, gpu_owed, root), indent=2, ensure_ascii=False) + "\n")
     os.replace(tmp, path)
     return path

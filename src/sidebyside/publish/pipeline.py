@@ -100,7 +100,7 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
     if not dry_run:
         from sidebyside.publish import scoreboard
 
-        scoreboard.write_freshness(site, infos, params_by_profile, root)
+        scoreboard.write_freshness(site, infos, params_by_profile, root, everything)
     say(f"all {len(decisions)} notebook(s) handled in {time.perf_counter() - started:.1f} s")
     return 0
 
@@ -163,7 +163,8 @@ def rerender(*, only: str | None = None, site: Path = ROOT, build: Path = ROOT /
     from sidebyside.publish import scoreboard
 
     everything = discover(notebooks)
-    scoreboard.write_freshness(site, select(everything, only), load_all_params(params_dir, everything), root)
+    scoreboard.write_freshness(site, select(everything, only), load_all_params(params_dir, everything), root,
+                               everything)
     return 0
 
 
@@ -218,7 +219,7 @@ def list_notebooks(*, only: str | None = None, site: Path = ROOT, notebooks: Pat
     if write_freshness and not broken:
         from sidebyside.publish import scoreboard
 
-        scoreboard.write_freshness(site, select(everything, only), params_by_profile, root)
+        scoreboard.write_freshness(site, select(everything, only), params_by_profile, root, everything)
     return 2 if broken else 0
 
 

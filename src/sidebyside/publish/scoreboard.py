@@ -35,11 +35,12 @@ def freshness(site: Path, infos, params_by_profile: dict, root: Path) -> dict[st
     return states
 
 
-def write_freshness(site: Path, infos, params_by_profile: dict, root: Path) -> Path:
+def write_freshness(site: Path, infos, params_by_profile: dict, root: Path, every=None) -> Path:
     """Write :func:`freshness` to ``site/_data/freshness.json`` (atomically;
     other slugs already there are kept), then what the pages show of every
     result, ``site/_data/board.json`` (:func:`sidebyside.publish.frontpage.write_board`,
-    which refuses a record of too many verdicts), copy the committed noise floors
+    which refuses a record of too many verdicts; a post owes a GPU run where its header among ``every``, the
+    project's notebooks (default ``infos``), plans a GPU section: :func:`gpu_sections`), copy the committed noise floors
     (``params/noise-floor.json``) to ``site/_data/noise_floor.json``, and return the first path."""
     path = Path(site) / "_data" / "freshness.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -58,5 +59,10 @@ def write_freshness(site: Path, infos, params_by_profile: dict, root: Path) -> P
         os.replace(tmp, path.with_name("noise_floor.json"))
     from sidebyside.publish import frontpage
 
-    frontpage.write_board(Path(site), states, "gpu" in params_by_profile, root)
+    frontpage.write_board(Path(site), states, gpu_sections(infos if every is None else every) if "gpu" in params_by_profile else set(), root)
     return path
+
+
+def gpu_sections(infos) -> set[str]:
+    """The slugs whose header plans a GPU section: a ``gpu:`` block that does not say ``not_planned``."""
+    return {i.slug for i in infos if i.gpu and "not_planned" not in i.gpu}
