@@ -15,7 +15,7 @@ from conftest import ROOT
 from test_pairs import fixture_info, fixture_notebook, fixture_record
 
 from sidebyside import publish
-from sidebyside.publish import anomalies, frontpage, lint, scoreboard
+from sidebyside.publish import anomalies, frontpage, lint, schedule
 from sidebyside.publish.common import PublishError
 
 PROVENANCE = {"device": "NVIDIA H100 80GB HBM3", "device_kind": "gpu", "cpu": "Intel Xeon (16 cores)",
@@ -77,7 +77,7 @@ def test_comparative_words_say_what_they_compare():
 
 
 def _gpu_sections() -> set[str]:
-    return scoreboard.gpu_sections(publish.discover(ROOT / "notebooks"))
+    return schedule.gpu_sections(publish.discover(ROOT / "notebooks"))
 
 
 def test_a_post_owes_a_gpu_run_only_where_its_header_plans_a_gpu_section():

@@ -278,7 +278,7 @@ def post_view(record: dict[str, Any], changelog: list[dict[str, Any]], freshness
 
 def board(site: Path, freshness: dict[str, str], gpu_owed: Collection[str], root: Path = ROOT) -> dict[str, Any]:
     """Every published record of ``site`` as :func:`post_view` sees it, the newest run first.
-    ``gpu_owed``: the slugs whose header plans a GPU section (:func:`.scoreboard.gpu_sections`), so that
+    ``gpu_owed``: the slugs whose header plans a GPU section (:func:`.schedule.gpu_sections`), so that
     such a post without a standing GPU run owes one; a post of no GPU section owes none."""
     changelog = load_changelog(site, root)
     posts = {}

@@ -72,7 +72,7 @@ import yaml
 
 from sidebyside.publish.common import ROOT, PublishError
 
-__all__ = ["LIMIT_S", "WINDOW_S", "MAX_CALLS", "CALLS_FILE", "RUN_READS", "Run", "Call", "Plan", "PlanRefused",
+__all__ = ["gpu_sections", "LIMIT_S", "WINDOW_S", "MAX_CALLS", "CALLS_FILE", "RUN_READS", "Run", "Call", "Plan", "PlanRefused",
            "read_budgets", "runs_of", "pack", "plan_calls", "over_budget", "part_estimates"]
 
 #: A device call's running (its deadline: DEADLINE_S of tools/device-run.sh), a window's running and its calls,
@@ -138,6 +138,12 @@ class Plan:
         return sum(c.seconds for c in self.calls)
 
 
+def gpu_sections(infos) -> set[str]:
+    """The slugs of ``infos`` whose header plans a GPU section: a ``gpu:`` entry that does not say ``not_planned``
+    (the posts the planner plans, and that owe a GPU run until one stands)."""
+    return {i.slug for i in infos if i.gpu is not None and "not_planned" not in i.gpu}
+
+
 def read_budgets(notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params") -> dict[str, Any]:
     """The planner's table: ``posts`` (slug to its header's ``gpu`` entry, for each notebook in
     ``notebooks`` that has one and does not say ``not_planned``), ``not_planned`` (slug to why, for
@@ -168,7 +174,8 @@ def read_budgets(notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT /
     if wrong:
         raise PublishError(f"{', '.join(wrong)}: its header's gpu.not_planned must say, in a sentence, why no GPU "
                            "section of the post is planned (or be left out to plan one)")
-    infos = [i for i in infos if i.slug not in not_planned]
+    planned = gpu_sections(infos)
+    infos = [i for i in infos if i.slug in planned]
     ranked = sorted((i for i in infos if i.gpu.get("rank") is not None), key=lambda i: i.gpu["rank"])
     return {"posts": {i.slug: dict(i.gpu) for i in infos}, "notebooks": {i.slug: i.path for i in infos},
             "order": [i.slug for i in ranked], "not_planned": not_planned,

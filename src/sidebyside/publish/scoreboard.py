@@ -40,7 +40,7 @@ def write_freshness(site: Path, infos, params_by_profile: dict, root: Path, ever
     other slugs already there are kept), then what the pages show of every
     result, ``site/_data/board.json`` (:func:`sidebyside.publish.frontpage.write_board`,
     which refuses a record of too many verdicts; a post owes a GPU run where its header among ``every``, the
-    project's notebooks (default ``infos``), plans a GPU section: :func:`gpu_sections`), copy the committed noise floors
+    project's notebooks (default ``infos``), plans a GPU section: :func:`.schedule.gpu_sections`), copy the committed noise floors
     (``params/noise-floor.json``) to ``site/_data/noise_floor.json``, and return the first path."""
     path = Path(site) / "_data" / "freshness.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -57,12 +57,9 @@ def write_freshness(site: Path, infos, params_by_profile: dict, root: Path, ever
         tmp = path.with_name(".noise_floor.json.tmp")
         tmp.write_text(floors.read_text(encoding="utf-8"), encoding="utf-8")
         os.replace(tmp, path.with_name("noise_floor.json"))
-    from sidebyside.publish import frontpage
+    from sidebyside.publish import frontpage, schedule
 
-    frontpage.write_board(Path(site), states, gpu_sections(infos if every is None else every) if "gpu" in params_by_profile else set(), root)
+    frontpage.write_board(Path(site), states, schedule.gpu_sections(infos if every is None else every)
+                          if "gpu" in params_by_profile else set(), root)
     return path
 
-
-def gpu_sections(infos) -> set[str]:
-    """The slugs whose header plans a GPU section: a ``gpu:`` block that does not say ``not_planned``."""
-    return {i.slug for i in infos if i.gpu and "not_planned" not in i.gpu}
