@@ -509,9 +509,11 @@ def _click_everything(built: Path) -> dict:
                 if page.url.split("#")[0] != post:
                     open_post()
                 element = page.locator(f".post-content {selector}").nth(i)
-                try:
-                    element.click(timeout=1000, no_wait_after=True)  # as a reader would
-                except Exception:  # hidden or covered: activate it as a script would
+                try:  # as a reader would; hidden (nothing to wait for) or covered: as a script would
+                    if not element.is_visible():
+                        raise LookupError("hidden")
+                    element.click(timeout=1000, no_wait_after=True)
+                except Exception:
                     element.evaluate("e => e.click()")
                 page.wait_for_timeout(40)
                 check(f"{selector} {i}")

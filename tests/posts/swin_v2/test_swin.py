@@ -154,6 +154,7 @@ def test_initialisation_matches_timms_scheme():
     np.testing.assert_allclose(np.asarray(block.attn.logit_scale[...]), np.log(10.0), rtol=1e-6)
 
 
+@pytest.mark.slow  # compiles both AdamW updates over the whole network
 def test_weight_decay_rule_is_timms():
     """Both of the notebook's AdamWs decay timm's choice: matrices only, never the position-bias
     MLP nor the logit scale. The JAX side is read from an update with zero gradients, which is
@@ -215,6 +216,7 @@ def test_a_whole_loop_rung_brings_its_rival_and_is_not_raced_per_step():
         assert result["best_whole_loop"]["torch"] is None
 
 
+@pytest.mark.slow  # compiles four bfloat16 steps and loops of both sides
 @pytest.mark.parametrize("phase", ["train", "eval"])
 def test_the_bfloat16_rungs_run_in_autocasts_policy(phase):
     """Each side's bfloat16 rung runs, per step and as a whole loop: PyTorch under torch.autocast, JAX the port
@@ -280,6 +282,7 @@ def test_one_adamw_step_agrees_with_timms_model():
         assert np.linalg.norm(update_jax - update_torch) <= 1e-2 * np.linalg.norm(update_torch), name
 
 
+@pytest.mark.slow  # compiles a whole training step
 @pytest.mark.parametrize("precision", ["float32", "bfloat16"])
 def test_the_jax_step_differentiates_the_parameters_alone_and_advances_the_streams(precision):
     """The notebook's JAX step takes the gradient with respect to the nnx.Param state alone (no
@@ -326,6 +329,7 @@ def _layer_dtypes(monkeypatch, tmodel, fmodel, x_nchw, device_type):
     return torch_dtypes, flax_dtypes, softmax, expected, got
 
 
+@pytest.mark.slow  # every layer of both networks, hooked, in bfloat16
 def test_bfloat16_is_one_policy_on_both_sides(monkeypatch):
     """In bfloat16 every layer the two sides share outputs the same dtype (PyTorch under CPU autocast, the
     port built by the notebook's flax_swin for the CPU), the attention's softmax is float32 on both sides, the port's
