@@ -275,7 +275,7 @@ print(f"Flax test accuracy: {flax_accuracy:.1%}")
 #    (`test_like_train=True`);
 # 4. Flax with PyTorch's initialisation (`torch_init=True`), [0, 1] for both.
 
-# %% tags=["appendix-input"]
+# %% tags=["appendix"]
 variants = {
     "torch": lambda seed: original_torch(train_images, train_labels, test_images, test_labels, seed=seed),
     "flax": lambda seed: original_flax(train_images, train_labels, test_images, test_labels, seed=seed),
@@ -418,7 +418,7 @@ pd.DataFrame({
 # `(seed, e)` alone, so batch *k* of epoch *e* holds the same images in
 # PyTorch and in JAX.
 
-# %% tags=["appendix-input"]
+# %% tags=["appendix"]
 arrays = training.prepare(fashion, num_train=num_train, num_test=num_test)
 pd.DataFrame({
     "examples": [len(arrays.X_train), len(arrays.X_test)],
@@ -445,7 +445,7 @@ pd.DataFrame({
 # device). The training loops are the library's (`sidebyside.lab.training`);
 # section 4 shows the same steps written out in each framework.
 
-# %% tags=["appendix-input"]
+# %% tags=["appendix"]
 runs_config = {
     "mlp": dict(num_epochs=mlp_epochs, lr=mlp_lr),
     "cnn": dict(num_epochs=cnn_epochs, lr=cnn_lr),
@@ -470,7 +470,7 @@ for kind, overrides in runs_config.items():
         final_models[kind, "flax", seed] = flax_model
 
 
-# %% tags=["appendix-input"]
+# %% tags=["appendix"]
 accuracy = None if hardware_only else report.accuracy_record(histories, seeds)
 accuracy_table = None if hardware_only else pd.DataFrame([
     {
@@ -503,7 +503,7 @@ if not hardware_only:  # the cpu run's (see the parameters)
     fig.tight_layout()
     plt.show()
 
-# %% alt="Per-class test accuracy of the CNN and MLP, PyTorch and Flax side by side" figure="per-class-accuracy" tags=["appendix-input"]
+# %% alt="Per-class test accuracy of the CNN and MLP, PyTorch and Flax side by side" figure="per-class-accuracy" tags=["appendix"]
 if not hardware_only:  # the cpu run's (see the parameters)
     per_class = {}
     for kind in runs_config:
@@ -841,7 +841,7 @@ def jax_host(model, images, labels, batches, lr, precision="float32"):
 # graph on a CPU, TF32 without tensor cores) is a row that says why, and a
 # rung whose building or running fails keeps its row, with the error.
 
-# %% tags=["appendix-input"]
+# %% tags=["appendix"]
 RUNGS = {"torch/eager": torch_eager, "torch/compile": torch_compiled,
          "torch/compile+cuda-graphs": functools.partial(torch_compiled, mode="reduce-overhead"),
          "torch/cuda-graph": torch_cuda_graph, "torch/cuda-graph+fused": functools.partial(torch_cuda_graph, fused=True),

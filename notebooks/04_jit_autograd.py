@@ -327,7 +327,7 @@ cores_busy = {} if "cpu" not in devices else {
                                     "needs no GPU")) if not cores_busy else
  pd.Series(cores_busy["cpu", sizes[-1]], name="cores busy per call").rename(index=LABEL).round(2).to_frame())
 
-# %% [markdown]
+# %% [markdown] tags=["appendix"]
 # ### Where dispatch overhead stops dominating
 #
 # For each method and device we fit $t(n) = a + b\,n$: $a$ is the fixed cost of a call (Python,
@@ -335,7 +335,7 @@ cores_busy = {} if "cpu" not in devices else {
 # $n^*$ a call is mostly overhead, above it mostly work (`sidebyside.lab.functions.fit_overhead`, a
 # least-squares fit on relative errors).
 
-# %% tags=["appendix-input"]
+# %% tags=["appendix"]
 fits = {}
 for device in devices:
     for method in methods:
@@ -554,7 +554,7 @@ def sum_f_jax(x):
 
 grad_sum_jax_jit = jax.jit(jax.grad(sum_f_jax))  # one reverse pass through the sum
 
-# %% tags=["appendix-input"]
+# %% tags=["appendix"]
 grad_sizes = [10**e for e in range(3, autograd_max_exponent + 1)]
 GRAD_LABEL = {"jax/eager": "JAX vmap(grad)", "jax/jit": "JAX jit(vmap(grad))",
               "jax/jit-grad-sum": "JAX jit(grad(sum))", "torch/autograd": "PyTorch autograd on sum",
