@@ -509,12 +509,13 @@ def _click_everything(built: Path) -> dict:
                 if page.url.split("#")[0] != post:
                     open_post()
                 element = page.locator(f".post-content {selector}").nth(i)
-                try:  # as a reader would; hidden (nothing to wait for) or covered: as a script would
-                    if not element.is_visible():
-                        raise LookupError("hidden")
-                    element.click(timeout=1000, no_wait_after=True)
-                except Exception:
+                if not element.is_visible():  # hidden: activate it as a script would (no click to wait for)
                     element.evaluate("e => e.click()")
+                else:
+                    try:
+                        element.click(timeout=1000, no_wait_after=True)  # as a reader would
+                    except Exception:  # covered: as a script would
+                        element.evaluate("e => e.click()")
                 page.wait_for_timeout(40)
                 check(f"{selector} {i}")
                 clicked[selector] += 1
