@@ -339,7 +339,8 @@ Markdown(report.parity_claim(report.parity_record(parity_runs, headline=headline
 # alone (`nnx.Param`, as Flax's examples do) and optax's AdamW updates. The same
 # functions train for accuracy here (the learning rate of each step set from
 # the schedule) and are timed in section 4.
-#
+
+# %% [markdown] tags=["appendix"]
 # bfloat16, where the profile asks for it, is one policy on both sides,
 # `torch.autocast`'s on the device the post runs: the parameters and the
 # optimiser stay float32; the convolution, every linear layer and the
@@ -352,7 +353,7 @@ Markdown(report.parity_claim(report.parity_record(parity_runs, headline=headline
 # built with those compute dtypes (`dtype`, `norm_dtype`; its `param_dtype`
 # stays float32: `flax_swin` above).
 
-# %% tags=["appendix-input"]
+# %% tags=["appendix"]
 arrays = training.prepare(fashion, num_train=num_train, num_test=num_test)
 X_train, X_test = swin.fashion_inputs(arrays.X_train, model_config), swin.fashion_inputs(arrays.X_test, model_config)
 pd.DataFrame({"examples": [len(X_train), len(X_test)], "model input": [X_train.shape[1:], X_test.shape[1:]]},
