@@ -235,10 +235,10 @@ def run_view(run: dict[str, Any] | None, role: str, changelog: list[dict[str, An
 
 
 def post_view(record: dict[str, Any], changelog: list[dict[str, Any]], freshness: str | None,
-              gpu_profile: bool) -> dict[str, Any]:
+              gpu_planned: bool) -> dict[str, Any]:
     """One post's card, banner and verdicts (see the module docstring), from its record's two runs
     (:func:`sidebyside.publish.records.split_runs`): ``runs``, the cpu run's :func:`run_view` then the
-    GPU run's (this one only where the post's header plans a GPU section, ``gpu_profile``, or the record
+    GPU run's (this one only where the post's header plans a GPU section, ``gpu_planned``, or the record
     holds a GPU run). The card's headline, hardware and date are the first run shown (not owed), and the
     verdicts, order and home rows of the top-level fields are those of every run shown, the cpu run's
     first; a run that is owed shows none (where every run is owed, the card names the first run the
@@ -247,7 +247,7 @@ def post_view(record: dict[str, Any], changelog: list[dict[str, Any]], freshness
     slug = str(record.get("slug"))
     cpu, gpu = records.split_runs({**record, "slug": slug})
     runs = [run_view(cpu, "cpu", changelog)]
-    if gpu_profile or gpu is not None:
+    if gpu_planned or gpu is not None:
         runs.append(run_view(gpu, "gpu", changelog, records.GPU_RUN if cpu is not None else ""))
     shown = [r for r in runs if not r["owed"]]
     lead = shown[0] if shown else next((r for r in runs if r["present"]), runs[0])

@@ -39,9 +39,10 @@ def write_freshness(site: Path, infos, params_by_profile: dict, root: Path, ever
     """Write :func:`freshness` to ``site/_data/freshness.json`` (atomically;
     other slugs already there are kept), then what the pages show of every
     result, ``site/_data/board.json`` (:func:`sidebyside.publish.frontpage.write_board`,
-    which refuses a record of too many verdicts; a post owes a GPU run where its header among ``every``, the
-    project's notebooks (default ``infos``), plans a GPU section: :func:`.schedule.gpu_sections`), copy the committed noise floors
-    (``params/noise-floor.json``) to ``site/_data/noise_floor.json``, and return the first path."""
+    which refuses a record of too many verdicts; a post owes a GPU run where its header among ``every``,
+    the project's notebooks (default ``infos``), plans a GPU section: :func:`.schedule.gpu_sections`), copy
+    the committed noise floors (``params/noise-floor.json``) to ``site/_data/noise_floor.json``, and return
+    the first path."""
     path = Path(site) / "_data" / "freshness.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -59,7 +60,6 @@ def write_freshness(site: Path, infos, params_by_profile: dict, root: Path, ever
         os.replace(tmp, path.with_name("noise_floor.json"))
     from sidebyside.publish import frontpage, schedule
 
-    frontpage.write_board(Path(site), states, schedule.gpu_sections(infos if every is None else every)
-                          if "gpu" in params_by_profile else set(), root)
+    gpu_owed = schedule.gpu_sections(infos if every is None else every) if "gpu" in params_by_profile else set()
+    frontpage.write_board(Path(site), states, gpu_owed, root)
     return path
-
