@@ -61,9 +61,9 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
 
 
-# Module fixtures that execute a notebook through papermill (the real pipeline). A test that uses
-# one is marked slow (pyproject's marker: `make test-fast` runs none of them; `make test` and CI run all).
-EXECUTING_FIXTURES = {"fixture_site", "hostile_site", "recorded_run", "smoke_site", "executed"}
+# Fixtures that execute a notebook through papermill (the real pipeline) or build a site with Jekyll. A test
+# that uses one is marked slow (pyproject's marker: `make test-fast` runs none of them; `make test` and CI run all).
+EXECUTING_FIXTURES = {"fixture_site", "hostile_site", "recorded_run", "smoke_site", "executed", "published_site"}
 RUN_EVERY_NOTEBOOK = {"test_site.py", "test_colab.py"}
 
 
@@ -141,6 +141,18 @@ def chromium(playwright):
     return playwright.chromium.launch(executable_path="/usr/bin/chromium", args=[
         "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"])
+
+
+SCREENSHOTS_ENV = "SIDEBYSIDE_SCREENSHOTS"
+
+
+def screenshot(page, path: Path, **kwargs) -> None:
+    """A browser test's picture of ``page`` for a person to look at (no test reads it), saved to ``path``
+    only when the environment sets SIDEBYSIDE_SCREENSHOTS=1: a full-page picture of a long post costs
+    about a second, and a test run takes dozens."""
+    if os.environ.get(SCREENSHOTS_ENV) == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(path), **kwargs)
 
 
 class Lazy:
@@ -276,6 +288,18 @@ def colab_runtime(shared_folder):
     import executions
 
     return executions.colab_runtime(shared_folder, os.environ.get("PYTEST_XDIST_WORKER", "main"))
+
+
+@pytest.fixture(scope="session")
+def published_site(shared_folder) -> Path:
+    """The published site, built once per test run (:func:`executions.published_site`): read it, never
+    write to it (every worker reads the same folder)."""
+    import executions
+
+    site = executions.published_site(shared_folder)
+    if not any((site / "_posts").glob("*.md")):
+        pytest.skip("nothing published yet")
+    return site
 
 
 @pytest.fixture(scope="session")

@@ -24,6 +24,7 @@ import http.server
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -301,3 +302,29 @@ def _run(slug: str, folder: Path, runtime: ColabRuntime, mirror: str, md5: dict[
         os.environ.clear()
         os.environ.update(saved)
     return {"error": error, "seconds": round(time.perf_counter() - started, 1), "purelib": str(runtime.purelib)}
+
+
+def published_site(shared: Path) -> Path:
+    """The published site as a reader gets it, built once per test run and read by every test that only
+    looks at it (the browser tests of test_site, test_post_shape and test_front_page_browser): a scratch
+    copy of the published posts, images and results, with the How we measure page and the board the
+    publisher writes (:func:`sidebyside.publish.scoreboard.write_freshness`, for this tree), built by
+    Jekyll. Returns the site's folder (its build is ``_site`` in it); made by whichever worker asks first."""
+    from conftest import make_site
+    from test_site import _jekyll
+
+    from sidebyside import publish
+    from sidebyside.publish import scoreboard
+
+    site, built = shared / "published" / "site", shared / "published" / "built"
+    with locked(shared / "published.lock"):
+        if not built.is_file():  # not yet, or a worker's attempt failed (its error was its tests')
+            shutil.rmtree(site, ignore_errors=True)
+            make_site(site, with_published=True)
+            shutil.copy2(ROOT / "how-we-measure.md", site / "how-we-measure.md")
+            infos = publish.discover(ROOT / "notebooks")
+            params = {p: publish.load_params(ROOT / "params", p, infos) for p in publish.PROFILES}
+            scoreboard.write_freshness(site, infos, params, ROOT)
+            _jekyll(site)
+            built.touch()
+    return site

@@ -1127,19 +1127,9 @@ def test_bench_returns_kernel_and_per_call_times(monkeypatch):
 
 
 @pytest.mark.slow
-def test_bench_run_in_a_child_process(capfd):
-    from sidebyside.grid_sample import bench
-
-    out = bench.run({"tiny": (1, 2, 8, 8)}, modes=("nearest",), repeats=1, min_repeat_s=0.001, threads=1, copies=2)
-    assert out["threads"] == 1 and set(out["results"]) == {"nearest/tiny/forward", "nearest/tiny/forward+backward"}
-    assert "--threads 1" in out["command"] and "--copies 2" in out["command"]
-    assert out["results"]["nearest/tiny/forward"]["copies"] == 2
-    shown = capfd.readouterr().err  # the child's progress, passed on as it ran
-    assert "grid_sample bench" in shown and "1/1" in shown and "nearest/tiny" in shown
-
-
-@pytest.mark.slow
-def test_bench_run_each_saves_each_configuration_and_reads_it_back(tmp_path, monkeypatch):
+def test_bench_run_each_saves_each_configuration_and_reads_it_back(tmp_path, monkeypatch, capfd):
+    """run_each runs each configuration through run(), in a child process of its own (one test of both: each
+    child costs its imports and compiles)."""
     from sidebyside.grid_sample import bench
     from sidebyside.run.checkpoints import Checkpoints
 
@@ -1159,6 +1149,9 @@ def test_bench_run_each_saves_each_configuration_and_reads_it_back(tmp_path, mon
     assert children == [({"tiny": (1, 2, 8, 8)}, ("nearest",)), ({"tiny": (1, 2, 8, 8)}, ("bilinear",))]
     assert set(out["results"]) == {f"{m}/tiny/{k}" for m in modes for k in ("forward", "forward+backward")}
     assert out["threads"] == 1 and out["device_kind"] == "cpu"
+    assert all(row["copies"] == 2 for key, row in out["results"].items() if key.endswith("/forward"))
+    shown = capfd.readouterr().err  # each child's progress, passed on as it ran
+    assert "grid_sample bench" in shown and "1/1" in shown and "nearest/tiny" in shown and "bilinear/tiny" in shown
     assert out["command"] == ("python -m sidebyside.posts.bench grid_sample --repeats 1 --min-repeat-s 0.001 --json <json> "
                               "--modes nearest bilinear --shape tiny=1,2,8,8 --copies 2 --pallas-layouts points "
                               "channels --threads 1")

@@ -1,22 +1,18 @@
 """The front page and the posts as a reader sees them in headless Chromium, at 1280 and 360 px: the
 cards on the first screen, no page scrolling sideways, the stale banner, a withdrawn run without
-its figures, the verdict box of each run, figure text sizes, and the scoreboard's filter without JavaScript. The site is a scratch
-copy of the published one, its board written by the publisher (scoreboard.write_freshness), built with
-Jekyll."""
+its figures, the verdict box of each run, figure text sizes, and the scoreboard's filter without JavaScript. The site is the test run's
+one build of the published site (conftest's ``published_site``), its board written by the publisher
+(scoreboard.write_freshness)."""
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
 
 import pytest
-from conftest import ROOT, make_site
+from conftest import ROOT
 from test_reader_page import LAYOUT_PROBLEMS
-from test_site import _jekyll, browsing
-
-from sidebyside import publish
-from sidebyside.publish import scoreboard
+from test_site import browsing
 
 pytestmark = pytest.mark.slow
 
@@ -54,14 +50,8 @@ FIGURE_TEXT = r"""async (pngText) => {
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    site = make_site(tmp_path_factory.mktemp("front") / "site", with_published=True)
-    shutil.copy2(ROOT / "how-we-measure.md", site / "how-we-measure.md")
-    infos = publish.discover(ROOT / "notebooks")
-    params = {p: publish.load_params(ROOT / "params", p, infos) for p in publish.PROFILES}
-    scoreboard.write_freshness(site, infos, params, ROOT)
-    board = json.loads((site / "_data" / "board.json").read_text())
-    return _jekyll(site), board
+def built(published_site):
+    return published_site / "_site", json.loads((published_site / "_data" / "board.json").read_text())
 
 
 def _paths(board) -> list[str]:

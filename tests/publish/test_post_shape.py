@@ -22,13 +22,12 @@ from __future__ import annotations
 import io
 import json
 import re
-import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT, make_site
+from conftest import ROOT
 
 from sidebyside.lab import viz
 from sidebyside.publish import preprocess, rendering
@@ -360,15 +359,10 @@ FIGURES = r"""() => Array.from(document.querySelectorAll('.post-content img:not(
 
 
 @pytest.fixture(scope="module")
-def published(tmp_path_factory):
-    from test_site import _jekyll, _posts_in
+def published(published_site):
+    from test_site import _posts_in
 
-    site = make_site(tmp_path_factory.mktemp("shape") / "site", with_published=True)
-    shutil.copy2(ROOT / PAGE, site / PAGE)
-    slugs = _posts_in(site)
-    if not slugs:
-        pytest.skip("nothing published yet")
-    return site, _jekyll(site), slugs
+    return published_site, published_site / "_site", _posts_in(published_site)
 
 
 @pytest.fixture(scope="module")

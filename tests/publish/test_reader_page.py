@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ROOT, make_site
+from conftest import ROOT, make_site, screenshot
 from test_pairs import SLUG as FIXTURE
 from test_pairs import render_fixture
 from test_site import _jekyll, browsing
@@ -95,7 +95,6 @@ def reader_site(tmp_path_factory):
 def pages(reader_site):
     """What each page reported, per (name, width)."""
     site, built, slugs, _ = reader_site
-    SHOTS.mkdir(parents=True, exist_ok=True)
     reports = {}
     with browsing(built) as (browser, base):
         for width_name, width in WIDTHS.items():
@@ -121,8 +120,8 @@ def pages(reader_site):
                         summary: d.querySelector('summary').textContent.replace(/\\s+/g, ' '),
                         rows: Array.from(d.querySelectorAll('.scoreboard tbody tr')).map(r => r.textContent.replace(/\\s+/g, ' '))}))"""),
                 }
-                page.screenshot(path=str(SHOTS / f"{name}-{width_name}-top.png"))
-                page.screenshot(path=str(SHOTS / f"{name}-{width_name}.png"), full_page=True)
+                screenshot(page, SHOTS / f"{name}-{width_name}-top.png")
+                screenshot(page, SHOTS / f"{name}-{width_name}.png", full_page=True)
                 if name == FIXTURE:
                     report["pair_columns"] = page.evaluate(
                         "() => ['torch', 'jax'].map(s => document.querySelector('.pair-code.' + s).getBoundingClientRect().left)")
