@@ -104,6 +104,7 @@ def test_jitted_contestants_arrive_with_their_options_and_results(on):
         there["options"], on
 
 
+@pytest.mark.slow  # a fresh interpreter imports torch's compiler stack to unpickle them: about 8 s on a 2-core CPU
 @pytest.mark.parametrize("on", [ON])
 def test_compiled_contestants_arrive_with_their_function_backend_and_options(on):
     contestants = _torch_contestants()

@@ -63,6 +63,7 @@ def test_exact_derivatives_are_those_of_the_notebooks_f(paired):
 X32 = np.linspace(0.1, 12.0, 257, dtype=np.float32)
 
 
+@pytest.mark.slow  # compiles f with torch.compile twice (static and dynamic shapes): about 10 s on a 2-core CPU
 def test_compiled_f_rungs_agree_with_eager(paired):
     import jax.numpy as jnp
     import torch

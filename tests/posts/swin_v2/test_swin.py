@@ -359,13 +359,15 @@ def test_bfloat16_is_one_policy_on_both_sides(monkeypatch):
 def test_the_gpu_policy_keeps_norms_and_the_residual_stream_in_float32():
     """The notebook's bfloat16 port for a GPU follows CUDA autocast's policy: LayerNorm (on its float32 list)
     outputs float32 and with it the residual stream, while the convolution and the linear layers output
-    bfloat16; its parameters stay float32."""
-    model = flax_swin_on("cuda")(TINY, 0, "bfloat16")
+    bfloat16; its parameters stay float32. Dtypes are fixed when JAX traces the code, so the port is built and run
+    abstractly (nnx.eval_shape: the same dtypes and shapes, no arrays drawn or computed op by op)."""
+    model = nnx.eval_shape(lambda: flax_swin_on("cuda")(TINY, 0, "bfloat16"))
     assert {v.dtype for v in jax.tree.leaves(nnx.state(model, nnx.Param))} == {jnp.dtype(jnp.float32)}
     model.eval()
     x = jnp.asarray(np.random.default_rng(0).standard_normal((2, 16, 16, 2)), jnp.float32)
-    assert model.features(x).dtype == jnp.float32 and model(x).dtype == jnp.bfloat16
-    assert model.patch_embed.proj(x).dtype == jnp.bfloat16
+    assert nnx.eval_shape(lambda m, x: m.features(x), model, x).dtype == jnp.float32
+    assert nnx.eval_shape(lambda m, x: m(x), model, x).dtype == jnp.bfloat16
+    assert nnx.eval_shape(lambda m, x: m.patch_embed.proj(x), model, x).dtype == jnp.bfloat16
 
 
 def test_compiled_rungs_are_static_shapes(monkeypatch):
