@@ -205,6 +205,7 @@ def test_ladder_keeps_every_row_and_marks_gpu_only_tools():
         swin.speed_ladder(TINY, batch_size=2, phase="eval", torch_tools=("eagre",), jax_tools=(), **rungs())
 
 
+@pytest.mark.slow  # compiles the port's whole evaluation loop under lax.scan
 def test_a_whole_loop_rung_brings_its_rival_and_is_not_raced_per_step():
     result = swin.speed_ladder(TINY, batch_size=2, phase="eval", torch_tools=("eager",), jax_tools=("jit_scan",),
                                steps=2, repeats=2, **rungs())
