@@ -70,7 +70,7 @@ num_seeds = 2         # networks per framework and initialiser (pairs of seeds g
 graph_batch = 2       # batch size of the inputs traced for the computation graphs
 
 # %% tags=["remove_cell", "colab-profile"]
-# The settings to run with: "smoke" (the parameters above, minutes), "cpu", or "gpu" (a GPU post's own
+# The settings to run with: "smoke" (the test suite's small sizes, a minute), "cpu", or "gpu" (a GPU post's own
 # settings, on a GPU runtime); "auto" takes the post's own on a GPU runtime and smoke elsewhere.
 PROFILE = "auto"
 globals().update(colab.parameters("weight-visualisation", PROFILE, REPOSITORY))

@@ -108,7 +108,7 @@ hardware_only = False
 seed = 0
 
 # %% tags=["remove_cell", "colab-profile"]
-# The settings to run with: "smoke" (the parameters above, minutes), "cpu", or "gpu" (a GPU post's own
+# The settings to run with: "smoke" (the test suite's small sizes, a minute), "cpu", or "gpu" (a GPU post's own
 # settings, on a GPU runtime); "auto" takes the post's own on a GPU runtime and smoke elsewhere.
 PROFILE = "auto"
 globals().update(colab.parameters("parallel-training", PROFILE, REPOSITORY))

@@ -127,7 +127,7 @@ checkpoint_file = ""       # "": off, everything is measured in this run
 run_budget_s = 0           # seconds; 0: no budget
 
 # %% tags=["remove_cell", "colab-profile"]
-# The settings to run with: "smoke" (the parameters above, minutes), "cpu", or "gpu" (a GPU post's own
+# The settings to run with: "smoke" (the test suite's small sizes, a minute), "cpu", or "gpu" (a GPU post's own
 # settings, on a GPU runtime); "auto" takes the post's own on a GPU runtime and smoke elsewhere.
 PROFILE = "auto"
 globals().update(colab.parameters("real-models", PROFILE, REPOSITORY))

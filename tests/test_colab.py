@@ -160,6 +160,31 @@ def test_notebook_runs_on_colab_to_its_last_cell(path, tmp_path, executed, colab
     assert f'nothing is compared: set PROFILE = "{record["profile"]}"' in last, last
 
 
+def test_the_profile_cell_reads_the_post_s_settings_file(tmp_path, monkeypatch):
+    """On a reader's runtime the profile cell takes the chosen profile's entry of the post's own settings file
+    (the one the publisher reads), names the profile to the timings, and gives {} for a post without one."""
+    import os
+
+    from sidebyside.run import colab, context
+
+    for name in context.ENV.values():
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv(colab.RAW_ENV, raising=False)
+    (tmp_path / "_config.yml").write_text("repository: o/n\n")
+    (tmp_path / "params").mkdir()
+    (tmp_path / "params" / "demo.yaml").write_text("smoke: {n: 2}\ncpu: {n: 50, threads: 1}\n")
+    monkeypatch.setenv(context.ENV["root"], str(tmp_path))
+    assert colab.SETTINGS.format(slug="demo") == "params/demo.yaml"
+    assert colab.parameters("demo", "cpu", "o/n@main") == {"n": 50, "threads": 1}
+    assert os.environ[context.ENV["profile"]] == "cpu"
+    assert colab.parameters("demo", "smoke", "o/n@main") == {"n": 2}
+    assert colab.parameters("demo", "gpu", "o/n@main") == {} and colab.parameters("other", "cpu", "o/n@main") == {}
+    with pytest.raises(colab.ColabError, match="choose one of smoke, cpu, gpu"):
+        colab.parameters("demo", "tiny", "o/n@main")
+    monkeypatch.setenv(context.ENV["slug"], "demo")  # under the publisher: papermill gave them
+    assert colab.parameters("demo", "cpu", "o/n@main") == {}
+
+
 def test_the_first_cell_installs_builds_the_runtime_s_driver_runs():
     from sidebyside.run import colab
 

@@ -18,9 +18,11 @@ def test_the_counts_per_profile():
 @pytest.mark.parametrize("path", sorted(PARAMS.glob("*.yaml")), ids=lambda p: p.name)
 def test_no_params_file_names_a_process_count(path):
     found = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    naming = sorted(slug for slug, params in found.items() if isinstance(params, dict) and "processes" in params)
+    naming = sorted(profile for profile, params in found.items() if isinstance(params, dict) and "processes" in params)
     assert not naming, f"{path.name} names processes for {', '.join(naming)}: the count is pool.PROCESSES' alone"
 
 
 def test_the_params_files_are_found():
-    assert {"cpu.yaml", "gpu.yaml", "smoke.yaml"} <= {p.name for p in PARAMS.glob("*.yaml")}
+    from sidebyside.publish.discovery import discover
+
+    assert {f"{i.slug}.yaml" for i in discover(PARAMS.parent / "notebooks")} <= {p.name for p in PARAMS.glob("*.yaml")}

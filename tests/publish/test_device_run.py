@@ -76,7 +76,6 @@ def tree(tmp_path):
         shutil.copy(ROOT / "notebooks" / name, tree / "notebooks" / name)
         _declare(tree, name, seconds)
     (tree / "params").mkdir()
-    (tree / "params" / "gpu.yaml").write_text("# no parameters: the stub publisher runs no notebook\n")
     (tree / "params" / "gpu-calls.yaml").write_text("call_overhead_s: 30\nrun_overhead_s: 0\n")
     for folder in ("_posts", "images", "_data/results"):
         (tree / folder).mkdir(parents=True)

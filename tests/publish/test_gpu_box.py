@@ -219,7 +219,7 @@ def checkout(tmp_path, monkeypatch):
     """A git checkout with a notebook, params, pins, two library modules, a data file and a published post."""
     monkeypatch.delenv(runkey.GIT_SHA_ENV, raising=False)
     root = tmp_path / "repo"
-    files = {"notebooks/01_x.py": "x = 1\n", "params/cpu.yaml": "x: {}\n", "requirements.txt": "numpy==2.4.6\n",
+    files = {"notebooks/01_x.py": "x = 1\n", "params/x.yaml": "cpu: {}\n", "requirements.txt": "numpy==2.4.6\n",
              "src/sidebyside/used.py": "A = 1\n", "src/sidebyside/unused.py": "B = 1\n",
              "data/points.csv": "1,2\n", "_posts/2026-01-01-x.md": "old post\n", "_data/results/x.json": "{}\n"}
     committed_tree(root, files)
@@ -233,7 +233,7 @@ def _inputs(root: Path) -> dict:
 
 
 def _paths(root: Path) -> list[Path]:
-    return runkey.input_paths(root / "notebooks" / "01_x.py", root / "params" / "cpu.yaml", "cpu", _inputs(root), root)
+    return runkey.input_paths(root / "notebooks" / "01_x.py", root / "params" / "x.yaml", "cpu", _inputs(root), root)
 
 
 def test_stamp_clean_then_dirty_only_for_the_runs_inputs(checkout):
@@ -246,7 +246,7 @@ def test_stamp_clean_then_dirty_only_for_the_runs_inputs(checkout):
     (root / "src" / "sidebyside" / "unused.py").write_text("B = 2\n")
     (root / "notes.txt").write_text("scratch\n")
     assert runkey.commit_stamp(root, _paths(root)) == head
-    for name in ("src/sidebyside/used.py", "notebooks/01_x.py", "params/cpu.yaml", "requirements.txt", "data/points.csv"):
+    for name in ("src/sidebyside/used.py", "notebooks/01_x.py", "params/x.yaml", "requirements.txt", "data/points.csv"):
         original = (root / name).read_text()
         (root / name).write_text(original + "# changed\n")
         assert runkey.commit_stamp(root, _paths(root)) == f"{head}-dirty", name
@@ -258,7 +258,7 @@ def test_stamp_counts_an_untracked_imported_module(checkout):
     root = checkout
     new = root / "src" / "sidebyside" / "new.py"
     new.write_text("C = 1\n")
-    paths = runkey.input_paths(root / "notebooks" / "01_x.py", root / "params" / "cpu.yaml", "cpu",
+    paths = runkey.input_paths(root / "notebooks" / "01_x.py", root / "params" / "x.yaml", "cpu",
                                {"modules": {"src/sidebyside/new.py": runkey.digest(new)}}, root)
     assert runkey.commit_stamp(root, paths).endswith("-dirty")
 
@@ -455,10 +455,10 @@ provenance.save_results({"runs": runs})["metrics"]
 @pytest.mark.slow
 def test_a_run_in_parts_keeps_its_checkpoint_file_in_the_repository(tmp_path):
     """The kernel works in build/scratch/<slug>/, emptied before every run; a checkpoint_file named relative to
-    the repository (as params/gpu.yaml names it) is written there all the same, where a device call packs it
-    and the next run reads it back."""
-    params = {f"params/{profile}.yaml": "parts-fixture: {checkpoint_file: checkpoints/parts.json}\n"
-              for profile in publish.PROFILES}
+    the repository (as the post's settings name it) is written there all the same, where a device call packs
+    it and the next run reads it back."""
+    params = {"params/parts-fixture.yaml": "".join(f"{profile}: {{checkpoint_file: checkpoints/parts.json}}\n"
+                                                   for profile in publish.PROFILES)}
     root = _library_checkout(tmp_path / "repo", {"notebooks/00_parts.py": PARTS_NOTEBOOK, **params})
     site = make_site(tmp_path / "site")
     kw = dict(notebooks=root / "notebooks", params_dir=root / "params", site=site, build=tmp_path / "build",

@@ -12,7 +12,6 @@ import json
 import tarfile
 
 import pytest
-import yaml
 
 from sidebyside.publish import gpu_section
 from sidebyside.publish import merge as merging
@@ -20,12 +19,13 @@ from sidebyside.publish.cache import cache_key
 from sidebyside.publish.cli import main
 from sidebyside.publish.common import ROOT, PublishError
 from sidebyside.publish.discovery import discover
+from sidebyside.publish.params import load_params
 from sidebyside.run import runkey
 
 NOTEBOOKS = ROOT / "notebooks"
 INFOS = {i.slug: i for i in discover(NOTEBOOKS)}
 DATES = {slug: info.date for slug, info in INFOS.items()}
-GPU_PARAMS = yaml.safe_load((ROOT / "params" / "gpu.yaml").read_text())
+GPU_PARAMS = load_params(ROOT / "params", "gpu", discover(ROOT / "notebooks"))
 INPUTS = {"modules": {"src/sidebyside/run/context.py": runkey.digest(ROOT / "src" / "sidebyside" / "run" / "context.py")},
           "data": {}}
 A, B = "jit-and-autograd-timing", "xla-and-scipy"

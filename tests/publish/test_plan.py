@@ -12,12 +12,12 @@ import random
 import re
 
 import pytest
-import yaml
 from conftest import committed_tree
 
 from sidebyside.publish import pipeline, schedule
 from sidebyside.publish.common import ROOT
 from sidebyside.publish.discovery import discover
+from sidebyside.publish.params import load_params
 
 
 def _budgets(posts, call_overhead_s=0, run_overhead_s=0):
@@ -121,7 +121,8 @@ def test_a_run_in_parts_is_cut_at_its_run_budget_and_resumes_from_the_checkpoint
 
 def test_a_saved_part_is_planned_again_once_what_a_run_reads_changed_since_its_commit(tmp_path):
     files = {"notebooks/01_x.py": "# %%\nx = 1\n\n# %% [markdown]\n# Prose.\n", "src/sidebyside/lab/m.py": "a = 1\n",
-             "src/sidebyside/publish/p.py": "b = 1\n", "params/gpu.yaml": "x: {}\n", "README.md": "x\n"}
+             "src/sidebyside/publish/p.py": "b = 1\n", "params/x.yaml": "gpu: {}\n", "params/y.yaml": "gpu: {}\n",
+             "README.md": "x\n"}
     measured_at = committed_tree(tmp_path, files)
     (tmp_path / "checkpoints").mkdir()
     (tmp_path / "checkpoints" / "x.json").write_text(json.dumps(
@@ -133,12 +134,12 @@ def test_a_saved_part_is_planned_again_once_what_a_run_reads_changed_since_its_c
         return schedule.runs_of("x", entry, params, root=tmp_path, notebook=notebook)[1]
 
     assert done() == ["parity"]
-    for name in ("README.md", "src/sidebyside/publish/p.py", "checkpoints/x.json"):  # nothing a run reads
+    for name in ("README.md", "src/sidebyside/publish/p.py", "checkpoints/x.json", "params/y.yaml"):  # nothing x reads
         (tmp_path / name).write_text((tmp_path / name).read_text() + " ")
     assert done() == ["parity"]
     (notebook).write_text(notebook.read_text().replace("# Prose.", "# Prose, reworded.\n#\n# More."))
     assert done() == ["parity"]  # the notebook's prose is not what a part measured: its key keeps it
-    for name in ("notebooks/01_x.py", "src/sidebyside/lab/m.py", "params/gpu.yaml"):
+    for name in ("notebooks/01_x.py", "src/sidebyside/lab/m.py", "params/x.yaml"):
         before = (tmp_path / name).read_text()
         (tmp_path / name).write_text(before.replace("x = 1", "x = 2") if name.endswith("01_x.py") else before + "# changed\n")
         assert done() == [], name  # measured again, so planned again
@@ -276,12 +277,12 @@ def test_nothing_stale_plans_no_call():
 def test_the_gpu_budgets_are_declared_in_the_notebooks_and_read_as_data():
     budgets = schedule.read_budgets(ROOT / "notebooks", ROOT / "params")
     posts = budgets["posts"]
-    path = ROOT / "params" / "gpu.yaml"
-    assert not any(line.startswith("#budget") for line in path.read_text().splitlines())
+    for path in (ROOT / "params").glob("*.yaml"):
+        assert not any(line.startswith("#budget") for line in path.read_text().splitlines()), path
     for slug in ("jit-and-autograd-timing", "fashion-mnist-pytorch-vs-flax", "xla-and-scipy"):
         assert "6b943d5" in posts[slug]["measured"] and posts[slug]["budget_s"] > 0, slug
     grid, swin = posts["grid-sample-parity"]["parts"], posts["swin-transformer-v2"]["parts"]
-    gpu = yaml.safe_load(path.read_text())
+    gpu = load_params(ROOT / "params", "gpu", discover(ROOT / "notebooks"))
     # hardware_only: the accuracy over seeds and the trained model's parity are the cpu run's, not parts of a GPU run
     assert gpu["swin-transformer-v2"]["hardware_only"] and list(swin)[0] == "parity/timed"
     assert not any(name.startswith(("accuracy/", "parity/trained")) for name in swin)
@@ -371,7 +372,7 @@ def test_plan_all_plans_no_part_longer_than_a_call(capsys):
     code = main(["plan", "--all", "--window-s", "800", "--max-calls", "2"])
     out, err = capsys.readouterr()
     budgets = schedule.read_budgets(ROOT / "notebooks", ROOT / "params")
-    params = yaml.safe_load((ROOT / "params" / "gpu.yaml").read_text())
+    params = load_params(ROOT / "params", "gpu", discover(ROOT / "notebooks"))
     assert (budgets["post_limit_s"], budgets["total_limit_s"]) == (400, 1600)
     assert schedule.over_budget(budgets, params) == []  # each post and all of them together within their limits
     assert code == 0 and "call 1" in out, err
@@ -451,13 +452,12 @@ def test_an_ordered_post_is_planned_first_and_alone_a_window_at_a_time(tmp_path)
 
 
 def test_real_models_comes_first_in_the_gpu_order_and_its_budget_is_its_parts():
-    path = ROOT / "params" / "gpu.yaml"
     budgets = schedule.read_budgets(ROOT / "notebooks", ROOT / "params")
     assert budgets["order"] == ["real-models", "swin-transformer-v2", "fashion-mnist-pytorch-vs-flax",
                                 "jit-and-autograd-timing", "xla-and-scipy", "grid-sample-parity"]
     entry = budgets["posts"]["real-models"]
     assert "ESTIMATE" in entry["measured"]
-    gpu = yaml.safe_load(path.read_text())
+    gpu = load_params(ROOT / "params", "gpu", discover(ROOT / "notebooks"))
     runs, _ = schedule.runs_of("real-models", entry, gpu["real-models"], root=ROOT / "build" / "no-checkpoints",
                                run_overhead_s=budgets["run_overhead_s"])
     assert entry["budget_s"] == sum(r.seconds for r in runs)

@@ -160,9 +160,15 @@ def test_unknown_profile_and_slug_list_valid_ones(tmp_path):
 
 def test_params_must_name_parameters_cell_variables(tmp_path):
     infos = publish.discover(FIXTURES / "notebooks")
-    (tmp_path / "smoke.yaml").write_text(f"{SLUG}: {{num_pointz: 3}}\n")
-    with pytest.raises(publish.PublishError, match="num_pointz.*valid names: num_points, label"):
+    (tmp_path / f"{SLUG}.yaml").write_text("smoke: {num_pointz: 3}\n")
+    with pytest.raises(publish.PublishError, match="smoke sets num_pointz.*valid names: num_points, label"):
+        publish.load_params(tmp_path, "cpu", infos)  # any profile: the whole file is checked
+    (tmp_path / f"{SLUG}.yaml").write_text("smoke: {num_points: 3}\nsmoek: {num_points: 9}\n")
+    with pytest.raises(publish.PublishError, match="'smoek' is not a profile; valid profiles: smoke, cpu, gpu"):
         publish.load_params(tmp_path, "smoke", infos)
+    (tmp_path / f"{SLUG}.yaml").write_text("smoke: {num_points: 3}\n")
+    assert publish.load_all_params(tmp_path, infos) == {"smoke": {SLUG: {"num_points": 3}}, "cpu": {SLUG: {}},
+                                                         "gpu": {SLUG: {}}}  # a profile left out: the cell as written
 
 
 def test_cli_reports_errors_with_exit_code_2(tmp_path):
@@ -749,11 +755,18 @@ def test_two_concurrent_runs_second_exits_naming_the_first(tmp_path):
 # --------------------------------------------------------------------------- clear messages
 
 
-def test_unknown_top_level_key_in_params_is_an_error(tmp_path):
+def test_a_settings_file_of_no_notebook_is_an_error(tmp_path):
     infos = publish.discover(FIXTURES / "notebooks")
-    (tmp_path / "cpu.yaml").write_text(f"{SLUG}: {{num_points: 3}}\npublisher-fixtur: {{num_points: 9}}\n")
-    with pytest.raises(publish.PublishError, match=r"cpu\.yaml: 'publisher-fixtur' is not the slug of a notebook; "
+    (tmp_path / f"{SLUG}.yaml").write_text("cpu: {num_points: 3}\n")
+    (tmp_path / "gpu-calls.yaml").write_text("call_overhead_s: 30\n")  # params/ holds this one too
+    (tmp_path / "publisher-fixtur.yaml").write_text("cpu: {num_points: 9}\n")
+    with pytest.raises(publish.PublishError, match=r"publisher-fixtur\.yaml is not the settings file of a notebook.*"
                                                    f"valid slugs: {SLUG}"):
+        publish.load_params(tmp_path, "cpu", infos)
+    (tmp_path / "publisher-fixtur.yaml").unlink()
+    (tmp_path / "cpu.yaml").write_text(f"{SLUG}: {{num_points: 3}}\n")  # the layout of before: one file a profile
+    with pytest.raises(publish.PublishError, match=r"cpu\.yaml is not the settings file of a notebook \(settings "
+                                                   r"live in one file per post, <slug>\.yaml"):
         publish.load_params(tmp_path, "cpu", infos)
 
 

@@ -20,7 +20,7 @@ from sidebyside.publish import guard
 
 def _tree(tmp_path: Path) -> Path:
     root = tmp_path / "root"
-    for name, text in {"_includes/head.html": "<head>", "assets/post.js": "ok()", "params/cpu.yaml": "{}",
+    for name, text in {"_includes/head.html": "<head>", "assets/post.js": "ok()", "params/post.yaml": "{}",
                        "src/lib.py": "x = 1", ".git/hooks/pre-commit": "#!/bin/sh\n", ".git/config": "[core]",
                        "build/scratch/out.txt": "a run's own", "checkpoints/post.json": "{}"}.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -33,7 +33,7 @@ def test_the_tree_sees_every_kind_of_change(tmp_path, change):
     root = _tree(tmp_path)
     before = guard.tree(root)
     target = {"content": "assets/post.js", "mode": "src/lib.py", "link": "_includes/evil.html",
-              "created": "_plugins/run.rb", "removed": "params/cpu.yaml", "hook": ".git/hooks/post-checkout",
+              "created": "_plugins/run.rb", "removed": "params/post.yaml", "hook": ".git/hooks/post-checkout",
               "git-config": ".git/config"}[change]
     path = root / target
     if change == "mode":
@@ -142,7 +142,7 @@ def test_a_run_that_writes_outside_its_post_is_refused_and_leaves_no_process(tmp
     pid_file = tmp_path / "pid"
     (root / "notebooks" / "params").mkdir(parents=True)
     (root / "notebooks" / "01_apart.py").write_text(WRITER.format(late=_detaching(pid_file, "session")))
-    (root / "notebooks" / "params" / "smoke.yaml").write_text("apart: {}\n")
+    (root / "notebooks" / "params" / "apart.yaml").write_text("smoke: {}\n")
     committed_tree(root)
     with pytest.raises(publish.PublishError) as err:
         publish.run(profile="smoke", site=root, build=tmp_path / "build", notebooks=root / "notebooks",

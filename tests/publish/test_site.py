@@ -45,11 +45,12 @@ def smoke_site(tmp_path_factory, executed):
     return site, base / "build"
 
 
-def test_params_files_name_only_known_notebooks_and_parameters():
+def test_each_post_has_one_settings_file_naming_only_its_profiles_and_parameters():
+    for slug in SLUGS:
+        table = yaml.safe_load((ROOT / "params" / f"{slug}.yaml").read_text()) or {}
+        assert set(table) <= set(publish.PROFILES) and "smoke" in table, (slug, set(table))
     for profile in publish.PROFILES:
-        table = yaml.safe_load((ROOT / "params" / f"{profile}.yaml").read_text()) or {}
-        assert set(table) <= set(SLUGS), f"params/{profile}.yaml names unknown slugs {set(table) - set(SLUGS)}"
-        publish.load_params(ROOT / "params", profile, NOTEBOOKS)  # raises on unknown parameter names
+        publish.load_params(ROOT / "params", profile, NOTEBOOKS)  # raises on unknown names and stray files
 
 
 

@@ -294,7 +294,7 @@ def test_a_run_that_writes_other_posts_fails_names_them_and_restores_them(tmp_pa
     notebooks = tmp_path / "notebooks"
     (notebooks / "params").mkdir(parents=True)
     (notebooks / "01_writer.py").write_text(WRITER.format(slug=slug))
-    (notebooks / "params" / "smoke.yaml").write_text(f"{slug}: {{site: {json.dumps(str(site))}}}\n")
+    (notebooks / "params" / f"{slug}.yaml").write_text(f"smoke: {{site: {json.dumps(str(site))}}}\n")
     before = _published(site)
     with pytest.raises(publish.PublishError) as err:
         publish.run(profile="smoke", site=site, build=tmp_path / "build", notebooks=notebooks,

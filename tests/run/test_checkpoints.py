@@ -103,7 +103,8 @@ def project(tmp_path, monkeypatch):
     (root / "params").mkdir()
     (root / "notebooks" / "07_demo.py").write_text(DEMO)
     (root / "notebooks" / "08_other.py").write_text("# ---\n# jupyter:\n#   sidebyside:\n#     slug: other\n# ---\n")
-    (root / "params" / "gpu.yaml").write_text("demo: {steps: 5, run_budget_s: 400}\nother: {steps: 7}\n")
+    (root / "params" / "demo.yaml").write_text("gpu: {steps: 5, run_budget_s: 400}\n")
+    (root / "params" / "other.yaml").write_text("gpu: {steps: 7}\n")
     (root / "requirements.txt").write_text("numpy==2.0.0\n")
     module_file = root / "probe_module.py"
     module_file.write_text("A = 1\n")
@@ -122,7 +123,7 @@ def _declare(monkeypatch, root):
     """What the publisher hands a run of ``demo`` under the gpu profile: its declared inputs."""
     import yaml
 
-    params = yaml.safe_load((root / "params" / "gpu.yaml").read_text())["demo"]
+    params = yaml.safe_load((root / "params" / "demo.yaml").read_text())["gpu"]
     declared = runkey.declared_inputs(root / "notebooks" / "07_demo.py", "gpu", params, root)
     monkeypatch.setenv(context.ENV["inputs"], json.dumps(declared))
 
@@ -150,7 +151,8 @@ def test_a_part_is_read_back_across_commits_exactly_while_its_inputs_are_unchang
     import numpy  # noqa: F401  (an imported package that the pins name: part of the stack)
 
     path = tmp_path / "parts.json"
-    notebook, params = project / "notebooks" / "07_demo.py", project / "params" / "gpu.yaml"
+    notebook, params, other = (project / "notebooks" / "07_demo.py", project / "params" / "demo.yaml",
+                               project / "params" / "other.yaml")
     _declare(monkeypatch, project)
     assert _measured_again(path, commit="aaa")  # the first run
     assert not _measured_again(path, commit="bbb")  # a later commit that changed none of its inputs
@@ -161,11 +163,11 @@ def test_a_part_is_read_back_across_commits_exactly_while_its_inputs_are_unchang
     # What does not change the measurement keeps the part: another notebook's parameters, the notebook's
     # prose, its layout tags and its header's gpu budget, a parameter that only steers the run, a pin of a
     # package the run did not import, and the host's CPU model, commit and quiet-machine check.
-    for keep in (lambda: params.write_text("demo: {steps: 5, run_budget_s: 400}\nother: {steps: 70}\n"),
+    for keep in (lambda: other.write_text("gpu: {steps: 70}\n"),
                  lambda: _edit(notebook, "Prose that a reader sees.", "Prose, reworded."),
                  lambda: _edit(notebook, 'tags=["appendix"]', 'tags=["appendix", "collapsed"] summary="x"'),
                  lambda: _edit(notebook, "budget_s: 100", "budget_s: 380"),
-                 lambda: params.write_text("demo: {steps: 5, run_budget_s: 200}\nother: {steps: 70}\n"),
+                 lambda: params.write_text("gpu: {steps: 5, run_budget_s: 200}\n"),
                  lambda: (project / "requirements.txt").write_text("numpy==2.0.0\nnever-imported-here==0.3.8\n")):
         keep()
         assert not _measured_again(path, monkeypatch=monkeypatch, root=project), keep
@@ -176,7 +178,7 @@ def test_a_part_is_read_back_across_commits_exactly_while_its_inputs_are_unchang
     # module, a data file read, the stack, the GPU model.
     real_version = importlib.metadata.version
     for change in (lambda: _edit(notebook, "x = steps * 2", "x = steps * 3"),
-                   lambda: params.write_text("demo: {steps: 6, run_budget_s: 200}\nother: {steps: 70}\n"),
+                   lambda: params.write_text("gpu: {steps: 6, run_budget_s: 200}\n"),
                    lambda: (project / "probe_module.py").write_text("A = 100\n"),  # an imported library module
                    lambda: (project / "data.bin").write_bytes(b"\x01" * 17),  # a data file the run read
                    lambda: monkeypatch.setattr(importlib.metadata, "version",

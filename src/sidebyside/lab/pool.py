@@ -274,7 +274,6 @@ def _serve() -> None:
         except EOFError:
             return
         answer: dict[str, Any] = {"timings": {}, "errors": {}, "fatal": None}
-        sent = built = fns = None
         try:
             sent = cloudpickle.loads(job.pop("builder"))
             built = sent if isinstance(sent, Mapping) else sent()

@@ -2,7 +2,7 @@
 
 Flow::
 
-    notebooks/NN_topic.py --jupytext--> notebook --papermill(params/<profile>.yaml)-->
+    notebooks/NN_topic.py --jupytext--> notebook --papermill(params/<slug>.yaml)-->
         build/executed/<slug>.ipynb + build/results/<slug>.json
     --render (nbconvert exporter, our preprocessors, our template)-->
         _posts/DATE-slug.md + images/<slug>/* + _data/results/<slug>.json
@@ -12,7 +12,7 @@ One module per concern; this face re-exports their public names:
 - :mod:`.common`: the profiles, the project root, :class:`PublishError`.
 - :mod:`.discovery`: the notebooks (:func:`discover`, :func:`select`), their
   header, read without jupytext, and their ``.ipynb`` pairs (:func:`check_pairs`).
-- :mod:`.params`: profiles (:func:`detect_profile`) and ``params/<profile>.yaml``
+- :mod:`.params`: profiles (:func:`detect_profile`) and each post's settings, ``params/<slug>.yaml``
   (:func:`load_params`).
 - :mod:`.cache`: the key and the plan. A notebook runs again only when its key changes
   (its source, its parameters for the profile, the pinned requirements, and

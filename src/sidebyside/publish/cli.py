@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     common.add_argument("--site", type=Path, default=ROOT, help="site root holding _posts/, images/, _data/ (default: the repo)")
     common.add_argument("--build", type=Path, default=ROOT / "build", help="where executed notebooks go (default: build/)")
     common.add_argument("--notebooks", type=Path, default=ROOT / "notebooks")
-    common.add_argument("--params", type=Path, default=ROOT / "params", help="the folder of {smoke,cpu,gpu}.yaml")
+    common.add_argument("--params", type=Path, default=ROOT / "params", help="the folder of the posts' settings (<slug>.yaml)")
     ex = sub.add_parser("execute", parents=[common], help="run notebooks that need it and publish them")
     ex.add_argument("--profile", default="auto", help="smoke, cpu, gpu or auto (gpu where a CUDA device is seen)")
     ex.add_argument("--force", action="store_true", help="run even if up to date or a larger profile is published")

@@ -151,7 +151,7 @@ def execute(slug: str, *, profile: str = "gpu", site: Path = ROOT, build: Path =
     from sidebyside.publish import schedule
     from sidebyside.publish.discovery import discover, read_notebook_info, select
     from sidebyside.publish.guard import Guard
-    from sidebyside.publish.params import load_all_params
+    from sidebyside.publish.params import check_profile, load_all_params
     from sidebyside.publish.records import check_record
     from sidebyside.publish.running import complete_record, key_and_stamp
     from sidebyside.publish.running import execute as run_notebook
@@ -163,9 +163,7 @@ def execute(slug: str, *, profile: str = "gpu", site: Path = ROOT, build: Path =
     if len(chosen) != 1:
         raise PublishError(f"execute runs one post at a time; {slug!r} names {len(chosen)}")
     info = chosen[0]
-    params = load_all_params(params_dir, everything).get(profile)
-    if params is None:
-        raise PublishError(f"{params_dir / (profile + '.yaml')} is missing")
+    params = load_all_params(params_dir, everything)[check_profile(profile)]
     try:
         runkey.commit_stamp(root, [])
     except runkey.StampError as exc:

@@ -48,8 +48,6 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
     if not infos:
         raise PublishError(f"no notebooks found in {notebooks} (expected NN_topic.py files)")
     params_by_profile = load_all_params(params_dir, everything)
-    if profile not in params_by_profile:
-        raise PublishError(f"{params_dir / (profile + '.yaml')} is missing")
     for message in recover(site):
         say(f"recovered {message}")
     if not force:  # a forced run replaces every file of its posts: nothing to restore first
@@ -205,7 +203,7 @@ def list_notebooks(*, only: str | None = None, site: Path = ROOT, notebooks: Pat
         if record:
             current, _ = freshness(info, record, params_by_profile, root)
             said = {True: "current", False: "stale: its inputs changed since",
-                    None: f"unknown: no {params_dir}/{record.get('profile')}.yaml"}[current]
+                    None: f"unknown: {record.get('profile')!r} is not a profile"}[current]
             said_state = f"{record['profile']} run of {record['executed_at']} ({said})"
         print(f"{info.slug:31} {info.relpath(root):38} {said_state}")
     for path in records.site_pages_outside_posts(site):  # what Jekyll would build as a page: only posts may be
@@ -287,8 +285,6 @@ def stale_gpu_posts(budgets: Mapping[str, Any], *, site: Path = ROOT, notebooks:
     and their gpu parameters."""
     infos = discover(notebooks)
     params = load_all_params(params_dir, infos)
-    if "gpu" not in params:
-        raise PublishError(f"{params_dir / 'gpu.yaml'} is missing")
     gpu_infos = [i for i in select(infos, only) if i.slug in (budgets.get("posts") or {})]
     decisions = plan(gpu_infos, "gpu", params, site, force=everything, root=root)
     stale = [d.info.slug for d in decisions if d.action == "run"]

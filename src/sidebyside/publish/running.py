@@ -14,6 +14,7 @@ from sidebyside.publish import escape
 from sidebyside.publish.cache import cache_key
 from sidebyside.publish.common import ANSI_RE, ROOT, PublishError, say
 from sidebyside.publish.discovery import NotebookInfo
+from sidebyside.publish.params import settings_file
 from sidebyside.publish.preprocess import scrub, scrub_rules
 from sidebyside.run import context, provenance, runkey
 
@@ -98,7 +99,7 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
 
 
 def _link_checkpoint_folder(params: dict[str, Any], scratch: Path, root: Path) -> None:
-    """A run in parts names its ``checkpoint_file`` relative to the repository (params/gpu.yaml), where the
+    """A run in parts names its ``checkpoint_file`` relative to the repository (in its settings, params/<slug>.yaml), where the
     planner reads it and a call packs it; the kernel works in ``scratch``, so the file's top folder is
     linked there (made in the repository if missing). A bare file name is refused: the file is replaced
     whole at each save, which would replace a link to the file itself in ``scratch``, not the file."""
@@ -166,7 +167,7 @@ def key_and_stamp(info: NotebookInfo, profile: str, params: dict[str, Any], para
                    saved: dict[str, Any], root: Path) -> tuple[str, str]:
     """A finished run's key and commit, both from the inputs it recorded."""
     inputs = saved.get("inputs")
-    paths = runkey.input_paths(info.path, Path(params_dir) / f"{profile}.yaml", profile, inputs, root)
+    paths = runkey.input_paths(info.path, settings_file(params_dir, info.slug), profile, inputs, root)
     try:
         return cache_key(info, profile, params, root, inputs), runkey.commit_stamp(root, paths)
     except runkey.StampError as exc:

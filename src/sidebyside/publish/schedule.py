@@ -43,7 +43,7 @@ own budget and the deadline, runs with the earlier budget first: no part is plan
 cannot finish before the call's deadline. Parts already in the committed checkpoint file
 count as done, unless git shows that what a run reads changed since the commit that
 measured them (the notebook's code cells, :func:`sidebyside.run.runkey.code_digest`, and
-:data:`RUN_READS`: the library outside the publisher, the gpu parameters, the pins): such
+:data:`RUN_READS`: the library outside the publisher, the pins; and the post's settings): such
 a part is measured again, so it is planned again. Where git cannot tell (no checkout, as
 on an air-gapped box, or a commit it lacks) a saved part counts as done, and the plan
 may be optimistic.
@@ -71,6 +71,7 @@ from typing import Any
 import yaml
 
 from sidebyside.publish.common import ROOT, PublishError
+from sidebyside.run import colab
 
 __all__ = ["gpu_sections", "LIMIT_S", "WINDOW_S", "MAX_CALLS", "CALLS_FILE", "RUN_READS", "Run", "Call", "Plan", "PlanRefused",
            "read_budgets", "runs_of", "pack", "plan_calls", "over_budget", "part_estimates"]
@@ -85,7 +86,7 @@ CALLS_FILE = "gpu-calls.yaml"
 #: What a run in parts reads besides its notebook's code, as git pathspecs from the project root: a saved part
 #: measured at a commit where any of these differed is planned again (a part's key counts exactly the library
 #: modules a kernel imports; this is wider, so a plan errs towards measuring again).
-RUN_READS = ("src/sidebyside", ":(exclude)src/sidebyside/publish", "params/gpu.yaml", "requirements*.txt")
+RUN_READS = ("src/sidebyside", ":(exclude)src/sidebyside/publish", "requirements*.txt")
 #: The limits params/gpu-calls.yaml may give (seconds, or a count for max_calls).
 _LIMITS = ("call_limit_s", "window_s", "max_calls", "post_limit_s", "total_limit_s")
 
@@ -251,10 +252,11 @@ def _estimate(entry: Mapping[str, Any], todo: list[tuple[str, float | None, str]
     return [(n, float(cost) if cost is not None else guess[h][0], h) for n, cost, h in todo], notes
 
 
-def _saved_parts(checkpoint: Path | None, notebook: Path | None = None, root: Path = ROOT) -> dict[str, float]:
+def _saved_parts(checkpoint: Path | None, notebook: Path | None = None, root: Path = ROOT,
+                 settings: str | None = None) -> dict[str, float]:
     """Parts in a checkpoint file that a run would read back, with their measured seconds ({} where there
-    is no file): those whose commit git shows to differ from the working tree in ``notebook``'s code cells
-    or :data:`RUN_READS` are left out."""
+    is no file): those whose commit git shows to differ from the working tree in ``notebook``'s code cells,
+    :data:`RUN_READS` or the post's ``settings`` file (relative to ``root``) are left out."""
     if checkpoint is None or not checkpoint.is_file():
         return {}
     try:
@@ -263,13 +265,14 @@ def _saved_parts(checkpoint: Path | None, notebook: Path | None = None, root: Pa
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise PublishError(f"{checkpoint} is not a checkpoint file a run wrote ({exc}); move it away to plan "
                            "every part again") from None
-    changed = {commit: _changed_since(commit, notebook, root) for _, commit in parts.values()}
+    reads = (*RUN_READS, *([settings] if settings else []))
+    changed = {commit: _changed_since(commit, notebook, root, reads) for _, commit in parts.values()}
     return {name: seconds for name, (seconds, commit) in parts.items() if not changed[commit]}
 
 
-def _changed_since(commit: str | None, notebook: Path | None, root: Path) -> bool:
+def _changed_since(commit: str | None, notebook: Path | None, root: Path, reads: tuple[str, ...] = RUN_READS) -> bool:
     """Whether git shows the code cells of ``notebook`` (:func:`sidebyside.run.runkey.code_digest`: not its
-    prose, tags or header) or :data:`RUN_READS` changed between ``commit`` and the working tree (False
+    prose, tags or header) or the pathspecs ``reads`` changed between ``commit`` and the working tree (False
     where git cannot tell)."""
     from sidebyside.run import runkey
 
@@ -277,7 +280,7 @@ def _changed_since(commit: str | None, notebook: Path | None, root: Path) -> boo
         return False
     try:
         rel = Path(notebook).resolve().relative_to(Path(root).resolve())
-        done = subprocess.run(["git", "-C", str(root), "diff", "--quiet", commit, "--", *RUN_READS],
+        done = subprocess.run(["git", "-C", str(root), "diff", "--quiet", commit, "--", *reads],
                               capture_output=True, timeout=60)
         then = subprocess.run(["git", "-C", str(root), "show", f"{commit}:{rel.as_posix()}"],
                               capture_output=True, text=True, timeout=60)
@@ -341,7 +344,8 @@ def runs_of(slug: str, entry: Mapping[str, Any], params: Mapping[str, Any], *, r
         return [Run(slug, float(budget))], []
     checkpoint = params.get("checkpoint_file")
     deadline, room = _room(params, limit_s, call_overhead_s, run_overhead_s)
-    saved = _saved_parts(root / checkpoint if checkpoint else None, notebook, root)
+    saved = _saved_parts(root / checkpoint if checkpoint else None, notebook, root,
+                         settings=colab.SETTINGS.format(slug=slug))
     todo, done = _parts(slug, entry, saved)
     todo, notes = _estimate(entry, todo, saved, room)
     too_long = [f"{name} ({cost:.0f} s{', estimated' if header in notes else ''})" for name, cost, header in todo
@@ -351,7 +355,7 @@ def runs_of(slug: str, entry: Mapping[str, Any], params: Mapping[str, Any], *, r
                           f"most {room:.0f} s of parts (run_budget_s {params.get('run_budget_s') or 'not set'}, at "
                           f"most the call's {limit_s:.0f} s, counted from the call's start, less {call_overhead_s:.0f} s "
                           f"of the call's set-up and {run_overhead_s:.0f} s of the run's own): shrink that part, or "
-                          "raise run_budget_s (params/gpu.yaml) up to the call's limit")
+                          f"raise run_budget_s (gpu: in {colab.SETTINGS.format(slug=slug)}) up to the call's limit")
     return _group(slug, todo, notes, room=room, run_overhead_s=run_overhead_s, deadline_s=deadline), done
 
 
@@ -576,8 +580,8 @@ def _what_to_cut(runs: list[Run], *, limit_s: float, window_s: float, max_calls:
         if not _fits([r], call_overhead_s, limit_s):
             ends = min(r.deadline_s or limit_s, limit_s)
             lines.append(f"{r.slug}: one run takes {r.seconds:.0f} s, more than a call's {ends - call_overhead_s:.0f} s "
-                         "after its set-up: run it in parts (checkpoint_file and run_budget_s in params/gpu.yaml) or "
-                         "cut its settings")
+                         "after its set-up: run it in parts (checkpoint_file and run_budget_s under gpu: in "
+                         f"{colab.SETTINGS.format(slug=r.slug)}) or cut its settings")
     kept = dict(sorted(per_post.items(), key=lambda kv: kv[1]))
     cut: list[str] = []
     while kept:
@@ -591,6 +595,6 @@ def _what_to_cut(runs: list[Run], *, limit_s: float, window_s: float, max_calls:
         lines.append(f"cut {' and '.join(cut)} from this window (plan them in another one, --only), or shorten "
                      f"them; the rest ({', '.join(kept)}) fits")
     elif cut:
-        lines.append("no post fits on its own; cut their settings (params/gpu.yaml) or raise the limits")
+        lines.append("no post fits on its own; cut their settings (gpu: in params/<slug>.yaml) or raise the limits")
     return "cannot fit: " + "\n  ".join(lines)
 

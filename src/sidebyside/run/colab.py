@@ -8,9 +8,9 @@ Three cells of every notebook call it, each naming the post's slug and the site'
   Colab installs those where the runtime's differ, as builds for the runtime's CUDA driver
   (:func:`install_specs`).
 - :func:`parameters`, in the profile cell after the parameters cell: a profile's parameters
-  (``params/<profile>.yaml``): ``"smoke"`` (the parameters cell as written), ``"cpu"``, or
-  ``"gpu"`` (a GPU post's own settings); ``"auto"`` picks the post's own profile on a GPU
-  runtime and smoke elsewhere. It also names the profile to the run context, so that timings pool
+  from the post's settings file (:data:`SETTINGS`): ``"smoke"`` (the test suite's small sizes),
+  ``"cpu"``, or ``"gpu"`` (a GPU post's own settings); ``"auto"`` picks the post's own profile on a
+  GPU runtime and smoke elsewhere. It also names the profile to the run context, so that timings pool
   as many processes as the post's did. Under the publisher it changes nothing (papermill gave them).
 
 The last cell prints the reader's speed verdicts beside the published ones
@@ -41,7 +41,7 @@ import yaml
 
 from sidebyside.run import context, provenance
 
-__all__ = ["RAW_ENV", "LIBRARIES", "on_colab", "site_file", "published", "ran_with", "setup", "parameters",
+__all__ = ["RAW_ENV", "LIBRARIES", "SETTINGS", "on_colab", "site_file", "published", "ran_with", "setup", "parameters",
            "ColabError"]
 
 #: Where a site's raw files are downloaded from, when set (a mirror, a test's local server).
@@ -49,6 +49,9 @@ RAW_ENV = "SIDEBYSIDE_RAW"
 #: The libraries a post pins, as its provenance names them.
 LIBRARIES = ("torch", "jax", "jaxlib", "flax", "optax")
 PROFILES = ("smoke", "cpu", "gpu")
+#: Where a post's settings live in the repository: one file per post, mapping each profile to the names of
+#: its parameters cell (read by the publisher, the GPU planner and the tests too).
+SETTINGS = "params/{slug}.yaml"
 
 
 class ColabError(Exception):
@@ -172,8 +175,8 @@ def install_specs(differ: Mapping[str, str], cuda_major: int | None) -> list[str
 
 
 def parameters(slug: str, profile: str, repository: str) -> dict[str, Any]:
-    """The parameters of ``profile`` for the post (see the module); {} under the publisher and
-    for the smoke profile, whose parameters the parameters cell holds."""
+    """The parameters of ``profile`` for the post (see the module); {} under the publisher (papermill
+    gave them)."""
     if context.current().slug is not None:
         return {}
     if profile == "auto":
@@ -182,8 +185,8 @@ def parameters(slug: str, profile: str, repository: str) -> dict[str, Any]:
     if profile not in PROFILES:
         raise ColabError(f"PROFILE = {profile!r}: choose one of {', '.join(PROFILES)} or 'auto'")
     os.environ[context.ENV["profile"]] = profile  # the processes a timing pools (sidebyside.lab.pool)
-    text = site_file(f"params/{profile}.yaml", repository)
-    chosen = ((yaml.safe_load(text) or {}) if text else {}).get(slug) or {}
+    text = site_file(SETTINGS.format(slug=slug), repository)
+    chosen = ((yaml.safe_load(text) or {}) if text else {}).get(profile) or {}
     print(f"Profile {profile}: " + (", ".join(f"{k} = {v!r}" for k, v in chosen.items())
                                      or "the parameters cell as written"))
     return dict(chosen)
