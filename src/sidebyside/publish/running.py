@@ -99,7 +99,7 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
 
 
 def _link_checkpoint_folder(params: dict[str, Any], scratch: Path, root: Path) -> None:
-    """A run in parts names its ``checkpoint_file`` relative to the repository (in its settings, params/<slug>.yaml), where the
+    """A run in parts names its ``checkpoint_file`` relative to the repository (params/<slug>.yaml), where the
     planner reads it and a call packs it; the kernel works in ``scratch``, so the file's top folder is
     linked there (made in the repository if missing). A bare file name is refused: the file is replaced
     whole at each save, which would replace a link to the file itself in ``scratch``, not the file."""
