@@ -194,7 +194,7 @@ from sidebyside.lab.conditions import conditions_sentence
 from sidebyside.posts import swin_v2 as swin
 from sidebyside.posts.swin_v2 import report
 from sidebyside.posts.swin_v2.model import FlaxSwinV2  # the port, on trial in this post (section 2)
-from sidebyside.run import checkpoints, provenance
+from sidebyside.run import checkpoints, code, provenance
 
 prov["timm"] = timm.__version__
 fashion = data.load()  # now, so that a machine without the data stops here and not after the parity check
@@ -266,10 +266,10 @@ flax_model = flax_swin(model_config, 0)
 sum(x.size for x in jax.tree_util.tree_leaves(nnx.state(flax_model, nnx.Param)))
 
 # %% tags=["pair:attention:torch", "appendix"] summary="The code: timm's attention block beside the Flax port"
-report.source(timm.models.swin_transformer_v2.WindowAttention, timm.models.swin_transformer_v2.SwinTransformerV2Block)
+code.source(timm.models.swin_transformer_v2.WindowAttention, timm.models.swin_transformer_v2.SwinTransformerV2Block)
 
 # %% tags=["pair:attention:jax", "appendix"]
-report.source(swin.PatchEmbed, swin.WindowAttention, swin.Mlp, swin.SwinV2Block, swin.PatchMerging, swin.SwinV2Stage,
+code.source(swin.PatchEmbed, swin.WindowAttention, swin.Mlp, swin.SwinV2Block, swin.PatchMerging, swin.SwinV2Stage,
               swin.FlaxSwinV2)
 
 # %% tags=["appendix-input", "appendix"]

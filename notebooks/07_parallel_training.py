@@ -157,7 +157,7 @@ from sidebyside.posts.parallel_training import (
     torch_parallel,
 )
 from sidebyside.posts.parallel_training.names import STRATEGY_NAMES
-from sidebyside.run import provenance
+from sidebyside.run import code, provenance
 
 gpu = reference.gpu_plan(torch.cuda.device_count(), sum(d.platform == "gpu" for d in jax.devices()), prov["device"])
 provenance.table(prov)
@@ -209,33 +209,33 @@ tables.table(pd.Series({"parameters": model.param_count(config), "global batch":
 # fully sharded program, where XLA decides what a step gathers and keeps.
 
 # %% tags=["pair:data-parallel:torch"]
-report.source(torch_parallel.data_parallel)
+code.source(torch_parallel.data_parallel)
 
 # %% tags=["pair:data-parallel:jax"]
-report.source(jax_parallel.data_parallel)
+code.source(jax_parallel.data_parallel)
 
 # %% tags=["pair:fully-sharded:torch"]
-report.source(torch_parallel.fully_sharded, torch_parallel.fully_sharded_kept)
+code.source(torch_parallel.fully_sharded, torch_parallel.fully_sharded_kept)
 
 # %% tags=["pair:fully-sharded:jax"]
-report.source(jax_parallel.fully_sharded)
+code.source(jax_parallel.fully_sharded)
 
 # %% tags=["pair:tensor-parallel:torch"]
-report.source(torch_parallel.tensor_parallel)
+code.source(torch_parallel.tensor_parallel)
 
 # %% tags=["pair:tensor-parallel:jax"]
-report.source(jax_parallel.tensor_parallel)
+code.source(jax_parallel.tensor_parallel)
 
 # %% tags=["pair:manual:torch"]
-report.source(torch_parallel.manual)
+code.source(torch_parallel.manual)
 
 # %% tags=["pair:manual:jax"]
-report.source(jax_parallel.manual)
+code.source(jax_parallel.manual)
 
 # %% tags=["appendix"] summary="Lines each strategy adds, per framework"
-code = {fw: {s: report.code_lines(getattr(module, s)) for s in launch.STRATEGIES}
-        for fw, module in (("torch", torch_parallel), ("jax", jax_parallel))}
-pd.DataFrame({f"{viz.LABELS[fw]} (lines)": code[fw] for fw in code}).rename(index=STRATEGY_NAMES)
+lines_added = {fw: {s: report.code_lines(getattr(module, s)) for s in launch.STRATEGIES}
+               for fw, module in (("torch", torch_parallel), ("jax", jax_parallel))}
+pd.DataFrame({f"{viz.LABELS[fw]} (lines)": lines_added[fw] for fw in lines_added}).rename(index=STRATEGY_NAMES)
 
 # %% [markdown]
 # ## 3. Training under every strategy
@@ -420,7 +420,7 @@ if hardware_only:
         steps=steps, lr=lr, momentum=momentum, loss_tolerance=loss_tolerance, gpu_note=gpu["note"])
 else:
     metrics = report.summarise(
-        runs=runs, code=code, parameters=model.param_count(config), config=config.__dict__, batch_size=batch_size,
+        runs=runs, code=lines_added, parameters=model.param_count(config), config=config.__dict__, batch_size=batch_size,
         steps=steps, lr=lr, momentum=momentum, model_parallel=model_parallel, device=provenance.cpu_name(),
         simulated=True, loss_tolerance=loss_tolerance, projection={}, reference=one_device, gpu_note=gpu["note"])
 Markdown(words.from_cpu_run("Every strategy's code, memory and collectives")) if hardware_only else \

@@ -173,7 +173,7 @@ from sidebyside.lab import peaks, progress, timing, words
 from sidebyside.lab.conditions import conditions_sentence
 from sidebyside.posts.real_models import attention, config, port, report, vision, work
 from sidebyside.posts.real_models import gpt2 as gpt
-from sidebyside.run import checkpoints, provenance
+from sidebyside.run import checkpoints, code, provenance
 
 prov["timm"] = timm.__version__
 sizes = {"resnet50": resnet50, "vit_b16": vit_b16, "gpt2": gpt2}
@@ -200,27 +200,27 @@ Markdown(conditions_sentence(conditions, on_gpu=on_gpu) + f" {profile_note}")
 # is in the appendix.
 
 # %% tags=["pair:resnet:torch", "appendix"] summary="The networks: ResNet-50, as timm and this Flax port write it"
-report.source(config.torch_model)
+code.source(config.torch_model)
 
 # %% tags=["pair:resnet:jax", "appendix"]
-report.source(vision.Bottleneck, vision.FlaxResNet)
+code.source(vision.Bottleneck, vision.FlaxResNet)
 
 # %% tags=["pair:vit:torch", "appendix"] summary="The networks: ViT-B/16"
 Markdown("timm's `VisionTransformer`, built by `timm.create_model('vit_base_patch16_224', pretrained=False)`.")
 
 # %% tags=["pair:vit:jax", "appendix"]
-report.source(vision.Attention, vision.Block, vision.FlaxViT, attention.dot_product_attention)
+code.source(vision.Attention, vision.Block, vision.FlaxViT, attention.dot_product_attention)
 
 # %% tags=["pair:gpt2:torch", "appendix"] summary="The networks: GPT-2 small, in each framework's idiom"
-report.source(gpt.CausalSelfAttention, gpt.GPT)
+code.source(gpt.CausalSelfAttention, gpt.GPT)
 
 # %% tags=["pair:gpt2:jax", "appendix"]
-report.source(gpt.FlaxAttention, gpt.FlaxGPT)
+code.source(gpt.FlaxAttention, gpt.FlaxGPT)
 
 # %% tags=["appendix-input"]
 model_info = {}
 for key, s in specs.items():
-    t, f = config.pair(s, seed)
+    t, f = port.pair(s, seed)
     model_info[key] = {**s.to_dict(), "parameters": config.param_count(t),
                        "round_trip": all(np.array_equal(v, t.state_dict()[k].numpy())
                                          for k, v in port.flax_state_dict(f).items())}
@@ -329,7 +329,7 @@ def jax_train_step(model, x, y):
 # Two steps each on the parity-sized ResNet, from the same weights: the losses agree.
 
 # %% tags=["remove_input"]
-t_model, f_model = config.pair(specs["resnet50"], seed)
+t_model, f_model = port.pair(specs["resnet50"], seed)
 X, Y = port.inputs(specs["resnet50"], parity_batch, seed)
 torch_step = torch_train_step(t_model, torch.from_numpy(X), torch.from_numpy(Y),
                               dict(device_type="cpu", dtype=torch.bfloat16, enabled=False))
@@ -392,7 +392,7 @@ def jax_generate(graphdef, params, prompt, cache, new_tokens):
 # %% tags=["appendix-input", "appendix"] summary="The generated tokens, with and without the cache"
 generated = {}
 if "gpt2" in specs:  # the gpu profile may leave GPT-2 out (models): its generation is then the cpu run's
-    t_gpt, f_gpt = config.pair(specs["gpt2"], seed)
+    t_gpt, f_gpt = port.pair(specs["gpt2"], seed)
     prompt, _ = port.inputs(specs["gpt2"], 2, seed)
     prompt = prompt[:, :prompt_len]
     f_gpt.eval()

@@ -16,26 +16,11 @@ import ast
 from collections import deque
 from pathlib import Path
 
-import pytest
 from conftest import ROOT
 
 SRC = ROOT / "src"
 PACKAGE = "sidebyside"
 
-# Circles left in place on purpose, each with its reason.
-ALLOWED_CYCLES = {
-    frozenset({"sidebyside.posts.real_models.config", "sidebyside.posts.real_models.port"}):
-        "being reworked (posts/real_models, another engineer's change in progress)",
-}
-
-# Names a module's __all__ may list though another sidebyside module defines them, each with its reason.
-ALLOWED_FACADES = {
-    **{(f"sidebyside.posts.{post}.report", name):
-       "a notebook shows a function's source with report.source(fn) in a cell of its own, which the pair "
-       "checker (sidebyside.publish.pairs) reads as a library call; it moves with the one set-up helper "
-       "(issue 62, item 3)"
-       for post in ("parallel_training", "swin_v2", "real_models") for name in ("Source", "source")},
-}
 
 
 def module_files(src: Path, package: str) -> dict[str, Path]:
@@ -149,11 +134,11 @@ def shortest_cycle(edges: dict[str, dict[str, int]], component: set[str]) -> lis
     raise AssertionError(f"no cycle through {start}")
 
 
-def cycles(src: Path, package: str, allowed=frozenset()) -> list[str]:
-    """Each circle of imports under ``src/package`` not in ``allowed``, written out."""
+def cycles(src: Path, package: str) -> list[str]:
+    """Each circle of imports under ``src/package``, written out."""
     edges = graph(src, package)
     return [" -> ".join(shortest_cycle(edges, c)) + f"  [all of: {', '.join(sorted(c))}]"
-            for c in strongly_connected(edges) if frozenset(c) not in allowed]
+            for c in strongly_connected(edges)]
 
 
 def _listed(tree: ast.Module) -> list[str]:
@@ -202,20 +187,13 @@ def facades(src: Path, package: str) -> list[str]:
 
 
 def test_the_graph_of_src_has_no_circle():
-    found = cycles(SRC, PACKAGE, set(ALLOWED_CYCLES))
+    found = cycles(SRC, PACKAGE)
     assert not found, ("import circles in src/ (move the function to the module that owns it, the lowest "
                        "layer that needs it, and import it from there):\n" + "\n".join(found))
 
 
-@pytest.mark.parametrize("allowed", sorted(ALLOWED_CYCLES, key=sorted), ids=lambda c: " <-> ".join(sorted(c)))
-def test_an_allowed_circle_names_its_modules_and_its_reason(allowed):
-    files = module_files(SRC, PACKAGE)
-    assert ALLOWED_CYCLES[allowed].strip()
-    assert all(m in files for m in allowed), f"{sorted(allowed)}: a module is gone; drop the allowance"
-
-
 def test_no_module_re_exports_another_modules_names():
-    found = [f for f in facades(SRC, PACKAGE) if tuple(f.split(" (")[0].split(": ")) not in ALLOWED_FACADES]
+    found = facades(SRC, PACKAGE)
     assert not found, ("a façade: import these names from the module that defines them, and drop them from "
                        "this module's __all__:\n" + "\n".join(found))
 
@@ -242,7 +220,6 @@ def test_the_check_sees_circles_closed_inside_functions_and_by_relative_imports(
     assert len(found) == 2, found
     assert found[0].startswith("pkg.high (line 1) -> pkg.low (line 2) -> pkg.high")
     assert found[1].startswith("pkg.sub.a (line 1) -> pkg.sub.b (line 2) -> pkg.sub.a")
-    assert cycles(src, "pkg", {frozenset({"pkg.high", "pkg.low"}), frozenset({"pkg.sub.a", "pkg.sub.b"})}) == []
 
 
 def test_the_check_sees_a_facade_but_not_a_package_face(tmp_path):

@@ -72,7 +72,7 @@ NOTEBOOK = [
 
 def test_a_paired_cell_that_names_the_library_is_refused_unless_it_only_shows_a_source():
     problems = pairs.code_problems(NOTEBOOK, name="nb.py")
-    assert len(problems) == 1 and "'step' (jax) uses 'training'" in problems[0] and "report.source" in problems[0]
+    assert len(problems) == 1 and "'step' (jax) uses 'training'" in problems[0] and "code.source(fn)" in problems[0]
     assert pairs.code_problems(NOTEBOOK, under_test=["training"], name="nb.py") == []
 
 

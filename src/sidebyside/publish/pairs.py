@@ -26,7 +26,7 @@ Input: a notebook node (nbformat v4). Output: the same node, changed in place.
 A paired cell shows the code a reader would write: PyTorch's or JAX's, never this library's.
 :func:`code_problems` (``publish check-pairs``, so ``make lint``) refuses a paired cell that
 names anything imported from ``sidebyside``, except a cell that only shows the source of library
-functions (``report.source(...)``, :func:`sidebyside.run.code.source`) and the names a notebook's
+functions (``code.source(...)``, :func:`sidebyside.run.code.source`) and the names a notebook's
 header declares ``under_test`` (the library's own code that a post puts on trial).
 :func:`timed_problems` checks a run's ``code`` record (:mod:`sidebyside.run.code`): every
 contestant the harness timed was defined in a paired cell, or is a function a paired cell showed.
@@ -255,7 +255,7 @@ def code_problems(cells: Sequence[Mapping[str, Any]], *, under_test: Sequence[st
             problems.append(f"{name}: the pair {pair!r} ({side}) uses {used_name!r} from sidebyside (line {line} of the "
                             "cell); a paired cell shows PyTorch's or JAX's own code: define the model, loss, step or "
                             "rung there, and leave measuring and reporting to hidden cells (or show a library "
-                            "function's source with report.source(fn), alone in its cell)")
+                            "function's source with code.source(fn) of sidebyside.run.code, alone in its cell)")
     return problems
 
 

@@ -615,6 +615,8 @@ def test_failing_worker_names_its_rank_and_leaves_nothing_running(inputs, tmp_pa
 
 
 def test_code_lines_skip_docstrings_comments_and_blanks():
+    from sidebyside.run import code
+
     def strategy(model):
         """A docstring
         over two lines."""
@@ -622,7 +624,7 @@ def test_code_lines_skip_docstrings_comments_and_blanks():
 
         return model
     assert report.code_lines(strategy) == 2
-    assert "return model" in report.source(strategy) and repr(report.source(strategy)).startswith("def strategy")
+    assert "return model" in code.source(strategy) and repr(code.source(strategy)).startswith("def strategy")
 
 
 def test_fewer_verdict_flips_with_the_numbers():

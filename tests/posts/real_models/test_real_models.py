@@ -97,7 +97,7 @@ def test_bfloat16_is_one_policy_on_both_sides(key, monkeypatch):
     and so do the float32 layers (norms, embeddings) on both sides; the logits agree to bfloat16's
     precision."""
     s = smoke(key)
-    t, f = config.pair(s, dtype=jnp.bfloat16)
+    t, f = port.pair(s, dtype=jnp.bfloat16)
     t.eval()
     f.eval()
     assert {v.dtype for v in jax.tree.leaves(nnx.state(f, nnx.Param))} == {jnp.dtype(jnp.float32)}
@@ -127,7 +127,7 @@ def test_bfloat16_is_one_policy_on_both_sides(key, monkeypatch):
 
 @pytest.mark.parametrize("key", KEYS)
 def test_weight_copy_round_trips(key):
-    t, f = config.pair(smoke(key))
+    t, f = port.pair(smoke(key))
     back = port.flax_state_dict(f)
     expected = {k: v.numpy() for k, v in t.state_dict().items() if not k.endswith("num_batches_tracked")}
     assert set(back) == set(expected)
@@ -148,7 +148,7 @@ def test_a_wrong_port_fails_parity(monkeypatch):
         return self.c_proj(jax.nn.relu(self.c_fc(x)))
     monkeypatch.setattr(gpt2.FlaxMLP, "__call__", relu)
     spec = config.spec("gpt2", {**SMOKE["gpt2"], "n_embd": 64}, seq_len=16)
-    t, f = config.pair(spec)
+    t, f = port.pair(spec)
     x, _ = port.inputs(spec, 2)
     with torch.no_grad():
         ref = t(torch.from_numpy(x)).numpy()
@@ -158,7 +158,7 @@ def test_a_wrong_port_fails_parity(monkeypatch):
 
 def test_generation_with_the_cache_equals_generation_without():
     spec = smoke("gpt2")
-    t, f = config.pair(spec)
+    t, f = port.pair(spec)
     t.eval()
     f.eval()
     prompt, _ = port.inputs(spec, 3)
@@ -205,7 +205,7 @@ def test_jax_training_rung_updates_in_place_and_lowers_the_loss():
 @pytest.mark.parametrize("key", KEYS)
 def test_full_size_port_forward_matches_on_the_cpu(key):
     spec = config.spec(key, {})
-    t, f = config.pair(spec)
+    t, f = port.pair(spec)
     if key == "resnet50":
         port.randomise_batchnorm_(t)
         port.copy_torch_to_flax(t, f)

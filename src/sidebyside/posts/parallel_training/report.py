@@ -37,9 +37,8 @@ from sidebyside.lab.conditions import conditions_sentence
 from sidebyside.posts.parallel_training import comms
 from sidebyside.posts.parallel_training.names import COUNTERPART, STRATEGY_NAMES, TOOLS, spoken_list
 from sidebyside.posts.parallel_training.scaling import scaling_claim
-from sidebyside.run.code import Source, source
 
-__all__ = ["TIE", "RUNGS", "WHERE", "RESHARDING", "HELD", "code_lines", "Source", "source", "torch_record",
+__all__ = ["TIE", "RUNGS", "WHERE", "RESHARDING", "HELD", "code_lines", "torch_record",
            "jax_record", "conditions_text", "reference_record", "reference_verdict", "reference_claim", "reference_table",
            "parity_verdict", "fewer_verdict", "summarise", "reference_summary", "results_table", "collectives_table", "collectives_claim", "projection_claim", "multiprocess_record",
            "multiprocess_claim", "projection_table", "conclusion"]

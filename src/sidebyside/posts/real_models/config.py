@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-__all__ = ["ModelSpec", "PUBLISHED", "NAMES", "spec", "torch_model", "flax_model", "pair", "param_count"]
+__all__ = ["ModelSpec", "PUBLISHED", "NAMES", "spec", "torch_model", "flax_model", "param_count"]
 
 #: The published figures: parameters, and multiply-accumulates per forward (one image at 224², or one token).
 PUBLISHED = {
@@ -100,7 +100,7 @@ def torch_model(s: ModelSpec, seed: int = 0):
 
 
 def flax_model(s: ModelSpec, seed: int = 0, dtype=None):
-    """The Flax NNX model at the same size (its own initialisation, overwritten by :func:`pair`);
+    """The Flax NNX model at the same size (its own initialisation, overwritten by :func:`sidebyside.posts.real_models.port.pair`);
     ``dtype``: Flax's compute dtype (None: the parameters', float32; ``jnp.bfloat16``: the layers
     ``torch.autocast`` runs in bfloat16 run in it, the parameters stay float32)."""
     from flax import nnx
@@ -121,15 +121,6 @@ def flax_model(s: ModelSpec, seed: int = 0, dtype=None):
                           attention=s.attention, dtype=dtype, rngs=rngs)
 
 
-def pair(s: ModelSpec, seed: int = 0, dtype=None):
-    """``(torch_model, flax_model)`` with the same weights: PyTorch's state_dict copied into Flax
-    (``dtype``: the Flax model's compute dtype, as :func:`flax_model` takes it)."""
-    from sidebyside.posts.real_models.port import copy_torch_to_flax
-
-    t = torch_model(s, seed)
-    f = flax_model(s, seed, dtype)
-    copy_torch_to_flax(t, f)
-    return t, f
 
 
 def param_count(torch_module) -> int:

@@ -25,8 +25,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from sidebyside.posts.real_models import config
+
 __all__ = ["LOGIT_TOLERANCE", "GRAD_TOLERANCE", "torch_name", "copy_torch_to_flax", "flax_state_dict",
-           "randomise_batchnorm_", "inputs", "parity"]
+           "randomise_batchnorm_", "pair", "inputs", "parity"]
 
 #: Largest logit difference allowed, relative to the largest |logit| (float32).
 LOGIT_TOLERANCE = 1e-4
@@ -91,6 +93,16 @@ def copy_torch_to_flax(torch_model, flax_model):
 def flax_state_dict(flax_model) -> dict[str, np.ndarray]:
     """The Flax model's tensors as a PyTorch ``state_dict`` would hold them (NumPy arrays)."""
     return {name: _to_torch(np.asarray(var.get_value()), str(path[-1])) for name, (path, var) in _flat(flax_model).items()}
+
+
+def pair(s: config.ModelSpec, seed: int = 0, dtype=None):
+    """``(torch_model, flax_model)`` with the same weights: PyTorch's state_dict copied into Flax
+    (``dtype``: the Flax model's compute dtype, as :func:`sidebyside.posts.real_models.config.flax_model`
+    takes it)."""
+    t = config.torch_model(s, seed)
+    f = config.flax_model(s, seed, dtype)
+    copy_torch_to_flax(t, f)
+    return t, f
 
 
 def randomise_batchnorm_(torch_model, seed: int = 0, calibrate=None) -> None:
@@ -198,13 +210,11 @@ def parity(spec, *, batch: int = 2, seed: int = 0) -> dict[str, Any]:
 
     import torch
 
-    from sidebyside.posts.real_models.config import flax_model, torch_model
-
-    t = torch_model(spec, seed)
+    t = config.torch_model(spec, seed)
     if spec.kind == "resnet":
         randomise_batchnorm_(t, seed, calibrate=inputs(spec, 4, seed + 1)[0])
     t64 = copy.deepcopy(t).double()
-    f = flax_model(spec, seed)
+    f = config.flax_model(spec, seed)
     copy_torch_to_flax(t, f)
     x, y = inputs(spec, batch, seed)
     t.eval()
@@ -218,7 +228,7 @@ def parity(spec, *, batch: int = 2, seed: int = 0) -> dict[str, Any]:
     x64 = _as_input(spec, x, np.float64)
     t64_grads = _torch_grads(t64, x64, y)
     with jax.enable_x64(True):
-        f64 = copy_torch_to_flax(t64, flax_model(spec, seed))
+        f64 = copy_torch_to_flax(t64, config.flax_model(spec, seed))
         f64_grads = _flax_grads(spec, f64, x64, y)
     worst, worst_name, overall = _difference(f64_grads, t64_grads)
     return {"model": spec.key, "batch": batch, "max_abs_logit_diff": logit_diff, "logit_scale": scale,

@@ -29,9 +29,8 @@ from sidebyside.lab import framing, ladders, verdict, words
 from sidebyside.posts.real_models.config import NAMES, PUBLISHED
 from sidebyside.posts.real_models.config import spec as model_spec
 from sidebyside.posts.real_models.work import TOOL_LABELS, attention_flops
-from sidebyside.run.code import Source, source
 
-__all__ = ["IMPLEMENTATIONS", "WORKLOADS", "GENERATION_STRUCTURE", "FLOP_TOLERANCE", "Source", "source", "setting_name", "setting_record", "flops_record",
+__all__ = ["IMPLEMENTATIONS", "WORKLOADS", "GENERATION_STRUCTURE", "FLOP_TOLERANCE", "setting_name", "setting_record", "flops_record",
            "ATTENTION_COUNTED", "parity_table", "parity_claim", "summarise", "peak_record", "mfu_caption", "key_table",
            "key_figure", "flops_table", "conclusion"]
 

@@ -117,7 +117,7 @@ def _jax_side(spec, workload: str, tool: str, x, y, precision: str, seed: int, o
 
     import jax.numpy as jnp
 
-    from sidebyside.posts.real_models.config import pair
+    from sidebyside.posts.real_models.port import pair
 
     torch_side, model = pair(spec, seed, dtype=jnp.bfloat16 if precision == "bfloat16" else None)
     del torch_side

@@ -24,11 +24,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sidebyside.lab import analysis, framing, ladders, verdict, words
-from sidebyside.run.code import Source, source
 
 __all__ = [
-    "Source",
-    "source",
     "TOLERANCE",
     "SEED_RATIO",
     "within_tolerance",
