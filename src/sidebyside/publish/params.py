@@ -13,12 +13,13 @@ import yaml
 
 from sidebyside.publish.common import PROFILES, PublishError
 from sidebyside.publish.discovery import NotebookInfo
+from sidebyside.publish.schedule import CALLS_FILE
 from sidebyside.run import colab, provenance
 
 __all__ = ["detect_profile", "check_profile", "settings_file", "load_params", "load_all_params"]
 
 #: Files of params/ that hold no post's settings.
-OTHER_FILES = ("gpu-calls.yaml",)
+OTHER_FILES = (CALLS_FILE,)
 
 
 def detect_profile() -> str:
