@@ -167,9 +167,9 @@ def test_the_profile_cell_reads_the_post_s_settings_file(tmp_path, monkeypatch):
 
     from sidebyside.run import colab, context
 
-    for name in context.ENV.values():
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv(colab.RAW_ENV, raising=False)
+    for name in (*context.ENV.values(), colab.RAW_ENV):
+        monkeypatch.setenv(name, "")  # recorded, so that the profile the cell names is undone after the test
+        monkeypatch.delenv(name)
     (tmp_path / "_config.yml").write_text("repository: o/n\n")
     (tmp_path / "params").mkdir()
     (tmp_path / "params" / "demo.yaml").write_text("smoke: {n: 2}\ncpu: {n: 50, threads: 1}\n")
