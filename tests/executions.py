@@ -323,7 +323,7 @@ def published_site(shared: Path) -> Path:
             make_site(site, with_published=True)
             shutil.copy2(ROOT / "how-we-measure.md", site / "how-we-measure.md")
             infos = publish.discover(ROOT / "notebooks")
-            params = {p: publish.load_params(ROOT / "params", p, infos) for p in publish.PROFILES}
+            params = publish.load_all_params(ROOT / "params", infos)
             scoreboard.write_freshness(site, infos, params, ROOT)
             _jekyll(site)
             built.touch()

@@ -364,7 +364,7 @@ def recorded_run(tmp_path_factory):
 
 def _plan(kw):
     infos = publish.discover(kw["notebooks"])
-    params = {p: publish.load_params(kw["params_dir"], p, infos) for p in publish.PROFILES}
+    params = publish.load_all_params(kw["params_dir"], infos)
     return publish.plan(infos, "smoke", params, kw["site"], root=kw["root"])[0]
 
 

@@ -226,7 +226,7 @@ def test_freshness_compares_the_cache_key_with_the_published_one(tmp_path):
 
     everything = publish.discover(ROOT / "notebooks")
     infos = everything[:2]
-    params = {p: publish.load_params(ROOT / "params", p, everything) for p in publish.PROFILES}
+    params = publish.load_all_params(ROOT / "params", everything)
     results = tmp_path / "_data" / "results"
     results.mkdir(parents=True)
     current, edited = infos

@@ -85,7 +85,7 @@ def reader_site(tmp_path_factory):
     post, files, record, info = render_fixture(base)
     publish.publish(site, info, post, files, record)
     infos = publish.discover(ROOT / "notebooks")
-    params = {p: publish.load_params(ROOT / "params", p, infos) for p in publish.PROFILES}
+    params = publish.load_all_params(ROOT / "params", infos)
     scoreboard.write_freshness(site, infos, params, ROOT)
     slugs = sorted(p.name[11:-3] for p in (site / "_posts").glob("*.md"))
     return site, _jekyll(site), slugs, record
