@@ -161,6 +161,20 @@ def test_a_missing_post_is_reported_and_the_rest_merged(site, tmp_path, capsys):
     assert main(["merge", str(archive), "--site", str(site), "--notebooks", str(NOTEBOOKS), "--allow-missing"]) == 0
 
 
+def test_a_later_call_does_not_bring_back_another_posts_older_parts(site, tmp_path):
+    """Call 2 ran B from a tree that did not hold call 1's parts of A yet: its copy of A's checkpoint file is the
+    old one, and A's parts are call 1's (as on the H200 on 2026-11-28)."""
+    one = _archive(tmp_path / "gpu-run-call1.tgz", {A: _record(A)})
+    old = json.dumps({"part": {"seconds": 9.0, "commit": "feedfacecafe"}}).encode()
+    two = _archive(tmp_path / "gpu-run-call2.tgz", {}, planned=[B], published=[],
+                   extra={f"checkpoints/{A}.json": old, f"checkpoints/{B}.json": b'{"b": {"seconds": 2.0}}'})
+    merged = merging.merge([one, two], site=site, notebooks=NOTEBOOKS)  # the same start: call 2 is merged last
+    assert list(merged.published) == [A] and set(merged.missing) == {B}
+    assert json.loads((site / "checkpoints" / f"{A}.json").read_text())["part"]["commit"] == COMMIT
+    # B's parts, measured before it was stopped, come back for its next call
+    assert json.loads((site / "checkpoints" / f"{B}.json").read_text()) == {"b": {"seconds": 2.0}}
+
+
 @pytest.mark.parametrize("damage", ["truncated", "not gzip", "outside", "link", "no manifest", "no record",
                                     "bad record", "other notebook", "a post of its own"])
 def test_a_corrupt_archive_is_refused_with_nothing_published_changed(site, tmp_path, damage):

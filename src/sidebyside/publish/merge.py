@@ -39,7 +39,7 @@ rendered; then publishes each with the publisher's transaction
 replacing nothing but the previous GPU section, its post, images and results together or not at
 all), keeps its executed notebook and run record as ``build/executed/<slug>.gpu.ipynb`` (beside
 the cpu run's, which ``make render`` renders again, keeping the GPU section), and writes each
-post's checkpoint file (the latest call's). A post planned by an archive or named in
+post's checkpoint file from the latest call that planned it (``checkpoints/<slug>.json``). A post planned by an archive or named in
 ``expect`` that no archive executed is reported as missing.
 """
 
@@ -385,7 +385,10 @@ def merge(paths: Iterable[Path], *, site: Path = ROOT, notebooks: Path = ROOT / 
             say(f"{slug}: rendered and published from {archive.path.name} (commit {archive.manifest['commit']})")
         latest: dict[str, bytes] = {}
         for archive in sorted(archives, key=lambda a: str(a.manifest.get("started", ""))):
-            latest.update(archive.checkpoints)
+            # only its own posts' parts: a call packs every checkpoint file of its tree, and another post's there
+            # is whatever that tree held (an earlier call's archive not merged into it yet, or none)
+            latest.update({name: payload for name, payload in archive.checkpoints.items()
+                           if name.removesuffix(".json") in archive.manifest["planned"]})
         for name, payload in latest.items():
             target = site / "checkpoints" / name
             target.parent.mkdir(parents=True, exist_ok=True)
