@@ -24,23 +24,24 @@
 #       proved to compute the same function, then each framework is timed with its whole
 #       ladder of tools.
 #     gpu:
-#       budget_s: 304
-#       measured: 'parity/timed: measured on an H100 at commit f245967. speed: ESTIMATE
-#         from that run''s 16 cold compiles of Swin-V2-T in about 14 minutes (issue
-#         35): 240 s a training setting of four compiled rungs in one process, so 60
-#         s a compiled rung; here one (jax.jit) beside PyTorch eager, pooled over 3
-#         processes (x1.7, issue 58''s re-estimate for pooling), with 6 s for the eager
-#         rung and the timing. hardware_only: the accuracy over seeds and the trained
-#         model''s parity are the cpu run''s. Cut for the budget (params/gpu.yaml):
-#         the evaluation phase (speed_phases: its setting, 58 s by the same estimate;
-#         the evaluation speed is the cpu run''s), batch 32, and the rungs past the
+#       budget_s: 513
+#       measured: 'parity/timed: measured on an H200 at commit 7e02ace (2026-11-28),
+#         163 s, kept in checkpoints/ for the next call. speed: ESTIMATE. On that H200
+#         the training setting (PyTorch eager beside jax.jit, pooled over 3 processes)
+#         was stopped unfinished at the call''s deadline after 216 s; 320 s allows for
+#         each process''s imports, both networks'' builds and jax.jit''s compile (the
+#         first cold, the others from the call''s compilation cache) besides 7 repeats
+#         of 5 steps. Two calls (params/gpu-calls.yaml): parity in one, speed in the
+#         next. hardware_only: the accuracy over seeds and the trained model''s parity
+#         are the cpu run''s. Cut for the budget (params/gpu.yaml): the evaluation phase
+#         (the evaluation speed is the cpu run''s), batch 32, and the rungs past the
 #         seed''s pairing (compile, CUDA graphs, jit_scan), each a further compile of
 #         Swin-V2-T.'
 #       parts:
-#       - parity/timed: 162
+#       - parity/timed: 163
 #       - speed/train/*:
 #           count: 1
-#           each_s: 112
+#           each_s: 320
 #       rank: 2
 #     metrics:
 #     - parity

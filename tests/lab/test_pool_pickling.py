@@ -94,14 +94,15 @@ def test_jitted_contestants_arrive_with_their_options_and_results(on):
         fns = cloudpickle.loads(PACKED[:{len(packed)}])
         calls = cloudpickle.loads(PACKED[{len(packed)}:])
         print(json.dumps({{"results": {{n: np.asarray(calls[n](f)).tolist() for n, f in fns.items()}},
-                          "options": {{n: pool._as_jitted(f)[1] for n, f in fns.items() if pool._as_jitted(f)}}}}))
+                          "options": {{n: pool._as_jitted(f)[1] for n, f in fns.items() if pool._as_jitted(f)}}}},
+                         default=repr))
         """, packed + calls)
     import json
 
     there = json.loads(out.splitlines()[-1])
     assert there["results"] == expected, on
-    assert {n: {k: list(v) if isinstance(v, tuple) else v for k, v in o.items()} for n, o in options.items()} == \
-        there["options"], on
+    # as JSON both sides: tuples as lists, and a value JSON lacks as its repr (jax 0.11's ``inline`` is an Inline)
+    assert json.loads(json.dumps(options, default=repr)) == there["options"], on
 
 
 @pytest.mark.slow  # a fresh interpreter imports torch's compiler stack to unpickle them: about 8 s on a 2-core CPU

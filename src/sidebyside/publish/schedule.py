@@ -13,9 +13,9 @@ not run on a GPU; :class:`sidebyside.publish.discovery.NotebookInfo`):
 - ``measured``: where the numbers come from (commit, device);
 - ``rank`` (optional): the order of value to a reader in which the GPU runs are owed (1
   first); unranked posts follow in the notebooks' order. When the stale posts do not all
-  fit a window, the first ranked one is planned alone: whole where it fits, else its
-  longest first runs that fit (a post in parts: the rest goes on in a later window, from
-  its committed checkpoint file).
+  fit a window, the most of them that do, in that order, are planned; where the first does
+  not fit with the next, it is planned alone, else its longest first runs that fit (a post in
+  parts: the rest goes on in a later window, from its committed checkpoint file).
 - ``not_planned`` (optional): why no GPU section of the post is planned (a sentence): the
   planner leaves the post out, counts it in no budget and says so (``Plan.not_planned``).
 
@@ -441,8 +441,7 @@ def pack(runs: list[Run], *, limit_s: float = LIMIT_S, window_s: float = WINDOW_
     return None
 
 
-def _limits(budgets: Mapping[str, Any], limit_s: float | None, window_s: float | None,
-            max_calls: int | None) -> tuple[float, float, int]:
+def _limits(budgets: Mapping[str, Any], limit_s: float | None, window_s: float | None, max_calls: int | None):
     return (float(limit_s or budgets.get("call_limit_s") or LIMIT_S), float(window_s or budgets.get("window_s") or WINDOW_S),
             int(max_calls or budgets.get("max_calls") or MAX_CALLS))
 
@@ -484,17 +483,18 @@ def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any
                                         call_overhead_s=call_overhead_s, post_limit_s=budgets.get("post_limit_s"),
                                         notebook=(budgets.get("notebooks") or {}).get(slug))
         runs += post_runs
-    calls = pack(runs, limit_s=limit_s, window_s=window_s, max_calls=max_calls, call_overhead_s=call_overhead_s)
-    if calls is not None:
-        return Plan(calls, limit_s, window_s, done, not_planned)
+    sizes = dict(limit_s=limit_s, window_s=window_s, max_calls=max_calls, call_overhead_s=call_overhead_s)
+    for n in range(len(slugs), 1 if order else len(slugs) - 1, -1):  # all; else the most, in order, that fit
+        calls = pack([r for r in runs if r.slug in slugs[:n]], **sizes)
+        if calls is not None:
+            return Plan(calls, limit_s, window_s, {s: done[s] for s in slugs[:n]}, not_planned)
     first = [r for r in runs if order and r.slug == order[0]]
     for n in range(len(first), 0, -1):
         head = first[:n - 1] + [dataclasses.replace(first[n - 1], last=first[n - 1].last and n == len(first))]
-        calls = pack(head, limit_s=limit_s, window_s=window_s, max_calls=max_calls, call_overhead_s=call_overhead_s)
+        calls = pack(head, **sizes)
         if calls is not None:
             return Plan(calls, limit_s, window_s, {order[0]: done[order[0]]}, not_planned)
-    raise PlanRefused(_what_to_cut(runs, limit_s=limit_s, window_s=window_s, max_calls=max_calls,
-                                   call_overhead_s=call_overhead_s))
+    raise PlanRefused(_what_to_cut(runs, **sizes))
 
 
 def over_budget(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any]],
