@@ -140,7 +140,7 @@ def test_mixed_archives_are_refused_with_nothing_changed(site, tmp_path, case):
     }[case](tmp_path / "two.tgz")
     before = _snapshot(site)
     with pytest.raises(PublishError, match="nothing was changed") as refused:
-        merging.merge([one, two], site=site, notebooks=NOTEBOOKS)
+        merging.merge([one, two], site=site, notebooks=NOTEBOOKS, build=tmp_path / "build")
     said = {"commits": "mixed commits", "stacks": "differ in jax (0.11.2 / 0.10.2)", "devices": "mixed device kinds",
             "record commit": "mixed commits within one post", "twice": "measured twice", "stub": "stub executor",
             "profile": "holds a cpu run of it", "version": "ran another version of it than this tree holds"}
@@ -150,15 +150,18 @@ def test_mixed_archives_are_refused_with_nothing_changed(site, tmp_path, case):
 
 def test_a_missing_post_is_reported_and_the_rest_merged(site, tmp_path, capsys):
     archive = _archive(tmp_path / "call1.tgz", {A: _record(A)}, planned=[A, B], published=[A])
-    merged = merging.merge([archive], site=site, notebooks=NOTEBOOKS, expect=["swin-transformer-v2"])
+    merged = merging.merge([archive], site=site, notebooks=NOTEBOOKS, build=tmp_path / "build",
+                           expect=["swin-transformer-v2"])
     assert list(merged.published) == [A]
     assert set(merged.missing) == {B, "swin-transformer-v2"}
     assert "call1.tgz planned it and did not execute it" in merged.missing[B]
     assert merged.missing["swin-transformer-v2"] == "no archive planned it"
 
-    assert main(["merge", str(archive), "--site", str(site), "--notebooks", str(NOTEBOOKS)]) == 1
+    args = ["merge", str(archive), "--site", str(site), "--notebooks", str(NOTEBOOKS),
+            "--build", str(tmp_path / "build")]
+    assert main(args) == 1
     assert f"missing: {B}" in capsys.readouterr().err
-    assert main(["merge", str(archive), "--site", str(site), "--notebooks", str(NOTEBOOKS), "--allow-missing"]) == 0
+    assert main([*args, "--allow-missing"]) == 0
 
 
 def test_a_later_call_does_not_bring_back_another_posts_older_parts(site, tmp_path):
@@ -168,7 +171,8 @@ def test_a_later_call_does_not_bring_back_another_posts_older_parts(site, tmp_pa
     old = json.dumps({"part": {"seconds": 9.0, "commit": "feedfacecafe"}}).encode()
     two = _archive(tmp_path / "gpu-run-call2.tgz", {}, planned=[B], published=[],
                    extra={f"checkpoints/{A}.json": old, f"checkpoints/{B}.json": b'{"b": {"seconds": 2.0}}'})
-    merged = merging.merge([one, two], site=site, notebooks=NOTEBOOKS)  # the same start: call 2 is merged last
+    # the same start: call 2 is merged last
+    merged = merging.merge([one, two], site=site, notebooks=NOTEBOOKS, build=tmp_path / "build")
     assert list(merged.published) == [A] and set(merged.missing) == {B}
     assert json.loads((site / "checkpoints" / f"{A}.json").read_text())["part"]["commit"] == COMMIT
     # B's parts, measured before it was stopped, come back for its next call
@@ -209,10 +213,11 @@ def test_a_corrupt_archive_is_refused_with_nothing_published_changed(site, tmp_p
         _archive(bad, {B: _record(B)}, extra={f"_posts/{DATES[B]}-{B}.md": b"x"})
     before = _snapshot(site)
     with pytest.raises(PublishError) as refused:
-        merging.merge([good, bad], site=site, notebooks=NOTEBOOKS)
+        merging.merge([good, bad], site=site, notebooks=NOTEBOOKS, build=tmp_path / "build")
     assert "nothing was" in str(refused.value) and "bad.tgz" in str(refused.value)
     assert _snapshot(site) == before
-    assert main(["merge", str(good), str(bad), "--site", str(site), "--notebooks", str(NOTEBOOKS)]) == 2
+    assert main(["merge", str(good), str(bad), "--site", str(site), "--notebooks", str(NOTEBOOKS),
+                 "--build", str(tmp_path / "build")]) == 2
     assert _snapshot(site) == before
 
 
