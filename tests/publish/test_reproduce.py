@@ -153,7 +153,13 @@ def test_reproduce_runs_into_a_scratch_site_and_exits_by_the_rows(tmp_path, monk
     assert call["site"] == scratch / SLUG and call["force"] and call["profile"] == "cpu" and not call["aa"]
     assert published.read_bytes() == before  # the published record is only read
     out = capsys.readouterr().out
-    assert "published: JAX (jit) 3× faster" in out and out.rstrip().splitlines()[-1].startswith(f"{SLUG}: 1 of 4")
+    lines = out.rstrip().splitlines()
+    assert "published: JAX (jit) 3× faster" in out and lines[-2].startswith(f"{SLUG}: 1 of 4")
+    # a run on a machine of the published fingerprint joins the log of re-runs; another machine's does not
+    logged = site / "_data" / "reruns" / f"{SLUG}.json"
+    assert logged.is_file() == (reader_device == EPYC)
+    assert lines[-1].startswith(f"{SLUG}: logged as re-run 1" if reader_device == EPYC else
+                                f"{SLUG}: not logged as a re-run: the machine's fingerprint")
 
 
 def test_reproduce_needs_a_published_post(tmp_path):

@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from sidebyside.publish import anomalies, records
+from sidebyside.publish import anomalies, records, reruns
 from sidebyside.publish.common import ROOT, PublishError
 
 __all__ = ["KINDS", "MAX_VERDICTS", "HOME_VERDICTS", "CHANGELOG", "fmt_factor", "kind_of", "answer",
@@ -182,11 +182,12 @@ def superseding(run: dict[str, Any] | None, changelog: list[dict[str, Any]]) -> 
 
 
 def verdict_view(v: dict[str, Any], index: int, record: dict[str, Any], withdrawn: dict[str, Any] | None,
-                 suspects: dict[int, str]) -> dict[str, Any]:
+                 suspects: dict[int, str], again: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the pages show of one verdict: its kind, answer, interval (winner's terms), device,
     whether its run was measured under a method since withdrawn (``withdrawn``, the entry of
-    :func:`superseding`: then no figure, ``answer`` is "superseded: re-run owed") and why it is
-    suspect (``suspect``, "" when it is not)."""
+    :func:`superseding`: then no figure, ``answer`` is "superseded: re-run owed"), why it is
+    suspect (``suspect``, "" when it is not) and its spread between runs (``reruns``, from
+    ``again``, its entry of :func:`.reruns.spread`; "" without one)."""
     kind = kind_of(v)
     device, device_kind = _device(v, record.get("provenance") or {})
     text, interval = answer(v)
@@ -195,18 +196,21 @@ def verdict_view(v: dict[str, Any], index: int, record: dict[str, Any], withdraw
     return {"index": index, "question": str(v.get("question") or ""), "kind": kind, "answer": text,
             "interval": interval, "device": device, "device_kind": device_kind, "superseded": bool(withdrawn),
             "superseded_by": withdrawn["title"] if withdrawn else "",
-            "suspect": "" if withdrawn else suspects.get(index, "")}
+            "suspect": "" if withdrawn else suspects.get(index, ""),
+            "reruns": reruns.sentence(again) if again and not withdrawn else ""}
 
 
 #: The two runs a post shows, in the order it shows them: ``(role, label, where in the record)``.
 ROLES = (("cpu", "CPU run", ""), ("gpu", "GPU run", records.GPU_RUN))
 
 
-def run_view(run: dict[str, Any] | None, role: str, changelog: list[dict[str, Any]], at: str = "") -> dict[str, Any]:
+def run_view(run: dict[str, Any] | None, role: str, changelog: list[dict[str, Any]], at: str = "",
+             site: Path | None = None) -> dict[str, Any]:
     """What the pages show of one of a post's runs (``role`` "cpu" or "gpu", :data:`ROLES`): its
     hardware, date, commit and verdicts, headline first, or that it is owed (``owed``: no such run,
     or one measured under a withdrawn method, ``superseded``). ``at`` names where the verdict box
-    reads the run in the results record ("" its top level, else :data:`.records.GPU_RUN`)."""
+    reads the run in the results record ("" its top level, else :data:`.records.GPU_RUN`); ``site``,
+    where the log of its re-runs is read (:mod:`.reruns`; None: nowhere)."""
     label = next(lab for r, lab, _ in ROLES if r == role)
     record = run or {}
     slug = str(record.get("slug") or "")
@@ -216,7 +220,9 @@ def run_view(run: dict[str, Any] | None, role: str, changelog: list[dict[str, An
                            "a post may publish: merge or drop verdicts in its notebook's report, then run it again")
     withdrawn = superseding(run, changelog)
     suspects, notes = anomalies.find(record) if run else ({}, [])
-    views = [verdict_view(v, i, record, withdrawn, suspects) for i, v in enumerate(verdicts)]
+    spreads = reruns.spread(site, slug, record) if site is not None and run else {}
+    views = [verdict_view(v, i, record, withdrawn, suspects, spreads.get(str(v.get("id") or "")))
+             for i, v in enumerate(verdicts)]
     headline = views[0] if views and not withdrawn else None
     prov = record.get("provenance") or {}
     hardware = str(prov.get("device") or "")
@@ -235,20 +241,20 @@ def run_view(run: dict[str, Any] | None, role: str, changelog: list[dict[str, An
 
 
 def post_view(record: dict[str, Any], changelog: list[dict[str, Any]], freshness: str | None,
-              gpu_planned: bool) -> dict[str, Any]:
+              gpu_planned: bool, site: Path | None = None) -> dict[str, Any]:
     """One post's card, banner and verdicts (see the module docstring), from its record's two runs
     (:func:`sidebyside.publish.records.split_runs`): ``runs``, the cpu run's :func:`run_view` then the
     GPU run's (this one only where the post's header plans a GPU section, ``gpu_planned``, or the record
     holds a GPU run). The card's headline, hardware and date are the first run shown (not owed), and the
     verdicts, order and home rows of the top-level fields are those of every run shown, the cpu run's
     first; a run that is owed shows none (where every run is owed, the card names the first run the
-    record holds, with no figure). Raises :class:`PublishError` for a run with more than
-    :data:`MAX_VERDICTS` verdicts."""
+    record holds, with no figure); ``site``: where each run's log of re-runs is read (:func:`run_view`).
+    Raises :class:`PublishError` for a run with more than :data:`MAX_VERDICTS` verdicts."""
     slug = str(record.get("slug"))
     cpu, gpu = records.split_runs({**record, "slug": slug})
-    runs = [run_view(cpu, "cpu", changelog)]
+    runs = [run_view(cpu, "cpu", changelog, site=site)]
     if gpu_planned or gpu is not None:
-        runs.append(run_view(gpu, "gpu", changelog, records.GPU_RUN if cpu is not None else ""))
+        runs.append(run_view(gpu, "gpu", changelog, records.GPU_RUN if cpu is not None else "", site=site))
     shown = [r for r in runs if not r["owed"]]
     lead = shown[0] if shown else next((r for r in runs if r["present"]), runs[0])
     lead_run = {"cpu": cpu, "gpu": gpu}[lead["role"]]
@@ -285,7 +291,7 @@ def board(site: Path, freshness: dict[str, str], gpu_owed: Collection[str], root
     for path in sorted((Path(site) / "_data" / "results").glob("*.json")):
         record = json.loads(path.read_text())
         record.setdefault("slug", path.stem)
-        posts[path.stem] = post_view(record, changelog, freshness.get(path.stem), path.stem in gpu_owed)
+        posts[path.stem] = post_view(record, changelog, freshness.get(path.stem), path.stem in gpu_owed, site)
     newest = sorted(posts, key=lambda s: posts[s]["executed_at"], reverse=True)
     order = [s for s in newest if posts[s]["state"] != "superseded"] + [s for s in newest
                                                                         if posts[s]["state"] == "superseded"]

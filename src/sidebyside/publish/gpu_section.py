@@ -6,7 +6,10 @@ profile a notebook measures only what needs the GPU (speed, compile time, peak m
 parity of the timed models); what does not depend on the hardware is the cpu run's, in the body.
 So the section shows only what the GPU run produced: under a heading naming the GPU, the day and
 the commit (:func:`heading`), its verdicts, then each figure and table of its executed notebook
-under the heading it stood under there; its prose and code are the body's.
+under the heading it stood under there; its prose and code are the body's. What the body keeps in
+its appendix (a cell tagged ``appendix``, a table of more than
+:data:`sidebyside.publish.rendering.MAX_INLINE_ROWS` rows) ends the section, each closed under
+its title, so that the section is as tall as the body's own figures and short tables.
 
 The section is set between the markers :data:`START` and :data:`END` (HTML comments, which
 kramdown passes through): :func:`sidebyside.publish.runs.combine` puts it into the post before
@@ -90,7 +93,8 @@ def render_section(executed_nb, record: dict[str, Any], info: NotebookInfo, site
     from traitlets.config import Config
 
     from sidebyside.publish import downloads, lint, markdown
-    from sidebyside.publish.preprocess import preprocess, scrub, scrub_rules
+    from sidebyside.publish.preprocess import preprocess, scrub, scrub_rules, table_rows
+    from sidebyside.publish.rendering import APPENDIX_TAG, MAX_INLINE_ROWS, _details, _summary
 
     if record.get("profile") != "gpu":
         raise PublishError(f"{info.slug}: a GPU section comes from a gpu run, not a {record.get('profile')} run")
@@ -101,13 +105,14 @@ def render_section(executed_nb, record: dict[str, Any], info: NotebookInfo, site
                  '<p class="gpu-run-note">What the GPU run measured: its verdicts, figures and tables. Everything '
                  "else on this page (and what does not depend on the hardware) comes from the CPU run.</p>"
                  + _verdicts(record))]
-    pending = None
+    pending = section = None
+    closed: list[tuple[str, Any]] = []  # the run's set-up and long tables, as the body's appendix holds them
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             for line in cell.source.splitlines():
                 match = _HEADING.match(line)
                 if match:
-                    pending = _NUMBERING.sub("", match.group(2)).strip() or pending
+                    pending = section = _NUMBERING.sub("", match.group(2)).strip() or pending
             continue
         kept = [o for o in cell.get("outputs", []) if _shown(o)]
         if not kept:
@@ -117,12 +122,18 @@ def render_section(executed_nb, record: dict[str, Any], info: NotebookInfo, site
             for mime, path in names.items():
                 base = path.rsplit("/", 1)[-1]
                 names[mime] = f"../../images/{info.slug}/{renamed.get(base, base)}"
+        moved = nbformat.v4.new_code_cell("")
+        moved.outputs = kept
+        if APPENDIX_TAG in cell.metadata.get("tags", []) or any(table_rows(o) > MAX_INLINE_ROWS for o in kept):
+            closed.append((_summary(cell) or f"More on {section or 'the GPU run'}", moved))
+            continue
         if pending:
             cells.append(nbformat.v4.new_markdown_cell(f"### {pending}"))
             pending = None
-        moved = nbformat.v4.new_code_cell("")
-        moved.outputs = kept
         cells.append(moved)
+    for title, moved in closed:
+        opening, closing = _details(f"GPU run: {title}", "appendix")
+        cells += [opening, moved, closing]
     section_nb = nbformat.v4.new_notebook(cells=cells, metadata=nb.metadata)
     rules = scrub_rules(root)
     extra = downloads.files(info.slug, executed_nb, section_nb, record, lambda text: scrub(text, rules))

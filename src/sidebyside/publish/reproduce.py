@@ -7,7 +7,9 @@ speed verdict of the two records (:func:`compare`, matched by the verdicts' stab
 their text: :func:`sidebyside.lab.framing.verdict_id`, the race and its size) and
 prints, per verdict, the published figure and hardware, the reader's figure
 and hardware, and whether it reproduces (:func:`table`), then a line on the
-two machines (:func:`machines`) and a one-line summary (:func:`summary`).
+two machines (:func:`machines`) and a one-line summary (:func:`summary`); a run
+of the published version on a machine of its fingerprint joins the log of
+re-runs that the verdict box shows (:mod:`sidebyside.publish.reruns`).
 
 A speed verdict reproduces when the winner is the same (no winner on both
 sides counts as the same: within noise, practically tied) and the two 95%
@@ -33,7 +35,7 @@ and :func:`aa_table` counts the speed verdicts that still find a winner.
 (Colab): the published record is read through :mod:`sidebyside.run.colab`.
 
 Inputs: the published record (``<site>/_data/results/<slug>.json``) and the
-reader's. Outputs: text on stdout, an exit code.
+reader's. Outputs: text on stdout, an exit code, ``<site>/_data/reruns/<slug>.json``.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from sidebyside.lab.words import FRAMEWORKS, fmt_number, fmt_ratio
+from sidebyside.publish import reruns
 from sidebyside.publish.cache import published_record
 from sidebyside.publish.common import ROOT, PublishError, say
 from sidebyside.publish.discovery import discover, select
@@ -330,6 +333,7 @@ def reproduce(*, only: str, profile: str | None = None, site: Path = ROOT, scrat
         print(table(rows))
         print(machines(rows))
         print(summary(info.slug, rows))
+        print(f"{info.slug}: {reruns.log(site, info.slug, published, mine)}")
         if any(row.fails for row in rows):
             exit_code = 1
     return exit_code

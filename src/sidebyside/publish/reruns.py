@@ -1,0 +1,132 @@
+"""The between-run spread: what ``make reproduce`` measured again of a published run.
+
+Each run that ``make reproduce`` compares is logged when it can speak for the published run: the
+same profile, the same version (the same run key, ``source_hash``) and a machine of the same
+fingerprint (:func:`sidebyside.publish.reproduce.differences` finds none). The log,
+``_data/reruns/<slug>.json`` (committed with the site), keeps each such run's speed verdicts by
+their stable ids: the time ratio (the verdict's subject over its other), its 95% interval and the
+winner. A post republished under another run key starts a new log: the old runs measured another
+version.
+
+:func:`spread` sums the log up for the pages, per verdict of the published run: how many runs (the
+published one included), the lowest and highest ends of their intervals, and in how many the
+published answer held. The verdict box shows it under each verdict it concerns
+(:func:`sidebyside.publish.frontpage.verdict_view`): a verdict whose answer changed between runs on
+machines alike says so where it is read, and with how wide a spread.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sidebyside.lab.words import FRAMEWORKS, fmt_number
+from sidebyside.publish.common import PublishError
+
+__all__ = ["path", "read", "log", "spread", "sentence"]
+
+
+def path(site: Path, slug: str) -> Path:
+    """Where the log of ``slug`` lives in ``site``."""
+    return Path(site) / "_data" / "reruns" / f"{slug}.json"
+
+
+def read(site: Path, slug: str) -> dict[str, Any] | None:
+    """The log of ``slug`` (None where there is none). One that cannot be read raises
+    :class:`PublishError` saying how to restore it."""
+    where = path(site, slug)
+    if not where.is_file():
+        return None
+    fix = f"restore it (git checkout -- _data/reruns/{slug}.json) or delete it"
+    try:
+        found = json.loads(where.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise PublishError(f"{where} cannot be read as a log of re-runs ({exc}): {fix}") from None
+    if not (isinstance(found, dict) and found.get("slug") == slug and isinstance(found.get("source_hash"), str)
+            and isinstance(found.get("runs"), list) and all(isinstance(r, dict) for r in found["runs"])):
+        raise PublishError(f"{where} is not a log of re-runs of {slug} (slug, source_hash, runs): {fix}")
+    return found
+
+
+def _entry(record: Mapping[str, Any]) -> dict[str, Any]:
+    from sidebyside.publish.reproduce import speed_verdicts
+
+    return {"executed_at": str(record.get("executed_at") or ""),
+            "commit": str((record.get("provenance") or {}).get("git_sha") or ""),
+            "verdicts": {v["id"]: {"ratio": v["ratio"], "interval": list(v["interval"]) if v["interval"] else None,
+                                   "winner": v["winner"]}
+                         for v in speed_verdicts(record) if v["id"]}}
+
+
+def log(site: Path, slug: str, published: Mapping[str, Any], reader: Mapping[str, Any]) -> str:
+    """Add the reader's run of ``slug`` to its log where it speaks for the ``published`` run (see the
+    module docstring); one sentence saying what was done, or why not."""
+    from sidebyside.publish.reproduce import differences
+
+    if reader.get("profile") != published.get("profile"):
+        return f"not logged as a re-run: the {reader.get('profile')} profile's sizes, not the published run's"
+    if reader.get("source_hash") != published.get("source_hash"):
+        return "not logged as a re-run: this tree runs another version of the post than the published one"
+    differs = differences(published, reader)
+    if differs is None or differs:
+        return "not logged as a re-run: the machine's fingerprint is not the published run's"
+    found = read(site, slug)
+    if found is None or found["source_hash"] != published["source_hash"]:
+        found = {"slug": slug, "source_hash": published["source_hash"],
+                 "fingerprint": (published.get("provenance") or {}).get("fingerprint"), "runs": []}
+    found["runs"].append(_entry(reader))
+    where = path(site, slug)
+    where.parent.mkdir(parents=True, exist_ok=True)
+    tmp = where.with_name(f".{where.name}.tmp")
+    tmp.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, where)
+    return f"logged as re-run {len(found['runs'])} of the published run in {where}"
+
+
+def _measured(entry: Any) -> bool:
+    """A logged verdict whose figures can be summed up: a positive ratio, and an interval of two numbers or none."""
+    def number(x: Any) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+    interval = entry.get("interval") if isinstance(entry, dict) else None
+    return (isinstance(entry, dict) and number(entry.get("ratio")) and
+            (interval is None or (isinstance(interval, list) and len(interval) == 2 and all(map(number, interval)))))
+
+
+def spread(site: Path, slug: str, run: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per speed verdict id of ``run`` (a published run's record) that the log holds re-runs of:
+    ``{"runs", "low", "high", "held", "subject", "other"}``: runs counted with the published one, the
+    lowest and highest ends of their 95% intervals of the time ratio (a run without an interval: its
+    ratio), in how many the published answer (its winner, or none) held. Empty without a log of this
+    run's version."""
+    from sidebyside.publish.reproduce import speed_verdicts
+
+    found = read(site, slug)
+    if found is None or found["source_hash"] != run.get("source_hash"):
+        return {}
+    out = {}
+    for v in speed_verdicts(run):
+        again = [r["verdicts"][v["id"]] for r in found["runs"]
+                 if v["id"] and isinstance(r.get("verdicts"), dict) and _measured(r["verdicts"].get(v["id"]))]
+        if not again:
+            continue
+        every = [{"ratio": v["ratio"], "interval": v["interval"], "winner": v["winner"]}, *again]
+        ends = [e for r in every for e in (r.get("interval") or [r["ratio"], r["ratio"]])]
+        out[v["id"]] = {"runs": len(every), "low": min(ends), "high": max(ends),
+                        "held": sum(r.get("winner") == v["winner"] for r in every),
+                        "subject": v["subject"], "other": v["other"]}
+    return out
+
+
+def sentence(s: Mapping[str, Any]) -> str:
+    """One entry of :func:`spread` as the verdict box says it."""
+    who = [FRAMEWORKS.get(s[k], s[k]) for k in ("subject", "other")]
+    held = ("the answer held in every one" if s["held"] == s["runs"] else
+            f"the answer held in {s['held']} of them: read it as unsettled between runs")
+    return (f"Between runs: {s['runs']} runs on machines of this fingerprint (this one and make reproduce's), "
+            f"{who[0]}'s time over {who[1]}'s from {fmt_number(s['low'])} to {fmt_number(s['high'])} across "
+            f"their 95% intervals; {held}.")
