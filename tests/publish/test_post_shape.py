@@ -33,6 +33,9 @@ from sidebyside.lab import viz
 from sidebyside.publish import preprocess, rendering
 
 MAX_HEIGHT_PX = 8000
+# What a GPU run adds to its post, every <details> closed: its verdicts in the box (each shown as the box's further
+# verdicts are) and its section (its verdicts and key figure, every other table closed). real-models' H200 run: 1,090 px.
+GPU_RUN_PX = 1200
 MAX_PROSE_WORDS = 1500
 MIN_TEMPLATE_PX = 84
 MIN_SVG_TEXT_PX = 11
@@ -249,7 +252,7 @@ def test_every_notebook_names_what_it_compares_and_tags_one_key_figure():
     for info in discovery.discover(ROOT / "notebooks"):
         assert info.compared.strip(), info.path
         _, cells = discovery.read_header(info.path)
-        keys = [c for c in cells if rendering.KEY_FIGURE_TAG in (c["metadata"].get("tags") or [])]
+        keys = [c for c in cells if preprocess.KEY_FIGURE_TAG in (c["metadata"].get("tags") or [])]
         assert len(keys) == 1 and keys[0]["metadata"].get("figure"), f"{info.path.name}: tag one figure key-figure"
 
 
@@ -345,6 +348,7 @@ MEASURE = r"""() => {
     lead: first ? first.className : null,
     key_figure: second && second.querySelector('img') ? new URL(second.querySelector('img').src).pathname : null,
     height: Math.max(document.documentElement.scrollHeight, document.body.scrollHeight),
+    gpu_run: !!document.getElementById('gpu-run'),
     words,
     open_details: document.querySelectorAll('details[open]').length,
     verdicts: boxes.length,
@@ -394,14 +398,19 @@ def readings(published):
 @pytest.mark.slow
 def test_every_post_fits_8000_px_with_its_sections_closed(published, readings):
     _, _, slugs = published
-    too_tall = [f"{slug} at {WIDTHS[w]} px: {readings[slug, w]['height']} px"
-                for slug in slugs for w in WIDTHS if readings[slug, w]["height"] > MAX_HEIGHT_PX]
+
+    def limit(reading):
+        return MAX_HEIGHT_PX + (GPU_RUN_PX if reading["gpu_run"] else 0)
+
+    too_tall = [f"{slug} at {WIDTHS[w]} px: {readings[slug, w]['height']} px (limit {limit(readings[slug, w])} px)"
+                for slug in slugs for w in WIDTHS if readings[slug, w]["height"] > limit(readings[slug, w])]
     assert all(readings[slug, w]["status"] == 200 and readings[slug, w]["open_details"] == 0
                for slug in slugs for w in WIDTHS), "a post failed to load, or opened with a section open"
     # The narrow column is measured and reported; the limit is the desktop reader's (issue 32).
     wide = [line for line in too_tall if f" at {WIDTHS['wide']} px" in line]
     narrow = [line for line in too_tall if line not in wide]
-    assert not wide, (f"posts taller than {MAX_HEIGHT_PX} px at {WIDTHS['wide']} px with every <details> closed (move "
+    assert not wide, (f"posts taller than {MAX_HEIGHT_PX} px (and {GPU_RUN_PX} px more with a GPU run) at "
+                      f"{WIDTHS['wide']} px with every <details> closed (move "
                       "lab notes, set-up and long tables to the appendix: cell tag `appendix`):\n" + "\n".join(wide)
                       + (f"\n(for information, at {WIDTHS['narrow']} px: " + "; ".join(narrow) + ")" if narrow else ""))
 

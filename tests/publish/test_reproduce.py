@@ -12,6 +12,7 @@ import pytest
 
 from sidebyside.lab import framing, verdict
 from sidebyside.publish import reproduce as rep
+from sidebyside.publish import reruns
 from sidebyside.publish.common import PublishError
 
 SLUG = "grid-sample-parity"  # a real notebook, so that discovery finds it; nothing of it runs here
@@ -107,13 +108,13 @@ def test_machines_of_one_name_and_another_fingerprint_are_not_alike_and_the_fiel
     assert "L3 cache (KiB): published 32768, yours 16384" in said and "nominal clock" not in said
     assert "5 fields of the fingerprint differ" in rep.summary(SLUG, rows)
     # Another thread count or core count is no part of a fingerprint: a host of ZEN3 is the same.
-    assert rep.differences(PUBLISHED, _record(OTHER, READER, cpu=dict(ZEN3))) == []
+    assert reruns.differences(PUBLISHED, _record(OTHER, READER, cpu=dict(ZEN3))) == []
 
 
 def test_a_record_without_a_fingerprint_is_unknown_and_compared_by_name_as_before():
     old = _record(EPYC, PUBLISHED["metrics"]["verdicts"][1:], cpu="unknown")  # written before fingerprints
     rows = rep.compare(old, _record(EPYC, READER))
-    assert rep.differences(old, _record(EPYC, READER)) is None and [r.fails for r in rows] == [False, True, True, False]
+    assert reruns.differences(old, _record(EPYC, READER)) is None and [r.fails for r in rows] == [False, True, True, False]
     assert "no fingerprint (unknown)" in rep.machines(rows)
     assert f"on the same hardware ({EPYC}, the same name; fingerprint unknown)" in rep.summary(SLUG, rows)
     elsewhere = rep.compare(old, _record(OTHER, READER, cpu="unknown"))
@@ -127,7 +128,7 @@ def test_a_gpu_run_compares_the_gpu_s_model_memory_clocks_and_driver():
     published, reader = (_record(EPYC, [], profile="gpu"), _record(EPYC, [], profile="gpu"))
     for record, gpu in ((published, h100), (reader, {**h100, "driver": "570.86.10"})):
         record["provenance"].update(device_kind="gpu", fingerprint={"cpu": ZEN3, "gpu": gpu})
-    assert rep.differences(published, reader) == ["NVIDIA driver: published 550.54.15, yours 570.86.10"]
+    assert reruns.differences(published, reader) == ["NVIDIA driver: published 550.54.15, yours 570.86.10"]
 
 
 @pytest.mark.parametrize("reader_device, code", [(EPYC, 1), (OTHER, 0)])

@@ -10,7 +10,7 @@ from test_reproduce import CPUS, EPYC, OTHER, PUBLISHED, READER, SLUG, _record, 
 
 from sidebyside.publish import frontpage, reruns
 from sidebyside.publish.common import PublishError
-from sidebyside.publish.reproduce import speed_verdicts
+from sidebyside.publish.reruns import speed_verdicts
 
 
 def _ids(record):

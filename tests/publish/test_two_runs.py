@@ -80,7 +80,8 @@ def _check_both(site, cpu, gpu):
     assert section is not None and gpu_section.heading(gpu) in section
     assert post.index(gpu_section.START) < post.index("## Appendix {#appendix}")  # the section before the appendix
     assert "Prose before the pair." not in section and "torch_model = TorchMLP()" not in section  # no prose, no code
-    assert "value &lt;b&gt;bold&lt;/b&gt;" in section and "### A wide table" in section  # its tables, escaped
+    # its tables, escaped, each closed under the heading it stood under
+    assert "value &lt;b&gt;bold&lt;/b&gt;" in section and "<summary>GPU run: A wide table</summary>" in section
     shown = set(re.findall(r"\.\./\.\./images/" + SLUG + r"/([^)\s\"'<>]+)", post))
     assert {n for n in shown if n.startswith("gpu.")} and {n for n in shown if not n.startswith("gpu.")}
     assert shown <= set(files)

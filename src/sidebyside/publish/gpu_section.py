@@ -5,11 +5,10 @@ a GPU run adds a section to it (:func:`render_section`) and replaces nothing. Un
 profile a notebook measures only what needs the GPU (speed, compile time, peak memory, float32
 parity of the timed models); what does not depend on the hardware is the cpu run's, in the body.
 So the section shows only what the GPU run produced: under a heading naming the GPU, the day and
-the commit (:func:`heading`), its verdicts, then each figure and table of its executed notebook
-under the heading it stood under there; its prose and code are the body's. What the body keeps in
-its appendix (a cell tagged ``appendix``, a table of more than
-:data:`sidebyside.publish.rendering.MAX_INLINE_ROWS` rows) ends the section, each closed under
-its title, so that the section is as tall as the body's own figures and short tables.
+the commit (:func:`heading`), its verdicts and its key figure (the cell tagged ``key-figure``),
+then each other figure and table of its executed notebook closed (``<details>``) under the title
+it stood under there (its ``summary``, else the heading above it), so that the section adds a
+screen to its page, not another page; its prose and code are the body's.
 
 The section is set between the markers :data:`START` and :data:`END` (HTML comments, which
 kramdown passes through): :func:`sidebyside.publish.runs.combine` puts it into the post before
@@ -93,8 +92,7 @@ def render_section(executed_nb, record: dict[str, Any], info: NotebookInfo, site
     from traitlets.config import Config
 
     from sidebyside.publish import downloads, lint, markdown
-    from sidebyside.publish.preprocess import preprocess, scrub, scrub_rules, table_rows
-    from sidebyside.publish.rendering import APPENDIX_TAG, MAX_INLINE_ROWS, _details, _summary
+    from sidebyside.publish.preprocess import KEY_FIGURE_TAG, details, preprocess, scrub, scrub_rules
 
     if record.get("profile") != "gpu":
         raise PublishError(f"{info.slug}: a GPU section comes from a gpu run, not a {record.get('profile')} run")
@@ -106,7 +104,7 @@ def render_section(executed_nb, record: dict[str, Any], info: NotebookInfo, site
                  "else on this page (and what does not depend on the hardware) comes from the CPU run.</p>"
                  + _verdicts(record))]
     pending = section = None
-    closed: list[tuple[str, Any]] = []  # the run's set-up and long tables, as the body's appendix holds them
+    closed: list[tuple[str, Any]] = []  # every figure and table but the key figure: closed, under its title
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             for line in cell.source.splitlines():
@@ -124,15 +122,15 @@ def render_section(executed_nb, record: dict[str, Any], info: NotebookInfo, site
                 names[mime] = f"../../images/{info.slug}/{renamed.get(base, base)}"
         moved = nbformat.v4.new_code_cell("")
         moved.outputs = kept
-        if APPENDIX_TAG in cell.metadata.get("tags", []) or any(table_rows(o) > MAX_INLINE_ROWS for o in kept):
-            closed.append((_summary(cell) or f"More on {section or 'the GPU run'}", moved))
+        if KEY_FIGURE_TAG not in cell.metadata.get("tags", []):
+            closed.append((str(cell.metadata.get("summary") or section or "More of the GPU run"), moved))
             continue
         if pending:
             cells.append(nbformat.v4.new_markdown_cell(f"### {pending}"))
             pending = None
         cells.append(moved)
     for title, moved in closed:
-        opening, closing = _details(f"GPU run: {title}", "appendix")
+        opening, closing = details(f"GPU run: {title}", "appendix")
         cells += [opening, moved, closing]
     section_nb = nbformat.v4.new_notebook(cells=cells, metadata=nb.metadata)
     rules = scrub_rules(root)

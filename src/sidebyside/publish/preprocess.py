@@ -20,8 +20,13 @@ from typing import Any
 from sidebyside.publish import escape, figures
 from sidebyside.publish.common import ANSI_RE, warn
 
-__all__ = ["OUTPUT_CAP", "scrub_rules", "scrub", "collapse_progress", "kramdown_math", "cap_output", "preprocess",
-           "table_rows"]
+__all__ = ["OUTPUT_CAP", "KEY_FIGURE_TAG", "scrub_rules", "scrub", "collapse_progress", "kramdown_math", "cap_output",
+           "preprocess", "table_rows", "details"]
+
+#: The cell tag that makes a figure the post's key figure: the first figure among the tagged
+#: cell's outputs moves up, under *what was compared* (:func:`sidebyside.publish.rendering.arrange_lead`);
+#: in a GPU run's section it is the one figure shown open (:mod:`sidebyside.publish.gpu_section`).
+KEY_FIGURE_TAG = "key-figure"
 
 #: The most a single cell output (a stream, a value, a traceback, HTML, Markdown) shows in a post, in
 #: bytes of UTF-8; the rest is cut with a note (:func:`cap_output`). The executed notebook among the
@@ -233,3 +238,14 @@ def table_rows(output) -> int:
             else:
                 rows, run = max(rows, run - 2), 0
     return max(rows, 0)
+
+
+def details(title: str, kind: str) -> tuple[Any, Any]:
+    """Two Markdown cells, to put around the cells a closed ``<details class="kind">`` titled ``title`` holds."""
+    import html
+
+    import nbformat
+
+    opening = nbformat.v4.new_markdown_cell(
+        f'<details class="{kind}" markdown="1"><summary>{html.escape(title, quote=False)}</summary>\n')
+    return opening, nbformat.v4.new_markdown_cell("</details>")

@@ -17,8 +17,8 @@ import yaml
 from sidebyside.publish import escape, markdown
 from sidebyside.publish.common import ROOT, TEMPLATES, PublishError, warn
 from sidebyside.publish.discovery import NotebookInfo
+from sidebyside.publish.preprocess import KEY_FIGURE_TAG, details, scrub, scrub_rules, table_rows
 from sidebyside.publish.preprocess import preprocess as _preprocess
-from sidebyside.publish.preprocess import scrub, scrub_rules, table_rows
 
 __all__ = ["site_config", "check_date", "front_matter", "drop_title_heading", "run_date", "compared_paragraph",
            "arrange_lead", "arrange_appendix", "overlay_layout", "render", "front_matter_text"]
@@ -126,10 +126,6 @@ def compared_paragraph(info: NotebookInfo, record: dict[str, Any]) -> str:
     return f"<p><strong>What was compared.</strong> {text}</p>"
 
 
-#: The cell tag that makes a figure the post's key figure: the first figure among the tagged
-#: cell's outputs moves up, under *what was compared* (:func:`arrange_lead`).
-KEY_FIGURE_TAG = "key-figure"
-
 
 def arrange_lead(nb, compared: str, *, where: str = "") -> None:
     """Open the post's body, in place: the *what was compared*
@@ -181,16 +177,6 @@ def _summary(cell) -> str | None:
             cell.source = "\n".join(lines[1:]).lstrip("\n")
             return match.group(2)
     return None
-
-
-def _details(title: str, kind: str) -> tuple[Any, Any]:
-    import html
-
-    import nbformat
-
-    opening = nbformat.v4.new_markdown_cell(
-        f'<details class="{kind}" markdown="1"><summary>{html.escape(title, quote=False)}</summary>\n')
-    return opening, nbformat.v4.new_markdown_cell("</details>")
 
 
 def arrange_appendix(nb) -> None:
@@ -263,7 +249,7 @@ def arrange_appendix(nb) -> None:
     if appendix:
         body.append(nbformat.v4.new_markdown_cell('## Appendix {#appendix}'))
         for title, cells in appendix:
-            opening, closing = _details(title, "appendix")
+            opening, closing = details(title, "appendix")
             body += [opening, *cells, closing]
     nb.cells = body
 
@@ -312,7 +298,7 @@ def overlay_layout(executed_nb, current_nb) -> int:
 
 def _fold(cells: list) -> list:
     title = _summary(cells[0]) or "Details"
-    opening, closing = _details(title, "collapsed")
+    opening, closing = details(title, "collapsed")
     return [opening, *cells, closing]
 
 

@@ -50,8 +50,9 @@ from sidebyside.publish import reruns
 from sidebyside.publish.cache import published_record
 from sidebyside.publish.common import ROOT, PublishError, say
 from sidebyside.publish.discovery import discover, select
+from sidebyside.publish.reruns import differences, speed_verdicts
 
-__all__ = ["Row", "speed_verdicts", "differences", "compare", "table", "machines", "summary", "in_notebook",
+__all__ = ["Row", "compare", "table", "machines", "summary", "in_notebook",
            "reproduce", "aa", "aa_table", "SCRATCH", "AA_SCRATCH"]
 
 #: Where the reader's runs go: one scratch site per slug, under the (ignored) build folder.
@@ -96,75 +97,8 @@ class Row:
         return self.same_hardware and self.outcome in (OTHER_WINNER, OUTSIDE)
 
 
-def _verdicts(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    found = (record.get("metrics") or {}).get("verdicts") or []
-    return list(found.values()) if isinstance(found, Mapping) else list(found)
-
-
-def speed_verdicts(record: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The speed verdicts of a results record, each as ``{"id", "question", "winner", "label", "ratio",
-    "interval", "subject", "other", "tools"}`` (``id``: the verdict's stable id, None in a record
-    written before verdicts had one; ``ratio`` and ``interval``: the subject's time over the
-    other's; ``interval`` None where the verdict pooled fewer than 2 processes)."""
-    out = []
-    for v in _verdicts(record):
-        sides, interval = v.get("sides") or {}, v.get("interval")
-        subject, other = v.get("subject"), v.get("other")
-        if not all(isinstance(sides.get(k), Mapping) and "median_s" in sides[k] for k in (subject, other)):
-            continue  # not a speed verdict (seeds, parity), or no comparison
-        ratio = v.get("ratio")
-        if not ratio or ratio <= 0:
-            continue
-        out.append({"id": v.get("id"), "question": v.get("question", ""), "winner": v.get("winner"), "label": v.get("label"),
-                    "ratio": float(ratio), "subject": subject, "other": other,
-                    "interval": (float(interval[0]), float(interval[1])) if interval and len(interval) == 2 else None,
-                    "tools": {k: (sides.get(k) or {}).get("tool", "") for k in (subject, other)}})
-    return out
-
-
 def _device(record: Mapping[str, Any]) -> str:
     return str((record.get("provenance") or {}).get("device") or "unknown hardware")
-
-
-#: The fields of a fingerprint, as :func:`differences` names them.
-_CPU_FIELDS = {"vendor": "CPU vendor", "family": "CPU family", "model": "CPU model", "stepping": "CPU stepping",
-               "model_name": "CPU model name", "vector": "vector extensions", "l2_kib": "L2 cache (KiB)",
-               "l3_kib": "L3 cache (KiB)", "clock_mhz": "nominal clock (MHz)"}
-_GPU_FIELDS = {"model": "GPU", "memory_mib": "GPU memory (MiB)", "sm_clock_mhz": "GPU clock (MHz)",
-               "memory_clock_mhz": "GPU memory clock (MHz)", "driver": "NVIDIA driver"}
-
-
-def _said(value: Any) -> str:
-    if value is None:
-        return "unknown"
-    if isinstance(value, list):
-        return ", ".join(map(str, value)) or "none"
-    return str(value)
-
-
-def differences(published: Mapping[str, Any], reader: Mapping[str, Any]) -> list[str] | None:
-    """Where the reader's machine differs from the published one, one phrase a field
-    (``"L3 cache (KiB): published 32768, yours 16384"``), from the records'
-    ``provenance.fingerprint``: the CPU's fields, and the GPU's where either record is a gpu run
-    (``device_kind``). Empty: the same fingerprint. None: a record has no fingerprint (written
-    before them), so whether the machines are alike cannot be told."""
-    prints = [(r.get("provenance") or {}).get("fingerprint") for r in (published, reader)]
-    if not all(isinstance(f, Mapping) and isinstance(f.get("cpu"), Mapping) for f in prints):
-        return None
-    parts = [("cpu", _CPU_FIELDS)]
-    if "gpu" in {(r.get("provenance") or {}).get("device_kind") for r in (published, reader)}:
-        parts.append(("gpu", _GPU_FIELDS))
-    out = []
-    for part, fields in parts:
-        mine, theirs = prints[0].get(part) or {}, prints[1].get(part) or {}
-        if part == "gpu" and (not mine or not theirs):
-            if mine != theirs:
-                out.append(f"GPU: published {_said(mine.get('model'))}, yours {_said(theirs.get('model'))}")
-            continue
-        for key, name in fields.items():
-            if mine.get(key) != theirs.get(key):
-                out.append(f"{name}: published {_said(mine.get(key))}, yours {_said(theirs.get(key))}")
-    return out
 
 
 def _combined(published: Mapping[str, Any], reader: Mapping[str, Any]) -> tuple[float, float] | None:

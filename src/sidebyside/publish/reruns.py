@@ -2,7 +2,7 @@
 
 Each run that ``make reproduce`` compares is logged when it can speak for the published run: the
 same profile, the same version (the same run key, ``source_hash``) and a machine of the same
-fingerprint (:func:`sidebyside.publish.reproduce.differences` finds none). The log,
+fingerprint (:func:`differences` finds none). The log,
 ``_data/reruns/<slug>.json`` (committed with the site), keeps each such run's speed verdicts by
 their stable ids: the time ratio (the verdict's subject over its other), its 95% interval and the
 winner. A post republished under another run key starts a new log: the old runs measured another
@@ -13,6 +13,10 @@ published one included), the lowest and highest ends of their intervals, and in 
 published answer held. The verdict box shows it under each verdict it concerns
 (:func:`sidebyside.publish.frontpage.verdict_view`): a verdict whose answer changed between runs on
 machines alike says so where it is read, and with how wide a spread.
+
+It owns what both it and ``make reproduce`` (:mod:`sidebyside.publish.reproduce`) read of two
+records: their speed verdicts (:func:`speed_verdicts`) and where their machines differ
+(:func:`differences`).
 """
 
 from __future__ import annotations
@@ -27,7 +31,74 @@ from typing import Any
 from sidebyside.lab.words import FRAMEWORKS, fmt_number
 from sidebyside.publish.common import PublishError
 
-__all__ = ["path", "read", "log", "spread", "sentence"]
+__all__ = ["speed_verdicts", "differences", "path", "read", "log", "spread", "sentence"]
+
+
+def _verdicts(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    found = (record.get("metrics") or {}).get("verdicts") or []
+    return list(found.values()) if isinstance(found, Mapping) else list(found)
+
+
+def speed_verdicts(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The speed verdicts of a results record, each as ``{"id", "question", "winner", "label", "ratio",
+    "interval", "subject", "other", "tools"}`` (``id``: the verdict's stable id, None in a record
+    written before verdicts had one; ``ratio`` and ``interval``: the subject's time over the
+    other's; ``interval`` None where the verdict pooled fewer than 2 processes)."""
+    out = []
+    for v in _verdicts(record):
+        sides, interval = v.get("sides") or {}, v.get("interval")
+        subject, other = v.get("subject"), v.get("other")
+        if not all(isinstance(sides.get(k), Mapping) and "median_s" in sides[k] for k in (subject, other)):
+            continue  # not a speed verdict (seeds, parity), or no comparison
+        ratio = v.get("ratio")
+        if not ratio or ratio <= 0:
+            continue
+        out.append({"id": v.get("id"), "question": v.get("question", ""), "winner": v.get("winner"), "label": v.get("label"),
+                    "ratio": float(ratio), "subject": subject, "other": other,
+                    "interval": (float(interval[0]), float(interval[1])) if interval and len(interval) == 2 else None,
+                    "tools": {k: (sides.get(k) or {}).get("tool", "") for k in (subject, other)}})
+    return out
+
+
+#: The fields of a fingerprint, as :func:`differences` names them.
+_CPU_FIELDS = {"vendor": "CPU vendor", "family": "CPU family", "model": "CPU model", "stepping": "CPU stepping",
+               "model_name": "CPU model name", "vector": "vector extensions", "l2_kib": "L2 cache (KiB)",
+               "l3_kib": "L3 cache (KiB)", "clock_mhz": "nominal clock (MHz)"}
+_GPU_FIELDS = {"model": "GPU", "memory_mib": "GPU memory (MiB)", "sm_clock_mhz": "GPU clock (MHz)",
+               "memory_clock_mhz": "GPU memory clock (MHz)", "driver": "NVIDIA driver"}
+
+
+def _said(value: Any) -> str:
+    if value is None:
+        return "unknown"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "none"
+    return str(value)
+
+
+def differences(published: Mapping[str, Any], reader: Mapping[str, Any]) -> list[str] | None:
+    """Where the reader's machine differs from the published one, one phrase a field
+    (``"L3 cache (KiB): published 32768, yours 16384"``), from the records'
+    ``provenance.fingerprint``: the CPU's fields, and the GPU's where either record is a gpu run
+    (``device_kind``). Empty: the same fingerprint. None: a record has no fingerprint (written
+    before them), so whether the machines are alike cannot be told."""
+    prints = [(r.get("provenance") or {}).get("fingerprint") for r in (published, reader)]
+    if not all(isinstance(f, Mapping) and isinstance(f.get("cpu"), Mapping) for f in prints):
+        return None
+    parts = [("cpu", _CPU_FIELDS)]
+    if "gpu" in {(r.get("provenance") or {}).get("device_kind") for r in (published, reader)}:
+        parts.append(("gpu", _GPU_FIELDS))
+    out = []
+    for part, fields in parts:
+        mine, theirs = prints[0].get(part) or {}, prints[1].get(part) or {}
+        if part == "gpu" and (not mine or not theirs):
+            if mine != theirs:
+                out.append(f"GPU: published {_said(mine.get('model'))}, yours {_said(theirs.get('model'))}")
+            continue
+        for key, name in fields.items():
+            if mine.get(key) != theirs.get(key):
+                out.append(f"{name}: published {_said(mine.get(key))}, yours {_said(theirs.get(key))}")
+    return out
 
 
 def path(site: Path, slug: str) -> Path:
@@ -53,8 +124,6 @@ def read(site: Path, slug: str) -> dict[str, Any] | None:
 
 
 def _entry(record: Mapping[str, Any]) -> dict[str, Any]:
-    from sidebyside.publish.reproduce import speed_verdicts
-
     return {"executed_at": str(record.get("executed_at") or ""),
             "commit": str((record.get("provenance") or {}).get("git_sha") or ""),
             "verdicts": {v["id"]: {"ratio": v["ratio"], "interval": list(v["interval"]) if v["interval"] else None,
@@ -65,8 +134,6 @@ def _entry(record: Mapping[str, Any]) -> dict[str, Any]:
 def log(site: Path, slug: str, published: Mapping[str, Any], reader: Mapping[str, Any]) -> str:
     """Add the reader's run of ``slug`` to its log where it speaks for the ``published`` run (see the
     module docstring); one sentence saying what was done, or why not."""
-    from sidebyside.publish.reproduce import differences
-
     if reader.get("profile") != published.get("profile"):
         return f"not logged as a re-run: the {reader.get('profile')} profile's sizes, not the published run's"
     if reader.get("source_hash") != published.get("source_hash"):
@@ -103,8 +170,6 @@ def spread(site: Path, slug: str, run: Mapping[str, Any]) -> dict[str, dict[str,
     lowest and highest ends of their 95% intervals of the time ratio (a run without an interval: its
     ratio), in how many the published answer (its winner, or none) held. Empty without a log of this
     run's version."""
-    from sidebyside.publish.reproduce import speed_verdicts
-
     found = read(site, slug)
     if found is None or found["source_hash"] != run.get("source_hash"):
         return {}
