@@ -103,14 +103,14 @@ def render_section(executed_nb, record: dict[str, Any], info: NotebookInfo, site
                  '<p class="gpu-run-note">What the GPU run measured: its verdicts, figures and tables. Everything '
                  "else on this page (and what does not depend on the hardware) comes from the CPU run.</p>"
                  + _verdicts(record))]
-    pending = section = None
+    pending = above = None  # the heading to show before the next open output, and the last heading seen
     closed: list[tuple[str, Any]] = []  # every figure and table but the key figure: closed, under its title
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             for line in cell.source.splitlines():
                 match = _HEADING.match(line)
                 if match:
-                    pending = section = _NUMBERING.sub("", match.group(2)).strip() or pending
+                    pending = above = _NUMBERING.sub("", match.group(2)).strip() or pending
             continue
         kept = [o for o in cell.get("outputs", []) if _shown(o)]
         if not kept:
@@ -123,7 +123,7 @@ def render_section(executed_nb, record: dict[str, Any], info: NotebookInfo, site
         moved = nbformat.v4.new_code_cell("")
         moved.outputs = kept
         if KEY_FIGURE_TAG not in cell.metadata.get("tags", []):
-            closed.append((str(cell.metadata.get("summary") or section or "More of the GPU run"), moved))
+            closed.append((str(cell.metadata.get("summary") or above or "More of the GPU run"), moved))
             continue
         if pending:
             cells.append(nbformat.v4.new_markdown_cell(f"### {pending}"))

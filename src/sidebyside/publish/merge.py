@@ -39,8 +39,8 @@ rendered; then publishes each with the publisher's transaction
 replacing nothing but the previous GPU section, its post, images and results together or not at
 all), keeps its executed notebook and run record as ``build/executed/<slug>.gpu.ipynb`` (beside
 the cpu run's, which ``make render`` renders again, keeping the GPU section), and writes each
-post's checkpoint file from the latest call that planned it (``checkpoints/<slug>.json``). A post planned by an archive or named in
-``expect`` that no archive executed is reported as missing.
+post's checkpoint file (``checkpoints/<slug>.json``) from the latest call that planned it. A post
+planned by an archive or named in ``expect`` that no archive executed is reported as missing.
 """
 
 from __future__ import annotations
