@@ -68,6 +68,7 @@ def test_the_verdict_box_shows_the_spread_beside_the_verdict_it_concerns(tmp_pat
     reruns.log(site, SLUG, PUBLISHED, _record(EPYC, READER))
     shown = frontpage.board(site, {}, set(), site)["posts"][SLUG]["runs"][0]["verdicts"]
     by_question = {w["question"]: w["reruns"] for w in shown}
+    assert {w["question"] for w in shown if w["unsettled"]} == {"turned"}  # marked beside its answer
     assert by_question["turned"].endswith("held in 1 of them: read it as unsettled between runs.")
     assert by_question["held"].endswith("held in every one.") and by_question["gone"] == ""
     assert by_question["same accuracy?"] == ""  # not a speed verdict

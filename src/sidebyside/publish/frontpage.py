@@ -186,8 +186,9 @@ def verdict_view(v: dict[str, Any], index: int, record: dict[str, Any], withdraw
     """What the pages show of one verdict: its kind, answer, interval (winner's terms), device,
     whether its run was measured under a method since withdrawn (``withdrawn``, the entry of
     :func:`superseding`: then no figure, ``answer`` is "superseded: re-run owed"), why it is
-    suspect (``suspect``, "" when it is not) and its spread between runs (``reruns``, from
-    ``again``, its entry of :func:`.reruns.spread`; "" without one)."""
+    suspect (``suspect``, "" when it is not), its spread between runs (``reruns``, from ``again``,
+    its entry of :func:`.reruns.spread`; "" without one) and whether its answer changed between
+    them (``unsettled``)."""
     kind = kind_of(v)
     device, device_kind = _device(v, record.get("provenance") or {})
     text, interval = answer(v)
@@ -197,7 +198,8 @@ def verdict_view(v: dict[str, Any], index: int, record: dict[str, Any], withdraw
             "interval": interval, "device": device, "device_kind": device_kind, "superseded": bool(withdrawn),
             "superseded_by": withdrawn["title"] if withdrawn else "",
             "suspect": "" if withdrawn else suspects.get(index, ""),
-            "reruns": reruns.sentence(again) if again and not withdrawn else ""}
+            "reruns": reruns.sentence(again) if again and not withdrawn else "",
+            "unsettled": bool(again and not withdrawn and again["held"] < again["runs"])}
 
 
 #: The two runs a post shows, in the order it shows them: ``(role, label, where in the record)``.
