@@ -126,7 +126,6 @@ def compared_paragraph(info: NotebookInfo, record: dict[str, Any]) -> str:
     return f"<p><strong>What was compared.</strong> {text}</p>"
 
 
-
 def arrange_lead(nb, compared: str, *, where: str = "") -> None:
     """Open the post's body, in place: the *what was compared*
     paragraph (HTML, already safe: :func:`compared_paragraph`), then the key figure, the

@@ -10,9 +10,9 @@ version.
 
 :func:`spread` sums the log up for the pages, per verdict of the published run: how many runs (the
 published one included), the lowest and highest ends of their intervals, and in how many the
-published answer held. The verdict box shows it under each verdict it concerns
-(:func:`sidebyside.publish.frontpage.verdict_view`): a verdict whose answer changed between runs on
-machines alike says so where it is read, and with how wide a spread.
+published answer held. The verdict box gives it with how each verdict was decided, and marks a
+verdict whose answer changed between runs on machines alike "unsettled between runs" beside its
+answer (:func:`sidebyside.publish.frontpage.verdict_view`).
 
 It owns what both it and ``make reproduce`` (:mod:`sidebyside.publish.reproduce`) read of two
 records: their speed verdicts (:func:`speed_verdicts`) and where their machines differ
