@@ -175,7 +175,7 @@ serve: $(SETUP_DEPS)
 test: $(SETUP_DEPS) lint
 	$(PYTHON) -m pytest tests -n $(or $(JOBS),2) --dist loadfile --no-loadscope-reorder
 
-## test-fast: the tests that execute no notebook, start no browser and compile no whole training step, on every core (68 s on 2 cores, set up, in the last fresh clone)
+## test-fast: the tests that execute no notebook, start no browser and compile no whole training step, on every core (92 s and 115 s on 2 cores, set up, in the last two runs)
 test-fast: $(SETUP_DEPS)
 	$(PYTHON) -m pytest tests -m "not slow" -n $(or $(JOBS),2) --dist loadfile --no-loadscope-reorder
 
