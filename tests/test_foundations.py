@@ -266,7 +266,7 @@ def test_progress_bar_is_plain_text_on_stdout_when_headless(monkeypatch, capsys)
 def test_the_installed_stack_is_byte_compiled(name):
     """Set-up byte-compiles the stack (the Makefile's venv target). Where PYTHONDONTWRITEBYTECODE is set,
     as on this project's machines, nothing else writes .pyc files, and every process would compile the
-    modules again as it imports them (the tests took 1,324 s so, against 960 s)."""
+    modules again as it imports them."""
     import importlib
     import importlib.util
     from pathlib import Path
