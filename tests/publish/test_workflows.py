@@ -1,10 +1,11 @@
 """The GitHub workflows: actionlint where it is installed (make lint runs it),
-and the gpu workflow's shape: one self-hosted GPU job per post the planner
+CI's timeout against the time the README gives make test, and the gpu workflow's shape: one self-hosted GPU job per post the planner
 names, each uploading its archive, one merge job that opens one pull request."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +31,18 @@ def test_actionlint_passes_every_workflow():
     done = subprocess.run([_actionlint(), *sorted(map(str, WORKFLOWS.glob("*.yml")))], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_ci_allows_the_time_the_readme_says_make_test_takes():
+    """The README states the range a fresh clone's `make test` takes; CI's timeout covers its slow end and is the
+    figure the README gives for it."""
+    ci = yaml.safe_load((WORKFLOWS / "ci.yml").read_text())
+    timeout = ci["jobs"]["test"]["timeout-minutes"]
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    said = re.search(r"`make test` takes (\d+) to (\d+) minutes from a fresh clone", readme)
+    assert said, "README: say how long make test takes, as '`make test` takes A to B minutes from a fresh clone'"
+    assert timeout >= int(said.group(2)), f"ci.yml allows {timeout} minutes, under the README's {said.group(2)}"
+    assert f"allows {timeout}." in readme, f"README: say that CI allows {timeout} (minutes), as ci.yml does"
 
 
 def _gpu_workflow():

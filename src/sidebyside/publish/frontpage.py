@@ -199,7 +199,7 @@ def verdict_view(v: dict[str, Any], index: int, record: dict[str, Any], withdraw
             "superseded_by": withdrawn["title"] if withdrawn else "",
             "suspect": "" if withdrawn else suspects.get(index, ""),
             "reruns": reruns.sentence(again) if again and not withdrawn else "",
-            "unsettled": bool(again and not withdrawn and again["held"] < again["runs"])}
+            "unsettled": bool(again and not withdrawn and reruns.unsettled(again))}
 
 
 #: The two runs a post shows, in the order it shows them: ``(role, label, where in the record)``.

@@ -31,7 +31,7 @@ from typing import Any
 from sidebyside.lab.words import FRAMEWORKS, fmt_number
 from sidebyside.publish.common import PublishError
 
-__all__ = ["speed_verdicts", "differences", "path", "read", "log", "spread", "sentence"]
+__all__ = ["speed_verdicts", "differences", "path", "read", "log", "spread", "unsettled", "sentence"]
 
 
 def _verdicts(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -187,11 +187,16 @@ def spread(site: Path, slug: str, run: Mapping[str, Any]) -> dict[str, dict[str,
     return out
 
 
+def unsettled(s: Mapping[str, Any]) -> bool:
+    """Whether the published answer of one entry of :func:`spread` failed to hold in some run."""
+    return s["held"] < s["runs"]
+
+
 def sentence(s: Mapping[str, Any]) -> str:
     """One entry of :func:`spread` as the verdict box says it."""
     who = [FRAMEWORKS.get(s[k], s[k]) for k in ("subject", "other")]
-    held = ("the answer held in every one" if s["held"] == s["runs"] else
-            f"the answer held in {s['held']} of them: read it as unsettled between runs")
+    held = (f"the answer held in {s['held']} of them: read it as unsettled between runs" if unsettled(s) else
+            "the answer held in every one")
     return (f"Between runs: {s['runs']} runs on machines of this fingerprint (this one and make reproduce's), "
             f"{who[0]}'s time over {who[1]}'s from {fmt_number(s['low'])} to {fmt_number(s['high'])} across "
             f"their 95% intervals; {held}.")
