@@ -1,6 +1,7 @@
 """parallel-training: each strategy against the one-device run at 2 devices (both frameworks, their
-real engines: torchrun on gloo, JAX on simulated CPU devices), the workers' step times from the
-timing harness, the one-device ladder (eager, torch.compile, jit; on a GPU too, where there is one),
+real engines: torchrun on gloo, JAX on simulated CPU devices; read from the notebook's one smoke
+execution of the test run, which launches them) and on one device (launched here), JAX's multi-host
+path (from the same execution), the workers' step times from the timing harness, the one-device ladder (eager, torch.compile, jit; on a GPU too, where there is one),
 the collective parsers, the memory arithmetic, the launcher's errors, the verdicts, and the
 notebook's smoke run through the publisher. The one-device steps are the notebook's paired cells
 (:func:`steps`: the code the post shows is the code it times)."""
@@ -54,33 +55,30 @@ def inputs():
 
 
 @pytest.fixture(scope="module")
-def runs(inputs, tmp_path_factory):
-    X, y, state = inputs
-    common = dict(X=X, y=y, torch_state=state, config=CONFIG, lr=0.1, momentum=0.9, model_parallel=2)
-    torch_result = launch.run_torch(2, **common)
-    jax_result = launch.run_jax(2, **common)
-    return {"torch": report.torch_record(torch_result), "jax": report.jax_record(jax_result),
-            "torch_params": torch_result["params"], "jax_params": jax_result["params"],
-            "torch_devices": [r["device"] for r in torch_result["ranks"]], "jax_platform": jax_result["platform"]}
+def runs(executed):
+    """The strategies at 2 devices as the notebook's one smoke execution of this test run recorded them
+    (tests/executions.py: torchrun on gloo and JAX on simulated CPU devices, launched by the notebook), with
+    the model, batch and steps they ran: no second launch of the same runs here."""
+    metrics = executed("parallel-training").record["metrics"]
+    assert metrics["simulated"] and set(metrics["runs"]) == {"2"}, "smoke runs the strategies at 2 devices alone"
+    config = model.ViTConfig(**{k: metrics["model"][k] for k in ("patch", "dim", "depth", "heads", "mlp",
+                                                                 "num_classes", "image")})
+    return {**metrics["runs"]["2"], "config": config, "batch": metrics["batch_size"], "steps": metrics["steps"],
+            "state": model.TorchViT(config).state_dict(), "multiprocess": metrics["multiprocess"]}
 
 
-@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
-def test_the_cpu_runs_stay_on_the_cpu(runs):
-    assert runs["torch_devices"] == ["cpu", "cpu"] and runs["jax_platform"] == "cpu"
-
-
-@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
+@pytest.mark.slow  # the notebook's smoke execution
 @pytest.mark.parametrize("framework", ["torch", "jax"])
 @pytest.mark.parametrize("strategy", STRATEGIES[1:])
 def test_strategy_follows_the_one_device_losses(runs, framework, strategy):
     record = runs[framework][strategy]
-    assert len(record["losses"]) == STEPS
+    assert len(record["losses"]) == runs["steps"]
     assert record["losses"][-1] != record["losses"][0]  # it trained
     assert record["max_loss_deviation"] < 1e-5, record["losses"]
     assert record["max_param_difference"] < 1e-4
 
 
-@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
+@pytest.mark.slow  # the notebook's smoke execution
 @pytest.mark.parametrize("framework", ["torch", "jax"])
 def test_workers_time_each_strategy_with_the_harness(runs, framework):
     for strategy in STRATEGIES:
@@ -119,23 +117,22 @@ def test_workers_are_not_judged_by_the_quiet_check(monkeypatch):
     assert env["OMP_NUM_THREADS"] == "3" and context.current(env).profile is None
 
 
-@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
-def test_jax_multiprocess_path_follows_the_single_process_run(runs, inputs):
-    X, y, state = inputs
-    result = launch.run_jax_multiprocess(2, 1, X=X, y=y, torch_state=state, config=CONFIG, lr=0.1, momentum=0.9)
-    assert result["processes"] == 2
-    record = report.multiprocess_record(result, runs["jax"], processes=2, devices_per_process=1)
+@pytest.mark.slow  # the notebook's smoke execution
+def test_jax_multiprocess_path_follows_the_single_process_run(runs):
+    """The notebook's multi-host run (smoke: 2 processes of 1 device), against its single-process run."""
+    record = runs["multiprocess"]
+    assert (record["processes"], record["devices_per_process"]) == (2, 1)
     assert record["max_loss_deviation"] < 1e-5 and record["max_loss_deviation_single_process"] < 1e-5
     assert record["collectives"]["all-reduce"]["count"] >= 1
     assert "2 processes of 1 device joined" in report.multiprocess_claim(record, tolerance=1e-4)
 
 
-@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
+@pytest.mark.slow  # the notebook's smoke execution
 def test_both_references_agree(runs):
+    """The two frameworks' one-device runs at 2 devices' launch agree on the losses (their parameters: the
+    scaling path's test, which launches one device of each)."""
     torch_ref, jax_ref = runs["torch"]["one_device"], runs["jax"]["one_device"]
     assert np.allclose(torch_ref["losses"], jax_ref["losses"], atol=1e-5)
-    for name, value in runs["torch_params"]["one_device"].items():
-        assert np.allclose(value, runs["jax_params"]["one_device"][name], atol=1e-4), name
 
 
 def _expected_sharded_bytes(state, n, *, pad: bool) -> int:
@@ -152,9 +149,9 @@ def _expected_sharded_bytes(state, n, *, pad: bool) -> int:
     return total
 
 
-@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
-def test_memory_per_device_is_the_shards(runs, inputs):
-    state = inputs[2]
+@pytest.mark.slow  # the notebook's smoke execution
+def test_memory_per_device_is_the_shards(runs):
+    state = runs["state"]
     replicated = sum(v.numel() for v in state.values()) * 4
     for framework in ("torch", "jax"):
         assert runs[framework]["one_device"]["memory"] == {"params": replicated, "grads": replicated,
@@ -168,8 +165,8 @@ def test_memory_per_device_is_the_shards(runs, inputs):
         assert fs["memory"]["total"] < fs["replicated_total"]
 
 
-@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
-def test_fsdp2_runs_both_ways_and_keeping_gathers_once(runs, inputs):
+@pytest.mark.slow  # the notebook's smoke execution
+def test_fsdp2_runs_both_ways_and_keeping_gathers_once(runs):
     """reshard_after_forward=False gathers each block's parameters once a step instead of twice: fewer
     all-gather bytes, the same losses and the same state held between steps."""
     regathered, kept = runs["torch"]["fully_sharded"], runs["torch"]["fully_sharded_kept"]
@@ -179,9 +176,9 @@ def test_fsdp2_runs_both_ways_and_keeping_gathers_once(runs, inputs):
     assert kept["comms"]["reduce-scatter"] == regathered["comms"]["reduce-scatter"]
 
 
-@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
-def test_collectives_match_each_strategy(runs, inputs):
-    grads = sum(v.numel() for v in inputs[2].values()) * 4
+@pytest.mark.slow  # the notebook's smoke execution
+def test_collectives_match_each_strategy(runs):
+    grads = sum(v.numel() for v in runs["state"].values()) * 4
     for framework in ("torch", "jax"):
         dp = runs[framework]["data_parallel"]["comms"]
         assert dp["all-reduce"]["bytes"] >= grads and set(dp) == {"all-reduce", "total"}
@@ -190,7 +187,7 @@ def test_collectives_match_each_strategy(runs, inputs):
     assert runs["torch"]["fully_sharded"]["comms"]["all-gather"]["count"] >= 2
     assert runs["torch"]["fully_sharded"]["comms"]["reduce-scatter"]["bytes"] >= grads
     # tensor parallel on a (1, 2) mesh: activations all-reduced over the model axis, nothing else
-    activation = (BATCH * CONFIG.tokens * CONFIG.dim) * 4
+    activation = (runs["batch"] * runs["config"].tokens * runs["config"].dim) * 4
     for framework in ("torch", "jax"):
         tp = runs[framework]["tensor_parallel"]["comms"]
         assert tp["all-reduce"]["bytes"] % activation == 0 and tp["all-reduce"]["bytes"] > 0
@@ -411,15 +408,25 @@ def test_without_gpu_runs_there_is_no_scaling_table():
 
 
 @pytest.mark.slow  # launches every strategy of both frameworks: an end-to-end run, as the notebook smoke run is
-def test_the_scaling_path_runs_every_strategy_on_one_device(runs, inputs):
+def test_the_scaling_path_runs_every_strategy_on_one_device(runs):
     """The GPU scaling runs are the CPU code with another device kind: its first count, one device
-    with a model axis of 1, runs every strategy of both frameworks; with the 2-device runs, the
-    record follows."""
-    X, y, state = inputs
-    counts = launch.scaling_plan([1, 2], batch_size=BATCH, config=CONFIG, model_parallel=2)
+    with a model axis of 1, runs every strategy of both frameworks, on the CPU when told so, and the
+    two frameworks end with the same parameters; with the notebook's 2-device runs (the same model,
+    batch and steps), the record follows."""
+    config, batch, steps = runs["config"], runs["batch"], runs["steps"]
+    rng = np.random.default_rng(0)
+    batches = model.batches(rng.integers(0, 256, size=(64, 28, 28), dtype=np.uint8), rng.integers(0, 10, size=64),
+                            batch_size=batch, steps=steps)
+    X, y = np.stack([b[0] for b in batches]), np.stack([b[1] for b in batches])
+    counts = launch.scaling_plan([1, 2], batch_size=batch, config=config, model_parallel=2)
     assert counts == [(1, 1), (2, 2)]
-    common = dict(X=X, y=y, torch_state=state, config=CONFIG, lr=0.1, momentum=0.9, model_parallel=1, device="cpu")
-    one = {"torch": report.torch_record(launch.run_torch(1, **common)), "jax": report.jax_record(launch.run_jax(1, **common))}
+    common = dict(X=X, y=y, torch_state=runs["state"], config=config, lr=0.1, momentum=0.9, model_parallel=1,
+                  device="cpu")
+    torch_result, jax_result = launch.run_torch(1, **common), launch.run_jax(1, **common)
+    assert [r["device"] for r in torch_result["ranks"]] == ["cpu"] and jax_result["platform"] == "cpu"
+    for name, value in torch_result["params"]["one_device"].items():
+        assert np.allclose(value, jax_result["params"]["one_device"][name], atol=1e-4), name
+    one = {"torch": report.torch_record(torch_result), "jax": report.jax_record(jax_result)}
     record = scaling.scaling_record({1: one, 2: {"torch": runs["torch"], "jax": runs["jax"]}}, device="simulated",
                                    tolerance=1e-4, model_parallel=dict(counts))
     for fw in ("torch", "jax"):
@@ -677,14 +684,15 @@ def test_parity_verdict_flips_past_the_tolerance():
     assert "JAX leave" in off.sentence
 
 
-@pytest.mark.slow  # the strategies' runs or the one-device ladder: a module fixture of a minute
+@pytest.mark.slow  # the notebook's smoke execution and the one-device ladder, a module fixture of a minute
 def test_record_and_conclusion(runs, ladder):
     one_device = report.reference_record({"cpu": ladder}, names={"cpu": "a test CPU"}, tolerance=1e-3)
     note = reference.gpu_plan(0, 0)["note"]
     metrics = report.summarise(runs={2: {"torch": runs["torch"], "jax": runs["jax"]}},
                                code={"torch": dict.fromkeys(STRATEGIES, 3), "jax": dict.fromkeys(STRATEGIES, 5)},
-                               parameters=model.param_count(CONFIG), config=CONFIG.__dict__, batch_size=BATCH,
-                               steps=STEPS, lr=0.1, momentum=0.9, model_parallel=2, device="CPU", simulated=True,
+                               parameters=model.param_count(runs["config"]), config=runs["config"].__dict__,
+                               batch_size=runs["batch"], steps=runs["steps"], lr=0.1, momentum=0.9, model_parallel=2,
+                               device="CPU", simulated=True,
                                loss_tolerance=1e-3, projection={}, reference=one_device, gpu_note=note)
     assert metrics["verdicts"][0]["label"] == "both match"
     speed = metrics["verdicts"][1]
