@@ -1129,7 +1129,8 @@ def test_bench_returns_kernel_and_per_call_times(monkeypatch):
 @pytest.mark.slow
 def test_bench_run_each_saves_each_configuration_and_reads_it_back(tmp_path, monkeypatch, capfd):
     """run_each runs each configuration through run(), in a child process of its own (one test of both: each
-    child costs its imports and compiles)."""
+    child costs its imports). The two configurations are one shape and mode under two names, so that the
+    second child finds the first one's programs in the test run's compilation cache."""
     from sidebyside.grid_sample import bench
     from sidebyside.run.checkpoints import Checkpoints
 
@@ -1142,22 +1143,22 @@ def test_bench_run_each_saves_each_configuration_and_reads_it_back(tmp_path, mon
 
     real_run = bench.run
     monkeypatch.setattr(bench, "run", counted)
-    sizes, modes = {"tiny": (1, 2, 8, 8)}, ("nearest", "bilinear")
+    sizes, modes = {"tiny": (1, 2, 8, 8), "twin": (1, 2, 8, 8)}, ("nearest",)
     settings = dict(repeats=1, min_repeat_s=0.001, threads=1, copies=2, naive=False)
     out = bench.run_each(sizes, modes, part=Checkpoints(tmp_path / "parts.json"), **settings)
     # One child process per configuration, merged into run()'s record, with the command that runs them all.
-    assert children == [({"tiny": (1, 2, 8, 8)}, ("nearest",)), ({"tiny": (1, 2, 8, 8)}, ("bilinear",))]
-    assert set(out["results"]) == {f"{m}/tiny/{k}" for m in modes for k in ("forward", "forward+backward")}
+    assert children == [({"tiny": (1, 2, 8, 8)}, ("nearest",)), ({"twin": (1, 2, 8, 8)}, ("nearest",))]
+    assert set(out["results"]) == {f"nearest/{n}/{k}" for n in sizes for k in ("forward", "forward+backward")}
     assert out["threads"] == 1 and out["device_kind"] == "cpu"
     assert all(row["copies"] == 2 for key, row in out["results"].items() if key.endswith("/forward"))
     shown = capfd.readouterr().err  # each child's progress, passed on as it ran
-    assert "grid_sample bench" in shown and "1/1" in shown and "nearest/tiny" in shown and "bilinear/tiny" in shown
+    assert "grid_sample bench" in shown and "1/1" in shown and "nearest/tiny" in shown and "nearest/twin" in shown
     assert out["command"] == ("python -m sidebyside.posts.bench grid_sample --repeats 1 --min-repeat-s 0.001 --json <json> "
-                              "--modes nearest bilinear --shape tiny=1,2,8,8 --copies 2 --pallas-layouts points "
+                              "--modes nearest --shape tiny=1,2,8,8 --shape twin=1,2,8,8 --copies 2 --pallas-layouts points "
                               "channels --threads 1")
     again = Checkpoints(tmp_path / "parts.json")
     assert bench.run_each(sizes, modes, part=again, **settings) == out and len(children) == 2  # read back
-    assert sorted(again.log) == ["bench/bilinear/tiny", "bench/nearest/tiny"]
+    assert sorted(again.log) == ["bench/nearest/tiny", "bench/nearest/twin"]
 
 
 @pytest.mark.slow
