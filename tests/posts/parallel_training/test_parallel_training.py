@@ -1,10 +1,11 @@
 """parallel-training: each strategy against the one-device run at 2 devices (both frameworks, their
 real engines: torchrun on gloo, JAX on simulated CPU devices; read from the notebook's one smoke
 execution of the test run, which launches them) and on one device (launched here), JAX's multi-host
-path (from the same execution), the workers' step times from the timing harness, the one-device ladder (eager, torch.compile, jit; on a GPU too, where there is one),
-the collective parsers, the memory arithmetic, the launcher's errors, the verdicts, and the
-notebook's smoke run through the publisher. The one-device steps are the notebook's paired cells
-(:func:`steps`: the code the post shows is the code it times)."""
+path (from the same execution), the workers' step times from the timing harness, the one-device
+ladder (eager, torch.compile, jit; on a GPU too, where there is one), the collective parsers, the
+memory arithmetic, the launcher's errors, the verdicts, and the notebook's smoke run through the
+publisher. The one-device steps are the notebook's paired cells (:func:`steps`: the code the post
+shows is the code it times)."""
 
 from __future__ import annotations
 
@@ -129,8 +130,8 @@ def test_jax_multiprocess_path_follows_the_single_process_run(runs):
 
 @pytest.mark.slow  # the notebook's smoke execution
 def test_both_references_agree(runs):
-    """The two frameworks' one-device runs at 2 devices' launch agree on the losses (their parameters: the
-    scaling path's test, which launches one device of each)."""
+    """The two frameworks' one-device runs (in the notebook's 2-device launch) agree on the losses; their
+    parameters are compared by the scaling path's test, which launches one device of each."""
     torch_ref, jax_ref = runs["torch"]["one_device"], runs["jax"]["one_device"]
     assert np.allclose(torch_ref["losses"], jax_ref["losses"], atol=1e-5)
 
