@@ -181,7 +181,7 @@ test test-fast: export PYTHONDONTWRITEBYTECODE =
 test: $(SETUP_DEPS) lint
 	$(PYTHON) -m pytest tests -n $(or $(JOBS),2) --dist loadfile --no-loadscope-reorder
 
-## test-fast: the tests that execute no notebook, start no browser and compile no whole training step, on every core (92 s and 115 s on 2 cores, set up, in the last two runs)
+## test-fast: the tests that execute no notebook, start no browser and compile no whole training step, on every core (75 s to 115 s on 2 cores, set up, as the host varies)
 test-fast: $(SETUP_DEPS)
 	$(PYTHON) -m pytest tests -m "not slow" -n $(or $(JOBS),2) --dist loadfile --no-loadscope-reorder
 
