@@ -9,6 +9,7 @@ shows is the code it times)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -45,14 +46,18 @@ def steps() -> dict:
 # ----------------------------------------------------------------------------- one run per framework, 2 devices
 
 
-@pytest.fixture(scope="module")
-def inputs():
+def _batches(batch_size: int, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """``steps`` batches of ``batch_size`` random 28x28 images and labels, stacked (X, y)."""
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, size=(64, 28, 28), dtype=np.uint8)
     labels = rng.integers(0, 10, size=64)
-    batches = model.batches(images, labels, batch_size=BATCH, steps=STEPS)
-    X, y = np.stack([b[0] for b in batches]), np.stack([b[1] for b in batches])
-    return X, y, model.TorchViT(CONFIG).state_dict()
+    batches = model.batches(images, labels, batch_size=batch_size, steps=steps)
+    return np.stack([b[0] for b in batches]), np.stack([b[1] for b in batches])
+
+
+@pytest.fixture(scope="module")
+def inputs():
+    return *_batches(BATCH, STEPS), model.TorchViT(CONFIG).state_dict()
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +67,7 @@ def runs(executed):
     the model, batch and steps they ran: no second launch of the same runs here."""
     metrics = executed("parallel-training").record["metrics"]
     assert metrics["simulated"] and set(metrics["runs"]) == {"2"}, "smoke runs the strategies at 2 devices alone"
-    config = model.ViTConfig(**{k: metrics["model"][k] for k in ("patch", "dim", "depth", "heads", "mlp",
-                                                                 "num_classes", "image")})
+    config = model.ViTConfig(**{f.name: metrics["model"][f.name] for f in dataclasses.fields(model.ViTConfig)})
     return {**metrics["runs"]["2"], "config": config, "batch": metrics["batch_size"], "steps": metrics["steps"],
             "state": model.TorchViT(config).state_dict(), "multiprocess": metrics["multiprocess"]}
 
@@ -414,11 +418,8 @@ def test_the_scaling_path_runs_every_strategy_on_one_device(runs):
     with a model axis of 1, runs every strategy of both frameworks, on the CPU when told so, and the
     two frameworks end with the same parameters; with the notebook's 2-device runs (the same model,
     batch and steps), the record follows."""
-    config, batch, steps = runs["config"], runs["batch"], runs["steps"]
-    rng = np.random.default_rng(0)
-    batches = model.batches(rng.integers(0, 256, size=(64, 28, 28), dtype=np.uint8), rng.integers(0, 10, size=64),
-                            batch_size=batch, steps=steps)
-    X, y = np.stack([b[0] for b in batches]), np.stack([b[1] for b in batches])
+    config, batch = runs["config"], runs["batch"]
+    X, y = _batches(batch, runs["steps"])
     counts = launch.scaling_plan([1, 2], batch_size=batch, config=config, model_parallel=2)
     assert counts == [(1, 1), (2, 2)]
     common = dict(X=X, y=y, torch_state=runs["state"], config=config, lr=0.1, momentum=0.9, model_parallel=1,
