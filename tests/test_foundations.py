@@ -275,3 +275,16 @@ def test_the_installed_stack_is_byte_compiled(name):
     cached = Path(importlib.util.cache_from_source(module.__file__))
     assert cached.is_file(), (f"{name} is not byte-compiled ({cached} is missing): the venv was installed without "
                               "its compile step; run `rm .venv/.installed && make setup`")
+
+
+def test_reading_a_notebook_builds_no_grammar():
+    """Every publisher, papermill and nbconvert process imports nbformat, which imports jsonschema. With
+    jsonschema's optional format checkers installed (JupyterLab's server asks for them), that import builds
+    an IRI grammar with Lark, about a second in every such process; requirements.txt leaves them out."""
+    import sys
+
+    code = "import sys, nbformat, jsonschema; print(sorted({'rfc3987_syntax', 'lark'} & set(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]", (f"importing nbformat loaded {loaded}: a package that asks for jsonschema[format-nongpl] "
+                            "(jupyter-events, through JupyterLab or Notebook) is installed; requirements.txt should not "
+                            "bring it (pip uninstall rfc3987-syntax restores the speed)")
