@@ -30,11 +30,12 @@
 #         call, its compilation included, and seven repeats of at least 0.05 s), pooled
 #         over 3 processes (x1.7, issue 58''s re-estimate for pooling), as the optimisation
 #         and recompilation cells (20 s); the rest (37 s) as it took. Cut for the budget
-#         (params/gpu.yaml): sizes 256 and 512 (launch-bound on a GPU), 2,048 and 4,096
-#         (28% of that cell, 61 s there before pooling), and the CPU above 1,024: the
-#         cpu run''s ladder, on the CPU up to 2,048, stands for them. The optimisation
-#         fits still run here: they run on the GPU and their timings depend on it, and
-#         leaving their results to the cpu run needs the post''s report to take none.'
+#         (params/xla-and-scipy.yaml): sizes 256 and 512 (launch-bound on a GPU), 2,048
+#         and 4,096 (28% of that cell, 61 s there before pooling), and the CPU above
+#         1,024: the cpu run''s ladder, on the CPU up to 2,048, stands for them. The
+#         optimisation fits still run here: they run on the GPU and their timings depend
+#         on it, and leaving their results to the cpu run needs the post''s report to
+#         take none.'
 #       rank: 5
 #     metrics:
 #     - matmul

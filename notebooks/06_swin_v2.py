@@ -33,10 +33,10 @@
 #         first cold, the others from the call''s compilation cache) besides 7 repeats
 #         of 5 steps. Two calls (params/gpu-calls.yaml): parity in one, speed in the
 #         next. hardware_only: the accuracy over seeds and the trained model''s parity
-#         are the cpu run''s. Cut for the budget (params/gpu.yaml): the evaluation phase
-#         (the evaluation speed is the cpu run''s), batch 32, and the rungs past the
-#         seed''s pairing (compile, CUDA graphs, jit_scan), each a further compile of
-#         Swin-V2-T.'
+#         are the cpu run''s. Cut for the budget (params/swin-transformer-v2.yaml):
+#         the evaluation phase (the evaluation speed is the cpu run''s), batch 32, and
+#         the rungs past the seed''s pairing (compile, CUDA graphs, jit_scan), each
+#         a further compile of Swin-V2-T.'
 #       parts:
 #       - parity/timed: 163
 #       - speed/train/*:

@@ -37,10 +37,10 @@
 #       not_planned: 'one GPU shows nothing about parallelism that the cpu run''s simulated
 #         devices do not: the strategies, their code, memory per device, collectives
 #         and projection are the cpu run''s, and the one-device ladder is the only figure
-#         a GPU would add; cut for the budget (228 s of the 1,600 s all GPU sections
+#         a GPU would add; cut for the budget (228 s of the 2,400 s all GPU sections
 #         may take). The planner skips the post and says so; budget_s and measured say
-#         what a run by hand would take (params/gpu.yaml holds its settings, and with
-#         2 or more GPUs it times every strategy on them).'
+#         what a run by hand would take (params/parallel-training.yaml holds its settings,
+#         and with 2 or more GPUs it times every strategy on them).'
 #     metrics:
 #     - runs
 #     - code_lines

@@ -25,24 +25,21 @@
 #       and served in PyTorch and JAX with the same weights; each framework's best tool
 #       against the other's, and what each costs to compile, in memory and in FLOPs.
 #     gpu:
-#       budget_s: 333
-#       measured: 'parity/resnet50: measured on an H200 at commit 710afe5 (float64 gradients
-#         included). The training ladder: ESTIMATE from the cpu run at commit 280e525,
-#         which ran ResNet-50 at its published size on one core: each rung''s cold compile,
-#         two warm compiles and three builds there (272 s: torch.compile 238 s, jax.jit
-#         32 s, eager 2 s; a gpu run pools 3 processes sharing one compilation cache),
-#         taken as the GPU''s, since the H100 compiled Swin-V2-T''s 16 programs at f245967
-#         in about 52 s each (issue 35), as long as one core took for programs of the
-#         same kinds here; the steps themselves take milliseconds. The H200 agrees:
-#         at 710afe5 this ladder, with five PyTorch rungs, had not finished after about
-#         220 s. One call. Cut for the budget (params/gpu.yaml), each figure the cpu
-#         run''s: GPT-2 (its parity and generation, 203 s by the same estimate) and
-#         ViT-B/16 (its parity, training and inference, 360 s), ResNet-50''s inference
-#         (41 s), bfloat16, the batch-1 latency ladders, max-autotune, cuda-graph and
-#         aoti (each compiles the same program again) and peak memory in fresh processes.'
+#       budget_s: 226
+#       measured: 'Measured on an H200 at commit 7e02ace (call 1 of 2026-11-28, gpu-runs/2026-11-28/call1-timings.log):
+#         the run 226 s whole, of which parity/resnet50 34 s (float64 gradients included)
+#         and the ResNet-50 training ladder at batch 32 in float32 (eager, torch.compile
+#         and jax.jit, pooled over 3 processes sharing one compilation cache) 144 s.
+#         One call. Cut for the budget (params/real-models.yaml), each figure the cpu
+#         run''s: GPT-2 (its parity and generation) and ViT-B/16 (its parity, training
+#         and inference), ResNet-50''s inference, bfloat16, the batch-1 latency ladders,
+#         max-autotune, cuda-graph and aoti (each compiles the same program again) and
+#         peak memory in fresh processes; ESTIMATES from the cpu run at commit 280e525
+#         of what each would add: GPT-2 203 s, ViT-B/16 360 s, ResNet-50''s inference
+#         41 s.'
 #       parts:
-#       - parity/resnet50: 31
-#       - ladder/resnet50/train/32/float32: 272
+#       - parity/resnet50: 34
+#       - ladder/resnet50/train/32/float32: 144
 #       rank: 1
 #     metrics:
 #     - parity
