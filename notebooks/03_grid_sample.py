@@ -78,6 +78,9 @@ parity_dtypes = ["float32"]
 parity_seed = 0
 # How the JAX side runs in the parity table: "jit", "vmap" (over the batch) or "none" (op by op).
 parity_transform = "jit"
+# True: the parity tables and the affine case take a sample of their configurations in which every mode, padding,
+# align_corners and dimensionality appears once (the smoke profile's; the test suite runs every configuration).
+parity_sample = False
 # The large non-power-of-two case (0-255 values under a 45-degree warp): the 2-D and 3-D image sizes and the modes.
 affine_size = [345, 456]
 affine_size_3d = [5, 40, 300]
@@ -183,10 +186,15 @@ def reference_device(config):
 pure_jax = "auto" if on_gpu else "xla"
 
 
+def parity_configs(dtypes, modes=("nearest", "bilinear", "bicubic")):
+    configs = [c for c in parity.configs(tuple(dtypes)) if c.mode in modes]
+    return report.each_option_once(configs) if parity_sample else configs
+
+
 def parity_rows_for(dtypes, implementation):
     return {config.key: parity.measure(config, seed=parity_seed, transform=parity_transform,
                                        implementation=implementation, torch_device=reference_device(config))
-            for config in progress.bar(parity.configs(tuple(dtypes)), desc=f"parity ({implementation})")}
+            for config in progress.bar(parity_configs(dtypes), desc=f"parity ({implementation})")}
 
 
 parity_rows = parts("parity", parity_rows_for, parity_dtypes, pure_jax)
@@ -226,7 +234,7 @@ Markdown(native_view.sentence if native_view else "No C++ kernel on this device:
 # %% tags=["appendix-input"]
 def affine_rows_for(modes, size_2d, size_3d):
     rows = {}
-    for config in progress.bar([c for c in parity.configs(("float32",)) if c.mode in modes], desc="affine case"):
+    for config in progress.bar(parity_configs(["float32"], modes), desc="affine case"):
         size = tuple(size_2d if config.dims == 2 else size_3d)
         row = parity.measure(config, transform="jit", implementation=pure_jax, case="affine",
                              torch_device=torch_device, size=size)

@@ -80,6 +80,22 @@ def _record(device_kind="cpu", returncode=-11, native_rows=None, **changes):
     return metrics
 
 
+def test_each_option_once_samples_every_option_of_the_parity_matrix():
+    """The smoke profile's parity sample (parity_sample): every mode, padding, align_corners, dimensionality and
+    dtype at least once, in a few configurations of the matrix; the test suite runs the matrix in full."""
+    from sidebyside.grid_sample import parity
+
+    for configs in (parity.configs(("float32",)), parity.configs(),
+                    [c for c in parity.configs(("float32",)) if c.mode == "bilinear"]):
+        sample = gsp.each_option_once(configs)
+        assert set(sample) <= set(configs) and len(set(sample)) == len(sample)
+        for name in ("mode", "padding_mode", "align_corners", "dims", "dtype"):
+            assert {getattr(c, name) for c in sample} == {getattr(c, name) for c in configs}, name
+    assert [c.key for c in gsp.each_option_once(parity.configs(("float32",)))] == [
+        "nearest/zeros/False/2d/float32", "bilinear/border/True/3d/float32", "bicubic/reflection/False/2d/float32"]
+    assert gsp.each_option_once([]) == []
+
+
 def test_record_keeps_every_key_the_site_and_the_tests_read():
     metrics = _record()
     assert {"parity", "speed", "parity_affine", "verdicts", "gpu_goals", "photo_max_abs_diff", "timing_pitfall_ms",

@@ -26,7 +26,7 @@ from typing import Any
 
 from sidebyside.lab import framing, ladders, verdict, words
 
-__all__ = ["ERROR_COLUMNS", "SPEED_KEYS", "summarise", "verdicts", "parity_verdict", "native_parity_verdict",
+__all__ = ["ERROR_COLUMNS", "SPEED_KEYS", "each_option_once", "summarise", "verdicts", "parity_verdict", "native_parity_verdict",
            "speed_verdicts",
            "largest_by_dtype", "headline_key", "parity_note", "affine_note", "pitfall_note", "results_table", "conclusion",
            "parity_claim", "photo_claim", "non_finite_claim", "speed_claim", "floor_claim", "slower_claim",
@@ -45,6 +45,22 @@ SPEED_KEYS = ("jax_ms", "torch_ms", "ratio", "jax_iqr_ms", "torch_iqr_ms", "jax_
               "jax_channels_kernel_ms", "channels_kernel_ratio", "min_bytes", "copy_gbs", "floor_ms",
               "jax_floor_speed", "torch_floor_speed", "ladder", "jax_processes_ms", "torch_processes_ms",
               "jax_kernel_processes_ms", "torch_kernel_processes_ms", "floor", "busy", "kernel_floor", "kernel_busy")
+
+
+def each_option_once(configs):
+    """A sample of ``configs`` (:class:`sidebyside.grid_sample.parity.Config`) in which every mode, padding,
+    align_corners, dimensionality and dtype among them appears at least once: greedily, the configuration
+    that adds the most options not yet taken, the first in order among equals (from the 30 float32
+    configurations: nearest/zeros/False/2d, bilinear/border/True/3d, bicubic/reflection/False/2d). The
+    smoke profile's parity sections (``parity_sample``); the test suite runs every configuration."""
+    names = ("mode", "padding_mode", "align_corners", "dims", "dtype")
+    options = [{(name, getattr(c, name)) for name in names} for c in configs]
+    missing, sample = set().union(*options), []
+    while missing:
+        best = max(range(len(configs)), key=lambda i: len(options[i] & missing))  # the first among equals
+        sample.append(configs[best])
+        missing -= options[best]
+    return sample
 
 
 # ----------------------------------------------------------------------------- the record
