@@ -178,8 +178,7 @@ Markdown(report.conditions_text(conditions, startup, on_gpu=gpu["reference"]))
 # %% tags=["appendix-input"]
 config = model.ViTConfig(patch=patch, dim=dim, depth=depth, heads=heads, mlp=mlp)
 torch_model = model.TorchViT(config, seed=seed)
-flax_model = model.FlaxViT(config, seed=seed)
-model.copy_torch_to_flax(torch_model, flax_model)
+flax_model = model.flax_from_torch(config, torch_model)  # Flax NNX's model, holding PyTorch's weights
 fashion = data.load()
 batches = model.batches(fashion.X_train, fashion.y_train, batch_size=batch_size, steps=steps, seed=seed)
 X, y = np.stack([b[0] for b in batches]), np.stack([b[1] for b in batches])

@@ -527,6 +527,24 @@ def test_torch_calls_become_collectives():
 # ----------------------------------------------------------------------------- memory and the cost model
 
 
+def test_flax_from_torch_is_the_copied_model():
+    """Built abstractly, with no random initialisation run: the same parameters as FlaxViT then the copy;
+    a parameter PyTorch gives no value for is an error, not an abstract leaf left in the model."""
+    from flax import nnx
+
+    torch_model = model.TorchViT(CONFIG)
+    built = model.flax_from_torch(CONFIG, torch_model)
+    copied = model.FlaxViT(CONFIG, seed=1)
+    model.copy_torch_to_flax(torch_model, copied)
+    built_state, copied_state = (dict(nnx.to_flat_state(nnx.state(m, nnx.Param))) for m in (built, copied))
+    assert built_state.keys() == copied_state.keys()
+    for path, leaf in built_state.items():
+        assert np.array_equal(np.asarray(leaf.get_value()), np.asarray(copied_state[path].get_value())), path
+    state = {k: v for k, v in torch_model.state_dict().items() if k != "pos"}
+    with pytest.raises(ValueError, match=r"no PyTorch value for the Flax parameters \['pos'\]"):
+        model.flax_from_torch(CONFIG, state)
+
+
 def test_torch_memory_counts_local_tensors():
     import torch
 

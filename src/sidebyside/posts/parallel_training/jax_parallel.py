@@ -23,7 +23,8 @@ compiled program. The child writes ``result.json`` (per strategy: losses, the st
 (the strategies' compiled steps timed in one interleaved :func:`sidebyside.lab.timing.compare`,
 ``time``, a :func:`sidebyside.lab.ladders.ladder_entry`; a multi-process run is not timed), compile
 time, bytes per device of parameters, gradients and optimiser state from the arrays'
-``addressable_shards``, collectives) and ``<strategy>.npz`` (final parameters, PyTorch's names
+``addressable_shards`` (the gradients' from the layout their program gives them, read from the lowered
+program: laid out as the parameters, and neither compiled nor run), collectives) and ``<strategy>.npz`` (final parameters, PyTorch's names
 and layouts); a failure writes ``error.json``.
 """
 
@@ -50,7 +51,7 @@ from jax.sharding import PartitionSpec as P
 from sidebyside.lab import ladders, timing
 from sidebyside.posts.parallel_training import comms
 from sidebyside.posts.parallel_training.launch import LaunchError, device_kind
-from sidebyside.posts.parallel_training.model import FlaxViT, ViTConfig, copy_torch_to_flax
+from sidebyside.posts.parallel_training.model import ViTConfig, flax_from_torch
 
 __all__ = ["STRATEGIES", "one_device", "data_parallel", "fully_sharded", "tensor_parallel", "manual",
            "pick_devices", "bytes_per_device", "main"]
@@ -137,9 +138,16 @@ def pick_devices(devices: Sequence[Any], kind: str, num_devices: int) -> list[An
 
 def bytes_per_device(tree) -> int:
     """The most bytes of ``tree``'s arrays that any one device holds, summed from each array's
-    ``addressable_shards`` (a replicated array counts whole on every device)."""
+    ``addressable_shards`` (a replicated array counts whole on every device); a
+    ``jax.ShapeDtypeStruct`` with a sharding (a program's output, not computed) counts the slices its
+    sharding gives this process's devices."""
     held: dict = {}
     for leaf in jax.tree.leaves(tree):
+        if isinstance(leaf, jax.ShapeDtypeStruct):
+            for device, index in leaf.sharding.addressable_devices_indices_map(leaf.shape).items():
+                size = math.prod(len(range(*i.indices(n))) for i, n in zip(index, leaf.shape))
+                held[device] = held.get(device, 0) + size * leaf.dtype.itemsize
+            continue
         for shard in leaf.addressable_shards:
             held[shard.device] = held.get(shard.device, 0) + shard.data.nbytes
     return int(max(held.values(), default=0))
@@ -182,8 +190,7 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict,
     compiled step on the first batch from the final state (pure: calling it changes nothing),
     to be timed with :mod:`sidebyside.lab.timing`."""
     config = ViTConfig(**spec["config"])
-    flax_model = FlaxViT(config)
-    copy_torch_to_flax(init, flax_model)
+    flax_model = flax_from_torch(config, init)
     graphdef, params = nnx.split(flax_model, nnx.Param)
     tx = optax.sgd(spec["lr"], momentum=spec["momentum"])
 
@@ -209,7 +216,7 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict,
         param_specs, batch_spec = STRATEGIES[strategy](mesh, params)
     param_sh = jax.tree.map(lambda s: NamedSharding(mesh, s), param_specs)
     params = _put(params, param_sh)
-    opt_sh = optax.tree_map_params(tx, lambda _, s: s, tx.init(params), param_sh,
+    opt_sh = optax.tree_map_params(tx, lambda _, s: s, jax.eval_shape(tx.init, params), param_sh,
                                    transform_non_params=lambda _: NamedSharding(mesh, P()))
     opt_state = jax.jit(tx.init, out_shardings=opt_sh)(params)
     batch_sh = NamedSharding(mesh, batch_spec)
@@ -220,7 +227,9 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict,
     compiled = jitted.lower(params, opt_state, Xd, yd).compile()
     compile_s = time.perf_counter() - start
     collectives = comms.parse_hlo(compiled.as_text())
-    grads = jax.jit(jax.grad(loss_fn), out_shardings=param_sh)(params, Xd, yd)
+    # The gradients as jax.grad's program lays them out (as the parameters), lowered, not compiled: the
+    # shards its arrays would hold, without a second compilation of the backward pass.
+    grads = jax.jit(jax.grad(loss_fn), out_shardings=param_sh).lower(params, Xd, yd).out_info
     memory = {"params": bytes_per_device(params), "grads": bytes_per_device(grads),
               "optimizer": bytes_per_device(opt_state)}
     losses = []

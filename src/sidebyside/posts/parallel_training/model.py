@@ -9,7 +9,8 @@ shard that holds a slice of the heads runs the same code.
 
 - :class:`ViTConfig`: the sizes, with :meth:`ViTConfig.check` for the divisibility a mesh needs.
 - :class:`TorchViT` / :class:`FlaxViT`: the two networks (PyTorch ``nn.Module``, Flax NNX).
-- :func:`copy_torch_to_flax`: PyTorch's weights into the Flax model, so both start identical.
+- :func:`copy_torch_to_flax`: PyTorch's weights into the Flax model, so both start identical;
+  :func:`flax_from_torch`: a Flax model with PyTorch's weights, built without Flax's initialisation.
 - :func:`batches`: the global batches both frameworks train on, as NumPy arrays.
 
 No distributed code here: the strategies live in ``torch_parallel`` and ``jax_parallel``.
@@ -21,7 +22,7 @@ import dataclasses
 
 import numpy as np
 
-__all__ = ["ViTConfig", "TorchViT", "FlaxViT", "copy_torch_to_flax", "batches", "param_count"]
+__all__ = ["ViTConfig", "TorchViT", "FlaxViT", "copy_torch_to_flax", "flax_from_torch", "batches", "param_count"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,3 +250,21 @@ def copy_torch_to_flax(torch_model, flax_model) -> None:
         flat[key].set_value(np.asarray(value)) if hasattr(flat[key], "set_value") else setattr(
             flat[key], "value", np.asarray(value))
     nnx.update(flax_model, params)
+
+
+def flax_from_torch(config: ViTConfig, torch_model):
+    """A :class:`FlaxViT` of ``config`` holding PyTorch's weights (``torch_model`` or its state dict, as
+    :func:`copy_torch_to_flax` takes it): the model :func:`FlaxViT` then :func:`copy_torch_to_flax`
+    give, built abstractly (``nnx.eval_shape``) so that Flax's random initialisation, whose every
+    value the copy replaces, never runs (each of its eager operations compiles on its own: seconds in
+    a fresh process). ValueError when a Flax parameter is left without a PyTorch value."""
+    import jax
+    from flax import nnx
+
+    flax_model = nnx.eval_shape(lambda: FlaxViT(config))
+    copy_torch_to_flax(torch_model, flax_model)
+    missing = [".".join(map(str, path)) for path, leaf in nnx.to_flat_state(nnx.state(flax_model))
+               if isinstance(leaf.get_value() if hasattr(leaf, "get_value") else leaf, jax.ShapeDtypeStruct)]
+    if missing:
+        raise ValueError(f"no PyTorch value for the Flax parameters {missing}")
+    return flax_model

@@ -69,11 +69,10 @@ def _jax_rung(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], conf
     import jax
     from flax import nnx
 
-    from sidebyside.posts.parallel_training.model import FlaxViT, copy_torch_to_flax
+    from sidebyside.posts.parallel_training.model import flax_from_torch
 
     device = jax.devices(jax_platform)[0]
-    flax_model = FlaxViT(config)
-    copy_torch_to_flax({k: v.detach().cpu().numpy() for k, v in torch_state.items()}, flax_model)
+    flax_model = flax_from_torch(config, {k: v.detach().cpu().numpy() for k, v in torch_state.items()})
     graphdef, params = nnx.split(flax_model, nnx.Param)
     tx = jax_optimizer(lr=lr, momentum=momentum)
     step = jax_step(graphdef, tx)
