@@ -100,6 +100,7 @@ img_size = 32              # image side (224 at full size)
 num_classes = 10           # classifier width (1000 at full size)
 seq_len = 32               # GPT-2's training sequence (1024 at full size)
 parity_batch = 2           # images or sequences in the parity check
+parity_models = None       # the models whose parity is checked (None: every model of models)
 train_batch = 4            # images per training step
 train_sequences = 2        # GPT-2 sequences of seq_len tokens per training step
 latency_batch = 1          # inference latency
@@ -118,6 +119,8 @@ min_repeat_s = 0.0         # shortest repeat where the harness chooses the calls
 threads = 1                # CPU threads for PyTorch, XLA and NumPy alike
 profile_note = "Smoke sizes: every model shrunk to 2 blocks and a small width; the figures test the pipeline, not the frameworks."
 seed = 0
+flax_init = True           # the Flax ports draw their own weights before PyTorch's are copied over them, as a user's
+                           # would (False: built empty and filled by the copy, the same model without its initialisers)
 # A run in parts (a lent GPU allows 10 minutes a command): each parity check and each ladder is saved to
 # this file as it finishes and read back by the next run; no part starts that would end past run_budget_s.
 checkpoint_file = ""       # "": off, everything is measured in this run
@@ -217,7 +220,7 @@ code.source(gpt.FlaxAttention, gpt.FlaxGPT)
 # %% tags=["appendix-input"]
 model_info = {}
 for key, s in specs.items():
-    t, f = port.pair(s, seed)
+    t, f = port.pair(s, seed, initialise=flax_init)
     model_info[key] = {**s.to_dict(), "parameters": config.param_count(t),
                        "round_trip": all(np.array_equal(v, t.state_dict()[k].numpy())
                                          for k, v in port.flax_state_dict(f).items())}
@@ -244,8 +247,9 @@ pd.DataFrame({config.NAMES[k]: {"parameters": v["parameters"], "full size": v["f
 # block's last BatchNorm at zero, which would make every residual branch an identity.
 
 # %% tags=["appendix-input", "appendix"] summary="Parity, model by model: logits, gradients in float64 and float32"
+checked = {key: s for key, s in specs.items() if parity_models is None or key in parity_models}
 parity = {key: parts(f"parity/{key}", port.parity, s, batch=parity_batch, seed=seed)
-          for key, s in progress.bar(specs.items(), desc="parity")}
+          for key, s in progress.bar(checked.items(), desc="parity")}
 assert all(p["within_tolerance"] for p in parity.values()), parity
 report.parity_table(parity)
 
@@ -326,7 +330,7 @@ def jax_train_step(model, x, y):
 # Two steps each on the parity-sized ResNet, from the same weights: the losses agree.
 
 # %% tags=["remove_input"]
-t_model, f_model = port.pair(specs["resnet50"], seed)
+t_model, f_model = port.pair(specs["resnet50"], seed, initialise=flax_init)
 X, Y = port.inputs(specs["resnet50"], parity_batch, seed)
 torch_step = torch_train_step(t_model, torch.from_numpy(X), torch.from_numpy(Y),
                               dict(device_type="cpu", dtype=torch.bfloat16, enabled=False))
@@ -389,7 +393,7 @@ def jax_generate(graphdef, params, prompt, cache, new_tokens):
 # %% tags=["appendix-input", "appendix"] summary="The generated tokens, with and without the cache"
 generated = {}
 if "gpt2" in specs:  # the gpu profile may leave GPT-2 out (models): its generation is then the cpu run's
-    t_gpt, f_gpt = port.pair(specs["gpt2"], seed)
+    t_gpt, f_gpt = port.pair(specs["gpt2"], seed, initialise=flax_init)
     prompt, _ = port.inputs(specs["gpt2"], 2, seed)
     prompt = prompt[:, :prompt_len]
     f_gpt.eval()
@@ -566,10 +570,11 @@ def measure(key, workload, batch, precision):
     """One ladder, timed in every process, with its FLOPs and its best rungs' peak memory."""
     s = specs[key]
     tools = [t for t in torch_tools if not (t == "aoti" and workload != "infer")]
-    builder = functools.partial(work.build, s, workload, batch, precision, tools, jax_tools, seed, **opts, **rungs)
+    builder = functools.partial(work.build, s, workload, batch, precision, tools, jax_tools, seed, **opts, **rungs,
+                                flax_init=flax_init)
     entries, _ = timing.ladder(builder, repeats=repeats, min_repeat_s=min_repeat_s,
                                pipelined=on_gpu)
-    counted = work.flops(s, workload, batch, **opts, **rungs)
+    counted = work.flops(s, workload, batch, **opts, **rungs, flax_init=flax_init)
     tokens = batch * (seq_len if workload == "train" else prompt_len + new_tokens - 1) if s.kind == "gpt2" else None
     flop = report.flops_record(counted, model=key, workload=workload, batch=batch, tokens=tokens,
                                full_size=s.full_size)
@@ -582,7 +587,7 @@ def measure(key, workload, batch, precision):
         for fw in ("torch", "jax"):
             if record["best"].get(fw):
                 record["memory"][fw] = work.peak_memory(s, workload, batch, precision, f"{fw}/{record['best'][fw]}",
-                                                        threads=threads, **opts, **rungs)
+                                                        threads=threads, flax_init=flax_init, **opts, **rungs)
     return {"record": record, "flops": flop}
 
 

@@ -69,8 +69,11 @@ def rungs() -> dict:
 
 @pytest.mark.parametrize("key", KEYS)
 def test_smoke_parity_logits_and_gradients(key, executed):
-    """port.parity as the notebook's smoke execution of this test run measured it (its record), on each model."""
-    p = executed("real-models").record["metrics"]["parity"][key]
+    """port.parity at smoke size, on each model: as the notebook's smoke execution of this test run measured
+    it (its record) for the models its smoke profile checks (``parity_models``), measured here for the others."""
+    record = executed("real-models").record["metrics"]["parity"]
+    assert record, "the smoke execution checks at least one model's parity"
+    p = record[key] if key in record else port.parity(smoke(key), batch=2, seed=0)
     assert p["relative_logit_diff"] <= port.LOGIT_TOLERANCE, p
     assert p["grad_diff"] <= port.GRAD_TOLERANCE and p["max_relative_grad_diff"] <= port.GRAD_TOLERANCE, p
     assert p["within_tolerance"] and p["tensors"] > 4

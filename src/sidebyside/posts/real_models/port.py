@@ -28,7 +28,7 @@ from flax import nnx
 from sidebyside.posts.real_models import config
 
 __all__ = ["LOGIT_TOLERANCE", "GRAD_TOLERANCE", "torch_name", "copy_torch_to_flax", "flax_state_dict",
-           "randomise_batchnorm_", "pair", "inputs", "parity"]
+           "flax_from_torch", "randomise_batchnorm_", "pair", "inputs", "parity"]
 
 #: Largest logit difference allowed, relative to the largest |logit| (float32).
 LOGIT_TOLERANCE = 1e-4
@@ -95,14 +95,25 @@ def flax_state_dict(flax_model) -> dict[str, np.ndarray]:
     return {name: _to_torch(np.asarray(var.get_value()), str(path[-1])) for name, (path, var) in _flat(flax_model).items()}
 
 
-def pair(s: config.ModelSpec, seed: int = 0, dtype=None):
+def pair(s: config.ModelSpec, seed: int = 0, dtype=None, *, initialise: bool = True):
     """``(torch_model, flax_model)`` with the same weights: PyTorch's state_dict copied into Flax
     (``dtype``: the Flax model's compute dtype, as :func:`sidebyside.posts.real_models.config.flax_model`
-    takes it)."""
+    takes it). ``initialise``: the Flax model draws its own weights first, as a user's would, and the
+    copy overwrites them; False builds it empty (:func:`flax_from_torch`), the same model without
+    running its initialisers (XLA compiles each for every weight shape: seconds on a CPU)."""
     t = config.torch_model(s, seed)
+    if not initialise:
+        return t, flax_from_torch(s, t, seed, dtype)
     f = config.flax_model(s, seed, dtype)
     copy_torch_to_flax(t, f)
     return t, f
+
+
+def flax_from_torch(s: config.ModelSpec, torch_model, seed: int = 0, dtype=None):
+    """The Flax model at ``s``'s size holding ``torch_model``'s weights, built empty (``nnx.eval_shape``:
+    no initialiser runs) and filled by :func:`copy_torch_to_flax`, which sets every tensor; what
+    :func:`parity` compares."""
+    return copy_torch_to_flax(torch_model, nnx.eval_shape(lambda: config.flax_model(s, seed, dtype)))
 
 
 def randomise_batchnorm_(torch_model, seed: int = 0, calibrate=None) -> None:
@@ -214,8 +225,7 @@ def parity(spec, *, batch: int = 2, seed: int = 0) -> dict[str, Any]:
     if spec.kind == "resnet":
         randomise_batchnorm_(t, seed, calibrate=inputs(spec, 4, seed + 1)[0])
     t64 = copy.deepcopy(t).double()
-    f = config.flax_model(spec, seed)
-    copy_torch_to_flax(t, f)
+    f = flax_from_torch(spec, t, seed)
     x, y = inputs(spec, batch, seed)
     t.eval()
     f.eval()
@@ -228,7 +238,7 @@ def parity(spec, *, batch: int = 2, seed: int = 0) -> dict[str, Any]:
     x64 = _as_input(spec, x, np.float64)
     t64_grads = _torch_grads(t64, x64, y)
     with jax.enable_x64(True):
-        f64 = copy_torch_to_flax(t64, config.flax_model(spec, seed))
+        f64 = flax_from_torch(spec, t64, seed)
         f64_grads = _flax_grads(spec, f64, x64, y)
     worst, worst_name, overall = _difference(f64_grads, t64_grads)
     return {"model": spec.key, "batch": batch, "max_abs_logit_diff": logit_diff, "logit_scale": scale,

@@ -111,15 +111,18 @@ def _torch_side(spec, workload: str, tool: str, x, y, precision: str, seed: int,
     return rung(model, workload, tool, x, y, amp, opts["new_tokens"])
 
 
-def _jax_side(spec, workload: str, tool: str, x, y, precision: str, seed: int, opts: dict, rung: Callable):
-    """The Flax model (PyTorch's weights copied in) and inputs on the device, handed to ``rung``."""
+def _jax_side(spec, workload: str, tool: str, x, y, precision: str, seed: int, opts: dict, rung: Callable,
+              flax_init: bool = True):
+    """The Flax model (PyTorch's weights copied in; ``flax_init``: as :func:`.port.pair`'s ``initialise``)
+    and inputs on the device, handed to ``rung``."""
     import gc
 
     import jax.numpy as jnp
 
     from sidebyside.posts.real_models.port import pair
 
-    torch_side, model = pair(spec, seed, dtype=jnp.bfloat16 if precision == "bfloat16" else None)
+    torch_side, model = pair(spec, seed, dtype=jnp.bfloat16 if precision == "bfloat16" else None,
+                             initialise=flax_init)
     del torch_side
     gc.collect()
     x = jnp.asarray(x.astype("int32")) if spec.kind == "gpt2" else jnp.asarray(x.transpose(0, 2, 3, 1))
@@ -131,7 +134,7 @@ def _jax_side(spec, workload: str, tool: str, x, y, precision: str, seed: int, o
 
 def build(spec, workload: str, batch: int, precision: str = "float32", torch_tools: Sequence[str] = ("eager",),
           jax_tools: Sequence[str] = ("jit",), seed: int = 0, prompt_len: int = 8, new_tokens: int = 8, *,
-          torch_rung: Callable, jax_rung: Callable) -> dict:
+          torch_rung: Callable, jax_rung: Callable, flax_init: bool = True) -> dict:
     """One workload's ladder (see the module): ``"<framework>/<tool>"`` -> callable, NotApplicable or
     the exception its build raised. ``batch``: images, or sequences (GPT-2).
 
@@ -140,7 +143,8 @@ def build(spec, workload: str, batch: int, precision: str = "float32", torch_too
     callable that does the work; this builds the models (the same weights on both sides; in
     bfloat16 the Flax model with ``dtype=jnp.bfloat16``, Flax's compute dtype) and puts the inputs
     on the device (``x`` the prompt for generation, images NHWC for Flax), with ``amp`` the keyword
-    arguments of ``torch.autocast``."""
+    arguments of ``torch.autocast``. ``flax_init``: whether the Flax model draws its own weights
+    before PyTorch's are copied in (:func:`.port.pair`'s ``initialise``)."""
     from sidebyside.posts.real_models.port import inputs
 
     if workload not in ("train", "infer", "generate"):
@@ -153,9 +157,10 @@ def build(spec, workload: str, batch: int, precision: str = "float32", torch_too
             name = f"{framework}/{tool}"
             start = time.perf_counter()
             try:
-                side = _torch_side if framework == "torch" else _jax_side
-                out[name] = side(spec, workload, tool, x, y, precision, seed, opts,
-                                 torch_rung if framework == "torch" else jax_rung)
+                if framework == "torch":
+                    out[name] = _torch_side(spec, workload, tool, x, y, precision, seed, opts, torch_rung)
+                else:
+                    out[name] = _jax_side(spec, workload, tool, x, y, precision, seed, opts, jax_rung, flax_init)
             except Exception as error:  # noqa: BLE001  (a tool that fails to build is a finding, kept)
                 out[name] = error
             BUILD_S[(spec.key, workload, batch, precision, name)] = time.perf_counter() - start
@@ -212,7 +217,7 @@ def _attention_formulas() -> dict:
 
 
 def flops(spec, workload: str, batch: int, *, prompt_len: int = 8, new_tokens: int = 8, torch_rung: Callable,
-          jax_rung: Callable) -> dict[str, float]:
+          jax_rung: Callable, flax_init: bool = True) -> dict[str, float]:
     """One call's FLOPs counted by each framework: ``torch``, PyTorch's ``FlopCounterMode`` over
     the eager rung (matmuls, convolutions and attention: 2 per multiply-add; attention's kernels
     counted as :func:`attention_flops` counts them, since on the CPU the counter knows none and
@@ -220,11 +225,11 @@ def flops(spec, workload: str, batch: int, *, prompt_len: int = 8, new_tokens: i
     attention ran as separate matmuls, which the counter counts among the rest); ``jax``, XLA's
     ``cost_analysis`` of the compiled program (every operation it counts, elementwise ones
     included; the JAX rung's callable carries ``cost``, returning it). The rungs as :func:`build`
-    takes them."""
+    takes them (``flax_init`` too)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     built = build(spec, workload, batch, torch_tools=("eager",), jax_tools=("jit",), prompt_len=prompt_len,
-                  new_tokens=new_tokens, torch_rung=torch_rung, jax_rung=jax_rung)
+                  new_tokens=new_tokens, torch_rung=torch_rung, jax_rung=jax_rung, flax_init=flax_init)
     for rung in built.values():
         if isinstance(rung, BaseException):
             raise rung
@@ -279,12 +284,14 @@ def _child(spec, workload: str, batch: int, precision: str, name: str, threads: 
 
 
 def peak_memory(spec, workload: str, batch: int, precision: str, name: str, *, threads: int = 0,
-                prompt_len: int = 8, new_tokens: int = 8, torch_rung: Callable, jax_rung: Callable) -> dict:
+                prompt_len: int = 8, new_tokens: int = 8, torch_rung: Callable, jax_rung: Callable,
+                flax_init: bool = True) -> dict:
     """The rung ``name`` built and called twice in a fresh process (spawned; the run's compilation
     cache inherited): its peak resident memory, the resident memory after its imports, and on a GPU
     the framework's own peak allocation (``torch.cuda.max_memory_allocated``; JAX's
     ``peak_bytes_in_use``). An ``error`` instead when the rung fails there. The rungs as
-    :func:`build` takes them; they travel by value (cloudpickle), so a notebook's functions do."""
+    :func:`build` takes them (``flax_init`` too); they travel by value (cloudpickle), so a notebook's
+    functions do."""
     import concurrent.futures
     import multiprocessing
 
@@ -292,7 +299,7 @@ def peak_memory(spec, workload: str, batch: int, precision: str, name: str, *, t
 
     from sidebyside.lab import timing
 
-    extra = {"prompt_len": prompt_len, "new_tokens": new_tokens}
+    extra = {"prompt_len": prompt_len, "new_tokens": new_tokens, "flax_init": flax_init}
     rungs = cloudpickle.dumps({"torch_rung": torch_rung, "jax_rung": jax_rung})
     try:
         with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
