@@ -86,6 +86,7 @@ cnn_hidden = 128
 flax_cnn_loop = "device"   # JAX loop for the CNN's training runs: "device" (jit per step) or "scan" (section 4 times both)
 speed_steps = 5            # training steps per timed call in section 4 (scaled to an epoch)
 cnn_speed_steps = 1        # CNN steps per timed call in section 4
+cnn_torch_tools = None     # the CNN ladder's PyTorch rungs, e.g. ["eager"]; None: every rung, as the MLP's
 speed_repeats = 3
 speed_precisions = ["tf32", "bfloat16"]  # rows beside float32 (TF32 off), each on each side's best tools
 precision_models = ["mlp"]  # models that get the precision rows; the gpu profile adds "cnn"
@@ -856,8 +857,9 @@ steps_per_epoch = speed_config.steps_per_epoch(60_000)
 speed = {}
 
 
-def build_rung(name, kind, precision, batches):
-    """One rung built from the paired cells above, or why it cannot run here, or the error building it raised."""
+def build_rung(name, kind, precision, batches, left_out=None):
+    """One rung built from the paired cells above, or why it cannot run here or is not raced (`left_out`, the
+    reason), or the error building it raised."""
     framework = name.split("/")[0]
     if framework == "torch":
         capability = torch.cuda.get_device_capability(torch_device) if torch_device.type == "cuda" else None
@@ -871,6 +873,8 @@ def build_rung(name, kind, precision, batches):
         return timing.NotApplicable(reason)
     if name in CUDA_ONLY and torch_device.type != "cuda":
         return timing.NotApplicable.cuda_graphs(torch_device.type)
+    if left_out is not None:
+        return timing.NotApplicable(left_out)
     try:
         if framework == "torch":
             torch.manual_seed(0)
@@ -894,15 +898,18 @@ def graph_breaks(kind, precision, batches, mode):
         return int(torch._dynamo.explain(lambda i: train_step(X[i], y[i]))(index).graph_break_count)
 
 
-def time_ladder(kind, precision="float32", host_fed=False):
-    """Time one model's ladder in one precision, keep its record in `speed`, show it per epoch."""
+def time_ladder(kind, precision="float32", host_fed=False, torch_tools=None):
+    """Time one model's ladder in one precision, keep its record in `speed`, show it per epoch; `torch_tools`:
+    the PyTorch rungs raced, by tool name (None: all of them; the others keep a row that says so)."""
     steps = speed_steps_of[kind]
     batches = training.index_batches(len(arrays.X_train), speed_config, 0)[:steps]
     names = [*report.ladder_tools("torch", precision), *report.ladder_tools("jax", precision),
              *(report.HOST_FED if host_fed else ())]
+    left_out = {n: f"not raced in this run (its PyTorch tools for this ladder: {', '.join(torch_tools)})"
+                for n in report.ladder_tools("torch", precision) if torch_tools is not None and n[6:] not in torch_tools}
 
     def builder():
-        return {name: build_rung(name, kind, precision, batches) for name in names}
+        return {name: build_rung(name, kind, precision, batches, left_out.get(name)) for name in names}
 
     entries, _ = timing.ladder(builder, needs=report.NEEDS, repeats=speed_repeats)
     for name, mode in (("torch/compile", "default"), ("torch/compile+cuda-graphs", "reduce-overhead")):
@@ -939,10 +946,12 @@ plt.show()
 # ### The CNN under the same ladder
 #
 # Convolutions change what each tool buys, so the CNN gets the same ladder,
-# `cnn_speed_steps` steps per call.
+# `cnn_speed_steps` steps per call (`cnn_torch_tools` can narrow its PyTorch
+# side; the smoke profile races eager alone there, every rung having run in
+# the MLP's ladder above).
 
 # %% tags=["appendix"]
-time_ladder("cnn")
+time_ladder("cnn", torch_tools=cnn_torch_tools)
 
 # %% tags=["remove_input", "appendix"]
 Markdown(report.scan_claim(speed, device=prov["device"], cnn_loop=flax_cnn_loop))
