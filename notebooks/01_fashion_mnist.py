@@ -30,8 +30,8 @@
 #         at its first seed, a tenth of that run''s 60 s original-setting cell (6 s);
 #         the speed cells (99 s there) pooled over 3 processes (x1.7, issue 58''s re-estimate
 #         for pooling), less the CNN''s precision rows (half of the 54 s precision cell),
-#         cut for the budget (params/gpu.yaml). hardware_only: the original setting
-#         over seeds and the accuracy over seeds are the cpu run''s.'
+#         cut for the budget (params/fashion-mnist-pytorch-vs-flax.yaml). hardware_only:
+#         the original setting over seeds and the accuracy over seeds are the cpu run''s.'
 #       rank: 3
 #     metrics:
 #     - original_setting

@@ -28,7 +28,7 @@
 #       measured: 'ESTIMATE from parts of the H100 run at commit f245967: parity measured
 #         there at 120 s in four dtypes, here float32 alone, a quarter; the bilinear
 #         benchmark configuration estimated there at 57 s, here pooled over 3 processes
-#         (x1.7, issue 58''s re-estimate for pooling). Cut for the budget (params/gpu.yaml),
+#         (x1.7, issue 58''s re-estimate for pooling). Cut for the budget (params/grid-sample-parity.yaml),
 #         each figure the cpu run''s: parity in float16, bfloat16 and float64, the nearest
 #         and bicubic benchmark configurations (57 s and 142 s there, before pooling)
 #         and the large non-power-of-two (affine) case (37 s measured there; affine_modes:
