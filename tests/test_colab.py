@@ -23,9 +23,10 @@ from conftest import ROOT
 
 from sidebyside import publish
 from sidebyside.lab import data
+from sidebyside.publish.preprocess import INSTALL_TAG
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))
-INSTALL_TAG, PROFILE_TAG = "colab-install", "colab-profile"
+PROFILE_TAG = "colab-profile"
 HIDDEN = {"remove_cell", "remove_input", "appendix", "appendix-input"}
 LOADS_DATA = re.compile(r"^[^#\n]*\bdata\.load\(", re.M)  # a call, not a mention in a comment
 LIBRARY_SPEC = 'f"sidebyside @ git+https://github.com/{REPOSITORY}"'  # the first cell's pip argument for the library

@@ -81,6 +81,15 @@ def test_table_rows_counts_body_rows_of_html_and_markdown_tables():
     assert preprocess.table_rows(nbformat.v4.new_output("stream", text="| not | a table")) == 0
 
 
+def test_the_install_cell_shows_what_it_prints_and_not_its_value():
+    printed = nbformat.v4.new_output("stream", name="stdout", text="This post ran with torch 2.0.\n")
+    value = nbformat.v4.new_output("execute_result", data={"text/plain": "{'torch': '2.0'}"}, execution_count=1)
+    nb, _ = preprocess.preprocess(_notebook(_code("colab.setup()", [printed, value], tags=[preprocess.INSTALL_TAG]),
+                                            _code("versions()", [value])), "p", ROOT)
+    assert [o["output_type"] for o in nb.cells[0].outputs] == ["stream"]
+    assert [o["output_type"] for o in nb.cells[1].outputs] == ["execute_result"]
+
+
 def test_appendix_cells_go_to_closed_sections_at_the_end_in_order():
     nb = _notebook(
         _md("Intro."),

@@ -129,12 +129,16 @@ def _slugify(text: str) -> str:
 
 _EXT = {"image/png": "png", "image/svg+xml": "svg", "image/jpeg": "jpg"}
 _SHOWN = ("text/plain", "text/html", "text/markdown", "text/latex", *_EXT)
+#: The tag of a post's first code cell, "run this post yourself" (tests/test_colab.py): the post shows
+#: what it prints, not the value it ends on (``colab.setup``'s versions, which its printed line names).
+INSTALL_TAG = "colab-install"
 
 
 def preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
     """Our preprocessing, in place on a copy: hide tagged cells, drop the
-    parameter cells, clean streams, scrub paths, extract figures with stable
-    names. Returns the notebook and ``{filename: bytes}``."""
+    parameter cells and the value of the :data:`INSTALL_TAG` cell, clean streams,
+    scrub paths, extract figures with stable names. Returns the notebook and
+    ``{filename: bytes}``."""
     import copy
 
     from nbconvert.preprocessors import TagRemovePreprocessor
@@ -159,6 +163,8 @@ def preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
         outputs = []
         for output in cell.get("outputs", []):
             kind = output.get("output_type")
+            if kind == "execute_result" and INSTALL_TAG in cell.metadata.get("tags", []):
+                continue
             if kind == "stream":
                 # Chunks of one stream are one text: a tqdm frame may start in one chunk
                 # and be redrawn ("\r") in the next. Join raw, clean once at the end.

@@ -68,7 +68,8 @@ def front_matter(info: NotebookInfo, record: dict[str, Any], site_config: dict[s
         "hardware": prov.get("device"),
         "versions": versions,
         "matmul_precision": prov.get("matmul_precision"),
-        "parameters": record.get("parameters", {}),
+        # sorted, as the stored record holds them: a render of that record writes what its run wrote
+        "parameters": dict(sorted(record.get("parameters", {}).items())),
         "executed_at": record["executed_at"],
         "git_sha": prov.get("git_sha"),
         "source_hash": record["source_hash"],
