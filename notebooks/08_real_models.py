@@ -458,9 +458,9 @@ def torch_aoti(model, x):
     """torch.export, then AOTInductor: the model compiled ahead of time into a package, loaded."""
     with torch.no_grad():
         exported = torch.export.export(model, (x,))
-    path = torch._inductor.aoti_compile_and_package(
-        exported, package_path=os.path.join(tempfile.mkdtemp(prefix="aoti-"), "model.pt2"))
-    runner = torch._inductor.aoti_load_package(path)
+    with tempfile.TemporaryDirectory(prefix="aoti-") as folder:  # the loaded runner keeps its own copy
+        path = torch._inductor.aoti_compile_and_package(exported, package_path=os.path.join(folder, "model.pt2"))
+        runner = torch._inductor.aoti_load_package(path)
     return lambda: runner(x)
 
 
