@@ -22,6 +22,7 @@ import yaml
 from conftest import ROOT, front_matter, make_site
 
 from sidebyside import publish
+from sidebyside.lab import conditions
 from sidebyside.publish.preprocess import scrub_rules
 from sidebyside.publish.rendering import check_date, site_config
 
@@ -406,16 +407,24 @@ def test_failing_notebook_keeps_published_files(tmp_path, fixture_site):
 
 @pytest.mark.slow  # executes the fixture notebook through papermill
 def test_cli_failure_exit_code(tmp_path):
+    """Also: a run given no compilation cache gets one of its own, removed when it ends, even a failed one."""
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
-    (notebooks / FIXTURE_NB.name).write_text(FIXTURE_NB.read_text().replace("total = 0\n", "total = 1 / 0\n"))
+    (notebooks / FIXTURE_NB.name).write_text(FIXTURE_NB.read_text().replace(
+        "total = 0\n", f"import os\nprint('cache:', os.environ[{conditions.CACHE_ENV!r}])\ntotal = 1 / 0\n"))
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != conditions.CACHE_ENV} | {"TMPDIR": str(temp)}
     proc = subprocess.run([sys.executable, "-m", "sidebyside.publish", "execute", "--profile", "smoke", "--no-progress",
                            "--notebooks", str(notebooks), "--params", str(FIXTURES / "params"),
                            "--site", str(tmp_path / "site"), "--build", str(tmp_path / "build")],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode != 0
     assert "ZeroDivisionError" in proc.stderr and f"FAILED {SLUG}" in proc.stderr
     assert not (tmp_path / "site" / "_posts").exists() or not any((tmp_path / "site" / "_posts").iterdir())
+    executed = (tmp_path / "build" / "executed" / f"{SLUG}.ipynb").read_text()
+    cache = re.search(r"cache: (\S+?)\\n", executed).group(1)
+    assert Path(cache).parent == temp and not Path(cache).exists() and not any(temp.iterdir())
 
 
 @pytest.mark.slow  # executes the fixture notebook through papermill

@@ -7,9 +7,11 @@ import datetime as dt
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
+from sidebyside.lab import conditions
 from sidebyside.publish import escape
 from sidebyside.publish.cache import cache_key
 from sidebyside.publish.common import ANSI_RE, ROOT, PublishError, say
@@ -38,7 +40,8 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
             aa: bool = False) -> tuple[Path, dict[str, Any]]:
     """Run one notebook with papermill into ``build/executed/<slug>.ipynb``,
     its kernel working in a scratch directory of its own, ``build/scratch/<slug>/``
-    (emptied first), never in the repository or the site (a run in parts reaches the repository's
+    (emptied first), with a compilation cache of its own removed after it unless the environment names one,
+    never in the repository or the site (a run in parts reaches the repository's
     checkpoint folder through a link, :func:`_link_checkpoint_folder`).
 
     Returns the executed path and the results record the notebook saved. Raises
@@ -68,6 +71,12 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
         "MPLBACKEND": "module://matplotlib_inline.backend_inline",
         "PYDEVD_DISABLE_FILE_VALIDATION": "1",
     }
+    # The run's compilation cache (sidebyside.lab.conditions), made and removed here unless the caller gave one
+    # (a test run's, a device call's): the kernel cannot remove it itself, since its manager may stop it with a
+    # signal, which runs no exit handler.
+    own_cache = None if os.environ.get(conditions.CACHE_ENV) else tempfile.mkdtemp(prefix="sidebyside-compile-")
+    if own_cache:
+        env[conditions.CACHE_ENV] = own_cache
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -86,6 +95,8 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+        if own_cache:
+            shutil.rmtree(own_cache, ignore_errors=True)
     if not results_path.is_file():
         raise PublishError(
             f"FAILED {info.slug} ({info.path}): the run saved no results. End the notebook with "
