@@ -738,7 +738,10 @@ def test_two_concurrent_runs_second_exits_naming_the_first(tmp_path):
     site, build = make_site(tmp_path / "site"), tmp_path / "build"
     slow = tmp_path / "slow"
     slow.mkdir()
-    (slow / FIXTURE_NB.name).write_text(FIXTURE_NB.read_text().replace("total = 0\n", "import time\ntime.sleep(12)\ntotal = 0\n"))
+    release = tmp_path / "release"  # the first run holds the lock until the second has exited
+    hold = (f"import pathlib, time\ndeadline = time.time() + 120\nwhile not pathlib.Path({str(release)!r}).exists() "
+            f"and time.time() < deadline:\n    time.sleep(0.05)\n")
+    (slow / FIXTURE_NB.name).write_text(FIXTURE_NB.read_text().replace("total = 0\n", hold + "total = 0\n"))
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 
     def command(notebooks):
@@ -752,11 +755,12 @@ def test_two_concurrent_runs_second_exits_naming_the_first(tmp_path):
     while time.time() < deadline and f"pid {first.pid}" not in (lock.read_text() if lock.exists() else ""):
         time.sleep(0.2)
     second = subprocess.run(command(FIXTURES / "notebooks"), capture_output=True, text=True, env=env, timeout=120)
+    release.touch()
     out, err = first.communicate(timeout=300)
     assert second.returncode == 2, second.stdout + second.stderr
     assert f"pid {first.pid}" in second.stderr and "in use by another run" in second.stderr
     assert first.returncode == 0, out + err
-    assert "time.sleep(12)" in next((site / "_posts").glob(f"*-{SLUG}.md")).read_text()  # the first run's post
+    assert "deadline = time.time() + 120" in next((site / "_posts").glob(f"*-{SLUG}.md")).read_text()  # the first run's post
     assert _leftovers(site) == []
     assert lock.read_text() == ""  # released
 
