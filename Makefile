@@ -74,7 +74,7 @@ apt:
 venv: $(VENV)/.installed
 
 # uv installs the pinned stack (18 s, against pip's 56 s, into a new venv on this project's 2-core machines, the
-# same packages to the version), taking pip's local wheel folders (PIP_FIND_LINKS) as pip would. The stack is
+# same packages to the version), taking pip's local wheel folders (PIP_FIND_LINKS, pip's find-links setting) as pip would. The stack is
 # byte-compiled once here, on every core. Where PYTHONDONTWRITEBYTECODE is set (this
 # project's machines) nothing else writes .pyc files: without these every process would compile torch again as it
 # imports it (the tests took 1,324 s so, against 960 s with them, on the same host within the hour). The packages'
@@ -84,7 +84,8 @@ UV_VERSION := 0.13.9
 $(VENV)/.installed: requirements.txt pyproject.toml
 	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q uv==$(UV_VERSION)
-	$(VENV)/bin/uv pip install -q --python $(VENV)/bin/python $(foreach l,$(PIP_FIND_LINKS),--find-links $(l)) -r requirements.txt
+	links="$(PIP_FIND_LINKS) $$($(VENV)/bin/python -m pip config get global.find-links 2>/dev/null)"; \
+	$(VENV)/bin/uv pip install -q --python $(VENV)/bin/python $$(for l in $$links; do echo --find-links $$l; done) -r requirements.txt
 	$(VENV)/bin/python -c "import compileall, re, sysconfig; compileall.compile_dir(sysconfig.get_paths()['purelib'], \
 	rx=re.compile('/tests?/'), quiet=2, workers=0)"
 	$(VENV)/bin/uv pip install -q --python $(VENV)/bin/python --no-deps -e .
