@@ -74,8 +74,8 @@ apt:
 venv: $(VENV)/.installed
 
 # uv installs the pinned stack (18 s, against pip's 56 s, into a new venv on this project's 2-core machines, the
-# same packages to the version), taking pip's local wheel folders (PIP_FIND_LINKS, pip's find-links setting) as pip would. The stack is
-# byte-compiled once here, on every core. Where PYTHONDONTWRITEBYTECODE is set (this
+# same packages to the version), taking pip's local wheel folders (PIP_FIND_LINKS and pip's find-links setting) as
+# pip would. The stack is byte-compiled once here, on every core. Where PYTHONDONTWRITEBYTECODE is set (this
 # project's machines) nothing else writes .pyc files: without these every process would compile torch again as it
 # imports it (the tests took 1,324 s so, against 960 s with them, on the same host within the hour). The packages'
 # own test suites are left out (a fifth of the files; nothing imports them). A file that does not compile (a
