@@ -198,7 +198,8 @@ def test_anomalies_are_flagged_with_what_the_run_measured():
     verdicts = [speed("Which evaluates f faster on the CPU?", ratio=0.054, interval=(0.051, 0.064), factor=18.4),
                 speed("Which computes a 2048×2048 matmul in float32 faster on the CPU?"), speed()]
     suspects, notes = anomalies.find(record(verdicts, metrics=metrics))
-    assert "above 10×" in suspects[0] and "BLAS openblas (16 threads)" in suspects[0]
+    assert "above 10×" in suspects[0] and "(the notebook's process ran with PyTorch 16 threads; BLAS openblas (16 threads)" \
+        in suspects[0]
     assert "below 20% of the device's peak (PyTorch 16.6%)" in suspects[1] and "JAX" not in suspects[1]
     assert 2 not in suspects
     assert len(notes) == 1 and "PyTorch's compile rung is slower than its eager rung" in notes[0]

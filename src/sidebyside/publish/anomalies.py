@@ -32,7 +32,9 @@ _UNEXPLAINED = "no measurement in this run explains it"
 
 
 def threads_text(provenance: dict[str, Any]) -> str:
-    """The CPU threads and BLAS a run used, as its provenance recorded them ("" when it did not)."""
+    """The CPU threads and BLAS of a run's notebook process, as its provenance recorded them ("" when it did
+    not). A post that times in a process of its own (grid_sample's benchmark) sets that process's threads
+    apart, and says so on its page."""
     threads = provenance.get("threads") or {}
     if not threads:
         return ""
@@ -133,7 +135,7 @@ def find(record: dict[str, Any]) -> tuple[dict[int, str], list[str]]:
     for i, v in enumerate(verdicts):
         question = str(v.get("question") or "")
         on_cpu = bool(re.search(r"\bon (the|a) CPU\b", question)) or provenance.get("device_kind") != "gpu"
-        where = f" (measured with {threads})" if on_cpu and threads else ""
+        where = f" (the notebook's process ran with {threads})" if on_cpu and threads else ""
         factor = v.get("factor") if v.get("factor") is not None else v.get("ratio")
         if v.get("winner") and v.get("interval") and factor and float(factor) > MAX_RATIO and not v.get("cause"):
             suspects.setdefault(i, []).append(f"a ratio above {MAX_RATIO:g}× ({float(factor):.3g}×) that the post "
