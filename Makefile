@@ -54,9 +54,12 @@ setup:
 	@$(MAKE) --no-print-directory -j3 -Otarget apt venv assets
 	@$(MAKE) --no-print-directory $(if $(filter 1,$(GPU)),gpu) bundle native
 
-## native: build grid_sample's CPU kernel (g++) into its cache, as its first use would
-native: venv
+## native: build grid_sample's CPU kernel (g++) into its cache, as its first use would (once per venv install)
+native: $(VENV)/.native
+
+$(VENV)/.native: $(VENV)/.installed
 	$(VENV)/bin/python -m sidebyside.grid_sample.native
+	@touch $@
 
 ## apt: install the Debian packages that are missing (as root; otherwise print the command)
 apt:
