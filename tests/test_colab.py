@@ -88,6 +88,7 @@ def test_the_first_cell_is_shown_names_the_configured_repository_and_the_post():
 # --------------------------------------------------------------------------- data.load on Colab
 
 
+@pytest.mark.slow  # reads all of FashionMNIST from the mirror (3 s)
 def test_load_downloads_on_colab_only(monkeypatch, tmp_path, fashion_mirror):
     base, md5 = fashion_mirror
     _patch_torchvision(monkeypatch, base, md5)

@@ -685,6 +685,7 @@ def test_pallas_kernels_lower_to_triton_for_cuda(dims, layout, channels, padding
         assert text.count("__gpu$xla.gpu.triton") == 2, mode  # one forward and one backward kernel
 
 
+@pytest.mark.slow  # lowers the benchmark's whole chain for CUDA (4 s)
 def test_a_program_of_many_calls_lowers_each_kernel_once():
     """The benchmark's chain (32 calls on a GPU) and a model's layers call the kernels many times
     with the same shapes: each kernel is lowered to Triton once, and called where it is used (on a
@@ -1009,6 +1010,7 @@ def test_bench_goals_follow_the_device_the_shape_and_the_numbers():
     assert goals.goals_summary(goals.goals_table({}, "gpu")) == "goals met: none set"
 
 
+@pytest.mark.slow  # compiles the chain with the C++ kernel in it (3 s)
 @pytest.mark.parametrize("rounds", [1, 2])
 def test_bench_chain_calls_the_kernel_once_per_copy_and_copies_nothing(rounds):
     """The kernel time's JAX program: one call per copy (per round), in order, and no data
@@ -1056,6 +1058,7 @@ def test_bench_chain_is_long_against_dispatch_on_a_gpu():
     assert chain.chain_shape(67 * mb, 50 * mb, copies=5, gpu=True) == (5, 7)
 
 
+@pytest.mark.slow  # compiles both chains with gradients, in rounds (3 s)
 def test_bench_kernel_chain_in_rounds_runs_on_both_sides_with_gradients(monkeypatch):
     """Rounds over the copies (as on a GPU), forward+backward: from the second round on, each side's
     input is its output of the round before (for PyTorch a tensor with a history, not a leaf); both

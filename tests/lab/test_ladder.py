@@ -46,6 +46,7 @@ def test_torch_compile_of_the_whole_step_matches_eager(arrays, eager):
     np.testing.assert_allclose(weights, eager[1], atol=1e-5)  # the optimiser step ran inside, same updates
 
 
+@pytest.mark.slow  # trains the MLP eagerly and in each CUDA-graph loop (3 s with its fixture)
 @pytest.mark.parametrize("loop", training.CUDA_GRAPH_LOOPS)
 def test_cuda_graph_step_uncaptured_matches_eager(arrays, eager, loop):
     # The code path of the CUDA-graph rungs (static index buffer, tensor learning rate, capturable/fused
@@ -83,6 +84,7 @@ def test_cuda_graph_capture_matches_eager_on_a_gpu(arrays, loop):
         assert b == pytest.approx(a, rel=1e-4)
 
 
+@pytest.mark.slow  # trains the MLP eagerly and k steps a call (2 s with its fixture)
 def test_k_steps_in_one_graph_uncaptured_match_eager(arrays, eager):
     # The code path of the K-step CUDA graph (the batch gather, the per-step learning rate from a
     # static buffer and the loss sum inside; one call for all K steps) without the capture.

@@ -75,6 +75,7 @@ def _in_a_fresh_process(program: str, packed: bytes) -> str:
     return done.stdout.decode()
 
 
+@pytest.mark.slow  # unpickles jitted functions in a fresh interpreter (2 s)
 @pytest.mark.parametrize("on", [ON])
 def test_jitted_contestants_arrive_with_their_options_and_results(on):
     import numpy as np

@@ -92,6 +92,7 @@ def _run(tree, out, **env):
                           text=True, timeout=240)
 
 
+@pytest.mark.slow  # runs tools/device-run.sh and merges its archive (1.5 s)
 def test_a_dry_run_runs_the_planned_call_and_packs_one_archive_that_merges(tree, tmp_path, monkeypatch):
     budgets = schedule.read_budgets(tree / "notebooks", tree / "params")
     order = [i.slug for i in discover(tree / "notebooks")]

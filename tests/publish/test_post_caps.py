@@ -139,6 +139,7 @@ def test_without_ruby_the_markdown_is_counted_and_said_so(tmp_path, monkeypatch,
     assert "its page (" in said
 
 
+@pytest.mark.slow  # runs kramdown on the three largest published posts (2 s)
 @needs_kramdown
 def test_the_published_posts_stand_far_under_every_cap():
     posts = sorted((ROOT / "_posts").glob("*.md"), key=lambda p: p.stat().st_size)

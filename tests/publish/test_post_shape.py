@@ -282,6 +282,7 @@ def _png(size: tuple[int, int], noise: bool) -> bytes:
     return buffer.getvalue()
 
 
+@pytest.mark.slow  # compresses a 1400x1000 noise figure (2 s)
 def test_optimise_png_keeps_a_figure_under_the_limit_and_never_makes_it_larger():
     from PIL import Image
 

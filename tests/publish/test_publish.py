@@ -595,6 +595,7 @@ def test_kill_at_every_swap_point_then_next_run_rolls_back_or_completes(tmp_path
         assert _snapshot(site) == new, label
 
 
+@pytest.mark.slow  # publishes two sites at every swap point (4 s)
 def test_ctrl_c_at_every_swap_point_leaves_old_or_new(tmp_path, monkeypatch):
     new = _published_new(tmp_path)
     for point, label in enumerate(SWAP_POINTS):

@@ -104,6 +104,7 @@ def test_a_cpu_run_and_a_gpu_run_both_survive_whichever_comes_first(tmp_path, fi
     _check_both(site, cpu, gpu)
 
 
+@pytest.mark.slow  # publishes a site three times (2 s)
 def test_a_newer_run_replaces_only_its_own_part(tmp_path):
     site, info = make_site(tmp_path / "site"), fixture_info(tmp_path)
     cpu, gpu = cpu_record(), gpu_record()
@@ -138,6 +139,7 @@ def test_publishing_a_gpu_run_as_a_post_is_refused(tmp_path):
     assert not (site / "_data" / "results").exists() or not list((site / "_data" / "results").iterdir())
 
 
+@pytest.mark.slow  # publishes a site twice and renders the withdrawn run (1.5 s)
 def test_a_run_of_a_withdrawn_method_is_dropped_when_the_other_run_is_published(tmp_path):
     site, info = make_site(tmp_path / "site"), fixture_info(tmp_path)
     old_gpu = gpu_record("2026-11-23T04:00:00+00:00")  # before the pooled method (the changelog withdraws it)

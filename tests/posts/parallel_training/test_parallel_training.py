@@ -527,6 +527,7 @@ def test_torch_calls_become_collectives():
 # ----------------------------------------------------------------------------- memory and the cost model
 
 
+@pytest.mark.slow  # builds and copies the post's ViT on both sides (3 s)
 def test_flax_from_torch_is_the_copied_model():
     """Built abstractly, with no random initialisation run: the same parameters as FlaxViT then the copy;
     a parameter PyTorch gives no value for is an error, not an abstract leaf left in the model."""

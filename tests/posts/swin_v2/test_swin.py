@@ -189,6 +189,7 @@ def test_fashion_inputs_pad_and_repeat():
     assert (out[:, :, :2] == 0).all()
 
 
+@pytest.mark.slow  # runs the notebook's model, training and ladder cells (2 s with the JAX cache warm, 6 s cold)
 def test_ladder_keeps_every_row_and_marks_gpu_only_tools():
     result = swin.speed_ladder(TINY, batch_size=2, phase="eval", torch_tools=("eager", "cuda_graph"), jax_tools=(),
                                steps=1, repeats=2, **rungs())
@@ -371,6 +372,7 @@ def test_the_gpu_policy_keeps_norms_and_the_residual_stream_in_float32():
     assert nnx.eval_shape(lambda m, x: m.patch_embed.proj(x), model, x).dtype == jnp.bfloat16
 
 
+@pytest.mark.slow  # runs the notebook's model, training and ladder cells (2 s with the JAX cache warm, 6 s cold)
 def test_compiled_rungs_are_static_shapes(monkeypatch):
     """torch.compile's automatic dynamic shapes would give the second batch size a symbolic batch
     dimension: each compiled rung asks for static shapes."""
