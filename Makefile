@@ -197,7 +197,7 @@ test test-fast: export PYTHONDONTWRITEBYTECODE =
 test: $(SETUP_DEPS) lint
 	$(PYTHON) -m pytest tests -n $(or $(JOBS),2) --dist loadfile --no-loadscope-reorder
 
-## test-fast: the tests that execute no notebook, start no browser, compile no whole training step and take no seconds alone, on every core (58 s to 73 s on 2 cores, set up, as the host varies; the first run after a clone compiles JAX cold, about 20 s more)
+## test-fast: the tests that execute no notebook, start no browser, compile no whole training step and take no seconds alone, on every core (48 s to 73 s on 2 cores, set up, as the host varies; the first run after a clone compiles JAX cold, about 20 s more)
 test-fast: $(SETUP_DEPS)
 	$(PYTHON) -m pytest tests -m "not slow" -n $(or $(JOBS),2) --dist loadfile --no-loadscope-reorder
 
