@@ -18,7 +18,8 @@ __all__ = ["ENTRY_KEYS", "Timing", "read"]
 
 #: The keys of a timing entry (seconds), written by :meth:`Timing.entry`, read by :func:`read`.
 ENTRY_KEYS = ("median_s", "q1_s", "q3_s", "iqr_s", "min_s", "first_s", "compile_s", "repeats", "number",
-              "synchronized", "processes_s", "first_per_process_s", "floor", "busy")
+              "synchronized", "processes_s", "first_per_process_s", "floor", "busy",
+              "between")
 
 
 @dataclasses.dataclass
@@ -30,7 +31,8 @@ class Timing:
     (compilation included, cold); ``processes_s`` the median of each process, in
     process order (one observation each); ``first_per_process_s`` each process's
     first call; ``floor`` the machine kind's noise floor; ``busy`` what the
-    quiet-machine check found during the measurement.
+    quiet-machine check found during the measurement; ``between`` the machine kind's
+    spreads between runs, by verdict id (:func:`sidebyside.lab.floors.between_runs`).
     """
 
     name: str
@@ -42,6 +44,7 @@ class Timing:
     first_per_process_s: list[float] = dataclasses.field(default_factory=list)
     floor: float | None = None
     busy: list[str] = dataclasses.field(default_factory=list)
+    between: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     @property
     def median_s(self) -> float:
@@ -95,6 +98,7 @@ def read(entry: Any) -> dict[str, Any]:
         out["q3_s"] = out["median_s"] if out["q3_s"] is None else out["q3_s"]
         out["processes_s"] = [float(x) for x in out["processes_s"] or []]
         out["busy"] = list(out["busy"] or [])
+        out["between"] = dict(out["between"] or {})
         return out
     raise TypeError(f"a timing is a Timing or an entry with 'median_s' (seconds), not {type(entry).__name__} "
                     f"{entry!r}: time it with sidebyside.lab.timing.compare or ladder, which keep the spread and "

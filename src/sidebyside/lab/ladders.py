@@ -214,7 +214,7 @@ def ladder(entries: Mapping[str, Any], *, question: str, caveat: str = "",
     head = verdict.speed(entries[names[a]], entries[names[b]], question=question,
                  subject_name=a, other_name=b, subject_tool=chosen[a], other_tool=chosen[b],
                  contestants={side: _contestant_of(names[side], entries[names[side]]) for side in (a, b)},
-                 scale=scale, kind=kind)
+                 scale=scale, kind=kind, race=race)
     parts = [f"Best against best: {head.sentence}"]
     for side, rival in ((a, b), (b, a)):
         working = [(_median(e), split(n)[1]) for n, e in entries.items()

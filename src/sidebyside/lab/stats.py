@@ -10,6 +10,13 @@ processes (:func:`ratio_interval`):
 - the 95% confidence interval is the t-interval on the log-ratios,
   ``exp(m ± t(0.975, n - 1) · s / √n)``, with Student's t quantile from
   SciPy. It narrows as processes are added (``1/√n`` and a smaller quantile).
+- a race whose ratio moves between runs on machines of one fingerprint by more
+  than its runs' intervals say (the host's state on the day, which every
+  process of one run shares) has a spread between runs ``τ``, estimated from
+  its logged re-runs (:func:`between_run_sd`: the variance of the runs'
+  log-ratios less their mean squared standard error); its interval is
+  ``exp(m ± t(0.975, n - 1) · √(s²/n + τ²))``, which no count of processes
+  narrows below ``τ``.
 
 One estimator per sentence: the time a sentence prints for each side is the
 geometric mean of that side's per-process medians (:func:`geomean`), so that
@@ -41,7 +48,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["CONFIDENCE", "POWER", "FLOOR_QUANTILE", "geomean", "ratio_interval", "noise_floor", "inside_floor",
+__all__ = ["CONFIDENCE", "POWER", "FLOOR_QUANTILE", "geomean", "ratio_interval", "between_run_sd", "noise_floor", "inside_floor",
            "welch"]
 
 #: The confidence of every interval the site publishes.
@@ -63,8 +70,8 @@ def geomean(seconds: Sequence[float]) -> float:
     return math.exp(sum(math.log(x) for x in seconds) / len(seconds))
 
 
-def ratio_interval(subject: Sequence[float], other: Sequence[float], *,
-                   confidence: float = CONFIDENCE) -> dict[str, Any]:
+def ratio_interval(subject: Sequence[float], other: Sequence[float], *, confidence: float = CONFIDENCE,
+                   between_sd: float = 0.0) -> dict[str, Any]:
     """The time ratio ``subject/other`` over processes, paired by position.
 
     ``subject[i]`` and ``other[i]`` are the median per-call seconds of the two
@@ -82,17 +89,38 @@ def ratio_interval(subject: Sequence[float], other: Sequence[float], *,
         raise ValueError("ratio_interval needs at least one process")
     if min(*subject, *other) <= 0:
         raise ValueError("per-process times must be positive seconds")
+    if not between_sd >= 0:
+        raise ValueError(f"a spread between runs is a standard deviation (>= 0), got {between_sd}")
     logs = [math.log(a / b) for a, b in zip(subject, other)]
     n = len(logs)
     mean = sum(logs) / n
     out = {"ratio": math.exp(mean), "subject_s": geomean(subject), "other_s": geomean(other), "processes": n, "ratios": [math.exp(x) for x in logs], "interval": None,
            "method": f"geometric mean of per-process time ratios; {confidence:.0%} t-interval on their logarithms "
-                     f"over {n} process{'es' if n != 1 else ''}"}
+                     f"over {n} process{'es' if n != 1 else ''}"
+                     + (f", its variance widened by the spread between runs ({between_sd:.3g} in the log-ratio)"
+                        if between_sd else "")}
     if n >= 2:
         sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
-        half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+        half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * math.sqrt(sd * sd / n + between_sd * between_sd)
         out["interval"] = (math.exp(mean - half), math.exp(mean + half))
     return out
+
+
+def between_run_sd(runs: Sequence[tuple[float, float]]) -> float:
+    """The spread between runs of one race that the runs' own intervals do not explain.
+
+    ``runs``: per run of the race on machines of one fingerprint, ``(ratio, within_se)``: its time
+    ratio and the standard error of its mean log-ratio over its own processes. The method-of-moments
+    estimate of a random effect per run: the sample variance of the runs' log-ratios less the mean of
+    their squared standard errors, floored at 0; returned as a standard deviation of the log-ratio.
+    Raises ValueError with fewer than 2 runs, a ratio that is not positive or a negative error."""
+    if len(runs) < 2:
+        raise ValueError(f"a spread between runs needs at least 2 runs, got {len(runs)}")
+    if min(r for r, _ in runs) <= 0 or min(se for _, se in runs) < 0:
+        raise ValueError(f"runs are (positive ratio, standard error >= 0), got {list(runs)}")
+    between = statistics.variance([math.log(r) for r, _ in runs])
+    within = statistics.fmean([se * se for _, se in runs])
+    return math.sqrt(max(between - within, 0.0))
 
 
 def noise_floor(ratios: Sequence[float], quantile: float = FLOOR_QUANTILE) -> float:

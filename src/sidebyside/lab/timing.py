@@ -28,7 +28,8 @@ Rules it enforces, so that every published figure is comparable:
   (:mod:`sidebyside.lab.quiet`): what it found busy is kept in each entry
   (``busy``), with the machine kind's noise floor measured at the same count
   of processes (``floor``, :func:`sidebyside.lab.floors.floor`; None without
-  one), so that a verdict reads both from its inputs.
+  one) and its races' spreads between runs (``between``,
+  :func:`sidebyside.lab.floors.between_runs`), so that a verdict reads all three from its inputs.
 - Every contestant is noted where it is defined (:func:`sidebyside.run.code.note_timed`), so a
   results record shows that the code a post pairs is the code it timed.
 - Nothing is printed: functions return data for the notebook to show.
@@ -282,6 +283,7 @@ def _pooled(source: Mapping[str, Callable[[], Any]] | Callable[[], Mapping[str, 
             runs.append(there)
             errors.update({n: f"{e} (in process {index + 1} of {count})" for n, e in failed.items() if n not in errors})
     floor = floors.floor(processes=count)  # measured at this count of processes, or none
+    between = floors.between_runs()
     timings = {}
     for name in fns:
         parts = [run[name] for run in runs if name in run]
@@ -290,7 +292,7 @@ def _pooled(source: Mapping[str, Callable[[], Any]] | Callable[[], Mapping[str, 
             continue
         timings[name] = Timing(name, [t for p in parts for t in p.times_s], parts[0].number, parts[0].first_s,
                                parts[0].synchronized, [p.processes_s[0] for p in parts],
-                               [p.first_s for p in parts], floor, list(busy))
+                               [p.first_s for p in parts], floor, list(busy), between)
     return built, timings, errors
 
 

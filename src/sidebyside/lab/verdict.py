@@ -19,7 +19,11 @@ Two kinds of claim, each a pure function of the numbers it is given
   prints are each side's geometric mean of its per-process medians
   (:func:`typical_s`), whose ratio is the verdict's ratio, so a sentence's
   figures agree with each other. What the quiet-machine check found during
-  the measurement (carried by the entries) is said in the caveat.
+  the measurement (carried by the entries) is said in the caveat. A race
+  whose ratio moved between runs on machines of this fingerprint more than
+  its runs' intervals said (the entries carry the machine kind's spreads
+  between runs, by verdict id: :func:`sidebyside.lab.floors.between_runs`)
+  has that spread added to its interval, and the sentence says so.
 - :func:`seeds`: a quantity measured over several seeds on each side (test
   accuracy, say). Welch's t-test: the difference of the means against its
   95% interval, with the smallest difference the seeds could have detected.
@@ -90,7 +94,8 @@ class Verdict:
     "framework" (what each framework ships) or "custom" (a hand-written
     implementation's own verdict); ``cause``: what the run measured that
     explains a surprising result (the site then does not flag it suspect);
-    ``race``: the race's name, as its post gives it; ``to_dict()`` writes the verdict's stable ``id``
+    ``race``: the race's name, as its post gives it; ``between``: the spread between runs its
+    interval was widened by (``{"sd", "runs"}``), or None; ``to_dict()`` writes the verdict's stable ``id``
     from it and the scale (:func:`~sidebyside.lab.framing.verdict_id`).
     """
 
@@ -118,6 +123,7 @@ class Verdict:
     detectable: float | None = None
     cause: str = ""
     race: str = ""
+    between: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -169,7 +175,9 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
     with fewer than 2. The two times the sentence prints are each side's :func:`typical_s` over
     the same processes (their ratio is ``ratio``; kept as each side's ``geomean_s``). What the
     quiet-machine check found during the measurement (the entries' ``busy``) is added to the
-    caveat, with its figures. ``ratio`` and ``interval`` are the subject's time over the other's;
+    caveat, with its figures. The race's spread between runs on this machine kind (the entries'
+    ``between``, by this verdict's id) widens the interval (:func:`sidebyside.lab.stats.ratio_interval`).
+    ``ratio`` and ``interval`` are the subject's time over the other's;
     ``factor`` (>= 1) the winner's speed-up. ``contestants``, ``scale``, ``against``, ``kind`` and
     ``race`` (the race's name, for its id) go to :func:`~sidebyside.lab.framing.frame`.
     """
@@ -178,6 +186,7 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
         raise ValueError("timings must be positive")
     n = min(len(a["processes_s"]), len(b["processes_s"]))
     floor = a["floor"] if a["floor"] is not None else b["floor"]
+    between = (a["between"] or b["between"]).get(verdict_id(race or question, scale))
     busy = list(dict.fromkeys(a["busy"] + b["busy"]))
     if busy:
         more = f"; and {plural(len(busy) - 2, 'other finding')}" if len(busy) > 2 else ""
@@ -197,10 +206,12 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
                     "(a verdict pools at least 2 independent processes).")
         test = "none: fewer than 2 independent processes"
     else:
-        found = stats.ratio_interval(a["processes_s"][:n], b["processes_s"][:n])
+        found = stats.ratio_interval(a["processes_s"][:n], b["processes_s"][:n],
+                                     between_sd=between["sd"] if between else 0.0)
         ratio, interval, am, bm = found["ratio"], found["interval"], found["subject_s"], found["other_s"]
         lo, hi = interval
-        over = f"{n} processes"
+        over = f"{n} processes" + (f" and this race's spread between {between['runs']} runs on machines of this "
+                                   "fingerprint" if between else "")
         times = f"{fmt_seconds(am)} against {fmt_seconds(bm)}"
         over_text = f"{_name(subject_name)}'s time over {_name(other_name)}'s {fmt_number(ratio)}"
         holds_one = lo <= 1.0 <= hi
@@ -237,7 +248,7 @@ def speed(subject: Any, other: Any, *, question: str, subject_name: str = "torch
              for name, tool, t, e in ((subject_name, subject_tool, am, a), (other_name, other_tool, bm, b))}
     v = Verdict(question=question, label=label, sentence=sentence, test=test, subject=subject_name, other=other_name,
                 winner=winner, ratio=ratio, interval=interval, sides=sides, caveat=caveat, factor=factor,
-                processes=n, floor=floor, busy=busy)
+                processes=n, floor=floor, busy=busy, between=dict(between) if between and interval else None)
     return frame(v, contestants=contestants, scale=scale, against=against, kind=kind, race=race)
 
 

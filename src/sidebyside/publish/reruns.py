@@ -10,7 +10,9 @@ version.
 
 :func:`spread` sums the log up for the pages, per verdict of the published run: how many runs (the
 published one included), the lowest and highest ends of their intervals, and in how many the
-published answer held. The verdict box gives it with how each verdict was decided, and marks a
+published answer held; :func:`save_between` writes from it each race's spread between runs beyond
+what the runs' own intervals say, which the next run on that fingerprint adds to the race's interval
+(:mod:`sidebyside.lab.floors`). The verdict box gives it with how each verdict was decided, and marks a
 verdict whose answer changed between runs on machines alike "unsettled between runs" beside its
 answer (:func:`sidebyside.publish.frontpage.verdict_view`).
 
@@ -28,10 +30,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sidebyside.lab.words import FRAMEWORKS, fmt_number
+from sidebyside.lab import floors, stats
+from sidebyside.lab.words import FRAMEWORKS, fmt_number, plural
 from sidebyside.publish.common import PublishError
+from sidebyside.run import provenance
 
-__all__ = ["speed_verdicts", "differences", "path", "read", "log", "spread", "unsettled", "sentence"]
+__all__ = ["speed_verdicts", "differences", "path", "read", "log", "save_between", "spread", "unsettled", "sentence"]
 
 
 def _verdicts(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -41,9 +45,10 @@ def _verdicts(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def speed_verdicts(record: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The speed verdicts of a results record, each as ``{"id", "question", "winner", "label", "ratio",
-    "interval", "subject", "other", "tools"}`` (``id``: the verdict's stable id, None in a record
-    written before verdicts had one; ``ratio`` and ``interval``: the subject's time over the
-    other's; ``interval`` None where the verdict pooled fewer than 2 processes)."""
+    "interval", "processes", "between_sd", "subject", "other", "tools"}`` (``id``: the verdict's stable
+    id, None in a record written before verdicts had one; ``ratio`` and ``interval``: the subject's
+    time over the other's; ``interval`` None where the verdict pooled fewer than 2 processes;
+    ``between_sd``: the spread between runs its interval was widened by, 0 for none)."""
     out = []
     for v in _verdicts(record):
         sides, interval = v.get("sides") or {}, v.get("interval")
@@ -56,6 +61,7 @@ def speed_verdicts(record: Mapping[str, Any]) -> list[dict[str, Any]]:
         out.append({"id": v.get("id"), "question": v.get("question", ""), "winner": v.get("winner"), "label": v.get("label"),
                     "ratio": float(ratio), "subject": subject, "other": other,
                     "interval": (float(interval[0]), float(interval[1])) if interval and len(interval) == 2 else None,
+                    "processes": v.get("processes"), "between_sd": float((v.get("between") or {}).get("sd") or 0.0),
                     "tools": {k: (sides.get(k) or {}).get("tool", "") for k in (subject, other)}})
     return out
 
@@ -127,7 +133,7 @@ def _entry(record: Mapping[str, Any]) -> dict[str, Any]:
     return {"executed_at": str(record.get("executed_at") or ""),
             "commit": str((record.get("provenance") or {}).get("git_sha") or ""),
             "verdicts": {v["id"]: {"ratio": v["ratio"], "interval": list(v["interval"]) if v["interval"] else None,
-                                   "winner": v["winner"]}
+                                   "winner": v["winner"], "processes": v["processes"], "between_sd": v["between_sd"]}
                          for v in speed_verdicts(record) if v["id"]}}
 
 
@@ -151,7 +157,45 @@ def log(site: Path, slug: str, published: Mapping[str, Any], reader: Mapping[str
     tmp = where.with_name(f".{where.name}.tmp")
     tmp.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, where)
-    return f"logged as re-run {len(found['runs'])} of the published run in {where}"
+    measured = save_between(site, published, found)
+    return (f"logged as re-run {len(found['runs'])} of the published run in {where}"
+            + (f"; the spread between runs of {plural(len(measured), 'race')} written to "
+               f"{floors.between_file(Path(site))}" if measured else ""))
+
+
+def _within_se(entry: Mapping[str, Any], processes: Any) -> float | None:
+    """The standard error of one run's mean log-ratio over its own processes, read back from its 95%
+    interval (t on processes - 1 degrees of freedom) less the spread between runs it was widened by;
+    None without an interval or a count of processes."""
+    from scipy import stats as scipy_stats
+
+    n = entry.get("processes") or processes
+    if not _measured(entry) or entry.get("interval") is None or not isinstance(n, int) or n < 2:
+        return None
+    lo, hi = entry["interval"]
+    total = (math.log(hi) - math.log(lo)) / (2 * float(scipy_stats.t.ppf(0.975, n - 1)))
+    return math.sqrt(max(total * total - float(entry.get("between_sd") or 0.0) ** 2, 0.0))
+
+
+def save_between(site: Path, published: Mapping[str, Any], found: Mapping[str, Any]) -> list[str]:
+    """Write the spread between runs (:func:`sidebyside.lab.stats.between_run_sd`) of every speed
+    verdict of ``published`` that its log ``found`` holds a re-run of, each run with its interval,
+    into ``<site>/params/between-runs.json`` under the published run's machine kind
+    (:func:`sidebyside.lab.floors.save_between`), the part of this version replaced; the next run of
+    any post on that kind widens that race's interval by it. Returns the verdict ids written."""
+    kind = provenance.machine_kind((published.get("provenance") or {}).get("fingerprint"))
+    written = []
+    for v in speed_verdicts(published):
+        runs = [v, *(r["verdicts"][v["id"]] for r in found["runs"]
+                     if v["id"] and isinstance(r.get("verdicts"), dict) and v["id"] in r["verdicts"])]
+        pairs = [(e["ratio"], _within_se(e, v["processes"])) for e in runs]
+        if kind == "unknown" or len(pairs) < 2 or any(se is None for _, se in pairs):
+            continue
+        part = {"slug": found["slug"], "source_hash": found["source_hash"], "runs": len(pairs),
+                "sd": round(stats.between_run_sd(pairs), 4), "measured_at": str(found["runs"][-1].get("executed_at", ""))}
+        floors.save_between(kind, v["id"], part, floors.between_file(Path(site)))
+        written.append(v["id"])
+    return written
 
 
 def _measured(entry: Any) -> bool:
@@ -161,7 +205,7 @@ def _measured(entry: Any) -> bool:
 
     interval = entry.get("interval") if isinstance(entry, dict) else None
     return (isinstance(entry, dict) and number(entry.get("ratio")) and
-            (interval is None or (isinstance(interval, list) and len(interval) == 2 and all(map(number, interval)))))
+            (interval is None or (isinstance(interval, (list, tuple)) and len(interval) == 2 and all(map(number, interval)))))
 
 
 def spread(site: Path, slug: str, run: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
