@@ -74,3 +74,55 @@ def test_a_pooled_timing_carries_the_floor_of_its_own_process_count(monkeypatch)
     t = timing.compare({"A": lambda: sum(range(100)), "B": lambda: sum(range(200))}, repeats=2, min_repeat_s=0.001,
                        processes=1)
     assert asked == [1] and t["A"].floor is None
+
+
+def test_the_spread_between_runs_is_what_the_runs_intervals_do_not_explain():
+    import statistics
+
+    same = [(0.25, 0.01), (0.25, 0.01), (0.25, 0.01)]
+    assert stats.between_run_sd(same) == 0.0
+    wobbly = [(0.248, 0.006), (0.26, 0.05), (0.301, 0.04), (0.303, 0.05)]  # grid's per-call headline
+    expected = statistics.variance([math.log(r) for r, _ in wobbly]) - statistics.fmean([s * s for _, s in wobbly])
+    assert stats.between_run_sd(wobbly) == pytest.approx(math.sqrt(expected)) and stats.between_run_sd(wobbly) > 0.08
+    # ratios that move no more than their errors say: no spread
+    assert stats.between_run_sd([(1.0, 0.05), (1.03, 0.05), (0.98, 0.05)]) == 0.0
+    for bad in ([(1.0, 0.01)], [(0.0, 0.01), (1.0, 0.01)], [(1.0, -0.1), (1.0, 0.01)]):
+        with pytest.raises(ValueError):
+            stats.between_run_sd(bad)
+    with pytest.raises(ValueError, match="standard deviation"):
+        stats.ratio_interval([1.0, 1.1], [1.0, 1.0], between_sd=-0.1)
+    # no count of processes narrows the interval below the spread between runs
+    many = stats.ratio_interval([1.0] * 200, [2.0] * 200, between_sd=0.05)
+    assert math.log(many["interval"][1] / many["ratio"]) > 1.9 * 0.05
+
+
+def test_spreads_between_runs_are_pooled_over_versions_and_read_by_machine_kind(tmp_path):
+    path = tmp_path / "between-runs.json"
+    assert floors.between_runs("kind", path) == {}
+    part = {"slug": "s", "source_hash": "k1", "runs": 4, "sd": 0.09, "measured_at": "t"}
+    floors.save_between("kind", "race@1", part, path)
+    floors.save_between("kind", "quiet@1", {**part, "sd": 0.0}, path)
+    floors.save_between("other kind", "race@1", {**part, "sd": 0.5}, path)
+    assert floors.between_runs("kind", path) == {"race@1": {"sd": 0.09, "runs": 4}}  # a zero spread is left out
+    # the same version measured again replaces its part; another version pools with it, by runs - 1
+    floors.save_between("kind", "race@1", {**part, "sd": 0.06}, path)
+    record = floors.save_between("kind", "race@1", {**part, "source_hash": "k2", "runs": 3, "sd": 0.03}, path)
+    assert [p["source_hash"] for p in record["parts"]] == ["k1", "k2"]
+    assert record["sd"] == pytest.approx(math.sqrt((3 * 0.06 ** 2 + 2 * 0.03 ** 2) / 5), abs=1e-4)
+    assert floors.between_runs("kind", path)["race@1"]["runs"] == 7
+    assert floors.between_runs("other kind", path) == {"race@1": {"sd": 0.5, "runs": 4}}
+    assert "less the mean of their squared within-run" in json.loads(path.read_text())["kind"]["race@1"]["method"]
+
+
+def test_the_committed_spreads_between_runs_are_keyed_by_machine_kind_and_verdict_id():
+    committed = json.loads((ROOT / "params" / "between-runs.json").read_text(encoding="utf-8"))
+    for kind, races in committed.items():
+        assert "family" in kind and "model" in kind  # a fingerprint in words, as the floors are keyed
+        for vid, record in races.items():
+            assert "@" in vid and record["sd"] >= 0 and all(p["runs"] >= 2 for p in record["parts"])
+
+
+def test_a_pooled_timing_carries_its_machine_kinds_spreads_between_runs(monkeypatch):
+    monkeypatch.setattr(floors, "between_runs", lambda kind=None, path=None: {"race@1": {"sd": 0.1, "runs": 4}})
+    t = timing.compare({"A": lambda: sum(range(100))}, repeats=2, min_repeat_s=0.001, processes=1)
+    assert t["A"].between == {"race@1": {"sd": 0.1, "runs": 4}} and t["A"].entry()["between"] == t["A"].between

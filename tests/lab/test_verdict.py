@@ -209,3 +209,34 @@ def test_scales_text_merges_each_field_in_order_and_can_leave_the_device_out():
         "28.3M parameters, input 256×256×3, batch 32 and 64, float32 and bfloat16, on H"
     assert framing.scales_text([b, a], device=False) == "28.3M parameters, input 256×256×3, batch 64 and 32, bfloat16 and float32"
     assert framing.scales_text([{}, framing.scale_of()]) == ""
+
+
+def test_a_races_spread_between_runs_widens_its_interval_and_only_its_own():
+    """The machine kind's spreads between runs travel in the entries, by verdict id; the race they
+    name gets the wider interval t(0.975, n - 1) * sqrt(s^2/n + tau^2), and says so; another race
+    measured beside it keeps its interval over processes alone."""
+    from scipy import stats as scipy_stats
+
+    subject, other = _t(1.00e-3, 0.02e-3), _t(2.00e-3, 0.02e-3, order=2)
+    plain = verdict.speed(subject, other, question="q", race="per-call/best")
+    between = {framing.verdict_id("per-call/best", None): {"sd": 0.1, "runs": 4}}
+    wide = verdict.speed({**subject, "between": between}, {**other, "between": between}, question="q",
+                         race="per-call/best")
+    other_race = verdict.speed({**subject, "between": between}, {**other, "between": between}, question="q",
+                               race="chained")
+    assert other_race.interval == plain.interval and other_race.between is None
+    assert wide.ratio == plain.ratio and wide.between == {"sd": 0.1, "runs": 4}
+    import math
+    logs = [math.log(a / b) for a, b in zip(subject["processes_s"], other["processes_s"])]
+    mean = sum(logs) / 5
+    s2 = sum((x - mean) ** 2 for x in logs) / 4
+    half = scipy_stats.t.ppf(0.975, 4) * math.sqrt(s2 / 5 + 0.1 ** 2)
+    assert wide.interval == pytest.approx((math.exp(mean - half), math.exp(mean + half)))
+    assert wide.interval[0] < plain.interval[0] and wide.interval[1] > plain.interval[1]
+    assert "over 5 processes and this race's spread between 4 runs on machines of this fingerprint" in wide.sentence
+    assert "widened by the spread between runs (0.1 in the log-ratio)" in wide.test
+    assert wide.to_dict()["between"] == {"sd": 0.1, "runs": 4} and plain.to_dict()["between"] is None
+    # a spread larger than the difference makes the race undecided
+    undecided = {framing.verdict_id("per-call/best", None): {"sd": 0.5, "runs": 4}}
+    assert verdict.speed({**subject, "between": undecided}, other, question="q",
+                         race="per-call/best").label == verdict.WITHIN

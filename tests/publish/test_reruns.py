@@ -95,3 +95,31 @@ def test_a_logged_figure_that_is_no_number_is_left_out_of_the_spread(tmp_path):
     found["runs"].append({"verdicts": {held: {"ratio": 2.0, "interval": [1.0, "x"], "winner": None}}})
     where.write_text(json.dumps(found))
     assert reruns.spread(tmp_path, SLUG, PUBLISHED)[held]["runs"] == 2  # the published run and the good re-run
+
+
+def test_a_logged_re_run_writes_each_races_spread_between_runs_for_the_next_run_on_that_kind(tmp_path):
+    from sidebyside.lab import floors
+    from sidebyside.run import provenance
+
+    site = tmp_path
+    said = reruns.log(site, SLUG, PUBLISHED, _record(EPYC, READER))
+    assert said.endswith(f"the spread between runs of 3 races written to {site / 'params' / 'between-runs.json'}")
+    kind = provenance.machine_kind({"cpu": CPUS[EPYC], "gpu": None})
+    spreads = json.loads((site / "params" / "between-runs.json").read_text())[kind]
+    ids = _ids(PUBLISHED)
+    assert set(spreads) == {ids["held"], ids["turned"], ids["shrank"]}  # "gone" was not measured again
+    # 3x then 2x with intervals of a few percent: a large spread; 3x then 2.9x: a small one
+    assert spreads[ids["shrank"]]["sd"] > 0.2 > 0.05 > spreads[ids["held"]]["sd"]
+    assert spreads[ids["shrank"]]["parts"] == [{"slug": SLUG, "source_hash": "k", "runs": 2,
+                                                "sd": spreads[ids["shrank"]]["sd"],
+                                                "measured_at": "2026-11-24T00:00:00+00:00"}]
+    assert floors.between_runs(kind, site / "params" / "between-runs.json")[ids["shrank"]] == {
+        "sd": spreads[ids["shrank"]]["sd"], "runs": 2}
+    # a run widened by a spread is read back at its width over processes alone
+    widened = _record(EPYC, [_speed("held", 3.0, 1.0)])
+    entry = reruns.speed_verdicts(widened)[0]
+    plain_se = reruns._within_se(entry, 3)
+    lo, hi = entry["interval"]
+    wide = {**entry, "between_sd": 0.1, "interval": [lo * 0.8, hi * 1.25]}
+    assert reruns._within_se(wide, 3) < reruns._within_se({**wide, "between_sd": 0.0}, 3)
+    assert plain_se > 0 and reruns._within_se({**entry, "interval": None}, 3) is None
