@@ -80,13 +80,29 @@ def test_the_table_shows_both_figures_and_both_machines_and_the_summary_counts()
     text = rep.table(rows)
     assert "published: JAX (jit) 3× faster" in text and f"on {EPYC}" in text
     assert "yours:     JAX (jit) 2.9× faster" in text
-    assert "does NOT reproduce: a different winner" in text
+    assert "does NOT reproduce: a different winner (opposite winners)" in text
     assert "does NOT reproduce: the same winner, but the two 95% intervals do not overlap" in text
     assert "not measured in your run" in text and "within noise" in text
     line = rep.summary(SLUG, rows)
     assert line == (f"{SLUG}: 1 of 4 speed verdicts reproduce on the same hardware ({EPYC}, the same fingerprint); "
                     "2 do not: FAILED")
     assert rep.machines(rows) == "machines: the same fingerprint as the published run"
+
+
+def test_an_answer_only_one_run_decided_still_fails_and_says_which_run_and_whether_the_intervals_overlap():
+    """JAX 1.13x faster (an interval off 1) against a published "within noise" whose interval holds it: still
+    a different winner, and a failure on the same fingerprint, but the table says it is not an opposite answer."""
+    published = _record(EPYC, [_speed("near", 1.0, 1.0, spread=0.1)])
+    decided = _record(EPYC, [_speed("near", 1.13, 1.0)])
+    rows = rep.compare(published, decided)
+    assert rows[0].outcome == rep.OTHER_WINNER and rows[0].fails and rows[0].combined is not None
+    assert ("does NOT reproduce: a different winner (decided in one run only: the published run finds no winner; "
+            "the two 95% intervals overlap)") in rep.table(rows)
+    back = rep.compare(decided, _record(EPYC, [_speed("near", 0.5, 1.0)]))  # PyTorch 2x: no overlap, no tie either
+    assert "(opposite winners)" in rep.table(back)
+    undecided_here = rep.compare(decided, published)
+    assert "decided in one run only: your run finds no winner; the two 95% intervals overlap" in rep.table(
+        undecided_here)
 
 
 def test_other_hardware_is_reported_not_failed():

@@ -151,6 +151,16 @@ def _figure(v: Mapping[str, Any]) -> str:
     return f"{who} {fmt_ratio(factor)} faster ({fmt_number(low)}–{fmt_ratio(high)}, 95% interval)"
 
 
+def _how_different(row: Row) -> str:
+    """Which kind of different winner: opposite winners, or an answer only one run decided (the other's
+    interval holds 1), and whether the two intervals overlap."""
+    if row.published["winner"] and row.reader["winner"]:
+        return " (opposite winners)"
+    undecided = "the published run" if not row.published["winner"] else "your run"
+    overlap = "the two 95% intervals overlap" if row.combined else "the two 95% intervals do not overlap"
+    return f" (decided in one run only: {undecided} finds no winner; {overlap})"
+
+
 def table(rows: Iterable[Row]) -> str:
     """The rows as text: per verdict its question, the published figure and hardware, the
     reader's, and the outcome."""
@@ -166,7 +176,7 @@ def table(rows: Iterable[Row]) -> str:
                     "version)" if row.published.get("id") else
                     "not compared: the published record predates verdict ids (it is matched once republished)")
         elif row.outcome == OTHER_WINNER:
-            said = "does NOT reproduce: a different winner"
+            said = "does NOT reproduce: a different winner" + _how_different(row)
         else:
             said = "does NOT reproduce: the same winner, but the two 95% intervals do not overlap"
         if row.outcome != REPRODUCES and not row.same_hardware:
