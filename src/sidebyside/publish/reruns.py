@@ -186,9 +186,7 @@ def save_between(site: Path, published: Mapping[str, Any], found: Mapping[str, A
     kind = provenance.machine_kind((published.get("provenance") or {}).get("fingerprint"))
     written = []
     for v in speed_verdicts(published):
-        runs = [v, *(r["verdicts"][v["id"]] for r in found["runs"]
-                     if v["id"] and isinstance(r.get("verdicts"), dict) and v["id"] in r["verdicts"])]
-        pairs = [(e["ratio"], _within_se(e, v["processes"])) for e in runs]
+        pairs = [(e["ratio"], _within_se(e, v["processes"])) for e in (v, *_again(found, v["id"]))]
         if kind == "unknown" or len(pairs) < 2 or any(se is None for _, se in pairs):
             continue
         part = {"slug": found["slug"], "source_hash": found["source_hash"], "runs": len(pairs),
@@ -196,6 +194,13 @@ def save_between(site: Path, published: Mapping[str, Any], found: Mapping[str, A
         floors.save_between(kind, v["id"], part, floors.between_file(Path(site)))
         written.append(v["id"])
     return written
+
+
+def _again(found: Mapping[str, Any], vid: str | None) -> list[Any]:
+    """What each re-run in the log ``found`` logged for the verdict ``vid``, in order (nothing for a
+    verdict without an id)."""
+    return [r["verdicts"][vid] for r in found["runs"]
+            if vid and isinstance(r.get("verdicts"), dict) and vid in r["verdicts"]]
 
 
 def _measured(entry: Any) -> bool:
@@ -219,8 +224,7 @@ def spread(site: Path, slug: str, run: Mapping[str, Any]) -> dict[str, dict[str,
         return {}
     out = {}
     for v in speed_verdicts(run):
-        again = [r["verdicts"][v["id"]] for r in found["runs"]
-                 if v["id"] and isinstance(r.get("verdicts"), dict) and _measured(r["verdicts"].get(v["id"]))]
+        again = [e for e in _again(found, v["id"]) if _measured(e)]
         if not again:
             continue
         every = [{"ratio": v["ratio"], "interval": v["interval"], "winner": v["winner"]}, *again]
