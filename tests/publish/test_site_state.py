@@ -175,3 +175,27 @@ def test_published_fixture_is_whole(hostile_site, capsys):
     assert _list(hostile_site, capsys)[0] == 0
 
 
+
+
+def test_a_file_the_publisher_replaces_is_old_or_new_never_half(tmp_path, monkeypatch):
+    """``write_atomic`` leaves the old file whole when the rename fails, and no temporary file once it succeeds."""
+    import os
+
+    from sidebyside.publish.common import write_atomic
+
+    target = tmp_path / "board.json"
+    target.write_text("old\n")
+
+    def refuse(src, dst):
+        raise OSError("disk full")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "replace", refuse)
+        with pytest.raises(OSError, match="disk full"):
+            write_atomic(target, "néw\n")
+    assert target.read_text() == "old\n"
+    write_atomic(target, "néw\n")
+    assert target.read_bytes() == "néw\n".encode()
+    write_atomic(target, b"\x00bytes")
+    assert target.read_bytes() == b"\x00bytes"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["board.json"]

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import re
 from collections.abc import Collection
 from pathlib import Path
@@ -39,7 +38,7 @@ from typing import Any
 import yaml
 
 from sidebyside.publish import anomalies, records, reruns
-from sidebyside.publish.common import ROOT, PublishError
+from sidebyside.publish.common import ROOT, PublishError, write_atomic
 
 __all__ = ["KINDS", "MAX_VERDICTS", "HOME_VERDICTS", "CHANGELOG", "fmt_factor", "kind_of", "answer",
            "load_changelog", "superseding", "verdict_view", "run_view", "post_view", "board", "write_board"]
@@ -304,7 +303,5 @@ def write_board(site: Path, freshness: dict[str, str], gpu_owed: Collection[str]
     """Write :func:`board` to ``site/_data/board.json`` (atomically) and return its path."""
     path = Path(site) / "_data" / "board.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(".board.json.tmp")
-    tmp.write_text(json.dumps(board(site, freshness, gpu_owed, root), indent=2, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(board(site, freshness, gpu_owed, root), indent=2, ensure_ascii=False) + "\n")
     return path

@@ -57,7 +57,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from sidebyside.publish.common import ROOT, PublishError, say
+from sidebyside.publish.common import ROOT, PublishError, say, write_atomic
 
 __all__ = ["MANIFEST", "STACK_KEYS", "Archive", "Merged", "read_archive", "merge", "main_merge", "write_manifest", "stack",
            "execute", "main_execute"]
@@ -146,8 +146,6 @@ def execute(slug: str, *, profile: str = "gpu", site: Path = ROOT, build: Path =
     (:data:`sidebyside.run.checkpoints.ESTIMATES_ENV`). The commit must be told (a checkout, or
     ``SIDEBYSIDE_GIT_SHA``); whether both frameworks computed on one GPU is judged from the run's own
     record. Imports nothing of the rendering side. Raises :class:`PublishError`."""
-    import os
-
     from sidebyside.publish import schedule
     from sidebyside.publish.discovery import discover, read_notebook_info, select
     from sidebyside.publish.guard import Guard
@@ -392,9 +390,7 @@ def merge(paths: Iterable[Path], *, site: Path = ROOT, notebooks: Path = ROOT / 
         for name, payload in latest.items():
             target = site / "checkpoints" / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{name}.tmp")
-            tmp.write_bytes(payload)
-            os.replace(tmp, target)
+            write_atomic(target, payload)
     wanted = list(dict.fromkeys([*expect, *(s for a in archives for s in a.manifest["planned"])]))
     missing = {}
     for slug in wanted:

@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from sidebyside.lab import floors, stats
 from sidebyside.lab.words import FRAMEWORKS, fmt_number, plural
-from sidebyside.publish.common import PublishError
+from sidebyside.publish.common import PublishError, write_atomic
 from sidebyside.run import provenance
 
 __all__ = ["speed_verdicts", "differences", "path", "read", "log", "save_between", "spread", "unsettled", "sentence"]
@@ -154,9 +153,7 @@ def log(site: Path, slug: str, published: Mapping[str, Any], reader: Mapping[str
     found["runs"].append(_entry(reader))
     where = path(site, slug)
     where.parent.mkdir(parents=True, exist_ok=True)
-    tmp = where.with_name(f".{where.name}.tmp")
-    tmp.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, where)
+    write_atomic(where, json.dumps(found, indent=1, sort_keys=True) + "\n")
     measured = save_between(site, published, found)
     return (f"logged as re-run {len(found['runs'])} of the published run in {where}"
             + (f"; the spread between runs of {plural(len(measured), 'race')} written to "

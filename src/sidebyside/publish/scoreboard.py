@@ -13,11 +13,11 @@ run: a later commit changes it only at the next ``make``.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from sidebyside.publish.cache import freshness as record_freshness
 from sidebyside.publish.cache import published_record
+from sidebyside.publish.common import write_atomic
 
 __all__ = ["freshness", "write_freshness"]
 
@@ -50,14 +50,10 @@ def write_freshness(site: Path, infos, params_by_profile: dict, root: Path, ever
     except json.JSONDecodeError:
         states = {}
     states.update(freshness(Path(site), infos, params_by_profile, root))
-    tmp = path.with_name(".freshness.json.tmp")
-    tmp.write_text(json.dumps(states, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(states, indent=2, sort_keys=True) + "\n")
     floors = Path(root) / "params" / "noise-floor.json"  # measured by python -m sidebyside.lab.noise --save
     if floors.is_file():  # for "How we measure", which states each machine kind's floor
-        tmp = path.with_name(".noise_floor.json.tmp")
-        tmp.write_text(floors.read_text(encoding="utf-8"), encoding="utf-8")
-        os.replace(tmp, path.with_name("noise_floor.json"))
+        write_atomic(path.with_name("noise_floor.json"), floors.read_bytes())
     from sidebyside.publish import frontpage, schedule
 
     gpu_owed = schedule.gpu_sections(infos if every is None else every) if "gpu" in params_by_profile else set()

@@ -42,7 +42,7 @@ from typing import Any
 
 from sidebyside.publish import caps
 from sidebyside.publish.cache import is_post_of, post_path
-from sidebyside.publish.common import PublishError, say
+from sidebyside.publish.common import PublishError, say, write_atomic
 from sidebyside.publish.discovery import NotebookInfo
 from sidebyside.publish.records import begins_with_front_matter, check_record, record_text, require_loadable
 
@@ -62,13 +62,7 @@ def _checkpoint(label: str) -> None:
 
 
 def _write_json(path: Path, value: Any) -> None:
-    """Write ``path`` atomically (a reader sees the old or the new text)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as f:
-        f.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
 def _remove(path: Path) -> None:
