@@ -85,24 +85,35 @@ def test_the_table_shows_both_figures_and_both_machines_and_the_summary_counts()
     assert "not measured in your run" in text and "within noise" in text
     line = rep.summary(SLUG, rows)
     assert line == (f"{SLUG}: 1 of 4 speed verdicts reproduce on the same hardware ({EPYC}, the same fingerprint); "
-                    "2 do not: FAILED")
+                    "2 contradict it: FAILED")
     assert rep.machines(rows) == "machines: the same fingerprint as the published run"
 
 
-def test_an_answer_only_one_run_decided_still_fails_and_says_which_run_and_whether_the_intervals_overlap():
-    """JAX 1.13x faster (an interval off 1) against a published "within noise" whose interval holds it: still
-    a different winner, and a failure on the same fingerprint, but the table says it is not an opposite answer."""
+def test_an_answer_only_one_run_decided_is_consistent_not_failed_and_says_which_run():
+    """JAX 1.13x faster (an interval off 1) against a published "within noise" whose interval holds it: not the
+    same answer, but no contradiction either, so it is counted apart and does not fail; decided in one run only
+    with the intervals apart, or opposite winners, still fail."""
     published = _record(EPYC, [_speed("near", 1.0, 1.0, spread=0.1)])
     decided = _record(EPYC, [_speed("near", 1.13, 1.0)])
     rows = rep.compare(published, decided)
-    assert rows[0].outcome == rep.OTHER_WINNER and rows[0].fails and rows[0].combined is not None
-    assert ("does NOT reproduce: a different winner (decided in one run only: the published run finds no winner; "
-            "the two 95% intervals overlap)") in rep.table(rows)
-    back = rep.compare(decided, _record(EPYC, [_speed("near", 0.5, 1.0)]))  # PyTorch 2x: no overlap, no tie either
-    assert "(opposite winners)" in rep.table(back)
+    assert rows[0].outcome == rep.CONSISTENT and rows[0].consistent and not rows[0].fails
+    assert rows[0].combined is not None and not rows[0].reproduces
+    assert ("consistent, not the same answer: decided in one run only (the published run finds no winner) and the "
+            "two 95% intervals overlap, so neither run contradicts the other") in rep.table(rows)
+    assert rep.summary(SLUG, rows) == (
+        f"{SLUG}: 0 of 1 speed verdicts reproduce on the same hardware ({EPYC}, the same fingerprint); 1 decided in "
+        "one run only, with overlapping intervals (consistent, not failed)")
     undecided_here = rep.compare(decided, published)
-    assert "decided in one run only: your run finds no winner; the two 95% intervals overlap" in rep.table(
-        undecided_here)
+    assert undecided_here[0].outcome == rep.CONSISTENT
+    assert "(your run finds no winner)" in rep.table(undecided_here)
+    # the published run decided, the reader's holds 1 but lies wholly beyond the published interval: a contradiction
+    apart = rep.compare(_record(EPYC, [_speed("near", 1.5, 1.0)]), _record(EPYC, [_speed("near", 1.0, 1.0, spread=0.03)]))
+    assert apart[0].combined is None and apart[0].outcome == rep.OTHER_WINNER and apart[0].fails
+    assert ("does NOT reproduce: a different winner (decided in one run only: your run finds no winner; the two 95% "
+            "intervals do not overlap)") in rep.table(apart)
+    back = rep.compare(decided, _record(EPYC, [_speed("near", 0.5, 1.0)]))  # PyTorch 2x: no overlap, no tie either
+    assert back[0].fails and "(opposite winners)" in rep.table(back)
+    assert rep.summary(SLUG, back).endswith("1 contradicts it: FAILED")
 
 
 def test_other_hardware_is_reported_not_failed():

@@ -14,14 +14,20 @@ re-runs that the verdict box shows (:mod:`sidebyside.publish.reruns`).
 A speed verdict reproduces when the winner is the same (no winner on both
 sides counts as the same: within noise, practically tied) and the two 95%
 confidence intervals of the time ratio (each over its run's independent
-processes) overlap. Machines are compared by their fingerprints (the records'
+processes, widened by the race's spread between runs) overlap. A verdict that
+only one of the two runs decided (the other's interval holds 1) while the
+intervals overlap is *consistent*: neither run contradicts the other, which is
+all a hard 95% decision on a race near the edge of its interval can promise
+(such a race is decided in some runs and not in others however honest its
+interval), so it is counted apart and never fails. Opposite winners, and an
+answer whose intervals do not overlap the other run's, contradict it. Machines are compared by their fingerprints (the records'
 ``provenance.fingerprint``, :func:`sidebyside.run.provenance.fingerprint`:
 the CPU's vendor, family, model, stepping, model name, vector extensions,
 caches and nominal clock; for a gpu post the GPU's model, memory, clocks and
 driver too), never by name: hosts that share a name differ.
 :func:`differences` says, field by field, where the reader's machine differs
-from the published one. On the same fingerprint a verdict that does not
-reproduce makes the command exit 1; on another fingerprint it is reported, not
+from the published one. On the same fingerprint a verdict that contradicts
+the published one makes the command exit 1; on another fingerprint it is reported, not
 failed. Where a record has none (one written before fingerprints) the
 fingerprint is "unknown" and the machines are compared by name
 (``provenance.device``), as before, and the table says so. A busy machine never stops it: load widens the reader's intervals,
@@ -60,19 +66,21 @@ SCRATCH = ROOT / "build" / "reproduce"
 #: Where the A/A runs go.
 AA_SCRATCH = ROOT / "build" / "aa"
 
-REPRODUCES, OTHER_WINNER, OUTSIDE, MISSING = ("reproduces", "different winner",
-                                              "same winner, intervals do not overlap", "not measured in your run")
+REPRODUCES, CONSISTENT, OTHER_WINNER, OUTSIDE, MISSING = (
+    "reproduces", "decided in one run only, intervals overlap", "different winner",
+    "same winner, intervals do not overlap", "not measured in your run")
 
 
 @dataclasses.dataclass
 class Row:
     """One speed verdict, published against the reader's. ``ratio``/``interval``: the
     subject's time over the other's; ``combined``: where the two 95% intervals overlap (None
-    when they do not, or one has none); ``outcome``: one of "reproduces", "different winner",
-    "same winner, intervals do not overlap", "not measured in your run"; ``differs``: where the
-    reader's machine differs from the published one (:func:`differences`; None where a record
-    has no fingerprint); ``same_hardware``: the same fingerprint (without one: the same device
-    name), so that a miss fails."""
+    when they do not, or one has none); ``outcome``: one of "reproduces", "decided in one run
+    only, intervals overlap" (consistent), "different winner" (opposite winners, or decided in
+    one run only with intervals apart), "same winner, intervals do not overlap", "not measured in
+    your run"; ``differs``: where the reader's machine differs from the published one
+    (:func:`differences`; None where a record has no fingerprint); ``same_hardware``: the same
+    fingerprint (without one: the same device name), so that a contradiction fails."""
 
     question: str
     published: dict[str, Any]
@@ -92,8 +100,13 @@ class Row:
         return self.outcome == REPRODUCES
 
     @property
+    def consistent(self) -> bool:
+        """Decided in one run only, with the two intervals overlapping: not the same answer, no contradiction."""
+        return self.outcome == CONSISTENT
+
+    @property
     def fails(self) -> bool:
-        """A verdict measured on the same hardware kind that does not reproduce."""
+        """A verdict measured on the same hardware kind that the reader's run contradicts."""
         return self.same_hardware and self.outcome in (OTHER_WINNER, OUTSIDE)
 
 
@@ -127,7 +140,8 @@ def compare(published: Mapping[str, Any], reader: Mapping[str, Any]) -> list[Row
         if r is not None:
             combined = _combined(p, r)
             if p["winner"] != r["winner"]:
-                outcome = OTHER_WINNER
+                one_run = p["winner"] is None or r["winner"] is None
+                outcome = CONSISTENT if one_run and combined is not None else OTHER_WINNER
             elif combined is not None:
                 outcome = REPRODUCES
             else:
@@ -171,6 +185,10 @@ def table(rows: Iterable[Row]) -> str:
         lines.append(f"  yours:     {_figure(row.reader) if row.reader else 'not measured'} on {row.reader_device}")
         if row.outcome == REPRODUCES:
             said = "reproduces"
+        elif row.outcome == CONSISTENT:
+            said = ("consistent, not the same answer: decided in one run only ("
+                    f"{'the published run' if not row.published['winner'] else 'your run'} finds no winner) and "
+                    "the two 95% intervals overlap, so neither run contradicts the other")
         elif row.outcome == MISSING:
             said = ("not measured in your run (no verdict of yours has its id: another profile's sizes or another "
                     "version)" if row.published.get("id") else
@@ -179,7 +197,7 @@ def table(rows: Iterable[Row]) -> str:
             said = "does NOT reproduce: a different winner" + _how_different(row)
         else:
             said = "does NOT reproduce: the same winner, but the two 95% intervals do not overlap"
-        if row.outcome != REPRODUCES and not row.same_hardware:
+        if row.outcome not in (REPRODUCES, CONSISTENT) and not row.same_hardware:
             said += " (other hardware: reported, not failed)"
         lines.append(f"  -> {said}")
     return "\n".join(lines)
@@ -199,7 +217,8 @@ def machines(rows: list[Row]) -> str:
 
 
 def summary(slug: str, rows: list[Row]) -> str:
-    """One line: how many speed verdicts reproduce, on which hardware, and whether that fails."""
+    """One line: how many speed verdicts reproduce, how many only one run decided (consistent), on
+    which hardware, and whether a contradiction fails it."""
     if not rows:
         return f"{slug}: no speed verdict to reproduce"
     held = sum(row.reproduces for row in rows)
@@ -214,8 +233,11 @@ def summary(slug: str, rows: list[Row]) -> str:
         where = (f"on other hardware (yours: {rows[0].reader_device}; published: {rows[0].published_device}; "
                  f"{len(rows[0].differs)} field{'s' if len(rows[0].differs) != 1 else ''} of the fingerprint "
                  "differ), reported, not failed")
-    verdict = f"; {failed} do{'es' if failed == 1 else ''} not: FAILED" if failed else ""
-    return f"{slug}: {held} of {len(rows)} speed verdicts reproduce {where}{verdict}"
+    consistent = sum(row.consistent for row in rows)
+    apart = (f"; {consistent} decided in one run only, with overlapping intervals (consistent, not failed)"
+             if consistent else "")
+    verdict = f"; {failed} contradict{'s' if failed == 1 else ''} it: FAILED" if failed else ""
+    return f"{slug}: {held} of {len(rows)} speed verdicts reproduce {where}{apart}{verdict}"
 
 
 def in_notebook(slug: str, record: Mapping[str, Any], repository: str) -> str:
@@ -262,8 +284,8 @@ def reproduce(*, only: str, profile: str | None = None, site: Path = ROOT, scrat
               progress: bool = True) -> int:
     """Run each notebook of ``only`` on this machine into ``scratch/<slug>/`` with the
     published profile (or ``profile``), print :func:`table`, :func:`machines` and
-    :func:`summary` against the record published in ``site``; return 1 when a verdict measured
-    on a machine of the published fingerprint does not reproduce, else 0."""
+    :func:`summary` against the record published in ``site``; return 1 when the run, on a machine
+    of the published fingerprint, contradicts a verdict (opposite winners, or intervals apart), else 0."""
     if not only:
         raise PublishError("reproduce needs the post to check: make reproduce ONLY=<slug> (make list shows the slugs)")
     exit_code = 0
