@@ -85,7 +85,7 @@ def test_the_table_shows_both_figures_and_both_machines_and_the_summary_counts()
     assert "not measured in your run" in text and "within noise" in text
     line = rep.summary(SLUG, rows)
     assert line == (f"{SLUG}: 1 of 4 speed verdicts reproduce on the same hardware ({EPYC}, the same fingerprint); "
-                    "2 contradict it: FAILED")
+                    "2 contradicted by your run: FAILED")
     assert rep.machines(rows) == "machines: the same fingerprint as the published run"
 
 
@@ -113,7 +113,7 @@ def test_an_answer_only_one_run_decided_is_consistent_not_failed_and_says_which_
             "intervals do not overlap)") in rep.table(apart)
     back = rep.compare(decided, _record(EPYC, [_speed("near", 0.5, 1.0)]))  # PyTorch 2x: no overlap, no tie either
     assert back[0].fails and "(opposite winners)" in rep.table(back)
-    assert rep.summary(SLUG, back).endswith("1 contradicts it: FAILED")
+    assert rep.summary(SLUG, back).endswith("1 contradicted by your run: FAILED")
 
 
 def test_other_hardware_is_reported_not_failed():

@@ -19,16 +19,15 @@ only one of the two runs decided (the other's interval holds 1) while the
 intervals overlap is *consistent*: neither run contradicts the other, which is
 all a hard 95% decision on a race near the edge of its interval can promise
 (such a race is decided in some runs and not in others however honest its
-interval), so it is counted apart and never fails. Opposite winners, and an
-answer whose intervals do not overlap the other run's, contradict it. Machines are compared by their fingerprints (the records'
-``provenance.fingerprint``, :func:`sidebyside.run.provenance.fingerprint`:
-the CPU's vendor, family, model, stepping, model name, vector extensions,
+interval), so it is counted apart and never fails. Opposite winners, and
+intervals that do not overlap, contradict the published verdict. Machines are
+compared by their fingerprints (the records' ``provenance.fingerprint``,
+:func:`sidebyside.run.provenance.fingerprint`: the CPU's vendor, family, model, stepping, model name, vector extensions,
 caches and nominal clock; for a gpu post the GPU's model, memory, clocks and
 driver too), never by name: hosts that share a name differ.
 :func:`differences` says, field by field, where the reader's machine differs
-from the published one. On the same fingerprint a verdict that contradicts
-the published one makes the command exit 1; on another fingerprint it is reported, not
-failed. Where a record has none (one written before fingerprints) the
+from the published one. On the same fingerprint a contradiction makes the
+command exit 1; on another fingerprint it is reported, not failed. Where a record has none (one written before fingerprints) the
 fingerprint is "unknown" and the machines are compared by name
 (``provenance.device``), as before, and the table says so. A busy machine never stops it: load widens the reader's intervals,
 and the verdicts say so.
@@ -236,7 +235,7 @@ def summary(slug: str, rows: list[Row]) -> str:
     consistent = sum(row.consistent for row in rows)
     apart = (f"; {consistent} decided in one run only, with overlapping intervals (consistent, not failed)"
              if consistent else "")
-    verdict = f"; {failed} contradict{'s' if failed == 1 else ''} it: FAILED" if failed else ""
+    verdict = f"; {failed} contradicted by your run: FAILED" if failed else ""
     return f"{slug}: {held} of {len(rows)} speed verdicts reproduce {where}{apart}{verdict}"
 
 
