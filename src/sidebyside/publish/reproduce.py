@@ -11,26 +11,27 @@ two machines (:func:`machines`) and a one-line summary (:func:`summary`); a run
 of the published version on a machine of its fingerprint joins the log of
 re-runs that the verdict box shows (:mod:`sidebyside.publish.reruns`).
 
-A speed verdict reproduces when the winner is the same (no winner on both
-sides counts as the same: within noise, practically tied) and the two 95%
-confidence intervals of the time ratio (each over its run's independent
-processes, widened by the race's spread between runs) overlap. A verdict that
-only one of the two runs decided (the other's interval holds 1) while the
-intervals overlap is *consistent*: neither run contradicts the other, which is
-all a hard 95% decision on a race near the edge of its interval can promise
-(such a race is decided in some runs and not in others however honest its
-interval), so it is counted apart and never fails. Opposite winners, and
-intervals that do not overlap, contradict the published verdict. Machines are
-compared by their fingerprints (the records' ``provenance.fingerprint``,
-:func:`sidebyside.run.provenance.fingerprint`: the CPU's vendor, family, model, stepping, model name, vector extensions,
-caches and nominal clock; for a gpu post the GPU's model, memory, clocks and
-driver too), never by name: hosts that share a name differ.
-:func:`differences` says, field by field, where the reader's machine differs
-from the published one. On the same fingerprint a contradiction makes the
-command exit 1; on another fingerprint it is reported, not failed. Where a record has none (one written before fingerprints) the
+A speed verdict reproduces when the winner is the same (no winner on both sides
+counts as the same: within noise, practically tied) and the two 95% confidence
+intervals of the time ratio (each over its run's independent processes, widened
+by the race's spread between runs) overlap. A verdict that only one of the two
+runs decided (the other's interval holds 1) while the intervals overlap is
+*consistent*: neither run contradicts the other, which is all a hard 95%
+decision on a race near the edge of its interval can promise (such a race is
+decided in some runs and not in others however honest its interval), so it is
+counted apart and never fails. Opposite winners, and intervals that do not
+overlap, contradict the published verdict. Machines are compared by their
+fingerprints (the records' ``provenance.fingerprint``,
+:func:`sidebyside.run.provenance.fingerprint`: the CPU's vendor, family, model,
+stepping, model name, vector extensions, caches and nominal clock; for a gpu
+post the GPU's model, memory, clocks and driver too), never by name: hosts that
+share a name differ. :func:`differences` says, field by field, where the
+reader's machine differs from the published one. On the same fingerprint a
+contradiction makes the command exit 1; on another fingerprint it is reported,
+not failed. Where a record has none (one written before fingerprints) the
 fingerprint is "unknown" and the machines are compared by name
-(``provenance.device``), as before, and the table says so. A busy machine never stops it: load widens the reader's intervals,
-and the verdicts say so.
+(``provenance.device``), as before, and the table says so. A busy machine never
+stops it: load widens the reader's intervals, and the verdicts say so.
 
 :func:`aa` is the same run in A/A mode (``make aa ONLY=<slug>``): every timed
 contestant races the first one's function through the verdict's own path,
