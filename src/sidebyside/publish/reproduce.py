@@ -165,14 +165,17 @@ def _figure(v: Mapping[str, Any]) -> str:
     return f"{who} {fmt_ratio(factor)} faster ({fmt_number(low)}–{fmt_ratio(high)}, 95% interval)"
 
 
+def _undecided(row: Row) -> str:
+    """Which of the two runs found no winner, where only one did."""
+    return "the published run" if not row.published["winner"] else "your run"
+
+
 def _how_different(row: Row) -> str:
     """Which kind of different winner: opposite winners, or an answer only one run decided (the other's
-    interval holds 1), and whether the two intervals overlap."""
+    interval holds 1) whose interval lies apart from the other's (overlapping, it is consistent)."""
     if row.published["winner"] and row.reader["winner"]:
         return " (opposite winners)"
-    undecided = "the published run" if not row.published["winner"] else "your run"
-    overlap = "the two 95% intervals overlap" if row.combined else "the two 95% intervals do not overlap"
-    return f" (decided in one run only: {undecided} finds no winner; {overlap})"
+    return f" (decided in one run only: {_undecided(row)} finds no winner; the two 95% intervals do not overlap)"
 
 
 def table(rows: Iterable[Row]) -> str:
@@ -186,9 +189,8 @@ def table(rows: Iterable[Row]) -> str:
         if row.outcome == REPRODUCES:
             said = "reproduces"
         elif row.outcome == CONSISTENT:
-            said = ("consistent, not the same answer: decided in one run only ("
-                    f"{'the published run' if not row.published['winner'] else 'your run'} finds no winner) and "
-                    "the two 95% intervals overlap, so neither run contradicts the other")
+            said = (f"consistent, not the same answer: decided in one run only ({_undecided(row)} finds no winner) "
+                    "and the two 95% intervals overlap, so neither run contradicts the other")
         elif row.outcome == MISSING:
             said = ("not measured in your run (no verdict of yours has its id: another profile's sizes or another "
                     "version)" if row.published.get("id") else
