@@ -14,13 +14,20 @@ from typing import Any
 from sidebyside.lab import conditions
 from sidebyside.publish import escape
 from sidebyside.publish.cache import cache_key
-from sidebyside.publish.common import ANSI_RE, ROOT, PublishError, say
+from sidebyside.publish.common import ANSI_RE, ROOT, PublishError, say, warn
 from sidebyside.publish.discovery import NotebookInfo
 from sidebyside.publish.params import settings_file
 from sidebyside.publish.preprocess import scrub, scrub_rules
 from sidebyside.run import context, provenance, runkey
 
 __all__ = ["execute", "complete_record", "check_before_running", "key_and_stamp", "check_machine"]
+
+#: How many kernels one run starts before it gives up on a kernel that dies before it answers. A kernel's ports
+#: are picked free by its manager, released, then bound by the kernel; a process that starts meanwhile (another
+#: kernel, a worker's rendezvous) can take one, and the kernel exits with "Address already in use" before it runs
+#: a cell (papermill issue 511). Nothing ran, so a fresh kernel, with fresh ports, is the same run.
+KERNEL_STARTS = 3
+KERNEL_DIED = "Kernel died before replying to kernel_info"
 
 
 def _format_failure(exc, info: NotebookInfo, nb_path: Path, executed: Path) -> str:
@@ -80,14 +87,24 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        papermill.execute_notebook(
-            str(input_path), str(executed), parameters=params, kernel_name=nb.metadata["kernelspec"]["name"],
-            cwd=str(scratch), progress_bar=progress, log_output=False, execution_timeout=timeout,
-        )
+        for start in range(1, KERNEL_STARTS + 1):
+            try:
+                papermill.execute_notebook(
+                    str(input_path), str(executed), parameters=params, kernel_name=nb.metadata["kernelspec"]["name"],
+                    cwd=str(scratch), progress_bar=progress, log_output=False, execution_timeout=timeout,
+                )
+                break
+            except RuntimeError as exc:
+                if KERNEL_DIED not in str(exc) or start == KERNEL_STARTS:
+                    raise
+                warn(f"{info.slug}: its kernel exited before it ran a cell (most often a port taken while it "
+                     f"started: its error is printed above); starting a fresh kernel, {start + 1} of {KERNEL_STARTS}")
     except papermill.PapermillExecutionError as exc:
         raise PublishError(_format_failure(exc, info, info.path, executed)) from None
     except Exception as exc:
-        raise PublishError(f"FAILED {info.slug} ({info.path}): {type(exc).__name__}: {exc}\n"
+        died = (f"  its kernel died before it ran a cell, {KERNEL_STARTS} times: its own error is printed above; run "
+                f"the kernel's command (jupyter kernelspec list) by hand to see why\n" if KERNEL_DIED in str(exc) else "")
+        raise PublishError(f"FAILED {info.slug} ({info.path}): {type(exc).__name__}: {exc}\n{died}"
                            f"  executed copy (if any): {executed}; nothing published was changed") from exc
     finally:
         for k, v in saved.items():
