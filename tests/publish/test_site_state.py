@@ -175,8 +175,6 @@ def test_published_fixture_is_whole(hostile_site, capsys):
     assert _list(hostile_site, capsys)[0] == 0
 
 
-
-
 def test_a_file_the_publisher_replaces_is_old_or_new_never_half(tmp_path, monkeypatch):
     """``write_atomic`` leaves the old file whole when the rename fails, and no temporary file once it succeeds."""
     import os
