@@ -8,10 +8,12 @@
 # stack. The machine that publishes renders and publishes them: `python -m sidebyside.publish merge`.
 #
 # Usage, from the repository root on the box (.offline/ copied or carried along):
-#   CALL=1 tools/device-run.sh        the posts the planner gives call 1 (`python -m sidebyside.publish plan`: the
-#                                     stale GPU posts in calls that fit, from the gpu budgets in the notebooks' headers);
-#                                     CALL=2 for the next, from the same tree; PLAN_ALL=1 plans every GPU post, current
-#                                     or not (a publication from one commit)
+#   CALL=1 tools/device-run.sh        call 1 of the fixed plan (PLAN=gpu-runs/plan-<date>.json, default the newest
+#                                     committed one: `python -m sidebyside.publish plan --all --write` on the
+#                                     development machine). The box never plans: it runs the plan's posts and parts
+#                                     (sidebyside.publish.fixedplan), refuses a plan made from another tree, and a run
+#                                     starts none of the parts the plan gives a later call. CALL=2 for the next, after
+#                                     merging call 1's output into the tree
 #   tools/device-run.sh SLUGS         these posts instead (comma-separated, in order; a slug named twice runs twice:
 #                                     a run in parts goes on from the parts the first run saved)
 #   TESTS="tests/test_ladder.py" ...  also run these tests first (at most TESTS_S seconds, 150)
@@ -29,7 +31,9 @@
 # Each post runs on its own: one that fails or is stopped does not stop the next; timings.log says how long each
 # took and when it ended, in seconds from the call's start. Writes into $OUT (or build/device-run):
 # gpu-run-<call or post>.tgz (build/executed, checkpoints, and gpu-run.json: commit, stack, device, the posts planned
-# and those executed) and the logs. Merge the archives of every call with
+# and those executed), packed again after every post, so a call stopped anywhere returns every post it finished;
+# parts/<slug>.json, the checkpoint file copied as each part finishes (sidebyside.run.checkpoints.COPY_ENV), so it
+# returns every part too; and the logs. Merge the archives of every call with
 # `python -m sidebyside.publish merge $OUT/gpu-run-*.tgz` at the same commit (it refuses mixed commits or stacks),
 # and commit what it published. A post in parts that the plan splits over two calls goes on in the next call from
 # the checkpoints/ of the previous one: merge each archive before the next call.
@@ -78,23 +82,40 @@ if [ $# -gt 0 ]; then
   label=$( [ "${slugs//,/}" = "$slugs" ] && echo "$slugs" || echo "posts-${slugs%%,*}-and-more")
 else
   call=${CALL:-1}
-  slugs=$("$py" -m sidebyside.publish plan --site . --params params --notebooks notebooks --call "$call" \
-            --limit-s "$deadline" $([ "${PLAN_ALL:-0}" = 1 ] && echo --all)) || {
-    echo "the planner refused (above): nothing was run" >&2; exit 5; }
+  # the fixed plan's runs of this call, one a line: "<slug> <the parts a later call holds, as JSON>"
+  runs=$("$py" -m sidebyside.publish.fixedplan "$call" ${PLAN:+"$PLAN"}) || {
+    echo "the fixed plan cannot be run from this tree (above): nothing was run" >&2; exit 5; }
   label=call$call
-  if [ -z "$slugs" ]; then
-    echo "call $call: nothing planned (every GPU post is current, or the plan has fewer calls); no archive"
+  if [ -z "$runs" ]; then
+    echo "call $call: the plan holds no such call; no archive"
     exit 0
   fi
+  slugs=$(echo "$runs" | cut -d' ' -f1 | paste -sd,)
 fi
+: "${runs:=$(echo "${slugs//,/ }" | tr ' ' '\n' | sed 's/$/ []/')}"
+export SIDEBYSIDE_PARTS_OUT="$PWD/$out/parts"
+case "$out" in /*) SIDEBYSIDE_PARTS_OUT="$out/parts" ;; esac
+mkdir -p "$SIDEBYSIDE_PARTS_OUT"
 echo "${label}: ${slugs//,/ } (commit $SIDEBYSIDE_GIT_SHA; $(elapsed) s of DEADLINE_S=$deadline spent on set-up)"
 if [ -n "${TESTS:-}" ]; then
   # shellcheck disable=SC2086
   timeout "${TESTS_S:-150}" "$py" -m pytest -q -p no:cacheprovider $TESTS 2>&1 | tee "$out/tests.log" || true
 fi
+pack() {
+  # the archive of what the call finished so far: build/executed, checkpoints, and the manifest
+  "$py" -c "import json, sys; from sidebyside.publish import merge
+m = merge.write_manifest(sys.argv[1], site='.', commit=sys.argv[2], planned=sys.argv[3].split(','), started=sys.argv[4],
+                         devices=json.load(open(sys.argv[5])), stub=bool(sys.argv[6]), call=sys.argv[7])
+print('executed:', ', '.join(m['executed']) or 'nothing')" \
+    "$out/gpu-run.json" "$SIDEBYSIDE_GIT_SHA" "$slugs" "$started" "$out/devices.json" "$stub" "$label"
+  # shellcheck disable=SC2046
+  tar czf "$archive.part" $(ls -d build/executed checkpoints 2>/dev/null) -C "$out" gpu-run.json
+  mv "$archive.part" "$archive"
+}
+archive="$out/gpu-run-$label.tgz"
 status=0
 : > "$out/timings.log"
-for slug in ${slugs//,/ }; do
+while read -r slug later <&3; do
   left=$((deadline - $(elapsed)))
   if [ "$left" -lt 30 ]; then
     echo "$slug: not started ($left s left of DEADLINE_S=$deadline)" | tee -a "$out/timings.log"
@@ -103,6 +124,7 @@ for slug in ${slugs//,/ }; do
   fi
   t0=$(elapsed)
   rc=0
+  export SIDEBYSIDE_PARTS_LATER="$later"
   if [ -n "$stub" ]; then
     timeout "$left" bash -c "$stub \"\$1\"" stub "$slug" 2>&1 | tee -a "$out/execute.log" || rc=$?
   else
@@ -119,17 +141,9 @@ sys.exit(merge.main_execute(sys.argv[1]))" "$slug" 2>&1 | tee -a "$out/execute.l
       sleep 2
     fi
   fi
-done
-"$py" -c "import json, sys; from sidebyside.publish import merge
-m = merge.write_manifest(sys.argv[1], site='.', commit=sys.argv[2], planned=sys.argv[3].split(','), started=sys.argv[4],
-                         devices=json.load(open(sys.argv[5])), stub=bool(sys.argv[6]), call=sys.argv[7])
-print('executed:', ', '.join(m['executed']) or 'nothing')" \
-  "$out/gpu-run.json" "$SIDEBYSIDE_GIT_SHA" "$slugs" "$started" "$out/devices.json" "$stub" "$label"
-# build/executed: the executed notebooks and their run records, rendered where the archive is merged; checkpoints:
-# the parts a run in parts has measured, for the next call (merge this archive first) and session.
-archive="$out/gpu-run-$label.tgz"
-# shellcheck disable=SC2046
-tar czf "$archive" $(ls -d build/executed checkpoints 2>/dev/null) -C "$out" gpu-run.json
+  pack > /dev/null  # what the call finished so far comes back even if the call is stopped later
+done 3<<< "$runs"
+pack
 cat "$out/timings.log"
 echo "packed $(du -h "$archive" | cut -f1) into $archive (commit $SIDEBYSIDE_GIT_SHA); exit $status"
 exit "$status"

@@ -12,6 +12,7 @@ import random
 import re
 
 import pytest
+import yaml
 from conftest import committed_tree
 
 from sidebyside.publish import pipeline, schedule
@@ -187,7 +188,7 @@ def test_refusals_say_what_to_cut():
         schedule.plan_calls(_budgets({"p": {"parts": {"x": 300}}}), {"p": {"run_budget_s": 100}}, ["p"])
     with pytest.raises(schedule.PlanRefused, match=r"x \(500 s\) cannot finish.*at most the call's 480 s"):
         schedule.plan_calls(_budgets({"p": {"parts": {"x": 500}}}), {"p": {"run_budget_s": 900}}, ["p"])
-    with pytest.raises(schedule.PlanRefused, match=r"no gpu budget for q in its notebook's header"):
+    with pytest.raises(schedule.PlanRefused, match=r"no gpu budget for q in params/<slug>.yaml"):
         schedule.plan_calls(_budgets({}), {}, ["q"])
 
 
@@ -204,9 +205,9 @@ def test_an_unknown_cost_is_estimated_and_the_plan_says_how():
     assert [r.parts for r in runs] == [("parity/a", "ladder/a/#1", "ladder/a/#2", "ladder/b/#1", "ladder/b/#2"),
                                        ("tail",)]
     assert [r.seconds for r in runs] == [20 + 2 * 50 + 2 * 50, 600 - 20 - 2 * 50]
-    assert runs[0].estimated == ("ladder/b/* at 50 s each, estimated from the largest part its header declares under "
+    assert runs[0].estimated == ("ladder/b/* at 50 s each, estimated from the largest part its budget declares under "
                                  "ladder/",)
-    assert runs[1].estimated == ("tail at 480 s, estimated from its header's budget_s less the parts it declares, "
+    assert runs[1].estimated == ("tail at 480 s, estimated from its budget_s less the parts it declares, "
                                  "shared",)
     alone, _ = schedule.runs_of("p", {"parts": {"x": 10, "y/*": {"each_s": None, "count": 2}}},
                                 {"run_budget_s": 100}, root=ROOT / "build" / "no-checkpoints")
@@ -382,13 +383,15 @@ def test_plan_all_plans_no_part_longer_than_a_call(capsys):
     for line in out.splitlines():
         ends = re.search(r"ends by (\d+) s", line)
         assert not ends or int(ends.group(1)) <= budgets["call_limit_s"], line
-    assert "parallel-training: no GPU section planned (its header's gpu.not_planned): one GPU shows nothing" in out
+    assert "parallel-training: no GPU section planned (its gpu_budget.not_planned): one GPU shows nothing" in out
 
 
 def _notebook(path, slug, gpu):
-    """A notebook with the least a header needs, and ``gpu`` as its header's gpu entry."""
+    """A notebook with the least a header needs, and ``gpu`` as the GPU budget of its settings file."""
     meta = {"slug": slug, "title": slug, "date": "2026-11-22", "description": "A post.", "compared": "Nothing.",
-            "metrics": ["n"], "gpu": gpu}
+            "metrics": ["n"]}
+    (path.parent.parent / "params").mkdir(exist_ok=True)
+    (path.parent.parent / "params" / f"{slug}.yaml").write_text(yaml.safe_dump({"gpu_budget": gpu}))
     path.write_text("\n".join(["# ---", "# jupyter:", "#   kernelspec:", "#     display_name: Python 3",
                                "#     language: python", "#     name: python3", "#   sidebyside:",
                                *[f"#     {k}: {json.dumps(v)}" for k, v in meta.items()], "# ---", "",
@@ -409,14 +412,14 @@ def test_a_header_that_plans_no_gpu_section_is_left_out_and_said(tmp_path):
     assert schedule.over_budget(budgets, {}) == []  # its 5,000 s count in no budget
     plan = schedule.plan_calls(budgets, {}, ["a"])
     assert plan.calls[0].slugs == ["a"]
-    assert "  b: no GPU section planned (its header's gpu.not_planned): one GPU shows nothing here" in (
+    assert "  b: no GPU section planned (its gpu_budget.not_planned): one GPU shows nothing here" in (
         pipeline.format_plan(plan).splitlines())
     nothing = schedule.plan_calls(budgets, {}, [])
     assert pipeline.format_plan(nothing).splitlines()[1].startswith("  b: no GPU section planned")
     with pytest.raises(schedule.PlanRefused, match=r"no GPU section is planned for b \(one GPU shows nothing here\)"):
         schedule.plan_calls(budgets, {}, ["a", "b"])
     _notebook(notebooks / "02_b.py", "b", {"budget_s": 5000, "measured": "ESTIMATE", "not_planned": True})
-    with pytest.raises(schedule.PublishError, match=r"02_b.py: its header's gpu.not_planned must say"):
+    with pytest.raises(schedule.PublishError, match=r"02_b.py: its gpu_budget.not_planned must say"):
         schedule.read_budgets(notebooks, ROOT / "params")
 
 

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("recover", parents=[common], help="finish or roll back a publication that was interrupted")
     sub.add_parser("profile", help="print the profile this machine supports")
     planning = sub.add_parser("plan", parents=[common],
-                              help="split the stale GPU posts into device calls (the gpu budgets of the notebooks' headers)")
+                              help="split the stale GPU posts into device calls (the gpu budgets of params/<slug>.yaml)")
     planning.add_argument("--all", action="store_true", help="plan every GPU post, current or not (one commit for all)")
     planning.add_argument("--call", type=int, help="print only the posts of this call (1, 2, ...), comma-separated")
     planning.add_argument("--posts", action="store_true", help="print the GPU posts to run as a JSON list, unpacked "
@@ -62,9 +62,14 @@ def main(argv: list[str] | None = None) -> int:
                           help="device seconds all calls may take (default: window_s of params/gpu-calls.yaml, 800)")
     planning.add_argument("--max-calls", type=int, default=None,
                           help="calls in the window (default: max_calls of params/gpu-calls.yaml, 2)")
+    planning.add_argument("--explain", action="store_true",
+                          help="first print each post's budget, part by part, with where each figure comes from")
+    planning.add_argument("--write", action="store_true",
+                          help="also write the plan as gpu-runs/plan-<date>.json, the fixed plan a GPU box runs")
     merging = sub.add_parser("merge", parents=[common], help="render and publish the archives of GPU calls "
                              "(tools/device-run.sh: the executed notebooks and their records)")
-    merging.add_argument("archives", nargs="+", type=Path, help="the gpu-run*.tgz of every call")
+    merging.add_argument("archives", nargs="+", type=Path, help="the gpu-run*.tgz of every call, and each call's "
+                         "parts/ folder (the parts it finished, kept for the next call even where it was stopped)")
     merging.add_argument("--expect", help="comma-separated slugs that must be published (besides those planned)")
     merging.add_argument("--allow-missing", action="store_true", help="exit 0 when a post is missing (still reported)")
     merging.add_argument("--allow-stub", action="store_true", help="merge dry-run archives (a stub executor's)")
@@ -104,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "plan":
             return plan_gpu_calls(site=args.site, notebooks=args.notebooks, params_dir=args.params, only=args.only,
                                   everything=args.all, call=args.call, posts=args.posts, limit_s=args.limit_s,
-                                  window_s=args.window_s, max_calls=args.max_calls)
+                                  window_s=args.window_s, max_calls=args.max_calls, explain=args.explain,
+                                  write=args.write)
         if args.command == "merge":
             from sidebyside.publish.merge import main_merge
 

@@ -21,7 +21,11 @@ import yaml
 
 from sidebyside.publish.common import ROOT, PublishError
 
-__all__ = ["NotebookInfo", "read_header", "notebook_info", "read_notebook_info", "discover", "select", "check_pairs"]
+__all__ = ["NotebookInfo", "read_header", "notebook_info", "read_notebook_info", "discover", "select", "check_pairs",
+           "read_gpu_budget", "GPU_BUDGET_KEY"]
+
+#: The entry of a post's settings file (params/<slug>.yaml) that holds its GPU budget, beside the profiles.
+GPU_BUDGET_KEY = "gpu_budget"
 
 REQUIRED_METADATA = ("slug", "title", "date", "description", "compared", "metrics")
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -182,9 +186,10 @@ def notebook_info(path: Path) -> NotebookInfo:
     if not isinstance(metrics, list) or not all(isinstance(m, str) and m for m in metrics):
         raise PublishError(f"{path}: its header's metrics must be a list of the keys its results record carries, "
                            f"e.g. metrics: [accuracy, verdicts] (found {metrics!r})")
-    gpu = meta.get("gpu")
-    if gpu is not None:
-        gpu = _gpu_budget(path, gpu)
+    if meta.get("gpu") is not None:
+        raise PublishError(f"{path}: its header gives a gpu budget; a post's GPU budget lives in its settings "
+                           f"file, params/{slug}.yaml, under {GPU_BUDGET_KEY}: (move it there)")
+    gpu = read_gpu_budget(Path(path).resolve().parent.parent / "params" / f"{slug}.yaml")
     tags = meta.get("tags") or []
     info = NotebookInfo(path, slug, str(meta["title"]), date, str(meta["description"]),
                         [str(t) for t in tags], _parameter_names(cells[0]["source"]), str(meta["compared"]),
@@ -192,24 +197,42 @@ def notebook_info(path: Path) -> NotebookInfo:
     return info
 
 
+def read_gpu_budget(settings: Path) -> dict[str, Any] | None:
+    """The GPU budget of a post's settings file (its :data:`GPU_BUDGET_KEY` entry, checked by
+    :func:`_gpu_budget`), None where the file or the entry is absent (the post plans no GPU run)."""
+    if not settings.is_file():
+        return None
+    try:
+        table = yaml.safe_load(settings.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise PublishError(f"{settings} is not valid YAML: {exc}") from exc
+    gpu = table.get(GPU_BUDGET_KEY) if isinstance(table, dict) else None
+    return None if gpu is None else _gpu_budget(settings, gpu)
+
+
 def _gpu_budget(path: Path, gpu: Any) -> dict[str, Any]:
-    """A header's ``gpu`` entry, checked, with ``parts`` turned from the header's list into a mapping in
-    the same order; raises :class:`PublishError` naming ``path`` and what to write."""
+    """A settings file's GPU budget, checked, with ``parts`` turned from the file's list into a mapping in
+    the same order; ``derivation`` (optional) maps a part (or ``budget_s``) to how its seconds were found;
+    raises :class:`PublishError` naming ``path`` and what to write."""
     if not (isinstance(gpu, dict) and "budget_s" in gpu and gpu.get("measured")
             and (gpu["budget_s"] is None or isinstance(gpu["budget_s"], (int, float)))):
-        raise PublishError(f"{path}: its header's gpu must be a mapping with budget_s (device seconds of one run, "
+        raise PublishError(f"{path}: its {GPU_BUDGET_KEY} must be a mapping with budget_s (device seconds of one run, "
                            f"null until measured) and measured (where that figure comes from), e.g. gpu: "
                            f"{{budget_s: 300, measured: \"the GPU and commit of the run\"}} (found {gpu!r})")
     if gpu.get("rank") is not None and not (isinstance(gpu["rank"], int) and gpu["rank"] > 0):
-        raise PublishError(f"{path}: its header's gpu.rank must be a whole number from 1 (owed first), "
+        raise PublishError(f"{path}: its gpu_budget.rank must be a whole number from 1 (owed first), "
                            f"found {gpu['rank']!r}")
     if gpu.get("parts") is not None:
         parts = gpu["parts"]
         if not (isinstance(parts, list) and all(isinstance(p, dict) and len(p) == 1 for p in parts)):
-            raise PublishError(f"{path}: its header's gpu.parts must be a list of one-entry mappings, in the order "
+            raise PublishError(f"{path}: its gpu_budget.parts must be a list of one-entry mappings, in the order "
                                "the notebook runs them (a mapping's order is not kept), e.g. parts: [{parity: 120}, "
                                f"{{bench/*: {{count: 3, each_s: 60}}}}] (found {parts!r})")
         gpu = {**gpu, "parts": {name: cost for part in parts for name, cost in part.items()}}
+    derivation = gpu.get("derivation") or {}
+    if not (isinstance(derivation, dict) and all(isinstance(v, str) and v.strip() for v in derivation.values())):
+        raise PublishError(f"{path}: its gpu_budget.derivation must map a part (or budget_s) to a sentence saying how "
+                           f"its seconds were found (found {derivation!r})")
     return gpu
 
 

@@ -60,7 +60,7 @@ from typing import Any
 from sidebyside.publish.common import ROOT, PublishError, say, write_atomic
 
 __all__ = ["MANIFEST", "STACK_KEYS", "Archive", "Merged", "read_archive", "merge", "main_merge", "write_manifest", "stack",
-           "execute", "main_execute"]
+           "execute", "main_execute", "read_parts", "merge_parts"]
 
 MANIFEST = "gpu-run.json"
 #: What a stack is: the versions a run computes with. A post's provenance record holds the same keys.
@@ -401,11 +401,57 @@ def merge(paths: Iterable[Path], *, site: Path = ROOT, notebooks: Path = ROOT / 
     return Merged(published, missing)
 
 
+def read_parts(folder: Path) -> dict[str, bytes]:
+    """The checkpoint files of a call's ``parts/`` folder (``tools/device-run.sh`` copies a run's file there as
+    each part finishes), each checked to be one a run wrote (parts with their key, seconds and value), or raise."""
+    found: dict[str, bytes] = {}
+    for path in sorted(Path(folder).iterdir()):
+        if path.suffix == ".tmp":
+            continue  # a copy the call was writing when it stopped; the file before it is whole
+        if path.is_symlink() or not path.is_file() or path.suffix != ".json":
+            raise _corrupt(folder, f"{path.name} is not a checkpoint file (a plain <slug>.json)")
+        payload = path.read_bytes()
+        try:
+            parts = json.loads(payload)
+            ok = isinstance(parts, dict) and all(isinstance(p, dict) and {"key", "seconds", "value"} <= set(p)
+                                                 for p in parts.values())
+        except ValueError:
+            ok = False
+        if not ok:
+            raise _corrupt(folder, f"{path.name} is not a checkpoint file a run wrote")
+        found[path.name] = payload
+    return found
+
+
+def merge_parts(folders: Iterable[Path], *, site: Path = ROOT) -> list[str]:
+    """Write the checkpoint files of ``folders`` (:func:`read_parts`, all checked first) into
+    ``site/checkpoints/``, the later folder's file winning; return the files written. A part is read back
+    by a later run only where its key matches, so parts from a stopped call are safe to keep."""
+    found: dict[str, bytes] = {}
+    for folder in folders:
+        found.update(read_parts(folder))
+    for name, payload in found.items():
+        target = Path(site) / "checkpoints" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, payload)
+    return sorted(found)
+
+
 def main_merge(paths: list[Path], *, site: Path, notebooks: Path, expect: str | None, allow_missing: bool,
                allow_stub: bool, params_dir: Path = ROOT / "params", build: Path = ROOT / "build") -> int:
-    """The ``merge`` command: 0 when every expected post was published, 1 when one is missing (reported)."""
-    merged = merge(paths, site=site, notebooks=notebooks, params_dir=params_dir, build=build,
+    """The ``merge`` command: 0 when every expected post was published, 1 when one is missing (reported).
+    A folder among ``paths`` is a call's ``parts/`` (:func:`merge_parts`), written after the archives, so the
+    parts a call finished after its last archive was packed are kept too."""
+    folders = [Path(p) for p in paths if Path(p).is_dir()]
+    archives = [Path(p) for p in paths if not Path(p).is_dir()]
+    if folders and not archives:
+        for name in merge_parts(folders, site=site):
+            say(f"checkpoints/{name}: the parts the call finished, kept for the next call")
+        return 0
+    merged = merge(archives, site=site, notebooks=notebooks, params_dir=params_dir, build=build,
                    expect=[s for s in (expect or "").split(",") if s], allow_stub=allow_stub)
+    for name in merge_parts(folders, site=site):
+        say(f"checkpoints/{name}: the parts the call finished, kept for the next call")
     for slug, why in merged.missing.items():
         print(f"missing: {slug}: {why}; run its call again (tools/device-run.sh {slug}) and merge its archive",
               file=sys.stderr)

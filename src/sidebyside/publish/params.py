@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from sidebyside.publish.common import PROFILES, PublishError
-from sidebyside.publish.discovery import NotebookInfo
+from sidebyside.publish.discovery import GPU_BUDGET_KEY, NotebookInfo
 from sidebyside.publish.schedule import CALLS_FILE
 from sidebyside.run import colab, provenance
 
@@ -51,7 +51,7 @@ def _settings(params_dir: Path, info: NotebookInfo) -> dict[str, dict[str, Any]]
         raise PublishError(f"{path} is not valid YAML: {exc}") from exc
     if not isinstance(table, dict):
         raise PublishError(f"{path} must map profiles ({', '.join(PROFILES)}) to parameter mappings")
-    unknown_profiles = sorted(str(p) for p in table if p not in PROFILES)
+    unknown_profiles = sorted(str(p) for p in table if p not in PROFILES and p != GPU_BUDGET_KEY)
     if unknown_profiles:
         raise PublishError(f"{path}: {', '.join(map(repr, unknown_profiles))} is not a profile; valid profiles: "
                            f"{', '.join(PROFILES)} (fix the spelling or remove the entry)")

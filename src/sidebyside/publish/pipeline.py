@@ -223,13 +223,19 @@ def list_notebooks(*, only: str | None = None, site: Path = ROOT, notebooks: Pat
 
 def plan_gpu_calls(*, site: Path = ROOT, notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params",
                    only: str | None = None, everything: bool = False, call: int | None = None, posts: bool = False,
-                   limit_s: float = 540.0, window_s: float = 1500.0, max_calls: int = 3) -> int:
+                   limit_s: float = 540.0, window_s: float = 1500.0, max_calls: int = 3, explain: bool = False,
+                   write: bool = False, root: Path = ROOT) -> int:
     """The ``plan`` verb: print the calls (:mod:`sidebyside.publish.schedule`) of the stale GPU posts (every GPU
     post with ``everything``), or with ``call`` that call's posts alone, comma-separated, one per run (empty when
-    there is no such call), or with ``posts`` the posts to run, unpacked, as a JSON list."""
+    there is no such call), or with ``posts`` the posts to run, unpacked, as a JSON list. ``explain``: first each
+    post's budget, part by part, with where each figure comes from. ``write``: also commit-ready, the plan as
+    ``gpu-runs/plan-<date>.json`` (:mod:`sidebyside.publish.fixedplan`), from a tree whose GPU inputs are
+    committed; the box runs that file and never plans."""
     import json
 
     budgets = schedule.read_budgets(notebooks, params_dir)
+    if explain:
+        say(explain_budgets(budgets))
     slugs, params = stale_gpu_posts(budgets, site=site, notebooks=notebooks, params_dir=params_dir,
                                     everything=everything, only=only)
     if posts:
@@ -242,7 +248,44 @@ def plan_gpu_calls(*, site: Path = ROOT, notebooks: Path = ROOT / "notebooks", p
         print(",".join(calls[call - 1].slugs) if 1 <= call <= len(calls) else "")
         return 0
     say(format_plan(planned))
+    if write:
+        import datetime as dt
+
+        from sidebyside.publish import fixedplan
+        from sidebyside.run import runkey
+
+        try:
+            commit = runkey.commit_stamp(root, list(fixedplan.READS))
+        except runkey.StampError as exc:
+            raise PublishError(f"no plan written: {exc}") from None
+        if commit.endswith("-dirty"):
+            raise PublishError(f"no plan written: what a GPU run reads ({', '.join(fixedplan.READS)}) has "
+                               "uncommitted changes; commit them first, so that the plan names the tree it was made from")
+        document = fixedplan.plan_document(planned, root=root, commit=commit, made=dt.date.today(),
+                                           calls_per_window=int(budgets.get("max_calls") or schedule.MAX_CALLS))
+        say(f"wrote {fixedplan.write_plan(document, root)} (commit {commit}): commit it, then run its calls in "
+            "order with CALL=n tools/device-run.sh, merging each call's output before the next")
     return 0
+
+
+def explain_budgets(budgets: Mapping[str, Any]) -> str:
+    """Each GPU post's budget, part by part, with how each figure was found (its ``derivation``, else its
+    ``measured``), then the limits: what ``publish plan --explain`` prints first."""
+    lines = ["GPU budgets (params/<slug>.yaml, gpu_budget), in device seconds:"]
+    for slug, entry in (budgets.get("posts") or {}).items():
+        derivation = entry.get("derivation") or {}
+        lines.append(f"  {slug}: budget_s {entry.get('budget_s')}, rank {entry.get('rank', '-')}")
+        for name, cost in (entry.get("parts") or {}).items():
+            seconds = cost.get("each_s") if isinstance(cost, dict) else cost
+            count = f" x {cost.get('count')}" if isinstance(cost, dict) else ""
+            lines.append(f"    {name}: {seconds} s{count}; {derivation.get(name, 'see measured')}")
+        if "budget_s" in derivation:
+            lines.append(f"    budget_s: {derivation['budget_s']}")
+        lines.append(f"    measured: {' '.join(str(entry.get('measured', '')).split())}")
+    limits = ", ".join(f"{k} {budgets[k]}" for k in ("call_overhead_s", "run_overhead_s", "call_limit_s", "window_s",
+                                                      "max_calls", "windows", "post_limit_s", "total_limit_s")
+                       if k in budgets)
+    return "\n".join(lines + [f"  limits (params/gpu-calls.yaml): {limits}"])
 
 
 def posts_table(notebooks: Path = ROOT / "notebooks") -> str:
@@ -296,7 +339,7 @@ def format_plan(plan: schedule.Plan) -> str:
     """The plan, one line per call and run, in the order each call runs them; a run in parts says the second
     of its call by which its parts end, and what of a run's cost is estimated says so; then each post whose
     header plans no GPU section (``gpu.not_planned``), with why."""
-    skipped = [f"  {slug}: no GPU section planned (its header's gpu.not_planned): {why}"
+    skipped = [f"  {slug}: no GPU section planned (its gpu_budget.not_planned): {why}"
                for slug, why in plan.not_planned.items()]
     if not plan.calls:
         return "\n".join(["nothing to run: every GPU post is current", *skipped])

@@ -1,8 +1,8 @@
 """Plan a GPU publication: split the stale GPU posts into device calls that fit
 a call's deadline and a window, from the device seconds measured (or estimated) before.
 
-A post's cost is its notebook's header entry ``gpu`` (a post without one does
-not run on a GPU; :class:`sidebyside.publish.discovery.NotebookInfo`):
+A post's cost is the ``gpu_budget`` entry of its settings file, ``params/<slug>.yaml`` (a post
+without one does not run on a GPU; :func:`sidebyside.publish.discovery.read_gpu_budget`):
 
 - ``budget_s``: the device seconds of one run of the whole post, as measured
   (``null``: not measured yet: estimated, see below);
@@ -24,11 +24,11 @@ not run on a GPU; :class:`sidebyside.publish.discovery.NotebookInfo`):
 (what a run in parts spends besides its parts: kernel start, imports, data, report),
 added where they are paid; and the limits: ``call_limit_s`` (a call's running, its
 deadline: ``DEADLINE_S`` of ``tools/device-run.sh``), ``window_s`` and ``max_calls``
-(a window), and the headers' budgets: ``post_limit_s`` (a post's device seconds, its
+(a window), ``windows`` (the windows a plan spans), and the posts' budgets: ``post_limit_s`` (a post's device seconds, its
 call's set-up included), ``post_calls`` (posts allowed more calls of ``post_limit_s``
 than one) and ``total_limit_s`` (every GPU post together). Where the file gives
-``post_limit_s``, :func:`plan_calls` refuses, planning nothing, while the header of a
-post it plans is over its limit, or the headers of the posts it plans are over
+``post_limit_s``, :func:`plan_calls` refuses, planning nothing, while the budget of a
+post it plans is over its limit, or the budgets of the posts it plans are over
 ``total_limit_s`` together (all of them with ``publish plan --all``), and names the
 parts to cut (:func:`over_budget`).
 
@@ -50,7 +50,7 @@ may be optimistic.
 
 A part with no cost is estimated, and the plan says so and how: from the largest part
 measured under the same parent kind (``ladder/`` for ``ladder/gpt2/*``), else the largest
-declared there, else the header's ``budget_s`` less its declared parts, shared, else a
+declared there, else the budget's ``budget_s`` less its declared parts, shared, else a
 run of its own (the most a run may hold); a post with ``budget_s: null`` at the most a
 post may take. The runs are then packed into at most ``max_calls`` calls and ``window_s``
 in all; :class:`PlanRefused` says what does not fit and what to cut.
@@ -61,6 +61,7 @@ This module imports neither PyTorch nor JAX.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 import subprocess
@@ -88,7 +89,7 @@ CALLS_FILE = "gpu-calls.yaml"
 #: modules a kernel imports; this is wider, so a plan errs towards measuring again).
 RUN_READS = ("src/sidebyside", ":(exclude)src/sidebyside/publish", "requirements*.txt")
 #: The limits params/gpu-calls.yaml may give (seconds, or a count for max_calls).
-_LIMITS = ("call_limit_s", "window_s", "max_calls", "post_limit_s", "total_limit_s")
+_LIMITS = ("call_limit_s", "window_s", "max_calls", "post_limit_s", "total_limit_s", "windows")
 
 
 class PlanRefused(PublishError):
@@ -140,13 +141,13 @@ class Plan:
 
 
 def gpu_sections(infos) -> set[str]:
-    """The slugs of ``infos`` whose header plans a GPU section: a ``gpu:`` entry that does not say ``not_planned``
+    """The slugs of ``infos`` whose settings file plans a GPU section: a ``gpu_budget`` entry that does not say ``not_planned``
     (the posts the planner plans, and that owe a GPU run until one stands)."""
     return {i.slug for i in infos if i.gpu is not None and "not_planned" not in i.gpu}
 
 
 def read_budgets(notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params") -> dict[str, Any]:
-    """The planner's table: ``posts`` (slug to its header's ``gpu`` entry, for each notebook in
+    """The planner's table: ``posts`` (slug to its ``gpu_budget`` entry, for each notebook in
     ``notebooks`` that has one and does not say ``not_planned``), ``not_planned`` (slug to why, for
     those that do), ``notebooks`` (slug to its notebook's path), ``order`` (the ranked slugs, by rank),
     the overheads of :data:`CALLS_FILE` in ``params_dir`` and the limits it gives (``call_limit_s``,
@@ -173,7 +174,7 @@ def read_budgets(notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT /
     wrong = [f"{i.path}" for i in infos if i.slug in not_planned
              and not (isinstance(not_planned[i.slug], str) and not_planned[i.slug].strip())]
     if wrong:
-        raise PublishError(f"{', '.join(wrong)}: its header's gpu.not_planned must say, in a sentence, why no GPU "
+        raise PublishError(f"{', '.join(wrong)}: its gpu_budget.not_planned must say, in a sentence, why no GPU "
                            "section of the post is planned (or be left out to plan one)")
     planned = gpu_sections(infos)
     infos = [i for i in infos if i.slug in planned]
@@ -185,14 +186,14 @@ def read_budgets(notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT /
 
 
 def _declared(value: Any) -> float | None:
-    """The seconds a header gives one part (``each_s`` for a kind), None where it gives none."""
+    """The seconds a budget gives one part (``each_s`` for a kind), None where it gives none."""
     cost = value.get("each_s") if isinstance(value, dict) else value
     return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
 
 
 def _parts(slug: str, entry: Mapping[str, Any], saved: Mapping[str, float]) -> tuple[
         list[tuple[str, float | None, str]], list[str]]:
-    """The parts still to measure, with their costs (None: not measured) and the header's name for them,
+    """The parts still to measure, with their costs (None: not measured) and the budget's name for them,
     and those done. A part named in full is done when ``saved`` has it; of a kind given as ``kind/*``, as
     many are done as ``saved`` has names starting with ``kind/``, and a saved one's seconds stand in for
     an unmeasured cost."""
@@ -207,7 +208,7 @@ def _parts(slug: str, entry: Mapping[str, Any], saved: Mapping[str, float]) -> t
                 todo.append((name, _declared(value), name))
             continue
         if not isinstance(value, dict) or not isinstance(value.get("count"), int):
-            raise PublishError(f"{slug}: the gpu budget in its notebook's header gives {name} as {value!r}; a kind of parts "
+            raise PublishError(f"{slug}: its gpu_budget gives {name} as {value!r}; a kind of parts "
                                "needs {each_s: <seconds or null>, count: <how many>}")
         kind = name[:-1]
         have = sorted(n for n in saved if n.startswith(kind))
@@ -236,7 +237,7 @@ def _estimate(entry: Mapping[str, Any], todo: list[tuple[str, float | None, str]
         if measured:
             guess[h] = (max(measured), f"the largest part measured under {parent}/")
         elif declared:
-            guess[h] = (max(declared), f"the largest part its header declares under {parent}/")
+            guess[h] = (max(declared), f"the largest part its budget declares under {parent}/")
     rest = [h for h in unknown if h not in guess]
     if rest:
         count = sum(1 for _, cost, h in todo if cost is None and h in rest)
@@ -245,7 +246,7 @@ def _estimate(entry: Mapping[str, Any], todo: list[tuple[str, float | None, str]
         budget = entry.get("budget_s")
         share = (float(budget) - known) / count if isinstance(budget, (int, float)) and count else 0.0
         for h in rest:
-            guess[h] = ((share, "its header's budget_s less the parts it declares, shared") if share > 0 else
+            guess[h] = ((share, "its budget_s less the parts it declares, shared") if share > 0 else
                         (room, "nothing alike is known: a run of its own, the most a run holds"))
     notes = {h: f"{h} at {guess[h][0]:.0f} s{' each' if h.endswith('/*') else ''}, estimated from {guess[h][1]}"
              for h in unknown}
@@ -361,7 +362,7 @@ def runs_of(slug: str, entry: Mapping[str, Any], params: Mapping[str, Any], *, r
 
 def part_estimates(slug: str, entry: Mapping[str, Any], params: Mapping[str, Any],
                    budgets: Mapping[str, Any]) -> dict[str, float]:
-    """The seconds a header's gpu ``entry`` gives each of its parts or kinds (``kind/*``), those it leaves out
+    """The seconds a GPU budget ``entry`` gives each of its parts or kinds (``kind/*``), those it leaves out
     estimated as a plan estimates them ({} for a post run whole): what a run in parts predicts a part by before
     anything alike was measured (:data:`sidebyside.run.checkpoints.ESTIMATES_ENV`). ``budgets``: the overheads
     and limits of :func:`read_budgets` (may be empty)."""
@@ -452,8 +453,8 @@ def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any
     """Plan the calls that publish ``slugs`` (see the module docstring), or
     raise :class:`PlanRefused` naming what to cut. The limits not given come from
     ``budgets`` (:func:`read_budgets`), else :data:`LIMIT_S`, :data:`WINDOW_S` and
-    :data:`MAX_CALLS`. Where ``budgets`` gives ``post_limit_s``, the headers of ``slugs``
-    over their budget (:func:`over_budget`) are refused first; a slug whose header says
+    :data:`MAX_CALLS`. Where ``budgets`` gives ``post_limit_s``, the budgets of ``slugs``
+    over their budget (:func:`over_budget`) are refused first; a slug whose budget says
     ``not_planned`` is refused, and the plan names every such post with its reason."""
     limit_s, window_s, max_calls = _limits(budgets, limit_s, window_s, max_calls)
     posts = budgets.get("posts") or {}
@@ -462,16 +463,16 @@ def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any
     not_planned = dict(budgets.get("not_planned") or {})
     unplanned = [f"{s} ({not_planned[s]})" for s in slugs if s in not_planned]
     if unplanned:
-        raise PlanRefused(f"no GPU section is planned for {'; '.join(unplanned)}: its notebook's header says so "
-                          "(gpu.not_planned); remove that line to plan one")
+        raise PlanRefused(f"no GPU section is planned for {'; '.join(unplanned)}: its settings file says so "
+                          "(gpu_budget.not_planned); remove that line to plan one")
     missing = [s for s in slugs if s not in posts]
     if missing:
-        raise PlanRefused(f"no gpu budget for {', '.join(missing)} in its notebook's header: a post that gains from a GPU "
-                          "needs one (gpu: {budget_s, measured}); one that does not should not be planned")
+        raise PlanRefused(f"no gpu budget for {', '.join(missing)} in params/<slug>.yaml (gpu_budget): a post that gains from a GPU "
+                          "needs one (gpu_budget: {budget_s, measured}); one that does not should not be planned")
     if budgets.get("post_limit_s"):
         problems = over_budget(budgets, params, slugs)
         if problems:
-            raise PlanRefused("the gpu budgets of the notebooks' headers are over their limits (params/gpu-calls.yaml); "
+            raise PlanRefused("the gpu budgets (params/<slug>.yaml) are over their limits (params/gpu-calls.yaml); "
                               "nothing is planned until they fit:\n  " + "\n  ".join(problems))
     call_overhead_s = float(budgets.get("call_overhead_s") or 0)
     run_overhead_s = float(budgets.get("run_overhead_s") or 0)
@@ -483,23 +484,54 @@ def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any
                                         call_overhead_s=call_overhead_s, post_limit_s=budgets.get("post_limit_s"),
                                         notebook=(budgets.get("notebooks") or {}).get(slug))
         runs += post_runs
-    sizes = dict(limit_s=limit_s, window_s=window_s, max_calls=max_calls, call_overhead_s=call_overhead_s)
+    windows = int(budgets.get("windows") or 1)
+    total_s = min(float(budgets.get("total_limit_s") or window_s * windows), window_s * windows)
+    sizes = dict(limit_s=limit_s, window_s=total_s, max_calls=max_calls * windows, call_overhead_s=call_overhead_s)
+    rank = {s: i for i, s in enumerate(slugs)}
+
+    def arranged(calls: list[Call] | None) -> list[Call] | None:
+        return None if calls is None else _into_windows(calls, max_calls, window_s, rank)
+
     for n in range(len(slugs), 1 if order else len(slugs) - 1, -1):  # all; else the most, in order, that fit
-        calls = pack([r for r in runs if r.slug in slugs[:n]], **sizes)
+        calls = arranged(pack([r for r in runs if r.slug in slugs[:n]], **sizes))
         if calls is not None:
-            return Plan(calls, limit_s, window_s, {s: done[s] for s in slugs[:n]}, not_planned)
+            return Plan(calls, limit_s, total_s, {s: done[s] for s in slugs[:n]}, not_planned)
     first = [r for r in runs if order and r.slug == order[0]]
     for n in range(len(first), 0, -1):
         head = first[:n - 1] + [dataclasses.replace(first[n - 1], last=first[n - 1].last and n == len(first))]
-        calls = pack(head, **sizes)
+        calls = arranged(pack(head, **sizes))
         if calls is not None:
-            return Plan(calls, limit_s, window_s, {order[0]: done[order[0]]}, not_planned)
+            return Plan(calls, limit_s, total_s, {order[0]: done[order[0]]}, not_planned)
     raise PlanRefused(_what_to_cut(runs, **sizes))
+
+
+def _into_windows(calls: list[Call], per_window: int, window_s: float, rank: Mapping[str, int]) -> list[Call] | None:
+    """``calls`` in the order they run: consecutive groups of ``per_window`` calls (a window) of at most
+    ``window_s`` seconds each, the runs of a post in the order :func:`pack` gave them, the most valuable
+    posts (lowest ``rank``) first; None where no order fits."""
+    def sequence(ordered: list[Call]) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for call in ordered:
+            for run in call.runs:
+                out.setdefault(run.slug, []).append(id(run))
+        return out
+
+    wanted = sequence(calls)
+    best: tuple | None = None
+    for order in itertools.permutations(range(len(calls))):
+        ordered = [calls[i] for i in order]
+        groups = [ordered[i:i + per_window] for i in range(0, len(ordered), per_window)]
+        if sequence(ordered) != wanted or any(sum(c.seconds for c in g) > window_s + 1e-9 for g in groups):
+            continue
+        score = tuple(min(rank.get(r.slug, len(rank)) for r in c.runs) for c in ordered)
+        if best is None or score < best[0]:
+            best = (score, ordered)
+    return None if best is None else best[1]
 
 
 def over_budget(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any]],
                 slugs: list[str] | None = None) -> list[str]:
-    """What is over the limits of the headers' budgets of ``slugs`` (default: every GPU post), one sentence
+    """What is over the limits of the budgets of ``slugs`` (default: every GPU post), one sentence
     each, naming what to cut (empty: nothing): each post must run, every part of it measured, in
     ``post_calls`` calls (1 unless named there) of at most ``post_limit_s`` seconds, set-up included; all
     of them in ``total_limit_s`` together (said only where cutting each post to its own limit is not

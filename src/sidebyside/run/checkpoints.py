@@ -50,14 +50,18 @@ from typing import Any
 from sidebyside.run import context, runkey
 
 __all__ = ["BudgetSpent", "Checkpoints", "run_inputs", "describe_parts", "CALL_START_ENV", "CALL_DEADLINE_ENV",
-           "ESTIMATES_ENV", "NOT_MEASURED"]
+           "ESTIMATES_ENV", "LATER_ENV", "COPY_ENV", "NOT_MEASURED"]
 
 #: The call's start, seconds since the epoch (``tools/device-run.sh`` sets it): every budget counts from it.
 CALL_START_ENV = "SIDEBYSIDE_CALL_START"
 #: The call's deadline, seconds from its start (``DEADLINE_S`` of ``tools/device-run.sh``).
 CALL_DEADLINE_ENV = "SIDEBYSIDE_CALL_DEADLINE_S"
-#: JSON ``{part name or "kind/*": seconds}``: the estimates of the notebook's header (its ``gpu.parts``).
+#: JSON ``{part name or "kind/*": seconds}``: the estimates of the post's GPU budget (its ``parts``).
 ESTIMATES_ENV = "SIDEBYSIDE_PART_ESTIMATES"
+#: JSON list of part names (or ``kind/*``) that a fixed GPU plan gives a later call: none of them starts here.
+LATER_ENV = "SIDEBYSIDE_PARTS_LATER"
+#: A folder (the device call's output) that receives a copy of the checkpoint file each time a part finishes.
+COPY_ENV = "SIDEBYSIDE_PARTS_OUT"
 #: Entries of a stamp's ``provenance`` left out of a part's key: the commit (kept beside each part
 #: instead), the host's CPU model (the ``device`` names what measured: the GPU, or the CPU on a cpu run)
 #: and the quiet-machine check of this process's timed sections.
@@ -98,6 +102,14 @@ def _env_float(name: str) -> float | None:
     return value if value > 0 else None
 
 
+def _env_later() -> tuple[str, ...]:
+    try:
+        found = json.loads(os.environ.get(LATER_ENV) or "[]")
+        return tuple(str(name) for name in found) if isinstance(found, list) else ()
+    except ValueError:
+        return ()
+
+
 def _env_estimates() -> dict[str, float]:
     try:
         found = json.loads(os.environ.get(ESTIMATES_ENV) or "{}")
@@ -120,6 +132,10 @@ class Checkpoints:
     ``started_at``: the start, seconds since the epoch (default: :data:`CALL_START_ENV`, else now);
     ``deadline_s``: the call's deadline from that start (default: :data:`CALL_DEADLINE_ENV`, else none);
     ``estimates``: costs for parts of which nothing alike was measured (default: :data:`ESTIMATES_ENV`).
+    ``later``: parts a fixed GPU plan gives a later call (names, or ``kind/*``; default :data:`LATER_ENV`):
+    none of them starts in this run, :class:`BudgetSpent` says so. ``copy_to``: a folder that receives a copy
+    of the file each time a part finishes (default :data:`COPY_ENV`; a device call's output, so that a call
+    stopped anywhere returns every part it finished).
     ``log`` says, per part, whether this run measured it or read it back, its cost in seconds and
     the commit it was measured at.
     """
@@ -127,8 +143,12 @@ class Checkpoints:
     def __init__(self, path: str | os.PathLike | None = None, *, budget_s: float = 0.0,
                  stamp: dict[str, Any] | None = None, commit: str | None = None,
                  clock: Callable[[], float] = time.monotonic, started_at: float | None = None,
-                 deadline_s: float | None = None, estimates: Mapping[str, float] | None = None):
+                 deadline_s: float | None = None, estimates: Mapping[str, float] | None = None,
+                 later: tuple[str, ...] | None = None, copy_to: str | os.PathLike | None = None):
         self.path = Path(path) if path else None
+        self.later = _env_later() if later is None else tuple(later)
+        copy_to = os.environ.get(COPY_ENV) if copy_to is None else copy_to
+        self.copy_to = Path(copy_to) if copy_to else None
         started_at = _env_float(CALL_START_ENV) if started_at is None else started_at
         deadline_s = _env_float(CALL_DEADLINE_ENV) if deadline_s is None else deadline_s
         ends = [float(b) for b in (budget_s, deadline_s) if b]
@@ -182,6 +202,11 @@ class Checkpoints:
         if saved is not None and saved["key"] == key:
             self.log[name] = {"measured": "earlier run", "seconds": saved["seconds"], "commit": saved.get("commit")}
             return decode(saved["value"]) if decode else saved["value"]
+        if any(name == later or (later.endswith("/*") and name.startswith(later[:-1])) for later in self.later):
+            raise BudgetSpent(
+                f"the next part, {name!r}, is planned for a later call (the fixed GPU plan's); this run stops "
+                f"here, with every part it measured saved in {self.path}. Merge this call's output, then run "
+                f"the plan's next call.")
         elapsed = self.clock() - self.start
         predicted = self.predicted_s(name)
         if self.budget_s and elapsed + predicted > self.budget_s:
@@ -199,10 +224,12 @@ class Checkpoints:
         stored = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
         self.saved[name] = {"key": key, "seconds": seconds, "commit": self.commit, "value": stored}
         self.log[name] = {"measured": "this run", "seconds": seconds, "commit": self.commit}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.saved, default=float))
-        os.replace(tmp, self.path)
+        text = json.dumps(self.saved, default=float)
+        for target in (self.path, *([self.copy_to / self.path.name] if self.copy_to else [])):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(".tmp")
+            tmp.write_text(text)
+            os.replace(tmp, target)
         return value
 
 
