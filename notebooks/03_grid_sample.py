@@ -23,22 +23,6 @@
 #     description: A JAX grid_sample measured against PyTorch's own kernel in every
 #       mode, padding, dimension and dtype, for outputs and both gradients, and timed
 #       honestly.
-#     gpu:
-#       budget_s: 157
-#       measured: 'ESTIMATE from parts of the H100 run at commit f245967: parity measured
-#         there at 120 s in four dtypes, here float32 alone, a quarter; the bilinear
-#         benchmark configuration estimated there at 57 s, here pooled over 3 processes
-#         (x1.7, issue 58''s re-estimate for pooling). Cut for the budget (params/grid-sample-parity.yaml),
-#         each figure the cpu run''s: parity in float16, bfloat16 and float64, the nearest
-#         and bicubic benchmark configurations (57 s and 142 s there, before pooling)
-#         and the large non-power-of-two (affine) case (37 s measured there; affine_modes:
-#         []).'
-#       parts:
-#       - parity: 30
-#       - bench/bilinear/*:
-#           count: 1
-#           each_s: 97
-#       rank: 6
 #     metrics:
 #     - parity
 #     - speed

@@ -23,26 +23,6 @@
 #       Transformer V2 and 140% faster at validating it; here the two networks are first
 #       proved to compute the same function, then each framework is timed with its whole
 #       ladder of tools.
-#     gpu:
-#       budget_s: 513
-#       measured: 'parity/timed: measured on an H200 at commit 7e02ace (2026-11-28),
-#         163 s, kept in checkpoints/ for the next call. speed: ESTIMATE. On that H200
-#         the training setting (PyTorch eager beside jax.jit, pooled over 3 processes)
-#         was stopped unfinished at the call''s deadline after 216 s; 320 s allows for
-#         each process''s imports, both networks'' builds and jax.jit''s compile (the
-#         first cold, the others from the call''s compilation cache) besides 7 repeats
-#         of 5 steps. Two calls (params/gpu-calls.yaml): parity in one, speed in the
-#         next. hardware_only: the accuracy over seeds and the trained model''s parity
-#         are the cpu run''s. Cut for the budget (params/swin-transformer-v2.yaml):
-#         the evaluation phase (the evaluation speed is the cpu run''s), batch 32, and
-#         the rungs past the seed''s pairing (compile, CUDA graphs, jit_scan), each
-#         a further compile of Swin-V2-T.'
-#       parts:
-#       - parity/timed: 163
-#       - speed/train/*:
-#           count: 1
-#           each_s: 320
-#       rank: 2
 #     metrics:
 #     - parity
 #     - accuracy

@@ -24,23 +24,6 @@
 #       PyTorch, data parallel, fully sharded, tensor parallel and by hand, with the
 #       same weights and batches; what each strategy costs in code, memory per device
 #       and bytes moved, and a labelled projection to 512 H100s.
-#     gpu:
-#       budget_s: 228
-#       measured: 'ESTIMATE, never run on a GPU: from the cpu run at commit 8ab2502
-#         (577 s on a 2-core EPYC, the same settings), cell by cell from its executed
-#         notebook: set-up and model (21 s) and the small cells (7 s) as they took;
-#         its one-device ladder (201 s: eager, compile and jit, pooled over 5 processes)
-#         taken as the GPU''s, pooled over 3 (121 s), and for the CPU''s eager and jit
-#         rungs, the losses'' reference, two thirds of that (80 s). hardware_only: the
-#         strategies on simulated devices (313 s there), JAX''s multi-host path (35
-#         s), their code, memory, collectives and projection are the cpu run''s.'
-#       not_planned: 'one GPU shows nothing about parallelism that the cpu run''s simulated
-#         devices do not: the strategies, their code, memory per device, collectives
-#         and projection are the cpu run''s, and the one-device ladder is the only figure
-#         a GPU would add; cut for the budget (228 s of the 2,400 s all GPU sections
-#         may take). The planner skips the post and says so; budget_s and measured say
-#         what a run by hand would take (params/parallel-training.yaml holds its settings,
-#         and with 2 or more GPUs it times every strategy on them).'
 #     metrics:
 #     - runs
 #     - code_lines

@@ -24,24 +24,6 @@
 #     description: ResNet-50, ViT-B/16 and GPT-2 small at their real sizes, trained
 #       and served in PyTorch and JAX with the same weights; each framework's best tool
 #       against the other's, and what each costs to compile, in memory and in FLOPs.
-#     gpu:
-#       budget_s: 208
-#       measured: 'Measured on an H200 at commit 7e02ace (call 1 of 2026-11-28, gpu-runs/2026-11-28/call1-timings.log):
-#         parity/resnet50 34 s (float64 gradients included) and the ResNet-50 training
-#         ladder at batch 32 in float32 (eager, torch.compile and jax.jit, pooled over
-#         3 processes sharing one compilation cache) 144 s; the run took 226 s whole,
-#         48 s besides its parts where params/gpu-calls.yaml allows 30 (budget_s is
-#         the parts and that allowance). One call. Cut for the budget (params/real-models.yaml),
-#         each figure the cpu run''s: GPT-2 (its parity and generation) and ViT-B/16
-#         (its parity, training and inference), ResNet-50''s inference, bfloat16, the
-#         batch-1 latency ladders, max-autotune, cuda-graph and aoti (each compiles
-#         the same program again) and peak memory in fresh processes; ESTIMATES from
-#         the cpu run at commit 280e525 of what each would add: GPT-2 203 s, ViT-B/16
-#         360 s, ResNet-50''s inference 41 s.'
-#       parts:
-#       - parity/resnet50: 34
-#       - ladder/resnet50/train/32/float32: 144
-#       rank: 1
 #     metrics:
 #     - parity
 #     - settings
