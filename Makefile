@@ -20,7 +20,7 @@ GPU := $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && echo 1 || echo 0)
 endif
 CUDA_MAJOR ?= $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9]*\).*/\1/p' | head -n 1)
 APT_PACKAGES := jekyll jekyll-theme-minima ruby-jekyll-feed ruby-jekyll-seo-tag bundler graphviz \
-                dataset-fashion-mnist chromium g++
+                dataset-fashion-mnist chromium g++ bubblewrap
 # The site's math engine: a current KaTeX release from the npm registry, pinned with its registry integrity
 # (npm view katex@VERSION dist.integrity). Debian's libjs-katex (0.16.4) does not count \\edef expansions.
 KATEX_VERSION := 0.19.1

@@ -7,12 +7,14 @@ import datetime as dt
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from sidebyside.lab import conditions
-from sidebyside.publish import escape
+from sidebyside.publish import escape, sandbox
 from sidebyside.publish.cache import cache_key
 from sidebyside.publish.common import ANSI_RE, ROOT, PublishError, say, warn
 from sidebyside.publish.discovery import NotebookInfo
@@ -20,7 +22,7 @@ from sidebyside.publish.params import settings_file
 from sidebyside.publish.preprocess import scrub, scrub_rules
 from sidebyside.run import context, provenance, runkey
 
-__all__ = ["execute", "complete_record", "check_before_running", "key_and_stamp", "check_machine"]
+__all__ = ["execute", "run_limit", "complete_record", "check_before_running", "key_and_stamp", "check_machine"]
 
 #: How many kernels one run starts before it gives up on a kernel that dies before it answers. A kernel's ports
 #: are picked free by its manager, released, then bound by the kernel; a process that starts meanwhile (another
@@ -28,6 +30,11 @@ __all__ = ["execute", "complete_record", "check_before_running", "key_and_stamp"
 #: a cell (papermill issue 511). Nothing ran, so a fresh kernel, with fresh ports, is the same run.
 KERNEL_STARTS = 3
 KERNEL_DIED = "Kernel died before replying to kernel_info"
+#: A whole run's time limit where its caller knows no better (seconds): longer than any post's cpu or gpu run.
+RUN_LIMIT_S = 6 * 3600
+#: Where the caller knows the post's recorded run time: this many times it, and at least RUN_LIMIT_FLOOR_S.
+RUN_LIMIT_MARGIN = 3.0
+RUN_LIMIT_FLOOR_S = 600
 
 
 def _format_failure(exc, info: NotebookInfo, nb_path: Path, executed: Path) -> str:
@@ -42,21 +49,31 @@ def _format_failure(exc, info: NotebookInfo, nb_path: Path, executed: Path) -> s
     )
 
 
+def run_limit(recorded_s: float | None = None) -> float:
+    """A whole run's time limit, in seconds: :data:`RUN_LIMIT_MARGIN` times the post's recorded run time where
+    the caller knows it (at least :data:`RUN_LIMIT_FLOOR_S`), else :data:`RUN_LIMIT_S`."""
+    if recorded_s is None or recorded_s <= 0:
+        return float(RUN_LIMIT_S)
+    return max(float(RUN_LIMIT_FLOOR_S), RUN_LIMIT_MARGIN * float(recorded_s))
+
+
 def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build: Path, *,
             root: Path = ROOT, progress: bool = True, timeout: int | None = None,
-            aa: bool = False) -> tuple[Path, dict[str, Any]]:
+            aa: bool = False, limit: float | None = None) -> tuple[Path, dict[str, Any]]:
     """Run one notebook with papermill into ``build/executed/<slug>.ipynb``,
     its kernel working in a scratch directory of its own, ``build/scratch/<slug>/``
     (emptied first), with a compilation cache of its own removed after it unless the environment names one,
     never in the repository or the site (a run in parts reaches the repository's
-    checkpoint folder through a link, :func:`_link_checkpoint_folder`).
+    checkpoint folder through a link, :func:`_link_checkpoint_folder`). Papermill and its kernel run in a
+    child process, in the sandbox of :mod:`sidebyside.publish.sandbox` where it works.
 
+    ``timeout``: each cell's limit (seconds; None: none). ``limit``: the whole run's (seconds; None:
+    :func:`run_limit`'s default); a run past it is ended, every process of it, and fails.
     Returns the executed path and the results record the notebook saved. Raises
     :class:`PublishError` with the failing cell and error. ``aa``: an A/A run (every timed
     contestant races the first one's function, :func:`sidebyside.lab.pool.aa`).
     """
     import jupytext
-    import papermill
 
     executed_dir, results_dir, input_dir = build / "executed", build / "results", build / "input"
     for d in (executed_dir, results_dir, input_dir):
@@ -70,6 +87,10 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     _link_checkpoint_folder(params, scratch, root)
+    try:
+        sandboxed = sandbox.enabled()
+    except ValueError as exc:
+        raise PublishError(f"{info.slug}: {exc}; nothing was run") from None
     run_context = context.RunContext(slug=info.slug, profile=profile, results_dir=results_dir, root=root,
                                      headless=True, inputs=runkey.declared_inputs(info.path, profile, params, root),
                                      aa=aa)
@@ -84,36 +105,20 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
     own_cache = None if os.environ.get(conditions.CACHE_ENV) else tempfile.mkdtemp(prefix="sidebyside-compile-")
     if own_cache:
         env[conditions.CACHE_ENV] = own_cache
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
+    child = _Child(info, build, input_path, executed, scratch, params, nb.metadata["kernelspec"]["name"],
+                   progress, timeout, {**os.environ, **env}, root if sandboxed else None)
+    limit = run_limit() if limit is None else limit
     try:
         for start in range(1, KERNEL_STARTS + 1):
-            try:
-                papermill.execute_notebook(
-                    str(input_path), str(executed), parameters=params, kernel_name=nb.metadata["kernelspec"]["name"],
-                    cwd=str(scratch), progress_bar=progress, log_output=False, execution_timeout=timeout,
-                )
+            outcome = child.run(limit)
+            if outcome["kind"] != "error" or KERNEL_DIED not in outcome["message"] or start == KERNEL_STARTS:
                 break
-            except RuntimeError as exc:
-                if KERNEL_DIED not in str(exc) or start == KERNEL_STARTS:
-                    raise
-                warn(f"{info.slug}: its kernel exited before it ran a cell (most often a port taken while it "
-                     f"started: its error is printed above); starting a fresh kernel, {start + 1} of {KERNEL_STARTS}")
-    except papermill.PapermillExecutionError as exc:
-        raise PublishError(_format_failure(exc, info, info.path, executed)) from None
-    except Exception as exc:
-        died = (f"  its kernel died before it ran a cell, {KERNEL_STARTS} times: its own error is printed above; run "
-                f"the kernel's command (jupyter kernelspec list) by hand to see why\n" if KERNEL_DIED in str(exc) else "")
-        raise PublishError(f"FAILED {info.slug} ({info.path}): {type(exc).__name__}: {exc}\n{died}"
-                           f"  executed copy (if any): {executed}; nothing published was changed") from exc
+            warn(f"{info.slug}: its kernel exited before it ran a cell (most often a port taken while it "
+                 f"started: its error is printed above); starting a fresh kernel, {start + 1} of {KERNEL_STARTS}")
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         if own_cache:
             shutil.rmtree(own_cache, ignore_errors=True)
+    _raise_for(outcome, info, executed, limit)
     if not results_path.is_file():
         raise PublishError(
             f"FAILED {info.slug} ({info.path}): the run saved no results. End the notebook with "
@@ -124,6 +129,127 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
         raise PublishError(f"{info.path}: save_results was called with slug {record.get('slug')!r}, expected {info.slug!r}")
     check_machine(record, info.slug)
     return executed, record
+
+
+def _raise_for(outcome: dict[str, Any], info: NotebookInfo, executed: Path, limit: float) -> None:
+    """Raise the :class:`PublishError` that says how a run that did not end well ended."""
+    if outcome["kind"] == "cell":
+        raise PublishError(_format_failure(SimpleNamespace(**outcome), info, info.path, executed))
+    if outcome["kind"] == "timeout":
+        cell = outcome.get("cell") or {}
+        source = str(cell.get("source") or "").strip().splitlines()
+        first = next((line for line in source if line.strip() and not line.startswith("#")), "")
+        running = f"cell {cell['index']} [{first[:80]}]" if cell.get("index") is not None else "no cell yet"
+        raise PublishError(
+            f"FAILED {info.slug} ({info.path}): the run passed its time limit of {limit:.0f} s while {running} ran, "
+            f"and was stopped, every process of it with it (the limit: execute's limit, by default "
+            f"sidebyside.publish.running.RUN_LIMIT_S)\n  executed copy (if any): {executed}; nothing published "
+            f"was changed")
+    if outcome["kind"] == "error":
+        message = outcome["message"]
+        died = (f"  its kernel died before it ran a cell, {KERNEL_STARTS} times: its own error is printed above; "
+                f"run the kernel's command (jupyter kernelspec list) by hand to see why\n"
+                if KERNEL_DIED in message else "")
+        raise PublishError(f"FAILED {info.slug} ({info.path}): {outcome['type']}: {message}\n{died}"
+                           f"  executed copy (if any): {executed}; nothing published was changed")
+
+
+class _Child:
+    """One notebook's run as a child process (:func:`sidebyside.publish.sandbox.main`): sandboxed when
+    ``root`` is given (the checkout the run belongs to), a plain child otherwise. Its outcome and the cell
+    it ran last are written in ``build/sandbox/<slug>/run/``; sandboxed, its executed copy and results go
+    to ``build/sandbox/<slug>/`` (shown to it at their own places) and only the slug's are taken back."""
+
+    def __init__(self, info: NotebookInfo, build: Path, input_path: Path, executed: Path, scratch: Path,
+                 params: dict[str, Any], kernel: str, progress: bool, timeout: int | None,
+                 env: dict[str, str], root: Path | None) -> None:
+        self.info, self.executed, self.root, self.env = info, executed, root, env
+        self.results = build.resolve() / "results" / f"{info.slug}.json"
+        self.staging = build.resolve() / "sandbox" / info.slug
+        self.job = {"input": str(input_path.resolve()), "output": str(executed.resolve()), "parameters": params,
+                    "kernel": kernel, "cwd": str(scratch.resolve()), "progress": progress, "timeout": timeout,
+                    "cell_file": str(self.staging / "run" / "cell.json"),
+                    "outcome": str(self.staging / "run" / "outcome.json")}
+
+    def run(self, limit: float) -> dict[str, Any]:
+        """Run it once; its outcome (``sandbox.execute_job``'s, or ``{"kind": "timeout", "cell"}``)."""
+        shutil.rmtree(self.staging, ignore_errors=True)
+        for part in ("run", "executed", "results"):
+            (self.staging / part).mkdir(parents=True)
+        self.executed.unlink(missing_ok=True)
+        command = sandbox.child_command(self.job)
+        if self.root is None:
+            finished = sandbox.run(command, self.env, limit)
+        else:
+            box, env = _box(self.job, self.staging, self.root, self.env)
+            finished = sandbox.run(sandbox.bwrap_argv(shutil.which("bwrap") or "bwrap", box, command), env, limit)
+            for staged, kept in ((self.staging / "executed" / self.executed.name, self.executed),
+                                 (self.staging / "results" / self.results.name, self.results)):
+                if staged.is_file() and not staged.is_symlink():
+                    shutil.move(staged, kept)
+        cell_file, outcome_file = Path(self.job["cell_file"]), Path(self.job["outcome"])
+        if finished.timed_out:
+            return {"kind": "timeout", "cell": _read_json(cell_file)}
+        outcome = _read_json(outcome_file)
+        if not isinstance(outcome, dict) or outcome.get("kind") not in {"ok", "cell", "error"}:
+            return {"kind": "error", "type": "RunExited",
+                    "message": f"the run's process exited with status {finished.returncode} without saying how "
+                               f"its notebook ended (its output is above)"}
+        return outcome
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _box(job: dict[str, Any], staging: Path, root: Path, env: dict[str, str]) -> tuple[sandbox.Box, dict[str, str]]:
+    """The sandbox of one run (:class:`sidebyside.publish.sandbox.Box`) and its environment: read-only, the
+    checkout, this library's, the interpreter and its venv, the notebook, the data and the kernel's files;
+    writable, the scratch folder (and the checkpoint folder it links to), the staged outputs, the caches."""
+    allowed = sandbox.allowance()
+    executed, scratch = Path(job["output"]), Path(job["cwd"])
+    read = [root, ROOT, Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(job["input"]).parent]
+    if env.get("FASHION_MNIST_DIR"):
+        read.append(Path(env["FASHION_MNIST_DIR"]))
+    kernel_files, data_dir = _kernel_files(job["kernel"])
+    write = [scratch, staging / "run"] + [link.resolve() for link in scratch.iterdir() if link.is_symlink()]
+    env = dict(env)
+    env.setdefault("SIDEBYSIDE_NATIVE_CACHE", str(Path(env[conditions.CACHE_ENV]) / "native"))
+    for name in (conditions.CACHE_ENV, "SIDEBYSIDE_NATIVE_CACHE", "SIDEBYSIDE_PARTS_OUT"):
+        if env.get(name):
+            Path(env[name]).mkdir(parents=True, exist_ok=True)
+            write.append(Path(env[name]))
+    if data_dir:
+        env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(data_dir), env.get("JUPYTER_PATH")]))
+    box = sandbox.Box(cwd=scratch.resolve(), share_net=allowed["share_net"],
+                      read=[p.resolve() for p in read + kernel_files + allowed["read"]],
+                      write=[p.resolve() for p in write + allowed["write"]],
+                      moved={executed.parent: staging / "executed", Path(env[context.ENV["results_dir"]]).resolve():
+                             staging / "results"})
+    return box, sandbox.environment(env, allowed["env"])
+
+
+def _kernel_files(name: str) -> tuple[list[Path], Path | None]:
+    """The files the kernel ``name`` needs, as this process finds its spec (its folder; each absolute path of
+    its command, a ``bin/`` entry by the folder above it, a link by itself and its target), and the Jupyter
+    data folder that holds its spec (None: not found, or not in a ``kernels/`` folder)."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec(name)
+    except NoSuchKernel:  # papermill says so, inside
+        return [], None
+    resource = Path(spec.resource_dir)
+    found = [resource]
+    for arg in spec.argv:
+        if not arg.startswith("/") or not Path(arg).exists():
+            continue
+        for path in (Path(arg), Path(arg).resolve()):
+            found.append(path.parent.parent if path.parent.name == "bin" else path)
+    return found, resource.parent.parent if resource.parent.name == "kernels" else None
 
 
 def _link_checkpoint_folder(params: dict[str, Any], scratch: Path, root: Path) -> None:
