@@ -55,6 +55,7 @@ def _run(tmp_path: Path):
 @pytest.mark.slow  # starts kernels
 def test_a_kernel_that_dies_at_start_is_started_again(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("JUPYTER_PATH", str(_kernel_that_dies(tmp_path, deaths=running.KERNEL_STARTS - 1)))
+    monkeypatch.setenv("SIDEBYSIDE_SANDBOX_ALLOW", json.dumps({"write": [str(tmp_path)]}))  # its starts
     _, saved = _run(tmp_path)
     assert saved["metrics"] == {"n": 5}  # the run itself, whole, on the last start
     assert len((tmp_path / "starts").read_text().splitlines()) == running.KERNEL_STARTS
@@ -65,6 +66,7 @@ def test_a_kernel_that_dies_at_start_is_started_again(tmp_path, monkeypatch, cap
 @pytest.mark.slow  # starts kernels
 def test_a_kernel_that_never_starts_fails_the_run_saying_why(tmp_path, monkeypatch):
     monkeypatch.setenv("JUPYTER_PATH", str(_kernel_that_dies(tmp_path, deaths=running.KERNEL_STARTS)))
+    monkeypatch.setenv("SIDEBYSIDE_SANDBOX_ALLOW", json.dumps({"write": [str(tmp_path)]}))  # its starts
     with pytest.raises(PublishError, match=f"died before it ran a cell, {running.KERNEL_STARTS} times") as failed:
         _run(tmp_path)
     assert "nothing published was changed" in str(failed.value)

@@ -168,19 +168,18 @@ def _depth(path: Path) -> int:
 
 def bwrap_argv(bwrap: str, box: Box, command: list[str]) -> list[str]:
     """The ``bwrap`` command line that runs ``command`` in ``box`` (see the module). Folders are mounted
-    shallowest first, read-only ones before writable ones, so that a writable folder inside a read-only
-    one stays writable; the root is made read-only last."""
+    shallowest first, so that a folder inside another keeps its own kind (a writable one inside the
+    read-only checkout, a read-only one inside an allowed writable one); the root is made read-only last."""
     args = [bwrap, "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL", "--die-with-parent", "--new-session"]
     if not box.share_net:
         args.append("--unshare-net")
     args += _system() + ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--dir", HOME, "--dir", RUNTIME_DIR]
     for device in sorted(Path("/dev").glob("nvidia*")):
         args += ["--dev-bind", str(device), str(device)]
-    for path in sorted({p for p in box.read if p.exists()}, key=_depth):
-        args += ["--ro-bind", str(path), str(path)]
-    writable = [(p, p) for p in box.write] + [(outside, inside) for inside, outside in box.moved.items()]
-    for outside, inside in sorted(set(writable), key=lambda pair: _depth(pair[1])):
-        args += ["--bind", str(outside), str(inside)]
+    mounts = {("--ro-bind", p, p) for p in box.read if p.exists()} | {("--bind", p, p) for p in box.write}
+    mounts |= {("--bind", outside, inside) for inside, outside in box.moved.items()}
+    for how, outside, inside in sorted(mounts, key=lambda m: (_depth(m[2]), m[0] == "--ro-bind", m[2])):
+        args += [how, str(outside), str(inside)]
     return args + ["--remount-ro", "/", "--chdir", str(box.cwd), "--", *command]
 
 
