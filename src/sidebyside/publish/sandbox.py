@@ -169,7 +169,8 @@ def _depth(path: Path) -> int:
 def bwrap_argv(bwrap: str, box: Box, command: list[str]) -> list[str]:
     """The ``bwrap`` command line that runs ``command`` in ``box`` (see the module). Folders are mounted
     shallowest first, so that a folder inside another keeps its own kind (a writable one inside the
-    read-only checkout, a read-only one inside an allowed writable one); the root is made read-only last."""
+    read-only checkout, a read-only one inside an allowed writable one), and a folder named both ways
+    writable; the root is made read-only last."""
     args = [bwrap, "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL", "--die-with-parent", "--new-session"]
     if not box.share_net:
         args.append("--unshare-net")
@@ -178,7 +179,7 @@ def bwrap_argv(bwrap: str, box: Box, command: list[str]) -> list[str]:
         args += ["--dev-bind", str(device), str(device)]
     mounts = {("--ro-bind", p, p) for p in box.read if p.exists()} | {("--bind", p, p) for p in box.write}
     mounts |= {("--bind", outside, inside) for inside, outside in box.moved.items()}
-    for how, outside, inside in sorted(mounts, key=lambda m: (_depth(m[2]), m[0] == "--ro-bind", m[2])):
+    for how, outside, inside in sorted(mounts, key=lambda m: (_depth(m[2]), m[0] == "--bind", m[2])):
         args += [how, str(outside), str(inside)]
     return args + ["--remount-ro", "/", "--chdir", str(box.cwd), "--", *command]
 
