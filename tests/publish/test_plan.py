@@ -7,6 +7,7 @@ refused while over their limits."""
 from __future__ import annotations
 
 import itertools
+import datetime as dt
 import json
 import random
 import re
@@ -275,27 +276,21 @@ def test_nothing_stale_plans_no_call():
     assert plan.calls == [] and "nothing to run" in pipeline.format_plan(plan)
 
 
-def test_the_gpu_budgets_are_declared_in_the_notebooks_and_read_as_data():
+def test_the_gpu_budgets_live_in_the_settings_files_and_say_where_each_figure_comes_from():
     budgets = schedule.read_budgets(ROOT / "notebooks", ROOT / "params")
     posts = budgets["posts"]
-    for path in (ROOT / "params").glob("*.yaml"):
-        assert not any(line.startswith("#budget") for line in path.read_text().splitlines()), path
-    for slug in ("jit-and-autograd-timing", "fashion-mnist-pytorch-vs-flax", "xla-and-scipy"):
-        assert "6b943d5" in posts[slug]["measured"] and posts[slug]["budget_s"] > 0, slug
+    for path in (ROOT / "notebooks").glob("*.py"):  # one home: no header declares a budget any more
+        assert not re.search(r"^#     gpu:", path.read_text(), re.M), path
+    assert set(posts) == {"fashion-mnist-pytorch-vs-flax", "grid-sample-parity", "jit-and-autograd-timing",
+                          "xla-and-scipy", "swin-transformer-v2", "real-models"}
     grid, swin = posts["grid-sample-parity"]["parts"], posts["swin-transformer-v2"]["parts"]
     gpu = load_params(ROOT / "params", "gpu", discover(ROOT / "notebooks"))
     # hardware_only: the accuracy over seeds and the trained model's parity are the cpu run's, not parts of a GPU run
     assert gpu["swin-transformer-v2"]["hardware_only"] and list(swin)[0] == "parity/timed"
     assert not any(name.startswith(("accuracy/", "parity/trained")) for name in swin)
     assert budgets["call_overhead_s"] == 30 and budgets["run_overhead_s"] == 30
-    assert (budgets["call_limit_s"], budgets["window_s"], budgets["max_calls"]) == (480, 800, 2)
-    # swin's parity and training ladder, measured on an H200, need a call each: all of them need three windows
-    assert (budgets["post_limit_s"], budgets["post_calls"], budgets["total_limit_s"]) == (
-        400, {"real-models": 2, "swin-transformer-v2": 2}, 2400)
-    # Estimated posts say so; a part measured on a GPU names it and the commit.
-    assert "ESTIMATE" in posts["grid-sample-parity"]["measured"] and "f245967" in posts["grid-sample-parity"]["measured"]
-    assert re.search(r"parity/timed: measured on an H200 at commit 7e02ace.*speed: ESTIMATE",
-                     " ".join(posts["swin-transformer-v2"]["measured"].split()))
+    assert (budgets["call_limit_s"], budgets["window_s"], budgets["max_calls"], budgets["windows"]) == (480, 800, 2, 2)
+    assert (budgets["post_limit_s"], budgets["total_limit_s"]) == (400, 1500)  # the whole GPU half in two windows
     # The parts the budget counts are the parts the gpu parameters make: a benchmark configuration per mode at each
     # size, a speed setting per phase, precision and batch.
     from sidebyside.grid_sample.bench import configs
@@ -304,14 +299,9 @@ def test_the_gpu_budgets_are_declared_in_the_notebooks_and_read_as_data():
     assert [k for k in grid if k.startswith("bench/")] == [f"bench/{mode}/*" for mode in grid_params["bench_modes"]]
     for mode in grid_params["bench_modes"]:
         assert grid[f"bench/{mode}/*"]["count"] == sum(name.startswith(f"{mode}/") for name in made), mode
-    # the large non-power-of-two case is a part only where the gpu parameters keep it (cut for the budget: [])
     assert ("affine" in grid) == bool(grid_params["affine_modes"])
     swin_params = gpu["swin-transformer-v2"]
     assert [k for k in swin if k.startswith("speed/")] == [f"speed/{phase}/*" for phase in swin_params["speed_phases"]]
-    for phase in swin_params["speed_phases"]:
-        settings = sum(len(swin_params.get("precision_batch_sizes", {}).get(precision, swin_params["speed_batch_sizes"]))
-                       for precision in swin_params["precisions"])
-        assert swin[f"speed/{phase}/*"]["count"] == settings, phase
     # parallel-training plans no GPU section (one GPU shows nothing of parallelism): left out, its reason kept
     assert "parallel-training" not in posts and "simulated devices" in budgets["not_planned"]["parallel-training"]
     for slug, entry in posts.items():  # every figure says where it comes from: measured (a GPU and a commit) or how
@@ -320,16 +310,28 @@ def test_the_gpu_budgets_are_declared_in_the_notebooks_and_read_as_data():
     assert "weight-visualisation" in slugs and "weight-visualisation" not in posts  # gains nothing from a GPU
 
 
-def test_the_three_posts_run_whole_fit_their_limits_and_two_windows_from_the_recorded_costs():
+def test_a_header_that_still_declares_a_gpu_budget_is_refused_saying_where_it_goes(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    _notebook(notebooks / "01_a.py", "a", {"budget_s": 100, "measured": "ESTIMATE"})
+    path = notebooks / "01_a.py"
+    path.write_text(path.read_text().replace("#     metrics:", "#     gpu: {budget_s: 1, measured: x}\n#     metrics:"))
+    with pytest.raises(schedule.PublishError, match=r"01_a.py: its header gives a gpu budget; .* params/a.yaml, "
+                                                    r"under gpu_budget"):
+        schedule.read_budgets(notebooks, ROOT / "params")
+
+
+def test_plan_explain_prints_every_part_with_where_its_figure_comes_from(capsys):
+    from sidebyside.publish.cli import main
+
+    main(["plan", "--all", "--explain"])
+    out = capsys.readouterr().out
     budgets = schedule.read_budgets(ROOT / "notebooks", ROOT / "params")
-    slugs = ["fashion-mnist-pytorch-vs-flax", "jit-and-autograd-timing", "xla-and-scipy"]
-    said = "\n".join(schedule.over_budget(budgets, {}))
-    assert not any(line.startswith(slug) for line in said.splitlines() for slug in slugs), said
-    unchecked = {**budgets, "post_limit_s": None}
-    first = schedule.plan_calls(unchecked, {}, slugs[:2])
-    _check_plan(first, [schedule.Run(s, float(budgets["posts"][s]["budget_s"])) for s in slugs[:2]],
-                limit_s=schedule.LIMIT_S, window_s=schedule.WINDOW_S, max_calls=schedule.MAX_CALLS)
-    assert schedule.plan_calls(unchecked, {}, slugs[2:]).calls
+    for slug, entry in budgets["posts"].items():
+        assert f"  {slug}: budget_s {entry['budget_s']}" in out
+        for name in entry.get("parts") or {}:
+            assert re.search(rf"^    {re.escape(name)}: [\d.]+ s", out, re.M), name
+    assert "limits (params/gpu-calls.yaml): call_overhead_s 30" in out
 
 
 def test_headers_over_their_budget_are_refused_naming_the_parts_to_cut():
@@ -367,23 +369,70 @@ def test_headers_over_their_budget_are_refused_naming_the_parts_to_cut():
         schedule.plan_calls({**budgets, "total_limit_s": 500}, {}, ["fine", "big"])
 
 
-def test_plan_all_plans_no_part_longer_than_a_call(capsys):
-    """`publish plan --all --window-s 800 --max-calls 2` on today's headers: every header within its budget (400 s
-    a post with its set-up, real-models and swin two calls, 2,400 s for all), and a plan whose every run ends within its
-    call; the post that plans no GPU section is named with its reason."""
+def test_plan_all_either_fits_two_windows_or_names_what_to_cut(capsys):
+    """`publish plan --all` on today's budgets: a plan of at most four calls, two a window, every run ending within
+    its call, 1,500 s in all; or a refusal, planning nothing, that names the posts over their limits and what to
+    cut. The post that plans no GPU section is named with its reason."""
     from sidebyside.publish.cli import main
 
-    code = main(["plan", "--all", "--window-s", "800", "--max-calls", "2"])
+    code = main(["plan", "--all"])
     out, err = capsys.readouterr()
     budgets = schedule.read_budgets(ROOT / "notebooks", ROOT / "params")
     params = load_params(ROOT / "params", "gpu", discover(ROOT / "notebooks"))
-    assert (budgets["post_limit_s"], budgets["total_limit_s"]) == (400, 2400)
-    assert schedule.over_budget(budgets, params) == []  # each post and all of them together within their limits
+    over = schedule.over_budget(budgets, params)
+    if over:
+        assert code == 2 and "nothing is planned until they fit" in err and "call 1" not in out
+        assert all(line.split(":")[0] in err for line in over if not line.startswith(("all GPU", "these")))
+        return
     assert code == 0 and "call 1" in out, err
+    calls = [int(n) for n in re.findall(r"^  call (\d+):", out, re.M)]
+    assert len(calls) <= 4
     for line in out.splitlines():
         ends = re.search(r"ends by (\d+) s", line)
         assert not ends or int(ends.group(1)) <= budgets["call_limit_s"], line
     assert "parallel-training: no GPU section planned (its gpu_budget.not_planned): one GPU shows nothing" in out
+
+
+def test_two_windows_put_the_most_valuable_posts_first_and_keep_each_window_within_its_seconds():
+    posts = {s: {"budget_s": b, "rank": r} for s, b, r in
+             [("a", 400, 1), ("b", 300, 2), ("c", 350, 3), ("d", 200, 4), ("e", 60, 5)]}
+    budgets = {**_budgets(posts, call_overhead_s=30), "windows": 2, "total_limit_s": 1500, "window_s": 800,
+               "max_calls": 2, "order": list(posts)}
+    plan = schedule.plan_calls(budgets, {}, list(posts))
+    assert len(plan.calls) <= 4 and plan.seconds <= 1500
+    assert plan.calls[0].runs[0].slug == "a"  # the most valuable post runs in the first call
+    for window in (plan.calls[:2], plan.calls[2:]):
+        assert sum(c.seconds for c in window) <= 800
+    assert sorted(r.slug for c in plan.calls for r in c.runs) == sorted(posts)
+
+
+def test_a_written_plan_names_its_commit_and_tree_and_the_box_reads_its_calls(tmp_path):
+    from sidebyside.publish import fixedplan
+
+    posts = {"big": {"parts": {"p/a": 200, "p/b": 200, "p/c": 200}}, "small": {"budget_s": 100}}
+    params = {"big": {"checkpoint_file": "checkpoints/big.json", "run_budget_s": 430}}
+    plan = schedule.plan_calls({**_budgets(posts, call_overhead_s=30), "windows": 2, "max_calls": 2}, params,
+                               ["big", "small"], root=tmp_path)
+    for folder, text in (("src/sidebyside/lab", "x = 1\n"), ("notebooks", "# %%\n"), ("params", "a: 1\n")):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "f.py").write_text(text)
+    document = fixedplan.plan_document(plan, root=tmp_path, commit="abc1234", made=dt.date(2026, 12, 2),
+                                       calls_per_window=2)
+    path = fixedplan.write_plan(document, tmp_path)
+    assert path == tmp_path / "gpu-runs" / "plan-2026-12-02.json"
+    read = fixedplan.read_plan(path)
+    assert read["commit"] == "abc1234" and read["tree"] == fixedplan.tree_digest(tmp_path)
+    runs = [fixedplan.call_runs(read, n) for n in range(1, len(read["calls"]) + 1)]
+    big = [later for call in runs for slug, later in call if slug == "big"]
+    assert big[0] and big[-1] == []  # the first run of big is told what later calls hold; the last, nothing
+    assert fixedplan.call_runs(read, 9) == []
+    (tmp_path / "src/sidebyside/publish").mkdir()
+    (tmp_path / "src/sidebyside/publish/p.py").write_text("y = 2\n")  # the publisher decides nothing measured
+    (tmp_path / "gpu-runs" / "notes.txt").write_text("the plan's own folder\n")
+    assert fixedplan.tree_digest(tmp_path) == read["tree"]
+    (tmp_path / "src/sidebyside/lab/f.py").write_text("x = 2\n")
+    assert fixedplan.tree_digest(tmp_path) != read["tree"]
+    assert fixedplan.main_call(["1", str(path)], root=tmp_path) == 2
 
 
 def _notebook(path, slug, gpu):
