@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["same_conditions", "applied", "conditions_sentence", "tf32", "CACHE_ENV"]
+__all__ = ["same_conditions", "applied", "conditions_sentence", "tf32", "use_compile_cache", "CACHE_ENV"]
 
 #: The environment variable naming this run's compilation cache (inherited by worker processes).
 CACHE_ENV = "SIDEBYSIDE_COMPILE_CACHE"
@@ -120,15 +120,7 @@ def same_conditions(*, threads: int | None = None, tf32: bool = False) -> dict[s
         blas_threads = max((info["num_threads"] for info in infos), default=None)
     except ImportError:
         blas_threads = "unknown (threadpoolctl is not installed: pip install threadpoolctl)"
-    cache = _compile_cache()
-    # Whether this process's compilations start cold: a cache folder given by the caller (a device call's, a
-    # test run's) may already hold what an earlier run compiled, and the compile times are then warm.
-    cold = not any(any((cache / tool).iterdir()) for tool in ("jax", "inductor") if (cache / tool).is_dir())
-    import jax  # (after the thread settings above)
-
-    jax.config.update("jax_compilation_cache_dir", str(cache / "jax"))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    cold = use_compile_cache()  # (after the thread settings above: it imports JAX)
     _set_tf32(tf32)
     _APPLIED = {"threads": threads, "tf32": bool(tf32)}
     return {
@@ -155,6 +147,21 @@ def applied() -> dict[str, Any] | None:
     """The arguments of this process's :func:`same_conditions` call (None before it), for a worker
     process to set the same conditions."""
     return dict(_APPLIED) if _APPLIED is not None else None
+
+
+def use_compile_cache() -> bool:
+    """Point both frameworks at this run's compilation cache (:data:`CACHE_ENV`, shared by every process of
+    a run or device call: JAX's persistent cache, Inductor's and Triton's), also in a process that sets no
+    other condition; return whether it started cold (a cache given by the caller may already hold what an
+    earlier run compiled, and compile times are then warm)."""
+    cache = _compile_cache()
+    cold = not any(any((cache / tool).iterdir()) for tool in ("jax", "inductor") if (cache / tool).is_dir())
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", str(cache / "jax"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    return cold
 
 
 def _compile_cache():

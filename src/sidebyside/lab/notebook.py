@@ -127,7 +127,10 @@ def setup(*, threads: int | None = None, tf32: bool = False, same_conditions: bo
     _quiet_logs()
     if not jax_preallocate:
         os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    # a post that sets no conditions still compiles into the run's shared cache (a device call's, a test run's)
     conditions = same.same_conditions(threads=threads or None, tf32=tf32) if same_conditions else None
+    if conditions is None:
+        same.use_compile_cache()
     import jax
     import torch
 
