@@ -286,6 +286,13 @@ def _run(slug: str, folder: Path, runtime: ColabRuntime, mirror: str, md5: dict[
     spec = write_spec(folder, mirror, md5, runtime)
     env = colab_env(spec, raw_site)
     env["JUPYTER_PATH"] = str(runtime.jupyter_path)  # papermill's python3 kernel: the Colab-like interpreter
+    (folder / "pip.jsonl").touch()
+    # What a Colab runtime has beyond a publisher's sandboxed run (sidebyside.publish.sandbox): its
+    # environment, installed into; its wheel and settings; its pip log; the servers on this loopback.
+    env["SIDEBYSIDE_SANDBOX_ALLOW"] = json.dumps({
+        "read": [str(runtime.jupyter_path.parent), str(runtime.wheel.parent), str(spec)],
+        "write": [str(runtime.python.parent.parent), str(folder / "pip.jsonl")],
+        "env": ["COLAB_TEST_SPEC", "PIP_NO_INDEX", "PIP_DISABLE_PIP_VERSION_CHECK"], "share_net": True})
     saved = dict(os.environ)
     said = io.StringIO()
     started = time.perf_counter()

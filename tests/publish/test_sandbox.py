@@ -1,4 +1,4 @@
-"""A notebook's run happens in a sandbox (:mod:`sidebyside.publish.sandbox`) and within a time limit.
+"""A notebook's run happens in a sandbox (:mod:`sidebyside.publish.sandbox`), within a time limit.
 
 Benign payloads only: the probe notebook tries to write marker files into the checkout, the venv's
 site-packages and the home's ``.ipython``, reads the environment, starts a detached grandchild and
@@ -24,9 +24,10 @@ from sidebyside import publish
 from sidebyside.publish import running, sandbox
 from sidebyside.publish.common import PublishError
 
-HEADER = ["# ---", "# jupyter:", "#   kernelspec:", "#     display_name: Python 3", "#     language: python",
-          "#     name: python3", "#   sidebyside:", "#     slug: {slug}", "#     title: Sandbox",
-          "#     date: '2026-11-30'", "#     description: Tries the sandbox.", "#     compared: Nothing.",
+HEADER = ["# ---", "# jupyter:", "#   kernelspec:", "#     display_name: Python 3",
+          "#     language: python", "#     name: python3", "#   sidebyside:", "#     slug: {slug}",
+          "#     title: Sandbox", "#     date: '2026-11-30'",
+          "#     description: Tries the sandbox.", "#     compared: Nothing.",
           "#     metrics: [{metrics}]", "# ---", ""]
 
 PROBE_CELLS = '''
@@ -60,7 +61,8 @@ print(json.dumps(tried))
 
 # %%
 from sidebyside.run import provenance
-provenance.save_results({"tried": tried, "seen": seen, "network": network, "home": os.environ["HOME"]})
+provenance.save_results({"tried": tried, "seen": seen, "network": network,
+                         "home": os.environ["HOME"]})
 '''
 
 ENDLESS_CELLS = '''
@@ -74,8 +76,9 @@ while True:  # never ends
 '''
 
 BWRAP = shutil.which("bwrap")
-needs_sandbox = pytest.mark.skipif(not BWRAP or sandbox._probe(BWRAP) is not None, reason="bubblewrap cannot run here (apt-get install "
-                                   "bubblewrap); the sandbox's own runs are not tried")
+needs_sandbox = pytest.mark.skipif(
+    not BWRAP or sandbox.probe(BWRAP) is not None,
+    reason="bubblewrap cannot run here (apt-get install bubblewrap): no sandboxed run is tried")
 
 
 def _notebook(tmp_path: Path, slug: str, metrics: str, cells: str):
@@ -107,7 +110,8 @@ def probed(tmp_path_factory):
     sleeper = f"{300 + int(tag, 16) % 1000}.{os.getpid()}"
     info, nb = _notebook(tmp_path, "sandbox-probe", "tried, seen, network, home", PROBE_CELLS)
     saved_env = dict(os.environ)
-    os.environ.update({"SIDEBYSIDE_TEST_TOKEN": "xyz", "AWS_SECRET_ACCESS_KEY": "abc", sandbox.MODE_ENV: "1"})
+    os.environ.update({"SIDEBYSIDE_TEST_TOKEN": "xyz", "AWS_SECRET_ACCESS_KEY": "abc",
+                       sandbox.MODE_ENV: "1"})
     targets["private_home"] = targets["private_home"].replace("$HOME", sandbox.HOME)
     try:
         _, saved = running.execute(info, nb, "smoke", {"targets": targets, "sleeper": sleeper},
@@ -154,8 +158,10 @@ def test_a_run_past_its_limit_is_stopped_naming_its_cell(tmp_path, monkeypatch):
     monkeypatch.setenv(sandbox.MODE_ENV, "1")
     info, nb = _notebook(tmp_path, "sandbox-endless", "n", ENDLESS_CELLS)
     started = time.monotonic()
-    with pytest.raises(PublishError, match=r"time limit of 25 s while cell \d+ \[import time\] ran") as failed:
-        running.execute(info, nb, "smoke", {"n": 2}, tmp_path / "build", root=ROOT, progress=False, limit=25)
+    said = r"time limit of 25 s while cell \d+ \[import time\] ran"
+    with pytest.raises(PublishError, match=said) as failed:
+        running.execute(info, nb, "smoke", {"n": 2}, tmp_path / "build", root=ROOT, progress=False,
+                        limit=25)
     assert time.monotonic() - started < 60
     assert "nothing published was changed" in str(failed.value)
     assert not (tmp_path / "build" / "results" / "sandbox-endless.json").exists()
@@ -163,19 +169,38 @@ def test_a_run_past_its_limit_is_stopped_naming_its_cell(tmp_path, monkeypatch):
 
 def test_a_plain_child_past_its_limit_is_killed_with_its_group():
     started = time.monotonic()
-    finished = sandbox.run([sys.executable, "-c", "import time; time.sleep(60)"], dict(os.environ), 1.0)
+    command = [sys.executable, "-c", "import time; time.sleep(60)"]
+    finished = sandbox.run(command, dict(os.environ), 1.0)
     assert finished.timed_out and finished.returncode != 0
     assert time.monotonic() - started < 10
 
 
 def test_the_environment_keeps_only_its_allowlist():
-    source = {"PATH": "/usr/bin", "LC_ALL": "C", "SIDEBYSIDE_SLUG": "s", "SIDEBYSIDE_TEST_TOKEN": "xyz",
-              "AWS_SECRET_ACCESS_KEY": "k", "OMP_NUM_THREADS": "2", "JAX_PLATFORMS": "cpu", "GITHUB_TOKEN": "t",
-              "HOME": "/root", "TORCH_API_KEY": "k", "SSH_AUTH_SOCK": "/s", "SOMETHING": "x"}
+    source = {"PATH": "/usr/bin", "LC_ALL": "C", "SIDEBYSIDE_SLUG": "s",
+              "SIDEBYSIDE_TEST_TOKEN": "xyz", "AWS_SECRET_ACCESS_KEY": "k", "OMP_NUM_THREADS": "2",
+              "JAX_PLATFORMS": "cpu", "GITHUB_TOKEN": "t", "HOME": "/root", "TORCH_API_KEY": "k",
+              "SSH_AUTH_SOCK": "/s", "SOMETHING": "x"}
     kept = sandbox.environment(source, extra_names=["SOMETHING"])
-    assert kept == {"PATH": "/usr/bin", "LC_ALL": "C", "SIDEBYSIDE_SLUG": "s", "OMP_NUM_THREADS": "2",
-                    "JAX_PLATFORMS": "cpu", "SOMETHING": "x", "HOME": sandbox.HOME, "TMPDIR": "/tmp",
+    assert kept == {"PATH": "/usr/bin", "LC_ALL": "C", "SIDEBYSIDE_SLUG": "s",
+                    "OMP_NUM_THREADS": "2", "JAX_PLATFORMS": "cpu", "SOMETHING": "x",
+                    "HOME": sandbox.HOME, "TMPDIR": "/tmp",
                     "JUPYTER_RUNTIME_DIR": sandbox.RUNTIME_DIR}
+
+
+def test_mounts_go_shallowest_first_and_a_folder_named_both_ways_is_writable(tmp_path):
+    checkout, both = tmp_path / "checkout", tmp_path / "b"
+    scratch = checkout / "build" / "s"
+    for folder in (scratch, both):
+        folder.mkdir(parents=True)
+    box = sandbox.Box(cwd=scratch, read=[scratch.parent.parent, both, tmp_path / "missing"],
+                      write=[scratch, both], moved={tmp_path / "inside": tmp_path / "outside"})
+    line = sandbox.bwrap_argv("bwrap", box, ["true"])
+    mounts = [(line[i], line[i + 2]) for i, a in enumerate(line) if a in ("--ro-bind", "--bind")
+              and line[i + 2].startswith(str(tmp_path))]
+    assert mounts == [("--ro-bind", str(both)), ("--ro-bind", str(checkout)), ("--bind", str(both)),
+                      ("--bind", str(tmp_path / "inside")), ("--bind", str(scratch))]
+    assert "--unshare-net" in line and line[-4:] == ["--chdir", str(scratch), "--", "true"]
+    assert line[line.index("--cap-drop") + 1] == "ALL"
 
 
 def test_without_bubblewrap_auto_warns_once_and_1_refuses(tmp_path, monkeypatch, capsys):

@@ -22,7 +22,8 @@ from sidebyside.publish.params import settings_file
 from sidebyside.publish.preprocess import scrub, scrub_rules
 from sidebyside.run import context, provenance, runkey
 
-__all__ = ["execute", "run_limit", "complete_record", "check_before_running", "key_and_stamp", "check_machine"]
+__all__ = ["execute", "run_limit", "complete_record", "check_before_running", "key_and_stamp",
+           "check_machine"]
 
 #: How many kernels one run starts before it gives up on a kernel that dies before it answers. A kernel's ports
 #: are picked free by its manager, released, then bound by the kernel; a process that starts meanwhile (another
@@ -30,9 +31,11 @@ __all__ = ["execute", "run_limit", "complete_record", "check_before_running", "k
 #: a cell (papermill issue 511). Nothing ran, so a fresh kernel, with fresh ports, is the same run.
 KERNEL_STARTS = 3
 KERNEL_DIED = "Kernel died before replying to kernel_info"
-#: A whole run's time limit where its caller knows no better (seconds): longer than any post's cpu or gpu run.
+#: A whole run's time limit where its caller knows no better (seconds): longer than any post's cpu
+#: or gpu run.
 RUN_LIMIT_S = 6 * 3600
-#: Where the caller knows the post's recorded run time: this many times it, and at least RUN_LIMIT_FLOOR_S.
+#: Where the caller knows the post's recorded run time: this many times it, at least
+#: RUN_LIMIT_FLOOR_S.
 RUN_LIMIT_MARGIN = 3.0
 RUN_LIMIT_FLOOR_S = 600
 
@@ -50,8 +53,9 @@ def _format_failure(exc, info: NotebookInfo, nb_path: Path, executed: Path) -> s
 
 
 def run_limit(recorded_s: float | None = None) -> float:
-    """A whole run's time limit, in seconds: :data:`RUN_LIMIT_MARGIN` times the post's recorded run time where
-    the caller knows it (at least :data:`RUN_LIMIT_FLOOR_S`), else :data:`RUN_LIMIT_S`."""
+    """A whole run's time limit, in seconds: :data:`RUN_LIMIT_MARGIN` times the post's recorded
+    run time where the caller knows it (at least :data:`RUN_LIMIT_FLOOR_S`), else
+    :data:`RUN_LIMIT_S`."""
     if recorded_s is None or recorded_s <= 0:
         return float(RUN_LIMIT_S)
     return max(float(RUN_LIMIT_FLOOR_S), RUN_LIMIT_MARGIN * float(recorded_s))
@@ -64,8 +68,8 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
     its kernel working in a scratch directory of its own, ``build/scratch/<slug>/``
     (emptied first), with a compilation cache of its own removed after it unless the environment names one,
     never in the repository or the site (a run in parts reaches the repository's
-    checkpoint folder through a link, :func:`_link_checkpoint_folder`). Papermill and its kernel run in a
-    child process, in the sandbox of :mod:`sidebyside.publish.sandbox` where it works.
+    checkpoint folder through a link, :func:`_link_checkpoint_folder`). Papermill and its kernel run
+    in a child process, in the sandbox of :mod:`sidebyside.publish.sandbox` where it works.
 
     ``timeout``: each cell's limit (seconds; None: none). ``limit``: the whole run's (seconds; None:
     :func:`run_limit`'s default); a run past it is ended, every process of it, and fails.
@@ -105,16 +109,19 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
     own_cache = None if os.environ.get(conditions.CACHE_ENV) else tempfile.mkdtemp(prefix="sidebyside-compile-")
     if own_cache:
         env[conditions.CACHE_ENV] = own_cache
-    child = _Child(info, build, input_path, executed, scratch, params, nb.metadata["kernelspec"]["name"],
-                   progress, timeout, {**os.environ, **env}, root if sandboxed else None)
+    child = _Child(info, build, input_path, executed, scratch, params,
+                   nb.metadata["kernelspec"]["name"], progress, timeout, {**os.environ, **env},
+                   root if sandboxed else None)
     limit = run_limit() if limit is None else limit
     try:
         for start in range(1, KERNEL_STARTS + 1):
             outcome = child.run(limit)
-            if outcome["kind"] != "error" or KERNEL_DIED not in outcome["message"] or start == KERNEL_STARTS:
+            died = outcome["kind"] == "error" and KERNEL_DIED in outcome["message"]
+            if not died or start == KERNEL_STARTS:
                 break
-            warn(f"{info.slug}: its kernel exited before it ran a cell (most often a port taken while it "
-                 f"started: its error is printed above); starting a fresh kernel, {start + 1} of {KERNEL_STARTS}")
+            warn(f"{info.slug}: its kernel exited before it ran a cell (most often a port taken "
+                 f"while it started: its error is printed above); starting a fresh kernel, "
+                 f"{start + 1} of {KERNEL_STARTS}")
     finally:
         if own_cache:
             shutil.rmtree(own_cache, ignore_errors=True)
@@ -139,40 +146,44 @@ def _raise_for(outcome: dict[str, Any], info: NotebookInfo, executed: Path, limi
         cell = outcome.get("cell") or {}
         source = str(cell.get("source") or "").strip().splitlines()
         first = next((line for line in source if line.strip() and not line.startswith("#")), "")
-        running = f"cell {cell['index']} [{first[:80]}]" if cell.get("index") is not None else "no cell yet"
+        index = cell.get("index")
+        running = f"cell {index} [{first[:80]}]" if index is not None else "no cell yet"
         raise PublishError(
-            f"FAILED {info.slug} ({info.path}): the run passed its time limit of {limit:.0f} s while {running} ran, "
-            f"and was stopped, every process of it with it (the limit: execute's limit, by default "
-            f"sidebyside.publish.running.RUN_LIMIT_S)\n  executed copy (if any): {executed}; nothing published "
-            f"was changed")
+            f"FAILED {info.slug} ({info.path}): the run passed its time limit of {limit:.0f} s "
+            f"while {running} ran, and was stopped, every process of it with it (the limit: "
+            f"execute's limit, by default sidebyside.publish.running.RUN_LIMIT_S)\n  executed copy "
+            f"(if any): {executed}; nothing published was changed")
     if outcome["kind"] == "error":
         message = outcome["message"]
-        died = (f"  its kernel died before it ran a cell, {KERNEL_STARTS} times: its own error is printed above; "
-                f"run the kernel's command (jupyter kernelspec list) by hand to see why\n"
-                if KERNEL_DIED in message else "")
+        died = (f"  its kernel died before it ran a cell, {KERNEL_STARTS} times: its own error is "
+                f"printed above; run the kernel's command (jupyter kernelspec list) by hand to see "
+                f"why\n" if KERNEL_DIED in message else "")
         raise PublishError(f"FAILED {info.slug} ({info.path}): {outcome['type']}: {message}\n{died}"
                            f"  executed copy (if any): {executed}; nothing published was changed")
 
 
 class _Child:
-    """One notebook's run as a child process (:func:`sidebyside.publish.sandbox.main`): sandboxed when
-    ``root`` is given (the checkout the run belongs to), a plain child otherwise. Its outcome and the cell
-    it ran last are written in ``build/sandbox/<slug>/run/``; sandboxed, its executed copy and results go
-    to ``build/sandbox/<slug>/`` (shown to it at their own places) and only the slug's are taken back."""
+    """One notebook's run as a child process (:func:`sidebyside.publish.sandbox.main`): sandboxed
+    when ``root`` is given (the checkout the run belongs to), a plain child otherwise. Its outcome
+    and the cell it ran last are written in ``build/sandbox/<slug>/run/``; sandboxed, its executed
+    copy and results go to ``build/sandbox/<slug>/`` (shown to it at their own places), and only
+    the slug's are taken back."""
 
-    def __init__(self, info: NotebookInfo, build: Path, input_path: Path, executed: Path, scratch: Path,
-                 params: dict[str, Any], kernel: str, progress: bool, timeout: int | None,
-                 env: dict[str, str], root: Path | None) -> None:
+    def __init__(self, info: NotebookInfo, build: Path, input_path: Path, executed: Path,
+                 scratch: Path, params: dict[str, Any], kernel: str, progress: bool,
+                 timeout: int | None, env: dict[str, str], root: Path | None) -> None:
         self.info, self.executed, self.root, self.env = info, executed, root, env
         self.results = build.resolve() / "results" / f"{info.slug}.json"
         self.staging = build.resolve() / "sandbox" / info.slug
-        self.job = {"input": str(input_path.resolve()), "output": str(executed.resolve()), "parameters": params,
-                    "kernel": kernel, "cwd": str(scratch.resolve()), "progress": progress, "timeout": timeout,
+        self.job = {"input": str(input_path.resolve()), "output": str(executed.resolve()),
+                    "parameters": params, "kernel": kernel, "cwd": str(scratch.resolve()),
+                    "progress": progress, "timeout": timeout,
                     "cell_file": str(self.staging / "run" / "cell.json"),
                     "outcome": str(self.staging / "run" / "outcome.json")}
 
     def run(self, limit: float) -> dict[str, Any]:
-        """Run it once; its outcome (``sandbox.execute_job``'s, or ``{"kind": "timeout", "cell"}``)."""
+        """Run it once; its outcome (``sandbox.execute_job``'s, or ``{"kind": "timeout", "cell"}``,
+        the cell it ran last, or None)."""
         shutil.rmtree(self.staging, ignore_errors=True)
         for part in ("run", "executed", "results"):
             (self.staging / part).mkdir(parents=True)
@@ -182,7 +193,8 @@ class _Child:
             finished = sandbox.run(command, self.env, limit)
         else:
             box, env = _box(self.job, self.staging, self.root, self.env)
-            finished = sandbox.run(sandbox.bwrap_argv(shutil.which("bwrap") or "bwrap", box, command), env, limit)
+            line = sandbox.bwrap_argv(shutil.which("bwrap") or "bwrap", box, command)
+            finished = sandbox.run(line, env, limit)
             for staged, kept in ((self.staging / "executed" / self.executed.name, self.executed),
                                  (self.staging / "results" / self.results.name, self.results)):
                 if staged.is_file() and not staged.is_symlink():
@@ -193,8 +205,8 @@ class _Child:
         outcome = _read_json(outcome_file)
         if not isinstance(outcome, dict) or outcome.get("kind") not in {"ok", "cell", "error"}:
             return {"kind": "error", "type": "RunExited",
-                    "message": f"the run's process exited with status {finished.returncode} without saying how "
-                               f"its notebook ended (its output is above)"}
+                    "message": f"the run's process exited with status {finished.returncode} "
+                               f"without saying how its notebook ended (its output is above)"}
         return outcome
 
 
@@ -205,17 +217,21 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def _box(job: dict[str, Any], staging: Path, root: Path, env: dict[str, str]) -> tuple[sandbox.Box, dict[str, str]]:
-    """The sandbox of one run (:class:`sidebyside.publish.sandbox.Box`) and its environment: read-only, the
-    checkout, this library's, the interpreter and its venv, the notebook, the data and the kernel's files;
-    writable, the scratch folder (and the checkpoint folder it links to), the staged outputs, the caches."""
+def _box(job: dict[str, Any], staging: Path, root: Path,
+         env: dict[str, str]) -> tuple[sandbox.Box, dict[str, str]]:
+    """The sandbox of one run (:class:`sidebyside.publish.sandbox.Box`) and its environment:
+    read-only, the checkout, this library's, the interpreter and its venv, the notebook, the data
+    and the kernel's files; writable, the scratch folder (and the checkpoint folder it links to),
+    the staged outputs, the caches (the native kernel's in the compilation cache, unless set)."""
     allowed = sandbox.allowance()
     executed, scratch = Path(job["output"]), Path(job["cwd"])
-    read = [root, ROOT, Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(job["input"]).parent]
+    read = [root, ROOT, Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
+            Path(job["input"]).parent]
     if env.get("FASHION_MNIST_DIR"):
         read.append(Path(env["FASHION_MNIST_DIR"]))
     kernel_files, data_dir = _kernel_files(job["kernel"])
-    write = [scratch, staging / "run"] + [link.resolve() for link in scratch.iterdir() if link.is_symlink()]
+    write = [scratch, staging / "run"]
+    write += [link.resolve() for link in scratch.iterdir() if link.is_symlink()]
     env = dict(env)
     env.setdefault("SIDEBYSIDE_NATIVE_CACHE", str(Path(env[conditions.CACHE_ENV]) / "native"))
     for name in (conditions.CACHE_ENV, "SIDEBYSIDE_NATIVE_CACHE", "SIDEBYSIDE_PARTS_OUT"):
@@ -223,19 +239,21 @@ def _box(job: dict[str, Any], staging: Path, root: Path, env: dict[str, str]) ->
             Path(env[name]).mkdir(parents=True, exist_ok=True)
             write.append(Path(env[name]))
     if data_dir:
-        env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(data_dir), env.get("JUPYTER_PATH")]))
+        paths = [str(data_dir), env.get("JUPYTER_PATH")]
+        env["JUPYTER_PATH"] = os.pathsep.join(p for p in paths if p)
     box = sandbox.Box(cwd=scratch.resolve(), share_net=allowed["share_net"],
                       read=[p.resolve() for p in read + kernel_files + allowed["read"]],
                       write=[p.resolve() for p in write + allowed["write"]],
-                      moved={executed.parent: staging / "executed", Path(env[context.ENV["results_dir"]]).resolve():
-                             staging / "results"})
+                      moved={executed.parent: staging / "executed",
+                             Path(env[context.ENV["results_dir"]]).resolve(): staging / "results"})
     return box, sandbox.environment(env, allowed["env"])
 
 
 def _kernel_files(name: str) -> tuple[list[Path], Path | None]:
-    """The files the kernel ``name`` needs, as this process finds its spec (its folder; each absolute path of
-    its command, a ``bin/`` entry by the folder above it, a link by itself and its target), and the Jupyter
-    data folder that holds its spec (None: not found, or not in a ``kernels/`` folder)."""
+    """The files the kernel ``name`` needs, as this process finds its spec (its folder; each
+    absolute path of its command, a ``bin/`` entry by the folder above it, a link by itself and its
+    target), and the Jupyter data folder that holds its spec (None: not found, or not in a
+    ``kernels/`` folder)."""
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
     try:
