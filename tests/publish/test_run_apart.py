@@ -61,7 +61,7 @@ def test_the_tree_leaves_the_build_folder_caches_and_what_a_run_may_write(tmp_pa
 
 def test_the_watch_names_each_file_and_says_how_to_restore(tmp_path):
     root, site = _tree(tmp_path), make_site(tmp_path / "site")
-    watch = guard.TreeWatch([root, site])
+    watch = guard.TreeWatch([root, site], sandboxed=False)
     (root / "assets" / "post.js").write_text("steal()")
     (site / "_config.yml").write_text("plugins: [evil]")
     with pytest.raises(publish.PublishError) as err:
@@ -69,6 +69,14 @@ def test_the_watch_names_each_file_and_says_how_to_restore(tmp_path):
     said = str(err.value)
     assert f"{root / 'assets/post.js'} (changed)" in said and f"{site / '_config.yml'} (changed)" in said
     assert "Nothing was published" in said and "git checkout" in said
+
+
+def test_a_sandboxed_run_s_roots_are_not_watched(tmp_path):
+    """Its sandbox shows them read-only or not at all: what changes meanwhile is someone else's."""
+    root = _tree(tmp_path)
+    watch = guard.TreeWatch([root], sandboxed=True)
+    (root / "assets" / "post.js").write_text("edited by hand meanwhile")
+    watch.check("post", "its notebook's run")
 
 
 def _detaching(pid_file: Path, detach: str) -> str:

@@ -17,7 +17,8 @@ build folder, from a scratch working directory), and after its publication
 The rest of the checkout and of the site is watched too (:func:`tree`, :class:`TreeWatch`): a
 notebook's run may change no other file (content, mode, symbolic links; the git hooks and config
 included; the site's math engine in ``assets/vendor`` included); a run that did is refused, with the
-files named and how to restore them. :func:`reaped` ends every process a run left behind.
+files named and how to restore them (where runs are not sandboxed: a sandboxed run cannot write
+them, :mod:`sidebyside.publish.sandbox`). :func:`reaped` ends every process a run left behind.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from sidebyside.publish import sandbox
 from sidebyside.publish.cache import is_post_of
 from sidebyside.publish.common import PublishError
 
@@ -180,15 +182,27 @@ def tree(root: Path, allowed: Iterable[str] = ()) -> dict[str, str]:
 
 class TreeWatch:
     """The files of ``roots`` (a checkout, a site) as they were when it was made (:func:`tree`), less
-    ``allowed`` (paths relative to each root that the run may write: its checkpoint file)."""
+    ``allowed`` (paths relative to each root that the run may write: its checkpoint file). A
+    ``sandboxed`` run (None: as :func:`sidebyside.publish.sandbox.enabled` says) cannot write them
+    (read-only or absent in its sandbox): nothing is watched, what changes meanwhile is no run's."""
 
-    def __init__(self, roots: Iterable[Path], allowed: Iterable[str] = ()) -> None:
+    def __init__(self, roots: Iterable[Path], allowed: Iterable[str] = (), *,
+                 sandboxed: bool | None = None) -> None:
         self.roots = list(dict.fromkeys(Path(r).resolve() for r in roots))
         self.allowed = tuple(allowed)
-        self.before = {root: tree(root, self.allowed) for root in self.roots}
+        if sandboxed is None:
+            try:
+                sandboxed = sandbox.enabled()
+            except ValueError:  # the run itself says so, before anything runs
+                sandboxed = False
+        self.sandboxed = sandboxed
+        self.before = {} if sandboxed else {r: tree(r, self.allowed) for r in self.roots}
 
     def check(self, slug: str, during: str) -> None:
-        """Raise :class:`PublishError` naming every file of the roots that changed ``during`` the run."""
+        """Raise :class:`PublishError` naming every file of the roots that changed ``during`` the
+        run (none where runs are sandboxed)."""
+        if self.sandboxed:
+            return
         said = []
         for root in self.roots:
             before, after = self.before[root], tree(root, self.allowed)
