@@ -10,9 +10,12 @@ Jekyll does not serve ``_data/``, so the publisher puts these files into
   :func:`sidebyside.lab.tables.tables_csv`), every text cell passed through
   :func:`neutralise` (a spreadsheet opening it evaluates no formula);
 - ``<slug>.ipynb``: the executed notebook, with the outputs the post shows,
-  local paths and host name scrubbed as in the post, and every raster
-  output (PNG, JPEG, GIF, WebP) decoded and encoded again from its pixels
-  alone (:func:`sidebyside.publish.figures.reencode`).
+  each output's text cut at :data:`sidebyside.publish.caps.MAX_STREAM_CHARS`
+  with a marker (:func:`sidebyside.publish.caps.cut_outputs`), local paths and
+  host name scrubbed as in the post, and every raster output (PNG, JPEG, GIF,
+  WebP) decoded and encoded again from its pixels alone
+  (:func:`sidebyside.publish.figures.reencode`), each at most
+  :data:`sidebyside.publish.caps.MAX_FIGURE_FILE_BYTES` (a larger one refuses the post).
 
 The post layout links each file that exists (``_includes/downloads.html``).
 """
@@ -76,46 +79,55 @@ def files(slug: str, executed_nb, preprocessed_nb, record: dict[str, Any],
     """``{filename: bytes}`` of the downloads: ``preprocessed_nb`` is the
     notebook as the post shows it (its tables, each heading and cell
     passed through :func:`neutralise`), ``executed_nb`` the full executed
-    notebook (written through ``scrub``)."""
+    notebook (written through ``scrub``, its outputs cut: :func:`scrub_notebook`)."""
     out = {RESULTS: (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()}
     tables = [(neutralise(section), [[neutralise(value) for value in row] for row in rows])
               for section, rows in post_tables(preprocessed_nb)]
     if tables:
         out[TABLES] = tables_csv(tables).encode()
-    out[f"{slug}.ipynb"] = scrub_notebook(executed_nb, scrub).encode()
+    out[f"{slug}.ipynb"] = scrub_notebook(executed_nb, scrub, slug=slug).encode()
     return out
 
 
-def scrub_notebook(nb, scrub: Callable[[str], str]) -> str:
-    """The notebook's JSON written through ``scrub``, its raster outputs (PNG, JPEG, GIF,
+def scrub_notebook(nb, scrub: Callable[[str], str], *, slug: str = "the post") -> str:
+    """The notebook's JSON written through ``scrub``, each output's text cut at
+    :data:`sidebyside.publish.caps.MAX_STREAM_CHARS` (:func:`sidebyside.publish.caps.cut_outputs`),
+    its raster outputs (PNG, JPEG, GIF,
     WebP: :data:`sidebyside.publish.figures.RASTERS`) encoded again from their pixels alone
     (:func:`sidebyside.publish.figures.reencode`: no metadata, comment, text chunk or trailing
     byte is kept); one that cannot be (not a whole image, too many pixels) is removed, its
     output saying why in its ``text/plain``. The base64 payloads are kept out of the scrub:
     a rule for a short host name (whole words, any case) would otherwise match inside
     the base64 text, between its ``/`` and ``+``, and corrupt the figure. Each payload
-    is set aside under a random token for the scrub and put back after it."""
+    is set aside under a random token for the scrub and put back after it. A raster over
+    :data:`sidebyside.publish.caps.MAX_FIGURE_FILE_BYTES` once encoded again raises
+    :class:`sidebyside.publish.common.PublishError` naming ``slug`` and the cap."""
     import base64
     import binascii
-    import copy
     import secrets
 
     import nbformat
 
+    from sidebyside.publish import caps
     from sidebyside.publish.figures import RASTERS, FigureError, reencode
 
-    nb = copy.deepcopy(nb)
+    nb = caps.cut_outputs(nb)  # a copy
     kept: dict[str, str] = {}
     for cell in nb.cells:
         for output in cell.get("outputs", []):
             data = output.get("data") or {}
             for mime in [m for m in RASTERS if m in data]:
                 try:
-                    payload = base64.b64encode(reencode(mime, base64.b64decode(_text(data[mime])))).decode()
+                    raw = reencode(mime, base64.b64decode(_text(data[mime])))
                 except (FigureError, binascii.Error, ValueError) as exc:
                     del data[mime]
                     data["text/plain"] = f"[a figure ({mime}) was left out of this download: {exc}]"
                     continue
+                if len(raw) > caps.MAX_FIGURE_FILE_BYTES:
+                    raise caps.refusal(slug, f"a figure ({mime}) of its executed notebook, the download",
+                                       f"{len(raw):,} bytes", f"{caps.MAX_FIGURE_FILE_BYTES:,} bytes",
+                                       "draw it smaller (a smaller figsize or dpi, fewer points)")
+                payload = base64.b64encode(raw).decode()
                 token = f"sidebysidebinary{secrets.token_hex(16)}"
                 kept[token] = payload
                 data[mime] = token

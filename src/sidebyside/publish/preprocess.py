@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sidebyside.publish import escape, figures
+from sidebyside.publish import caps, escape, figures
 from sidebyside.publish.common import ANSI_RE, warn
 
 __all__ = ["OUTPUT_CAP", "KEY_FIGURE_TAG", "scrub_rules", "scrub", "collapse_progress", "kramdown_math", "cap_output",
@@ -139,11 +139,9 @@ def preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
     parameter cells and the value of the :data:`INSTALL_TAG` cell, clean streams,
     scrub paths, extract figures with stable names. Returns the notebook and
     ``{filename: bytes}``."""
-    import copy
-
     from nbconvert.preprocessors import TagRemovePreprocessor
 
-    nb = copy.deepcopy(nb)
+    nb = caps.cut_outputs(nb)  # a copy, each output's text cut at caps.MAX_STREAM_CHARS with a marker
     nb.cells = [c for c in nb.cells if not {"parameters", "injected-parameters"} & set(c.metadata.get("tags", []))]
     tag_remover = TagRemovePreprocessor(
         remove_cell_tags={"remove_cell"}, remove_input_tags={"remove_input"},

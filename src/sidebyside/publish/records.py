@@ -9,7 +9,9 @@ noncharacter) stops the build of the whole site. So:
 - :func:`record_text` writes a record as UTF-8 JSON (``ensure_ascii=False``:
   a character outside the Basic Multilingual Plane is written as itself,
   never as a surrogate-pair escape);
-- :func:`check_record` refuses a record the site cannot show: one that
+- :func:`load_record` reads a run's record within the caps of :mod:`.caps`
+  (size, then nesting, counted before it is parsed); :func:`check_record`
+  refuses a record the site cannot show: one over those caps, one that
   :data:`RECORD_SCHEMA` refuses (:func:`schema_problems`, by ``jsonschema``,
   pinned in requirements.txt), one with more than :data:`MAX_VERDICTS`
   verdicts, or one that lacks a metric its notebook declares;
@@ -41,10 +43,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sidebyside.publish import caps
 from sidebyside.publish.common import PROFILES, PublishError
 
-__all__ = ["MAX_VERDICTS", "RECORD_SCHEMA", "GPU_RUN", "split_runs", "join_runs", "record_text", "schema_problems", "check_record", "jekyll_rejects",
-           "site_rejects", "require_loadable", "begins_with_front_matter", "site_pages_outside_posts"]
+__all__ = ["MAX_VERDICTS", "RECORD_SCHEMA", "GPU_RUN", "split_runs", "join_runs", "record_text", "schema_problems",
+           "check_record", "load_record", "jekyll_rejects", "site_rejects", "require_loadable",
+           "begins_with_front_matter", "site_pages_outside_posts"]
 
 #: The most verdicts one record may hold (a post's verdict box shows each one).
 MAX_VERDICTS = 50
@@ -242,10 +246,41 @@ def record_text(record: dict[str, Any]) -> str:
     return json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+def load_record(path: Path, slug: str) -> dict[str, Any]:
+    """The results record a run of ``slug`` saved at ``path``: a regular file
+    (:func:`sidebyside.publish.caps.read_regular`) of at most :data:`sidebyside.publish.caps.MAX_RECORD_BYTES`,
+    nested at most :data:`sidebyside.publish.caps.MAX_RECORD_DEPTH` deep (counted before it is parsed),
+    holding a JSON object. Raises :class:`PublishError` naming the cap, or what the file holds."""
+    path = Path(path)
+    try:
+        size = path.lstat().st_size
+    except OSError as exc:
+        raise PublishError(f"{slug}: its results record {path} cannot be read ({exc.strerror})") from None
+    if size > caps.MAX_RECORD_BYTES:
+        raise caps.refusal(slug, f"its results record ({path.name})", f"{size:,} bytes",
+                           f"{caps.MAX_RECORD_BYTES:,} bytes", "keep the record to the figures the post shows")
+    data = caps.read_regular(path, cap=caps.MAX_RECORD_BYTES)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PublishError(f"{slug}: its results record {path} is not UTF-8 ({exc})") from None
+    caps.check_record_caps(None, slug, text)
+    try:
+        record = json.loads(text)
+    except ValueError as exc:
+        raise PublishError(f"{slug}: its results record {path} is not JSON ({exc}); save it with "
+                           "sidebyside.run.provenance.save_results") from None
+    if not isinstance(record, dict):
+        raise PublishError(f"{slug}: its results record {path} is a JSON {type(record).__name__}, not an object")
+    return record
+
+
 def check_record(record: dict[str, Any], slug: str, metrics: Sequence[str] = ()) -> None:
-    """Raise :class:`PublishError` for a record the site cannot show: one that breaks
-    :data:`RECORD_SCHEMA` (the message names every field, at most 20, and why), more verdicts than
-    :data:`MAX_VERDICTS`, or without one of ``metrics`` (the keys its notebook's header declares)."""
+    """Raise :class:`PublishError` for a record the site cannot show: one over the caps of
+    :func:`sidebyside.publish.caps.check_record_caps` (nesting, then size: checked first), one that
+    breaks :data:`RECORD_SCHEMA` (the message names every field, at most 20, and why), more verdicts
+    than :data:`MAX_VERDICTS`, or without one of ``metrics`` (the keys its notebook's header declares)."""
+    caps.check_record_caps(record, slug)
     problems = schema_problems(record)
     if problems:
         more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""

@@ -131,7 +131,9 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
             f"FAILED {info.slug} ({info.path}): the run saved no results. End the notebook with "
             f"sidebyside.run.provenance.save_results(metrics). Nothing published was changed."
         )
-    record = json.loads(results_path.read_text())
+    from sidebyside.publish.records import load_record
+
+    record = load_record(results_path, info.slug)  # within the record's caps, its depth counted before parsing
     if record.get("slug") != info.slug:
         raise PublishError(f"{info.path}: save_results was called with slug {record.get('slug')!r}, expected {info.slug!r}")
     check_machine(record, info.slug)

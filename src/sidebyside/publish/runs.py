@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sidebyside.publish import gpu_section, records
+from sidebyside.publish import caps, gpu_section, records
 from sidebyside.publish.common import ROOT, PublishError, say, warn
 from sidebyside.publish.discovery import NotebookInfo
 
@@ -34,7 +34,8 @@ __all__ = ["published", "combine"]
 def published(site: Path, slug: str) -> tuple[dict[str, Any] | None, str | None, dict[str, bytes]]:
     """What ``site`` publishes of ``slug``: its results record (None when there is none or it
     cannot be read: a warning says so), its post's text (None without one) and the files of
-    ``images/<slug>/``."""
+    ``images/<slug>/`` (:func:`sidebyside.publish.caps.read_folder`: anything but a regular file
+    there raises :class:`PublishError`)."""
     from sidebyside.publish.cache import is_post_of
 
     site = Path(site)
@@ -51,7 +52,7 @@ def published(site: Path, slug: str) -> tuple[dict[str, Any] | None, str | None,
     posts = sorted(p for p in (site / "_posts").glob(f"*-{slug}.md") if is_post_of(p, slug))
     post = posts[-1].read_text(encoding="utf-8") if posts else None
     folder = site / "images" / slug
-    files = {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()} if folder.is_dir() else {}
+    files = caps.read_folder(folder)  # regular files only: never through a link, never a FIFO
     return record, post, files
 
 

@@ -40,7 +40,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from sidebyside.publish import caps
+from sidebyside.publish import caps, secrets
 from sidebyside.publish.cache import is_post_of, post_path
 from sidebyside.publish.common import PublishError, say, write_atomic
 from sidebyside.publish.discovery import NotebookInfo
@@ -321,14 +321,17 @@ def publish(site: Path, info: NotebookInfo, post: str, images: dict[str, bytes],
     post that Jekyll would refuse raises :class:`PublishError`, and nothing
     published changes; so does a file of ``images`` that begins with front
     matter (:func:`sidebyside.publish.records.begins_with_front_matter`: only
-    a post may be a page of the site), and a post over its caps (page,
-    figures, share of the feed: :func:`sidebyside.publish.caps.check`)."""
+    a post may be a page of the site), a post over its caps (page,
+    figures, files, share of the feed: :func:`sidebyside.publish.caps.check`; its record's:
+    :func:`sidebyside.publish.caps.check_record_caps`), and one that would publish a secret of
+    the environment (:func:`sidebyside.publish.secrets.check`)."""
     site = Path(site)
     with lock(site):
         for message in recover(site):
             say(f"recovered {message}")
         from sidebyside.publish.runs import combine
 
+        caps.check_record_caps(record, info.slug)  # before anything recurses into it
         post, images, record = combine(site, info, post, images, record)
         txn = Transaction(site, info.slug)
         staged = txn.stage(f"images/{info.slug}")
@@ -349,7 +352,10 @@ def publish(site: Path, info: NotebookInfo, post: str, images: dict[str, bytes],
                                    "post may. Nothing published was changed.")
             check_record(record, info.slug)
             caps.check(info.slug, post, images)
-            results.write_text(record_text(record), encoding="utf-8")
+            text = record_text(record)
+            secrets.check(info.slug, {f"_posts/{target.name}": post, f"_data/results/{info.slug}.json": text,
+                                      **{f"images/{info.slug}/{name}": data for name, data in images.items()}})
+            results.write_text(text, encoding="utf-8")
             (txn.staging / "post.md").write_text(post, encoding="utf-8")
             require_loadable([results], [txn.staging / "post.md"],
                              f"{info.slug}: its results record or its post's front matter")
