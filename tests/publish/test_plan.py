@@ -6,8 +6,8 @@ refused while over their limits."""
 
 from __future__ import annotations
 
-import itertools
 import datetime as dt
+import itertools
 import json
 import random
 import re
@@ -143,10 +143,14 @@ def test_a_saved_part_is_planned_again_once_what_a_run_reads_changed_since_its_c
     assert done() == ["parity"]  # the notebook's prose is not what a part measured: its key keeps it
     for name in ("notebooks/01_x.py", "src/sidebyside/lab/m.py", "params/x.yaml"):
         before = (tmp_path / name).read_text()
-        (tmp_path / name).write_text(before.replace("x = 1", "x = 2") if name.endswith("01_x.py") else before + "# changed\n")
+        (tmp_path / name).write_text(before.replace("x = 1", "x = 2") if name.endswith("01_x.py") else
+                                     before.replace("gpu: {}", "gpu: {n: 2}") if name.endswith(".yaml") else
+                                     before + "# changed\n")
         assert done() == [], name  # measured again, so planned again
         (tmp_path / name).write_text(before)
     assert done() == ["parity"]
+    (tmp_path / "params" / "x.yaml").write_text("gpu: {}\ngpu_budget: {budget_s: 9, measured: measured since}\n")
+    assert done() == ["parity"]  # the budget beside the settings is not what a run reads
     # where git cannot tell (a commit it lacks, or no notebook given), a saved part counts as done
     (tmp_path / "checkpoints" / "x.json").write_text(json.dumps({"parity": {"key": "k", "seconds": 30.0,
                                                                              "commit": "0123456789ab"}}))

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import itertools
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PLANS", "READS", "tree_digest", "plan_document", "write_plan", "read_plan", "newest_plan", "call_runs",
+__all__ = ["PLANS", "READS", "tree_digest", "into_windows", "plan_document", "write_plan", "read_plan", "newest_plan", "call_runs",
            "main_call"]
 
 #: Where plans are committed, relative to the project root.
@@ -59,6 +61,30 @@ def tree_digest(root: Path) -> str:
         h.update(path.relative_to(root).as_posix().encode() + b"\0")
         h.update(hashlib.sha256(path.read_bytes()).digest())
     return h.hexdigest()
+
+
+def into_windows(calls: list, per_window: int, window_s: float, rank: Mapping[str, int]) -> list | None:
+    """``calls`` in the order they run: consecutive groups of ``per_window`` calls (a window) of at most
+    ``window_s`` seconds each, the runs of a post in the order given (the planner's packing), the most
+    valuable posts (lowest ``rank``) first; None where no order fits."""
+    def sequence(ordered: list) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for call in ordered:
+            for run in call.runs:
+                out.setdefault(run.slug, []).append(id(run))
+        return out
+
+    wanted = sequence(calls)
+    best: tuple | None = None
+    for order in itertools.permutations(range(len(calls))):
+        ordered = [calls[i] for i in order]
+        groups = [ordered[i:i + per_window] for i in range(0, len(ordered), per_window)]
+        if sequence(ordered) != wanted or any(sum(c.seconds for c in g) > window_s + 1e-9 for g in groups):
+            continue
+        score = tuple(min(rank.get(r.slug, len(rank)) for r in c.runs) for c in ordered)
+        if best is None or score < best[0]:
+            best = (score, ordered)
+    return None if best is None else best[1]
 
 
 def plan_document(plan, *, root: Path, commit: str, made: dt.date, calls_per_window: int) -> dict[str, Any]:

@@ -1,59 +1,21 @@
-"""Plan a GPU publication: split the stale GPU posts into device calls that fit
-a call's deadline and a window, from the device seconds measured (or estimated) before.
+"""Plan a GPU publication: split the GPU posts into device calls that fit a call's deadline, a window
+and the plan's windows, from the device seconds measured (or derived) before.
 
-A post's cost is the ``gpu_budget`` entry of its settings file, ``params/<slug>.yaml`` (a post
-without one does not run on a GPU; :func:`sidebyside.publish.discovery.read_gpu_budget`):
+A post's cost is the ``gpu_budget`` of its settings file (:func:`sidebyside.publish.discovery.read_gpu_budget`):
+``budget_s`` (one run of the whole post), or ``parts`` in the order the notebook runs them (a name ending
+in ``/*`` with ``each_s`` and ``count`` for a kind of part), ``measured`` and ``derivation`` (where each
+figure comes from), ``rank`` (order of value to a reader, 1 first) and ``not_planned`` (why no GPU section
+is planned). :data:`CALLS_FILE` holds what every call and run pay besides their parts and the limits: a
+call's deadline, a window's seconds and calls, the windows of a plan, each post's limit and all of them
+together; a budget over its limit is refused, naming what to cut (:func:`over_budget`).
 
-- ``budget_s``: the device seconds of one run of the whole post, as measured
-  (``null``: not measured yet: estimated, see below);
-- ``parts`` (runs in parts only, see :mod:`sidebyside.run.checkpoints`): the
-  measured seconds of each part, a list in the order the notebook runs them
-  (``[{parity: 120}, ...]``); a name ending in ``/*`` gives the cost of each
-  part of that kind, and ``count`` how many there are (``{each_s: 57, count: 12}``);
-- ``measured``: where the numbers come from (commit, device);
-- ``rank`` (optional): the order of value to a reader in which the GPU runs are owed (1
-  first); unranked posts follow in the notebooks' order. When the stale posts do not all
-  fit a window, the most of them that do, in that order, are planned; where the first does
-  not fit with the next, it is planned alone, else its longest first runs that fit (a post in
-  parts: the rest goes on in a later window, from its committed checkpoint file).
-- ``not_planned`` (optional): why no GPU section of the post is planned (a sentence): the
-  planner leaves the post out, counts it in no budget and says so (``Plan.not_planned``).
-
-:data:`CALLS_FILE` (``params/gpu-calls.yaml``) holds what every call pays:
-``call_overhead_s`` (a call's set-up: install, GPU check) and ``run_overhead_s``
-(what a run in parts spends besides its parts: kernel start, imports, data, report),
-added where they are paid; and the limits: ``call_limit_s`` (a call's running, its
-deadline: ``DEADLINE_S`` of ``tools/device-run.sh``), ``window_s`` and ``max_calls``
-(a window), ``windows`` (the windows a plan spans), and the posts' budgets: ``post_limit_s`` (a post's device seconds, its
-call's set-up included), ``post_calls`` (posts allowed more calls of ``post_limit_s``
-than one) and ``total_limit_s`` (every GPU post together). Where the file gives
-``post_limit_s``, :func:`plan_calls` refuses, planning nothing, while the budget of a
-post it plans is over its limit, or the budgets of the posts it plans are over
-``total_limit_s`` together (all of them with ``publish plan --all``), and names the
-parts to cut (:func:`over_budget`).
-
-One clock: a call counts from its start (``tools/device-run.sh`` passes it to every run):
-its set-up, then its runs one after the other, all ended by ``call_limit_s``. A post is
-one run, whole, in one call. A run in parts (``checkpoint_file`` and ``run_budget_s``
-among its gpu parameters) stops starting parts at ``run_budget_s`` seconds *from the
-call's start* (and at the deadline), so the planner cuts it into runs of at most
-``min(run_budget_s, call_limit_s)`` less the call's set-up and the run's own overhead
-of parts each, and puts a run in a call only where every run of that call ends by its
-own budget and the deadline, runs with the earlier budget first: no part is planned that
-cannot finish before the call's deadline. Parts already in the committed checkpoint file
-count as done, unless git shows that what a run reads changed since the commit that
-measured them (the notebook's code cells, :func:`sidebyside.run.runkey.code_digest`, and
-:data:`RUN_READS`: the library outside the publisher, the pins; and the post's settings): such
-a part is measured again, so it is planned again. Where git cannot tell (no checkout, as
-on an air-gapped box, or a commit it lacks) a saved part counts as done, and the plan
-may be optimistic.
-
-A part with no cost is estimated, and the plan says so and how: from the largest part
-measured under the same parent kind (``ladder/`` for ``ladder/gpt2/*``), else the largest
-declared there, else the budget's ``budget_s`` less its declared parts, shared, else a
-run of its own (the most a run may hold); a post with ``budget_s: null`` at the most a
-post may take. The runs are then packed into at most ``max_calls`` calls and ``window_s``
-in all; :class:`PlanRefused` says what does not fit and what to cut.
+One clock: a call counts from its start; a run in parts (``checkpoint_file`` and ``run_budget_s`` among its
+gpu parameters) stops starting parts at ``run_budget_s`` from the call's start, so the planner cuts it into
+runs that end by then and by the deadline. Parts in the committed checkpoint file count as done unless git
+shows that what a run reads changed since the commit that measured them (:func:`_saved_parts`); git is
+asked here, on the development machine, never on the box, which runs the fixed plan written from this one
+(:mod:`sidebyside.publish.fixedplan`). A cost not given is estimated, and the plan says how. The runs are
+packed into the fewest calls, then ordered into windows, the most valuable posts first.
 
 This module imports neither PyTorch nor JAX.
 """
@@ -61,7 +23,6 @@ This module imports neither PyTorch nor JAX.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import math
 import subprocess
@@ -71,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from sidebyside.publish import fixedplan
 from sidebyside.publish.common import ROOT, PublishError
 from sidebyside.run import colab
 
@@ -257,7 +219,7 @@ def _saved_parts(checkpoint: Path | None, notebook: Path | None = None, root: Pa
                  settings: str | None = None) -> dict[str, float]:
     """Parts in a checkpoint file that a run would read back, with their measured seconds ({} where there
     is no file): those whose commit git shows to differ from the working tree in ``notebook``'s code cells,
-    :data:`RUN_READS` or the post's ``settings`` file (relative to ``root``) are left out."""
+    :data:`RUN_READS` or the gpu profile of the post's ``settings`` file (relative to ``root``) are left out."""
     if checkpoint is None or not checkpoint.is_file():
         return {}
     try:
@@ -266,9 +228,30 @@ def _saved_parts(checkpoint: Path | None, notebook: Path | None = None, root: Pa
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise PublishError(f"{checkpoint} is not a checkpoint file a run wrote ({exc}); move it away to plan "
                            "every part again") from None
-    reads = (*RUN_READS, *([settings] if settings else []))
-    changed = {commit: _changed_since(commit, notebook, root, reads) for _, commit in parts.values()}
+    changed = {commit: _changed_since(commit, notebook, root) or _gpu_settings_changed(commit, settings, root)
+               for _, commit in parts.values()}
     return {name: seconds for name, (seconds, commit) in parts.items() if not changed[commit]}
+
+
+def _gpu_settings_changed(commit: str | None, settings: str | None, root: Path) -> bool:
+    """Whether the gpu profile of the ``settings`` file (relative to ``root``) differs between ``commit`` and
+    the working tree; its budget, beside it in the same file, is not what a run reads (False where git
+    cannot tell)."""
+    if not commit or not settings:
+        return False
+    try:
+        then = subprocess.run(["git", "-C", str(root), "show", f"{commit}:{settings}"], capture_output=True,
+                              text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    if then.returncode != 0:
+        return False  # no checkout, a commit git lacks, or a file it did not have then
+    path = Path(root) / settings
+    try:
+        now = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        return (yaml.safe_load(then.stdout) or {}).get("gpu") != (now or {}).get("gpu")
+    except (yaml.YAMLError, AttributeError):
+        return True
 
 
 def _changed_since(commit: str | None, notebook: Path | None, root: Path, reads: tuple[str, ...] = RUN_READS) -> bool:
@@ -490,7 +473,7 @@ def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any
     rank = {s: i for i, s in enumerate(slugs)}
 
     def arranged(calls: list[Call] | None) -> list[Call] | None:
-        return None if calls is None else _into_windows(calls, max_calls, window_s, rank)
+        return None if calls is None else fixedplan.into_windows(calls, max_calls, window_s, rank)
 
     for n in range(len(slugs), 1 if order else len(slugs) - 1, -1):  # all; else the most, in order, that fit
         calls = arranged(pack([r for r in runs if r.slug in slugs[:n]], **sizes))
@@ -503,30 +486,6 @@ def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any
         if calls is not None:
             return Plan(calls, limit_s, total_s, {order[0]: done[order[0]]}, not_planned)
     raise PlanRefused(_what_to_cut(runs, **sizes))
-
-
-def _into_windows(calls: list[Call], per_window: int, window_s: float, rank: Mapping[str, int]) -> list[Call] | None:
-    """``calls`` in the order they run: consecutive groups of ``per_window`` calls (a window) of at most
-    ``window_s`` seconds each, the runs of a post in the order :func:`pack` gave them, the most valuable
-    posts (lowest ``rank``) first; None where no order fits."""
-    def sequence(ordered: list[Call]) -> dict[str, list[int]]:
-        out: dict[str, list[int]] = {}
-        for call in ordered:
-            for run in call.runs:
-                out.setdefault(run.slug, []).append(id(run))
-        return out
-
-    wanted = sequence(calls)
-    best: tuple | None = None
-    for order in itertools.permutations(range(len(calls))):
-        ordered = [calls[i] for i in order]
-        groups = [ordered[i:i + per_window] for i in range(0, len(ordered), per_window)]
-        if sequence(ordered) != wanted or any(sum(c.seconds for c in g) > window_s + 1e-9 for g in groups):
-            continue
-        score = tuple(min(rank.get(r.slug, len(rank)) for r in c.runs) for c in ordered)
-        if best is None or score < best[0]:
-            best = (score, ordered)
-    return None if best is None else best[1]
 
 
 def over_budget(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any]],
