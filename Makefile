@@ -37,7 +37,7 @@ endif
 PUBLISH := $(PYTHON) -m sidebyside.publish
 SELECT := $(if $(ONLY),--only $(ONLY)) --site $(SITE)
 
-.PHONY: all help setup apt venv native gpu bundle assets readme sync check-pairs lint execute render list recover site serve test test-fast offline clean
+.PHONY: all help setup apt venv native gpu bundle assets readme sync check-pairs lint execute render list recover site serve test test-fast offline box-check clean
 
 ## all: set up, run every notebook with the profile this machine supports, render, build the site
 all: $(SETUP_DEPS) execute site
@@ -201,9 +201,13 @@ test: $(SETUP_DEPS) lint
 test-fast: $(SETUP_DEPS)
 	$(PYTHON) -m pytest tests -m "not slow" -n $(or $(JOBS),2) --dist loadfile --no-loadscope-reorder
 
-## offline: prepare wheels and FashionMNIST for an air-gapped GPU box into .offline/ (PYVER=3.12)
+## offline: prepare what an air-gapped GPU box lacks into .offline/ for the call's posts (SLUGS=slug,slug; default every GPU post; PYVER=3.12): the wheels, FashionMNIST only where a post reads it; refuses over 48 MiB carried
 offline:
-	bash tools/prepare-offline.sh $(or $(PYVER),3.12)
+	SLUGS='$(SLUGS)' PYTHON='$(PYTHON)' bash tools/prepare-offline.sh $(or $(PYVER),3.12)
+
+## box-check: rehearse a box call here: a venv like the box's (Python 3.12, torch 2.11, JAX 0.11.2, from PyPI: about 3 GB the first time), .offline/ installed as tools/device-run.sh does, every GPU post (SLUGS=) executed at smoke sizes through it; result in build/box-check/result.txt. Not part of make test
+box-check:
+	SLUGS='$(SLUGS)' PYTHON='$(PYTHON)' bash tools/box-check.sh
 
 ## clean: remove build outputs (never the published posts)
 clean:
