@@ -19,7 +19,7 @@ __all__ = ["ENTRY_KEYS", "Timing", "read"]
 #: The keys of a timing entry (seconds), written by :meth:`Timing.entry`, read by :func:`read`.
 ENTRY_KEYS = ("median_s", "q1_s", "q3_s", "iqr_s", "min_s", "first_s", "compile_s", "repeats", "number",
               "synchronized", "processes_s", "first_per_process_s", "floor", "busy",
-              "between")
+              "between", "first_cache")
 
 
 @dataclasses.dataclass
@@ -32,7 +32,9 @@ class Timing:
     process order (one observation each); ``first_per_process_s`` each process's
     first call; ``floor`` the machine kind's noise floor; ``busy`` what the
     quiet-machine check found during the measurement; ``between`` the machine kind's
-    spreads between runs, by verdict id (:func:`sidebyside.lab.floors.between_runs`).
+    spreads between runs, by verdict id (:func:`sidebyside.lab.floors.between_runs`);
+    ``first_cache`` whether ``first_s``'s compilation found the shared cache "cold" or
+    "warm" (None: nothing compiled through it, :mod:`sidebyside.lab.cachestate`).
     """
 
     name: str
@@ -45,6 +47,7 @@ class Timing:
     floor: float | None = None
     busy: list[str] = dataclasses.field(default_factory=list)
     between: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    first_cache: str | None = None
 
     @property
     def median_s(self) -> float:

@@ -15,7 +15,9 @@ Rules it enforces, so that every published figure is comparable:
   compilation for ``jax.jit`` and ``torch.compile``, cold, in the first
   process. ``compile_s`` is that first call minus the steady-state median,
   never mixed into the run time. Later processes reuse the run's
-  compilation cache (:mod:`sidebyside.lab.conditions`).
+  compilation cache (:mod:`sidebyside.lab.conditions`); ``first_cache`` says
+  whether that first call's compilation found it cold or warm
+  (:mod:`sidebyside.lab.cachestate`), program by program.
 - Every timed call waits for its result: JAX arrays are blocked on
   (``block_until_ready``), CUDA work is synchronised (``torch.cuda.synchronize``).
   ``synchronize=False`` exists only to show what an unsynchronised timer reports;
@@ -54,7 +56,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from sidebyside.lab import floors, ladders, pool, quiet
+from sidebyside.lab import cachestate, floors, ladders, pool, quiet
 from sidebyside.lab.entry import Timing
 from sidebyside.run import code
 
@@ -195,6 +197,7 @@ def measure_here(fns: Mapping[str, Callable[[], Any]], *, repeats: int, warmup: 
     """
     _validate(repeats, warmup)
     first: dict[str, float] = {}
+    caches: dict[str, str | None] = {}  # each first call's compilation: cold, warm or none
     numbers: dict[str, int] = {}
     errors: dict[str, str] = {}
     running: dict[str, Callable[[], Any]] = {}
@@ -202,9 +205,11 @@ def measure_here(fns: Mapping[str, Callable[[], Any]], *, repeats: int, warmup: 
         if not probe:
             code.note_timed(name, fn)
         try:
+            before = cachestate.snapshot()
             start = time.perf_counter()
             _call(fn, synchronize)
             first[name] = time.perf_counter() - start
+            caches[name] = cachestate.state(before, cachestate.snapshot())
             for _ in range(warmup):
                 _call(fn, synchronize)
             numbers[name] = number if number is not None else next(
@@ -250,7 +255,8 @@ def measure_here(fns: Mapping[str, Callable[[], Any]], *, repeats: int, warmup: 
     for result in queued.values():
         block(result)  # drain what the unsynchronised repeats left queued
     timings = {name: Timing(name, times[name], numbers[name], first[name], synchronize,
-                            [statistics.median(times[name])], [first[name]]) for name in running}
+                            [statistics.median(times[name])], [first[name]], first_cache=caches[name])
+               for name in running}
     return timings, errors
 
 
@@ -292,7 +298,7 @@ def _pooled(source: Mapping[str, Callable[[], Any]] | Callable[[], Mapping[str, 
             continue
         timings[name] = Timing(name, [t for p in parts for t in p.times_s], parts[0].number, parts[0].first_s,
                                parts[0].synchronized, [p.processes_s[0] for p in parts],
-                               [p.first_s for p in parts], floor, list(busy), between)
+                               [p.first_s for p in parts], floor, list(busy), between, parts[0].first_cache)
     return built, timings, errors
 
 
