@@ -94,6 +94,11 @@ precision_models = ["mlp"]  # models that get the precision rows; the gpu profil
 # over seeds (sections 1 and 3) are the cpu run's.
 hardware_only = False
 threads = 0                # CPU threads for PyTorch, XLA and NumPy alike; 0: every core this process may use
+# A run in parts: each expensive part (a run of the original program, a seed's training, a speed
+# ladder) is saved to this file as it finishes and read back by the next run; no part starts that
+# would end past run_budget_s.
+checkpoint_file = ""       # "": off, everything is measured in this run
+run_budget_s = 0           # seconds; 0: no budget
 
 # %% tags=["remove_cell", "colab-profile"]
 # The settings to run with: "smoke" (the test suite's small sizes, a minute), "cpu", or "gpu" (a GPU post's own
@@ -119,6 +124,8 @@ setup = notebook.setup(threads=threads, tf32=False)  # first, before JAX starts 
 conditions, prov, on_gpu, startup = setup.conditions, setup.provenance, setup.on_gpu, setup.startup
 torch_device = setup.torch_device
 
+import functools
+
 import jax
 import matplotlib.pyplot as plt
 import numpy as np
@@ -129,8 +136,8 @@ from IPython.display import Markdown
 from matplotlib.patches import Patch
 
 from sidebyside.lab import data, models, progress, timing, training, viz, words
-from sidebyside.posts.fashion_mnist import report
-from sidebyside.run import provenance
+from sidebyside.posts.fashion_mnist import measure, report
+from sidebyside.run import checkpoints, provenance
 
 provenance.table(prov)
 # %% tags=["remove_input", "appendix"]
@@ -285,11 +292,17 @@ variants = {
     "flax_with_torch_init": lambda seed: original_flax(train_images, train_labels, test_images, test_labels,
                                                        seed=seed, torch_init=True),
 }
+# A run in parts (see the parameters): a part is read back while all it ran with is unchanged.
+parts = setup.parts(checkpoint_file, run_budget_s, num_train=num_train, num_test=num_test,
+                    batch_size=batch_size, models={"channels": cnn_channels, "hidden": cnn_hidden},
+                    train={"mlp": [mlp_epochs, mlp_lr], "cnn": [cnn_epochs, cnn_lr],
+                           "warmup": warmup_epochs, "flax_cnn_loop": flax_cnn_loop})
 done = {("torch", original_seeds[0]): torch_accuracy, ("flax", original_seeds[0]): flax_accuracy}  # run above
 original_accuracy = {name: [] for name in variants}
 for name, seed in progress.bar([] if hardware_only else [(n, s) for n in variants for s in original_seeds],
                                desc="original setting"):  # hardware_only: the cpu run's (see the parameters)
-    original_accuracy[name].append(done[name, seed] if (name, seed) in done else variants[name](seed))
+    original_accuracy[name].append(done[name, seed] if (name, seed) in done else
+                                   parts(f"original/{name}/{seed}", variants[name], seed))
 
 # %% tags=["remove_input"]
 original = None if hardware_only else report.original_record(original_accuracy, original_seeds,
@@ -452,23 +465,33 @@ runs_config = {
     "cnn": dict(num_epochs=cnn_epochs, lr=cnn_lr),
 }
 flax_loops = {"mlp": "scan", "cnn": flax_cnn_loop}
-histories = {(kind, fw): [] for kind in runs_config for fw in ("torch", "flax")}
-final_models = {}
-for kind, overrides in runs_config.items():
-    for seed in [] if hardware_only else seeds:  # hardware_only: the cpu run's (see the parameters)
-        config = training.TrainConfig(batch_size=batch_size, optimizer="adam", schedule="cosine",
-                                      warmup_epochs=warmup_epochs, seed=seed, **overrides)
+
+
+def train_seed(kind, fw, seed):
+    """One seed's training of one model in one framework, and its accuracy per class (one part)."""
+    config = training.TrainConfig(batch_size=batch_size, optimizer="adam", schedule="cosine",
+                                  warmup_epochs=warmup_epochs, seed=seed, **runs_config[kind])
+    if fw == "torch":
         torch.manual_seed(seed)
-        torch_model = make_models[kind][0]().to(torch_device)
-        flax_model = make_models[kind][1](seed)
-        _, torch_history = training.train_torch(torch_model, arrays, config, loop="device",
-                                                progress=f"PyTorch {kind.upper()} seed {seed}")
-        _, flax_history = training.train_flax(flax_model, arrays, config, loop=flax_loops[kind],
-                                              progress=f"Flax {kind.upper()} seed {seed}")
-        histories[kind, "torch"].append(torch_history)
-        histories[kind, "flax"].append(flax_history)
-        final_models[kind, "torch", seed] = torch_model
-        final_models[kind, "flax", seed] = flax_model
+        model = make_models[kind][0]().to(torch_device)
+        train = functools.partial(training.train_torch, model, arrays, config, loop="device",
+                                  progress=f"PyTorch {kind.upper()} seed {seed}")
+    else:
+        model = make_models[kind][1](seed)
+        train = functools.partial(training.train_flax, model, arrays, config, loop=flax_loops[kind],
+                                  progress=f"Flax {kind.upper()} seed {seed}")
+    predict = training.predict_torch if fw == "torch" else training.predict_flax
+    return measure.seed_run(train, predict, arrays.X_test, arrays.y_test)
+
+
+histories = {(kind, fw): [] for kind in runs_config for fw in ("torch", "flax")}
+seed_runs = {}
+for kind in runs_config:
+    for seed in [] if hardware_only else seeds:  # hardware_only: the cpu run's (see the parameters)
+        for fw in ("torch", "flax"):
+            seed_runs[kind, fw, seed] = parts(f"accuracy/{kind}/{fw}/{seed}", train_seed, kind, fw,
+                                              seed, decode=measure.SeedRun.saved)
+            histories[kind, fw].append(seed_runs[kind, fw, seed].history)
 
 
 # %% tags=["appendix"]
@@ -509,11 +532,7 @@ if not hardware_only:  # the cpu run's (see the parameters)
     per_class = {}
     for kind in runs_config:
         for fw in ("torch", "flax"):
-            predict = training.predict_torch if fw == "torch" else training.predict_flax
-            rows = []
-            for seed in seeds:
-                pred = predict(final_models[kind, fw, seed], arrays.X_test)
-                rows.append([np.mean(pred[arrays.y_test == c] == c) for c in range(10)])
+            rows = [seed_runs[kind, fw, seed].per_class for seed in seeds]  # with each training
             per_class[kind, fw] = 100 * np.mean(rows, axis=0)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     x = np.arange(10)
@@ -899,8 +918,9 @@ def graph_breaks(kind, precision, batches, mode):
 
 
 def time_ladder(kind, precision="float32", host_fed=False, torch_tools=None):
-    """Time one model's ladder in one precision, keep its record in `speed`, show it per epoch; `torch_tools`:
-    the PyTorch rungs raced, by tool name (None: all of them; the others keep a row that says so)."""
+    """Time one model's ladder in one precision (one part: measure.ladder, graph breaks counted),
+    keep its record in `speed`, show it per epoch; `torch_tools`: the PyTorch rungs raced, by tool
+    name (None: all of them; the others keep a row that says so)."""
     steps = speed_steps_of[kind]
     batches = training.index_batches(len(arrays.X_train), speed_config, 0)[:steps]
     names = [*report.ladder_tools("torch", precision), *report.ladder_tools("jax", precision),
@@ -908,17 +928,17 @@ def time_ladder(kind, precision="float32", host_fed=False, torch_tools=None):
     left_out = {n: f"not raced in this run (its PyTorch tools for this ladder: {', '.join(torch_tools)})"
                 for n in report.ladder_tools("torch", precision) if torch_tools is not None and n[6:] not in torch_tools}
 
-    def builder():
-        return {name: build_rung(name, kind, precision, batches, left_out.get(name)) for name in names}
+    def build(name):
+        return build_rung(name, kind, precision, batches, left_out.get(name))
 
-    entries, _ = timing.ladder(builder, needs=report.NEEDS, repeats=speed_repeats)
-    for name, mode in (("torch/compile", "default"), ("torch/compile+cuda-graphs", "reduce-overhead")):
-        if name in entries and entries[name]["median_s"] is not None:
-            with contextlib.suppress(Exception):  # no count is no reason to drop the rung
-                entries[name]["graph_breaks"] = graph_breaks(kind, precision, batches, mode)
+    def breaks(mode):
+        return graph_breaks(kind, precision, batches, mode)
+
     name = kind if precision == "float32" else f"{kind}/{precision}"
-    speed[name] = report.speed_record(entries, steps_per_call=steps, steps_per_epoch=steps_per_epoch,
-                                      precision=precision)
+    measured = functools.partial(measure.ladder, build, breaks)
+    speed[name] = parts(f"speed/{kind}/{precision}", measured, names, needs=report.NEEDS,
+                        repeats=speed_repeats, steps_per_call=steps,
+                        steps_per_epoch=steps_per_epoch, precision=precision)
     return report.ladder_table(speed, [name]).round(3)
 
 
@@ -994,13 +1014,16 @@ metrics = report.summarise(
     device=prov["device"], batch_size=batch_size, num_test=len(arrays.X_test),
     epochs={"mlp": mlp_epochs, "cnn": cnn_epochs}, flax_cnn_loop=flax_cnn_loop,
     parameters={kind: models.param_count(make_models[kind][0]()) for kind in make_models})
+if parts.log:  # a run in parts: which run measured each part (see the parameters)
+    metrics["parts"] = parts.log
 report.results_table(metrics)
 
 # %% [markdown]
 # ## 6. Conclusion
 
 # %% tags=["remove_input", "collapsed"] summary="The conclusion in full"
-Markdown(report.conclusion(metrics))
+in_parts = checkpoints.describe_parts(parts.log)  # "" for a run with no checkpoint file
+Markdown(report.conclusion(metrics) + (f"\n\n{in_parts}" if in_parts else ""))
 
 # %% tags=["remove_cell"]
 record = provenance.save_results(metrics)
