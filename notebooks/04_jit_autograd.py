@@ -77,6 +77,11 @@ from sidebyside.run import colab
 
 colab.setup("jit-and-autograd-timing", REPOSITORY)
 
+# A run in parts (a lent GPU allows 10 minutes a command): each size of each sweep, the kernel
+# profile and each pitfall are saved to this file as they finish and read back by the next run; no
+# part starts that would end past run_budget_s.
+checkpoint_file = ""        # "": off, everything is measured in this run
+run_budget_s = 0            # seconds; 0: no budget
 # %% tags=["parameters"]
 jit_max_exponent = 3        # element-wise sweep: sizes 10**1 ... 10**jit_max_exponent
 autograd_max_exponent = 4   # gradient sweep: sizes 10**3 ... 10**autograd_max_exponent
@@ -124,12 +129,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
+parts = setup.parts(checkpoint_file, run_budget_s)  # a run in parts (see the parameters)
 import torch._dynamo.config
 from IPython.display import Markdown
 
 from sidebyside.lab import functions, peaks, progress, tables, timing, viz, words
-from sidebyside.posts.jit_autograd import kernels, report
-from sidebyside.run import provenance
+from sidebyside.posts.jit_autograd import kernels, report, sweeps
+from sidebyside.run import checkpoints, provenance
 
 # Static shapes compile once per length and device: allow more than the default 8 specialisations.
 torch._dynamo.config.recompile_limit = 64
@@ -272,10 +278,13 @@ def candidates(device, n):
 jit_entries, jit_timings = {}, {}  # (device, size) -> {method: ladder entry} / {method: Timing}
 back_to_back = {}  # the same ladders, calls issued back to back and waited for once per repeat: throughput
 for device, n in progress.bar([(d, n) for d in devices for n in sizes], desc="f(x) sweep"):
-    jit_entries[device, n], jit_timings[device, n] = timing.ladder(
-        candidates(device, n), needs=NEEDS, repeats=repeats, min_repeat_s=min_repeat_s)
-    back_to_back[device, n], _ = timing.ladder(
-        candidates(device, n), needs=NEEDS, repeats=repeats, min_repeat_s=min_repeat_s, pipelined=True)
+    # one part per (device, size): its ladder, then the same ladder back to back (sweeps.sweep); its
+    # data drawn from rng, whose state is saved with it (sweeps.drawn)
+    swept = sweeps.drawn(parts, rng, sweeps.part_name("jit", device, n),
+                         partial(sweeps.sweep, partial(candidates, device, n)), needs=NEEDS,
+                         repeats=repeats, min_repeat_s=min_repeat_s, decode=sweeps.Ladder.saved)
+    jit_entries[device, n], jit_timings[device, n] = swept.entries, swept.timings
+    back_to_back[device, n] = swept.back_to_back
 
 
 def floor_s(device, n):
@@ -295,6 +304,17 @@ for (device, n), entries in jit_entries.items():
 jit_table = pd.DataFrame(rows).set_index(["device", "size"])
 jit_table.round(2)
 
+
+
+def profiled(calls):
+    """One part: every size in one measure, which profiles all of JAX's rungs before PyTorch's
+    first (see kernels.measure); three warm-up calls: reduce-overhead records its CUDA graph after
+    a warm-up call. Rows by "<method>@<size>"."""
+    ran = {(m, n): fn for n in sizes for m, fn in candidates("gpu", n).items()
+           if m in jit_timings["gpu", n]}
+    return kernels.measure({f"{m}@{n}": fn for (m, n), fn in ran.items()}, calls=calls, warmup=3)
+
+
 # %% tags=["appendix-input", "appendix"]
 failed_or_absent = {f"{d}, {LABEL[m]}": (e["error"] or f"not applicable: {e['not_applicable']}")
                     for (d, n), entries in jit_entries.items() if n == sizes[0]
@@ -307,12 +327,9 @@ pd.Series(failed_or_absent, name="why there is no figure", dtype=object).to_fram
 # and the back-to-back time; the rest of a call is launch and synchronisation. A CPU has no kernel time.
 kernel_times = {}  # (device, size) -> {method: kernel row of kernels.measure}
 if on_gpu:
-    # every size in one measure, which profiles all of JAX's rungs before PyTorch's first (see kernels.measure);
-    # three warm-up calls: reduce-overhead records its CUDA graph after a warm-up call
-    ran = {(m, n): fn for n in sizes for m, fn in candidates("gpu", n).items() if m in jit_timings["gpu", n]}
-    rows = kernels.measure({f"{m}@{n}": fn for (m, n), fn in ran.items()}, calls=kernel_calls, warmup=3)
-    for m, n in ran:
-        kernel_times.setdefault(("gpu", n), {})[m] = rows[f"{m}@{n}"]
+    for rung, row in sweeps.drawn(parts, rng, "kernels/gpu", profiled, kernel_calls).items():
+        m, n = rung.rsplit("@", 1)
+        kernel_times.setdefault(("gpu", int(n)), {})[m] = row
 kernel_view = report.kernel_table(jit_entries, back_to_back, kernel_times, labels=LABEL) if on_gpu else None
 kernel_view
 
@@ -320,9 +337,13 @@ kernel_view
 # On the CPU, the cores each rung keeps busy at the largest size (`timing.cores_busy`: this process's
 # CPU time over the wall time of synchronised calls). A loop that one framework runs on one thread and
 # the other on every core differs by that count, not by its code; the conclusion names it as the cause.
-cores_busy = {} if "cpu" not in devices else {
-    ("cpu", sizes[-1]): {m: timing.cores_busy(fn) for m, fn in candidates("cpu", sizes[-1]).items()
-                         if m in jit_timings["cpu", sizes[-1]]}}
+def busy_cores(n):  # one part: the cores each rung that ran keeps busy at length n
+    return {m: timing.cores_busy(fn) for m, fn in candidates("cpu", n).items()
+            if m in jit_timings["cpu", n]}
+
+
+cores_busy = {} if "cpu" not in devices else {("cpu", sizes[-1]): sweeps.drawn(
+    parts, rng, sweeps.part_name("cores", "cpu", sizes[-1]), busy_cores, sizes[-1])}
 (Markdown(words.from_cpu_run("Timing on the CPU (every CPU row, and the cores each rung keeps busy there)",
                                     "needs no GPU")) if not cores_busy else
  pd.Series(cores_busy["cpu", sizes[-1]], name="cores busy per call").rename(index=LABEL).round(2).to_frame())
@@ -441,6 +462,15 @@ compile_s = {device: {"jax_jit": median_compile(device, "jax/jit"),
 compile_table.round(1)
 
 # %% [markdown] tags=["appendix"]
+
+
+def timed_both_ways(device, n, methods):
+    """One part: each of `methods` at (device, n) timed right, then wrong (sweeps.pitfall: the
+    wrong timer makes as many calls a repeat as the right one chose; the queue drained after)."""
+    fns = {m: fn for m, fn in candidates(device, n).items() if callable(fn) and m in methods}
+    return sweeps.pitfall(fns, repeats=repeats, min_repeat_s=min_repeat_s)
+
+
 # ### The pitfall, shown: timers that do not wait, and compilation inside the timer
 #
 # The same functions at the largest size, timed three ways, each function alone and back to back.
@@ -454,19 +484,15 @@ compile_table.round(1)
 n_big = sizes[-1]
 pitfall_rows = []
 for device in devices:
-    fns = {m: fn for m, fn in candidates(device, n_big).items() if callable(fn) and m in jit_timings[device, n_big]}
-    for method, fn in fns.items():
-        synced = timing.time_fn(fn, name=method, repeats=repeats, min_repeat_s=min_repeat_s)
-        # Same number of calls as the synchronised run: left to grow `number` by itself, an
-        # unsynchronised timer sees near-zero times and would queue thousands of calls.
-        unsynced = timing.time_fn(fn, name=method, repeats=repeats, number=synced.number, synchronize=False)
-        timing.block(fn())  # drain the queue before the next measurement
+    timed = sweeps.drawn(parts, rng, sweeps.part_name("pitfall", device, n_big), timed_both_ways,
+                         device, n_big, list(jit_timings[device, n_big]))
+    for method, t in timed.items():
         pitfall_rows.append({
             "device": device, "method": LABEL[method],
-            "synchronised median (µs), right": synced.median_s * 1e6,
-            "no sync (µs), WRONG": unsynced.median_s * 1e6,
+            "synchronised median (µs), right": t["synced_s"] * 1e6,
+            "no sync (µs), WRONG": t["unsynced_s"] * 1e6,
             "first call (µs), WRONG": jit_timings[device, n_big][method].first_s * 1e6,
-            "no sync / right": unsynced.median_s / synced.median_s,
+            "no sync / right": t["unsynced_s"] / t["synced_s"],
         })
 pitfall = pd.DataFrame(pitfall_rows).set_index(["device", "method"])
 pitfall.round(2)
@@ -568,6 +594,14 @@ def grad_candidates(n):
     x_torch = torch.from_numpy(x_np).to(torch_devices[main_device])
     fns = {
         "torch/autograd": partial(grad_sum_torch, x_torch),
+def gradients_at(n):
+    """One part: the ladder at length n, timed first, so that each first call (compilation
+    included) is the ladder's; then the values: every method must give the same gradient."""
+    x_np, fns = grad_candidates(n)
+    return sweeps.checked(fns, functions.df(x_np.astype(np.float64)), repeats=repeats,
+                          min_repeat_s=min_repeat_s)
+
+
         "torch/func": partial(vmap_grad_torch, x_torch),
         "torch/func+compile": partial(vmap_grad_torch_compiled, x_torch),
         "jax/eager": partial(vmap_grad_jax, x_jax),
@@ -581,14 +615,11 @@ def grad_candidates(n):
 
 grad_entries, grad_timings, grad_errors = {}, {}, {}
 for n in progress.bar(grad_sizes, desc="gradient sweep"):
-    x_np, fns = grad_candidates(n)
-    # Timed first, so that each first call (compilation included) is the ladder's.
-    grad_entries[n], grad_timings[n] = timing.ladder(fns, repeats=repeats, min_repeat_s=min_repeat_s)
-    exact = functions.df(x_np.astype(np.float64))
-    for method in grad_timings[n]:  # then the values: every method must give the same gradient
-        value = fns[method]()
-        value = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
-        grad_errors.setdefault(method, {})[n] = float(np.max(np.abs(value - exact)))
+    swept = sweeps.drawn(parts, rng, sweeps.part_name("grad", n), gradients_at, n,
+                         decode=sweeps.Ladder.saved)
+    grad_entries[n], grad_timings[n] = swept.entries, swept.timings
+    for method, error in swept.errors.items():
+        grad_errors.setdefault(method, {})[n] = error
 
 errors = pd.DataFrame(grad_errors).T.rename(index=GRAD_LABEL)
 errors.columns.name = "size"
@@ -675,13 +706,11 @@ hvp_fns = {
 HVP_LABEL = {"jax/eager": "JAX jvp(grad)", "jax/jit": "JAX jit(jvp(grad))",
              "torch/func": "PyTorch torch.func jvp(grad)", "torch/func+compile": "PyTorch torch.compile(jvp(grad))",
              "torch/double-backward": "PyTorch double backward"}
-hvp_entries, hvp_timings = timing.ladder(hvp_fns, repeats=repeats, min_repeat_s=min_repeat_s)  # timed first
 exact_hvp = functions.d2f(x_np.astype(np.float64)) * v_np
-hvp_error = {}
-for method in hvp_timings:  # then the values, checked
-    value = hvp_fns[method]()
-    value = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
-    hvp_error[method] = float(np.max(np.abs(value - exact_hvp)))
+# one part: the ladder timed first, then the values, checked (sweeps.checked)
+hvp_run = parts(sweeps.part_name("hvp", hvp_size), partial(sweeps.checked, hvp_fns, exact_hvp),
+                repeats=repeats, min_repeat_s=min_repeat_s, decode=sweeps.Ladder.saved)
+hvp_entries, hvp_error = hvp_run.entries, hvp_run.errors
 assert max(hvp_error.values()) < 1e-4, hvp_error
 hvp_table = tables.ladder_table(hvp_entries, labels=HVP_LABEL, unit="ms")
 hvp_table.insert(0, "max |error|", [hvp_error.get(m) for m in hvp_entries])
@@ -719,7 +748,10 @@ metrics = report.summarise(
     grad_entries=grad_entries, grad_errors=grad_errors, hvp_entries=hvp_entries, hvp_size=hvp_size,
     pitfall=pitfall, main_device=main_device, back_to_back=back_to_back, kernel=kernel_times,
     cores=cores_busy)
-Markdown(report.conclusion(metrics))
+if parts.log:  # a run in parts: which run measured which part
+    metrics["parts"] = parts.log
+Markdown("\n\n".join(filter(None, [report.conclusion(metrics),
+                                    checkpoints.describe_parts(parts.log)])))
 
 # %% tags=["remove_cell"]
 record = provenance.save_results(metrics)

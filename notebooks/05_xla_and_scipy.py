@@ -75,6 +75,12 @@ import sys
 REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
+# A run in parts (a lent GPU allows 10 minutes a command): each linear-algebra case, precision
+# check and comparison, each fit, each retracing strategy and each static-argument approach is saved
+# to this file as it finishes and read back by the next run; no part starts that would end past
+# run_budget_s.
+checkpoint_file = ""        # "": off, everything is measured in this run
+run_budget_s = 0            # seconds; 0: no budget
                     f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
 from sidebyside.run import colab
 
@@ -124,14 +130,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import optax
 import pandas as pd
+parts = setup.parts(checkpoint_file, run_budget_s)  # a run in parts (see the parameters)
 import scipy.optimize
 import torch
 from IPython.display import Markdown
 
 from sidebyside.lab import functions, peaks, progress, timing, viz
 from sidebyside.lab.conditions import conditions_sentence
-from sidebyside.posts.xla_and_scipy import report
-from sidebyside.run import provenance
+from sidebyside.posts.xla_and_scipy import measure, report
+from sidebyside.run import checkpoints, provenance
 
 # The BLAS behind PyTorch's CPU matmul (linked into torch, so the provenance's list of BLAS libraries,
 # read by threadpoolctl, does not show it): the first thing to read when its share of the peak is low.
@@ -275,12 +282,18 @@ def sizes_on(device):
     return [n for n in linalg_sizes if device != "cpu" or n <= cpu_max_size]
 
 
-linalg_entries, linalg_timings = {}, {}  # (op, device, mode, n) -> {"<library>/<tool>": entry} / {...: Timing}
+def linalg_ladder(op, device, mode, n):  # one part: one case's ladder, its data drawn from rng
+    return measure.ladder_entries(linalg_candidates(op, device, mode, n), repeats=repeats,
+                                  min_repeat_s=min_repeat_s)
+
+
+linalg_entries = {}  # (op, device, mode, n) -> {"<library>/<tool>": entry}
 cases = [(op, device, mode, n) for op in OPS for device in devices for mode in OPS[op]["modes"]
          for n in sizes_on(device)]
 for op, device, mode, n in progress.bar(cases, desc="linear algebra"):
-    linalg_entries[op, device, mode, n], linalg_timings[op, device, mode, n] = timing.ladder(
-        linalg_candidates(op, device, mode, n), repeats=repeats, min_repeat_s=min_repeat_s)
+    # the state of rng the part leaves is saved with it (measure.drawn)
+    linalg_entries[op, device, mode, n] = measure.drawn(
+        parts, rng, f"linalg/{op}/{device}/{n}/{mode}", linalg_ladder, op, device, mode, n)
 
 # %% tags=["appendix-input"]
 # A TF32 or bfloat16 row is raced only once its result shows the setting reached the computation on
@@ -310,7 +323,8 @@ def precision_check(op, device, mode, n=precision_size):
     return found
 
 
-precision_applied = {(op, device, mode): precision_check(op, device, mode)
+precision_applied = {(op, device, mode): measure.drawn(parts, rng, f"applied/{op}/{device}/{mode}",
+                                                       precision_check, op, device, mode)
                      for op in OPS for device in devices if device != "cpu"
                      for mode in OPS[op]["modes"] if mode in GPU_ONLY}
 
@@ -445,8 +459,10 @@ jax_matmul_highest = jax_matmul  # precision="highest", as timed in section 1
 # PyTorch under each float32 matmul precision, set around each call and restored (the paired cell's with_precision)
 torch_matmul_highest, torch_matmul_high = (with_precision(p, torch_matmul) for p in ("highest", "high"))
 
-precision_rows = []
-for device in devices:
+
+def precision_on(device):
+    """One part: the four settings timed together on this device (measure.precision_rows:
+    timing.compare, then each result's error relative to the float64 product)."""
     a_jax, b_jax = (jax.device_put(m, jax_devices[device]) for m in (a_np, b_np))
     a_torch, b_torch = (torch.from_numpy(m).to(torch_devices[device]) for m in (a_np, b_np))
     variants = {
@@ -455,14 +471,13 @@ for device in devices:
         ("PyTorch", 'default ("highest")'): functools.partial(torch_matmul_highest, a_torch, b_torch),
         ("PyTorch", 'set_float32_matmul_precision("high")'): functools.partial(torch_matmul_high, a_torch, b_torch),
     }
-    times = timing.compare({f"{k[0]} {k[1]}": v for k, v in variants.items()}, repeats=repeats, min_repeat_s=min_repeat_s)
-    for (framework, setting), fn in variants.items():
-        result = fn()
-        result = result.cpu().numpy() if isinstance(result, torch.Tensor) else np.asarray(result)
-        t = times[f"{framework} {setting}"]
-        precision_rows.append({"device": device, "framework": framework, "setting": setting,
-                               "relative error": np.linalg.norm(result - reference) / np.linalg.norm(reference),
-                               "median (ms)": t.median_s * 1e3, "IQR (ms)": t.iqr_s * 1e3})
+    return measure.precision_rows(variants, reference, device=device, repeats=repeats,
+                                  min_repeat_s=min_repeat_s)
+
+
+precision_rows = []
+for device in devices:
+    precision_rows += parts(f"precision/{device}/{n_prec}", precision_on, device)
 precision_table = pd.DataFrame(precision_rows).set_index(["device", "framework", "setting"])
 precision_table.assign(**{"relative error": precision_table["relative error"].map("{:.2e}".format)}).round(3)
 
@@ -602,21 +617,20 @@ OPTIMISERS = {"scipy_bfgs_finite_diff": scipy_fd, "scipy_bfgs_jax_grad": scipy_j
 OPT_LABEL = report.OPTIMISER_LABELS
 optimise, opt_rows = {}, []
 for name, run in progress.bar(OPTIMISERS.items(), desc="optimisers"):
-    t = timing.time_fn(run, name=name, repeats=repeats, min_repeat_s=min_repeat_s)  # the paired cells' functions
-    params, nit, nfev, success, status = run()
-    params = params.detach().cpu().numpy() if isinstance(params, torch.Tensor) else np.asarray(params)
-    loss = rmse_numpy(params, data.raw, data.reference)
-    grad_norm = float(np.max(np.abs(np.asarray(value_and_grad_jax(jnp.asarray(params))[1]))))
-    optimise[name] = {"seconds": t.median_s, "iqr_s": t.iqr_s, "first_call_s": t.first_s, "nit": int(nit),
-                      "nfev": int(nfev), "params": params.tolist(), "error": float(np.linalg.norm(params - truth)),
-                      "error_vs_optimum": float(np.linalg.norm(params - best)), "rmse": loss,
-                      "grad_inf_norm": grad_norm, "success": success, "status": status}
-    says = "–" if success is None else ("success" if success else f"failure (status {status})")
-    opt_rows.append({"method": OPT_LABEL[name], "reports": says, "‖∇‖∞": grad_norm,
-                     "slope": params[0], "offset": params[1], "RMSE": loss,
-                     "‖θ − θ_true‖": optimise[name]["error"], "‖θ − θ_lstsq‖": optimise[name]["error_vs_optimum"],
-                     "nit": int(nit), "nfev": int(nfev), "median (ms)": t.median_s * 1e3,
-                     "IQR (ms)": t.iqr_s * 1e3, "first call (ms)": t.first_s * 1e3})
+    # one part per optimiser: the paired cells' function timed as written, then its result scored
+    fitted = functools.partial(measure.fit, run, name=name, truth=truth, optimum=best,
+                               loss=lambda p: rmse_numpy(p, data.raw, data.reference),
+                               gradient=lambda p: value_and_grad_jax(jnp.asarray(p))[1])
+    optimise[name] = o = parts(f"optimise/{name}", fitted, repeats=repeats,
+                               min_repeat_s=min_repeat_s)
+    says = ("–" if o["success"] is None else
+            "success" if o["success"] else f"failure (status {o['status']})")
+    opt_rows.append({"method": OPT_LABEL[name], "reports": says, "‖∇‖∞": o["grad_inf_norm"],
+                     "slope": o["params"][0], "offset": o["params"][1], "RMSE": o["rmse"],
+                     "‖θ − θ_true‖": o["error"],
+                     "‖θ − θ_lstsq‖": o["error_vs_optimum"],
+                     "nit": o["nit"], "nfev": o["nfev"], "median (ms)": o["seconds"] * 1e3,
+                     "IQR (ms)": o["iqr_s"] * 1e3, "first call (ms)": o["first_call_s"] * 1e3})
 opt_rows.append({"method": "exact least squares", "slope": best[0], "offset": best[1],
                  "RMSE": rmse_numpy(best, data.raw, data.reference),
                  "‖θ − θ_true‖": float(np.linalg.norm(best - truth)), "‖θ − θ_lstsq‖": 0.0})
@@ -688,6 +702,25 @@ strategies = {
     "naive": jax.jit(counted("naive", rmse_jax)),
     "padding": jax.jit(counted("padding", masked_rmse)),
     "padding, length static": jax.jit(counted("padding, length static", masked_rmse), static_argnames="n_valid"),
+
+
+def torch_agrees(n, expected):  # the PyTorch cell's eager loss agrees, at every length
+    params = torch.from_numpy(truth).to(raw_torch.device)
+    np.testing.assert_allclose(float(torch_rmse_first(params, n)), expected, rtol=1e-12)
+
+
+def retraced(strategy):
+    """One part: the strategy at every length, each value checked against NumPy's, its traces
+    counted (measure.first_calls)."""
+    def expected(n):
+        return rmse_numpy(truth, data.raw[:n], data.reference[:n])
+
+    return measure.first_calls(functools.partial(call, strategy, params=params0), lengths,
+                               strategy=strategy, traces=traces, min_repeat_s=min_repeat_s,
+                               expected=expected,
+                               check=torch_agrees if strategy == "naive" else None)
+
+
     "buckets": jax.jit(counted("buckets", masked_rmse)),
 }
 
@@ -705,15 +738,9 @@ def call(strategy, n, params):
 params0 = jnp.asarray(truth)
 retrace_rows = []
 for strategy in progress.bar(strategies, desc="retracing"):
-    for n in lengths:
-        t = timing.time_fn(functools.partial(call, strategy, n, params0), repeats=3, min_repeat_s=min_repeat_s / 4)
-        expected = rmse_numpy(truth, data.raw[:n], data.reference[:n])
-        np.testing.assert_allclose(float(call(strategy, n, params0)), expected, rtol=1e-12)
-        if strategy == "naive":  # the PyTorch cell's eager loss agrees, at every length
-            np.testing.assert_allclose(float(torch_rmse_first(torch.from_numpy(truth).to(raw_torch.device), n)),
-                                       expected, rtol=1e-12)
-        retrace_rows.append({"strategy": strategy, "length": n, "first call (ms)": t.first_s * 1e3,
-                             "steady (ms)": t.median_s * 1e3})
+    done = parts(f"retrace/{measure.slug(strategy)}", retraced, strategy)
+    retrace_rows += done["rows"]
+    traces[strategy] = done["traces"]  # the count of the run that measured it
 retrace_detail = pd.DataFrame(retrace_rows)
 retrace_table = retrace_detail.groupby("strategy", sort=False).agg(
     **{"first calls, total (ms)": ("first call (ms)", "sum"), "first call, max (ms)": ("first call (ms)", "max"),
@@ -781,9 +808,10 @@ for kind in ("rmse", "mae"):  # the PyTorch cell's loss agrees with JAX's
 
 static_rows = []
 for name, fn in {"new jit per call": closure_per_call, "static argument": static_argument}.items():
-    t = timing.time_fn(fn, repeats=1, warmup=0, number=1)
-    static_rows.append({"approach": name, "calls per pass": len(kinds), "traces in both passes": traces[name],
-                        "first pass (ms)": t.first_s * 1e3, "second pass (ms)": t.median_s * 1e3})
+    # one part per approach: a pass timed twice, its traces counted (measure.two_passes)
+    passes = functools.partial(measure.two_passes, fn, traces=traces)
+    static_rows.append(parts(f"static/{measure.slug(name)}", passes, approach=name,
+                             calls=len(kinds)))
 static_table = pd.DataFrame(static_rows).set_index("approach")
 static_table.round(1)
 
@@ -816,7 +844,10 @@ metrics = report.summarise(
     inverse_accuracy=inverse_accuracy, n_acc=n_acc, condition=condition, precision_table=precision_table,
     precision_size=n_prec, optimise=optimise, truth=truth, optimum=best, retrace_table=retrace_table,
     lengths=lengths, pad_to=pad_to, static_table=static_table, precision_applied=precision_applied)
-Markdown(report.conclusion(metrics))
+if parts.log:  # a run in parts: which run measured which part
+    metrics["parts"] = parts.log
+Markdown("\n\n".join(filter(None, [report.conclusion(metrics),
+                                    checkpoints.describe_parts(parts.log)])))
 
 # %% tags=["remove_cell"]
 record = provenance.save_results(metrics)

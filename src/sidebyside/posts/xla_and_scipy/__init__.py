@@ -1,5 +1,7 @@
 """The xla-and-scipy post.
 
+- ``measure``: its timed parts (a linear-algebra case, the precision rows, a fit, retracing), as
+  a run in parts saves them.
 - ``report``: its results record and generated conclusion (matmul, inverse, optimisation, retracing).
 """
 
