@@ -77,11 +77,6 @@ from sidebyside.run import colab
 
 colab.setup("jit-and-autograd-timing", REPOSITORY)
 
-# A run in parts (a lent GPU allows 10 minutes a command): each size of each sweep, the kernel
-# profile and each pitfall are saved to this file as they finish and read back by the next run; no
-# part starts that would end past run_budget_s.
-checkpoint_file = ""        # "": off, everything is measured in this run
-run_budget_s = 0            # seconds; 0: no budget
 # %% tags=["parameters"]
 jit_max_exponent = 3        # element-wise sweep: sizes 10**1 ... 10**jit_max_exponent
 autograd_max_exponent = 4   # gradient sweep: sizes 10**3 ... 10**autograd_max_exponent
@@ -93,6 +88,11 @@ kernel_calls = 20           # on a GPU: calls profiled per rung for its kernel t
 hardware_only = False       # the gpu profile's: the GPU alone is timed; the CPU's rows are the cpu run's
 threads = 0                 # CPU threads for PyTorch, XLA and NumPy alike; 0: every core this process may use
 seed = 0
+# A run in parts (a lent GPU allows 10 minutes a command): each size of each sweep, the kernel
+# profile and each pitfall are saved to this file as they finish and read back by the next run; no
+# part starts that would end past run_budget_s.
+checkpoint_file = ""        # "": off, everything is measured in this run
+run_budget_s = 0            # seconds; 0: no budget
 
 # %% tags=["remove_cell", "colab-profile"]
 # The settings to run with: "smoke" (the test suite's small sizes, a minute), "cpu", or "gpu" (a GPU post's own
@@ -129,7 +129,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-parts = setup.parts(checkpoint_file, run_budget_s)  # a run in parts (see the parameters)
 import torch._dynamo.config
 from IPython.display import Markdown
 
@@ -141,6 +140,7 @@ from sidebyside.run import checkpoints, provenance
 torch._dynamo.config.recompile_limit = 64
 torch.manual_seed(seed)
 rng = np.random.default_rng(seed)
+parts = setup.parts(checkpoint_file, run_budget_s)  # a run in parts (see the parameters)
 provenance.table(record)
 
 # %% tags=["remove_input", "appendix"]
@@ -304,17 +304,6 @@ for (device, n), entries in jit_entries.items():
 jit_table = pd.DataFrame(rows).set_index(["device", "size"])
 jit_table.round(2)
 
-
-
-def profiled(calls):
-    """One part: every size in one measure, which profiles all of JAX's rungs before PyTorch's
-    first (see kernels.measure); three warm-up calls: reduce-overhead records its CUDA graph after
-    a warm-up call. Rows by "<method>@<size>"."""
-    ran = {(m, n): fn for n in sizes for m, fn in candidates("gpu", n).items()
-           if m in jit_timings["gpu", n]}
-    return kernels.measure({f"{m}@{n}": fn for (m, n), fn in ran.items()}, calls=calls, warmup=3)
-
-
 # %% tags=["appendix-input", "appendix"]
 failed_or_absent = {f"{d}, {LABEL[m]}": (e["error"] or f"not applicable: {e['not_applicable']}")
                     for (d, n), entries in jit_entries.items() if n == sizes[0]
@@ -326,6 +315,17 @@ pd.Series(failed_or_absent, name="why there is no figure", dtype=object).to_fram
 # for `kernel_calls` calls, and its kernels' time per call is set beside the synchronised per-call time
 # and the back-to-back time; the rest of a call is launch and synchronisation. A CPU has no kernel time.
 kernel_times = {}  # (device, size) -> {method: kernel row of kernels.measure}
+
+
+def profiled(calls):
+    """One part: every size in one measure, which profiles all of JAX's rungs before PyTorch's
+    first (see kernels.measure); three warm-up calls: reduce-overhead records its CUDA graph after
+    a warm-up call. Rows by "<method>@<size>"."""
+    ran = {(m, n): fn for n in sizes for m, fn in candidates("gpu", n).items()
+           if m in jit_timings["gpu", n]}
+    return kernels.measure({f"{m}@{n}": fn for (m, n), fn in ran.items()}, calls=calls, warmup=3)
+
+
 if on_gpu:
     for rung, row in sweeps.drawn(parts, rng, "kernels/gpu", profiled, kernel_calls).items():
         m, n = rung.rsplit("@", 1)
@@ -462,15 +462,6 @@ compile_s = {device: {"jax_jit": median_compile(device, "jax/jit"),
 compile_table.round(1)
 
 # %% [markdown] tags=["appendix"]
-
-
-def timed_both_ways(device, n, methods):
-    """One part: each of `methods` at (device, n) timed right, then wrong (sweeps.pitfall: the
-    wrong timer makes as many calls a repeat as the right one chose; the queue drained after)."""
-    fns = {m: fn for m, fn in candidates(device, n).items() if callable(fn) and m in methods}
-    return sweeps.pitfall(fns, repeats=repeats, min_repeat_s=min_repeat_s)
-
-
 # ### The pitfall, shown: timers that do not wait, and compilation inside the timer
 #
 # The same functions at the largest size, timed three ways, each function alone and back to back.
@@ -482,6 +473,15 @@ def timed_both_ways(device, n, methods):
 
 # %% tags=["appendix-input", "appendix"]
 n_big = sizes[-1]
+
+
+def timed_both_ways(device, n, methods):
+    """One part: each of `methods` at (device, n) timed right, then wrong (sweeps.pitfall: the
+    wrong timer makes as many calls a repeat as the right one chose; the queue drained after)."""
+    fns = {m: fn for m, fn in candidates(device, n).items() if callable(fn) and m in methods}
+    return sweeps.pitfall(fns, repeats=repeats, min_repeat_s=min_repeat_s)
+
+
 pitfall_rows = []
 for device in devices:
     timed = sweeps.drawn(parts, rng, sweeps.part_name("pitfall", device, n_big), timed_both_ways,
@@ -594,14 +594,6 @@ def grad_candidates(n):
     x_torch = torch.from_numpy(x_np).to(torch_devices[main_device])
     fns = {
         "torch/autograd": partial(grad_sum_torch, x_torch),
-def gradients_at(n):
-    """One part: the ladder at length n, timed first, so that each first call (compilation
-    included) is the ladder's; then the values: every method must give the same gradient."""
-    x_np, fns = grad_candidates(n)
-    return sweeps.checked(fns, functions.df(x_np.astype(np.float64)), repeats=repeats,
-                          min_repeat_s=min_repeat_s)
-
-
         "torch/func": partial(vmap_grad_torch, x_torch),
         "torch/func+compile": partial(vmap_grad_torch_compiled, x_torch),
         "jax/eager": partial(vmap_grad_jax, x_jax),
@@ -611,6 +603,14 @@ def gradients_at(n):
     if n <= torch_loop_max_size:
         fns["torch/loop"] = partial(grad_loop_torch, x_torch)
     return x_np, fns
+
+
+def gradients_at(n):
+    """One part: the ladder at length n, timed first, so that each first call (compilation
+    included) is the ladder's; then the values: every method must give the same gradient."""
+    x_np, fns = grad_candidates(n)
+    return sweeps.checked(fns, functions.df(x_np.astype(np.float64)), repeats=repeats,
+                          min_repeat_s=min_repeat_s)
 
 
 grad_entries, grad_timings, grad_errors = {}, {}, {}

@@ -75,12 +75,6 @@ import sys
 REPOSITORY = "sidebyside-ml/pytorch-vs-jax@main"  # the site's repository@branch (_config.yml); a fork names its own
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchviz", "timm==1.0.31",
-# A run in parts (a lent GPU allows 10 minutes a command): each linear-algebra case, precision
-# check and comparison, each fit, each retracing strategy and each static-argument approach is saved
-# to this file as it finishes and read back by the next run; no part starts that would end past
-# run_budget_s.
-checkpoint_file = ""        # "": off, everything is measured in this run
-run_budget_s = 0            # seconds; 0: no budget
                     f"sidebyside @ git+https://github.com/{REPOSITORY}"], check=True)
 from sidebyside.run import colab
 
@@ -96,6 +90,12 @@ repeats = 5                 # timed repeats per measurement (median and IQR over
 min_repeat_s = 0.02         # each repeat runs the function enough times to last this long
 threads = 0                 # CPU threads for PyTorch, XLA and NumPy alike; 0: every core this process may use
 seed = 0
+# A run in parts (a lent GPU allows 10 minutes a command): each linear-algebra case, precision
+# check and comparison, each fit, each retracing strategy and each static-argument approach is saved
+# to this file as it finishes and read back by the next run; no part starts that would end past
+# run_budget_s.
+checkpoint_file = ""        # "": off, everything is measured in this run
+run_budget_s = 0            # seconds; 0: no budget
 
 # %% tags=["remove_cell", "colab-profile"]
 # The settings to run with: "smoke" (the test suite's small sizes, a minute), "cpu", or "gpu" (a GPU post's own
@@ -130,7 +130,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import optax
 import pandas as pd
-parts = setup.parts(checkpoint_file, run_budget_s)  # a run in parts (see the parameters)
 import scipy.optimize
 import torch
 from IPython.display import Markdown
@@ -146,6 +145,7 @@ conditions["torch_blas"] = dict(item.split("=", 1) for item in torch.__config__.
                                 if item.startswith(("BLAS_INFO=", "LAPACK_INFO=")))
 torch.manual_seed(seed)
 rng = np.random.default_rng(seed)
+parts = setup.parts(checkpoint_file, run_budget_s)  # a run in parts (see the parameters)
 provenance.table(record)
 
 # %% tags=["remove_input", "appendix"]
@@ -702,6 +702,21 @@ strategies = {
     "naive": jax.jit(counted("naive", rmse_jax)),
     "padding": jax.jit(counted("padding", masked_rmse)),
     "padding, length static": jax.jit(counted("padding, length static", masked_rmse), static_argnames="n_valid"),
+    "buckets": jax.jit(counted("buckets", masked_rmse)),
+}
+
+
+def call(strategy, n, params):
+    """The loss on the first n measurements, the way the strategy feeds it to its jitted function."""
+    raw, ref = data.raw[:n], data.reference[:n]
+    if strategy == "naive":
+        return strategies[strategy](params, raw, ref)
+    size = pad_to if strategy.startswith("padding") else int(2 ** np.ceil(np.log2(n)))
+    return strategies[strategy](params, pad(raw, size), pad(ref, size), n_valid=n)
+
+
+# %% tags=["appendix-input"]
+params0 = jnp.asarray(truth)
 
 
 def torch_agrees(n, expected):  # the PyTorch cell's eager loss agrees, at every length
@@ -721,21 +736,6 @@ def retraced(strategy):
                                check=torch_agrees if strategy == "naive" else None)
 
 
-    "buckets": jax.jit(counted("buckets", masked_rmse)),
-}
-
-
-def call(strategy, n, params):
-    """The loss on the first n measurements, the way the strategy feeds it to its jitted function."""
-    raw, ref = data.raw[:n], data.reference[:n]
-    if strategy == "naive":
-        return strategies[strategy](params, raw, ref)
-    size = pad_to if strategy.startswith("padding") else int(2 ** np.ceil(np.log2(n)))
-    return strategies[strategy](params, pad(raw, size), pad(ref, size), n_valid=n)
-
-
-# %% tags=["appendix-input"]
-params0 = jnp.asarray(truth)
 retrace_rows = []
 for strategy in progress.bar(strategies, desc="retracing"):
     done = parts(f"retrace/{measure.slug(strategy)}", retraced, strategy)
