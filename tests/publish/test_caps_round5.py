@@ -1,4 +1,4 @@
-"""Hostile input the publisher takes from a run, class by class, each a named refusal or a visible cut.
+"""Hostile input the publisher takes from a run, class by class: a named refusal or a visible cut.
 
 The classes: files that are not regular files (a FIFO, a symbolic link, a device, a hard link to a
 file elsewhere) where the publisher reads a post's files, or where the site serves them; an output
@@ -32,8 +32,15 @@ SLUG = "hostile-output"
 
 
 def _record(**metrics) -> dict:
-    return {"slug": SLUG, "notebook": "n", "profile": "smoke", "executed_at": "2026-11-22T00:00:00+00:00",
-            "source_hash": "k", "provenance": {"device": "cpu", "git_sha": "abc"}, "metrics": metrics}
+    return {
+        "slug": SLUG,
+        "notebook": "n",
+        "profile": "smoke",
+        "executed_at": "2026-11-22T00:00:00+00:00",
+        "source_hash": "k",
+        "provenance": {"device": "cpu", "git_sha": "abc"},
+        "metrics": metrics,
+    }
 
 
 def _info():
@@ -41,8 +48,11 @@ def _info():
 
 
 def _files(site) -> dict[str, bytes]:
-    return {p.relative_to(site).as_posix(): p.read_bytes() for p in sorted(site.rglob("*"))
-            if p.is_file() and not p.is_symlink() and ".sidebyside" not in p.parts}
+    return {
+        p.relative_to(site).as_posix(): p.read_bytes()
+        for p in sorted(site.rglob("*"))
+        if p.is_file() and not p.is_symlink() and ".sidebyside" not in p.parts
+    }
 
 
 @pytest.fixture
@@ -63,7 +73,7 @@ def _refused(site, post: str, images: dict[str, bytes], record: dict | None = No
     return str(err.value)
 
 
-# --------------------------------------------------------------------------- files that are not regular files
+# -------------------- files that are not regular files
 
 
 def _fifo(path, tmp_path):
@@ -86,8 +96,12 @@ def _folder(path, tmp_path):
     path.mkdir()
 
 
-SPECIAL = {"fifo": (_fifo, "a FIFO"), "symlink": (_symlink, "a symbolic link"),
-           "hard-link": (_hard_link, "2 hard links"), "folder": (_folder, "a folder")}
+SPECIAL = {
+    "fifo": (_fifo, "a FIFO"),
+    "symlink": (_symlink, "a symbolic link"),
+    "hard-link": (_hard_link, "2 hard links"),
+    "folder": (_folder, "a folder"),
+}
 
 
 @pytest.mark.parametrize("kind", sorted(SPECIAL))
@@ -117,21 +131,43 @@ def test_the_site_check_names_every_entry_jekyll_would_block_on_or_serve_from_el
     os.link(outside, site / "assets" / "linked.css")
     (site / "_posts").mkdir(exist_ok=True)
     (site / "_posts" / "2026-01-01-x.md").symlink_to(outside)
-    assert caps.unservable(site) == ["_posts/2026-01-01-x.md: a symbolic link", "assets/linked.css: a file with 2 "
-                                     "hard links", f"images/{SLUG}/pipe.png: a FIFO"]
+    assert caps.unservable(site) == [
+        "_posts/2026-01-01-x.md: a symbolic link",
+        "assets/linked.css: a file with 2 hard links",
+        f"images/{SLUG}/pipe.png: a FIFO",
+    ]
     assert caps.unservable(make_site(tmp_path / "clean")) == []
 
 
-# --------------------------------------------------------------------------- output streams, cut before publishing
+def test_make_sites_check_fails_on_a_fifo_in_a_posts_folder(published, capsys):
+    os.mkfifo(published / "images" / SLUG / "pipe.png")
+    hostile = ROOT / "tests" / "fixtures" / "hostile"
+    code = publish.list_notebooks(site=published, notebooks=hostile, params_dir=hostile / "params",
+                                  write_freshness=True)
+    err = capsys.readouterr().err
+    assert code == 2 and f"images/{SLUG}/pipe.png: a FIFO: Jekyll would block on it" in err, err
+    assert not (published / "_data" / "freshness.json").exists()
+
+
+# -------------------- output streams, cut before publishing
 
 
 def _printing(chunks: int, size: int, *, figure: bytes | None = None):
-    outputs = [new_output("stream", name="stdout", text=f"{i:06d}" + "x" * (size - 7) + "\n") for i in range(chunks)]
+    outputs = [
+        new_output("stream", name="stdout", text=f"{i:06d}" + "x" * (size - 7) + "\n")
+        for i in range(chunks)
+    ]
     if figure is not None:
-        outputs.append(new_output("display_data", data={"image/png": base64.b64encode(figure).decode(),
-                                                        "text/plain": "<Figure>"}))
-    nb = new_notebook(cells=[new_code_cell("for i in range(n): print(i)", outputs=outputs)],
-                      metadata={"kernelspec": {"name": "python3", "display_name": "P"}})
+        outputs.append(
+            new_output(
+                "display_data",
+                data={"image/png": base64.b64encode(figure).decode(), "text/plain": "<Figure>"},
+            )
+        )
+    nb = new_notebook(
+        cells=[new_code_cell("for i in range(n): print(i)", outputs=outputs)],
+        metadata={"kernelspec": {"name": "python3", "display_name": "P"}},
+    )
     return nbformat.from_dict(nb)
 
 
@@ -148,12 +184,18 @@ def test_an_over_long_stream_is_cut_with_a_marker_in_the_download(monkeypatch):
 
 def test_the_page_and_the_download_are_cut_from_the_same_stream(monkeypatch):
     monkeypatch.setattr(caps, "MAX_STREAM_CHARS", 20_000)
-    info = publish.NotebookInfo(ROOT / "tests" / "fixtures" / "hostile" / "00_hostile.py", SLUG, "T", "2026-11-01",
-                                "D", [])
-    post, files = publish.render(_printing(100, 1_000), _record(), info, {"repository": "o/r"}, root=ROOT)
+    info = publish.NotebookInfo(
+        ROOT / "tests" / "fixtures" / "hostile" / "00_hostile.py", SLUG, "T", "2026-11-01", "D", []
+    )
+    post, files = publish.render(
+        _printing(100, 1_000), _record(), info, {"repository": "o/r"}, root=ROOT
+    )
     marker = re.compile(r"\[\.\.\. (\d+) characters cut by the publisher \.\.\.\]")
     on_page, in_download = marker.search(post), marker.search(files[f"{SLUG}.ipynb"].decode())
-    assert on_page and in_download and on_page.group(1) == in_download.group(1), (on_page, in_download)
+    assert on_page and in_download and on_page.group(1) == in_download.group(1), (
+        on_page,
+        in_download,
+    )
     assert int(on_page.group(1)) > 79_000 and "000099" not in post
 
 
@@ -164,7 +206,7 @@ def test_cutting_is_idempotent_and_keeps_what_is_under_the_cap():
     assert once.endswith(" characters cut by the publisher ...]\n")
 
 
-# --------------------------------------------------------------------------- figures, files, the whole post
+# -------------------- figures, files, the whole post
 
 
 def _noise_png(side: int) -> bytes:
@@ -177,28 +219,44 @@ def _noise_png(side: int) -> bytes:
 
 def test_an_image_over_the_figure_cap_refuses_the_download_naming_the_cap(monkeypatch):
     monkeypatch.setattr(caps, "MAX_FIGURE_FILE_BYTES", 20_000)
-    with pytest.raises(PublishError, match=r"hostile-output: a figure \(image/png\) of its executed notebook, the "
-                                           r"download is \d[\d,]+ bytes, over the cap of 20,000 bytes"):
+    with pytest.raises(
+        PublishError,
+        match=r"hostile-output: a figure \(image/png\) of its executed notebook, the "
+        r"download is \d[\d,]+ bytes, over the cap of 20,000 bytes",
+    ):
         downloads.scrub_notebook(_printing(1, 10, figure=_noise_png(128)), lambda t: t, slug=SLUG)
-    downloads.scrub_notebook(_printing(1, 10, figure=_noise_png(16)), lambda t: t, slug=SLUG)  # under it
+    downloads.scrub_notebook(
+        _printing(1, 10, figure=_noise_png(16)), lambda t: t, slug=SLUG
+    )  # under it
 
 
 def test_a_figure_file_over_its_cap_is_refused(published, monkeypatch):
     monkeypatch.setattr(caps, "MAX_FIGURE_FILE_BYTES", 1_000)
-    said = _refused(published, HEAD + "x\n", {"big.png": b"\x89PNG" + b"0" * 1_500, "tables.csv": b"1" * 5_000})
+    said = _refused(
+        published, HEAD + "x\n", {"big.png": b"\x89PNG" + b"0" * 1_500, "tables.csv": b"1" * 5_000}
+    )
     assert f"the figure images/{SLUG}/big.png is 2 KB, over the cap of 1 KB" in said, said
 
 
 def test_ten_thousand_figures_are_refused_by_their_count(published):
     images = {f"figure-{i}.png": b"\x89PNG" for i in range(10_000)}
     said = _refused(published, HEAD + "x\n", images)
-    assert f"the file count of images/{SLUG}/ is 10,000 files, over the cap of {caps.MAX_FILES} files" in said
+    assert (
+        f"the file count of images/{SLUG}/ is 10,000 files, over the cap of {caps.MAX_FILES} files"
+        in said
+    )
 
 
 def test_a_post_over_its_total_size_is_refused(published, monkeypatch):
     monkeypatch.setattr(caps, "MAX_POST_BYTES", 100_000)
-    said = _refused(published, HEAD + "x\n", {"figure-1.png": b"\x89PNG", f"{SLUG}.ipynb": b"{}" * 60_000})
-    assert "the post with its files (its Markdown, figures and downloads) is 120 KB, over the cap of 100 KB" in said
+    said = _refused(
+        published, HEAD + "x\n", {"figure-1.png": b"\x89PNG", f"{SLUG}.ipynb": b"{}" * 60_000}
+    )
+    assert (
+        "the post with its files (its Markdown, figures and downloads) is 120 KB, "
+        "over the cap of 100 KB"
+        in said
+    )
 
 
 @pytest.mark.parametrize("name", ["../escape.png", "a b.png", "run.sh", ".hidden.png", "x.png\n"])
@@ -207,7 +265,7 @@ def test_a_file_a_post_does_not_hold_is_refused(published, name):
     assert "not a file a post holds" in said, said
 
 
-# --------------------------------------------------------------------------- records
+# -------------------- records
 
 
 def _nested(depth: int):
@@ -226,20 +284,32 @@ def test_a_record_over_its_size_is_refused_never_published_whole(published):
 @pytest.mark.parametrize("depth", [caps.MAX_RECORD_DEPTH, 3_000, 100_000])
 def test_a_record_nested_deep_is_a_named_refusal_not_a_recursion_error(published, depth):
     said = _refused(published, HEAD + "x\n", {"a.png": b"x"}, _record(deep=_nested(depth)))
-    assert "the nesting of its results record is deeper than that, over the cap of 64 levels" in said, said
+    assert (
+        "the nesting of its results record is deeper than that, over the cap of 64 levels" in said
+    ), said
 
 
 def test_a_record_just_under_the_depth_cap_is_published(published):
-    publish.publish(published, _info(), HEAD + "x\n", {"a.png": b"x"}, _record(deep=_nested(caps.MAX_RECORD_DEPTH - 3)))
+    publish.publish(
+        published,
+        _info(),
+        HEAD + "x\n",
+        {"a.png": b"x"},
+        _record(deep=_nested(caps.MAX_RECORD_DEPTH - 3)),
+    )
 
 
 @pytest.mark.parametrize("depth", [3_000, 1_000_000])
 def test_a_run_record_file_nested_deep_is_counted_before_it_is_parsed(tmp_path, depth):
     path = tmp_path / "r.json"
     path.write_text('{"slug": "s", "x": ' + "[" * depth + "]" * depth + "}")
-    with pytest.raises(PublishError, match=rf"s: the nesting of its results record is {depth + 1} levels, over"):
+    with pytest.raises(
+        PublishError, match=rf"s: the nesting of its results record is {depth + 1} levels, over"
+    ):
         records.load_record(path, "s")
-    path.write_text(json.dumps({"slug": "s", "x": '"[[[[' * 100}))  # brackets in a string do not count
+    path.write_text(
+        json.dumps({"slug": "s", "x": '"[[[[' * 100})
+    )  # brackets in a string do not count
     assert records.load_record(path, "s")["slug"] == "s"
 
 
@@ -247,8 +317,11 @@ def test_a_run_record_file_over_its_size_or_not_a_file_is_refused(tmp_path, monk
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"blob": "x" * 2_000}))
     monkeypatch.setattr(caps, "MAX_RECORD_BYTES", 1_000)
-    with pytest.raises(PublishError, match=r"s: its results record \(r.json\) is 2,\d\d\d bytes, over the cap of "
-                                           r"1,000 bytes"):
+    with pytest.raises(
+        PublishError,
+        match=r"s: its results record \(r.json\) is 2,\d\d\d bytes, over the cap of "
+        r"1,000 bytes",
+    ):
         records.load_record(path, "s")
     path.unlink()
     os.mkfifo(path)
@@ -262,14 +335,18 @@ def test_json_depth_counts_without_recursion():
     assert caps.value_depth(_nested(10)) == 10 and caps.value_depth(_nested(10_000), limit=5) == 6
 
 
-# --------------------------------------------------------------------------- headers, matched whole after YAML
+# -------------------- headers, matched whole after YAML
 
 
 def _notebook(tmp_path, field: str, yaml_value: str):
     """The fixture notebook with one field of its header written as ``yaml_value`` (YAML lines)."""
-    source = (ROOT / "tests" / "fixtures" / "notebooks" / "00_fixture.py").read_text(encoding="utf-8")
+    source = (ROOT / "tests" / "fixtures" / "notebooks" / "00_fixture.py").read_text(
+        encoding="utf-8"
+    )
     lines = [f"#     {line}" for line in f"{field}: {yaml_value}".split("\n")]
-    source, n = re.subn(rf"^#     {field}: .*$", lambda _: "\n".join(lines), source, count=1, flags=re.M)
+    source, n = re.subn(
+        rf"^#     {field}: .*$", lambda _: "\n".join(lines), source, count=1, flags=re.M
+    )
     assert n == 1
     path = tmp_path / "notebooks" / "00_fixture.py"
     path.parent.mkdir(exist_ok=True)
@@ -313,9 +390,16 @@ def test_a_header_field_with_a_line_break_or_a_control_is_refused(tmp_path, case
     assert "00_fixture.py" in said
 
 
-@pytest.mark.parametrize("field, value", [("slug", "xla-and-scipy"), ("title", "'A title: with <b>markup</b>'"),
-                                          ("description", ">-\n  One sentence\n  on two lines."),
-                                          ("date", "2026-11-22"), ("tags", "[jax, torch.compile, grid_sample]")])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("slug", "xla-and-scipy"),
+        ("title", "'A title: with <b>markup</b>'"),
+        ("description", ">-\n  One sentence\n  on two lines."),
+        ("date", "2026-11-22"),
+        ("tags", "[jax, torch.compile, grid_sample]"),
+    ],
+)
 def test_a_header_field_written_well_is_read(tmp_path, field, value):
     info = publish.notebook_info(_notebook(tmp_path, field, value))
     assert info.date == "2026-11-22" and info.description
@@ -323,4 +407,6 @@ def test_a_header_field_written_well_is_read(tmp_path, field, value):
 
 def test_the_slug_pattern_matches_whole():
     assert discovery.SLUG_RE.fullmatch("xla-and-scipy")
-    assert not discovery.SLUG_RE.match("xla-and-scipy\n") and not discovery.SLUG_RE.search("xla-and-scipy\n")
+    assert not discovery.SLUG_RE.match("xla-and-scipy\n") and not discovery.SLUG_RE.search(
+        "xla-and-scipy\n"
+    )

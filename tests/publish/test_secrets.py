@@ -24,13 +24,22 @@ from sidebyside.publish.common import PublishError
 
 HEAD = "---\nlayout: post\ntitle: T\n---\n\n"
 SLUG = "hostile-output"
-VALUE = 'benign-test-value/+?&="42>>>???'  # made up; holds what base64, URL and JSON encode otherwise
+VALUE = (
+    'benign-test-value/+?&="42>>>???'  # made up; holds what base64, URL and JSON encode otherwise
+)
 NAME = "SIDEBYSIDE_TEST_API_TOKEN"
 
 
 def _record(**metrics) -> dict:
-    return {"slug": SLUG, "notebook": "n", "profile": "smoke", "executed_at": "2026-11-22T00:00:00+00:00",
-            "source_hash": "k", "provenance": {"device": "cpu", "git_sha": "abc"}, "metrics": metrics}
+    return {
+        "slug": SLUG,
+        "notebook": "n",
+        "profile": "smoke",
+        "executed_at": "2026-11-22T00:00:00+00:00",
+        "source_hash": "k",
+        "provenance": {"device": "cpu", "git_sha": "abc"},
+        "metrics": metrics,
+    }
 
 
 def _info():
@@ -38,8 +47,11 @@ def _info():
 
 
 def _files(site) -> dict[str, bytes]:
-    return {p.relative_to(site).as_posix(): p.read_bytes() for p in sorted(site.rglob("*"))
-            if p.is_file() and ".sidebyside" not in p.parts}
+    return {
+        p.relative_to(site).as_posix(): p.read_bytes()
+        for p in sorted(site.rglob("*"))
+        if p.is_file() and ".sidebyside" not in p.parts
+    }
 
 
 ENCODED = {
@@ -60,7 +72,9 @@ ENCODED = {
 @pytest.mark.parametrize("how", sorted(ENCODED))
 def test_every_simple_form_of_a_secret_is_found(how):
     found = secrets.findings({"images/s/tables.csv": f"a,b\n1,{ENCODED[how]}\n"}, {NAME: VALUE})
-    assert len(found) == 1 and found[0].startswith(f"images/s/tables.csv: the value of ${NAME} ("), found
+    assert len(found) == 1 and found[0].startswith(
+        f"images/s/tables.csv: the value of ${NAME} ("
+    ), found
     assert how in found[0] and VALUE not in found[0]
 
 
@@ -77,38 +91,61 @@ def test_a_post_holding_a_secret_is_refused_naming_file_and_variable(tmp_path, m
     elif where == "record":
         record = _record(note=f"token={hidden}")
     elif where == "download":
-        images[f"{SLUG}.ipynb"] = json.dumps({"cells": [{"outputs": [{"text": quote(VALUE, safe="")}]}]}).encode()
+        images[f"{SLUG}.ipynb"] = json.dumps(
+            {"cells": [{"outputs": [{"text": quote(VALUE, safe="")}]}]}
+        ).encode()
     elif where == "svg":
-        images["plot.svg"] = f'<svg xmlns="http://www.w3.org/2000/svg"><text>{VALUE.encode().hex()}</text></svg>'.encode()
+        svg = f'<svg xmlns="http://www.w3.org/2000/svg"><text>{VALUE.encode().hex()}</text></svg>'
+        images["plot.svg"] = svg.encode()
     else:
         images["figure-1.png"] = b"\x89PNG\r\n\x1a\n" + b"\x00tEXt" + VALUE.encode() + b"\x00IEND"
     with pytest.raises(PublishError) as err:
         publish.publish(site, _info(), post, images, record)
     said = str(err.value)
-    where_file = {"post": f"_posts/2026-11-01-{SLUG}.md", "record": f"_data/results/{SLUG}.json",
-                  "download": f"images/{SLUG}/{SLUG}.ipynb", "svg": f"images/{SLUG}/plot.svg",
-                  "png": f"images/{SLUG}/figure-1.png"}[where]
+    where_file = {
+        "post": f"_posts/2026-11-01-{SLUG}.md",
+        "record": f"_data/results/{SLUG}.json",
+        "download": f"images/{SLUG}/{SLUG}.ipynb",
+        "svg": f"images/{SLUG}/plot.svg",
+        "png": f"images/{SLUG}/figure-1.png",
+    }[where]
     assert f"{where_file}: the value of ${NAME}" in said, said
     assert VALUE not in said and VALUE[::-1] not in said and hidden not in said
     assert "Nothing published was changed" in said
     assert _files(site) == before
 
 
-def test_a_post_without_a_secret_is_published_with_secrets_in_the_environment(tmp_path, monkeypatch):
+def test_a_post_without_a_secret_is_published_with_secrets_in_the_environment(
+    tmp_path, monkeypatch
+):
     monkeypatch.setenv(NAME, VALUE)
     site = make_site(tmp_path / "site")
-    publish.publish(site, _info(), HEAD + "benign-test-valu and 42\n", {"figure-1.png": b"\x89PNG"}, _record())
+    publish.publish(
+        site, _info(), HEAD + "benign-test-valu and 42\n", {"figure-1.png": b"\x89PNG"}, _record()
+    )
     assert (site / "_data" / "results" / f"{SLUG}.json").is_file()
 
 
-@pytest.mark.parametrize("name, value, looked_for", [
-    ("GITHUB_TOKEN", "ghp_benign_made_up", True), ("aws_secret_access_key", "made/up/benign", True),
-    ("MY_PASSWD", "benignpass", True), ("HF_AUTH", "benign-auth", True), ("SESSION_COOKIE", "cookie-benign", True),
-    ("DB_CREDENTIALS", "user:benign", True), ("OPENAI_API_KEY", "sk-benign-made-up", True),
-    ("SHORT_TOKEN", "1234567", False),  # under MIN_LENGTH: found by chance everywhere
-    ("PATH", "/usr/local/bin:/usr/bin", False), ("HOME", "/root/benign", False),
-    ("SSH_AUTH_SOCK", "/tmp/ssh-benign/agent.1", False),  # the address of a socket, never a secret
-])
+@pytest.mark.parametrize(
+    "name, value, looked_for",
+    [
+        ("GITHUB_TOKEN", "ghp_benign_made_up", True),
+        ("aws_secret_access_key", "made/up/benign", True),
+        ("MY_PASSWD", "benignpass", True),
+        ("HF_AUTH", "benign-auth", True),
+        ("SESSION_COOKIE", "cookie-benign", True),
+        ("DB_CREDENTIALS", "user:benign", True),
+        ("OPENAI_API_KEY", "sk-benign-made-up", True),
+        ("SHORT_TOKEN", "1234567", False),  # under MIN_LENGTH: found by chance everywhere
+        ("PATH", "/usr/local/bin:/usr/bin", False),
+        ("HOME", "/root/benign", False),
+        (
+            "SSH_AUTH_SOCK",
+            "/tmp/ssh-benign/agent.1",
+            False,
+        ),  # the address of a socket, never a secret
+    ],
+)
 def test_which_variables_are_secrets(name, value, looked_for):
     assert (name in secrets.secret_values({name: value})) is looked_for
 

@@ -1,4 +1,4 @@
-"""A post's share of the site, capped, every cap stated here: its page, its files, its record, its outputs.
+"""A post's share of the site, capped, every cap here: its page, files, record and outputs.
 
 :func:`check` caps one post as the publisher is about to write it, and refuses it (a
 :class:`PublishError` naming each cap, the size found and the limit) when it is over any:
@@ -37,11 +37,11 @@ from typing import Any
 
 from sidebyside.publish.common import PublishError, warn
 
-__all__ = ["MAX_PAGE_BYTES", "MAX_FIGURE_BYTES", "MAX_FEED_BYTES", "FIGURE_SUFFIXES", "KRAMDOWN_SECONDS",
-           "MAX_FIGURE_FILE_BYTES", "MAX_FILES", "MAX_POST_BYTES", "MAX_RECORD_BYTES", "MAX_RECORD_DEPTH",
-           "MAX_STREAM_CHARS", "FILE_NAME", "CUT_MARKER", "measure", "check", "refusal", "json_depth",
-           "value_depth", "check_record_caps", "cut_text", "cut_outputs", "read_regular", "read_folder",
-           "unservable"]
+__all__ = ["MAX_PAGE_BYTES", "MAX_FIGURE_BYTES", "MAX_FEED_BYTES", "FIGURE_SUFFIXES",
+           "KRAMDOWN_SECONDS", "MAX_FIGURE_FILE_BYTES", "MAX_FILES", "MAX_POST_BYTES",
+           "MAX_RECORD_BYTES", "MAX_RECORD_DEPTH", "MAX_STREAM_CHARS", "FILE_NAME", "CUT_MARKER",
+           "measure", "check", "refusal", "json_depth", "value_depth", "check_record_caps",
+           "cut_text", "cut_outputs", "read_regular", "read_folder", "unservable"]
 
 #: The most bytes of HTML a post's body may render to (today's largest: 214 KB).
 MAX_PAGE_BYTES = 2_000_000
@@ -69,9 +69,10 @@ MAX_RECORD_DEPTH = 64
 MAX_STREAM_CHARS = 1_000_000
 #: The marker that ends a cut output: ``{n}`` is the number of characters cut.
 CUT_MARKER = "\n[... {n} characters cut by the publisher ...]\n"
-#: The name of a file of ``images/<slug>/``: letters, digits, ``.``, ``_``, ``-``, one of the kinds a
-#: post holds (figures, the notebook, the record and manifest, the tables).
-FILE_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,150}\.(png|jpe?g|gif|webp|svg|ipynb|json|csv)\Z")
+#: The name of a file of ``images/<slug>/``: letters, digits, ``.``, ``_``, ``-``, one of the
+#: kinds a post holds (figures, the notebook, the record and manifest, the tables).
+FILE_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,150}"
+                       r"\.(png|jpe?g|gif|webp|svg|ipynb|json|csv)\Z")
 
 # The post's body (its front matter cut as Jekyll cuts it), rendered with the kramdown options of
 # _config.yml and those Jekyll sets itself (hard_wrap off for GFM, auto_ids on); prints the bytes of the
@@ -125,28 +126,33 @@ def measure(post: str) -> dict[str, int]:
 def refusal(slug: str, what: str, found: str, limit: str, advice: str) -> PublishError:
     """The :class:`PublishError` of a post over one cap: which (``what``), the size ``found``, the
     ``limit``, and what to do (``advice``)."""
-    return PublishError(f"{slug}: {what} is {found}, over the cap of {limit}; {advice}. Nothing published "
-                        "was changed.")
+    return PublishError(f"{slug}: {what} is {found}, over the cap of {limit}; {advice}. "
+                        "Nothing published was changed.")
 
 
 def _check_files(slug: str, post: str, images: Mapping[str, bytes]) -> None:
     """The caps on a post's files: their names, their count, each figure, the whole post."""
     named = sorted(name for name in images if not FILE_NAME.fullmatch(name))
     if named:
-        raise PublishError(f"{slug}: images/{slug}/ would hold {', '.join(repr(n[:80]) for n in named[:5])}: not a "
-                           "file a post holds (a figure, the notebook, the record, the manifest or the tables, "
-                           "named with letters, digits, '.', '_' and '-'). Nothing published was changed.")
+        shown = ", ".join(repr(n[:80]) for n in named[:5])
+        raise PublishError(f"{slug}: images/{slug}/ would hold {shown}: not a file a post holds "
+                           "(a figure, the notebook, the record, the manifest or the tables, named "
+                           "with letters, digits, '.', '_' and '-'). Nothing published was "
+                           "changed.")
     if len(images) > MAX_FILES:
-        raise refusal(slug, f"the file count of images/{slug}/", f"{len(images):,} files", f"{MAX_FILES} files",
-                      "save fewer figures (a figure per output of a loop is many figures: draw them on one)")
+        raise refusal(slug, f"the file count of images/{slug}/", f"{len(images):,} files",
+                      f"{MAX_FILES} files", "save fewer figures (a figure per output of a loop is "
+                      "many figures: draw them on one)")
     for name, data in sorted(images.items()):
         if name.lower().endswith(FIGURE_SUFFIXES) and len(data) > MAX_FIGURE_FILE_BYTES:
-            raise refusal(slug, f"the figure images/{slug}/{name}", _size(len(data)), _size(MAX_FIGURE_FILE_BYTES),
+            raise refusal(slug, f"the figure images/{slug}/{name}", _size(len(data)),
+                          _size(MAX_FIGURE_FILE_BYTES),
                           "draw it smaller (a smaller figsize or dpi, fewer points)")
     total = len(post.encode("utf-8")) + sum(len(data) for data in images.values())
     if total > MAX_POST_BYTES:
-        raise refusal(slug, "the post with its files (its Markdown, figures and downloads)", _size(total),
-                      _size(MAX_POST_BYTES), "print less, show fewer or smaller figures")
+        raise refusal(slug, "the post with its files (its Markdown, figures and downloads)",
+                      _size(total), _size(MAX_POST_BYTES),
+                      "print less, show fewer or smaller figures")
 
 
 def check(slug: str, post: str, images: Mapping[str, bytes]) -> None:
@@ -175,10 +181,10 @@ def check(slug: str, post: str, images: Mapping[str, bytes]) -> None:
 
 
 def json_depth(text: str | bytes) -> int:
-    """The deepest nesting of arrays and objects in the JSON ``text`` (0 for a scalar), counted in one
-    pass without recursion and without parsing, so that it can run before a parser that would
-    overflow; brackets inside strings are not counted. Malformed JSON gets a number too (the
-    parser then refuses it)."""
+    """The deepest nesting of arrays and objects in the JSON ``text`` (0 for a scalar), counted
+    in one pass without recursion and without parsing, so that it can run before a parser that
+    would overflow; brackets inside strings are not counted. Malformed JSON gets a number too
+    (the parser then refuses it)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     depth = deepest = 0
@@ -217,13 +223,15 @@ def value_depth(value: Any, limit: int | None = None) -> int:
 
 
 def check_record_caps(record: Any, slug: str, text: str | None = None) -> None:
-    """Raise :class:`PublishError` for a results record deeper than :data:`MAX_RECORD_DEPTH` (checked
-    first, without recursion) or whose JSON ``text`` (written here as the site writes it when not
-    given) is longer than :data:`MAX_RECORD_BYTES`."""
+    """Raise :class:`PublishError` for a results record deeper than :data:`MAX_RECORD_DEPTH`
+    (checked first, without recursion) or whose JSON ``text`` (written here as the site writes it
+    when not given) is longer than :data:`MAX_RECORD_BYTES`."""
     depth = value_depth(record) if text is None else json_depth(text)
     if depth > MAX_RECORD_DEPTH:
-        found = "deeper than that" if depth == MAX_RECORD_DEPTH + 1 and text is None else f"{depth} levels"
-        raise refusal(slug, "the nesting of its results record", found, f"{MAX_RECORD_DEPTH} levels",
+        deeper = depth == MAX_RECORD_DEPTH + 1 and text is None
+        raise refusal(slug, "the nesting of its results record",
+                      "deeper than that" if deeper else f"{depth} levels",
+                      f"{MAX_RECORD_DEPTH} levels",
                       "save flat tables (a list of rows) rather than values nested in values")
     if text is None:
         import json
@@ -232,8 +240,8 @@ def check_record_caps(record: Any, slug: str, text: str | None = None) -> None:
     size = len(text.encode("utf-8")) if isinstance(text, str) else len(text)
     if size > MAX_RECORD_BYTES:
         raise refusal(slug, "its results record", _size(size), _size(MAX_RECORD_BYTES),
-                      "keep the record to the figures the post shows (save large tables to the post's CSV "
-                      "download by showing them, or leave them out)")
+                      "keep the record to the figures the post shows (show a large table, and "
+                      "its rows are in the post's CSV download, or leave it out)")
 
 
 # --------------------------------------------------------------------------- outputs
@@ -255,7 +263,7 @@ def _joined(value: Any) -> str:
 
 
 def _cut_output(output: Any, limit: int) -> None:
-    """Cut one output's texts in place: every ``text/*`` value and its traceback."""
+    """Cut one output's texts in place: every ``text/*`` or JSON value and its traceback."""
     data = output.get("data") or {}
     for mime in [m for m in data if m.startswith("text/") or m.endswith(("+json", "/json"))]:
         if isinstance(data[mime], (str, list)):
@@ -265,12 +273,16 @@ def _cut_output(output: Any, limit: int) -> None:
         output["traceback"] = joined.split("\n")
 
 
+def _same_stream(last: Any, output: Any) -> bool:
+    return (last is not None and last.get("output_type") == "stream"
+            and last.get("name") == output.get("name"))
+
+
 def cut_outputs(nb: Any, limit: int | None = None) -> Any:
     """A copy of the notebook ``nb`` whose every output text keeps to ``limit`` characters
-    (:data:`MAX_STREAM_CHARS` when None): a
-    stream (the consecutive chunks of one stream of a cell counted as one text: what follows the
-    limit is cut, :data:`CUT_MARKER` saying how much), a value's or display's text and a
-    traceback; figures and the rest are kept."""
+    (:data:`MAX_STREAM_CHARS` when None): a stream (the consecutive chunks of one stream of a
+    cell joined into one output, then cut: :data:`CUT_MARKER` says how much), a value's or
+    display's text and a traceback; figures and the rest are kept."""
     limit = MAX_STREAM_CHARS if limit is None else limit
     nb = copy.deepcopy(nb)
     for cell in nb.get("cells", []):
@@ -281,13 +293,11 @@ def cut_outputs(nb: Any, limit: int | None = None) -> Any:
             if output.get("output_type") != "stream":
                 _cut_output(output, limit)
                 kept.append(output)
-                continue
-            last = kept[-1] if kept else None
-            if last is not None and last.get("output_type") == "stream" and last.get("name") == output.get("name"):
-                texts[id(last)].append(_joined(output.get("text")))
-                continue
-            kept.append(output)
-            texts[id(output)] = [_joined(output.get("text"))]
+            elif _same_stream(kept[-1] if kept else None, output):
+                texts[id(kept[-1])].append(_joined(output.get("text")))
+            else:
+                kept.append(output)
+                texts[id(output)] = [_joined(output.get("text"))]
         for output in kept:
             if id(output) in texts:
                 output["text"] = cut_text("".join(texts[id(output)]), limit)
@@ -297,30 +307,34 @@ def cut_outputs(nb: Any, limit: int | None = None) -> Any:
 
 # --------------------------------------------------------------------------- files
 
+_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
 
 def read_regular(path: Path, *, cap: int | None = None, from_run: bool = True) -> bytes:
-    """The bytes of ``path``, a regular file of at most ``cap`` bytes (:data:`MAX_POST_BYTES` when
-    None), opened without following a
-    link and without waiting on a FIFO; :class:`PublishError` naming it and what it is otherwise
-    (a link, a FIFO, a device, a socket, a folder; with ``from_run``, a file with more than one
-    hard link, which could be any file of the machine)."""
+    """The bytes of ``path``, a regular file of at most ``cap`` bytes (:data:`MAX_POST_BYTES`
+    when None), opened without following a link and without waiting on a FIFO;
+    :class:`PublishError` naming it and what it is otherwise (a link, a FIFO, a device, a socket,
+    a folder; with ``from_run``, a file with more than one hard link, which could be any file of
+    the machine)."""
     path, cap = Path(path), MAX_POST_BYTES if cap is None else cap
+    not_regular = "not a regular file: the publisher reads only regular files; remove it"
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, _FLAGS)
     except OSError as exc:
         kind = _kind(path)
-        raise PublishError(f"{path} is {kind}, not a regular file: the publisher reads only regular files; "
-                           f"remove it" + ("" if kind != "missing" else f" ({exc.strerror})")) from None
+        why = f" ({exc.strerror})" if kind == "missing" else ""
+        raise PublishError(f"{path} is {kind}, {not_regular}{why}") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise PublishError(f"{path} is {_kind(path)}, not a regular file: the publisher reads only regular "
-                               "files; remove it")
+            raise PublishError(f"{path} is {_kind(path)}, {not_regular}")
         if from_run and info.st_nlink > 1:
-            raise PublishError(f"{path} has {info.st_nlink} hard links: it may be any file of this machine, so the "
-                               "publisher refuses it; remove it and run the post again")
+            raise PublishError(f"{path} has {info.st_nlink} hard links: it may be any file of this "
+                               "machine, so the publisher refuses it; remove it and run the post "
+                               "again")
         if info.st_size > cap:
-            raise PublishError(f"{path} is {_size(info.st_size)}, over the cap of {_size(cap)} for it")
+            raise PublishError(f"{path} is {_size(info.st_size)}, over the cap of {_size(cap)} "
+                               "for it")
     except BaseException:
         os.close(fd)
         raise
@@ -331,32 +345,32 @@ def read_regular(path: Path, *, cap: int | None = None, from_run: bool = True) -
     return data
 
 
+_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISDIR, "a folder"), (stat.S_ISREG, "a regular file"))
+
+
 def _kind(path: Path) -> str:
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
         return "missing"
-    for test, kind in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISDIR, "a folder"), (stat.S_ISREG, "a regular file")):
-        if test(mode):
-            return kind
-    return "of an unknown kind"
+    return next((kind for test, kind in _KINDS if test(mode)), "of an unknown kind")
 
 
 def read_folder(folder: Path, *, from_run: bool = True) -> dict[str, bytes]:
     """``{name: bytes}`` of the files of ``folder`` (none when it does not exist), each read by
-    :func:`read_regular`; more than :data:`MAX_FILES` entries, or more than :data:`MAX_POST_BYTES`
-    together, is refused as well."""
+    :func:`read_regular`; more than :data:`MAX_FILES` entries, or more than
+    :data:`MAX_POST_BYTES` together, is refused as well."""
     folder = Path(folder)
-    if not folder.is_dir() or folder.is_symlink():
-        if folder.is_symlink():
-            raise PublishError(f"{folder} is a symbolic link, not a folder: remove it")
+    if folder.is_symlink():
+        raise PublishError(f"{folder} is a symbolic link, not a folder: remove it")
+    if not folder.is_dir():
         return {}
     names = sorted(os.listdir(folder))
     if len(names) > MAX_FILES:
-        raise PublishError(f"{folder} holds {len(names):,} entries, over the cap of {MAX_FILES} files; remove it "
-                           "and run its post again")
+        raise PublishError(f"{folder} holds {len(names):,} entries, over the cap of {MAX_FILES} "
+                           "files; remove it and run its post again")
     files, left = {}, MAX_POST_BYTES
     for name in names:
         files[name] = read_regular(folder / name, cap=left, from_run=from_run)
@@ -369,12 +383,13 @@ _SERVED = ("images", "assets", "_posts", "_data")
 
 
 def unservable(site: Path) -> list[str]:
-    """``"<path>: what it is"`` for every entry of the site's served folders (:data:`_SERVED`) that is
-    not a regular file or a folder (a link, a FIFO, a device, a socket) or is a file with more than one
-    hard link (it may be any file of the machine): Jekyll would block on a FIFO, or serve what a link
-    points to. Listed without recursion, links never followed."""
+    """``"<path>: what it is"`` for every entry of the site's served folders (:data:`_SERVED`)
+    that is not a regular file or a folder (a link, a FIFO, a device, a socket) or is a file with
+    more than one hard link (it may be any file of the machine): Jekyll would block on a FIFO, or
+    serve what a link points to. Listed without recursion, links never followed."""
     site, found = Path(site), []
-    stack = [site / name for name in _SERVED if (site / name).is_dir() and not (site / name).is_symlink()]
+    stack = [site / name for name in _SERVED
+             if (site / name).is_dir() and not (site / name).is_symlink()]
     while stack:
         folder = stack.pop()
         with os.scandir(folder) as entries:

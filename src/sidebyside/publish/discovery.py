@@ -22,8 +22,8 @@ import yaml
 from sidebyside.publish.common import ROOT, PublishError
 
 __all__ = ["NotebookInfo", "read_header", "notebook_info", "read_notebook_info", "discover", "select", "check_pairs",
-           "read_gpu_budget", "GPU_BUDGET_KEY", "SLUG_RE", "HEADER_TEXT_RE", "DATE_RE", "HEADER_LIMITS", "MAX_TAGS",
-           "check_header_fields"]
+           "read_gpu_budget", "GPU_BUDGET_KEY", "SLUG_RE", "HEADER_TEXT_RE", "DATE_RE",
+           "HEADER_LIMITS", "MAX_TAGS", "check_header_fields"]
 
 #: The entry of a post's settings file (params/<slug>.yaml) that holds its GPU budget, beside the profiles.
 GPU_BUDGET_KEY = "gpu_budget"
@@ -31,11 +31,12 @@ GPU_BUDGET_KEY = "gpu_budget"
 REQUIRED_METADATA = ("slug", "title", "date", "description", "compared", "metrics")
 #: A slug, matched whole (``\A...\Z``: ``$`` would also match before a trailing newline).
 SLUG_RE = re.compile(r"\A[a-z0-9]+(?:-[a-z0-9]+)*\Z")
-#: A header's text field, matched whole: one line, no blank at either end, and none of the characters
-#: that would change how a page reads (controls, line and paragraph separators, bidirectional and
-#: zero-width marks, byte-order marks, noncharacters, lone surrogates).
-HEADER_TEXT_RE = re.compile("\\A(?!\\s)[^\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2060-\u206f"
-                            "\ufeff\ufffe\uffff\ud800-\udfff]+(?<!\\s)\\Z")
+#: A header's text field, matched whole: one line, no blank at either end, and none of the
+#: characters that would change how a page reads (controls, line and paragraph separators,
+#: bidirectional and zero-width marks, byte-order marks, noncharacters, lone surrogates).
+HEADER_TEXT_RE = re.compile("\\A(?!\\s)[^\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f"
+                            "\u202a-\u202e\u2060-\u206f\ufeff\ufffe\uffff\ud800-\udfff]+"
+                            "(?<!\\s)\\Z")
 #: A header's date, matched whole: YYYY-MM-DD.
 DATE_RE = re.compile(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 #: The most characters of each text field of a header (a tag: each tag; metrics: each key).
@@ -204,40 +205,48 @@ def notebook_info(path: Path) -> NotebookInfo:
 
 
 def _text_problem(value: Any, limit: int) -> str | None:
-    """Why ``value`` is not a header text of at most ``limit`` characters (:data:`HEADER_TEXT_RE`), or None."""
+    """Why ``value`` is not a header text of at most ``limit`` characters
+    (:data:`HEADER_TEXT_RE`), or None."""
     if not isinstance(value, str):
         return f"must be text, not {type(value).__name__}"
     if len(value) > limit:
         return f"holds {len(value)} characters, more than {limit}"
     if not HEADER_TEXT_RE.fullmatch(value):
-        return ("must be one line with no blank at either end and no control, separator, bidirectional or "
-                "zero-width character (a block scalar, '|' or '>', ends with a line break: write it on one line)")
+        return ("must be one line with no blank at either end and no control, separator, "
+                "bidirectional or zero-width character (a block scalar, '|' or '>', ends with a "
+                "line break: write it on one line)")
     return None
 
 
 def check_header_fields(path: Path, meta: dict[str, Any]) -> None:
-    """Raise :class:`PublishError` naming ``path``, the field and what to write, unless every field of the
-    header's ``sidebyside:`` mapping ``meta`` that a page shows matches whole, after YAML parsing: ``slug``
-    (:data:`SLUG_RE`), ``date`` (:data:`DATE_RE`, a real day; or a date YAML read), ``title``,
-    ``description``, ``compared`` and each of ``tags`` (at most :data:`MAX_TAGS`) and ``metrics``
-    (:data:`HEADER_TEXT_RE`, at most :data:`HEADER_LIMITS` characters)."""
+    """Raise :class:`PublishError` naming ``path``, the field and what to write, unless every
+    field of the header's ``sidebyside:`` mapping ``meta`` that a page shows matches whole, after
+    YAML parsing: ``slug`` (:data:`SLUG_RE`), ``date`` (:data:`DATE_RE`, a real day; or a date
+    YAML read), ``title``, ``description``, ``compared`` and each of ``tags`` (at most
+    :data:`MAX_TAGS`) and ``metrics`` (:data:`HEADER_TEXT_RE`, at most :data:`HEADER_LIMITS`
+    characters)."""
     slug = meta.get("slug")
     if not (isinstance(slug, str) and SLUG_RE.fullmatch(slug)):
-        raise PublishError(f"{path}: slug {slug!r} must be lowercase words joined by hyphens, on one line, e.g. "
-                           "'grid-sample-parity'")
+        raise PublishError(f"{path}: slug {slug!r} must be lowercase words joined by hyphens, on "
+                           "one line, e.g. 'grid-sample-parity'")
     date = meta.get("date")
-    if not (type(date) is dt.date or isinstance(date, str) and DATE_RE.fullmatch(date) and _is_day(date)):
-        raise PublishError(f"{path}: date {date!r} is not a day written YYYY-MM-DD, on one line, e.g. '2026-11-22'")
+    written = isinstance(date, str) and DATE_RE.fullmatch(date) and _is_day(date)
+    if not (type(date) is dt.date or written):
+        raise PublishError(f"{path}: date {date!r} is not a day written YYYY-MM-DD, on one line, "
+                           "e.g. '2026-11-22'")
     for key in ("title", "description", "compared"):
         why = _text_problem(meta.get(key), HEADER_LIMITS[key])
         if why:
             raise PublishError(f"{path}: its header's {key} {why}")
-    for key, example in (("tags", "tags: [jax, pytorch]"), ("metrics", "metrics: [accuracy, verdicts]")):
+    examples = {"tags": "tags: [jax, pytorch]", "metrics": "metrics: [accuracy, verdicts]"}
+    for key, example in examples.items():
         values = meta.get(key) if key == "metrics" else (meta.get(key) or [])
         if not isinstance(values, list) or (key == "metrics" and not values):
-            raise PublishError(f"{path}: its header's {key} must be a list, e.g. {example} (found {values!r:.80})")
+            raise PublishError(f"{path}: its header's {key} must be a list, e.g. {example} "
+                               f"(found {values!r:.80})")
         if key == "tags" and len(values) > MAX_TAGS:
-            raise PublishError(f"{path}: its header's tags number {len(values)}, more than {MAX_TAGS}")
+            raise PublishError(f"{path}: its header's tags number {len(values)}, "
+                               f"more than {MAX_TAGS}")
         for value in values:
             why = _text_problem(value, HEADER_LIMITS[key])
             if why:

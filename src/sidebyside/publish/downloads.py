@@ -124,9 +124,10 @@ def scrub_notebook(nb, scrub: Callable[[str], str], *, slug: str = "the post") -
                     data["text/plain"] = f"[a figure ({mime}) was left out of this download: {exc}]"
                     continue
                 if len(raw) > caps.MAX_FIGURE_FILE_BYTES:
-                    raise caps.refusal(slug, f"a figure ({mime}) of its executed notebook, the download",
-                                       f"{len(raw):,} bytes", f"{caps.MAX_FIGURE_FILE_BYTES:,} bytes",
-                                       "draw it smaller (a smaller figsize or dpi, fewer points)")
+                    raise caps.refusal(
+                        slug, f"a figure ({mime}) of its executed notebook, the download",
+                        f"{len(raw):,} bytes", f"{caps.MAX_FIGURE_FILE_BYTES:,} bytes",
+                        "draw it smaller (a smaller figsize or dpi, fewer points)")
                 payload = base64.b64encode(raw).decode()
                 token = f"sidebysidebinary{secrets.token_hex(16)}"
                 kept[token] = payload

@@ -174,10 +174,12 @@ def list_notebooks(*, only: str | None = None, site: Path = ROOT, notebooks: Pat
     files are incomplete or a publication was left unfinished
     (:mod:`sidebyside.publish.state`; each is said on stderr with its fix), or when Jekyll would refuse to
     load a data file or a post's front matter (:func:`sidebyside.publish.records.site_rejects`), or would build a
-    file of ``images/`` as a page (:func:`sidebyside.publish.records.site_pages_outside_posts`). With
+    file of ``images/`` as a page (:func:`sidebyside.publish.records.site_pages_outside_posts`),
+    or when a served folder holds what is not a regular file
+    (:func:`sidebyside.publish.caps.unservable`). With
     ``write_freshness`` (``make site``), also write the answer into the
     site's ``_data/freshness.json`` for the home page's scoreboard."""
-    from sidebyside.publish import records, state
+    from sidebyside.publish import caps, records, state
 
     everything = discover(notebooks)
     params_by_profile = load_all_params(params_dir, everything)
@@ -209,6 +211,11 @@ def list_notebooks(*, only: str | None = None, site: Path = ROOT, notebooks: Pat
     for path in records.site_pages_outside_posts(site):  # what Jekyll would build as a page: only posts may be
         print(f"error: {path} begins with front matter (---): Jekyll would build it as a page of the site. Run "
               "`make execute ONLY=<its slug> FORCE=1` (or `git checkout -- <file>`) to replace it", file=sys.stderr)
+        broken += 1
+    for message in caps.unservable(site):  # Jekyll would block on a FIFO, or serve a link's target
+        print(f"error: {message}: Jekyll would block on it or serve a file from elsewhere; "
+              "remove it (`make execute ONLY=<its slug> FORCE=1` publishes a post's files again)",
+              file=sys.stderr)
         broken += 1
     for message in records.site_rejects(site):  # what Jekyll itself would refuse, whichever post it is
         print(f"error: Jekyll would refuse to load {message}; the whole site would fail to build. Run "

@@ -141,7 +141,7 @@ def preprocess(nb, slug: str, root: Path) -> tuple[Any, dict[str, bytes]]:
     ``{filename: bytes}``."""
     from nbconvert.preprocessors import TagRemovePreprocessor
 
-    nb = caps.cut_outputs(nb)  # a copy, each output's text cut at caps.MAX_STREAM_CHARS with a marker
+    nb = caps.cut_outputs(nb)  # a copy: each output's text cut at caps.MAX_STREAM_CHARS, marked
     nb.cells = [c for c in nb.cells if not {"parameters", "injected-parameters"} & set(c.metadata.get("tags", []))]
     tag_remover = TagRemovePreprocessor(
         remove_cell_tags={"remove_cell"}, remove_input_tags={"remove_input"},

@@ -1,34 +1,26 @@
 """A results record as the site publishes it, and the check that Jekyll will load it.
 
-Jekyll reads ``_data/results/<slug>.json`` (and every other data file, and
-each post's front matter) with Ruby's YAML loader (Psych, through
-``Jekyll::Utils.safe_load_yaml``), not with a JSON parser: what JSON allows
-but YAML refuses (a ``\\ud83d\\ude00`` surrogate-pair escape, a raw
+Jekyll reads ``_data/results/<slug>.json`` (and every other data file, and each post's front
+matter) with Ruby's YAML loader (Psych, through ``Jekyll::Utils.safe_load_yaml``), not with a JSON
+parser: what JSON allows but YAML refuses (a ``\\ud83d\\ude00`` surrogate-pair escape, a raw
 noncharacter) stops the build of the whole site. So:
 
-- :func:`record_text` writes a record as UTF-8 JSON (``ensure_ascii=False``:
-  a character outside the Basic Multilingual Plane is written as itself,
-  never as a surrogate-pair escape);
-- :func:`load_record` reads a run's record within the caps of :mod:`.caps`
-  (size, then nesting, counted before it is parsed); :func:`check_record`
-  refuses a record the site cannot show: one over those caps, one that
-  :data:`RECORD_SCHEMA` refuses (:func:`schema_problems`, by ``jsonschema``,
-  pinned in requirements.txt), one with more than :data:`MAX_VERDICTS`
-  verdicts, or one that lacks a metric its notebook declares;
-- :func:`begins_with_front_matter` says whether Jekyll would read a file
-  as a page (front matter, ``---``, at its start): only a post may; a figure
-  or download that did would be built as a page of the site, its Liquid
-  run, its title in the navigation. :func:`site_pages_outside_posts` finds
-  such files among a site's ``images/``;
-- :func:`jekyll_rejects` loads files exactly as Jekyll will, with the call
-  Jekyll makes (``Psych.safe_load``, Date and Time permitted, aliases on) in
-  a ``ruby`` process, and returns what it refused. Where Ruby or
-  Jekyll is missing (an air-gapped GPU box), it loads them with PyYAML's
-  ``CSafeLoader``, built on libyaml, the parser Psych wraps.
+- :func:`record_text` writes a record as UTF-8 JSON (``ensure_ascii=False``: a character outside
+  the Basic Multilingual Plane is written as itself, never as a surrogate-pair escape);
+- :func:`load_record` reads a run's record within the caps of :mod:`.caps` (size, then nesting,
+  counted before it is parsed); :func:`check_record` refuses a record the site cannot show: one
+  over those caps, one that :data:`RECORD_SCHEMA` refuses (:func:`schema_problems`, by
+  ``jsonschema``, pinned in requirements.txt), one with more than :data:`MAX_VERDICTS` verdicts,
+  or one that lacks a metric its notebook declares;
+- :func:`begins_with_front_matter` says whether Jekyll would read a file as a page (``---`` at its
+  start): only a post may (:func:`site_pages_outside_posts` finds such files in ``images/``);
+- :func:`jekyll_rejects` loads files exactly as Jekyll will (``Psych.safe_load``, Date and Time
+  permitted, aliases on) in a ``ruby`` process, and returns what it refused; where Ruby or Jekyll
+  is missing (an air-gapped GPU box), with PyYAML's ``CSafeLoader`` (libyaml, which Psych wraps).
 
 The publisher runs both before a publication is committed
-(:func:`sidebyside.publish.site.publish`), and ``list`` (``make site``'s check)
-runs :func:`jekyll_rejects` on every data file and post of the site.
+(:func:`sidebyside.publish.site.publish`), and ``list`` (``make site``'s check) runs
+:func:`jekyll_rejects` on every data file and post of the site.
 """
 
 from __future__ import annotations
@@ -46,9 +38,9 @@ from typing import Any
 from sidebyside.publish import caps
 from sidebyside.publish.common import PROFILES, PublishError
 
-__all__ = ["MAX_VERDICTS", "RECORD_SCHEMA", "GPU_RUN", "split_runs", "join_runs", "record_text", "schema_problems",
-           "check_record", "load_record", "jekyll_rejects", "site_rejects", "require_loadable",
-           "begins_with_front_matter", "site_pages_outside_posts"]
+__all__ = ["MAX_VERDICTS", "RECORD_SCHEMA", "GPU_RUN", "split_runs", "join_runs", "record_text",
+           "schema_problems", "check_record", "load_record", "jekyll_rejects", "site_rejects",
+           "require_loadable", "begins_with_front_matter", "site_pages_outside_posts"]
 
 #: The most verdicts one record may hold (a post's verdict box shows each one).
 MAX_VERDICTS = 50
@@ -248,17 +240,20 @@ def record_text(record: dict[str, Any]) -> str:
 
 def load_record(path: Path, slug: str) -> dict[str, Any]:
     """The results record a run of ``slug`` saved at ``path``: a regular file
-    (:func:`sidebyside.publish.caps.read_regular`) of at most :data:`sidebyside.publish.caps.MAX_RECORD_BYTES`,
-    nested at most :data:`sidebyside.publish.caps.MAX_RECORD_DEPTH` deep (counted before it is parsed),
-    holding a JSON object. Raises :class:`PublishError` naming the cap, or what the file holds."""
+    (:func:`sidebyside.publish.caps.read_regular`) of at most
+    :data:`sidebyside.publish.caps.MAX_RECORD_BYTES`, nested at most
+    :data:`sidebyside.publish.caps.MAX_RECORD_DEPTH` deep (counted before it is parsed), holding a
+    JSON object. Raises :class:`PublishError` naming the cap, or what the file holds."""
     path = Path(path)
     try:
         size = path.lstat().st_size
     except OSError as exc:
-        raise PublishError(f"{slug}: its results record {path} cannot be read ({exc.strerror})") from None
+        raise PublishError(f"{slug}: its results record {path} cannot be read "
+                           f"({exc.strerror})") from None
     if size > caps.MAX_RECORD_BYTES:
         raise caps.refusal(slug, f"its results record ({path.name})", f"{size:,} bytes",
-                           f"{caps.MAX_RECORD_BYTES:,} bytes", "keep the record to the figures the post shows")
+                           f"{caps.MAX_RECORD_BYTES:,} bytes",
+                           "keep the record to the figures the post shows")
     data = caps.read_regular(path, cap=caps.MAX_RECORD_BYTES)
     try:
         text = data.decode("utf-8")
@@ -271,15 +266,17 @@ def load_record(path: Path, slug: str) -> dict[str, Any]:
         raise PublishError(f"{slug}: its results record {path} is not JSON ({exc}); save it with "
                            "sidebyside.run.provenance.save_results") from None
     if not isinstance(record, dict):
-        raise PublishError(f"{slug}: its results record {path} is a JSON {type(record).__name__}, not an object")
+        raise PublishError(f"{slug}: its results record {path} is a JSON "
+                           f"{type(record).__name__}, not an object")
     return record
 
 
 def check_record(record: dict[str, Any], slug: str, metrics: Sequence[str] = ()) -> None:
     """Raise :class:`PublishError` for a record the site cannot show: one over the caps of
     :func:`sidebyside.publish.caps.check_record_caps` (nesting, then size: checked first), one that
-    breaks :data:`RECORD_SCHEMA` (the message names every field, at most 20, and why), more verdicts
-    than :data:`MAX_VERDICTS`, or without one of ``metrics`` (the keys its notebook's header declares)."""
+    breaks :data:`RECORD_SCHEMA` (the message names every field, at most 20, and why), more
+    verdicts than :data:`MAX_VERDICTS`, or without one of ``metrics`` (the keys its notebook's
+    header declares)."""
     caps.check_record_caps(record, slug)
     problems = schema_problems(record)
     if problems:

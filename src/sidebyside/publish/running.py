@@ -133,7 +133,7 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
         )
     from sidebyside.publish.records import load_record
 
-    record = load_record(results_path, info.slug)  # within the record's caps, its depth counted before parsing
+    record = load_record(results_path, info.slug)  # within its caps, its depth counted first
     if record.get("slug") != info.slug:
         raise PublishError(f"{info.path}: save_results was called with slug {record.get('slug')!r}, expected {info.slug!r}")
     check_machine(record, info.slug)

@@ -31,9 +31,20 @@ WORDS = ("TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "
 MIN_LENGTH = 8
 #: Names that hold one of :data:`WORDS` but, by their definition, the address of a local socket or
 #: file (a desktop session's), never a secret.
-NOT_SECRET = frozenset({"SSH_AUTH_SOCK", "XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS", "SESSION_MANAGER",
-                        "XDG_SESSION_ID", "XDG_SESSION_TYPE", "XDG_SESSION_CLASS", "XDG_SESSION_DESKTOP",
-                        "DESKTOP_SESSION", "GNOME_KEYRING_CONTROL"})
+NOT_SECRET = frozenset(
+    {
+        "SSH_AUTH_SOCK",
+        "XAUTHORITY",
+        "DBUS_SESSION_BUS_ADDRESS",
+        "SESSION_MANAGER",
+        "XDG_SESSION_ID",
+        "XDG_SESSION_TYPE",
+        "XDG_SESSION_CLASS",
+        "XDG_SESSION_DESKTOP",
+        "DESKTOP_SESSION",
+        "GNOME_KEYRING_CONTROL",
+    }
+)
 _NAME = re.compile("|".join(WORDS), re.I)
 
 
@@ -41,35 +52,47 @@ def secret_values(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """``{name: value}`` of the secret-looking variables of ``environ`` (the process's environment
     when None), as the module docstring says."""
     environ = os.environ if environ is None else environ
-    return {name: value for name, value in environ.items()
-            if _NAME.search(name) and name not in NOT_SECRET and len(value.strip()) >= MIN_LENGTH}
+    return {
+        name: value
+        for name, value in environ.items()
+        if _NAME.search(name) and name not in NOT_SECRET and len(value.strip()) >= MIN_LENGTH
+    }
 
 
 def _base64(data: bytes) -> list[tuple[str, bytes]]:
-    """The base64 text of ``data`` wherever it starts in a longer encoded text: for each of the three
-    alignments, the characters that ``data`` alone decides (standard and URL-safe alphabets)."""
+    """The base64 text of ``data`` wherever it starts in a longer encoded text: for each of the
+    three alignments, the characters that ``data`` alone decides (standard and URL-safe
+    alphabets)."""
     out = []
     for offset, start in ((0, 0), (1, 2), (2, 3)):
         encoded = base64.b64encode(b"\0" * offset + data)
-        whole = encoded[start:(8 * (offset + len(data))) // 6]
+        whole = encoded[start : (8 * (offset + len(data))) // 6]
         if len(whole) >= MIN_LENGTH:
             where = "" if offset == 0 else f", at offset {offset}"
             out.append((f"base64{where}", whole))
             if whole != whole.translate(bytes.maketrans(b"+/", b"-_")):
-                out.append((f"URL-safe base64{where}", whole.translate(bytes.maketrans(b"+/", b"-_"))))
+                out.append(
+                    (f"URL-safe base64{where}", whole.translate(bytes.maketrans(b"+/", b"-_")))
+                )
     return out
 
 
 def forms(value: str) -> list[tuple[str, bytes]]:
-    """``(encoding, bytes)`` of every form of ``value`` that :func:`check` looks for, the value itself
-    first; forms equal to one before are left out."""
+    """``(encoding, bytes)`` of every form of ``value`` that :func:`check` looks for, the value
+    itself first; forms equal to one before are left out."""
     raw = value.encode("utf-8")
-    candidates = [("as it is", raw), ("reversed", value[::-1].encode("utf-8")), *_base64(raw),
-                  ("hex", raw.hex().encode()), ("hex, upper case", raw.hex().upper().encode()),
-                  ("URL-encoded", quote(value, safe="").encode()), ("URL-encoded", quote_plus(value).encode()),
-                  ("JSON-escaped", json.dumps(value)[1:-1].encode()),
-                  ("JSON-escaped", json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8")),
-                  ("HTML-escaped", html.escape(value).encode("utf-8"))]
+    candidates = [
+        ("as it is", raw),
+        ("reversed", value[::-1].encode("utf-8")),
+        *_base64(raw),
+        ("hex", raw.hex().encode()),
+        ("hex, upper case", raw.hex().upper().encode()),
+        ("URL-encoded", quote(value, safe="").encode()),
+        ("URL-encoded", quote_plus(value).encode()),
+        ("JSON-escaped", json.dumps(value)[1:-1].encode()),
+        ("JSON-escaped", json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8")),
+        ("HTML-escaped", html.escape(value).encode("utf-8")),
+    ]
     seen: set[bytes] = set()
     out = []
     for name, form in candidates:
@@ -79,12 +102,17 @@ def forms(value: str) -> list[tuple[str, bytes]]:
     return out
 
 
-def findings(files: Mapping[str, bytes | str], environ: Mapping[str, str] | None = None) -> list[str]:
+def findings(
+    files: Mapping[str, bytes | str], environ: Mapping[str, str] | None = None
+) -> list[str]:
     """``"<file>: the value of $NAME (encoding)"`` for every secret of ``environ``
     (:func:`secret_values`) found in one of ``files`` (``{published path: bytes or text}``), in
     the order of the files; the value itself is never in the answer."""
-    looked_for = [(name, how, form) for name, value in sorted(secret_values(environ).items())
-                  for how, form in forms(value)]
+    looked_for = [
+        (name, how, form)
+        for name, value in sorted(secret_values(environ).items())
+        for how, form in forms(value)
+    ]
     found = []
     for path, data in files.items():
         data = data.encode("utf-8") if isinstance(data, str) else bytes(data)
@@ -92,18 +120,25 @@ def findings(files: Mapping[str, bytes | str], environ: Mapping[str, str] | None
         for name, how, form in looked_for:
             if form in data and how not in hits.get(name, []):
                 hits.setdefault(name, []).append(how)
-        found += [f"{path}: the value of ${name} ({', '.join(hows)})" for name, hows in hits.items()]
+        found += [
+            f"{path}: the value of ${name} ({', '.join(hows)})" for name, hows in hits.items()
+        ]
     return found
 
 
-def check(slug: str, files: Mapping[str, bytes | str], environ: Mapping[str, str] | None = None) -> None:
+def check(
+    slug: str, files: Mapping[str, bytes | str], environ: Mapping[str, str] | None = None
+) -> None:
     """Raise :class:`PublishError` when any of ``files`` (``{published path: bytes or text}``) holds
     a secret of ``environ`` in any form (:func:`findings`), naming each file and variable."""
     found = findings(files, environ)
     if found:
-        raise PublishError(f"{slug}: the post would publish the value of a secret of the publisher's environment "
-                           "(the value is not shown here):\n  " + "\n  ".join(found[:20])
-                           + ("\n  ..." if len(found) > 20 else "")
-                           + "\nFind where the notebook reads or prints it (os.environ, a config file, an error "
-                             "message holding a URL or a header) and keep it out; run the publisher without "
-                             "the variable where it is not needed. Nothing published was changed.")
+        raise PublishError(
+            f"{slug}: the post would publish the value of a secret of the publisher's environment "
+            "(the value is not shown here):\n  "
+            + "\n  ".join(found[:20])
+            + ("\n  ..." if len(found) > 20 else "")
+            + "\nFind where the notebook reads or prints it (os.environ, a config file, an error "
+            "message holding a URL or a header) and keep it out; run the publisher without "
+            "the variable where it is not needed. Nothing published was changed."
+        )

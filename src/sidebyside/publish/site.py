@@ -353,8 +353,9 @@ def publish(site: Path, info: NotebookInfo, post: str, images: dict[str, bytes],
             check_record(record, info.slug)
             caps.check(info.slug, post, images)
             text = record_text(record)
-            secrets.check(info.slug, {f"_posts/{target.name}": post, f"_data/results/{info.slug}.json": text,
-                                      **{f"images/{info.slug}/{name}": data for name, data in images.items()}})
+            files = {f"images/{info.slug}/{name}": data for name, data in images.items()}
+            secrets.check(info.slug, {f"_posts/{target.name}": post,
+                                      f"_data/results/{info.slug}.json": text, **files})
             results.write_text(text, encoding="utf-8")
             (txn.staging / "post.md").write_text(post, encoding="utf-8")
             require_loadable([results], [txn.staging / "post.md"],
