@@ -22,17 +22,6 @@
 #     description: A 22-point accuracy gap between PyTorch and Flax turns out to be
 #       a preprocessing bug and an initialisation default; trained identically, the
 #       two frameworks agree, and differ only in speed.
-#     gpu:
-#       budget_s: 164
-#       measured: 'ESTIMATE from the H100 run at commit 6b943d5 (291 s in one process),
-#         cell by cell from its executed notebook: set-up, data and models (22 s) and
-#         the small cells (14 s) as they took there; the original program''s two trainings
-#         at its first seed, a tenth of that run''s 60 s original-setting cell (6 s);
-#         the speed cells (99 s there) pooled over 3 processes (x1.7, issue 58''s re-estimate
-#         for pooling), less the CNN''s precision rows (half of the 54 s precision cell),
-#         cut for the budget (params/fashion-mnist-pytorch-vs-flax.yaml). hardware_only:
-#         the original setting over seeds and the accuracy over seeds are the cpu run''s.'
-#       rank: 3
 #     metrics:
 #     - original_setting
 #     - accuracy

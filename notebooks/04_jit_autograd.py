@@ -20,17 +20,6 @@
 #     date: '2026-11-22'
 #     description: jax.jit against torch.compile, NumPy and eager execution, and gradients
 #       in both frameworks, timed with synchronised clocks and compilation kept apart.
-#     gpu:
-#       budget_s: 238
-#       measured: 'ESTIMATE from the H100 run at commit 6b943d5 (334 s in one process),
-#         cell by cell from its executed notebook: set-up (20 s) as it took; of the
-#         size sweep (180 s) and the pitfall cell (75 s), the GPU''s share by that run''s
-#         record (25% and 16%, its entries'' repeats and compile times); autograd (36
-#         s) and the Hessian-vector product (8 s) on the GPU as they took; the timed
-#         cells pooled over 3 processes (x1.7, issue 58''s re-estimate for pooling);
-#         30 s allowed, not measured, for the kernel profile (new since then). hardware_only:
-#         the CPU''s rows are the cpu run''s.'
-#       rank: 4
 #     metrics:
 #     - jit
 #     - compile_s

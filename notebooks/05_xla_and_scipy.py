@@ -22,21 +22,6 @@
 #     description: Matrix products and inverses in NumPy, JAX and PyTorch in float32
 #       and float64, with their precision defaults made visible, and a small calibration
 #       fit with SciPy, jax.scipy, optax and torch.optim.
-#     gpu:
-#       budget_s: 198
-#       measured: 'ESTIMATE from the H100 run at commit 6b943d5 (271 s in one process),
-#         cell by cell from its executed notebook: of the linear-algebra cell (214 s),
-#         the share of the settings kept by that run''s record (35%: each entry''s first
-#         call, its compilation included, and seven repeats of at least 0.05 s), pooled
-#         over 3 processes (x1.7, issue 58''s re-estimate for pooling), as the optimisation
-#         and recompilation cells (20 s); the rest (37 s) as it took. Cut for the budget
-#         (params/xla-and-scipy.yaml): sizes 256 and 512 (launch-bound on a GPU), 2,048
-#         and 4,096 (28% of that cell, 61 s there before pooling), and the CPU above
-#         1,024: the cpu run''s ladder, on the CPU up to 2,048, stands for them. The
-#         optimisation fits still run here: they run on the GPU and their timings depend
-#         on it, and leaving their results to the cpu run needs the post''s report to
-#         take none.'
-#       rank: 5
 #     metrics:
 #     - matmul
 #     - inverse
