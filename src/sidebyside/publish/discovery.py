@@ -238,11 +238,13 @@ def check_header_fields(path: Path, meta: dict[str, Any]) -> None:
         why = _text_problem(meta.get(key), HEADER_LIMITS[key])
         if why:
             raise PublishError(f"{path}: its header's {key} {why}")
-    examples = {"tags": "tags: [jax, pytorch]", "metrics": "metrics: [accuracy, verdicts]"}
+    examples = {"tags": "a list, e.g. tags: [jax, pytorch]",
+                "metrics": "a list of the keys its results record carries, e.g. "
+                           "metrics: [accuracy, verdicts]"}
     for key, example in examples.items():
         values = meta.get(key) if key == "metrics" else (meta.get(key) or [])
         if not isinstance(values, list) or (key == "metrics" and not values):
-            raise PublishError(f"{path}: its header's {key} must be a list, e.g. {example} "
+            raise PublishError(f"{path}: its header's {key} must be {example} "
                                f"(found {values!r:.80})")
         if key == "tags" and len(values) > MAX_TAGS:
             raise PublishError(f"{path}: its header's tags number {len(values)}, "
