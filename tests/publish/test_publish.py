@@ -122,18 +122,36 @@ def test_the_header_declares_the_post_once_and_bad_declarations_say_what_to_writ
         publish.notebook_info(_write_nb(tmp_path / "tiny.py", meta=good))
     with pytest.raises(publish.PublishError, match="metrics must be a list of the keys"):
         publish.notebook_info(_write_nb(tmp_path / "02_x.py", meta={**good, "metrics": "n"}))
-    with pytest.raises(publish.PublishError, match="gpu must be a mapping with budget_s"):
-        publish.notebook_info(_write_nb(tmp_path / "03_x.py", meta={**good, "gpu": {"budget_s": "soon"}}))
+    with pytest.raises(publish.PublishError, match="its header gives a gpu budget; .* under gpu_budget"):
+        publish.notebook_info(_write_nb(tmp_path / "03_x.py", meta={**good, "gpu": {"budget_s": 9}}))
+
+
+def test_the_gpu_budget_is_read_from_the_settings_file_and_bad_ones_say_what_to_write(tmp_path):
+    good = {"slug": "ok", "title": "t", "date": "2026-01-01", "description": "d", "compared": "c", "metrics": ["n"]}
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "params").mkdir()
+    path = _write_nb(tmp_path / "notebooks" / "04_x.py", meta=good)
+    settings = tmp_path / "params" / "ok.yaml"
+
+    def budget(entry):
+        settings.write_text(yaml.safe_dump({"gpu_budget": entry}))
+        return publish.notebook_info(path).gpu
+
+    assert publish.notebook_info(path).gpu is None  # no settings file: no GPU run planned
+    with pytest.raises(publish.PublishError, match="gpu_budget must be a mapping with budget_s"):
+        budget({"budget_s": "soon"})
     gpu = {"budget_s": 90, "measured": "H100, commit abc1234", "rank": 2}
-    assert publish.notebook_info(_write_nb(tmp_path / "04_x.py", meta={**good, "gpu": gpu})).gpu == gpu
-    # parts keep the order the notebook runs them in: a list in the header, never a mapping
+    assert budget(gpu) == gpu
+    # parts keep the order the notebook runs them in: a list, never a mapping
     parts = [{"parity": 120}, {"affine": 37}, {"bench/*": {"count": 2, "each_s": 5}}]
-    found = publish.notebook_info(_write_nb(tmp_path / "05_x.py", meta={**good, "gpu": {**gpu, "parts": parts}})).gpu
+    found = budget({**gpu, "parts": parts})
     assert list(found["parts"]) == ["parity", "affine", "bench/*"] and found["parts"]["affine"] == 37
-    with pytest.raises(publish.PublishError, match="gpu.rank must be a whole number from 1"):
-        publish.notebook_info(_write_nb(tmp_path / "07_x.py", meta={**good, "gpu": {**gpu, "rank": 0}}))
-    with pytest.raises(publish.PublishError, match="gpu.parts must be a list of one-entry mappings"):
-        publish.notebook_info(_write_nb(tmp_path / "06_x.py", meta={**good, "gpu": {**gpu, "parts": {"parity": 1}}}))
+    with pytest.raises(publish.PublishError, match="gpu_budget.rank must be a whole number from 1"):
+        budget({**gpu, "rank": 0})
+    with pytest.raises(publish.PublishError, match="gpu_budget.parts must be a list of one-entry mappings"):
+        budget({**gpu, "parts": {"parity": 1}})
+    with pytest.raises(publish.PublishError, match="gpu_budget.derivation must map a part"):
+        budget({**gpu, "derivation": {"parity": ""}})
 
 
 def test_a_record_without_a_declared_metric_is_refused_and_nothing_is_published(tmp_path):
