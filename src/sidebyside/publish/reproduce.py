@@ -41,7 +41,8 @@ and :func:`aa_table` counts the speed verdicts that still find a winner.
 (Colab): the published record is read through :mod:`sidebyside.run.colab`.
 
 Inputs: the published record (``<site>/_data/results/<slug>.json``) and the
-reader's. Outputs: text on stdout, an exit code, ``<site>/_data/reruns/<slug>.json``.
+reader's. Outputs: text on stdout, an exit code, ``<site>/_data/reruns/<slug>.json``, and on any
+machine the comparison as a file to send (:mod:`sidebyside.publish.reproductions`).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from sidebyside.lab.words import FRAMEWORKS, fmt_number, fmt_ratio
-from sidebyside.publish import reruns
+from sidebyside.publish import reproductions, reruns
 from sidebyside.publish.cache import published_record
 from sidebyside.publish.common import ROOT, PublishError, say
 from sidebyside.publish.discovery import discover, select
@@ -69,6 +70,9 @@ AA_SCRATCH = ROOT / "build" / "aa"
 REPRODUCES, CONSISTENT, OTHER_WINNER, OUTSIDE, MISSING = (
     "reproduces", "decided in one run only, intervals overlap", "different winner",
     "same winner, intervals do not overlap", "not measured in your run")
+#: How a reproduction file names each outcome (:data:`sidebyside.publish.reproductions.OUTCOMES`).
+KINDS = {REPRODUCES: "reproduces", CONSISTENT: "consistent", OTHER_WINNER: "contradicts",
+         OUTSIDE: "contradicts", MISSING: "not measured"}
 
 
 @dataclasses.dataclass
@@ -94,6 +98,11 @@ class Row:
     @property
     def same_hardware(self) -> bool:
         return self.published_device == self.reader_device if self.differs is None else not self.differs
+
+    @property
+    def kind(self) -> str:
+        """The outcome as a reproduction file names it: one of :data:`KINDS`' values."""
+        return KINDS[self.outcome]
 
     @property
     def reproduces(self) -> bool:
@@ -286,8 +295,10 @@ def reproduce(*, only: str, profile: str | None = None, site: Path = ROOT, scrat
               progress: bool = True) -> int:
     """Run each notebook of ``only`` on this machine into ``scratch/<slug>/`` with the
     published profile (or ``profile``), print :func:`table`, :func:`machines` and
-    :func:`summary` against the record published in ``site``; return 1 when the run, on a machine
-    of the published fingerprint, contradicts a verdict (opposite winners, or intervals apart), else 0."""
+    :func:`summary` against the record published in ``site``, write the comparison as a reproduction
+    file (:func:`sidebyside.publish.reproductions.write`, its path printed); return 1 when the run, on
+    a machine of the published fingerprint, contradicts a verdict (opposite winners, or intervals
+    apart), else 0."""
     if not only:
         raise PublishError("reproduce needs the post to check: make reproduce ONLY=<slug> (make list shows the slugs)")
     exit_code = 0
@@ -300,6 +311,9 @@ def reproduce(*, only: str, profile: str | None = None, site: Path = ROOT, scrat
         rows = compare(published, mine)
         print(table(rows))
         print(machines(rows))
+        written = reproductions.write(site, reproductions.build(info.slug, published, mine, rows))
+        print(f"{info.slug}: this comparison is written to {written}: send it as a pull request to add "
+              "it to the post's reproductions")
         print(summary(info.slug, rows))
         print(f"{info.slug}: {reruns.log(site, info.slug, published, mine)}")
         if any(row.fails for row in rows):

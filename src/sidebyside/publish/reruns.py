@@ -18,13 +18,17 @@ answer (:func:`sidebyside.publish.frontpage.verdict_view`).
 
 It owns what both it and ``make reproduce`` (:mod:`sidebyside.publish.reproduce`) read of two
 records: their speed verdicts (:func:`speed_verdicts`) and where their machines differ
-(:func:`differences`).
+(:func:`differences`). :func:`coverage` measures the published intervals against the logs: the share
+of re-run estimates that lie inside the interval published before them (``publish coverage``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
+import re
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -34,7 +38,8 @@ from sidebyside.lab.words import FRAMEWORKS, fmt_number, plural
 from sidebyside.publish.common import PublishError, write_atomic
 from sidebyside.run import provenance
 
-__all__ = ["speed_verdicts", "differences", "path", "read", "log", "save_between", "spread", "unsettled", "sentence"]
+__all__ = ["speed_verdicts", "differences", "path", "read", "log", "save_between", "spread", "unsettled", "sentence",
+           "COVERAGE_GOAL", "published_before", "coverage", "coverage_text"]
 
 
 def _verdicts(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -245,3 +250,99 @@ def sentence(s: Mapping[str, Any]) -> str:
     return (f"Between runs: {s['runs']} runs on machines of this fingerprint (this one and make reproduce's), "
             f"{who[0]}'s time over {who[1]}'s from {fmt_number(s['low'])} to {fmt_number(s['high'])} across "
             f"their 95% intervals; {held}.")
+
+
+#: The share of re-run estimates that should lie inside the interval published before them.
+COVERAGE_GOAL = 0.90
+
+
+def _instant(text: Any) -> dt.datetime | None:
+    try:
+        value = dt.datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+
+
+def _record_at(site: Path, slug: str, commit: Any) -> Any:
+    """The results record of ``slug`` as the commit ``commit`` of the site's git repository held
+    it; None where there is no such commit, file or repository."""
+    if not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{4,40}", commit):
+        return None
+    try:
+        done = subprocess.run(["git", "-C", str(site), "show", f"{commit}:./_data/results/{slug}.json"],
+                              capture_output=True, text=True, timeout=60)
+        return json.loads(done.stdout) if done.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
+def published_before(site: Path, slug: str, run: Mapping[str, Any], source_hash: str,
+                     current: Any) -> dict[str, Any] | None:
+    """The published record that the logged re-run ``run`` was compared with: the one its commit
+    held (read with git), else ``current`` (the site's record now); either only where it is of the
+    log's version (``source_hash``) and ran before the re-run. None where neither is."""
+    ran = _instant(run.get("executed_at"))
+    for record in (_record_at(site, slug, run.get("commit")), current):
+        if not isinstance(record, dict) or record.get("source_hash") != source_hash or ran is None:
+            continue
+        then = _instant(record.get("executed_at"))
+        if then is not None and then <= ran:
+            return record
+    return None
+
+
+def _covered(site: Path, slug: str) -> dict[str, Any]:
+    """:func:`coverage` of one post's log."""
+    from sidebyside.publish.cache import published_record
+
+    found = read(site, slug)
+    try:
+        current = published_record(site, slug)
+    except PublishError:
+        current = None
+    out = {"inside": 0, "counted": 0, "runs": 0, "uncounted_runs": 0}
+    for run in found["runs"] if found else []:
+        before = published_before(site, slug, run, found["source_hash"], current)
+        if before is None:
+            out["uncounted_runs"] += 1
+            continue
+        out["runs"] += 1
+        intervals = {v["id"]: v["interval"] for v in speed_verdicts(before) if v["id"] and v["interval"]}
+        for vid, entry in (run.get("verdicts") or {}).items():
+            if vid in intervals and _measured(entry):
+                low, high = intervals[vid]
+                out["counted"] += 1
+                out["inside"] += low <= entry["ratio"] <= high
+    return out
+
+
+def coverage(site: Path) -> dict[str, dict[str, Any]]:
+    """Per post with a log of re-runs (``<site>/_data/reruns/<slug>.json``): ``{"inside", "counted",
+    "runs", "uncounted_runs"}``: of the re-runs' estimates (time ratios) of verdicts that the
+    published run before them (:func:`published_before`) gave an interval, how many were counted and
+    how many lie inside that interval; over how many re-runs; and how many re-runs had no published
+    run of their version before them (not counted). A damaged log raises :class:`PublishError`."""
+    folder = Path(site) / "_data" / "reruns"
+    slugs = sorted(p.stem for p in folder.glob("*.json") if not p.name.startswith(".")) if folder.is_dir() else []
+    return {slug: _covered(Path(site), slug) for slug in slugs}
+
+
+def _share(inside: int, counted: int) -> str:
+    return f"{inside} of {counted} ({100 * inside / counted:.1f}%)" if counted else "none counted"
+
+
+def coverage_text(found: Mapping[str, Mapping[str, Any]]) -> str:
+    """:func:`coverage` as the command prints it: a line per post, then the whole against
+    :data:`COVERAGE_GOAL`."""
+    lines = ["Coverage: the share of re-run estimates (make reproduce on the published run's fingerprint) "
+             "that lie inside the 95% interval published before them"]
+    for slug, c in found.items():
+        apart = f"; {plural(c['uncounted_runs'], 're-run')} not counted" if c["uncounted_runs"] else ""
+        lines.append(f"  {slug}: {_share(c['inside'], c['counted'])} over {plural(c['runs'], 're-run')}{apart}")
+    inside, counted = (sum(c[k] for c in found.values()) for k in ("inside", "counted"))
+    goal = f"{COVERAGE_GOAL:.0%}"
+    verdict = ("no re-run logged yet" if not counted else
+               f"at or above the goal of {goal}" if inside / counted >= COVERAGE_GOAL else f"below the goal of {goal}")
+    lines.append(f"overall: {_share(inside, counted)}: {verdict}")
+    return "\n".join(lines)

@@ -41,8 +41,9 @@ def write_freshness(site: Path, infos, params_by_profile: dict, root: Path, ever
     result, ``site/_data/board.json`` (:func:`sidebyside.publish.frontpage.write_board`,
     which refuses a record of too many verdicts; a post owes a GPU run where its header among ``every``,
     the project's notebooks (default ``infos``), plans a GPU section: :func:`.schedule.gpu_sections`), copy
-    the committed noise floors (``params/noise-floor.json``) to ``site/_data/noise_floor.json``, and return
-    the first path."""
+    the committed noise floors (``params/noise-floor.json``) to ``site/_data/noise_floor.json``, write the
+    checked summary of readers' reproductions (:func:`sidebyside.publish.reproductions.write_summary`),
+    and return the first path."""
     path = Path(site) / "_data" / "freshness.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -54,7 +55,9 @@ def write_freshness(site: Path, infos, params_by_profile: dict, root: Path, ever
     floors = Path(root) / "params" / "noise-floor.json"  # measured by python -m sidebyside.lab.noise --save
     if floors.is_file():  # for "How we measure", which states each machine kind's floor
         write_atomic(path.with_name("noise_floor.json"), floors.read_bytes())
-    from sidebyside.publish import frontpage, schedule
+    from sidebyside.publish import frontpage, reproductions, schedule
+
+    reproductions.write_summary(Path(site))
 
     gpu_owed = schedule.gpu_sections(infos if every is None else every) if "gpu" in params_by_profile else set()
     frontpage.write_board(Path(site), states, gpu_owed, root)
