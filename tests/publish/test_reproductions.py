@@ -44,8 +44,9 @@ def test_the_file_states_the_machine_versions_profile_and_each_verdict(tmp_path)
     assert outcomes == {"held": "reproduces", "turned": "contradicts", "shrank": "contradicts",
                         "gone": "not measured"}
     held = back["verdicts"][0]
-    assert held["published"]["ratio"] == pytest.approx(3.0) and len(held["measured"]["interval"]) == 2
-    assert back["verdicts"][3]["measured"] is None and held["id"] == PUBLISHED["metrics"]["verdicts"][1]["id"]
+    assert held["published"]["ratio"] == pytest.approx(3.0)
+    assert len(held["measured"]["interval"]) == 2 and back["verdicts"][3]["measured"] is None
+    assert held["id"] == PUBLISHED["metrics"]["verdicts"][1]["id"]
 
 
 def test_a_second_file_of_the_same_day_and_machine_takes_a_suffix_and_replaces_nothing(tmp_path):
@@ -56,7 +57,8 @@ def test_a_second_file_of_the_same_day_and_machine_takes_a_suffix_and_replaces_n
     assert first.read_bytes() == before and rp.read(third, SLUG)["slug"] == SLUG
 
 
-def test_make_reproduce_writes_the_file_on_any_hardware_and_prints_its_path(tmp_path, monkeypatch, capsys):
+def test_make_reproduce_writes_the_file_on_any_hardware_and_prints_its_path(tmp_path, monkeypatch,
+                                                                            capsys):
     site = _site(tmp_path)
 
     def fake_run(**kwargs):
@@ -66,7 +68,8 @@ def test_make_reproduce_writes_the_file_on_any_hardware_and_prints_its_path(tmp_
         return 0
 
     monkeypatch.setattr("sidebyside.publish.pipeline.run", fake_run)
-    assert rep.reproduce(only=SLUG, site=site, scratch=tmp_path / "scratch") == 0  # other hardware: reported
+    # other hardware: reported, not failed
+    assert rep.reproduce(only=SLUG, site=site, scratch=tmp_path / "scratch") == 0
     (written,) = (site / "reproductions" / SLUG).iterdir()
     assert f"this comparison is written to {written}" in capsys.readouterr().out
     assert rp.read(written, SLUG)["verdicts"][1]["outcome"] == "contradicts"
@@ -83,7 +86,7 @@ NAME = "2026-11-24-unknown.json"
 
 
 def _as(change):
-    """A valid file's text after ``change(value)`` (fingerprint unknown, so that its name is fixed)."""
+    """A valid file's text after ``change(value)`` (fingerprint unknown: its name is fixed)."""
     value = _value(cpu="unknown")
     change(value)
     return json.dumps(value)
@@ -96,14 +99,18 @@ def _marked():
 
 BAD = {
     "oversized": ("over the cap", lambda: _as(lambda v: None) + " " * rp.MAX_BYTES),
-    "a ratio as text": ("ratio", lambda: _as(lambda v: v["verdicts"][0]["published"].update(ratio="3.0"))),
-    "an unknown outcome": ("outcome", lambda: _as(lambda v: v["verdicts"][0].update(outcome="proves us wrong"))),
+    "a ratio as text": ("ratio", lambda: _as(
+        lambda v: v["verdicts"][0]["published"].update(ratio="3.0"))),
+    "an unknown outcome": ("outcome", lambda: _as(
+        lambda v: v["verdicts"][0].update(outcome="proves us wrong"))),
     "a field more": ("Additional properties", lambda: _as(lambda v: v.update(note="hi"))),
     "a long string": ("is too long", lambda: _as(lambda v: v.update(hardware="x" * 201))),
-    "a control character": ("control character", lambda: _as(lambda v: v.update(hardware="a\x1b[2Jb"))),
+    "a control character": ("control character", lambda: _as(
+        lambda v: v.update(hardware="a\x1b[2Jb"))),
     "no number": ("finite numbers", lambda: _marked().replace("12345.5", "NaN")),
     "an infinite number": ("not finite", lambda: _marked().replace("12345.5", "1e999")),
-    "deeply nested": ("nests", lambda: _as(lambda v: None)[:-1] + ', "x": ' + "[" * 5000 + "]" * 5000 + "}"),
+    "deeply nested": ("nests", lambda: _as(lambda v: None)[:-1] + ', "x": ' + "[" * 5000
+                      + "]" * 5000 + "}"),
     "another post's": ("says slug", lambda: _as(lambda v: v.update(slug="swin-transformer-v2"))),
     "a list": (r'\$: is not of type "object"', lambda: "[]"),
 }
@@ -130,11 +137,12 @@ def test_a_file_misnamed_linked_or_of_a_forged_fingerprint_is_refused(tmp_path):
     forged["short_fingerprint"] = "0123456789ab"
     with pytest.raises(ReproductionRefused, match="not the digest"):
         rp.read(_put(tmp_path, "2026-11-24-0123456789ab.json", json.dumps(forged)), SLUG)
-    with pytest.raises(PublishError, match="would be refused"):  # and make reproduce never writes one
+    with pytest.raises(PublishError, match="would be refused"):  # make reproduce writes none
         rp.write(tmp_path, forged)
 
 
-def test_the_summary_holds_only_accepted_files_of_other_hardware_and_counts_the_rest(tmp_path, capsys):
+def test_the_summary_holds_only_accepted_files_of_other_hardware_and_counts_the_rest(tmp_path,
+                                                                                     capsys):
     site = _site(tmp_path)
     accepted = rp.write(site, _value())
     rp.write(site, _value(device=EPYC))  # the published run's own fingerprint
@@ -144,9 +152,11 @@ def test_the_summary_holds_only_accepted_files_of_other_hardware_and_counts_the_
     path = rp.write_summary(site)
     found = json.loads(path.read_text(encoding="utf-8"))["posts"][SLUG]
     assert [r["file"] for r in found["rows"]] == [f"reproductions/{SLUG}/{accepted.name}"]
-    assert found["other_hardware"] == 1 and found["same_fingerprint"] == 1 and found["refused"] == len(BAD)
+    assert found["other_hardware"] == 1 and found["same_fingerprint"] == 1
+    assert found["refused"] == len(BAD)
     row = found["rows"][0]
-    assert (row["reproduces"], row["contradicts"], row["not_measured"]) == (1, 2, 1) and row["same_version"]
+    assert (row["reproduces"], row["contradicts"], row["not_measured"]) == (1, 2, 1)
+    assert row["same_version"]
     assert row["versions"] == "" and row["hardware"] == OTHER and row["same_fingerprint"] is False
     err = capsys.readouterr().err
     assert err.count("is refused") == len(BAD) + 1 and "no published post has that slug" in err
@@ -181,11 +191,14 @@ def test_the_page_escapes_what_a_file_says_and_the_home_page_counts_it(tmp_path)
     built = _jekyll(site)
     page = (built / "posts" / SLUG / "index.html").read_text()
     assert "&lt;script&gt;document.title=&quot;PWNED&quot;&lt;/script&gt;" in page
-    assert "<script>document.title" not in page and "PWNED" not in (built / "index.html").read_text()
-    assert "Reproductions from other hardware: 1 (1 verdicts reproduce, 0 consistent, 2 contradicted)" in page
+    home = (built / "index.html").read_text()
+    assert "<script>document.title" not in page and "PWNED" not in home
+    assert ("Reproductions from other hardware: 1 (1 verdicts reproduce, 0 consistent, "
+            "2 contradicted)") in page
     assert f"/blob/main/reproductions/{SLUG}/" in page
-    assert "1 reproduction from other hardware" in (built / "index.html").read_text()
+    assert "1 reproduction from other hardware" in home
     assert not (built / "reproductions").exists()  # the raw files are never served
     (site / "_data" / "reproductions_summary.json").write_text('{"posts": {}}')
     page = (_jekyll(site) / "posts" / SLUG / "index.html").read_text()
-    assert "No reproductions from other hardware yet." in page and f"make reproduce ONLY={SLUG}" in page
+    assert "No reproductions from other hardware yet." in page
+    assert f"make reproduce ONLY={SLUG}" in page

@@ -1,6 +1,7 @@
 """The publisher's command line, ``python -m sidebyside.publish`` (:func:`main`): ``execute``,
 ``render``, ``list``, ``plan``, ``readme`` (:mod:`sidebyside.publish.pipeline`), ``reproduce`` and ``aa``
-(:mod:`sidebyside.publish.reproduce`), ``coverage`` (:mod:`sidebyside.publish.reruns`), ``merge`` (:mod:`sidebyside.publish.merge`), ``recover``,
+(:mod:`sidebyside.publish.reproduce`), ``coverage`` (:mod:`sidebyside.publish.reruns`), ``merge``
+(:mod:`sidebyside.publish.merge`), ``recover``,
 ``profile``, ``readme`` and ``check-pairs``. Every command that reads parameters reads them from ``--params``."""
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ def main(argv: list[str] | None = None) -> int:
                                "(A/A) and count the speed verdicts that find a winner")
     same.add_argument("--profile", default=None, help="default: the profile of the published run, else cpu")
     same.add_argument("--scratch", type=Path, default=None, help="where the run goes (default: build/aa/)")
-    sub.add_parser("coverage", parents=[common], help="print the share of logged re-runs (_data/reruns/) whose "
-                   "estimate lies inside the 95%% interval published before them, per post and overall")
+    sub.add_parser("coverage", parents=[common],
+                   help="print the share of logged re-runs (_data/reruns/) whose estimate lies "
+                        "inside the 95%% interval published before them, per post and overall")
     sub.add_parser("render", parents=[common], help="render published notebooks again from build/executed")
     listing = sub.add_parser("list", parents=[common], help="list notebooks, slugs and what is published")
     listing.add_argument("--freshness", action="store_true",

@@ -295,10 +295,10 @@ def reproduce(*, only: str, profile: str | None = None, site: Path = ROOT, scrat
               progress: bool = True) -> int:
     """Run each notebook of ``only`` on this machine into ``scratch/<slug>/`` with the
     published profile (or ``profile``), print :func:`table`, :func:`machines` and
-    :func:`summary` against the record published in ``site``, write the comparison as a reproduction
-    file (:func:`sidebyside.publish.reproductions.write`, its path printed); return 1 when the run, on
-    a machine of the published fingerprint, contradicts a verdict (opposite winners, or intervals
-    apart), else 0."""
+    :func:`summary` against the record published in ``site``, write the comparison as a
+    reproduction file (:func:`sidebyside.publish.reproductions.write`, its path printed); return 1
+    when the run, on a machine of the published fingerprint, contradicts a verdict (opposite
+    winners, or intervals apart), else 0."""
     if not only:
         raise PublishError("reproduce needs the post to check: make reproduce ONLY=<slug> (make list shows the slugs)")
     exit_code = 0
@@ -312,8 +312,8 @@ def reproduce(*, only: str, profile: str | None = None, site: Path = ROOT, scrat
         print(table(rows))
         print(machines(rows))
         written = reproductions.write(site, reproductions.build(info.slug, published, mine, rows))
-        print(f"{info.slug}: this comparison is written to {written}: send it as a pull request to add "
-              "it to the post's reproductions")
+        print(f"{info.slug}: this comparison is written to {written}: send it as a pull request "
+              "to add it to the post's reproductions")
         print(summary(info.slug, rows))
         print(f"{info.slug}: {reruns.log(site, info.slug, published, mine)}")
         if any(row.fails for row in rows):

@@ -1,14 +1,15 @@
-"""Reproductions from readers' hardware: the file ``make reproduce`` leaves, and the one reader of them.
+"""Reproductions from readers' hardware: the file ``make reproduce`` leaves, and its one reader.
 
-Every ``make reproduce ONLY=<slug>`` (:func:`sidebyside.publish.reproduce.reproduce`), on any machine,
-writes its comparison as ``reproductions/<slug>/<date>-<short fingerprint>.json`` (:func:`write`): the
-machine's fingerprint as the records keep it, its :func:`short_fingerprint`, the date, the library
-versions, the profile and, per speed verdict, its id, the published figure and interval, the reader's,
-and the outcome (:data:`OUTCOMES`). A file is never overwritten: a second one of the same day and
-machine takes a suffix (``-2``). A reader sends it as a pull request.
+Every ``make reproduce ONLY=<slug>`` (:func:`sidebyside.publish.reproduce.reproduce`), on any
+machine, writes its comparison as ``reproductions/<slug>/<date>-<short fingerprint>.json``
+(:func:`write`): the machine's fingerprint as the records keep it, its :func:`short_fingerprint`,
+the date, the library versions, the profile and, per speed verdict, its id, the published figure
+and interval, the reader's, and the outcome (:data:`OUTCOMES`). A file is never overwritten: a
+second one of the same day and machine takes a suffix (``-2``). A reader sends it as a pull
+request.
 
-The files are untrusted input, kept outside ``_data/`` (Jekyll would load every file there, and
-one it refused would stop the whole build) and excluded from the site by ``_config.yml``. Only
+The files are untrusted input, kept outside ``_data/`` (Jekyll would load every file there, and one
+it refused would stop the whole build) and excluded from the site by ``_config.yml``. Only
 :func:`read` opens them: a regular file of at most :data:`MAX_BYTES`, nested at most
 :data:`MAX_DEPTH` deep (counted before parsing), JSON with finite numbers only, kept to
 :data:`SCHEMA` (types, enumerated outcomes, string lengths, no control characters; by
@@ -16,9 +17,10 @@ one it refused would stop the whole build) and excluded from the site by ``_conf
 :class:`ReproductionRefused`, which names the file and why. At most :data:`MAX_PER_POST` files of a
 post are read.
 
-:func:`write_summary` (run by ``make site``'s ``publish list --freshness``) writes what :func:`read`
-accepted as ``_data/reproductions_summary.json``, which ``_includes/reproductions.html`` and the home
-page print, every string through Liquid's ``escape``; a refused file is named on stderr and left out.
+:func:`write_summary` (run by ``make site``'s ``publish list --freshness``) writes what
+:func:`read` accepted as ``_data/reproductions_summary.json``, which
+``_includes/reproductions.html`` and the home page print, every string through Liquid's ``escape``;
+a refused file is named on stderr and left out.
 """
 
 from __future__ import annotations
@@ -37,9 +39,9 @@ from sidebyside.publish import caps
 from sidebyside.publish.common import PROFILES, PublishError, warn, write_atomic
 from sidebyside.run import provenance
 
-__all__ = ["FOLDER", "SUMMARY", "MAX_BYTES", "MAX_DEPTH", "MAX_PER_POST", "MAX_VERDICTS", "OUTCOMES",
-           "SCHEMA", "VERSIONS", "ReproductionRefused", "short_fingerprint", "build", "problems",
-           "write", "read", "summary", "write_summary"]
+__all__ = ["FOLDER", "SUMMARY", "MAX_BYTES", "MAX_DEPTH", "MAX_PER_POST", "MAX_VERDICTS",
+           "OUTCOMES", "SCHEMA", "VERSIONS", "ReproductionRefused", "short_fingerprint", "build",
+           "problems", "write", "read", "summary", "write_summary"]
 
 #: Where a site keeps the submitted files, one folder per post.
 FOLDER = "reproductions"
@@ -60,14 +62,16 @@ VERSIONS = ("python", "torch", "jax", "jaxlib", "flax", "optax", "cuda")
 
 _NAME = re.compile(r"\A(\d{4}-\d{2}-\d{2})-([0-9a-f]{12}|unknown)(?:-([1-9][0-9]{0,2}))?\.json\Z")
 _SLUG = r"\A[a-z0-9][a-z0-9-]{0,79}\Z"
-# Characters no string may hold: controls, surrogates, noncharacters (Jekyll's YAML loader refuses some).
+# Characters no string may hold: controls, surrogates, noncharacters (Jekyll's YAML loader
+# refuses some of them).
 _UNSAFE = "[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff]"
 _UNSAFE_RE = re.compile(_UNSAFE)
 
 
 def _text(most: int, *, null: bool = False, pattern: str | None = None) -> dict[str, Any]:
     return {"type": ["string", "null"] if null else "string", "maxLength": most,
-            "not": {"type": "string", "pattern": _UNSAFE}, **({"pattern": pattern} if pattern else {})}
+            "not": {"type": "string", "pattern": _UNSAFE},
+            **({"pattern": pattern} if pattern else {})}
 
 
 def _object(properties: dict[str, Any], *, null: bool = False) -> dict[str, Any]:
@@ -77,7 +81,8 @@ def _object(properties: dict[str, Any], *, null: bool = False) -> dict[str, Any]
 
 _INT = {"type": ["integer", "null"], "minimum": 0, "maximum": 10**9}
 _POSITIVE = {"type": "number", "exclusiveMinimum": 0, "maximum": 1e12}
-_FIGURE = _object({"ratio": {**_POSITIVE, "type": ["number", "null"]}, "winner": _text(40, null=True),
+_FIGURE = _object({"ratio": {**_POSITIVE, "type": ["number", "null"]},
+                   "winner": _text(40, null=True),
                    "interval": {"type": ["array", "null"], "items": _POSITIVE, "minItems": 2,
                                 "maxItems": 2}}, null=True)
 _CPU = {"vendor": _text(40, null=True), "family": _INT, "model": _INT, "stepping": _INT,
@@ -112,11 +117,13 @@ SCHEMA: dict[str, Any] = {
 
 
 class ReproductionRefused(PublishError):
-    """A submitted reproduction file that :func:`read` does not accept; the message names it and why."""
+    """A submitted reproduction file that :func:`read` does not accept; the message says which and
+    why."""
 
 
 def short_fingerprint(found: Mapping[str, Any] | None) -> str:
-    """The first 12 hex digits of the SHA-256 of a fingerprint (its canonical JSON); "unknown" for none."""
+    """The first 12 hex digits of the SHA-256 of a fingerprint (its canonical JSON); "unknown" for
+    none."""
     if not isinstance(found, Mapping) or not found.get("cpu"):
         return "unknown"
     canonical = json.dumps(found, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
@@ -150,7 +157,8 @@ def _part(found: Any, fields: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def _figure(v: Mapping[str, Any] | None) -> dict[str, Any] | None:
     def number(x: Any) -> float | None:
-        return float(x) if isinstance(x, (int, float)) and math.isfinite(x) and 0 < x <= 1e12 else None
+        ok = isinstance(x, (int, float)) and math.isfinite(x) and 0 < x <= 1e12
+        return float(x) if ok else None
 
     if v is None:
         return None
@@ -159,25 +167,30 @@ def _figure(v: Mapping[str, Any] | None) -> dict[str, Any] | None:
             "interval": interval if len(interval) == 2 and None not in interval else None}
 
 
-def build(slug: str, published: Mapping[str, Any], mine: Mapping[str, Any], rows: Iterable[Any]) -> dict:
-    """The reproduction file of the reader's run ``mine`` of ``slug`` against ``published``, from the
-    rows of :func:`sidebyside.publish.reproduce.compare` (each with ``kind``, one of :data:`OUTCOMES`)."""
+def build(slug: str, published: Mapping[str, Any], mine: Mapping[str, Any],
+          rows: Iterable[Any]) -> dict[str, Any]:
+    """The reproduction file of the reader's run ``mine`` of ``slug`` against ``published``, from
+    the rows of :func:`sidebyside.publish.reproduce.compare` (each with ``kind``, one of
+    :data:`OUTCOMES`)."""
     prov, theirs = mine.get("provenance") or {}, published.get("provenance") or {}
     found = prov.get("fingerprint") if isinstance(prov.get("fingerprint"), Mapping) else None
     fingerprint = ({"cpu": _part(found.get("cpu"), _CPU), "gpu": _part(found.get("gpu"), _GPU)}
                    if found and isinstance(found.get("cpu"), Mapping) else None)
     executed = str(mine.get("executed_at") or "")
     return {"format": "sidebyside-reproduction/1", "slug": slug, "date": executed[:10],
-            "executed_at": executed, "hardware": _clean(prov.get("device") or "unknown hardware", 200),
+            "executed_at": executed,
+            "hardware": _clean(prov.get("device") or "unknown hardware", 200),
             "machine_kind": _clean(provenance.machine_kind(fingerprint), 300),
             "fingerprint": fingerprint, "short_fingerprint": short_fingerprint(fingerprint),
-            "profile": mine.get("profile"), "versions": {k: _maybe(prov.get(k), 60) for k in VERSIONS},
+            "profile": mine.get("profile"),
+            "versions": {k: _maybe(prov.get(k), 60) for k in VERSIONS},
             "source_hash": _clean(mine.get("source_hash") or "", 100),
             "commit": _clean(prov.get("git_sha") or "", 64),
             "published": {"executed_at": str(published.get("executed_at") or ""),
                           "hardware": _clean(theirs.get("device") or "unknown hardware", 200),
                           "source_hash": _clean(published.get("source_hash") or "", 100)},
-            "verdicts": [{"id": _maybe(row.published.get("id"), 200), "question": _clean(row.question, 300),
+            "verdicts": [{"id": _maybe(row.published.get("id"), 200),
+                          "question": _clean(row.question, 300),
                           "published": _figure(row.published), "measured": _figure(row.reader),
                           "outcome": row.kind} for row in rows]}
 
@@ -226,8 +239,9 @@ def write(site: Path, value: Mapping[str, Any]) -> Path:
     found = problems(value)
     text = _text_of(value)
     if found or len(text.encode("utf-8")) > MAX_BYTES:
-        raise PublishError(f"{value.get('slug')}: the reproduction file of this run would be refused "
-                           f"({'; '.join(found[:3]) or f'over {MAX_BYTES} bytes'}): not written")
+        why = "; ".join(found[:3]) or f"over {MAX_BYTES} bytes"
+        raise PublishError(f"{value.get('slug')}: the reproduction file of this run would be "
+                           f"refused ({why}): not written")
     folder = Path(site) / FOLDER / value["slug"]
     folder.mkdir(parents=True, exist_ok=True)
     stem = f"{value['date']}-{value['short_fingerprint']}"
@@ -280,7 +294,8 @@ def read(path: Path, slug: str) -> dict[str, Any]:
         raise refuse(f"it is not JSON with finite numbers ({_clean(exc, 160)})") from None
     found = problems(value)
     if found:
-        raise refuse("; ".join(found[:5]) + (f"; and {len(found) - 5} more" if len(found) > 5 else ""))
+        more = f"; and {len(found) - 5} more" if len(found) > 5 else ""
+        raise refuse("; ".join(found[:5]) + more)
     said = (value["slug"], value["date"], value["short_fingerprint"])
     if said != (slug, named.group(1), named.group(2)):
         raise refuse(f"it says slug {said[0]!r}, date {said[1]}, fingerprint {said[2]}: its folder "
@@ -295,18 +310,21 @@ def _same(published: Mapping[str, Any] | None, value: Mapping[str, Any]) -> bool
     if published is None:
         return None
     kind = "gpu" if value["profile"] == "gpu" else "cpu"
-    differs = differences(published, {"provenance": {"fingerprint": value["fingerprint"], "device_kind": kind}})
+    reader = {"provenance": {"fingerprint": value["fingerprint"], "device_kind": kind}}
+    differs = differences(published, reader)
     return None if differs is None else not differs
 
 
-def _row(name: str, value: Mapping[str, Any], published: Mapping[str, Any] | None) -> dict[str, Any]:
+def _row(name: str, value: Mapping[str, Any],
+         published: Mapping[str, Any] | None) -> dict[str, Any]:
     counts = {k: sum(v["outcome"] == k for v in value["verdicts"]) for k in OUTCOMES}
     versions = ", ".join(f"{k} {v}" for k, v in value["versions"].items() if v)
     return {"file": f"{FOLDER}/{value['slug']}/{name}", "date": value["date"],
             "hardware": value["hardware"], "machine_kind": value["machine_kind"],
             "profile": value["profile"], "versions": versions,
             "same_fingerprint": _same(published, value),
-            "same_version": bool(published) and value["source_hash"] == published.get("source_hash"),
+            "same_version": bool(published)
+            and value["source_hash"] == published.get("source_hash"),
             "reproduces": counts["reproduces"], "consistent": counts["consistent"],
             "contradicts": counts["contradicts"], "not_measured": counts["not measured"]}
 
@@ -318,8 +336,8 @@ def _post(site: Path, slug: str, refused: list[str]) -> dict[str, Any]:
     folder = Path(site) / FOLDER / slug
     names = sorted(os.listdir(folder)) if folder.is_dir() and not folder.is_symlink() else []
     if len(names) > MAX_PER_POST:
-        refused.append(f"{FOLDER}/{slug}/ holds {len(names)} files, over the cap of {MAX_PER_POST}: "
-                       f"the {len(names) - MAX_PER_POST} last by name are refused")
+        refused.append(f"{FOLDER}/{slug}/ holds {len(names)} files, over the cap of "
+                       f"{MAX_PER_POST}: the {len(names) - MAX_PER_POST} last by name are refused")
         names = names[:MAX_PER_POST]
     try:
         published = published_record(site, slug)
@@ -339,8 +357,8 @@ def _post(site: Path, slug: str, refused: list[str]) -> dict[str, Any]:
 
 
 def summary(site: Path) -> tuple[dict[str, Any], list[str]]:
-    """``({"posts": {slug: ...}}, refused)``: per published post (``_data/results/<slug>.json``), the
-    rows of its accepted files from machines of another fingerprint than its published run's
+    """``({"posts": {slug: ...}}, refused)``: per published post (``_data/results/<slug>.json``),
+    the rows of its accepted files from machines of another fingerprint than its published run's
     (newest first), their count, the count of those of its own fingerprint (the verdict box's
     spread between runs), and the verdicts they reproduce, find consistent and contradict; and one
     line per refused file (or folder of no published post)."""

@@ -38,8 +38,9 @@ from sidebyside.lab.words import FRAMEWORKS, fmt_number, plural
 from sidebyside.publish.common import PublishError, write_atomic
 from sidebyside.run import provenance
 
-__all__ = ["speed_verdicts", "differences", "path", "read", "log", "save_between", "spread", "unsettled", "sentence",
-           "COVERAGE_GOAL", "published_before", "coverage", "coverage_text"]
+__all__ = ["speed_verdicts", "differences", "path", "read", "log", "save_between", "spread",
+           "unsettled", "sentence", "COVERAGE_GOAL", "published_before", "coverage",
+           "coverage_text"]
 
 
 def _verdicts(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -270,8 +271,9 @@ def _record_at(site: Path, slug: str, commit: Any) -> Any:
     if not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{4,40}", commit):
         return None
     try:
-        done = subprocess.run(["git", "-C", str(site), "show", f"{commit}:./_data/results/{slug}.json"],
-                              capture_output=True, text=True, timeout=60)
+        where = f"{commit}:./_data/results/{slug}.json"
+        done = subprocess.run(["git", "-C", str(site), "show", where], capture_output=True,
+                              text=True, timeout=60)
         return json.loads(done.stdout) if done.returncode == 0 else None
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
@@ -308,7 +310,8 @@ def _covered(site: Path, slug: str) -> dict[str, Any]:
             out["uncounted_runs"] += 1
             continue
         out["runs"] += 1
-        intervals = {v["id"]: v["interval"] for v in speed_verdicts(before) if v["id"] and v["interval"]}
+        intervals = {v["id"]: v["interval"] for v in speed_verdicts(before)
+                     if v["id"] and v["interval"]}
         for vid, entry in (run.get("verdicts") or {}).items():
             if vid in intervals and _measured(entry):
                 low, high = intervals[vid]
@@ -324,7 +327,8 @@ def coverage(site: Path) -> dict[str, dict[str, Any]]:
     how many lie inside that interval; over how many re-runs; and how many re-runs had no published
     run of their version before them (not counted). A damaged log raises :class:`PublishError`."""
     folder = Path(site) / "_data" / "reruns"
-    slugs = sorted(p.stem for p in folder.glob("*.json") if not p.name.startswith(".")) if folder.is_dir() else []
+    names = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    slugs = [p.stem for p in names if not p.name.startswith(".")]
     return {slug: _covered(Path(site), slug) for slug in slugs}
 
 
@@ -335,14 +339,17 @@ def _share(inside: int, counted: int) -> str:
 def coverage_text(found: Mapping[str, Mapping[str, Any]]) -> str:
     """:func:`coverage` as the command prints it: a line per post, then the whole against
     :data:`COVERAGE_GOAL`."""
-    lines = ["Coverage: the share of re-run estimates (make reproduce on the published run's fingerprint) "
-             "that lie inside the 95% interval published before them"]
+    lines = ["Coverage: the share of re-run estimates (make reproduce on the published run's "
+             "fingerprint) that lie inside the 95% interval published before them"]
     for slug, c in found.items():
-        apart = f"; {plural(c['uncounted_runs'], 're-run')} not counted" if c["uncounted_runs"] else ""
-        lines.append(f"  {slug}: {_share(c['inside'], c['counted'])} over {plural(c['runs'], 're-run')}{apart}")
+        apart = (f"; {plural(c['uncounted_runs'], 're-run')} not counted" if c["uncounted_runs"]
+                 else "")
+        over = plural(c["runs"], "re-run")
+        lines.append(f"  {slug}: {_share(c['inside'], c['counted'])} over {over}{apart}")
     inside, counted = (sum(c[k] for c in found.values()) for k in ("inside", "counted"))
     goal = f"{COVERAGE_GOAL:.0%}"
     verdict = ("no re-run logged yet" if not counted else
-               f"at or above the goal of {goal}" if inside / counted >= COVERAGE_GOAL else f"below the goal of {goal}")
+               f"at or above the goal of {goal}" if inside / counted >= COVERAGE_GOAL else
+               f"below the goal of {goal}")
     lines.append(f"overall: {_share(inside, counted)}: {verdict}")
     return "\n".join(lines)

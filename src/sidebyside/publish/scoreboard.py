@@ -41,9 +41,9 @@ def write_freshness(site: Path, infos, params_by_profile: dict, root: Path, ever
     result, ``site/_data/board.json`` (:func:`sidebyside.publish.frontpage.write_board`,
     which refuses a record of too many verdicts; a post owes a GPU run where its header among ``every``,
     the project's notebooks (default ``infos``), plans a GPU section: :func:`.schedule.gpu_sections`), copy
-    the committed noise floors (``params/noise-floor.json``) to ``site/_data/noise_floor.json``, write the
-    checked summary of readers' reproductions (:func:`sidebyside.publish.reproductions.write_summary`),
-    and return the first path."""
+    the committed noise floors (``params/noise-floor.json``) to ``site/_data/noise_floor.json``,
+    write the checked summary of readers' reproductions
+    (:func:`sidebyside.publish.reproductions.write_summary`), and return the first path."""
     path = Path(site) / "_data" / "freshness.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
