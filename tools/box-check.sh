@@ -2,7 +2,7 @@
 # make box-check: rehearse, on a connected machine without a GPU, what a call to the air-gapped
 # GPU box does, on a stack like the box's, before a GPU window is spent on it:
 #   1. a venv, build/box-check/venv, from the box's Python (3.12) and its stack from PyPI:
-#      torch==2.11.*, jax==0.11.2, flax, optax, timm, matplotlib, numpy, scipy. PyPI's Linux torch
+#      torch==2.11.*, jax==0.11.2, flax, optax, timm, matplotlib, numpy, scipy, pandas. PyPI's torch
 #      wheel is its CUDA build: the first set-up downloads it with its nvidia-* libraries (about
 #      3 GB; 5.5 GB installed), which load on a CPU. Made once; each check first removes what an
 #      earlier one installed on top of the stack;
@@ -22,7 +22,8 @@ root=$PWD
 dir=$root/build/box-check
 venv=$dir/venv
 tree=$dir/tree
-stack=("torch==2.11.*" "jax==0.11.2" flax optax timm matplotlib numpy scipy)
+# pandas too: the box has it (its real-models run of 2026-11-28 imported it; .offline/ had none)
+stack=("torch==2.11.*" "jax==0.11.2" flax optax timm matplotlib numpy scipy pandas)
 t0=$(date +%s)
 py=${PYTHON:-python3}
 command -v "$py" >/dev/null || py=python3  # lists the posts: any Python with PyYAML
@@ -88,7 +89,7 @@ rc=0
   else
     # a device-run.sh without BOX_CHECK_PROFILE: its install, then its executor as the stub
     "$PYTHON" -m pip install -q --no-index --find-links .offline/wheels \
-      -r .offline/requirements-offline.txt
+      -r .offline/requirements-offline.txt || exit 3
     export FASHION_MNIST_DIR=$PWD/.offline/fashion-mnist
     export STUB_EXECUTOR="$PYTHON -c 'import sys; from sidebyside.publish import merge
 sys.exit(merge.main_execute(sys.argv[1], profile=\"smoke\"))'"

@@ -19,6 +19,7 @@
 # Usage: [SLUGS=slug,slug] [CUDA_MAJOR=13] [PYTHON=.venv/bin/python] tools/prepare-offline.sh
 #        [PYTHON_VERSION=3.12] [FILE listing packages the box already has]
 # SLUGS: the call's posts (default: every post with a GPU section). PYTHON: reads the posts.
+# DOWNLOAD_PYTHON: runs pip download (default: a python3.12, the box's version, else python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pyver=${1:-3.12}
@@ -45,8 +46,18 @@ sed 's/^/  /' "$new/POSTS"
 git rev-parse --short=12 HEAD > "$new/COMMIT"
 platforms=(--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64
            --platform manylinux2014_x86_64 --platform any)
+# pip judges a requirement's markers (papermill's `aiohttp; python_version == "3.12"`) by the
+# Python it runs on, whatever --python-version says: download with the box's version (pyenv's too)
+pip_py=${DOWNLOAD_PYTHON:-}
+pyenv_versions=${PYENV_ROOT:-$HOME/.pyenv}/versions
+for candidate in "python$pyver" "$pyenv_versions/$pyver".*/bin/python"$pyver"; do
+  [ -z "$pip_py" ] && "$candidate" -m pip --version >/dev/null 2>&1 && pip_py=$candidate
+done
+[ -n "$pip_py" ] || { pip_py=python3
+  echo "warning: no python$pyver here: requirements marked for Python $pyver are judged by" \
+    "$(python3 -V); make box-check shows what the box then lacks" >&2; }
 pip_download() {
-  python3 -m pip download -q --only-binary=:all: --python-version "$pyver" --implementation cp \
+  "$pip_py" -m pip download -q --only-binary=:all: --python-version "$pyver" --implementation cp \
     "${platforms[@]}" "$@"
 }
 # The notebook runner and its dependencies; torchviz without its (torch) dependency.
@@ -55,11 +66,12 @@ pip_download -d "$new/wheels" papermill jupytext ipykernel nbformat nbclient clo
 pip_download -d "$new/wheels" --no-deps torchviz
 # Drop what the box already has (pass a file with one name a line to override): what
 # `pip install` of the box's stack (torch==2.11.*, jax==0.11.2, flax, optax, timm, matplotlib,
-# numpy, scipy) brings on Python 3.12, as `make box-check` installs it, less the CUDA libraries.
+# numpy, scipy, pandas) brings on Python 3.12, as `make box-check` installs it, less the CUDA
+# libraries.
 default_has="absl-py aiofiles anyio click contourpy cycler etils filelock flax fonttools fsspec
 h11 hf-xet httpcore2 httpx2 huggingface-hub humanize idna jax jaxlib jinja2 kiwisolver
 markdown-it-py markupsafe matplotlib mdurl ml-dtypes mpmath msgpack networkx numpy opt-einsum
-optax orbax-checkpoint packaging pillow prometheus-client protobuf psutil pygments pyparsing
+optax orbax-checkpoint packaging pandas pillow prometheus-client protobuf psutil pygments pyparsing
 python-dateutil pyyaml rich safetensors scipy setuptools simplejson sympy tensorstore timm torch
 torchvision tqdm treescope triton truststore typing-extensions tzdata uvloop zipp"
 names=$( [ -n "$has" ] && cat "$has" || echo "$default_has" )
