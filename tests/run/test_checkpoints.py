@@ -5,6 +5,8 @@ fit, and the sentence that tells the reader which commit measured what."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import types
 
@@ -248,3 +250,20 @@ def test_a_damaged_checkpoint_file_says_what_to_do(tmp_path):
     path.write_text('{"parity": {"key"')  # cut short
     with pytest.raises(ValueError, match="move it away to measure every part again"):
         Checkpoints(path)
+
+
+def test_a_part_given_a_function_is_read_back_in_another_process(tmp_path):
+    """A function among a part's arguments (swin's rungs) keys by its name, not by its address, which
+    differs in every process: the part is read back by the next run."""
+    script = (
+        "import sys\n"
+        "from sidebyside.run.checkpoints import Checkpoints\n"
+        "def rung(x):\n    return x + 1\n"
+        "parts = Checkpoints(sys.argv[1], stamp={'s': 1}, commit='c')\n"
+        "calls = []\n"
+        "parts('speed/a', lambda f: calls.append(1) or f(1), f=rung)\n"
+        "print(len(calls))\n")
+    runs = [subprocess.run([sys.executable, "-c", script, str(tmp_path / "c.json")], capture_output=True, text=True,
+                           check=True, env={**os.environ, "SIDEBYSIDE_INPUTS": "{}"}).stdout.split()[-1]
+            for _ in range(2)]
+    assert runs == ["1", "0"]  # measured once, then read back

@@ -42,6 +42,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -118,6 +119,15 @@ def _env_estimates() -> dict[str, float]:
         return {}
 
 
+def _stable_repr(value: Any) -> str:
+    """A value's part of a key, the same in every process: a function by its module and name (the code
+    it runs is in the key already, through the notebook's code and the library's source), anything else
+    by its repr without the memory address an object's default repr carries."""
+    if callable(value) and hasattr(value, "__qualname__"):
+        return f"<callable {getattr(value, '__module__', None)}.{value.__qualname__}>"
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
+
+
 class Checkpoints:
     """The expensive parts of a run, saved to one JSON file as each finishes.
 
@@ -169,7 +179,7 @@ class Checkpoints:
 
     def _key(self, name: str, args: tuple, kwargs: dict) -> str:
         text = json.dumps({"name": name, "args": args, "kwargs": kwargs, "stamp": self.stamp},
-                          sort_keys=True, default=repr)
+                          sort_keys=True, default=_stable_repr)
         return hashlib.sha256(text.encode()).hexdigest()
 
     def predicted_s(self, name: str) -> float:
