@@ -262,3 +262,12 @@ def test_make_offline_refuses_over_48_mib_and_leaves_no_offline(tmp_path):
         and "Drop the posts that read FashionMNIST (reader)" in done.stderr
     )
     assert not (tree / ".offline").exists() and not (tree / "build" / "offline.new").exists()
+
+
+def test_the_arithmetic_imports_neither_torch_nor_jax():
+    code = (
+        "import sys; from sidebyside.publish import offline; offline.call_posts(None); "
+        "print(sorted(m for m in ('torch', 'jax') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
