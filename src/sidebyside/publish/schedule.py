@@ -370,12 +370,13 @@ def _fits(runs: list[Run], overhead_s: float, limit_s: float) -> bool:
 
 
 def pack(runs: list[Run], *, limit_s: float = LIMIT_S, window_s: float = WINDOW_S, max_calls: int = MAX_CALLS,
-         call_overhead_s: float = 0.0) -> list[Call] | None:
+         call_overhead_s: float = 0.0, arrange=None) -> list[Call] | None:
     """The fewest calls (at most ``max_calls``) that hold every run, each call
     at most ``limit_s`` and all at most ``window_s`` seconds with
     ``call_overhead_s`` per call; every run ends by its ``deadline_s`` (from its
     call's start), the runs of a call in order of deadline (:func:`_fits`); the runs
-    of one post keep their order. None when no packing fits."""
+    of one post keep their order. ``arrange`` (optional) orders a packing's calls, or
+    returns None to have the search go on (windows). None when no packing fits."""
     room = limit_s - call_overhead_s
     if not runs:
         return []
@@ -401,7 +402,7 @@ def pack(runs: list[Run], *, limit_s: float = LIMIT_S, window_s: float = WINDOW_
 
         def place(k: int) -> bool:
             if k == len(order):
-                return True
+                return arrange is None or arrange(calls_of(members)) is not None
             free = sum(room - sum(runs[j].seconds for j in m) for m in members)
             if sum(runs[i].seconds for i in order[k:]) > free:
                 return False
@@ -418,10 +419,13 @@ def pack(runs: list[Run], *, limit_s: float = LIMIT_S, window_s: float = WINDOW_
                 where[i] = -1
             return False
 
-        if place(0):
+        def calls_of(members: list[list[int]]) -> list[Call]:
             calls = [Call(sorted((runs[j] for j in sorted(m)), key=lambda r: r.deadline_s or limit_s), call_overhead_s)
                      for m in members]
             return [c for c in calls if c.runs]
+
+        if place(0):
+            return calls_of(members) if arrange is None else arrange(calls_of(members))
     return None
 
 
@@ -475,6 +479,7 @@ def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any
     def arranged(calls: list[Call] | None) -> list[Call] | None:
         return None if calls is None else fixedplan.into_windows(calls, max_calls, window_s, rank)
 
+    sizes["arrange"] = arranged
     for n in range(len(slugs), 1 if order else len(slugs) - 1, -1):  # all; else the most, in order, that fit
         calls = arranged(pack([r for r in runs if r.slug in slugs[:n]], **sizes))
         if calls is not None:
@@ -559,7 +564,8 @@ def over_budget(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, An
     return problems
 
 
-def _what_to_cut(runs: list[Run], *, limit_s: float, window_s: float, max_calls: int, call_overhead_s: float) -> str:
+def _what_to_cut(runs: list[Run], *, limit_s: float, window_s: float, max_calls: int, call_overhead_s: float,
+                 arrange=None) -> str:
     total = sum(r.seconds for r in runs)
     per_post: dict[str, float] = {}
     for r in runs:
@@ -578,7 +584,7 @@ def _what_to_cut(runs: list[Run], *, limit_s: float, window_s: float, max_calls:
     while kept:
         rest = [r for r in runs if r.slug in kept]
         if pack(rest, limit_s=limit_s, window_s=window_s, max_calls=max_calls,
-                call_overhead_s=call_overhead_s) is not None:
+                call_overhead_s=call_overhead_s, arrange=arrange) is not None:
             break
         slug = max(kept, key=kept.get)
         cut.append(f"{slug} ({kept.pop(slug):.0f} s)")
