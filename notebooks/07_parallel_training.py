@@ -136,6 +136,7 @@ from sidebyside.posts.parallel_training import (
     model,
     reference,
     report,
+    results,
     scaling,
     torch_parallel,
 )
@@ -181,7 +182,12 @@ tables.table(pd.Series({"parameters": model.param_count(config), "global batch":
 # `backward()` and the optimiser step; JAX keeps the step as it is and says
 # where each array lives (a `PartitionSpec` per parameter on a `Mesh`), and
 # XLA inserts the collectives, except in `shard_map`, where the step is
-# written per device with its collective spelled out.
+# written per device with its collectives spelled out. JAX's fully sharded
+# step is one of those: laid out by specs alone, XLA's CPU partitioner
+# all-reduced the whole gradient and kept a slice, so every device held full
+# gradients; written under `shard_map`, the loss gathers the parameters
+# (`all_gather`) and autodiff turns that gather into a reduce-scatter of the
+# gradients, as FSDP does.
 #
 # FSDP2 makes a choice that moves bytes: with `reshard_after_forward=True`, its
 # default, each block's parameters are freed after the block's forward and
@@ -228,11 +234,15 @@ pd.DataFrame({f"{viz.LABELS[fw]} (lines)": lines_added[fw] for fw in lines_added
 # GPUs: section 7 runs them on real ones).
 
 # %% [markdown] tags=["appendix"] summary="Method: what each worker measures"
-# Each worker reports its losses, the bytes its own shards hold,
-# the collectives of one step (JAX: read from the compiled program's HLO;
-# PyTorch: every c10d call recorded by a `TorchDispatchMode`, as PyTorch's
-# own `CommDebugMode` does, plus DDP's bucketed all-reduces through its
-# communication hook) and its step time, measured inside the worker by the
+# Each worker reports its losses, the bytes its own shards hold between steps,
+# the peak within a step where it can be measured, the collectives of one step
+# with the size of each one's group (JAX: read from the compiled program's HLO,
+# its `replica_groups`; PyTorch: every c10d call recorded by a
+# `TorchDispatchMode`, as PyTorch's own `CommDebugMode` does, with its process
+# group's size, plus DDP's bucketed all-reduces through its communication hook)
+# and its step time (PyTorch: `threads` CPU threads per torchrun worker; JAX:
+# one process for every simulated device, `OMP_NUM_THREADS` set alike, XLA's
+# CPU thread pool its own), measured inside the worker by the
 # same harness as every figure of this site (`sidebyside.lab.timing`: median
 # and interquartile range over repeats; a torchrun worker makes a fixed number
 # of calls per repeat so that the ranks' collectives pair up, and the slowest
@@ -293,8 +303,10 @@ Markdown(words.from_cpu_run("JAX's multi-host path") if hardware_only else
 
 # %% tags=["pair:one-device:torch", "collapsed"] summary="The code: the one-device step"
 def torch_optimizer(parameters, lr, momentum):
-    """SGD with momentum; foreach=False: one update per parameter, as every strategy's worker runs it."""
-    return torch.optim.SGD(parameters, lr=lr, momentum=momentum, foreach=False)
+    """SGD with momentum, every option written out as on JAX's side; foreach=True: the multi-tensor
+    update (PyTorch's default on a GPU), as every strategy's worker runs it."""
+    return torch.optim.SGD(parameters, lr=lr, momentum=momentum, dampening=0, nesterov=False,
+                           weight_decay=0, foreach=True)
 
 
 def torch_step(net, optimizer, tool):
@@ -309,22 +321,28 @@ def torch_step(net, optimizer, tool):
 
 
 # %% tags=["pair:one-device:jax", "collapsed"]
+from functools import partial
+
 import optax
 from flax import nnx
 
 
 def jax_optimizer(lr, momentum):
-    """SGD with momentum: the buffer is optax's trace, updated as PyTorch's (no dampening, no Nesterov)."""
-    return optax.sgd(lr, momentum=momentum)
+    """SGD with momentum, every option written out as on PyTorch's side: the buffer is optax's
+    trace, updated as PyTorch's with no dampening; optax.sgd has no weight decay (PyTorch's
+    is 0)."""
+    return optax.sgd(lr, momentum=momentum, nesterov=False)
 
 
 def jax_step(graphdef, tx):
-    """The one-device training step, jitted: a pure function of the parameters and optimiser state."""
+    """The one-device training step, jitted: a pure function of the parameters and optimiser
+    state, which it donates (their buffers are reused for the new ones, as PyTorch updates its
+    own in place)."""
     def loss_fn(params, X, y):
         logits = nnx.merge(graphdef, params)(X)
         return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
-    @jax.jit
+    @partial(jax.jit, donate_argnums=(0, 1))
     def step(params, opt_state, X, y):
         loss, grads = jax.value_and_grad(loss_fn)(params, X, y)
         updates, opt_state = tx.update(grads, opt_state, params)
@@ -346,8 +364,9 @@ if gpu["reference"]:
                                    torch_tools=torch_tools, repeats=repeats, min_repeat_s=min_repeat_s,
                                    **steps_shown)
     names["gpu"] = prov["device"]
-one_device = report.reference_record(ladders, names=names, tolerance=loss_tolerance)
-report.reference_table({"reference": one_device})
+one_device = report.reference_record(ladders, names=names, tolerance=loss_tolerance,
+                                     threads=conditions["threads"])
+results.reference_table({"reference": one_device})
 
 # %% tags=["remove_input"]
 Markdown(report.reference_claim(one_device, tolerance=loss_tolerance) + "\n\n" + gpu["note"])
@@ -387,13 +406,22 @@ else:
 # %% [markdown]
 # ## 6. Results
 #
-# Memory per device is what the shards themselves hold between steps (JAX's
-# `addressable_shards`, PyTorch's local tensors): parameters, gradients and
-# the momentum buffers, against the one-device total; the parameters a fully
-# sharded step gathers for a while are not in it (FSDP2 holds the block in use,
-# and the one it prefetches, with `reshard_after_forward=True`; every block's
-# from its forward to its backward with `False`). Collectives are counted per
-# training step, by kind, with the size of the full buffer each works on.
+# Memory per device comes in two figures. *Between steps*: what the shards
+# themselves hold (JAX's `addressable_shards`, PyTorch's local tensors):
+# parameters, gradients and the momentum buffers, against the one-device total;
+# the parameters a fully sharded step gathers for a while are not in it.
+# *Peak within a step*: on JAX, XLA's memory analysis of the compiled step
+# (`compiled.memory_analysis()`: arguments, outputs and temporaries, a donated
+# buffer counted once), on simulated CPU devices here; on PyTorch,
+# `torch.cuda.max_memory_allocated` on a GPU, and on the CPU not measured.
+#
+# Collectives are counted per training step, by kind, two ways: the *buffer*
+# each works on, and the bytes each device sends *on the wire* by the ring
+# algorithm over its group of g devices: an all-reduce sends 2(g-1)/g of its
+# buffer, an all-gather, reduce-scatter or all-to-all (g-1)/g. The bytes
+# verdicts compare wire bytes: an all-reduce moves the same wire bytes as the
+# reduce-scatter and all-gather that FSDP splits it into, although the buffers
+# add up to twice as much.
 
 # %% tags=["remove_input", "appendix"] summary="Every strategy and framework: code, correctness, memory, collectives, step time"
 if hardware_only:
@@ -404,12 +432,16 @@ else:
     metrics = report.summarise(
         runs=runs, code=lines_added, parameters=model.param_count(config), config=config.__dict__, batch_size=batch_size,
         steps=steps, lr=lr, momentum=momentum, model_parallel=model_parallel, device=provenance.cpu_name(),
-        simulated=True, loss_tolerance=loss_tolerance, projection={}, reference=one_device, gpu_note=gpu["note"])
+        simulated=True, loss_tolerance=loss_tolerance, projection={}, threads=threads,
+        reference=one_device, gpu_note=gpu["note"])
 Markdown(words.from_cpu_run("Every strategy's code, memory and collectives")) if hardware_only else \
-    report.results_table(metrics)
+    results.results_table(metrics)
 
-# %% tags=["appendix"] summary="Collectives per step, by strategy, kind and framework"
-None if hardware_only else report.collectives_table(metrics)
+# %% tags=["remove_input"]
+None if hardware_only else Markdown(results.peak_claim(metrics))
+
+# %% tags=["appendix"] summary="Collectives per step: kind, count, buffer and wire bytes per device"
+None if hardware_only else results.collectives_table(metrics)
 
 # %% tags=["remove_input"]
 None if hardware_only else Markdown(report.collectives_claim(metrics))
@@ -468,7 +500,8 @@ metrics["projection"] = {} if hardware_only else {fw: {s: costmodel.project(
     measured_devices=largest, params=model.param_count(config), tokens_per_device=tokens_per_device,
     model_parallel=model_parallel, device_counts=projection_counts) for s in launch.STRATEGIES[1:]}
     for fw in ("torch", "jax")}
-Markdown(words.from_cpu_run("The projection")) if hardware_only else report.projection_table(metrics)
+(Markdown(words.from_cpu_run("The projection")) if hardware_only
+ else results.projection_table(metrics))
 
 # %% tags=["remove_input"]
 None if hardware_only else Markdown(report.projection_claim(metrics))

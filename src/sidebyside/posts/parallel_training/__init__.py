@@ -5,10 +5,11 @@
 - ``jax_parallel``: JAX's strategies (NamedSharding meshes, shard_map), the child process.
 - ``launch``: the checks, the device kinds (simulated CPU devices or real GPUs) and the GPU counts of a
   scaling run, and the child processes that run each framework's workers.
-- ``comms``: collectives per step from XLA's HLO text and from PyTorch's profiler.
+- ``comms``: collectives per step (XLA's HLO text, PyTorch's dispatcher) and bytes on the wire.
 - ``costmodel``: the labelled projection to 8, 64 and 512 H100s.
 - ``reference``: the one-device ladder (PyTorch eager and torch.compile, JAX jit) in this process, on the CPU or a GPU.
 - ``report``: its results record, verdicts and generated prose.
+- ``results``: its tables of results, and the peak memory within a step.
 - ``scaling``: the scaling over real GPUs, where there are two or more: record, table, figure and claim.
 - ``names``: how the post names its strategies and each framework's tools.
 """

@@ -3,18 +3,17 @@
 Each collective becomes a :class:`Collective`: its ``kind`` (``all-reduce``, ``reduce-scatter``,
 ``all-gather``, ``all-to-all``, ``collective-permute``), the ``bytes`` of the full buffer it works
 on (all-reduce: the buffer reduced; all-gather: the gathered result; reduce-scatter: the buffer
-before scattering; all-to-all: the buffer exchanged), and the ``group`` size (devices taking part;
-None where the source does not say). One convention on both sides, so that bytes compare.
+before scattering; all-to-all: the buffer exchanged), and the ``group`` size g (devices taking
+part: the HLO's ``replica_groups`` on JAX, the process group's size on PyTorch). Bytes on the wire
+per device are the ring algorithms' (:func:`wire_factor`): all-reduce 2(g-1)/g of the buffer,
+all-gather, reduce-scatter and all-to-all (g-1)/g, collective-permute the whole buffer.
 
-- :func:`parse_hlo`: JAX's side, from the text of a compiled XLA program
-  (``jitted.lower(...).compile().as_text()``). Async pairs (``all-reduce-start`` /
-  ``-done``) count once; a tuple-shaped collective (XLA's combiner merges several) counts once
-  with the bytes of all its operands.
-- :func:`torch_collective`: PyTorch's side, one call at a time, as ``torch_parallel`` sees them:
-  every c10d operator dispatched from Python (FSDP2, DTensor, ``torch.distributed``) through a
-  ``TorchDispatchMode``, and DDP's bucketed all-reduces through a communication hook (DDP's
-  reducer calls the process group from C++, below the dispatcher).
-- :func:`summarise`: count and bytes per kind.
+- :func:`parse_hlo`: JAX's side, from the text of a compiled XLA program. Async pairs
+  (``all-reduce-start`` / ``-done``) count once; a tuple-shaped collective (XLA's combiner
+  merges several) counts once with the bytes of all its operands.
+- :func:`torch_collective`: PyTorch's side, one call at a time, as ``torch_parallel`` records them
+  (c10d operators through a ``TorchDispatchMode``, DDP's buckets through a communication hook).
+- :func:`summarise`: count, buffer bytes and wire bytes per kind.
 
 Pure functions over text and tuples: no framework is imported here.
 """
@@ -26,7 +25,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
-__all__ = ["Collective", "KINDS", "parse_hlo", "torch_collective", "summarise"]
+__all__ = ["Collective", "KINDS", "wire_factor", "parse_hlo", "torch_collective", "summarise"]
 
 KINDS = ("all-reduce", "reduce-scatter", "all-gather", "all-to-all", "collective-permute")
 
@@ -48,6 +47,30 @@ class Collective:
     kind: str
     bytes: int
     group: int | None = None
+
+    @property
+    def wire_bytes(self) -> float:
+        """Bytes each device sends by the ring algorithm (:func:`wire_factor` times ``bytes``);
+        ValueError when the group size is unknown."""
+        if self.group is None:
+            raise ValueError(f"a {self.kind} of {self.bytes} bytes without a group size has no "
+                             "wire bytes")
+        return wire_factor(self.kind, self.group) * self.bytes
+
+
+def wire_factor(kind: str, group: int) -> float:
+    """The share of a collective's full buffer that each of ``group`` devices sends on the wire by
+    the ring algorithm: all-reduce 2(g-1)/g (a reduce-scatter then an all-gather), all-gather,
+    reduce-scatter and all-to-all (g-1)/g, collective-permute 1; 0 for a group of one."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown collective {kind!r}; known: {list(KINDS)}")
+    if group < 1:
+        raise ValueError(f"a group has at least one device, got {group}")
+    if group == 1:
+        return 0.0
+    if kind == "collective-permute":
+        return 1.0
+    return (2 if kind == "all-reduce" else 1) * (group - 1) / group
 
 
 def _shape_bytes(text: str) -> list[int]:
@@ -90,12 +113,20 @@ def parse_hlo(text: str) -> list[Collective]:
             # An async start's result repeats its operands (and may add context): count the operands.
             size = sum(operands) if operands else sum(result)
         elif op == "all-gather":
-            size = sum(result) - (sum(operands) if match["start"] else 0)
+            if not operands:  # operands printed by name alone: the largest result is gathered
+                size = max(result) if match["start"] else sum(result)
+            else:
+                size = sum(result) - (sum(operands) if match["start"] else 0)
         elif op == "reduce-scatter":
-            size = sum(operands)
+            size = sum(operands) if operands else None
         else:
             size = sum(operands) if operands else sum(result)
         group = _group(attrs)
+        if size is None:  # operands printed by name alone: the scattered result times the group
+            if group is None:
+                raise ValueError("cannot read the buffer of this reduce-scatter: "
+                                 f"{line.strip()[:200]}")
+            size = sum(result) * group
         if group is None and op == "collective-permute":
             pairs = _PAIRS.search(attrs)
             group = len(set(re.findall(r"\d+", pairs.group(1)))) if pairs else None
@@ -114,25 +145,31 @@ _TORCH_OPS = {
 _API = re.compile(r"^(?:c10d|_c10d_functional)::(?P<op>[a-z_]+?)(?:_coalesced)?_?$")
 
 
-def torch_collective(op: str, sizes: Sequence[int]) -> Collective | None:
+def torch_collective(op: str, sizes: Sequence[int], group: int | None = None) -> Collective | None:
     """One PyTorch collective call as a :class:`Collective`: ``op`` is the dispatched operator's
     name (``c10d::allreduce_``, ``c10d::_allgather_base_``, ``_c10d_functional::all_reduce``) or a
     plain kind (``all-reduce``); ``sizes`` the bytes of its tensor arguments, of which the largest
-    is the full buffer (the module's convention). None for an operator that is no collective."""
+    is the full buffer (the module's convention); ``group`` the size of its process group. None for
+    an operator that is no collective."""
     if op in KINDS:
-        return Collective(op, max(sizes, default=0))
+        return Collective(op, max(sizes, default=0), group)
     match = _API.match(op)
     if not match or match["op"].rstrip("_") not in _TORCH_OPS:
         return None
-    return Collective(_TORCH_OPS[match["op"].rstrip("_")], max(sizes, default=0))
+    return Collective(_TORCH_OPS[match["op"].rstrip("_")], max(sizes, default=0), group)
 
 
-def summarise(collectives: Iterable[Collective]) -> dict[str, dict[str, int]]:
-    """``{kind: {"count": n, "bytes": total}}`` for each kind present, plus ``"total"``."""
-    out: dict[str, dict[str, int]] = {}
+def summarise(collectives: Iterable[Collective]) -> dict[str, dict[str, float]]:
+    """``{kind: {"count": n, "bytes": buffer bytes, "wire_bytes": bytes each device sends}}`` for
+    each kind present, plus ``"total"``; ``groups``: the group sizes seen, per kind."""
+    out: dict[str, dict] = {}
     for c in collectives:
-        entry = out.setdefault(c.kind, {"count": 0, "bytes": 0})
+        entry = out.setdefault(c.kind, {"count": 0, "bytes": 0, "wire_bytes": 0.0, "groups": []})
         entry["count"] += 1
         entry["bytes"] += c.bytes
-    out["total"] = {"count": sum(e["count"] for e in out.values()), "bytes": sum(e["bytes"] for e in out.values())}
+        entry["wire_bytes"] += c.wire_bytes
+        if c.group not in entry["groups"]:
+            entry["groups"].append(c.group)
+    out["total"] = {key: sum(e[key] for e in out.values())
+                    for key in ("count", "bytes", "wire_bytes")}
     return out

@@ -5,10 +5,10 @@ Inputs (each listed by :func:`inputs_table` with its source or "assumption"):
 - compute: ``6 x parameters x tokens`` FLOPs per sample (forward and backward; Kaplan et al. 2020,
   "Scaling Laws for Neural Language Models", sec. 2.1), at ``efficiency`` of the H100 SXM's dense
   FP32 peak (the post trains in float32 with TF32 off);
-- communication: the collectives measured per step (kind, bytes), each timed by the ring
-  algorithm: all-reduce ``2 (g-1)/g x bytes / bandwidth``, all-gather, reduce-scatter and
-  all-to-all ``(g-1)/g x bytes / bandwidth``, collective-permute ``bytes / bandwidth``, plus a
-  fixed ``latency`` per collective;
+- communication: the collectives measured per step (kind, buffer bytes), each timed by the ring
+  algorithm: its bytes on the wire per device (:func:`.comms.wire_factor`: all-reduce
+  ``2 (g-1)/g``, all-gather, reduce-scatter and all-to-all ``(g-1)/g`` of the buffer) over the
+  bandwidth, plus a fixed ``latency`` per collective;
 - links: a group inside one 8-GPU node uses NVLink 4, a group that spans nodes is bound by each
   GPU's InfiniBand NDR port (a hierarchical algorithm cannot beat its slowest link);
 - scaling: weak, the per-device batch of the measured run held fixed, so each collective's
@@ -26,6 +26,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from sidebyside.posts.parallel_training import comms
 
 __all__ = ["H100", "Hardware", "ring_seconds", "project", "inputs_table"]
 
@@ -63,19 +65,11 @@ H100 = Hardware(
     },
 )
 
-_FACTOR = {"all-reduce": lambda g: 2 * (g - 1) / g, "all-gather": lambda g: (g - 1) / g,
-           "reduce-scatter": lambda g: (g - 1) / g, "all-to-all": lambda g: (g - 1) / g,
-           "collective-permute": lambda g: 1.0}
-
-
 def ring_seconds(kind: str, nbytes: float, group: int, bandwidth: float) -> float:
     """Seconds one ring collective of ``kind`` over ``group`` devices moves ``nbytes`` (the full
-    buffer) at ``bandwidth`` bytes/s per device, without latency; 0 for a group of one."""
-    if group <= 1:
-        return 0.0
-    if kind not in _FACTOR:
-        raise ValueError(f"unknown collective {kind!r}; known: {sorted(_FACTOR)}")
-    return _FACTOR[kind](group) * nbytes / bandwidth
+    buffer) at ``bandwidth`` bytes/s per device, without latency (the bytes on the wire are
+    :func:`.comms.wire_factor`'s); 0 for a group of one."""
+    return comms.wire_factor(kind, max(group, 1)) * nbytes / bandwidth
 
 
 def _bandwidth(group: int, hw: Hardware, *, spans_nodes: bool) -> float:

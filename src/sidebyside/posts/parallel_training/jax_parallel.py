@@ -1,31 +1,27 @@
 """JAX's strategies, run in a child process that sees ``num_devices`` devices (``python -m
 sidebyside.posts.parallel_training.jax_parallel <spec.json>``; :mod:`.launch` starts it with
-simulated CPU devices set in ``XLA_FLAGS`` before JAX starts, or, with ``device`` "gpu" in the
-spec, on the machine's GPUs, all driven by this one process). :func:`pick_devices` chooses the
-devices the meshes are built over: the first ``num_devices`` of the spec's kind.
+simulated CPU devices set in ``XLA_FLAGS`` before JAX starts, or on the machine's GPUs with
+``device`` "gpu"). :func:`pick_devices` chooses the first ``num_devices`` of the spec's kind.
 
-The training step is one pure function of the Flax NNX model's parameters (``nnx.split``), the
-optax SGD-with-momentum state and a global batch. Each strategy is one function that takes the mesh axes and
-returns how to lay out parameters, optimiser state and batch (``NamedSharding``), or, for
-:func:`manual`, the step itself under ``shard_map``; the lines of these functions are what a
-strategy adds to the one-device step (the notebook shows and counts them):
+The step is one pure function of the Flax NNX parameters, the optax SGD-with-momentum state and a
+global batch, jitted with the state it replaces donated. Each strategy is one function, what it
+adds to the one-device step (the notebook shows and counts its lines):
 
 - :func:`one_device`: everything on the first device.
 - :func:`data_parallel`: a ``('data',)`` mesh; parameters replicated, the batch split.
-- :func:`fully_sharded`: parameters and optimiser state split over ``data`` along their first
-  axis that the device count divides (replicated when none does), the batch split.
+- :func:`fully_sharded`: FSDP under ``shard_map``: parameters and optimiser state split over
+  ``data``, gathered by the loss; their gradients reduce-scattered (autodiff's transpose).
 - :func:`tensor_parallel`: a ``('data', 'model')`` mesh; ``q``/``k``/``v``/``fc1`` split by
   columns and ``proj``/``fc2`` by rows over ``model`` (Megatron's layout), the batch over ``data``.
 - :func:`manual`: ``jax.shard_map`` over ``data`` with an explicit ``lax.pmean`` of the gradients.
 
-XLA inserts the collectives of the first four; :func:`comms.parse_hlo` reads them from the
-compiled program. The child writes ``result.json`` (per strategy: losses, the step time
-(the strategies' compiled steps timed in one interleaved :func:`sidebyside.lab.timing.compare`,
-``time``, a :func:`sidebyside.lab.ladders.ladder_entry`; a multi-process run is not timed), compile
-time, bytes per device of parameters, gradients and optimiser state from the arrays'
-``addressable_shards`` (the gradients' from the layout their program gives them, read from the lowered
-program: laid out as the parameters, and neither compiled nor run), collectives) and ``<strategy>.npz`` (final parameters, PyTorch's names
-and layouts); a failure writes ``error.json``.
+The layouts of the others are ``NamedSharding`` specs, XLA placing their collectives;
+:func:`comms.parse_hlo` reads every strategy's from the compiled program. The child writes
+``result.json`` (per strategy: losses, the step time from one interleaved
+:func:`sidebyside.lab.timing.compare`, compile time, bytes per device of parameters, gradients and
+optimiser state between steps from the arrays' ``addressable_shards``, the peak within a step
+(:func:`peak_bytes`), collectives; a multi-process run is not timed) and ``<strategy>.npz``
+(final parameters, PyTorch's names and layouts); a failure writes ``error.json``.
 """
 
 from __future__ import annotations
@@ -54,7 +50,7 @@ from sidebyside.posts.parallel_training.launch import LaunchError, device_kind
 from sidebyside.posts.parallel_training.model import ViTConfig, flax_from_torch
 
 __all__ = ["STRATEGIES", "one_device", "data_parallel", "fully_sharded", "tensor_parallel", "manual",
-           "pick_devices", "bytes_per_device", "main"]
+           "pick_devices", "bytes_per_device", "peak_bytes", "main"]
 
 COLUMNS, ROWS = ("q", "k", "v", "fc1"), ("proj", "fc2")
 
@@ -78,14 +74,34 @@ def data_parallel(mesh, params):
     return jax.tree.map(lambda _: P(), params), P("data")
 
 
-def fully_sharded(mesh, params):
-    """Parameters (and so optimiser state) split over ``data`` too: XLA gathers them where used."""
+def fully_sharded(mesh, params, loss_fn, tx):
+    """FSDP, the step written per device: parameters and optimiser state split over ``data`` (each
+    along its first axis the device count divides; replicated when none does), gathered whole by the
+    loss (``all_gather``); autodiff turns that gather into a ``psum_scatter`` of the gradients (a
+    reduce-scatter), so each device reduces and keeps its own shard, never the full gradient."""
     n = mesh.shape["data"]
 
     def spec(x):
         axis = next((i for i, size in enumerate(x.shape) if size % n == 0), None)
         return P() if axis is None else P(*[None] * axis, "data")
-    return jax.tree.map(spec, params), P("data")
+    specs = jax.tree.map(spec, params)
+    opt_specs = optax.tree_map_params(tx, lambda _, s: s, jax.eval_shape(tx.init, params), specs,
+                                      transform_non_params=lambda _: P())
+
+    def gathered(shards):
+        return jax.tree.map(lambda x, s: jax.lax.all_gather(x, "data", axis=s.index("data"),
+                                                            tiled=True) if "data" in s else x,
+                            shards, specs)
+
+    @partial(jax.jit, donate_argnums=(0, 1))
+    @partial(jax.shard_map, mesh=mesh, in_specs=(specs, opt_specs, P("data"), P("data")),
+             out_specs=(specs, opt_specs, P()))
+    def step(params, opt_state, X, y):
+        loss, grads = jax.value_and_grad(lambda p: loss_fn(gathered(p), X, y))(params)
+        grads = jax.tree.map(lambda g: g / n, grads)  # summed over devices: the mean of their means
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, jax.lax.pmean(loss, "data")
+    return specs, step
 
 
 def tensor_parallel(mesh, params):
@@ -102,7 +118,7 @@ def tensor_parallel(mesh, params):
 
 def manual(mesh, loss_fn, tx):
     """The step written per device with ``shard_map``; its one collective, ``pmean``, spelled out."""
-    @jax.jit
+    @partial(jax.jit, donate_argnums=(0, 1))
     # check_vma=False: gradients stay per device until the pmean below (with the check on, JAX would
     # already sum the gradients of the replicated parameters in the backward pass).
     @partial(jax.shard_map, mesh=mesh, in_specs=(P(), P(), P("data"), P("data")), out_specs=P(), check_vma=False)
@@ -153,6 +169,20 @@ def bytes_per_device(tree) -> int:
     return int(max(held.values(), default=0))
 
 
+def peak_bytes(compiled) -> dict[str, int] | None:
+    """The memory one device needs within a step, from XLA's analysis of the compiled program
+    (``compiled.memory_analysis()``): its ``argument``, ``output``, ``alias`` (outputs written
+    into donated arguments) and ``temp`` bytes, and ``bytes``, their peak: arguments + outputs -
+    aliased + temporaries. None where the backend gives no analysis."""
+    stats = compiled.memory_analysis()
+    if stats is None:
+        return None
+    out = {"argument": int(stats.argument_size_in_bytes), "output": int(stats.output_size_in_bytes),
+           "alias": int(stats.alias_size_in_bytes), "temp": int(stats.temp_size_in_bytes)}
+    out["bytes"] = out["argument"] + out["output"] - out["alias"] + out["temp"]
+    return out
+
+
 def _put(tree, shardings):
     """NumPy (or JAX) arrays laid out by ``shardings``: every process holds the whole value and
     gives each of its devices its slice, so this works with one process or several."""
@@ -187,12 +217,13 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict,
     """Train one strategy over every step from ``init`` (PyTorch's state dict as NumPy arrays) on
     the first devices of ``devices`` (default: every JAX device; the one-device reference on a
     chosen device passes ``[device]``). Returns its record, its final parameters, and one
-    compiled step on the first batch from the final state (pure: calling it changes nothing),
-    to be timed with :mod:`sidebyside.lab.timing`."""
+    compiled step on the first batch, to be timed with :mod:`sidebyside.lab.timing`: each call
+    continues from the state the last returned (the step donates the state it replaces)."""
     config = ViTConfig(**spec["config"])
     flax_model = flax_from_torch(config, init)
     graphdef, params = nnx.split(flax_model, nnx.Param)
-    tx = optax.sgd(spec["lr"], momentum=spec["momentum"])
+    # the notebook's jax_optimizer
+    tx = optax.sgd(spec["lr"], momentum=spec["momentum"], nesterov=False)
 
     def loss_fn(params, X, y):
         logits = nnx.merge(graphdef, params)(X)
@@ -209,9 +240,12 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict,
         strategy, ((n,), ("data",)))
     # Auto axes: XLA's sharding propagation places the collectives (JAX's default is now Explicit).
     mesh = jax.make_mesh(shape, names, axis_types=(AxisType.Auto,) * len(names), devices=devices[:math.prod(shape)])
+    jitted = None
     if strategy == "manual":
         param_specs, batch_spec = jax.tree.map(lambda _: P(), params), P("data")
         jitted = manual(mesh, loss_fn, tx)
+    elif strategy == "fully_sharded":
+        (param_specs, jitted), batch_spec = fully_sharded(mesh, params, loss_fn, tx), P("data")
     else:
         param_specs, batch_spec = STRATEGIES[strategy](mesh, params)
     param_sh = jax.tree.map(lambda s: NamedSharding(mesh, s), param_specs)
@@ -220,13 +254,15 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict,
                                    transform_non_params=lambda _: NamedSharding(mesh, P()))
     opt_state = jax.jit(tx.init, out_shardings=opt_sh)(params)
     batch_sh = NamedSharding(mesh, batch_spec)
-    if strategy != "manual":
-        jitted = jax.jit(step, out_shardings=(param_sh, opt_sh, NamedSharding(mesh, P())))
+    if jitted is None:  # the state it replaces is donated, as PyTorch updates its own in place
+        jitted = jax.jit(step, out_shardings=(param_sh, opt_sh, NamedSharding(mesh, P())),
+                         donate_argnums=(0, 1))
     Xd, yd = _put(X[0], batch_sh), _put(y[0], batch_sh)
     start = time.perf_counter()
     compiled = jitted.lower(params, opt_state, Xd, yd).compile()
     compile_s = time.perf_counter() - start
     collectives = comms.parse_hlo(compiled.as_text())
+    peak = peak_bytes(compiled)
     # The gradients as jax.grad's program lays them out (as the parameters), lowered, not compiled: the
     # shards its arrays would hold, without a second compilation of the backward pass.
     grads = jax.jit(jax.grad(loss_fn), out_shardings=param_sh).lower(params, Xd, yd).out_info
@@ -237,10 +273,14 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict,
         Xd, yd = _put(X[i], batch_sh), _put(y[i], batch_sh)
         params, opt_state, loss = compiled(params, opt_state, Xd, yd)
         losses.append(float(loss.addressable_data(0)))  # replicated: any local copy
-    record = {"losses": losses, "compile_s": compile_s, "memory": memory,
+    record = {"losses": losses, "compile_s": compile_s, "memory": memory, "peak": peak,
               "collectives": [c.__dict__ for c in collectives], "mesh": dict(mesh.shape)}
-    first = (params, opt_state, _put(X[0], batch_sh), _put(y[0], batch_sh))
-    return record, _torch_names(params), partial(compiled, *first)
+    state, first = [params, opt_state], (_put(X[0], batch_sh), _put(y[0], batch_sh))
+
+    def timed():  # each call donates the state and keeps the state it returns
+        state[0], state[1], loss = compiled(state[0], state[1], *first)
+        return state[0], state[1], loss
+    return record, _torch_names(params), timed
 
 
 def main(spec_path: str, process_id: int = 0) -> None:

@@ -15,12 +15,13 @@ TOOLS = {
               "fully_sharded": "FSDP2 fully_shard, reshard_after_forward=True",
               "fully_sharded_kept": "FSDP2 fully_shard, reshard_after_forward=False",
               "tensor_parallel": "DTensor parallelize_module", "manual": "torch.distributed.all_reduce"},
-    "jax": {"one_device": "jit", "data_parallel": "jit + NamedSharding", "fully_sharded": "jit + NamedSharding",
-            "fully_sharded_kept": "jit + NamedSharding",
+    "jax": {"one_device": "jit", "data_parallel": "jit + NamedSharding",
+            "fully_sharded": "shard_map + lax.all_gather, gradients reduce-scattered",
+            "fully_sharded_kept": "shard_map + lax.all_gather, gradients reduce-scattered",
             "tensor_parallel": "jit + 2-D NamedSharding", "manual": "shard_map + lax.pmean"},
 }
 #: A PyTorch-only strategy -> the JAX strategy it races: FSDP2 with ``reshard_after_forward=False``
-#: against JAX's one fully sharded program, where XLA decides what a step gathers and keeps.
+#: against JAX's one fully sharded program, which gathers each parameter once a step.
 COUNTERPART = {"fully_sharded_kept": "fully_sharded"}
 
 

@@ -64,8 +64,8 @@ def _jax_rung(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], conf
     """The notebook's one-device JAX step (``jax_step(graphdef, tx)``, jitted, with the optimiser
     ``tx = jax_optimizer(lr, momentum)``) on the first device of
     ``jax_platform``, from PyTorch's weights: compiled ahead of time once (``compile_s``), trained over
-    every batch (``losses``), and the step on the first batch from the final state (pure: calling it
-    changes nothing), to be timed."""
+    every batch (``losses``), and the step on the first batch from the final state, to be timed
+    (each call continues from the state the last returned: the step donates what it replaces)."""
     import jax
     from flax import nnx
 
@@ -86,7 +86,12 @@ def _jax_rung(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], conf
     for i in range(X.shape[0]):
         params, opt_state, loss = step(params, opt_state, jax.device_put(X[i], device), jax.device_put(y[i], device))
         losses.append(float(loss))
-    return {"losses": losses, "compile_s": compile_s}, partial(step, params, opt_state, *first)
+    state = [params, opt_state]
+
+    def timed():  # the step donates the state it replaces: each call continues from the last one's
+        state[0], state[1], loss = step(state[0], state[1], *first)
+        return state[0], state[1], loss
+    return {"losses": losses, "compile_s": compile_s}, timed
 
 
 def _contestants(X: np.ndarray, y: np.ndarray, torch_state: Mapping[str, Any], config: ViTConfig, lr: float,

@@ -1,24 +1,23 @@
 """parallel-training: the record, the verdicts and the generated prose of the post.
 
 Inputs: what :func:`launch.run_torch` and :func:`launch.run_jax` return for each device count, the
-code lines of each strategy (:func:`code_lines` on the strategy functions), the model's size and
-the cost model's projection. :func:`summarise` builds the results record (``metrics``): per device
-count, framework and strategy, the loss curve and its largest deviation from the framework's own
-one-device reference, the final parameters' largest difference from it, the bytes per device of
-parameters, gradients and optimiser state against the replicated total, the collectives per step by
-kind, the step times (each worker's, from :mod:`sidebyside.lab.timing`: on simulated devices, not
-scaling evidence); the one-device ladders run in the notebook's process (:func:`reference_record`:
-PyTorch eager and ``torch.compile``, JAX ``jit``, on the CPU and, where there is one, on the GPU,
-each rung's losses against the CPU's PyTorch eager run); then ``verdicts`` (headline first): whether
-both reach the reference's losses, which framework's one-device step is faster on each device that
-ran it, and per strategy which framework needs less code, whose collectives move fewer bytes and
-whose memory per device between steps is lower (PyTorch's FSDP2 raced both ways, with
-``reshard_after_forward`` True and False, each against JAX's one fully sharded program:
-:data:`.names.COUNTERPART`, :data:`RESHARDING`, :data:`HELD`). :func:`conclusion` writes the prose from the record alone.
+code lines of each strategy (:func:`code_lines`), the model's size and the cost model's projection.
+:func:`summarise` builds the results record (``metrics``): per device count, framework and
+strategy, the loss curve and its largest deviation from the framework's one-device reference, the
+final parameters' largest difference from it, the bytes per device of parameters, gradients and
+optimiser state between steps against the replicated total, the peak within a step where it is
+measured (JAX: the compiled step's memory analysis; PyTorch: ``torch.cuda.max_memory_allocated`` on
+a GPU, not measured on the CPU), the collectives per step by kind (buffer bytes and bytes on the
+wire per device, :func:`.comms.wire_factor`), the workers' step times (on simulated devices, not
+scaling evidence); the one-device ladders run in the notebook's process (:func:`reference_record`);
+then ``verdicts`` (headline first): whether both reach the reference's losses, which framework's
+one-device step is faster on each device that ran it, and per strategy which framework needs less
+code, whose collectives send fewer bytes on the wire and whose memory per device between steps is
+lower (FSDP2 raced both ways against JAX's one fully sharded program: :data:`.names.COUNTERPART`,
+:data:`RESHARDING`, :data:`HELD`). :func:`conclusion` writes the prose from the record alone.
 
-On a machine with two or more GPUs, the strategies also run on real GPUs
-(:mod:`sidebyside.posts.parallel_training.scaling`); without such runs the record's ``scaling`` is
-None, and the claim is the run's GPU note.
+On a machine with two or more GPUs, the strategies also run on real GPUs (:mod:`.scaling`);
+otherwise the record's ``scaling`` is None, and the claim is the run's GPU note.
 
 Counts (lines, bytes) are exact: a verdict on them compares the numbers, and calls a difference
 under ``TIE`` (1%) a tie. Losses compare against ``loss_tolerance``, the float32 noise allowed.
@@ -38,12 +37,19 @@ from sidebyside.posts.parallel_training import comms
 from sidebyside.posts.parallel_training.names import COUNTERPART, STRATEGY_NAMES, TOOLS, spoken_list
 from sidebyside.posts.parallel_training.scaling import scaling_claim
 
-__all__ = ["TIE", "RUNGS", "WHERE", "RESHARDING", "HELD", "code_lines", "torch_record",
-           "jax_record", "conditions_text", "reference_record", "reference_verdict", "reference_claim", "reference_table",
-           "parity_verdict", "fewer_verdict", "summarise", "reference_summary", "results_table", "collectives_table", "collectives_claim", "projection_claim", "multiprocess_record",
-           "multiprocess_claim", "projection_table", "conclusion"]
+__all__ = ["TIE", "RUNGS", "WHERE", "RESHARDING", "WIRE", "HELD", "TORCH_PEAK", "JAX_PEAK",
+           "TORCH_CPU_PEAK", "code_lines", "torch_record", "jax_record", "conditions_text",
+           "reference_record", "reference_verdict", "reference_claim", "parity_verdict",
+           "fewer_verdict", "bytes_text", "device_label", "summarise", "reference_summary",
+           "collectives_claim", "projection_claim", "multiprocess_record", "multiprocess_claim",
+           "conclusion"]
 
 TIE = 0.01
+#: Where each framework's peak within a step comes from.
+TORCH_PEAK = "torch.cuda.max_memory_allocated over the last step, the largest rank's"
+JAX_PEAK = "XLA's memory analysis of the compiled step, arguments + outputs - donated + temporaries"
+#: What the peak is on a PyTorch run on the CPU.
+TORCH_CPU_PEAK = "not measured (PyTorch has no allocator statistics on the CPU)"
 
 
 # ----------------------------------------------------------------------------- code
@@ -96,16 +102,23 @@ def torch_record(result: Mapping[str, Any]) -> dict[str, Any]:
     for name, rec in ranks[0]["strategies"].items():
         held = [r["strategies"][name] for r in ranks if name in r["strategies"]]
         memory = max((h["memory"] for h in held), key=lambda m: sum(m.values()))
+        peaks = [h.get("peak_bytes") for h in held]
+        peak = None if None in peaks else {"bytes": max(peaks), "source": TORCH_PEAK}
         out[name] = {"losses": rec["losses"], "memory": dict(memory), "collectives": rec.get("collectives", []),
                      "time": max((h["time"] for h in held), key=lambda t: t["median_s"]),
-                     "rank_medians_s": [h["time"]["median_s"] for h in held], "compile_s": None}
+                     "rank_medians_s": [h["time"]["median_s"] for h in held], "compile_s": None,
+                     "peak": peak}
     return _compare(out, result["params"])
 
 
 def jax_record(result: Mapping[str, Any]) -> dict[str, Any]:
-    """Per strategy, from :func:`launch.run_jax`'s result (one process sees every device)."""
+    """Per strategy, from :func:`launch.run_jax`'s result (one process sees every device); ``peak``:
+    the compiled step's memory analysis, labelled simulated where the devices are CPU devices."""
+    simulated = result.get("platform", "cpu") == "cpu"
+    source = JAX_PEAK + (", simulated on CPU devices" if simulated else "")
     out = {name: {"losses": rec["losses"], "memory": dict(rec["memory"]), "collectives": rec["collectives"],
-                  "time": rec["time"], "compile_s": rec["compile_s"]}
+                  "time": rec["time"], "compile_s": rec["compile_s"],
+                  "peak": None if rec.get("peak") is None else {**rec["peak"], "source": source}}
            for name, rec in result["strategies"].items()}
     return _compare(out, result["params"])
 
@@ -120,13 +133,25 @@ COMPILED = ("torch/compile", "jax/jit")
 WHERE = {"cpu": "the CPU", "gpu": "the GPU"}
 
 
+def _detail(record: Mapping[str, Any]) -> str:
+    """A one-device ladder's device name and CPU threads: "name, 1 CPU thread"."""
+    threads = record.get("threads")
+    return record["device"] + (f", {words.plural(threads, 'CPU thread')}" if threads else "")
+
+
+def device_label(where: str, record: Mapping[str, Any]) -> str:
+    """A one-device ladder's device as every speed label names it: "CPU (name, 1 CPU thread)"."""
+    return f"{where.upper()} ({_detail(record)})"
+
+
 def reference_record(ladders: Mapping[str, Mapping[str, Any]], *, names: Mapping[str, str],
-                     tolerance: float) -> dict[str, Any]:
+                     tolerance: float, threads: int | None = None) -> dict[str, Any]:
     """The one-device ladders (:func:`.reference.run`'s results) keyed by where they ran ("cpu",
     "gpu"; ``names``: where -> the device's name), each rung's ladder entry with its losses, its
     largest loss deviation from the CPU's PyTorch eager run (the reference of every check, the
-    GPU's included) and whether that is within ``tolerance``. Raises ValueError when that
-    reference did not run."""
+    GPU's included) and whether that is within ``tolerance``; ``threads``: the CPU threads of this
+    process (:func:`sidebyside.lab.conditions.same_conditions`), named on every speed label.
+    Raises ValueError when that reference did not run."""
     cpu = ladders["cpu"]
     if "torch/eager" not in cpu["losses"]:
         raise ValueError("the CPU's PyTorch eager rung is the one-device reference and it did not run: "
@@ -141,7 +166,7 @@ def reference_record(ladders: Mapping[str, Mapping[str, Any]], *, names: Mapping
             rungs[name] = {**entry, "losses": losses, "max_loss_deviation": deviation,
                            "within_tolerance": None if deviation is None else deviation <= tolerance}
         out[where] = {"device": names[where], "torch_device": ladder["torch_device"],
-                      "jax_device": ladder["jax_device"], "rungs": rungs}
+                      "jax_device": ladder["jax_device"], "rungs": rungs, "threads": threads}
     return out
 
 
@@ -180,7 +205,7 @@ def reference_claim(reference: Mapping[str, Any], *, tolerance: float) -> str:
                 checks.append(f"{RUNGS.get(name, name)} {words.fmt_number(r['max_loss_deviation'])}")
                 if not r["within_tolerance"]:
                     beyond.append(RUNGS.get(name, name))
-        line = (f"- **One device, {where.upper()}** ({record['device']}): a training step takes "
+        line = (f"- **One device, {where.upper()}** ({_detail(record)}): a training step takes "
                 f"{spoken_list(times)}.")
         if checks:
             line += (f" Largest loss deviation from the CPU's PyTorch eager run: {spoken_list(checks)}; " + (
@@ -190,24 +215,6 @@ def reference_claim(reference: Mapping[str, Any], *, tolerance: float) -> str:
             line += " " + "; ".join(failed) + "."
         lines.append(line)
     return "\n".join(lines)
-
-
-def reference_table(metrics: Mapping[str, Any]):
-    """One row per device and one-device rung: step time (median, IQR), compile time, graph
-    breaks, the largest loss deviation from the CPU's PyTorch eager run, and its status."""
-    import pandas as pd
-
-    rows = []
-    for where, record in metrics["reference"].items():
-        for name, r in record["rungs"].items():
-            rows.append({"device": f"{where.upper()} ({record['device']})",
-                         "framework, tool": RUNGS.get(name, name),
-                         "step time (ms, median)": None if r.get("median_s") is None else 1e3 * r["median_s"],
-                         "IQR (ms)": None if r.get("iqr_s") is None else 1e3 * r["iqr_s"],
-                         "compile (s)": r.get("compile_s"), "graph breaks": r.get("graph_breaks"),
-                         "largest loss deviation": r["max_loss_deviation"],
-                         "status": "ran" if r.get("median_s") is not None else f"failed: {r.get('error')}"})
-    return pd.DataFrame(rows).set_index(["device", "framework, tool"])
 
 
 # ----------------------------------------------------------------------------- verdicts
@@ -249,8 +256,12 @@ def parity_verdict(deviations: Mapping[str, Mapping[str, float]], *, tolerance: 
 #: What a fully sharded row's bytes rest on: the resharding choice of PyTorch's side, and JAX's one program.
 RESHARDING = ("PyTorch's FSDP2 is raced both ways, reshard_after_forward=True (its default: each block's parameters "
               "gathered in the forward and again in the backward) and False (gathered once, kept from forward to "
-              "backward); JAX's side is the same program in both rows, whose collectives XLA chose (read from its "
-              "compiled HLO).")
+              "backward); JAX's side is the same program in both rows, whose shard_map step "
+              "gathers each split parameter once a step (autodiff keeps the gathered copy for the "
+              "backward pass) and reduce-scatters its gradient (read from its compiled HLO).")
+#: What the bytes verdicts count.
+WIRE = ("Bytes on the wire: what each device sends by the ring algorithm, all-reduce 2(g-1)/g of "
+        "its buffer, all-gather, reduce-scatter and all-to-all (g-1)/g, over a group of g devices.")
 #: What the memory verdicts count, and what they leave out.
 HELD = ("Counted between steps (parameters, gradients and optimiser state, each device's own shards); the parameters "
         "a step gathers for a while are not in it: FSDP2 holds the block in use (and the one it prefetches) with "
@@ -289,7 +300,8 @@ def fewer_verdict(strategy: str, torch_value: float, jax_value: float, *, what: 
     return framing.frame(v, contestants=_contestants(strategy), scale=scale, race=race)
 
 
-def _bytes(n: float) -> str:
+def bytes_text(n: float) -> str:
+    """``n`` bytes as the post writes them: "43.2 KiB", "20 B"."""
     for size, unit in ((2 ** 30, "GiB"), (2 ** 20, "MiB"), (2 ** 10, "KiB")):
         if n >= size:
             return f"{words.fmt_number(n / size)} {unit}"
@@ -299,12 +311,13 @@ def _bytes(n: float) -> str:
 def summarise(*, runs: Mapping[int, Mapping[str, Any]], code: Mapping[str, Mapping[str, int]], parameters: int,
               config: Mapping[str, Any], batch_size: int, steps: int, lr: float, momentum: float, model_parallel: int,
               device: str, simulated: bool, loss_tolerance: float, projection: Mapping[str, Any],
-              reference: Mapping[str, Any] | None = None, gpu_note: str = "") -> dict[str, Any]:
+              threads: int, reference: Mapping[str, Any] | None = None,
+              gpu_note: str = "") -> dict[str, Any]:
     """The results record; ``runs``: device count -> ``{"torch": torch_record(...), "jax": jax_record(...)}``;
     ``code``: framework -> strategy -> :func:`code_lines`; ``projection``: framework -> strategy ->
     :func:`costmodel.project`'s result; ``reference``: :func:`reference_record`'s result (its speed
-    verdicts follow the headline, one per device); ``gpu_note``: what the run says about GPUs and
-    scaling (:func:`.reference.gpu_plan`)."""
+    verdicts follow the headline, one per device); ``threads``: CPU threads per worker process;
+    ``gpu_note``: what the run says about GPUs and scaling (:func:`.reference.gpu_plan`)."""
     largest = max(runs)
     kind = "simulated CPU devices" if simulated else "devices"
     scale = framing.scale_of(parameters=parameters, input="28×28", batch=batch_size, precision="float32",
@@ -321,7 +334,7 @@ def summarise(*, runs: Mapping[int, Mapping[str, Any]], code: Mapping[str, Mappi
     for where, record in (reference or {}).items():
         found.append(reference_verdict(where, record, scale=framing.scale_of(
             parameters=parameters, input="28×28", batch=batch_size, precision="float32",
-            device=f"one device, {where.upper()} ({record['device']})")))
+            device=f"one device, {device_label(where, record)}")))
     for s in strategies:
         found.append(fewer_verdict(s, code["torch"][s], code["jax"][s], what="lines of code", unit=" lines",
                                    race=f"code-lines/{s}",
@@ -330,20 +343,23 @@ def summarise(*, runs: Mapping[int, Mapping[str, Any]], code: Mapping[str, Mappi
     sharded = ("fully_sharded", *COUNTERPART)
     for s in paired:
         found.append(fewer_verdict(
-            s, run["torch"][s]["comms"]["total"]["bytes"], run["jax"][jax_of[s]]["comms"]["total"]["bytes"],
-            what="bytes in collectives per step", unit="", fmt=_bytes, scale=scale, race=f"collective-bytes/{s}",
-            caveat=RESHARDING if s in sharded else "",
+            s, run["torch"][s]["comms"]["total"]["wire_bytes"],
+            run["jax"][jax_of[s]]["comms"]["total"]["wire_bytes"],
+            what="bytes on the wire per device per step", unit="", fmt=bytes_text, scale=scale,
+            race=f"collective-bytes/{s}", caveat=WIRE + (" " + RESHARDING if s in sharded else ""),
             question=f"Whose collectives move fewer bytes per step for {STRATEGY_NAMES[s]}?"))
     for s in paired:
         found.append(fewer_verdict(
             s, run["torch"][s]["memory"]["total"], run["jax"][jax_of[s]]["memory"]["total"], what="bytes per device",
-            unit="", fmt=_bytes, scale=scale, caveat=HELD if s in sharded else "", race=f"memory/{s}",
+            unit="", fmt=bytes_text, scale=scale, caveat=HELD if s in sharded else "",
+            race=f"memory/{s}",
             question=f"Whose memory per device between steps (parameters, gradients, optimiser state) is lower for "
                      f"{STRATEGY_NAMES[s]}?"))
     framing.check_headline(found)
     return {
         "model": {"parameters": parameters, **dict(config)}, "batch_size": batch_size, "steps": steps, "lr": lr, "momentum": momentum,
         "model_parallel": model_parallel, "device": device, "simulated": simulated, "largest": largest,
+        "threads": threads,
         "loss_tolerance": loss_tolerance, "code_lines": {fw: dict(v) for fw, v in code.items()},
         "runs": {str(n): r for n, r in runs.items()}, "projection": dict(projection),
         "reference": dict(reference or {}), "gpu_note": gpu_note,
@@ -362,7 +378,7 @@ def reference_summary(*, reference: Mapping[str, Any], parameters: int, config: 
     where = [w for w in reference if w != "cpu"] or list(reference)
     found = [reference_verdict(w, reference[w], scale=framing.scale_of(
         parameters=parameters, input="28×28", batch=batch_size, precision="float32",
-        device=f"one device, {w.upper()} ({reference[w]['device']})")) for w in where]
+        device=f"one device, {device_label(w, reference[w])}")) for w in where]
     framing.check_headline(found)
     return {
         "model": {"parameters": parameters, **dict(config)}, "batch_size": batch_size, "steps": steps, "lr": lr,
@@ -372,84 +388,21 @@ def reference_summary(*, reference: Mapping[str, Any], parameters: int, config: 
     }
 
 
-# ----------------------------------------------------------------------------- tables
-
-
-def results_table(metrics: Mapping[str, Any], devices: int | None = None):
-    """One row per strategy and framework at ``devices`` (the largest run by default)."""
-    import pandas as pd
-
-    n = str(devices or metrics["largest"])
-    rows = []
-    for s in STRATEGY_NAMES:
-        for fw in ("torch", "jax"):
-            r = metrics["runs"][n][fw].get(s)
-            if r is None:
-                continue
-            rows.append({
-                "strategy": STRATEGY_NAMES[s], "framework, tool": f"{words.FRAMEWORKS[fw]}, {TOOLS[fw][s]}",
-                "code lines": metrics["code_lines"][fw].get(s),  # none counted for FSDP2's second way
-                "largest loss deviation": r["max_loss_deviation"],
-                "largest parameter difference": r["max_param_difference"],
-                "memory per device (KiB)": r["memory"]["total"] / 1024,
-                "of replicated (%)": 100 * r["memory"]["total"] / r["replicated_total"],
-                "collectives per step": r["comms"]["total"]["count"],
-                "collective bytes per step (KiB)": r["comms"]["total"]["bytes"] / 1024,
-                "step time (ms, median)": 1e3 * r["time"]["median_s"],
-                "step time IQR (ms)": 1e3 * r["time"]["iqr_s"],
-            })
-    return pd.DataFrame(rows).set_index(["strategy", "framework, tool"])
-
-
-def collectives_table(metrics: Mapping[str, Any], devices: int | None = None):
-    """Count and KiB per collective kind, per strategy and framework, at ``devices``."""
-    import pandas as pd
-
-    n = str(devices or metrics["largest"])
-    rows = []
-    for s in STRATEGY_NAMES:
-        for fw in ("torch", "jax"):
-            r = metrics["runs"][n][fw].get(s)
-            if r is None or s == "one_device":
-                continue
-            row = {"strategy": STRATEGY_NAMES[s], "framework, tool": f"{words.FRAMEWORKS[fw]}, {TOOLS[fw][s]}"}
-            for kind in comms.KINDS:
-                entry = r["comms"].get(kind, {"count": 0, "bytes": 0})
-                row[f"{kind} (count)"] = entry["count"]
-                row[f"{kind} (KiB)"] = entry["bytes"] / 1024
-            rows.append(row)
-    table = pd.DataFrame(rows).set_index(["strategy", "framework, tool"])
-    return table.loc[:, (table != 0).any(axis=0)]
-
-
-def projection_table(metrics: Mapping[str, Any]):
-    """The cost model's projected step time and scaling efficiency per strategy, framework and GPU count."""
-    import pandas as pd
-
-    rows = []
-    for fw, per in metrics["projection"].items():
-        for s, counts in per.items():
-            for n, p in counts.items():
-                rows.append({"strategy": STRATEGY_NAMES[s], "framework, tool": f"{words.FRAMEWORKS[fw]}, {TOOLS[fw][s]}",
-                             "H100s": int(n), "compute (µs)": 1e6 * p["compute_s"],
-                             "communication (µs)": 1e6 * p["comm_s"],
-                             "efficiency, no overlap (%)": 100 * p["efficiency_no_overlap"],
-                             "efficiency, full overlap (%)": 100 * p["efficiency_overlap"]})
-    return pd.DataFrame(rows).set_index(["strategy", "framework, tool", "H100s"])
-
-
 # ----------------------------------------------------------------------------- prose
 
 
 def _kinds(entry: Mapping[str, Any]) -> str:
-    parts = [f"{words.plural(e['count'], k)} ({_bytes(e['bytes'])})" for k, e in entry.items() if k != "total"]
+    parts = [f"{words.plural(e['count'], k)} ({bytes_text(e['bytes'])} of buffers, "
+             f"{bytes_text(e['wire_bytes'])} on the wire)"
+             for k, e in entry.items() if k != "total"]
     return spoken_list(parts) if parts else "none"
 
 
 def collectives_claim(metrics: Mapping[str, Any], devices: int | None = None) -> str:
     """Per strategy, how the two frameworks' collectives differ in number and kind at ``devices``
-    (the largest run by default): where the counts differ and the bytes agree, the same data is
-    moved in differently sized pieces (bucketing, XLA's combiner, per-parameter calls)."""
+    (the largest run by default), buffers and bytes on the wire per device: where the counts differ
+    and the wire bytes agree, the same data is moved in differently sized pieces (bucketing, XLA's
+    combiner, per-parameter calls)."""
     n = str(devices or metrics["largest"])
     lines = []
     for s in STRATEGY_NAMES:
@@ -459,14 +412,15 @@ def collectives_claim(metrics: Mapping[str, Any], devices: int | None = None) ->
         if t is None or j is None:
             continue
         tc, jc = t["comms"], j["comms"]
-        same_bytes = abs(tc["total"]["bytes"] - jc["total"]["bytes"]) <= TIE * max(tc["total"]["bytes"],
-                                                                                   jc["total"]["bytes"], 1)
+        same_bytes = abs(tc["total"]["wire_bytes"] - jc["total"]["wire_bytes"]) <= TIE * max(
+            tc["total"]["wire_bytes"], jc["total"]["wire_bytes"], 1)
         line = (f"- **{STRATEGY_NAMES[s]}**: PyTorch ({TOOLS['torch'][s]}) issues {_kinds(tc)}; "
                 f"JAX ({TOOLS['jax'][s]}) issues {_kinds(jc)}.")
         if tc["total"]["count"] != jc["total"]["count"] and same_bytes:
             line += " The same bytes, cut into a different number of collectives."
         lines.append(line)
-    return f"Per training step on {n} devices:\n\n" + "\n".join(lines)
+    return (f"Per training step on {n} devices (bytes on the wire: each device's share, by the "
+            "ring algorithm):\n\n" + "\n".join(lines))
 
 
 
@@ -539,7 +493,8 @@ def conclusion(metrics: Mapping[str, Any]) -> str:
     head = metrics["verdicts"][0]
     parts = [head["sentence"]]
     for prefix, topic, what in (("Which framework needs less code", "Code", "needs less code"),
-                                ("Whose collectives move fewer bytes", "Communication", "moves fewer bytes per step"),
+                                ("Whose collectives move fewer bytes", "Communication",
+                                 "sends fewer bytes on the wire per device per step"),
                                 ("Whose memory per device", "Memory", "holds less per device")):
         t = _tally(metrics, prefix)
         clauses = [f"{words.FRAMEWORKS[fw]} {what} for {spoken_list(t[fw])}" for fw in ("torch", "jax") if t[fw]]

@@ -64,15 +64,18 @@ def _scaling_rows(scaling: Mapping[str, Any]):
 
 
 def scaling_table(metrics: Mapping[str, Any]):
-    """One row per strategy, framework and GPU count of the scaling runs: step time (median, IQR),
-    scaling efficiency and the largest loss deviation; None where the record has no scaling runs."""
+    """One row per strategy, framework and GPU count of the scaling runs: step time (median, IQR,
+    and the CPU threads of each worker process, ``metrics["threads"]``), scaling efficiency and the
+    largest loss deviation; None where the record has no scaling runs."""
     import pandas as pd
 
     scaling = metrics.get("scaling")
     if not scaling:
         return None
+    threads = metrics.get("threads")
     rows = [{"strategy": STRATEGY_NAMES[s], "framework, tool": f"{words.FRAMEWORKS[fw]}, {TOOLS[fw][s]}",
              "GPUs": n, "step time (ms, median)": 1e3 * r["median_s"], "IQR (ms)": 1e3 * r["iqr_s"],
+             "CPU threads per worker process": "not recorded" if threads is None else threads,
              "scaling efficiency (%)": 100 * r["efficiency"], "largest loss deviation": r["max_loss_deviation"]}
             for s, fw, n, r in _scaling_rows(scaling)]
     return pd.DataFrame(rows).set_index(["strategy", "framework, tool", "GPUs"])

@@ -27,13 +27,16 @@ contiguous slice), and writes ``rank<r>.json`` with its ``device`` and, per stra
 step, the step time (:func:`sidebyside.lab.timing.time_fn` in this worker, after the loss curve:
 ``number`` calls per repeat on every rank, so that the ranks' collectives pair up; a
 :func:`sidebyside.lab.ladders.ladder_entry`), the bytes of parameters, gradients and optimiser
-state this rank holds (local tensors of DTensors), and the collectives of one step
-(:class:`CollectiveLog`); rank 0 also writes the final full parameters to ``<strategy>.npz``. A failing rank writes ``rank<r>.error.json`` (its
-error and traceback) and exits non-zero, which stops ``torchrun``.
+state this rank holds (local tensors of DTensors), ``peak_bytes`` (the peak within the last step,
+``torch.cuda.max_memory_allocated``, on a GPU; None on the CPU) and the collectives of one step
+(:class:`CollectiveLog`, each with its process group's size); rank 0 also writes the final full
+parameters to ``<strategy>.npz``. A failing rank writes ``rank<r>.error.json`` (its error and
+traceback) and exits non-zero, which stops ``torchrun``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -58,7 +61,7 @@ from sidebyside.posts.parallel_training.launch import torch_placement
 from sidebyside.posts.parallel_training.model import TorchViT, ViTConfig
 
 __all__ = ["STRATEGIES", "one_device", "data_parallel", "fully_sharded", "fully_sharded_kept", "tensor_parallel", "manual",
-           "make_step", "memory", "CollectiveLog", "main"]
+           "sgd", "make_step", "memory", "CollectiveLog", "main"]
 
 
 def _no_hook(model):
@@ -127,6 +130,20 @@ STRATEGIES = {"one_device": one_device, "data_parallel": data_parallel, "fully_s
               "fully_sharded_kept": fully_sharded_kept, "tensor_parallel": tensor_parallel, "manual": manual}
 
 
+def sgd(parameters, lr, momentum):
+    """SGD with momentum, the options written out as on JAX's side (no dampening, no Nesterov, no
+    weight decay); foreach=True: PyTorch's multi-tensor update, its default on GPUs (on the CPU its
+    default is one update per parameter). DTensors and plain tensors go in separate parameter
+    groups, the same options in each: one multi-tensor update takes one kind (tensor parallelism
+    mixes them). The notebook's ``torch_optimizer`` cell has the same options."""
+    params = list(parameters)
+    kinds = ([p for p in params if isinstance(p, DTensor)],
+             [p for p in params if not isinstance(p, DTensor)])
+    return torch.optim.SGD([{"params": group} for group in kinds if group], lr=lr,
+                           momentum=momentum, dampening=0, nesterov=False, weight_decay=0,
+                           foreach=True)
+
+
 def make_step(model, optimizer, after_backward=_no_hook):
     """The training step every strategy runs: ``step(xb, yb, inspect=None)`` computes the
     cross-entropy of ``model(xb)``, back-propagates, calls ``after_backward(model)`` (a strategy's
@@ -162,6 +179,24 @@ def memory(model, optimizer) -> dict[str, int]:
     return {"params": nbytes(params), "grads": nbytes(p.grad for p in params), "optimizer": nbytes(state)}
 
 
+def _group_size(arguments) -> int | None:
+    """The size of the process group among a c10d operator's ``arguments``: a ``ProcessGroup``
+    (the c10d operators pass it boxed) or a registered group's name (the functional ones)."""
+    for a in arguments:
+        if isinstance(a, dist.ProcessGroup):
+            return a.size()
+        boxed = isinstance(a, torch.ScriptObject)
+        if boxed and a._type().qualified_name().endswith("c10d.ProcessGroup"):
+            return dist.ProcessGroup.unbox(a).size()
+    for a in arguments:
+        if isinstance(a, str):
+            try:
+                return dist.distributed_c10d._resolve_process_group(a).size()
+            except (KeyError, RuntimeError, ValueError):
+                continue
+    return None
+
+
 class CollectiveLog(TorchDispatchMode):
     """While active (``with log:``), records every collective dispatched from Python (FSDP2,
     DTensor, ``torch.distributed``) in ``log.found``; :meth:`watch` adds DDP's bucketed
@@ -183,16 +218,19 @@ class CollectiveLog(TorchDispatchMode):
         return super().__exit__(*exc)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        sizes = [t.numel() * t.element_size() for t in pytree.tree_leaves((args, kwargs)) if torch.is_tensor(t)]
+        leaves = pytree.tree_leaves((args, kwargs))
+        sizes = [t.numel() * t.element_size() for t in leaves if torch.is_tensor(t)]
         found = comms.torch_collective(str(func._overloadpacket._qualified_op_name), sizes)
         if found is not None and not self.in_hook:
-            self.found.append(found)
+            self.found.append(dataclasses.replace(found, group=_group_size(leaves)))
         return func(*args, **(kwargs or {}))
 
     def watch(self, ddp: DistributedDataParallel) -> None:
         def hook(group, bucket):
             if self.active:
-                self.found.append(comms.Collective("all-reduce", bucket.buffer().numel() * bucket.buffer().element_size()))
+                buffer = bucket.buffer()
+                nbytes = buffer.numel() * buffer.element_size()
+                self.found.append(comms.Collective("all-reduce", nbytes, group.size()))
             self.in_hook = True  # the hook's own all_reduce is this one, whether the mode sees it or not
             try:
                 return default_hooks.allreduce_hook(group, bucket)
@@ -221,7 +259,7 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict, m
     log = CollectiveLog()
     if isinstance(model, DistributedDataParallel):
         log.watch(model)
-    optimizer = torch.optim.SGD(model.parameters(), lr=spec["lr"], momentum=spec["momentum"], foreach=False)
+    optimizer = sgd(model.parameters(), lr=spec["lr"], momentum=spec["momentum"])
     if strategy == "one_device":
         data_rank, data_size, data_group = 0, 1, None
     elif strategy == "tensor_parallel":
@@ -241,14 +279,24 @@ def train(strategy: str, spec: dict, X: np.ndarray, y: np.ndarray, init: dict, m
     def read_memory():
         record["memory"] = memory(model, optimizer)
 
+    cuda = str(device).startswith("cuda")
     for step in range(steps):
-        inspect = read_memory if step == steps - 1 else None
+        last = step == steps - 1
+        inspect = read_memory if last else None
+        if last and cuda:  # the peak within the last step, on this rank's GPU
+            torch.cuda.synchronize(device)
+            torch.cuda.reset_peak_memory_stats(device)
         if step == min(1, steps - 1):
             with log:
                 loss = one_step(*batch(step), inspect)
             record["collectives"] = [c.__dict__ for c in log.found]
         else:
             loss = one_step(*batch(step), inspect)
+        if last:  # not measured on the CPU: PyTorch has no allocator statistics there
+            record["peak_bytes"] = None
+            if cuda:
+                torch.cuda.synchronize(device)
+                record["peak_bytes"] = int(torch.cuda.max_memory_allocated(device))
         if data_group is not None and data_size > 1:
             loss = loss.clone()
             dist.all_reduce(loss, group=data_group)
