@@ -151,7 +151,8 @@ def peak_claim(metrics: Mapping[str, Any], devices: int | None = None) -> str:
     lines = []
     for fw in ("torch", "jax"):
         per = metrics["runs"][n][fw]
-        found = [(s, r["peak"]) for s, r in per.items() if r.get("peak") is not None]
+        found = [(s, per[s]["peak"]) for s in STRATEGY_NAMES  # the post's order of strategies
+                 if s in per and per[s].get("peak") is not None]
         if not found:
             lines.append(
                 f"- **{words.FRAMEWORKS[fw]}**: "
