@@ -25,6 +25,7 @@
 #                                     lent machine's command began where set-up came before this script
 #   OFFLINE=0 PYTHON=.venv/bin/python ...   a connected machine set up by `make setup` (a CI runner): no .offline/,
 #                                     this Python, the commit from git
+#   BOX_CHECK_PROFILE=smoke ...       make box-check's rehearsal on a CPU: no GPU check, the posts at this profile
 #   STUB_EXECUTOR="cmd" ...           a dry run: no install, no GPU check; `cmd SLUG` stands for the executor (it
 #                                     writes build/executed/SLUG.ipynb and its run record) and the archive says it is
 #                                     a stub's (testable on a CPU)
@@ -54,6 +55,7 @@ export SIDEBYSIDE_CALL_DEADLINE_S=$deadline
 export SIDEBYSIDE_COMPILE_CACHE=${SIDEBYSIDE_COMPILE_CACHE:-$PWD/build/compile-cache}
 mkdir -p "$SIDEBYSIDE_COMPILE_CACHE"
 py=${PYTHON:-python3}
+profile=${BOX_CHECK_PROFILE:-gpu}  # make box-check: smoke, on a machine without a GPU
 stub=${STUB_EXECUTOR:-}
 if [ -n "$stub" ]; then
   : "${SIDEBYSIDE_GIT_SHA:=$(git rev-parse HEAD 2>/dev/null || true)}"
@@ -72,7 +74,8 @@ else
   fi
   # Both frameworks on the same GPU, or stop here (each run's record is judged again).
   "$py" -c "import json, sys; from sidebyside.run import provenance as p; d = p.devices()
-print('both frameworks on', p.check_gpu_profile(d)); json.dump(d, open(sys.argv[1], 'w'))" "$out/devices.json" \
+print('both frameworks on', p.check_gpu_profile(d) if sys.argv[2] == 'gpu' else 'no GPU check: ' + sys.argv[2])
+json.dump(d, open(sys.argv[1], 'w'))" "$out/devices.json" "$profile" \
     > "$out/check.log" 2>&1 || { cat "$out/check.log" >&2; exit 3; }
   cat "$out/check.log"
 fi
@@ -129,7 +132,8 @@ while read -r slug later <&3; do
     timeout "$left" bash -c "$stub \"\$1\"" stub "$slug" 2>&1 | tee -a "$out/execute.log" || rc=$?
   else
     timeout "$left" "$py" -c "import sys; from sidebyside.publish import merge
-sys.exit(merge.main_execute(sys.argv[1]))" "$slug" 2>&1 | tee -a "$out/execute.log" || rc=$?
+sys.exit(merge.main_execute(sys.argv[1], profile=sys.argv[2]))" "$slug" "$profile" 2>&1 | tee -a "$out/execute.log" \
+      || rc=$?
   fi
   echo "$slug: exit $rc after $(( $(elapsed) - t0 )) s, at $(elapsed) s of the call$([ "$rc" = 124 ] && echo ' (stopped at the deadline)')" \
     | tee -a "$out/timings.log"
