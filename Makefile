@@ -37,7 +37,7 @@ endif
 PUBLISH := $(PYTHON) -m sidebyside.publish
 SELECT := $(if $(ONLY),--only $(ONLY)) --site $(SITE)
 
-.PHONY: all help setup apt venv native gpu bundle assets readme sync check-pairs lint execute render list recover site serve test test-fast offline box-check clean
+.PHONY: all help setup apt venv native gpu bundle assets readme sync check-pairs lint execute render list recover site serve test test-fast offline box-check clean clean-caches
 
 ## all: set up, run every notebook with the profile this machine supports, render, build the site
 all: $(SETUP_DEPS) execute site
@@ -212,3 +212,7 @@ box-check:
 ## clean: remove build outputs (never the published posts)
 clean:
 	rm -rf build _site .jekyll-cache
+
+## clean-caches: empty the compile caches (grid_sample's native kernels, rebuilt on first use; a kept SIDEBYSIDE_COMPILE_CACHE; the tests' JAX cache) and killed runs' temporary ones; every run caps each at SIDEBYSIDE_CACHE_CAP_GB (default 4), least recently used out first
+clean-caches:
+	$(PUBLISH).footprint clean

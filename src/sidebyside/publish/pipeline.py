@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sidebyside.publish import schedule
+from sidebyside.publish import footprint, schedule
 from sidebyside.publish.cache import freshness, plan, published_record
 from sidebyside.publish.common import ROOT, PublishError, say
 from sidebyside.publish.discovery import discover, read_notebook_info, select
@@ -60,6 +60,8 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
     config = site_config(site, root)
     if not dry_run and any(d.action == "run" for d in decisions):
         check_before_running(profile, root)
+        for line in footprint.prune_caches(root):  # each cache folder within its cap, oldest out first
+            say(line)
     for n, decision in enumerate(decisions, 1):
         info = decision.info
         label = f"[{n}/{len(decisions)}] {info.slug}"
@@ -79,8 +81,12 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
             # nor any other file of the checkout or the site (its checkpoint file aside), and leaves no process
             watch = TreeWatch([root, site], allowed=[params["checkpoint_file"]] if params.get("checkpoint_file") else [])
             try:
-                with reaped():
+                with reaped(), footprint.Watch() as sampled:  # its wall time, its processes' peak memory
                     executed, saved = execute(info, nb, profile, params, build, root=root, progress=progress, aa=aa)
+                footprint.note_run(saved, sampled)  # provenance.run_s, provenance.peak_rss_bytes
+            except BaseException:
+                watch.restore(info.slug)  # a failed run leaves the checkout and the site as they were
+                raise
             finally:
                 guard.check("its notebook's run")
             watch.check(info.slug, "its notebook's run")

@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from sidebyside.lab.words import FRAMEWORKS, fmt_number, fmt_ratio
-from sidebyside.publish import reproductions, reruns
+from sidebyside.publish import footprint, reproductions, reruns
 from sidebyside.publish.cache import published_record
 from sidebyside.publish.common import ROOT, PublishError, say
 from sidebyside.publish.discovery import discover, select
@@ -278,12 +278,20 @@ def in_notebook(slug: str, record: Mapping[str, Any], repository: str) -> str:
 def _run_here(info, chosen: str, target: Path, *, notebooks: Path, params_dir: Path, root: Path, progress: bool,
               aa: bool = False) -> dict[str, Any]:
     """Run one notebook here into the scratch site ``target`` and return its record."""
+    from sidebyside.publish.discovery import read_notebook_info
     from sidebyside.publish.pipeline import run
 
     say(f"{info.slug}: running it here with the {chosen} profile{' in A/A mode' if aa else ''} into {target} (the "
         "published files are not touched) ...")
-    run(profile=chosen, only=info.slug, force=True, site=target, build=target / "build", notebooks=notebooks,
-        params_dir=params_dir, root=root, progress=progress, aa=aa)
+    # The cells done and left, with the memory of every process of the run (papermill's own bar, in
+    # the run's child, would reach the terminal only at its end); +1: the parameters papermill adds.
+    cells = len(read_notebook_info(info.path)[1].cells) + 1
+    with footprint.Watch(cells=footprint.cell_file(target / "build", info.slug), total_cells=cells,
+                         bar=progress, desc=f"{info.slug}: cells") as watch:
+        run(profile=chosen, only=info.slug, force=True, site=target, build=target / "build",
+            notebooks=notebooks, params_dir=params_dir, root=root, progress=False, aa=aa)
+    say(f"{info.slug}: ran in {watch.wall_s:,.0f} s here, with a peak of {watch.peak_bytes / 1e9:.1f} GB "
+        "of memory over all its processes")
     mine = published_record(target, info.slug)
     if mine is None:
         raise PublishError(f"{info.slug}: the run left no results in {target}")
@@ -294,7 +302,9 @@ def reproduce(*, only: str, profile: str | None = None, site: Path = ROOT, scrat
               notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params", root: Path = ROOT,
               progress: bool = True) -> int:
     """Run each notebook of ``only`` on this machine into ``scratch/<slug>/`` with the
-    published profile (or ``profile``), print :func:`table`, :func:`machines` and
+    published profile (or ``profile``), having said first its expected time and peak memory here
+    (:func:`sidebyside.publish.footprint.estimate`) and with a bar of its cells done and left; print
+    :func:`table`, :func:`machines` and
     :func:`summary` against the record published in ``site``, write the comparison as a
     reproduction file (:func:`sidebyside.publish.reproductions.write`, its path printed); return 1
     when the run, on a machine of the published fingerprint, contradicts a verdict (opposite
@@ -306,7 +316,9 @@ def reproduce(*, only: str, profile: str | None = None, site: Path = ROOT, scrat
         published = published_record(site, info.slug)
         if published is None:
             raise PublishError(f"{info.slug} is not published in {site}: there is nothing to reproduce")
-        mine = _run_here(info, profile or published["profile"], Path(scratch) / info.slug, notebooks=notebooks,
+        chosen = profile or published["profile"]
+        say(footprint.describe(footprint.estimate(info.slug, published, chosen, root=root)))
+        mine = _run_here(info, chosen, Path(scratch) / info.slug, notebooks=notebooks,
                          params_dir=params_dir, root=root, progress=progress)
         rows = compare(published, mine)
         print(table(rows))
