@@ -2,7 +2,8 @@
 ``render``, ``list``, ``plan``, ``readme`` (:mod:`sidebyside.publish.pipeline`), ``reproduce`` and ``aa``
 (:mod:`sidebyside.publish.reproduce`), ``coverage`` (:mod:`sidebyside.publish.reruns`), ``merge``
 (:mod:`sidebyside.publish.merge`), ``recover``,
-``profile``, ``readme`` and ``check-pairs``. Every command that reads parameters reads them from ``--params``."""
+``profile``, ``readme``, ``check-pairs`` and ``words`` (:mod:`sidebyside.publish.wordcount`).
+Every command that reads parameters reads them from ``--params``."""
 
 from __future__ import annotations
 
@@ -51,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     listing = sub.add_parser("list", parents=[common], help="list notebooks, slugs and what is published")
     listing.add_argument("--freshness", action="store_true",
                          help="also write the answer into <site>/_data/freshness.json (the scoreboard's state)")
+    sub.add_parser("words", parents=[common], help="print each published post's words (prose, "
+                   "conclusion) and repeated sentences against the limits (exit 1: one is over)")
     sub.add_parser("recover", parents=[common], help="finish or roll back a publication that was interrupted")
     sub.add_parser("profile", help="print the profile this machine supports")
     planning = sub.add_parser("plan", parents=[common],
@@ -106,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "render":
             return rerender(only=args.only, site=args.site, build=args.build, notebooks=args.notebooks,
                             params_dir=args.params)
+        if args.command == "words":
+            from sidebyside.publish.wordcount import main as words
+
+            return words(args.site, args.only)
         if args.command == "recover":
             from sidebyside.publish.site import lock
 

@@ -11,11 +11,11 @@ is superseded (:func:`superseding`), and none of its figures is shown until the 
 
 Output: ``_data/board.json`` (:func:`write_board`), which the Liquid templates print and never
 recompute: ``{"order": [slug, ...], "kinds": [...], "posts": {slug: post}}`` where a post
-(:func:`post_view`) holds its card (headline question and answer in the winner's terms,
-hardware, run date, commit, states), the changelog entries that came after its run (``since``),
-and its two runs (``runs``, :func:`run_view`: the cpu run, then the GPU run, each with its
-hardware, date, commit and verdicts, or owed), each verdict (:func:`verdict_view`) with its kind,
-answer, interval in the winner's direction, device, superseded, suspect.
+(:func:`post_view`) holds its card (headline question and answer in the winner's terms, its
+scale, unsettled mark, hardware, run date, commit, states), the changelog entries after its run
+(``since``), and its two runs (``runs``, :func:`run_view`: the cpu run, then the GPU run, each
+with its hardware, date, commit and verdicts, or owed), each verdict (:func:`verdict_view`) with
+its kind, answer, interval in the winner's direction, device, scale, superseded, suspect.
 
 Notation, decided here only: a speed verdict reads "PyTorch 1.23× faster (1.22–1.30×)", the
 interval the winner's speed-up like the factor (records store ``ratio`` and ``interval`` as
@@ -40,8 +40,9 @@ import yaml
 from sidebyside.publish import anomalies, records, reruns
 from sidebyside.publish.common import ROOT, PublishError, write_atomic
 
-__all__ = ["KINDS", "MAX_VERDICTS", "HOME_VERDICTS", "CHANGELOG", "fmt_factor", "kind_of", "answer",
-           "load_changelog", "superseding", "verdict_view", "run_view", "post_view", "board", "write_board"]
+__all__ = ["KINDS", "MAX_VERDICTS", "HOME_VERDICTS", "CHANGELOG", "DEVICE_KINDS", "fmt_factor",
+           "kind_of", "answer", "load_changelog", "superseding", "verdict_view", "card_scale",
+           "run_view", "post_view", "board", "write_board"]
 
 KINDS = ("speed", "accuracy", "numerics", "code", "memory")
 MAX_VERDICTS = 50
@@ -187,7 +188,8 @@ def verdict_view(v: dict[str, Any], index: int, record: dict[str, Any], withdraw
     :func:`superseding`: then no figure, ``answer`` is "superseded: re-run owed"), why it is
     suspect (``suspect``, "" when it is not), its spread between runs (``reruns``, from ``again``,
     its entry of :func:`.reruns.spread`; "" without one) and whether its answer changed between
-    them (``unsettled``)."""
+    them (``unsettled``); ``scale``: its record's ``scale.text`` (what it raced: parameters, input,
+    batch, precision, device; "" without one)."""
     kind = kind_of(v)
     device, device_kind = _device(v, record.get("provenance") or {})
     text, interval = answer(v)
@@ -198,7 +200,26 @@ def verdict_view(v: dict[str, Any], index: int, record: dict[str, Any], withdraw
             "superseded_by": withdrawn["title"] if withdrawn else "",
             "suspect": "" if withdrawn else suspects.get(index, ""),
             "reruns": reruns.sentence(again) if again and not withdrawn else "",
-            "unsettled": bool(again and not withdrawn and reruns.unsettled(again))}
+            "unsettled": bool(again and not withdrawn and reruns.unsettled(again)),
+            "scale": "" if withdrawn else str((v.get("scale") or {}).get("text") or "")}
+
+
+#: What a scale may name as its device that says no more than a run's hardware line.
+DEVICE_KINDS = ("CPU", "GPU", "the CPU", "the GPU")
+
+
+def card_scale(scale: dict[str, Any] | None, hardware: str) -> str:
+    """A verdict's scale as a card states it on its run's line, after the run's hardware line: the
+    record's ``scale.text`` (parameters, input, batch, precision, device), less its closing ", on
+    <device>" where that device is the hardware line itself or only its kind
+    (:data:`DEVICE_KINDS`), which the line names in full before it; any other device ("8
+    simulated CPU devices (...)") stays."""
+    text, device = str((scale or {}).get("text") or ""), str((scale or {}).get("device") or "")
+    if device and (device == hardware or device in DEVICE_KINDS):
+        for tail in (f", on {device}", f"on {device}"):
+            if text.endswith(tail):
+                return text[:-len(tail)]
+    return text
 
 
 #: The two runs a post shows, in the order it shows them: ``(role, label, where in the record)``.
@@ -208,10 +229,12 @@ ROLES = (("cpu", "CPU run", ""), ("gpu", "GPU run", records.GPU_RUN))
 def run_view(run: dict[str, Any] | None, role: str, changelog: list[dict[str, Any]], at: str = "",
              site: Path | None = None) -> dict[str, Any]:
     """What the pages show of one of a post's runs (``role`` "cpu" or "gpu", :data:`ROLES`): its
-    hardware, date, commit and verdicts, headline first, or that it is owed (``owed``: no such run,
-    or one measured under a withdrawn method, ``superseded``). ``at`` names where the verdict box
-    reads the run in the results record ("" its top level, else :data:`.records.GPU_RUN`); ``site``,
-    where the log of its re-runs is read (:mod:`.reruns`; None: nowhere)."""
+    hardware, date, commit and verdicts, headline first (its question, answer, interval, device and
+    ``unsettled`` copied to the run's own fields, its ``scale`` as :func:`card_scale` says), or
+    that it is owed (``owed``: no such run, or one measured under a withdrawn method,
+    ``superseded``). ``at`` names where the verdict box reads the run in the results record (""
+    its top level, else :data:`.records.GPU_RUN`); ``site``, where the log of its re-runs is read
+    (:mod:`.reruns`; None: nowhere)."""
     label = next(lab for r, lab, _ in ROLES if r == role)
     record = run or {}
     slug = str(record.get("slug") or "")
@@ -236,6 +259,8 @@ def run_view(run: dict[str, Any] | None, role: str, changelog: list[dict[str, An
         "question": headline["question"] if headline else "",
         "answer": headline["answer"] if headline else "",
         "interval": headline["interval"] if headline else "", "device": headline["device"] if headline else hardware,
+        "scale": card_scale(verdicts[0].get("scale"), hardware) if headline else "",
+        "unsettled": bool(headline and headline["unsettled"]),
         "suspects": notes, "verdicts": views, "order": [w["index"] for w in views],
         "home": views[:HOME_VERDICTS], "more": max(0, len(views) - HOME_VERDICTS),
     }
@@ -277,6 +302,7 @@ def post_view(record: dict[str, Any], changelog: list[dict[str, Any]], freshness
         "question": lead["question"],
         "answer": lead["answer"] or ("no verdict in its results yet" if shown else "re-run owed: no figure shown"),
         "interval": lead["interval"], "device": lead["device"],
+        "scale": lead["scale"], "unsettled": lead["unsettled"],
         "since": since, "since_kinds": [k for k in held if any(k in e["kinds"] for e in since)],  # those it shows
         "suspects": [n for r in shown for n in r["suspects"]],
         "verdicts": views, "home": home, "more": max(0, len(views) - len(home)), "kinds": held, "runs": runs,

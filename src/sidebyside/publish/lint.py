@@ -15,15 +15,27 @@ file's) and returns one message per fault, each naming its line:
 
 :func:`check` raises :class:`PublishError` with every message; the publisher calls it on each
 post it renders, so a post with any of them is refused (fix the notebook's text or outputs).
+
+:func:`check_reading`, also called on each rendered post, measures what a reader reads
+(:mod:`sidebyside.publish.wordcount`): prose before the appendix over 1,500 words, or a conclusion
+over 400, is a warning; a sentence said three times or more on the page is a warning too, and
+refuses the post only where the environment sets ``SIDEBYSIDE_STRICT_WORDS=1`` (so that the next
+republication can turn it on once today's posts are shortened).
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
+from typing import Any
 
-from sidebyside.publish.common import PublishError
+from sidebyside.publish.common import PublishError, warn
 
-__all__ = ["LOG_LINES", "problems", "check"]
+__all__ = ["LOG_LINES", "STRICT_WORDS", "problems", "check", "check_reading"]
+
+#: The environment variable that turns a sentence said three times or more into a refusal.
+STRICT_WORDS = "SIDEBYSIDE_STRICT_WORDS"
 
 #: What a library's log or warning line looks like, with the name the message gives it.
 LOG_LINES = (
@@ -93,3 +105,23 @@ def check(post: str, where: str) -> None:
         raise PublishError(f"{where}: the post's generated text is refused ({len(found)} "
                            f"problem{'s' if len(found) != 1 else ''}); fix the notebook's text or outputs:\n  "
                            + "\n  ".join(found))
+
+
+def check_reading(post: str, where: str, record: Mapping[str, Any] | None = None) -> None:
+    """Warn naming ``where`` for each limit ``post`` is over (:func:`.wordcount.over`) and each
+    sentence it repeats (``record``: its results, whose verdict box texts count too); with
+    :data:`STRICT_WORDS` set to 1, raise :class:`PublishError` for repeated sentences instead."""
+    from sidebyside.publish import wordcount
+
+    reading = wordcount.measure(post, record)
+    for line in wordcount.over(reading):
+        warn(f"{where}: {line} (shorten the notebook's text)")
+    if not reading.repeated:
+        return
+    said = [f"{n}×: {sentence}" for sentence, n in reading.repeated.items()]
+    message = (f"{where}: {len(said)} sentence{'s' if len(said) != 1 else ''} said "
+               f"{wordcount.REPEAT_LIMIT} times or more on the page (numbers aside); say a caveat "
+               "once, where it applies:\n  " + "\n  ".join(said))
+    if os.environ.get(STRICT_WORDS) == "1":
+        raise PublishError(message)
+    warn(message)

@@ -350,6 +350,7 @@ def render(executed_nb, record: dict[str, Any], info: NotebookInfo, site_config:
     from sidebyside.publish import lint
 
     lint.check(post, str(info.path))
+    lint.check_reading(post, str(info.path), record)  # warns; strict: refuses repeats
     from sidebyside.publish import state
 
     images[state.MANIFEST] = state.manifest(info.slug, f"{info.date}-{info.slug}.md", images, record)
