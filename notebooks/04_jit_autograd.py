@@ -122,7 +122,7 @@ import torch._dynamo.config
 from IPython.display import Markdown
 
 from sidebyside.lab import functions, peaks, progress, tables, timing, viz, words
-from sidebyside.posts.jit_autograd import kernels, report, sweeps
+from sidebyside.posts.jit_autograd import control, kernels, report, sweeps
 from sidebyside.run import checkpoints, provenance
 
 # Static shapes compile once per length and device: allow more than the default 8 specialisations.
@@ -240,28 +240,23 @@ NEEDS = {"torch/compile-cudagraphs": "a CUDA GPU", "torch/compile": "a working I
          "torch/compile-dynamic": "a working Inductor back end"}
 
 
-def candidates(device, n):
-    """Each framework's ladder at one (device, size), each on its own copy of the same data."""
-    x_np = rng.uniform(0, 4 * np.pi, n).astype(np.float32)
-    x_jax = jax.device_put(x_np, jax_devices[device])
-    x_torch = torch.from_numpy(x_np).to(torch_devices[device])
+F_RUNGS = {"torch/eager": f_torch, "torch/compile": torch_static,
+           "torch/compile-dynamic": torch_dynamic, "torch/compile-cudagraphs": torch_cudagraphs,
+           "jax/eager": f_jax, "jax/jit": f_jit, "numpy/numpy": f_numpy}
+
+
+def candidates(device, n, rungs=F_RUNGS, x_np=None):
+    """Each framework's ladder at one (device, size), each on its own copy of the same data: the
+    paired cells' functions (`rungs`) as they are, each input bound by functools.partial
+    (control.bind); NumPy on the CPU only."""
+    x_np = rng.uniform(0, 4 * np.pi, n).astype(np.float32) if x_np is None else x_np
+    chosen = {m: fn for m, fn in rungs.items() if device == "cpu" or not m.startswith("numpy/")}
+    if device != "gpu":
+        chosen["torch/compile-cudagraphs"] = timing.NotApplicable.cuda_graphs(device)
     # reduce-overhead's graph reads a static buffer: an input marked static is read in place, where any
     # other input is copied into that buffer on every call, a cost the other rungs do not pay
-    x_static = x_torch.clone()
-    torch._dynamo.mark_static_address(x_static)
-    # each rung is the paired cells' function itself, its input bound by functools.partial
-    fns = {
-        "torch/eager": partial(f_torch, x_torch),
-        "torch/compile": partial(torch_static, x_torch),
-        "torch/compile-dynamic": partial(torch_dynamic, x_torch),
-        "torch/compile-cudagraphs": partial(torch_cudagraphs, x_static) if device == "gpu" else
-        timing.NotApplicable.cuda_graphs(device),
-        "jax/eager": partial(f_jax, x_jax),
-        "jax/jit": partial(f_jit, x_jax),
-    }
-    if device == "cpu":
-        fns["numpy/numpy"] = partial(f_numpy, x_np)
-    return fns
+    return control.bind(chosen, x_np, jax_device=jax_devices[device],
+                        torch_device=torch_devices[device], static=["torch/compile-cudagraphs"])
 
 
 jit_entries, jit_timings = {}, {}  # (device, size) -> {method: ladder entry} / {method: Timing}
@@ -577,28 +572,24 @@ GRAD_LABEL = {"jax/eager": "JAX vmap(grad)", "jax/jit": "JAX jit(vmap(grad))",
               "torch/loop": "PyTorch loop of backward() (the original's)"}
 
 
-def grad_candidates(n):
+GRAD_RUNGS = {"torch/autograd": grad_sum_torch, "torch/func": vmap_grad_torch,
+              "torch/func+compile": vmap_grad_torch_compiled, "jax/eager": vmap_grad_jax,
+              "jax/jit": vmap_grad_jax_jit, "jax/jit-grad-sum": grad_sum_jax_jit,
+              "torch/loop": grad_loop_torch}
+
+
+def grad_candidates(n, rungs=GRAD_RUNGS):
     x_np = rng.uniform(0, 4 * np.pi, n).astype(np.float32)
-    x_jax = jax.device_put(x_np, jax_devices[main_device])
-    x_torch = torch.from_numpy(x_np).to(torch_devices[main_device])
-    fns = {
-        "torch/autograd": partial(grad_sum_torch, x_torch),
-        "torch/func": partial(vmap_grad_torch, x_torch),
-        "torch/func+compile": partial(vmap_grad_torch_compiled, x_torch),
-        "jax/eager": partial(vmap_grad_jax, x_jax),
-        "jax/jit": partial(vmap_grad_jax_jit, x_jax),
-        "jax/jit-grad-sum": partial(grad_sum_jax_jit, x_jax),
-    }
-    if n <= torch_loop_max_size:
-        fns["torch/loop"] = partial(grad_loop_torch, x_torch)
-    return x_np, fns
+    chosen = {m: fn for m, fn in rungs.items() if m != "torch/loop" or n <= torch_loop_max_size}
+    return x_np, control.bind(chosen, x_np, jax_device=jax_devices[main_device],
+                              torch_device=torch_devices[main_device])
 
 
-def gradients_at(n):
+def gradients_at(n, rungs=GRAD_RUNGS, exact=functions.df):
     """One part: the ladder at length n, timed first, so that each first call (compilation
     included) is the ladder's; then the values: every method must give the same gradient."""
-    x_np, fns = grad_candidates(n)
-    return sweeps.checked(fns, functions.df(x_np.astype(np.float64)), repeats=repeats,
+    x_np, fns = grad_candidates(n, rungs)
+    return sweeps.checked(fns, exact(x_np.astype(np.float64)), repeats=repeats,
                           min_repeat_s=min_repeat_s)
 
 
@@ -706,6 +697,220 @@ hvp_table.insert(0, "max |error|", [hvp_error.get(m) for m in hvp_entries])
 hvp_table
 
 # %% [markdown]
+# ### A control: the same races without sin and cos
+#
+# $f$ spends most of its arithmetic in `sin` and `cos`, and each compiler brings its own code for
+# them. The control $g$ is $f$ with `sin` and `cos` replaced by their Taylor polynomials (degree 7
+# and 6, by Horner's rule): the same shape, one float32 read and one written per element, fused into
+# one loop by either compiler, with multiplies and adds only. Its values are not $f$'s; it is there
+# to be timed. It runs on the same ladders, in the same harness, at the headline's sizes only: the
+# largest size of the jit sweep and of the gradient sweep. Its verdicts are labelled "control: no
+# sin/cos".
+
+
+# %% tags=["pair:control:torch"]
+def sin_poly(x):  # x - x³/6 + x⁵/120 - x⁷/5040, multiplies and adds only
+    x2 = x * x
+    return x * (1 - x2 * (1 / 6 - x2 * (1 / 120 - x2 * (1 / 5040))))
+
+
+def cos_poly(y):  # 1 - y²/2 + y⁴/24 - y⁶/720
+    y2 = y * y
+    return 1 - y2 * (1 / 2 - y2 * (1 / 24 - y2 * (1 / 720)))
+
+
+def g_torch(x):  # f without sin and cos
+    return 0.2 * x + sin_poly(x) + cos_poly(2 * x)
+
+
+def g_static(x):
+    return g_torch(x)
+
+
+def g_dynamic(x):
+    return g_torch(x)
+
+
+def g_cudagraphs(x):
+    return g_torch(x)
+
+
+g_torch_static = torch.compile(g_static, dynamic=False)
+g_torch_dynamic = torch.compile(g_dynamic, dynamic=True)
+g_torch_cudagraphs = torch.compile(g_cudagraphs, mode="reduce-overhead", dynamic=False)
+
+
+def vmap_grad_g_torch(x):
+    return torch.func.vmap(torch.func.grad(g_torch))(x)
+
+
+vmap_grad_g_torch_compiled = torch.compile(vmap_grad_g_torch, dynamic=False)
+
+
+def grad_sum_g_torch(x):
+    x = x.detach().requires_grad_()
+    (grad,) = torch.autograd.grad(g_torch(x).sum(), x)
+    return grad
+
+
+# %% tags=["pair:control:jax"]
+def sin_poly_jax(x):  # x - x³/6 + x⁵/120 - x⁷/5040, multiplies and adds only
+    x2 = x * x
+    return x * (1 - x2 * (1 / 6 - x2 * (1 / 120 - x2 * (1 / 5040))))
+
+
+def cos_poly_jax(y):  # 1 - y²/2 + y⁴/24 - y⁶/720
+    y2 = y * y
+    return 1 - y2 * (1 / 2 - y2 * (1 / 24 - y2 * (1 / 720)))
+
+
+def g_jax(x):  # f without sin and cos
+    return 0.2 * x + sin_poly_jax(x) + cos_poly_jax(2 * x)
+
+
+g_numpy = g_jax  # multiplies and adds only: the same function runs on NumPy arrays
+g_jit = jax.jit(g_jax)
+
+
+def vmap_grad_g_jax(x):
+    return jax.vmap(jax.grad(g_jax))(x)
+
+
+vmap_grad_g_jax_jit = jax.jit(vmap_grad_g_jax)
+
+
+def sum_g_jax(x):
+    return g_jax(x).sum()
+
+
+grad_sum_g_jax_jit = jax.jit(jax.grad(sum_g_jax))
+
+# %% tags=["appendix-input", "appendix"]
+# The transcendental primitives in each function's jaxpr (control.transcendentals): f's and its
+# gradient's, and none in g's
+x_small = jnp.linspace(0, 4 * np.pi, 8, dtype=jnp.float32)
+in_jaxpr = {
+    name: sorted(control.transcendentals(fn, x_small))
+    for name, fn in {
+        "f": f_jax,
+        "jax.vmap(jax.grad(f))": vmap_grad_jax,
+        "g": g_jax,
+        "jax.vmap(jax.grad(g))": vmap_grad_g_jax,
+    }.items()
+}
+assert not in_jaxpr["g"] and not in_jaxpr["jax.vmap(jax.grad(g))"] and in_jaxpr["f"], in_jaxpr
+pd.Series(
+    {k: ", ".join(v) or "none" for k, v in in_jaxpr.items()}, name="transcendental primitives"
+).to_frame()
+
+# %% tags=["appendix-input", "appendix"]
+G_RUNGS = {
+    "torch/eager": g_torch,
+    "torch/compile": g_torch_static,
+    "torch/compile-dynamic": g_torch_dynamic,
+    "torch/compile-cudagraphs": g_torch_cudagraphs,
+    "jax/eager": g_jax,
+    "jax/jit": g_jit,
+    "numpy/numpy": g_numpy,
+}
+G_GRAD_RUNGS = {
+    "torch/autograd": grad_sum_g_torch,
+    "torch/func": vmap_grad_g_torch,
+    "torch/func+compile": vmap_grad_g_torch_compiled,
+    "jax/eager": vmap_grad_g_jax,
+    "jax/jit": vmap_grad_g_jax_jit,
+    "jax/jit-grad-sum": grad_sum_g_jax_jit,
+}
+
+
+def control_jit_at(device, n):
+    """One part: the control's ladder at (device, n), timed, then each value against g (float64)."""
+    x_np = rng.uniform(0, 4 * np.pi, n).astype(np.float32)
+    return sweeps.checked(
+        candidates(device, n, G_RUNGS, x_np),
+        control.exact(x_np),
+        repeats=repeats,
+        min_repeat_s=min_repeat_s,
+    )
+
+
+n_control, n_control_grad = (
+    sizes[-1],
+    grad_sizes[-1],
+)  # the headline's sizes: the control adds no other
+control_jit = sweeps.drawn(
+    parts,
+    rng,
+    sweeps.part_name("control-jit", main_device, n_control),
+    control_jit_at,
+    main_device,
+    n_control,
+    decode=sweeps.Ladder.saved,
+)
+control_grad = sweeps.drawn(
+    parts,
+    rng,
+    sweeps.part_name("control-grad", main_device, n_control_grad),
+    gradients_at,
+    n_control_grad,
+    G_GRAD_RUNGS,
+    control.exact_grad,
+    decode=sweeps.Ladder.saved,
+)
+# float32 rounding relative to g's largest value on [0, 4π]: its errors are relative
+scale_g = {
+    "jit": float(np.max(np.abs(control.exact([0.0, 4 * np.pi])))),
+    "gradient": float(np.max(np.abs(control.exact_grad([0.0, 4 * np.pi])))),
+}
+control_errors = {
+    (race, m): e / scale_g[race]
+    for race, ladder in (("jit", control_jit), ("gradient", control_grad))
+    for m, e in ladder.errors.items()
+}
+assert max(control_errors.values()) < 1e-5, control_errors
+control_table = pd.concat(
+    {
+        f"g at {n_control:,}": tables.ladder_table(control_jit.entries, labels=LABEL, unit="ms"),
+        f"g' at {n_control_grad:,}": tables.ladder_table(
+            control_grad.entries, labels=GRAD_LABEL, unit="ms"
+        ),
+    }
+)
+control_table
+
+# %% tags=["appendix-input", "appendix"]
+# XLA's CPU options for math, tried on jax.jit's f: each in a child process of its own
+# (control.flag_trials), the first with XLA's defaults; and the xla_cpu_ names the installed
+# jaxlib holds (control.cpu_options)
+XLA_OPTIONS = [
+    "",
+    "--xla_cpu_enable_fast_math=true --xla_cpu_fast_math_honor_functions=false",
+    "--xla_cpu_enable_platform_dependent_math=true",
+    "--xla_cpu_prefer_vector_width=512",
+]
+
+
+def xla_options_tried(n):
+    """One part: f under jax.jit at length n with each of XLA_OPTIONS, and jaxlib's option names."""
+    x_np = rng.uniform(0, 4 * np.pi, n).astype(np.float32)
+    return {
+        "rows": control.flag_trials(
+            f_jax, x_np, XLA_OPTIONS, repeats=repeats, min_repeat_s=min_repeat_s
+        ),
+        "options": control.cpu_options(),
+    }
+
+
+xla_options = (
+    sweeps.drawn(
+        parts, rng, sweeps.part_name("xla-options", n_control), xla_options_tried, n_control
+    )
+    if main_device == "cpu"
+    else {"rows": [], "options": None}
+)
+pd.DataFrame(xla_options["rows"])
+
+# %% [markdown]
 # ## 3. Results
 
 # %% tags=["appendix-input"]
@@ -736,7 +941,11 @@ metrics = report.summarise(
     floors={(d, n): floor_s(d, n) for d, n in jit_entries}, compile_s=compile_s, fits=fits,
     grad_entries=grad_entries, grad_errors=grad_errors, hvp_entries=hvp_entries, hvp_size=hvp_size,
     pitfall=pitfall, main_device=main_device, back_to_back=back_to_back, kernel=kernel_times,
-    cores=cores_busy)
+    cores=cores_busy, control={
+        "jit": {"device": main_device, "size": n_control, "ladder": control_jit.entries},
+        "autograd": {"device": main_device, "size": n_control_grad, "ladder": control_grad.entries},
+        "xla_flags": xla_options["rows"], "xla_options": xla_options["options"],
+        "jaxlib": (xla_options["options"] or {}).get("jaxlib", "")})
 if parts.log:  # a run in parts: which run measured which part
     metrics["parts"] = parts.log
 Markdown("\n\n".join(filter(None, [report.conclusion(metrics),

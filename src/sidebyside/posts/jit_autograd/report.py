@@ -16,6 +16,10 @@ synchronised call is launch and synchronisation (the call's time minus the time 
 kernels and copies take); :func:`kernel_table` shows the three side by side. Each verdict
 states its scale (input size, float32, device).
 
+The control (``control``: :mod:`sidebyside.posts.jit_autograd.control`'s g, f without sin and
+cos, on the same ladders at the headline's sizes) has its own verdicts, labelled
+:data:`CONTROL_LABEL`, and :func:`control_claim` says how much of the headline's factor it removes.
+
 Rungs outside the best-against-best verdicts: NumPy (one library, no framework
 ladder) and the original's per-element ``backward()`` loop (slow by construction).
 """
@@ -30,10 +34,12 @@ from typing import Any
 from sidebyside.lab import framing, functions, ladders, verdict, words
 from sidebyside.lab.conditions import conditions_sentence  # setup_sentence's argument is named conditions
 from sidebyside.lab.ladders import best  # dispatch_claim's argument is named ladders
+from sidebyside.posts.jit_autograd.control import flags_sentence  # ``control`` names the record's
 
 __all__ = ["OUTSIDE_LADDER", "ladder_only", "setup_sentence", "summarise", "verdicts", "jit_claim", "compile_claim",
            "dispatch_claim", "gradient_claim", "hvp_claim", "pitfall_claim", "kernel_claim", "kernel_table",
-           "KERNEL_ON_GPU_ONLY", "conclusion"]
+           "KERNEL_ON_GPU_ONLY", "conclusion", "CONTROL_LABEL", "control_verdicts",
+           "control_sentence", "control_claim"]
 
 #: The one line a record without kernel times (a run without a GPU) gives about them.
 KERNEL_ON_GPU_ONLY = ("The profiler's kernel time, which separates a call's GPU work from its launch and "
@@ -59,7 +65,7 @@ def setup_sentence(conditions: Mapping[str, Any], startup: Mapping[str, float], 
 
 def summarise(*, conditions, startup, bandwidth, jit_entries, floors, compile_s, fits, grad_entries, grad_errors,
               hvp_entries, hvp_size, pitfall, main_device, back_to_back=None, kernel=None,
-              cores=None) -> dict[str, Any]:
+              cores=None, control=None) -> dict[str, Any]:
     """The results record of the post.
 
     ``jit_entries``: ``{(device, n): {"<framework>/<tool>": ladder entry}}``;
@@ -70,7 +76,11 @@ def summarise(*, conditions, startup, bandwidth, jit_entries, floors, compile_s,
     like ``jit_entries``, each row one of :func:`sidebyside.posts.jit_autograd.kernels.measure` (a GPU's
     kernel time per call), stored under ``jit_kernel`` for the devices it covers; ``cores``:
     ``{(device, n): {"<framework>/<tool>": cores busy}}`` (:func:`sidebyside.lab.timing.cores_busy`),
-    stored under ``cores_busy``. The verdicts are computed from the record itself
+    stored under ``cores_busy``; ``control``: ``{"jit": race, "autograd": race, "xla_flags":
+    rows}``,
+    each race ``{"device", "size", "ladder"}`` (the control's ladder at the headline's size), rows
+    as :func:`sidebyside.posts.jit_autograd.control.flag_trials` returns them, stored under
+    ``control`` with each race's ``best``. The verdicts are computed from the record itself
     (:func:`verdicts`) and stored in it.
     """
     devices = list(dict.fromkeys(d for d, _ in jit_entries))
@@ -94,6 +104,10 @@ def summarise(*, conditions, startup, bandwidth, jit_entries, floors, compile_s,
         "cores_busy": {d: {str(n): dict(by_tool) for (dd, n), by_tool in (cores or {}).items() if dd == d}
                        for d in devices if any(dd == d for dd, _ in (cores or {}))},
     }
+    if control:
+        metrics["control"] = {
+            key: (dict(race, best=ladders.best(ladder_only(race["ladder"])))
+                  if key in ("jit", "autograd") else race) for key, race in control.items()}
     metrics["verdicts"] = [v.to_dict() for v in verdicts(metrics)]
     return metrics
 
@@ -195,7 +209,150 @@ def verdicts(metrics: Mapping[str, Any]) -> list[verdict.Verdict]:
         throughput = _throughput_verdict(metrics, device)
         if throughput is not None:
             out.append(throughput)
-    return out + [_grad_verdict(metrics), _hvp_verdict(metrics)]
+    control = list(control_verdicts(metrics).values())
+    return out + [_grad_verdict(metrics), _hvp_verdict(metrics)] + control
+
+
+# ----------------------------------------------------------------------------- the control
+
+#: The label that opens every control verdict's question.
+CONTROL_LABEL = "control: no sin/cos"
+_CONTROL_WHAT = {
+    "jit": "evaluates g (f with sin and cos replaced by polynomials) on {n:,} floats",
+    "autograd": "computes the gradient of g (f with sin and cos replaced by polynomials) over "
+    "{n:,} elements",
+}
+
+
+def control_verdicts(metrics: Mapping[str, Any]) -> dict[str, verdict.Verdict]:
+    """The control's verdicts, ``{"jit": ..., "autograd": ...}`` for the races the record has:
+    best against best on the control's ladder, each question opening with :data:`CONTROL_LABEL`
+    and each race named ``control-no-sin-cos/<race>/<device>``; {} without a control."""
+    out = {}
+    for key, what in _CONTROL_WHAT.items():
+        race = (metrics.get("control") or {}).get(key)
+        if not race:
+            continue
+        n, device = int(race["size"]), race["device"]
+        out[key] = ladders.ladder(
+            ladder_only(race["ladder"]),
+            scale=_scale(n, device),
+            race=f"control-no-sin-cos/{key}/{device}",
+            question=f"{CONTROL_LABEL[0].upper()}{CONTROL_LABEL[1:]}. Which framework "
+            f"{what.format(n=n)} "
+            f"faster on the {device.upper()}, each at its best?",
+        )
+    return out
+
+
+def _advantage(v: verdict.Verdict) -> float | None:
+    """PyTorch's speed-up over JAX in a verdict (JAX's time over PyTorch's); None without one."""
+    return None if v.ratio is None else 1 / v.ratio
+
+
+def _factor_text(v: verdict.Verdict) -> str:
+    """``PyTorch's best 8.6× faster (7.79–9.49×)``: the winner, the factor and its interval."""
+    if v.ratio is None:
+        return f"no comparison ({v.label})"
+    torch_wins = v.ratio < 1
+    who = f"{words.FRAMEWORKS['torch' if torch_wins else 'jax']}'s best"
+    if v.interval is None:
+        return f"{who} {words.fmt_ratio(v.factor)} faster (no interval: {v.label})"
+    lo, hi = (1 / v.interval[1], 1 / v.interval[0]) if torch_wins else v.interval
+    tied = "" if v.winner else f", {v.label}"
+    span = f"{words.fmt_number(lo)}–{words.fmt_ratio(hi)}"
+    return f"{who} {words.fmt_ratio(v.factor)} faster ({span}{tied})"
+
+
+def control_sentence(head: verdict.Verdict, control: verdict.Verdict, what: str = "f") -> str:
+    """One sentence: the control's factor beside the headline's (each with its interval, from the
+    two verdicts), the share of the headline's factor the control removes (on a log scale: the
+    headline's factor is the control's times the rest) and the rest, which goes with sin and cos."""
+    h, c = _advantage(head), _advantage(control)
+    start = (
+        f"Without sin and cos the same race gives {_factor_text(control)} where {what} gives "
+        f"{_factor_text(head)}"
+    )
+    if h is None or c is None or h <= 1 or head.winner is None:  # no gap in the headline to explain
+        return start + "."
+    kept = math.log(c) / math.log(h)
+    if kept >= 1:
+        return (
+            start
+            + ": the control removes none of the headline's factor, so sin and cos do not "
+            "explain it."
+        )
+    if kept <= 0:
+        return (
+            start + ": the control removes all of the headline's factor, so sin and cos alone make "
+            "PyTorch's best the faster one."
+        )
+    return (
+        start
+        + f": the control removes {words.fmt_number(100 * (1 - kept))}% of the headline's factor "
+        f"on a log scale, and the rest, a factor of {words.fmt_ratio(h / c)}, goes with sin and "
+        "cos "
+        "(what each "
+        "compiler's code for them costs beyond the polynomials that stand in for them)."
+    )
+
+
+def _per_element(race: Mapping[str, Any], name: str) -> str:
+    seconds = _median(race["ladder"], name) and verdict.typical_s(race["ladder"][name])
+    return words.fmt_seconds(seconds / int(race["size"])) if seconds else "n/a"
+
+
+def control_claim(metrics: Mapping[str, Any]) -> str:
+    """The control's paragraph: the answer's sentence for the element-wise race and for the
+    gradient (:func:`control_sentence`), the time per element of each best rung for f and g,
+    the control's verdicts, and what XLA's CPU options changed
+    (:func:`sidebyside.posts.jit_autograd.control.flags_sentence`); "" without a control."""
+    control = metrics.get("control") or {}
+    found = control_verdicts(metrics)
+    if not found:
+        return ""
+    heads = {
+        "jit": _jit_verdicts(metrics, control["jit"]["device"])[0] if "jit" in found else None,
+        "autograd": _grad_verdict(metrics) if "autograd" in found else None,
+    }
+    answer = [
+        control_sentence(heads[k], found[k], what)
+        for k, what in (("jit", "f"), ("autograd", "f's gradient"))
+        if k in found
+    ]
+    per_element = ""
+    if "jit" in found:
+        race = control["jit"]
+        head = metrics["jit"][race["device"]][str(race["size"])]["ladder"]
+        per_element = (
+            " Per element: `jax.jit` takes "
+            + _per_element({**race, "ladder": head}, "jax/jit")
+            + " for f and "
+            + _per_element(race, "jax/jit")
+            + " for g; static `torch.compile` takes "
+            + _per_element({**race, "ladder": head}, "torch/compile")
+            + " for f and "
+            + _per_element(race, "torch/compile")
+            + " for g."
+        )
+    races = {"jit": "element-wise", "autograd": "gradient"}
+    boxes = " ".join(
+        f"{CONTROL_LABEL.capitalize()}, {races[k]} ({int(control[k]['size']):,} elements): "
+        f"{v.sentence}"
+        for k, v in found.items()
+    )
+    flags = flags_sentence(
+        control.get("xla_flags") or [], control.get("jaxlib", ""), control.get("xla_options")
+    )
+    return "\n\n".join(
+        p
+        for p in (
+            f"**{CONTROL_LABEL.capitalize()}.** " + " ".join(answer) + per_element,
+            boxes,
+            flags,
+        )
+        if p
+    )
 
 
 # ----------------------------------------------------------------------------- claims
@@ -401,5 +558,6 @@ def conclusion(metrics: Mapping[str, Any]) -> str:
         parts += [jit_claim(metrics, device), kernel_claim(metrics, device), compile_claim(metrics, device)]
     if not any(metrics.get("jit_kernel", {}).values()):
         parts.append(KERNEL_ON_GPU_ONLY)
-    parts += [gradient_claim(metrics), hvp_claim(metrics), pitfall_claim(metrics)]
+    parts += [gradient_claim(metrics), hvp_claim(metrics), control_claim(metrics),
+              pitfall_claim(metrics)]
     return "\n\n".join(p for p in parts if p)
