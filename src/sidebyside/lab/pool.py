@@ -16,8 +16,9 @@ environment, and answers jobs: the contestants pickled with cloudpickle (the
 models and functions they hold, even those defined in a notebook; or a
 builder that returns it), which it then times with the measuring function the
 job sends (:func:`sidebyside.lab.timing.measure_here`), starting with the contestant its
-index names, and sends the timings back. Its output goes to this process's
-standard error, never into the notebook.
+index names, and sends the timings back, keeping nothing of the job after it
+(:func:`_release`: no model, no compiled program). Its output goes to this
+process's standard error, never into the notebook.
 
 :func:`processes` says how many processes a profile pools; :func:`aa`
 replaces every contestant by the first one in an A/A run (``make aa``).
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import gc
 import os
 import pickle
 import subprocess
@@ -254,8 +256,48 @@ def _give_back_memory() -> None:
         pass
 
 
+def _forget_compiled() -> None:
+    """Drop the programs the frameworks compiled for a job, as a fresh process has none: JAX's
+    in-memory caches (``jax.clear_caches``: every jitted function's executables, module-level
+    ones included) and Dynamo's (``torch._dynamo.reset``: the graphs it keeps on shared code
+    objects, such as a library module's ``forward``). Each only where the job imported it; the
+    on-disk compilation cache of the run stays, so the next job compiles as a later process of
+    the run does. A worker thus holds no model or compiled program between jobs."""
+    if "jax" in sys.modules:
+        sys.modules["jax"].clear_caches()
+    dynamo = sys.modules.get("torch._dynamo")
+    if dynamo is not None:
+        dynamo.reset()
+
+
+def _answer(job: dict[str, Any]) -> dict[str, Any]:
+    """Build and time one job's contestants; the answer to send back. Everything the job built is
+    referenced from this call's frame only, so it is unreachable once the call returns."""
+    import cloudpickle
+
+    answer: dict[str, Any] = {"timings": {}, "errors": {}, "fatal": None}
+    try:
+        sent = cloudpickle.loads(job.pop("builder"))
+        built = sent if isinstance(sent, Mapping) else sent()
+        fns = aa({n: f for n, f in built.items()
+                  if callable(f) and not isinstance(f, BaseException)}, job["aa"])
+        answer["timings"], answer["errors"] = job["measure"](fns, **job["options"])
+    except Exception:
+        answer["fatal"] = traceback.format_exc(limit=8)
+    return answer
+
+
+def _release() -> None:
+    """After a job: forget what the frameworks compiled for it, collect what it built (cycles
+    included) and give the freed heap back."""
+    _forget_compiled()
+    gc.collect()
+    _give_back_memory()
+
+
 def _serve() -> None:
-    """A worker's loop: answer jobs on stdin until it closes."""
+    """A worker's loop: answer jobs on stdin until it closes, holding nothing of a job after it
+    (:func:`_answer`, :func:`_release`)."""
     protocol_in, protocol_out = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # what the contestants print goes to the log, never into the protocol
     sys.stdout = sys.stderr
@@ -264,28 +306,17 @@ def _serve() -> None:
     given = ast.literal_eval(os.environ.get("SIDEBYSIDE_POOL_CONDITIONS", "None"))
     if given is not None:
         conditions.same_conditions(**given)
-    import gc
-
-    import cloudpickle
-
     while True:
         try:
             job = pickle.load(protocol_in)
         except EOFError:
             return
-        answer: dict[str, Any] = {"timings": {}, "errors": {}, "fatal": None}
-        try:
-            sent = cloudpickle.loads(job.pop("builder"))
-            built = sent if isinstance(sent, Mapping) else sent()
-            fns = aa({n: f for n, f in built.items() if callable(f) and not isinstance(f, BaseException)}, job["aa"])
-            answer["timings"], answer["errors"] = job["measure"](fns, **job["options"])
-        except Exception:
-            answer["fatal"] = traceback.format_exc(limit=8)
-        sent = built = fns = None
-        gc.collect()
-        _give_back_memory()
+        answer = _answer(job)
+        job = None
+        _release()  # before answering: the caller may read the worker's memory once answered
         pickle.dump(answer, protocol_out)
         protocol_out.flush()
+        answer = None  # the timings sent, gone too
 
 
 if __name__ == "__main__":
