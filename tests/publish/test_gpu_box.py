@@ -457,7 +457,7 @@ def test_a_run_in_parts_keeps_its_checkpoint_file_in_the_repository(tmp_path):
     """The kernel works in build/scratch/<slug>/, emptied before every run; a checkpoint_file named relative to
     the repository (as the post's settings name it) is written there all the same, where a device call packs
     it and the next run reads it back."""
-    params = {"params/parts-fixture.yaml": "".join(f"{profile}: {{checkpoint_file: checkpoints/parts.json}}\n"
+    params = {"params/parts-fixture.yaml": "".join(f"{profile}: {{checkpoint_file: checkpoints/parts-fixture.json}}\n"
                                                    for profile in publish.PROFILES)}
     root = _library_checkout(tmp_path / "repo", {"notebooks/00_parts.py": PARTS_NOTEBOOK, **params})
     site = make_site(tmp_path / "site")
@@ -466,16 +466,16 @@ def test_a_run_in_parts_keeps_its_checkpoint_file_in_the_repository(tmp_path):
     with _kernels_import(root):
         assert publish.run(**kw) == 0
         assert publish.run(**kw) == 0
-    assert json.loads((root / "checkpoints" / "parts.json").read_text()) == {"runs": 2}
+    assert json.loads((root / "checkpoints" / "parts-fixture.json").read_text()) == {"runs": 2}
     record = json.loads((site / "_data" / "results" / "parts-fixture.json").read_text())
     assert record["metrics"]["runs"] == 2
 
 
-def test_a_checkpoint_file_without_a_folder_is_refused_before_the_run(tmp_path):
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    with pytest.raises(PublishError, match=r"checkpoints/parts\.json"):
-        running._link_checkpoint_folder({"checkpoint_file": "parts.json"}, scratch, tmp_path)
-    assert not any(scratch.iterdir()) and not (tmp_path / "parts.json").exists()
-    running._link_checkpoint_folder({"checkpoint_file": "checkpoints/parts.json"}, scratch, tmp_path)
-    assert (scratch / "checkpoints").resolve() == (tmp_path / "checkpoints").resolve()
+def test_a_checkpoint_file_other_than_the_slug_s_is_refused_before_the_run(tmp_path):
+    """The name is derived from the slug (tests/publish/test_nothing_runs_later.py has the rest)."""
+    for name in ("parts.json", "checkpoints/parts.json"):
+        with pytest.raises(PublishError, match=r"checkpoints/parts-fixture\.json"):
+            running.checkpoint_name({"checkpoint_file": name}, "parts-fixture")
+    assert running.checkpoint_name({"checkpoint_file": ""}, "parts-fixture") is None
+    ours = running.checkpoint_name({"checkpoint_file": "checkpoints/parts-fixture.json"}, "parts-fixture")
+    assert ours == "checkpoints/parts-fixture.json"

@@ -425,7 +425,8 @@ def test_failing_notebook_keeps_published_files(tmp_path, fixture_site):
 
 @pytest.mark.slow  # executes the fixture notebook through papermill
 def test_cli_failure_exit_code(tmp_path):
-    """Also: a run given no compilation cache gets one of its own, removed when it ends, even a failed one."""
+    """Also: a run given no compilation cache gets one of its own, in the build's scratch space, removed when
+    it ends, even a failed one."""
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
     (notebooks / FIXTURE_NB.name).write_text(FIXTURE_NB.read_text().replace(
@@ -442,7 +443,8 @@ def test_cli_failure_exit_code(tmp_path):
     assert not (tmp_path / "site" / "_posts").exists() or not any((tmp_path / "site" / "_posts").iterdir())
     executed = (tmp_path / "build" / "executed" / f"{SLUG}.ipynb").read_text()
     cache = re.search(r"cache: (\S+?)\\n", executed).group(1)
-    assert Path(cache).parent == temp and not Path(cache).exists() and not any(temp.iterdir())
+    assert Path(cache) == (tmp_path / "build" / "scratch" / f"{SLUG}.compile").resolve()
+    assert not Path(cache).exists() and not any(temp.iterdir())
 
 
 @pytest.mark.slow  # executes the fixture notebook through papermill

@@ -16,9 +16,11 @@ build folder, from a scratch working directory), and after its publication
 
 The rest of the checkout and of the site is watched too (:func:`tree`, :class:`TreeWatch`): a
 notebook's run may change no other file (content, mode, symbolic links; the git hooks and config
-included; the site's math engine in ``assets/vendor`` included); a run that did is refused, with the
-files named and how to restore them (where runs are not sandboxed: a sandboxed run cannot write
-them, :mod:`sidebyside.publish.sandbox`). :func:`reaped` ends every process a run left behind.
+included; the site's math engine in ``assets/vendor`` included); what a run changed is put back as
+it was, from copies taken before it, and a run that did is refused with the files named, or, had it
+failed, fails as it did, with a warning naming them (where runs are not sandboxed: a sandboxed run
+cannot write them, :mod:`sidebyside.publish.sandbox`). :func:`reaped` ends every process a run left
+behind.
 """
 
 from __future__ import annotations
@@ -32,12 +34,13 @@ import signal
 import stat
 import sys
 import tempfile
+import weakref
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from sidebyside.publish import sandbox
 from sidebyside.publish.cache import is_post_of
-from sidebyside.publish.common import PublishError
+from sidebyside.publish.common import PublishError, warn
 
 __all__ = ["Guard", "GUARDED", "manifest", "UNWATCHED", "tree", "TreeWatch", "reaped"]
 
@@ -142,13 +145,16 @@ def _digest(path: Path) -> str:
     return f"{stat.S_IMODE(info.st_mode):o}:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def tree(root: Path, allowed: Iterable[str] = ()) -> dict[str, str]:
+def tree(root: Path, allowed: Iterable[str] = (),
+         folders: set[str] | None = None) -> dict[str, str]:
     """``{path relative to root: mode and SHA-256}`` of every file and symbolic link under ``root`` (links by
     their target, never followed) but :data:`UNWATCHED` and the paths in ``allowed`` (relative, a file or a
-    folder); of ``.git``, :data:`WATCHED_GIT`."""
+    folder); of ``.git``, :data:`WATCHED_GIT`. ``folders``, when given, receives the relative
+    path of each folder walked."""
     root = Path(root)
     skip = {a.strip("/") for a in allowed}
     found: dict[str, str] = {}
+    folders = set() if folders is None else folders
 
     def walk(top: Path) -> None:
         for dirpath, dirnames, filenames in os.walk(top):
@@ -163,6 +169,7 @@ def tree(root: Path, allowed: Iterable[str] = ()) -> dict[str, str]:
                     found[relative] = _digest(here / name)
                 else:
                     keep.append(name)
+                    folders.add(relative)
             dirnames[:] = keep
             for name in filenames:
                 relative = (here / name).relative_to(root).as_posix()
@@ -174,6 +181,7 @@ def tree(root: Path, allowed: Iterable[str] = ()) -> dict[str, str]:
     for name in WATCHED_GIT:
         path = root / ".git" / name
         if path.is_dir() and not path.is_symlink():
+            folders.update({".git", f".git/{name}"})
             walk(path)
         elif path.exists() or path.is_symlink():
             found[f".git/{name}"] = _digest(path)
@@ -181,10 +189,12 @@ def tree(root: Path, allowed: Iterable[str] = ()) -> dict[str, str]:
 
 
 class TreeWatch:
-    """The files of ``roots`` (a checkout, a site) as they were when it was made (:func:`tree`), less
-    ``allowed`` (paths relative to each root that the run may write: its checkpoint file). A
-    ``sandboxed`` run (None: as :func:`sidebyside.publish.sandbox.enabled` says) cannot write them
-    (read-only or absent in its sandbox): nothing is watched, what changes meanwhile is no run's."""
+    """The files of ``roots`` (a checkout, a site) as they were when it was made (:func:`tree`),
+    less ``allowed`` (paths relative to each root that the run may write: its checkpoint file), with
+    a copy of each, to put back what a run changed (:meth:`restore`, :meth:`check`; the copies are
+    removed by the first of them). A ``sandboxed`` run (None: as
+    :func:`sidebyside.publish.sandbox.enabled` says) cannot write them (read-only or absent in its
+    sandbox): nothing is watched or copied, what changes meanwhile is no run's."""
 
     def __init__(self, roots: Iterable[Path], allowed: Iterable[str] = (), *,
                  sandboxed: bool | None = None) -> None:
@@ -196,28 +206,108 @@ class TreeWatch:
             except ValueError:  # the run itself says so, before anything runs
                 sandboxed = False
         self.sandboxed = sandboxed
-        self.before = {} if sandboxed else {r: tree(r, self.allowed) for r in self.roots}
+        self.before: dict[Path, dict[str, str]] = {}
+        self.folders: dict[Path, set[str]] = {}
+        self.copies = None if sandboxed else Path(tempfile.mkdtemp(prefix="sidebyside-watch-"))
+        if self.copies is not None:
+            weakref.finalize(self, shutil.rmtree, self.copies, ignore_errors=True)
+        for n, root in enumerate(self.roots if self.copies is not None else []):
+            self.folders[root] = set()
+            self.before[root] = tree(root, self.allowed, self.folders[root])
+            for relative, digest in self.before[root].items():
+                if not digest.startswith(("link:", "special:")):
+                    copy = self.copies / str(n) / relative
+                    copy.parent.mkdir(parents=True, exist_ok=True)
+                    with contextlib.suppress(FileNotFoundError):
+                        shutil.copy2(root / relative, copy, follow_symlinks=False)
+
+    def _put_back(self) -> list[str]:
+        """Put every file of the roots that differs from its copy back as it was (created ones
+        removed, with the folders made for them), and return ``"<path> (changed|created|removed)"``
+        for each; the copies are removed after."""
+        said = []
+        try:
+            for n, root in enumerate(self.roots if self.copies is not None else []):
+                before, after = self.before[root], tree(root, self.allowed)
+                differ = sorted(p for p in set(before) | set(after)
+                                if before.get(p) != after.get(p))
+                for relative in differ:
+                    how = ("created" if relative not in before
+                           else "removed" if relative not in after else "changed")
+                    said.append(f"{root / relative} ({how})")
+                created = [p for p in differ if p not in before]
+                for relative in sorted(created, key=lambda p: -p.count("/")):
+                    _remove(root / relative)
+                    _prune(root, Path(relative).parent, self.folders[root])
+                for relative in (p for p in differ if p in before):
+                    _put(root, relative, before[relative], self.copies / str(n) / relative)
+        finally:
+            if self.copies is not None:
+                shutil.rmtree(self.copies, ignore_errors=True)
+                self.copies = None
+        return said
+
+    def restore(self, slug: str, during: str = "its failed run") -> list[str]:
+        """Put back what changed ``during`` the run (see :meth:`_put_back`), with a warning naming
+        each file; for a run that failed, whose own error is what the publisher says. Returns
+        them."""
+        said = self._put_back()
+        if said:
+            warn(f"{slug}: {during} had changed files outside its post; each was put back as it "
+                 "was (created ones removed): " + ", ".join(said[:20])
+                 + (f" and {len(said) - 20} more" if len(said) > 20 else ""))
+        return said
 
     def check(self, slug: str, during: str) -> None:
         """Raise :class:`PublishError` naming every file of the roots that changed ``during`` the
-        run (none where runs are sandboxed)."""
-        if self.sandboxed:
-            return
-        said = []
-        for root in self.roots:
-            before, after = self.before[root], tree(root, self.allowed)
-            for relative in sorted(set(before) | set(after)):
-                if before.get(relative) != after.get(relative):
-                    how = "created" if relative not in before else "removed" if relative not in after else "changed"
-                    said.append(f"{root / relative} ({how})")
+        run (none where runs are sandboxed), after putting each back as it was."""
+        said = self._put_back()
         if said:
             raise PublishError(
                 f"{slug}: {during} changed files outside its post: " + ", ".join(said[:20])
                 + (f" and {len(said) - 20} more" if len(said) > 20 else "")
-                + ". Nothing was published. A notebook writes only under its scratch working directory and the run's "
-                "results folder (if something else changed them while it ran, run it again once they are as you "
-                "want them): change it so, restore those files (`git status`, `git checkout -- <file>`, "
-                "`git clean` for created ones, `make assets` for assets/vendor) and run it again.")
+                + ". Nothing was published, and each was put back as it was (created ones "
+                "removed). A notebook writes only under its scratch working directory and the "
+                "run's results folder (if something else changed them while it ran, run it again "
+                "once they are as you want them): change it so and run it again; `git status` "
+                "shows the checkout, `git checkout -- <file>` restores a tracked file by hand, "
+                "`make assets` the files of assets/vendor.")
+
+
+def _remove(path: Path) -> None:
+    """Remove ``path``: a file, a link (never followed) or a folder with what it holds."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def _prune(root: Path, folder: Path, kept: set[str]) -> None:
+    """Remove ``folder`` (relative to ``root``) and each folder above it while it is empty and was
+    not there before (not in ``kept``)."""
+    while folder.parts and folder.as_posix() not in kept:
+        with contextlib.suppress(OSError):
+            (root / folder).rmdir()  # only an empty one
+        folder = folder.parent
+
+
+def _put(root: Path, relative: str, digest: str, copy: Path) -> None:
+    """Make ``root / relative`` what ``digest`` (:func:`_digest`) says it was: a link to its target,
+    or the file kept at ``copy`` with its mode (a special file, never copied, is left as it is)."""
+    if digest.startswith("special:"):
+        return
+    path = root / relative
+    for parent in reversed(Path(relative).parents[:-1]):  # a folder replaced by a link or a file
+        folder = root / parent
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            _remove(folder)
+    _remove(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if digest.startswith("link:"):
+        path.symlink_to(digest[len("link:"):])
+    else:
+        shutil.copy2(copy, path, follow_symlinks=False)
 
 
 def _children() -> set[int]:

@@ -1,5 +1,15 @@
 """Running one notebook with papermill, under the run context
-(:mod:`sidebyside.run.context`), and completing the record it saved."""
+(:mod:`sidebyside.run.context`), and completing the record it saved.
+
+Nothing a run writes is read by a later step as code, configuration or its input, but what the
+publisher takes back itself: the executed copy and results (staged, :class:`_Child`) and the post's
+checkpoint file, which is ``checkpoints/<slug>.json`` or none (:func:`checkpoint_name`), copied in
+and out of the run's scratch folder. A run's compilation cache is its own, in the build's scratch
+space (``build/scratch/<slug>.compile/``), removed after it; a cache the caller names
+(``SIDEBYSIDE_COMPILE_CACHE``: a test session's, a device call's) is shared by the runs it starts,
+which is for a caller that owns every one of them. The native grid_sample kernel built by ``make
+native`` is shown to a run read-only, through links in a folder of the run's own, where a kernel
+the run builds itself goes and is dropped with it (:func:`native_folder`)."""
 
 from __future__ import annotations
 
@@ -8,7 +18,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -23,7 +32,8 @@ from sidebyside.publish.preprocess import scrub, scrub_rules
 from sidebyside.run import context, provenance, runkey
 
 __all__ = ["execute", "run_limit", "complete_record", "check_before_running", "key_and_stamp",
-           "check_machine"]
+           "check_machine", "checkpoint_name", "stage_checkpoint", "keep_checkpoint",
+           "native_folder", "NATIVE_ENV", "CHECKPOINTS", "CHECKPOINT_MAX_BYTES"]
 
 #: How many kernels one run starts before it gives up on a kernel that dies before it answers. A kernel's ports
 #: are picked free by its manager, released, then bound by the kernel; a process that starts meanwhile (another
@@ -38,6 +48,13 @@ RUN_LIMIT_S = 6 * 3600
 #: RUN_LIMIT_FLOOR_S.
 RUN_LIMIT_MARGIN = 3.0
 RUN_LIMIT_FLOOR_S = 600
+#: The folder of the repository that holds each post's checkpoint file, ``<slug>.json``.
+CHECKPOINTS = "checkpoints"
+#: The largest checkpoint file taken back from a run (bytes); a larger one is left in its scratch.
+CHECKPOINT_MAX_BYTES = 64 * 2**20
+#: Where :mod:`sidebyside.grid_sample.native` keeps its built kernel (default
+#: ``~/.cache/sidebyside``).
+NATIVE_ENV = "SIDEBYSIDE_NATIVE_CACHE"
 
 
 def _format_failure(exc, info: NotebookInfo, nb_path: Path, executed: Path) -> str:
@@ -66,20 +83,24 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
             aa: bool = False, limit: float | None = None) -> tuple[Path, dict[str, Any]]:
     """Run one notebook with papermill into ``build/executed/<slug>.ipynb``,
     its kernel working in a scratch directory of its own, ``build/scratch/<slug>/``
-    (emptied first), with a compilation cache of its own removed after it unless the environment names one,
-    never in the repository or the site (a run in parts reaches the repository's
-    checkpoint folder through a link, :func:`_link_checkpoint_folder`). Papermill and its kernel run
-    in a child process, in the sandbox of :mod:`sidebyside.publish.sandbox` where it works.
+    (emptied first), with a compilation cache of its own, ``build/scratch/<slug>.compile/``, removed
+    after it, unless the environment names one (shared: see the module), never in the repository or
+    the site (a run in parts finds its checkpoint file, :func:`checkpoint_name`, at the same
+    relative path in its scratch folder: :func:`stage_checkpoint`, and it is taken back however the
+    run ends: :func:`keep_checkpoint`). Papermill and its kernel run in a child process, in the
+    sandbox of :mod:`sidebyside.publish.sandbox` where it works.
 
     ``timeout``: each cell's limit (seconds; None: none). ``limit``: the whole run's (seconds; None:
     :func:`run_limit`'s default); a run past it is ended, every process of it, and fails.
     Returns the executed path and the results record the notebook saved. Raises
-    :class:`PublishError` with the failing cell and error. ``aa``: an A/A run (every timed
-    contestant races the first one's function, :func:`sidebyside.lab.pool.aa`).
+    :class:`PublishError` with the failing cell and error (and, before anything runs, for a
+    ``checkpoint_file`` that is not the slug's). ``aa``: an A/A run (every timed contestant races
+    the first one's function, :func:`sidebyside.lab.pool.aa`).
     """
     import jupytext
 
     executed_dir, results_dir, input_dir = build / "executed", build / "results", build / "input"
+    checkpoint = checkpoint_name(params, info.slug)
     for d in (executed_dir, results_dir, input_dir):
         d.mkdir(parents=True, exist_ok=True)
     input_path = input_dir / f"{info.slug}.ipynb"
@@ -90,7 +111,6 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
     scratch = build / "scratch" / info.slug  # the kernel's working directory: nothing else of the tree
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
-    _link_checkpoint_folder(params, scratch, root)
     try:
         sandboxed = sandbox.enabled()
     except ValueError as exc:
@@ -103,17 +123,13 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
         "MPLBACKEND": "module://matplotlib_inline.backend_inline",
         "PYDEVD_DISABLE_FILE_VALIDATION": "1",
     }
-    # The run's compilation cache (sidebyside.lab.conditions), made and removed here unless the caller gave one
-    # (a test run's, a device call's): the kernel cannot remove it itself, since its manager may stop it with a
-    # signal, which runs no exit handler.
-    own_cache = None if os.environ.get(conditions.CACHE_ENV) else tempfile.mkdtemp(prefix="sidebyside-compile-")
-    if own_cache:
-        env[conditions.CACHE_ENV] = own_cache
+    own_cache = _own_cache(env, scratch)
     child = _Child(info, build, input_path, executed, scratch, params,
                    nb.metadata["kernelspec"]["name"], progress, timeout, {**os.environ, **env},
                    root if sandboxed else None)
     limit = run_limit() if limit is None else limit
     try:
+        stage_checkpoint(checkpoint, scratch, root)
         for start in range(1, KERNEL_STARTS + 1):
             outcome = child.run(limit)
             died = outcome["kind"] == "error" and KERNEL_DIED in outcome["message"]
@@ -123,6 +139,7 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
                  f"while it started: its error is printed above); starting a fresh kernel, "
                  f"{start + 1} of {KERNEL_STARTS}")
     finally:
+        keep_checkpoint(checkpoint, scratch, root)
         if own_cache:
             shutil.rmtree(own_cache, ignore_errors=True)
     _raise_for(outcome, info, executed, limit)
@@ -138,6 +155,20 @@ def execute(info: NotebookInfo, nb, profile: str, params: dict[str, Any], build:
         raise PublishError(f"{info.path}: save_results was called with slug {record.get('slug')!r}, expected {info.slug!r}")
     check_machine(record, info.slug)
     return executed, record
+
+
+def _own_cache(env: dict[str, str], scratch: Path) -> Path | None:
+    """The run's compilation cache (:mod:`sidebyside.lab.conditions`), made here, in the build's
+    scratch space, and set in ``env``, unless the caller named one (returns None): the kernel
+    cannot remove it itself, since its manager may stop it with a signal, which runs no exit
+    handler. A cache the caller names is shared by every run it starts (see the module)."""
+    if os.environ.get(conditions.CACHE_ENV):
+        return None
+    cache = scratch.with_name(f"{scratch.name}.compile")
+    shutil.rmtree(cache, ignore_errors=True)
+    cache.mkdir(parents=True)
+    env[conditions.CACHE_ENV] = str(cache.resolve())
+    return cache
 
 
 def _raise_for(outcome: dict[str, Any], info: NotebookInfo, executed: Path, limit: float) -> None:
@@ -174,9 +205,12 @@ class _Child:
     def __init__(self, info: NotebookInfo, build: Path, input_path: Path, executed: Path,
                  scratch: Path, params: dict[str, Any], kernel: str, progress: bool,
                  timeout: int | None, env: dict[str, str], root: Path | None) -> None:
-        self.info, self.executed, self.root, self.env = info, executed, root, env
+        self.info, self.executed, self.root = info, executed, root
         self.results = build.resolve() / "results" / f"{info.slug}.json"
         self.staging = build.resolve() / "sandbox" / info.slug
+        given = env.get(NATIVE_ENV) or str(Path.home() / ".cache" / "sidebyside")
+        self.native = Path(given).expanduser().resolve()
+        self.env = {**env, NATIVE_ENV: str(self.staging / "native")}
         self.job = {"input": str(input_path.resolve()), "output": str(executed.resolve()),
                     "parameters": params, "kernel": kernel, "cwd": str(scratch.resolve()),
                     "progress": progress, "timeout": timeout,
@@ -189,12 +223,14 @@ class _Child:
         shutil.rmtree(self.staging, ignore_errors=True)
         for part in ("run", "executed", "results"):
             (self.staging / part).mkdir(parents=True)
+        native_folder(self.native, self.staging / "native")
         self.executed.unlink(missing_ok=True)
         command = sandbox.child_command(self.job)
         if self.root is None:
             finished = sandbox.run(command, self.env, limit)
         else:
             box, env = _box(self.job, self.staging, self.root, self.env)
+            box.read.append(self.native)
             line = sandbox.bwrap_argv(shutil.which("bwrap") or "bwrap", box, command)
             finished = sandbox.run(line, env, limit)
             for staged, kept in ((self.staging / "executed" / self.executed.name, self.executed),
@@ -223,8 +259,8 @@ def _box(job: dict[str, Any], staging: Path, root: Path,
          env: dict[str, str]) -> tuple[sandbox.Box, dict[str, str]]:
     """The sandbox of one run (:class:`sidebyside.publish.sandbox.Box`) and its environment:
     read-only, the checkout, this library's, the interpreter and its venv, the notebook, the data
-    and the kernel's files; writable, the scratch folder (and the checkpoint folder it links to),
-    the staged outputs, the caches (the native kernel's in the compilation cache, unless set)."""
+    and the kernel's files; writable, the scratch folder (its checkpoint file's copy in it), the
+    staged outputs (the native kernel's folder of this run among them), the compilation cache."""
     allowed = sandbox.allowance()
     executed, scratch = Path(job["output"]), Path(job["cwd"])
     read = [root, ROOT, Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
@@ -232,11 +268,9 @@ def _box(job: dict[str, Any], staging: Path, root: Path,
     if env.get("FASHION_MNIST_DIR"):
         read.append(Path(env["FASHION_MNIST_DIR"]))
     kernel_files, data_dir = _kernel_files(job["kernel"])
-    write = [scratch, staging / "run"]
-    write += [link.resolve() for link in scratch.iterdir() if link.is_symlink()]
+    write = [scratch, staging / "run", staging / "native"]
     env = dict(env)
-    env.setdefault("SIDEBYSIDE_NATIVE_CACHE", str(Path(env[conditions.CACHE_ENV]) / "native"))
-    for name in (conditions.CACHE_ENV, "SIDEBYSIDE_NATIVE_CACHE", "SIDEBYSIDE_PARTS_OUT"):
+    for name in (conditions.CACHE_ENV, "SIDEBYSIDE_PARTS_OUT"):
         if env.get(name):
             Path(env[name]).mkdir(parents=True, exist_ok=True)
             write.append(Path(env[name]))
@@ -272,21 +306,78 @@ def _kernel_files(name: str) -> tuple[list[Path], Path | None]:
     return found, resource.parent.parent if resource.parent.name == "kernels" else None
 
 
-def _link_checkpoint_folder(params: dict[str, Any], scratch: Path, root: Path) -> None:
-    """A run in parts names its ``checkpoint_file`` relative to the repository (params/<slug>.yaml), where the
-    planner reads it and a call packs it; the kernel works in ``scratch``, so the file's top folder is
-    linked there (made in the repository if missing). A bare file name is refused: the file is replaced
-    whole at each save, which would replace a link to the file itself in ``scratch``, not the file."""
+def checkpoint_name(params: dict[str, Any], slug: str) -> str | None:
+    """The post's checkpoint file, relative to the repository, as ``params`` sets it: None where it
+    sets none (``checkpoint_file`` absent, null or ``""``: a run in one piece), else
+    ``checkpoints/<slug>.json``, the only name it may give: the planner reads it and a device call
+    packs it, so a post names no other file. Raises :class:`PublishError` for any other value."""
     name = params.get("checkpoint_file")
-    if not name or Path(name).is_absolute():
+    if name is None or name == "":
+        return None
+    own = f"{CHECKPOINTS}/{slug}.json"
+    if name != own:
+        raise PublishError(
+            f"{slug}: checkpoint_file {name!r} is not this post's checkpoint file: a run in "
+            f"parts keeps it at {own} (set checkpoint_file: {own} in params/{slug}.yaml), and a "
+            f'run in one piece sets checkpoint_file: "" or none; nothing was run')
+    return own
+
+
+def stage_checkpoint(name: str | None, scratch: Path, root: Path) -> None:
+    """Show the run the post's checkpoint file ``name`` (:func:`checkpoint_name`) at the same
+    relative path in its working folder ``scratch``: a copy of the repository's, where it is a
+    plain file (a link is not followed), in a folder of the run's own. The run may replace it whole,
+    and writes no other file of the repository's ``checkpoints/``."""
+    if name is None:
         return
-    if len(Path(name).parts) < 2:
-        raise PublishError(f"checkpoint_file {name!r} names no folder: give it inside one, relative to the repository "
-                           f"(checkpoint_file: checkpoints/{name}), so that the run reaches it from its scratch folder; "
-                           "nothing was run")
-    top = Path(name).parts[0]
-    (root / top).mkdir(parents=True, exist_ok=True)
-    (scratch / top).symlink_to((root / top).resolve(), target_is_directory=True)
+    folder = (scratch / name).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = root / name
+    if kept.is_file() and not kept.is_symlink():
+        shutil.copyfile(kept, scratch / name)
+
+
+def keep_checkpoint(name: str | None, scratch: Path, root: Path) -> bool:
+    """Take back the checkpoint file ``name`` the run left in ``scratch`` into the repository
+    (however the run ended: a run in parts stops before its budget ends), replacing the file there
+    whole. Only a plain file in a plain folder of at most :data:`CHECKPOINT_MAX_BYTES` is taken (a
+    link, or anything else, is said and left); the other files of that folder never are. Returns
+    whether it was taken."""
+    if name is None:
+        return False
+    made = scratch / name
+    if not made.exists() and not made.is_symlink():
+        return False
+    folder_ok = all(not (scratch / part).is_symlink() for part in Path(name).parents if part.parts)
+    if not folder_ok or made.is_symlink() or not made.is_file():
+        warn(f"the run left {name} as a link or not as a plain file; it was not taken back "
+             f"(the repository's {name} is as it was before the run)")
+        return False
+    if made.stat().st_size > CHECKPOINT_MAX_BYTES:
+        warn(f"the run's {name} is {made.stat().st_size} bytes, over {CHECKPOINT_MAX_BYTES}; it "
+             f"was not taken back (it stays in {made})")
+        return False
+    target = root / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.taking")
+    shutil.copyfile(made, partial)
+    os.replace(partial, target)
+    return True
+
+
+def native_folder(source: Path, folder: Path) -> Path:
+    """Make ``folder`` (emptied first) the run's native-kernel cache: a link to each plain file of
+    ``source`` (the cache ``make native`` built into, shown read-only in the sandbox), so that the
+    run loads the kernel built there and cannot change it, and a kernel the run builds itself (a
+    new jaxlib, another CPU) goes into ``folder``, its own, which no later run reads. Returns
+    ``folder``."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    if source.is_dir():
+        for path in sorted(source.iterdir()):
+            if path.is_file() and not path.is_symlink():
+                (folder / path.name).symlink_to(path.resolve())
+    return folder
 
 
 def check_machine(record: dict[str, Any], slug: str) -> list[str]:
