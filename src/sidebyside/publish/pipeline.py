@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sidebyside.publish import footprint, schedule
+from sidebyside.publish import schedule
 from sidebyside.publish.cache import freshness, plan, published_record
 from sidebyside.publish.common import ROOT, PublishError, say
 from sidebyside.publish.discovery import discover, read_notebook_info, select
@@ -58,6 +58,8 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
             raise PublishError("the site is not whole; nothing was run:\n  " + "\n  ".join(found))
     decisions = plan(infos, profile, params_by_profile, site, force=force, root=root)
     config = site_config(site, root)
+    from sidebyside.publish import footprint  # not at import: `python -m sidebyside.publish.footprint`
+
     if not dry_run and any(d.action == "run" for d in decisions):
         check_before_running(profile, root)
         for line in footprint.prune_caches(root):  # each cache folder within its cap, oldest out first
