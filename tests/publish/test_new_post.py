@@ -52,7 +52,6 @@ NOTEBOOK = '''\
 #     compared: Nothing is raced; the post checks the road a new post takes.
 #     tags: [test]
 #     metrics: [answer]
-#     gpu: {{budget_s: 60, measured: "ESTIMATE for the test"}}
 # ---
 
 # %% [markdown]
@@ -78,6 +77,11 @@ answer
 # %% tags=["remove_cell"]
 provenance.save_results({{"answer": answer}})["metrics"]
 '''
+
+SETTINGS = """\
+# example-post: its settings; a GPU budget makes the planner plan it
+gpu_budget: {budget_s: 60, measured: "ESTIMATE for the test"}
+"""
 
 PACKAGE = '''\
 """The example post.
@@ -134,7 +138,8 @@ def _add_the_post(tree: Path) -> list[str]:
     import jupytext
 
     files = {"notebooks/09_example.py": NOTEBOOK.format(slug=SLUG), "src/sidebyside/posts/example/__init__.py": PACKAGE,
-             "src/sidebyside/posts/example/report.py": REPORT, "tests/posts/example/test_report_example.py": TEST}
+             "src/sidebyside/posts/example/report.py": REPORT, "tests/posts/example/test_report_example.py": TEST,
+             f"params/{SLUG}.yaml": SETTINGS}
     for name, text in files.items():
         (tree / name).parent.mkdir(parents=True, exist_ok=True)
         (tree / name).write_text(text)
@@ -171,7 +176,7 @@ def test_a_new_post_touches_only_its_own_files_and_reaches_everything_that_lists
     built = _jekyll(tree)
     assert list(built.rglob(f"{SLUG}*/index.html")) or list(built.rglob(f"{SLUG}.html"))
 
-    # the GPU planner reads its budget from its header
+    # the GPU planner reads its budget from its settings file
     budgets = schedule.read_budgets(tree / "notebooks", tree / "params")
     assert budgets["posts"][SLUG] == {"budget_s": 60, "measured": "ESTIMATE for the test"}
     plan = schedule.plan_calls(budgets, {}, [SLUG])
