@@ -828,3 +828,16 @@ def test_kernelspec_hint_names_a_command_that_runs(tmp_path):
                                              "#     name: python3\n", ""))
     with pytest.raises(publish.PublishError, match=re.escape(f"Run: {sys.executable} -m jupytext --set-kernel python3")):
         publish.read_notebook_info(path)
+
+
+def test_a_runs_time_limit_comes_from_its_published_run_of_the_same_profile(monkeypatch, tmp_path):
+    from sidebyside.publish import pipeline, running
+
+    records = {"a": {"profile": "cpu", "provenance": {"run_s": 1000.0}}, "b": {"profile": "gpu", "provenance": {}},
+               "c": {"profile": "cpu", "provenance": {"run_s": 5.0}}}
+    monkeypatch.setattr(pipeline, "published_record", lambda site, slug: records.get(slug))
+    assert pipeline._limit(tmp_path, "a", "cpu") == running.run_limit(1000.0) == 3000.0
+    assert pipeline._limit(tmp_path, "a", "smoke") == running.RUN_LIMIT_S  # another profile's time says nothing
+    assert pipeline._limit(tmp_path, "b", "gpu") == running.RUN_LIMIT_S  # none recorded
+    assert pipeline._limit(tmp_path, "c", "cpu") == running.RUN_LIMIT_FLOOR_S  # never below the floor
+    assert pipeline._limit(tmp_path, "none", "cpu") == running.RUN_LIMIT_S

@@ -84,7 +84,8 @@ def run(*, profile: str = "auto", only: str | None = None, force: bool = False, 
             watch = TreeWatch([root, site], allowed=[params["checkpoint_file"]] if params.get("checkpoint_file") else [])
             try:
                 with reaped(), footprint.Watch() as sampled:  # its wall time, its processes' peak memory
-                    executed, saved = execute(info, nb, profile, params, build, root=root, progress=progress, aa=aa)
+                    executed, saved = execute(info, nb, profile, params, build, root=root, progress=progress, aa=aa,
+                                              limit=_limit(site, info.slug, profile))
                 footprint.note_run(saved, sampled)  # provenance.run_s, provenance.peak_rss_bytes
             except BaseException:
                 watch.restore(info.slug)  # a failed run leaves the checkout and the site as they were
@@ -234,6 +235,19 @@ def list_notebooks(*, only: str | None = None, site: Path = ROOT, notebooks: Pat
 
         scoreboard.write_freshness(site, select(everything, only), params_by_profile, root, everything)
     return 2 if broken else 0
+
+
+def _limit(site: Path, slug: str, profile: str) -> float:
+    """The whole run's time limit (:func:`sidebyside.publish.running.run_limit`): from the published run's recorded
+    time where it is a run of ``profile`` that recorded one, else the default."""
+    from sidebyside.publish.running import run_limit
+
+    try:
+        record = published_record(site, slug) or {}
+    except PublishError:
+        record = {}
+    recorded = (record.get("provenance") or {}).get("run_s") if record.get("profile") == profile else None
+    return run_limit(recorded if isinstance(recorded, (int, float)) else None)
 
 
 def plan_gpu_calls(*, site: Path = ROOT, notebooks: Path = ROOT / "notebooks", params_dir: Path = ROOT / "params",
