@@ -46,9 +46,10 @@ def smoke_site(tmp_path_factory, executed):
 
 
 def test_each_post_has_one_settings_file_naming_only_its_profiles_and_parameters():
+    """Its profiles' parameters, and beside them its GPU budget where it plans a GPU run."""
     for slug in SLUGS:
         table = yaml.safe_load((ROOT / "params" / f"{slug}.yaml").read_text()) or {}
-        assert set(table) <= set(publish.PROFILES) and "smoke" in table, (slug, set(table))
+        assert set(table) <= {*publish.PROFILES, "gpu_budget"} and "smoke" in table, (slug, set(table))
     for profile in publish.PROFILES:
         publish.load_params(ROOT / "params", profile, NOTEBOOKS)  # raises on unknown names and stray files
 
