@@ -263,8 +263,8 @@ jit_entries, jit_timings = {}, {}  # (device, size) -> {method: ladder entry} / 
 back_to_back = {}  # the same ladders, calls issued back to back and waited for once per repeat: throughput
 for device, n in progress.bar([(d, n) for d in devices for n in sizes], desc="f(x) sweep"):
     # one part per (device, size): its ladder, then the same ladder back to back (sweeps.sweep); its
-    # data drawn from rng, whose state is saved with it (sweeps.drawn)
-    swept = sweeps.drawn(parts, rng, sweeps.part_name("jit", device, n),
+    # data drawn from rng, whose state is saved with it (parts.drawn)
+    swept = parts.drawn(rng, sweeps.part_name("jit", device, n),
                          partial(sweeps.sweep, partial(candidates, device, n)), needs=NEEDS,
                          repeats=repeats, min_repeat_s=min_repeat_s, decode=sweeps.Ladder.saved)
     jit_entries[device, n], jit_timings[device, n] = swept.entries, swept.timings
@@ -311,7 +311,7 @@ def profiled(calls):
 
 
 if on_gpu:
-    for rung, row in sweeps.drawn(parts, rng, "kernels/gpu", profiled, kernel_calls).items():
+    for rung, row in parts.drawn(rng, "kernels/gpu", profiled, kernel_calls).items():
         m, n = rung.rsplit("@", 1)
         kernel_times.setdefault(("gpu", int(n)), {})[m] = row
 kernel_view = report.kernel_table(jit_entries, back_to_back, kernel_times, labels=LABEL) if on_gpu else None
@@ -326,8 +326,7 @@ def busy_cores(n):  # one part: the cores each rung that ran keeps busy at lengt
             if m in jit_timings["cpu", n]}
 
 
-cores_busy = {} if "cpu" not in devices else {("cpu", sizes[-1]): sweeps.drawn(
-    parts, rng, sweeps.part_name("cores", "cpu", sizes[-1]), busy_cores, sizes[-1])}
+cores_busy = {} if "cpu" not in devices else {("cpu", sizes[-1]): parts.drawn(rng, sweeps.part_name("cores", "cpu", sizes[-1]), busy_cores, sizes[-1])}
 (Markdown(words.from_cpu_run("Timing on the CPU (every CPU row, and the cores each rung keeps busy there)",
                                     "needs no GPU")) if not cores_busy else
  pd.Series(cores_busy["cpu", sizes[-1]], name="cores busy per call").rename(index=LABEL).round(2).to_frame())
@@ -468,7 +467,7 @@ def timed_both_ways(device, n, methods):
 
 pitfall_rows = []
 for device in devices:
-    timed = sweeps.drawn(parts, rng, sweeps.part_name("pitfall", device, n_big), timed_both_ways,
+    timed = parts.drawn(rng, sweeps.part_name("pitfall", device, n_big), timed_both_ways,
                          device, n_big, list(jit_timings[device, n_big]))
     for method, t in timed.items():
         pitfall_rows.append({
@@ -595,7 +594,7 @@ def gradients_at(n, rungs=GRAD_RUNGS, exact=functions.df):
 
 grad_entries, grad_timings, grad_errors = {}, {}, {}
 for n in progress.bar(grad_sizes, desc="gradient sweep"):
-    swept = sweeps.drawn(parts, rng, sweeps.part_name("grad", n), gradients_at, n,
+    swept = parts.drawn(rng, sweeps.part_name("grad", n), gradients_at, n,
                          decode=sweeps.Ladder.saved)
     grad_entries[n], grad_timings[n] = swept.entries, swept.timings
     for method, error in swept.errors.items():
@@ -838,18 +837,14 @@ n_control, n_control_grad = (
     sizes[-1],
     grad_sizes[-1],
 )  # the headline's sizes: the control adds no other
-control_jit = sweeps.drawn(
-    parts,
-    rng,
+control_jit = parts.drawn(rng,
     sweeps.part_name("control-jit", main_device, n_control),
     control_jit_at,
     main_device,
     n_control,
     decode=sweeps.Ladder.saved,
 )
-control_grad = sweeps.drawn(
-    parts,
-    rng,
+control_grad = parts.drawn(rng,
     sweeps.part_name("control-grad", main_device, n_control_grad),
     gradients_at,
     n_control_grad,
@@ -902,8 +897,7 @@ def xla_options_tried(n):
 
 
 xla_options = (
-    sweeps.drawn(
-        parts, rng, sweeps.part_name("xla-options", n_control), xla_options_tried, n_control
+    parts.drawn(rng, sweeps.part_name("xla-options", n_control), xla_options_tried, n_control
     )
     if main_device == "cpu"
     else {"rows": [], "options": None}

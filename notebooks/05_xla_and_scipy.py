@@ -276,9 +276,8 @@ linalg_entries = {}  # (op, device, mode, n) -> {"<library>/<tool>": entry}
 cases = [(op, device, mode, n) for op in OPS for device in devices for mode in OPS[op]["modes"]
          for n in sizes_on(device)]
 for op, device, mode, n in progress.bar(cases, desc="linear algebra"):
-    # the state of rng the part leaves is saved with it (measure.drawn)
-    linalg_entries[op, device, mode, n] = measure.drawn(
-        parts, rng, f"linalg/{op}/{device}/{n}/{mode}", linalg_ladder, op, device, mode, n)
+    # the state of rng the part leaves is saved with it (parts.drawn)
+    linalg_entries[op, device, mode, n] = parts.drawn(rng, f"linalg/{op}/{device}/{n}/{mode}", linalg_ladder, op, device, mode, n)
 
 # %% tags=["appendix-input"]
 # A TF32 or bfloat16 row is raced only once its result shows the setting reached the computation on
@@ -308,7 +307,7 @@ def precision_check(op, device, mode, n=precision_size):
     return found
 
 
-precision_applied = {(op, device, mode): measure.drawn(parts, rng, f"applied/{op}/{device}/{mode}",
+precision_applied = {(op, device, mode): parts.drawn(rng, f"applied/{op}/{device}/{mode}",
                                                        precision_check, op, device, mode)
                      for op in OPS for device in devices if device != "cpu"
                      for mode in OPS[op]["modes"] if mode in GPU_ONLY}

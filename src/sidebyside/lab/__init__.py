@@ -7,6 +7,7 @@
 - ``timing``: the one benchmark harness's measuring loop (warm start, warm-up and compilation apart,
   synchronised, interleaved, pooled over independent processes, the ladder of tools).
 - ``pool``: the worker processes the harness times in (one process is one observation).
+- ``cachestate``: whether one program's compilation found the shared compilation cache cold or warm.
 - ``conditions``: the same conditions on both sides (threads, precision, compile cache).
 - ``stats``: the statistics verdicts rest on (t-intervals over processes, Welch's test).
 - ``noise``: each machine kind's noise floor, measured by A/A races through the harness.

@@ -36,6 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sidebyside.lab import conditions
+from sidebyside.run import checkpoints, colab, context
+
 __all__ = ["MODE_ENV", "ALLOW_ENV", "HOME", "RUNTIME_DIR", "Box", "Finished", "probe", "enabled",
            "allowance", "environment", "bwrap_argv", "run", "execute_job", "main", "child_command"]
 
@@ -53,12 +56,9 @@ KEPT = frozenset({
     "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "MPLBACKEND", "PYDEVD_DISABLE_FILE_VALIDATION",
     "FASHION_MNIST_DIR", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONUNBUFFERED", "PYTHONWARNINGS",
     "PYTHONDONTWRITEBYTECODE", "PYTHONUTF8", "PYTHONIOENCODING", "PYTHONFAULTHANDLER", "VIRTUAL_ENV",
-    "CXX", "JUPYTER_PATH", "SIDEBYSIDE_SLUG", "SIDEBYSIDE_PROFILE", "SIDEBYSIDE_RESULTS_DIR",
-    "SIDEBYSIDE_ROOT", "SIDEBYSIDE_GIT_SHA", "SIDEBYSIDE_HEADLESS", "SIDEBYSIDE_INPUTS",
-    "SIDEBYSIDE_AA", "SIDEBYSIDE_CALL_START", "SIDEBYSIDE_CALL_DEADLINE_S",
-    "SIDEBYSIDE_PART_ESTIMATES", "SIDEBYSIDE_PARTS_LATER", "SIDEBYSIDE_PARTS_OUT",
-    "SIDEBYSIDE_COMPILE_CACHE", "SIDEBYSIDE_NATIVE_CACHE", "SIDEBYSIDE_POOL_CONDITIONS",
-    "SIDEBYSIDE_RAW",
+    "CXX", "JUPYTER_PATH", *context.ENV.values(), checkpoints.CALL_START_ENV,
+    checkpoints.CALL_DEADLINE_ENV, checkpoints.ESTIMATES_ENV, checkpoints.LATER_ENV, checkpoints.COPY_ENV,
+    conditions.CACHE_ENV, "SIDEBYSIDE_NATIVE_CACHE", "SIDEBYSIDE_POOL_CONDITIONS", colab.RAW_ENV,
 })
 #: Prefixes of variables a run keeps: locale, and those that set threads or the device.
 KEPT_PREFIXES = ("LC_", "OMP_", "MKL_", "OPENBLAS_", "XLA_", "JAX_", "TORCH", "CUDA_", "NVIDIA_",

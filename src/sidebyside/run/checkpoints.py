@@ -242,6 +242,30 @@ class Checkpoints:
             os.replace(tmp, target)
         return value
 
+    def drawn(self, generator: Any, name: str, fn: Callable[..., Any], *args: Any,
+              decode: Callable[[Any], Any] | None = None, **kwargs: Any) -> Any:
+        """``self(name, fn, *args, decode=decode, **kwargs)`` for a part that draws its data from
+        ``generator`` (a :class:`numpy.random.Generator`): the generator's state the part leaves is saved
+        with its value and put back when the part is read back, so every draw after it is the one a run
+        that measured it makes (a run in parts draws the data of an uninterrupted run)."""
+        def measured(*given: Any, **named: Any) -> _Drawn:
+            return _Drawn(fn(*given, **named), generator.bit_generator.state)
+
+        def read(saved: Mapping[str, Any]) -> _Drawn:
+            generator.bit_generator.state = saved["rng"]
+            return _Drawn(decode(saved["value"]) if decode else saved["value"], saved["rng"])
+
+        return self(name, measured, *args, decode=read, **kwargs).value
+
+
+@dataclasses.dataclass
+class _Drawn:
+    """A part's ``value`` and the state its draws left the generator in (``rng``: the
+    ``bit_generator.state`` of a :class:`numpy.random.Generator`)."""
+
+    value: Any
+    rng: dict[str, Any]
+
 
 def describe_parts(log: Mapping[str, Mapping[str, Any]]) -> str:
     """A sentence for the post: which commit measured which part of a run made in parts ("" for a

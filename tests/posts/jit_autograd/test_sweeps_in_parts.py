@@ -66,12 +66,12 @@ def _run(path, nb, **options):
     """The notebook's part-wrapped calls at SIZES, in its order and under its names; and the
     generator's next draw after them."""
     parts = Checkpoints(path, stamp={"device": "test"}, commit="abc", **options)
-    swept = {n: sweeps.drawn(parts, nb.rng, sweeps.part_name("jit", "cpu", n),
+    swept = {n: parts.drawn(nb.rng, sweeps.part_name("jit", "cpu", n),
                              partial(sweeps.sweep, partial(nb.candidates, n)), needs={},
                              decode=sweeps.Ladder.saved, **FAST) for n in SIZES}
-    grads = {n: sweeps.drawn(parts, nb.rng, sweeps.part_name("grad", n), nb.gradients_at, n,
+    grads = {n: parts.drawn(nb.rng, sweeps.part_name("grad", n), nb.gradients_at, n,
                              decode=sweeps.Ladder.saved) for n in SIZES}
-    pitfall = sweeps.drawn(parts, nb.rng, sweeps.part_name("pitfall", "cpu", SIZES[-1]),
+    pitfall = parts.drawn(nb.rng, sweeps.part_name("pitfall", "cpu", SIZES[-1]),
                            nb.timed_both_ways, SIZES[-1], list(swept[SIZES[-1]].timings))
     return parts, {"swept": swept, "grads": grads, "pitfall": pitfall, "next": nb.rng.uniform()}
 
@@ -127,7 +127,7 @@ def test_a_budget_stops_before_the_part_that_would_not_fit_and_the_next_run_resu
         return nb.candidates(n)
 
     def sweep_at(n):
-        return sweeps.drawn(parts, nb.rng, sweeps.part_name("jit", "cpu", n),
+        return parts.drawn(nb.rng, sweeps.part_name("jit", "cpu", n),
                             partial(sweeps.sweep, partial(slow, n)), decode=sweeps.Ladder.saved,
                             **FAST)
 

@@ -105,7 +105,7 @@ class Notebook:
 def _run(path, nb, **options):
     """The notebook's part-wrapped calls, in its order and under its names."""
     parts = Checkpoints(path, stamp={"device": "test"}, commit="abc", **options)
-    linalg = {(op, n): measure.drawn(parts, nb.rng, f"linalg/{op}/cpu/{n}/float64",
+    linalg = {(op, n): parts.drawn(nb.rng, f"linalg/{op}/cpu/{n}/float64",
                                      nb.linalg_ladder, op, n)
               for op in ("matmul", "inverse") for n in (8, 16)}
     nb.a, nb.b = nb.rng.standard_normal((8, 8)), nb.rng.standard_normal((8, 8))  # outside a part

@@ -11,7 +11,7 @@ The notebook wraps each call below in its :class:`sidebyside.run.checkpoints.Che
 A :class:`Ladder` is what :func:`sweep` and :func:`checked` return, and :meth:`Ladder.saved`
 turns its saved form (JSON) back into one, :class:`sidebyside.lab.entry.Timing` objects included,
 so that a part read back gives what measuring it gives. A part that draws its data from the
-notebook's generator goes through :func:`drawn`, which saves the generator's state with it and puts
+notebook's generator goes through :meth:`sidebyside.run.checkpoints.Checkpoints.drawn`, which saves the generator's state with it and puts
 it back on reading, so that a run in parts draws what an uninterrupted run draws. This module
 imports neither PyTorch nor JAX.
 """
@@ -28,7 +28,7 @@ import numpy as np
 from sidebyside.lab import timing
 from sidebyside.lab.entry import Timing
 
-__all__ = ["Ladder", "Drawn", "drawn", "part_name", "sweep", "checked", "pitfall", "as_numpy"]
+__all__ = ["Ladder", "part_name", "sweep", "checked", "pitfall", "as_numpy"]
 
 
 @dataclasses.dataclass
@@ -51,32 +51,6 @@ class Ladder:
         return cls(entries=dict(value["entries"]), timings=timings,
                    back_to_back=dict(value.get("back_to_back") or {}),
                    errors=dict(value.get("errors") or {}))
-
-
-@dataclasses.dataclass
-class Drawn:
-    """A part's ``value`` and the state its draws left the notebook's generator in (``rng``, the
-    ``bit_generator.state`` of a :class:`numpy.random.Generator`)."""
-
-    value: Any
-    rng: dict[str, Any]
-
-
-def drawn(parts: Callable[..., Any], rng: np.random.Generator, name: str, fn: Callable[..., Any],
-          *args: Any, decode: Callable[[Any], Any] | None = None, **kwargs: Any) -> Any:
-    """``parts(name, fn, *args, decode=decode, **kwargs)`` for a part that draws its data from
-    ``rng``: the state of ``rng`` it leaves is saved with its value, and put back when the part is
-    read back, so that every draw after it is the one a run that measured it makes (a run in parts
-    draws the data of an uninterrupted run). ``parts`` is a
-    :class:`sidebyside.run.checkpoints.Checkpoints`; returns the part's value."""
-    def measured(*given: Any, **named: Any) -> Drawn:
-        return Drawn(fn(*given, **named), rng.bit_generator.state)
-
-    def read(saved: Mapping[str, Any]) -> Drawn:
-        rng.bit_generator.state = saved["rng"]
-        return Drawn(decode(saved["value"]) if decode else saved["value"], saved["rng"])
-
-    return parts(name, measured, *args, decode=read, **kwargs).value
 
 
 def part_name(kind: str, *what: Any) -> str:

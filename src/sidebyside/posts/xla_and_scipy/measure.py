@@ -12,7 +12,8 @@ The notebook wraps each call below in its :class:`sidebyside.run.checkpoints.Che
 - :func:`two_passes`: one way of passing a configuration to a jitted loss, a pass timed twice.
 
 Every value is made of dicts, lists, strings, numbers, booleans and None, so no part needs a
-``decode``. A part that draws its data from the notebook's generator goes through :func:`drawn`,
+``decode``. A part that draws its data from the notebook's generator goes through
+:meth:`sidebyside.run.checkpoints.Checkpoints.drawn`,
 which saves the generator's state with it and puts it back on reading, so that a run in parts draws
 what an uninterrupted run draws. :func:`slug` turns a label into a part name's word. This module
 imports neither PyTorch nor JAX.
@@ -20,7 +21,6 @@ imports neither PyTorch nor JAX.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
 from collections.abc import Callable, Mapping
@@ -30,34 +30,8 @@ import numpy as np
 
 from sidebyside.lab import timing
 
-__all__ = ["Drawn", "drawn", "slug", "as_numpy", "ladder_entries", "precision_rows", "fit",
+__all__ = ["slug", "as_numpy", "ladder_entries", "precision_rows", "fit",
            "first_calls", "two_passes"]
-
-
-@dataclasses.dataclass
-class Drawn:
-    """A part's ``value`` and the state its draws left the notebook's generator in (``rng``, the
-    ``bit_generator.state`` of a :class:`numpy.random.Generator`)."""
-
-    value: Any
-    rng: dict[str, Any]
-
-
-def drawn(parts: Callable[..., Any], rng: np.random.Generator, name: str, fn: Callable[..., Any],
-          *args: Any, decode: Callable[[Any], Any] | None = None, **kwargs: Any) -> Any:
-    """``parts(name, fn, *args, decode=decode, **kwargs)`` for a part that draws its data from
-    ``rng``: the state of ``rng`` it leaves is saved with its value, and put back when the part is
-    read back, so that every draw after it is the one a run that measured it makes (a run in parts
-    draws the data of an uninterrupted run). ``parts`` is a
-    :class:`sidebyside.run.checkpoints.Checkpoints`; returns the part's value."""
-    def measured(*given: Any, **named: Any) -> Drawn:
-        return Drawn(fn(*given, **named), rng.bit_generator.state)
-
-    def read(saved: Mapping[str, Any]) -> Drawn:
-        rng.bit_generator.state = saved["rng"]
-        return Drawn(decode(saved["value"]) if decode else saved["value"], saved["rng"])
-
-    return parts(name, measured, *args, decode=read, **kwargs).value
 
 
 def slug(label: str) -> str:
