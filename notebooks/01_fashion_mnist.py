@@ -906,6 +906,7 @@ def graph_breaks(kind, precision, batches, mode):
         return int(torch._dynamo.explain(lambda i: train_step(X[i], y[i]))(index).graph_break_count)
 
 
+# %% tags=["appendix"]
 def time_ladder(kind, precision="float32", host_fed=False, torch_tools=None):
     """Time one model's ladder in one precision (one part: measure.ladder, graph breaks counted),
     keep its record in `speed`, show it per epoch; `torch_tools`: the PyTorch rungs raced, by tool
