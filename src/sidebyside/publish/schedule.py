@@ -32,7 +32,6 @@ from typing import Any
 
 import yaml
 
-from sidebyside.publish import fixedplan
 from sidebyside.publish.common import ROOT, PublishError
 from sidebyside.run import colab
 
@@ -475,6 +474,8 @@ def plan_calls(budgets: Mapping[str, Any], params: Mapping[str, Mapping[str, Any
     total_s = min(float(budgets.get("total_limit_s") or window_s * windows), window_s * windows)
     sizes = dict(limit_s=limit_s, window_s=total_s, max_calls=max_calls * windows, call_overhead_s=call_overhead_s)
     rank = {s: i for i, s in enumerate(slugs)}
+
+    from sidebyside.publish import fixedplan  # not at import: `python -m sidebyside.publish.fixedplan` on the box
 
     def arranged(calls: list[Call] | None) -> list[Call] | None:
         return None if calls is None else fixedplan.into_windows(calls, max_calls, window_s, rank)
